@@ -1,0 +1,9 @@
+# etnn_program(NAME SOURCES...): an executable of this project (test, example, benchmark)
+# linked to etnn::etnn with the project's warning set. Users' targets never get these flags.
+function(etnn_program name)
+  add_executable(${name} ${ARGN})
+  target_link_libraries(${name} PRIVATE etnn::etnn)
+  if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+    target_compile_options(${name} PRIVATE -Wall -Wextra -Wpedantic)
+  endif()
+endfunction()

@@ -1,0 +1,28 @@
+#pragma once
+// Runtime errors. Every message says what went wrong, where, and how to fix it.
+#include <stdexcept>
+#include <string>
+
+namespace etnn {
+
+// Base of every exception etnn throws.
+struct Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// A runtime value (batch size, label, tensor size) does not fit what the static type expects.
+struct ShapeError : Error {
+  using Error::Error;
+};
+
+// A file could not be read or written, or its content is malformed.
+struct IoError : Error {
+  using Error::Error;
+};
+
+// A requested feature or device is not available in this build or on this machine.
+struct UnavailableError : Error {
+  using Error::Error;
+};
+
+}  // namespace etnn

@@ -1,0 +1,68 @@
+#pragma once
+// Seeded random numbers that give the same sequence on every platform and standard library
+// (std::uniform_*_distribution do not). Used for initialisation, shuffling and dropout.
+#include <cstdint>
+
+namespace etnn {
+
+// SplitMix64: turns any 64-bit seed (including 0) into well-mixed state words.
+constexpr std::uint64_t splitmix64(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// A seed derived from a parent seed and a stream number, so that independent streams
+// (one per parameter tensor, one per epoch) do not depend on how many numbers others drew.
+constexpr std::uint64_t derive_seed(std::uint64_t seed, std::uint64_t stream) {
+  std::uint64_t s = seed ^ (stream * 0xD1B54A32D192ED03ull);
+  return splitmix64(s);
+}
+
+// xoshiro256**: fast, 256-bit state, passes BigCrush.
+class Rng {
+  __extension__ using Wide = unsigned __int128;  // 64x64 -> 128-bit product
+
+ public:
+  explicit constexpr Rng(std::uint64_t seed = 0) {
+    for (auto& word : s_) word = splitmix64(seed);
+  }
+
+  constexpr std::uint64_t next() {
+    const std::uint64_t result = rotl(s_[1] * 5, 7) * 9;
+    const std::uint64_t t = s_[1] << 17;
+    s_[2] ^= s_[0];
+    s_[3] ^= s_[1];
+    s_[1] ^= s_[2];
+    s_[0] ^= s_[3];
+    s_[2] ^= t;
+    s_[3] = rotl(s_[3], 45);
+    return result;
+  }
+
+  // Uniform in [0, 1) with 53 random bits.
+  constexpr double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+  // Uniform in [lo, hi).
+  constexpr double uniform(double lo, double hi) { return lo + (hi - lo) * uniform(); }
+
+  // Uniform integer in [0, bound), unbiased (Lemire's multiply-and-reject).
+  constexpr std::uint64_t below(std::uint64_t bound) {
+    Wide m = static_cast<Wide>(next()) * bound;
+    auto low = static_cast<std::uint64_t>(m);
+    if (low < bound) {
+      const std::uint64_t threshold = (0 - bound) % bound;
+      while (low < threshold) {
+        m = static_cast<Wide>(next()) * bound;
+        low = static_cast<std::uint64_t>(m);
+      }
+    }
+    return static_cast<std::uint64_t>(m >> 64);
+  }
+
+ private:
+  static constexpr std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+  std::uint64_t s_[4]{};
+};
+
+}  // namespace etnn

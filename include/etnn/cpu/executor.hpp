@@ -1,0 +1,39 @@
+#pragma once
+// The CPU executor: evaluates an elementwise expression into memory in one fused loop, and runs
+// an ETNN_HD functor over an index range (used by the optimizers' update rules).
+#include <algorithm>
+#include <cstddef>
+#include <string>
+
+#include "../core/device.hpp"
+#include "../core/error.hpp"
+#include "../expr/expression.hpp"
+#include "parallel.hpp"
+
+namespace etnn {
+
+// dst[i] = e[i] for i < e.size(). dst may alias any operand that is read at the same index.
+template <class T, expr::Expression E>
+void assign(Cpu, T* dst, const E& e) {
+  static_assert(E::sized, "ETNN_EXPR_UNSIZED: an expression of scalars alone has no length to assign");
+  const std::size_t n = e.size();
+  cpu::parallel_chunks(n, 4096, 1, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) dst[i] = e[i];
+  });
+}
+
+// dst[i] = value for i < n.
+template <class T>
+void fill(Cpu, T* dst, std::size_t n, T value) {
+  cpu::parallel_chunks(n, 4096, 1, [&](std::size_t begin, std::size_t end) {
+    std::fill(dst + begin, dst + end, value);
+  });
+}
+
+// f(i) for i < n, on the host threads.
+template <class F>
+void for_each_index(Cpu, std::size_t n, const F& f) {
+  cpu::parallel_for(n, f);
+}
+
+}  // namespace etnn

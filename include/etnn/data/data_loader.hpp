@@ -1,0 +1,344 @@
+#pragma once
+// DataLoader: the batches of an in-memory dataset in a per-epoch sample order.
+//   order  the sampler's indices for the epoch: 0..n-1 (SequentialSampler) or a permutation seeded
+//          by (seed, epoch) (RandomSampler), identical on every platform and standard library
+//   batch  k covers order[k * B, min((k + 1) * B, n)); x (count, S) floats and y count labels,
+//          gathered into loader-owned memory that stays valid until the iterator advances
+// With prefetch a worker thread gathers batch k + 1 while the caller uses batch k (two buffers).
+// Buffers are sized at construction: iterating allocates nothing per batch.
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <concepts>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <iterator>
+#include <mutex>
+#include <numeric>
+#include <span>
+#include <string>
+#include <thread>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "../core/device.hpp"
+#include "../core/error.hpp"
+#include "../core/shape.hpp"
+#include "../tensor/buffer.hpp"
+#include "../tensor/tensor.hpp"
+
+namespace etnn::detail {
+
+// splitmix64 (Steele, Lea, Flood 2014): advances state and returns one well-mixed 64-bit value.
+inline std::uint64_t splitmix64(std::uint64_t& state) noexcept {
+  std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// xoshiro256** (Blackman, Vigna 2018), seeded through splitmix64 from (seed, stream); distinct streams
+// of one seed start from distinct states.
+class Xoshiro256 {
+ public:
+  Xoshiro256(std::uint64_t seed, std::uint64_t stream) noexcept {
+    std::uint64_t state = seed;
+    state = splitmix64(state) ^ stream;
+    for (std::uint64_t& s : s_) s = splitmix64(state);
+  }
+
+  std::uint64_t next() noexcept {
+    const std::uint64_t result = std::rotl(s_[1] * 5, 7) * 9;
+    const std::uint64_t t = s_[1] << 17;
+    s_[2] ^= s_[0];
+    s_[3] ^= s_[1];
+    s_[1] ^= s_[2];
+    s_[0] ^= s_[3];
+    s_[2] ^= t;
+    s_[3] = std::rotl(s_[3], 45);
+    return result;
+  }
+
+  // Uniform in [0, bound), bound > 0, without modulo bias: the lowest 2^64 mod bound draws are rejected,
+  // leaving a multiple of bound equally likely values.
+  std::uint64_t below(std::uint64_t bound) noexcept {
+    const std::uint64_t threshold = (0 - bound) % bound;
+    for (;;) {
+      const std::uint64_t r = next();
+      if (r >= threshold) return r % bound;
+    }
+  }
+
+ private:
+  std::array<std::uint64_t, 4> s_{};
+};
+
+}  // namespace etnn::detail
+
+namespace etnn::data {
+
+// A sampler decides which of the n samples an epoch visits, and in which order:
+//   num_samples(n)             how many indices an epoch yields
+//   fill(n, epoch, order)      writes them, order.size() == num_samples(n)
+
+// 0, 1, ..., n - 1 every epoch.
+struct SequentialSampler {
+  std::size_t num_samples(std::size_t n) const noexcept { return n; }
+  void fill(std::size_t, int, std::span<std::size_t> order) const noexcept {
+    std::iota(order.begin(), order.end(), std::size_t{0});
+  }
+};
+
+// A permutation of 0..n-1 that depends only on (seed, epoch): Fisher-Yates driven by xoshiro256**.
+struct RandomSampler {
+  std::uint64_t seed = 0;
+
+  std::size_t num_samples(std::size_t n) const noexcept { return n; }
+  void fill(std::size_t, int epoch, std::span<std::size_t> order) const noexcept {
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    detail::Xoshiro256 rng(seed, static_cast<std::uint64_t>(epoch));
+    for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
+  }
+};
+
+// The samplers a DataLoader can hold.
+using Sampler = std::variant<SequentialSampler, RandomSampler>;
+
+// Designated-initializer options: {.batch = 64, .shuffle = true, .seed = 0}.
+struct LoaderOptions {
+  int batch = 64;
+  bool shuffle = false;       // RandomSampler{seed} if true, else SequentialSampler
+  std::uint64_t seed = 0;
+  bool drop_last = false;     // skip the last batch when it has fewer than `batch` samples
+  bool prefetch = true;       // gather the next batch on a worker thread
+};
+
+// One batch: x (B, S) features and y B labels, B <= LoaderOptions::batch.
+template <ShapeType S>
+struct Batch {
+  TensorView<const float, S, Cpu> x;
+  std::span<const int> y;
+};
+
+// What a DataLoader reads from: Dataset<S>, or anything with the same indexed access.
+template <class D>
+concept DatasetType = ShapeType<typename D::shape> && requires(const D& data, std::size_t i) {
+  { data.size() } -> std::convertible_to<std::size_t>;
+  { data.sample(i) } -> std::convertible_to<const float*>;
+  { data.label(i) } -> std::convertible_to<int>;
+};
+
+// for (auto batch : loader) ...: one iteration at a time; begin() ends any previous one.
+template <DatasetType D>
+class DataLoader {
+ public:
+  using dataset_type = D;
+  using shape = typename D::shape;
+  class Iterator;
+
+  // The dataset is referenced, not copied: it must outlive the loader.
+  DataLoader(const D& data, LoaderOptions options = {})
+      : data_(&data), options_(checked(options)), sampler_(make_sampler(options)),
+        order_(std::visit([&](const auto& s) { return s.num_samples(data.size()); }, sampler_)),
+        num_batches_(order_.size() / batch_size() +
+                     (options.drop_last || order_.size() % batch_size() == 0 ? 0 : 1)) {
+    const std::size_t rows = std::min(batch_size(), order_.size());
+    for (std::size_t s = 0; s < (options_.prefetch ? 2u : 1u); ++s) {
+      slots_[s].x = Buffer<float, Cpu>(rows * shape::size);
+      slots_[s].y = Buffer<int, Cpu>(rows);
+    }
+  }
+  // A temporary dataset would be destroyed before the loader reads it.
+  DataLoader(const D&&, LoaderOptions = {}) = delete;
+  DataLoader(const DataLoader&) = delete;
+  DataLoader& operator=(const DataLoader&) = delete;
+  ~DataLoader() { stop(); }
+
+  // Selects the sample order of the following iterations (PyTorch's sampler.set_epoch).
+  void set_epoch(int epoch) noexcept { epoch_ = epoch; }
+  // Batches per epoch; the partial last one counts unless drop_last.
+  std::size_t size() const noexcept { return num_batches_; }
+
+  Iterator begin() {
+    stop();
+    ++generation_;
+    std::visit([&](const auto& s) { s.fill(data_->size(), epoch_, order_); }, sampler_);
+    Iterator it(this, generation_);
+    if (num_batches_ == 0) return it;
+    if (options_.prefetch) {
+      produced_ = 0;
+      held_ = 0;
+      stop_ = false;
+      error_ = nullptr;
+      worker_ = std::thread([this] { work(); });
+    }
+    acquire(0);  // on a throw, `it` stops the worker
+    return it;
+  }
+  std::default_sentinel_t end() const noexcept { return {}; }
+
+  // Move-only input iterator; destroying the active one (loop end, break, exception) stops the worker.
+  class Iterator {
+   public:
+    using iterator_concept = std::input_iterator_tag;
+    using value_type = Batch<shape>;
+    using difference_type = std::ptrdiff_t;
+
+    Iterator(Iterator&& other) noexcept
+        : loader_(std::exchange(other.loader_, nullptr)), generation_(other.generation_), index_(other.index_) {}
+    Iterator& operator=(Iterator&& other) noexcept {
+      if (this != &other) {
+        release();
+        loader_ = std::exchange(other.loader_, nullptr);
+        generation_ = other.generation_;
+        index_ = other.index_;
+      }
+      return *this;
+    }
+    ~Iterator() { release(); }
+
+    Batch<shape> operator*() const { return loader_->batch(index_); }
+    Iterator& operator++() {
+      loader_->advance(generation_, ++index_);
+      return *this;
+    }
+    void operator++(int) { ++*this; }
+    friend bool operator==(const Iterator& it, std::default_sentinel_t) noexcept {
+      return it.loader_ == nullptr || it.index_ >= it.loader_->num_batches_;
+    }
+
+   private:
+    friend DataLoader;
+    Iterator(DataLoader* loader, std::uint64_t generation) noexcept : loader_(loader), generation_(generation) {}
+    void release() noexcept {
+      if (loader_ != nullptr && loader_->generation_ == generation_) loader_->stop();
+      loader_ = nullptr;
+    }
+
+    DataLoader* loader_ = nullptr;
+    std::uint64_t generation_ = 0;
+    std::size_t index_ = 0;
+  };
+
+ private:
+  struct Slot {
+    Buffer<float, Cpu> x;  // (rows, S)
+    Buffer<int, Cpu> y;    // rows
+    int count = 0;         // rows of the batch it holds
+  };
+
+  static LoaderOptions checked(const LoaderOptions& options) {
+    if (options.batch <= 0) {
+      throw ShapeError("etnn::data::DataLoader: batch is " + std::to_string(options.batch) +
+                       "; pass a positive batch size, e.g. {.batch = 64}");
+    }
+    return options;
+  }
+  static Sampler make_sampler(const LoaderOptions& options) {
+    if (options.shuffle) return RandomSampler{options.seed};
+    return SequentialSampler{};
+  }
+  std::size_t batch_size() const noexcept { return static_cast<std::size_t>(options_.batch); }
+  Slot& slot(std::size_t k) noexcept { return slots_[options_.prefetch ? k % 2 : 0]; }
+
+  Batch<shape> batch(std::size_t k) {
+    const Slot& s = slot(k);
+    return {TensorView<const float, shape, Cpu>(s.x.data(), s.count),
+            std::span<const int>(s.y.data(), static_cast<std::size_t>(s.count))};
+  }
+
+  // Copies the samples of batch k into s: rows in order, x row r = dataset sample order[k * B + r].
+  void gather(std::size_t k, Slot& s) const {
+    const std::size_t first = k * batch_size();
+    const std::size_t count = std::min(batch_size(), order_.size() - first);
+    for (std::size_t r = 0; r < count; ++r) {
+      const std::size_t i = order_[first + r];
+      std::copy_n(data_->sample(i), shape::size, s.x.data() + r * shape::size);
+      s.y.data()[r] = data_->label(i);
+    }
+    s.count = static_cast<int>(count);
+  }
+
+  void advance(std::uint64_t generation, std::size_t k) {
+    if (generation != generation_) {
+      throw Error("etnn::data::DataLoader: this iterator's iteration was ended by a later begin(); "
+                  "run one loop over a loader at a time");
+    }
+    if (k < num_batches_) {
+      acquire(k);
+    } else {
+      stop();
+    }
+  }
+
+  // Makes batch k the current one: gathers it, or with prefetch hands the slot of batch k - 1 back to
+  // the worker and waits until batch k is ready, re-throwing what the worker threw.
+  void acquire(std::size_t k) {
+    if (!options_.prefetch) {
+      gather(k, slot(k));
+      return;
+    }
+    std::unique_lock lock(mutex_);
+    held_ = k;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return produced_ > k || error_; });
+    if (produced_ <= k) std::rethrow_exception(error_);
+  }
+
+  // The worker: fills batch k into slot k % 2 once the caller holds batch k - 1 or later (so batch k - 2,
+  // the slot's previous content, is released).
+  void work() noexcept {
+    try {
+      for (std::size_t k = 0; k < num_batches_; ++k) {
+        {
+          std::unique_lock lock(mutex_);
+          cv_.wait(lock, [&] { return stop_ || k <= held_ + 1; });
+          if (stop_) return;
+        }
+        gather(k, slot(k));
+        {
+          std::lock_guard lock(mutex_);
+          produced_ = k + 1;
+        }
+        cv_.notify_all();
+      }
+    } catch (...) {
+      std::lock_guard lock(mutex_);
+      error_ = std::current_exception();
+      cv_.notify_all();
+    }
+  }
+
+  void stop() noexcept {
+    if (!worker_.joinable()) return;
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    worker_.join();
+  }
+
+  const D* data_;
+  LoaderOptions options_;
+  Sampler sampler_;
+  std::vector<std::size_t> order_;  // this epoch's sample indices, filled by begin()
+  std::size_t num_batches_;
+  std::array<Slot, 2> slots_;       // slot 1 only with prefetch
+  int epoch_ = 0;
+  std::uint64_t generation_ = 0;    // counts begin() calls; an iterator acts only on its own iteration
+
+  // Shared with the worker under mutex_.
+  std::thread worker_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::size_t produced_ = 0;        // batches [0, produced_) are gathered
+  std::size_t held_ = 0;            // the batch the caller holds
+  bool stop_ = false;
+  std::exception_ptr error_;
+};
+
+}  // namespace etnn::data

@@ -1,0 +1,292 @@
+#pragma once
+// load_idx<S>(images, labels): a Dataset<S> from a pair of IDX files (the MNIST / Fashion-MNIST format),
+// raw or gzipped. An IDX file is, all integers big-endian:
+//   magic  0x00 0x00 <type> <ndims>       type 0x08 = unsigned byte, 0x0D = float32
+//   dims   ndims x uint32                  images (N, 28, 28), labels (N)
+//   data   N * item values, row-major      nothing after it
+// Unsigned-byte pixels become x / 255 in [0, 1] (torchvision's ToTensor); float32 values are kept as stored.
+// Any S with S::size equal to the per-item size is accepted: Shape<784> or Shape<1, 28, 28> for 28x28 items.
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#if defined(ETNN_WITH_ZLIB)
+#include <zlib.h>
+#endif
+
+#include "../core/error.hpp"
+#include "../core/shape.hpp"
+#include "dataset.hpp"
+
+namespace etnn::detail {
+
+// Bytes handed to IdxFile::read at a time; a multiple of every value size.
+inline constexpr std::size_t idx_chunk = std::size_t{1} << 16;
+
+// The bytes of one file, inflated on the fly when it is gzipped (its name ends in .gz or it
+// starts with the gzip magic 1f 8b).
+class IdxFile {
+ public:
+  explicit IdxFile(const std::filesystem::path& path) : where_("etnn::data::load_idx: '" + path.string() + "'") {
+    std::error_code ec;
+    const std::uintmax_t bytes = std::filesystem::file_size(path, ec);
+    if (ec) throw IoError(where_ + ": cannot read the file (" + ec.message() + "); check the path");
+    file_.reset(std::fopen(path.string().c_str(), "rb"));
+    if (!file_) fail("cannot open the file (" + std::string(std::strerror(errno)) + "); check its permissions");
+    std::array<unsigned char, 2> head{};
+    const std::size_t got = std::fread(head.data(), 1, head.size(), file_.get());
+    const bool gzipped = path.extension() == ".gz" || (got == 2 && head[0] == 0x1f && head[1] == 0x8b);
+    if (!gzipped) {
+      std::rewind(file_.get());
+      size_ = bytes;
+      return;
+    }
+#if defined(ETNN_WITH_ZLIB)
+    file_.reset();
+    gz_.reset(gzopen(path.string().c_str(), "rb"));
+    if (!gz_) fail("cannot open the gzip file (" + std::string(std::strerror(errno)) + ")");
+    gzbuffer(gz_.get(), static_cast<unsigned>(idx_chunk));
+#else
+    fail("built without zlib; gunzip the file or rebuild with zlib1g-dev");
+#endif
+  }
+
+  // "etnn::data::load_idx: 'path'": the start of every message about this file.
+  const std::string& where() const noexcept { return where_; }
+  [[noreturn]] void fail(const std::string& what) const { throw IoError(where_ + ": " + what); }
+
+  // Bytes left after what read() has delivered: known for a raw file, unknown for a gzipped one.
+  std::optional<std::uint64_t> remaining() const noexcept {
+    if (!size_) return std::nullopt;
+    return *size_ > offset_ ? *size_ - offset_ : 0;
+  }
+
+  // Reads n <= idx_chunk bytes into dst; returns fewer only at the end of the (decompressed) data.
+  std::size_t read(unsigned char* dst, std::size_t n) {
+#if defined(ETNN_WITH_ZLIB)
+    const std::size_t got = gz_ ? read_gz(dst, n) : read_raw(dst, n);
+#else
+    const std::size_t got = read_raw(dst, n);
+#endif
+    offset_ += got;
+    return got;
+  }
+
+ private:
+  struct FileCloser {
+    void operator()(std::FILE* f) const noexcept { std::fclose(f); }
+  };
+
+  std::size_t read_raw(unsigned char* dst, std::size_t n) {
+    const std::size_t got = std::fread(dst, 1, n, file_.get());
+    if (got < n && std::ferror(file_.get())) fail("read error (" + std::string(std::strerror(errno)) + ")");
+    return got;
+  }
+
+#if defined(ETNN_WITH_ZLIB)
+  struct GzCloser {
+    void operator()(gzFile f) const noexcept { gzclose(f); }
+  };
+
+  // gzread stops early at the end of the stream and on errors; gzerror tells them apart
+  // (a stream that ends too soon reports Z_BUF_ERROR, bad data Z_DATA_ERROR).
+  std::size_t read_gz(unsigned char* dst, std::size_t n) {
+    std::size_t total = 0;
+    while (total < n) {
+      const int got = gzread(gz_.get(), dst + total, static_cast<unsigned>(n - total));
+      if (got <= 0) break;
+      total += static_cast<std::size_t>(got);
+    }
+    int err = Z_OK;
+    const char* message = gzerror(gz_.get(), &err);
+    if (err != Z_OK) {
+      fail("corrupt or truncated gzip data (zlib: " + std::string(message) + "); download the file again");
+    }
+    return total;
+  }
+
+  std::unique_ptr<gzFile_s, GzCloser> gz_;
+#endif
+
+  std::string where_;
+  std::unique_ptr<std::FILE, FileCloser> file_;
+  std::optional<std::uint64_t> size_;  // raw files only
+  std::uint64_t offset_ = 0;
+};
+
+enum class IdxKind { images, labels };
+
+// The part of an IDX file before its data, validated; every size is overflow-checked.
+struct IdxHeader {
+  unsigned char type = 0;
+  int rank = 0;
+  std::array<std::uint32_t, 4> dims{};
+  std::uint64_t item_values = 1;  // dims[1] * ... * dims[rank - 1]
+  std::uint64_t data_bytes = 0;   // dims[0] * item_values * value_bytes
+
+  std::uint64_t count() const noexcept { return dims[0]; }
+  std::size_t value_bytes() const noexcept { return type == 0x0D ? 4 : 1; }
+
+  // "(10000, 28, 28)"
+  std::string dims_string() const { return join(0, ", ", "(") + ")"; }
+  // "28x28 = 784" for items of several dimensions, "784" for items of one, "1" for scalars.
+  std::string item_string() const {
+    if (rank == 1) return "1";
+    if (rank == 2) return std::to_string(item_values);
+    return join(1, "x", "") + " = " + std::to_string(item_values);
+  }
+
+ private:
+  std::string join(int first, const char* separator, std::string out) const {
+    for (int d = first; d < rank; ++d) out += (d > first ? separator : "") + std::to_string(dims[static_cast<std::size_t>(d)]);
+    return out;
+  }
+};
+
+inline std::uint32_t load_be32(const unsigned char* p) noexcept {
+  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | std::uint32_t{p[3]};
+}
+
+inline IdxHeader read_idx_header(IdxFile& file, IdxKind kind) {
+  std::array<unsigned char, 16> bytes{};
+  if (file.read(bytes.data(), 4) < 4) {
+    file.fail("truncated: shorter than the 4-byte IDX magic; the file is incomplete or not an IDX file");
+  }
+  if (bytes[0] != 0 || bytes[1] != 0) {
+    char got[16];
+    std::snprintf(got, sizeof got, "0x%02X 0x%02X", bytes[0], bytes[1]);
+    file.fail(std::string("wrong magic: the file starts with ") + got +
+              " but IDX files start with 0x00 0x00; pass an IDX file such as train-images-idx3-ubyte(.gz)");
+  }
+  IdxHeader header;
+  header.type = bytes[2];
+  const bool images = kind == IdxKind::images;
+  if (header.type != 0x08 && !(images && header.type == 0x0D)) {
+    char got[8];
+    std::snprintf(got, sizeof got, "0x%02X", header.type);
+    file.fail(std::string("unsupported type byte ") + got + "; etnn reads " +
+              (images ? "images of type 0x08 (unsigned byte) or 0x0D (float32)" : "labels of type 0x08 (unsigned byte)"));
+  }
+  header.rank = bytes[3];
+  if (images ? (header.rank < 1 || header.rank > 4) : header.rank != 1) {
+    file.fail("the header has " + std::to_string(header.rank) + " dimensions but IDX " +
+              (images ? "images have 1 to 4" : "labels have exactly 1 (N); are the images and labels paths swapped?"));
+  }
+  const std::size_t dim_bytes = 4 * static_cast<std::size_t>(header.rank);
+  if (file.read(bytes.data(), dim_bytes) < dim_bytes) {
+    file.fail("truncated: the file ends inside the " + std::to_string(header.rank) + " header dimensions");
+  }
+  constexpr std::uint64_t max = std::numeric_limits<std::uint64_t>::max();
+  std::uint64_t data_values = 1;
+  for (int d = 0; d < header.rank; ++d) {
+    const auto i = static_cast<std::size_t>(d);
+    header.dims[i] = load_be32(bytes.data() + 4 * i);
+    if (header.dims[i] == 0) {
+      file.fail("dimension " + std::to_string(d) + " of " + header.dims_string() +
+                " is 0; an IDX file must hold at least one item of at least one value");
+    }
+    // Each factor is < 2^32, so checking before multiplying keeps every product exact.
+    if (data_values > max / header.value_bytes() / header.dims[i]) {
+      file.fail("the header dimensions " + header.dims_string() + " overflow 64-bit sizes; the file is corrupt");
+    }
+    data_values *= header.dims[i];
+    if (d > 0) header.item_values *= header.dims[i];
+  }
+  header.data_bytes = data_values * header.value_bytes();
+  return header;
+}
+
+// Reads the header's data, converting each value (its value_bytes() big-endian bytes) with convert,
+// and checks that the data ends exactly there. Memory grows only with bytes actually read; a raw
+// file's length is checked against the header before anything is reserved.
+template <class T, class Convert>
+std::vector<T> read_idx_data(IdxFile& file, const IdxHeader& header, Convert convert) {
+  const auto size_error = [&](std::uint64_t got, bool exact) {
+    const std::string promise = "the header " + header.dims_string() + " promises " +
+                                std::to_string(header.data_bytes) + " data bytes but ";
+    if (got < header.data_bytes) {
+      file.fail("truncated: " + promise + "only " + std::to_string(got) +
+                " follow it; the file is incomplete, download it again");
+    }
+    file.fail("trailing bytes: " + promise + (exact ? std::to_string(got) : std::string("more")) +
+              " follow it; the header dimensions are wrong or another file was appended");
+  };
+  std::vector<T> out;
+  if (const auto remaining = file.remaining()) {
+    if (*remaining != header.data_bytes) size_error(*remaining, true);
+    out.reserve(static_cast<std::size_t>(header.count() * header.item_values));
+  }
+  std::vector<unsigned char> chunk(idx_chunk);
+  const std::size_t value_bytes = header.value_bytes();
+  std::uint64_t done = 0;
+  while (done < header.data_bytes) {
+    const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(idx_chunk, header.data_bytes - done));
+    const std::size_t got = file.read(chunk.data(), want);
+    for (std::size_t b = 0; b + value_bytes <= got; b += value_bytes) out.push_back(convert(chunk.data() + b));
+    done += got;
+    if (got < want) size_error(done, true);
+  }
+  if (file.read(chunk.data(), 1) != 0) size_error(header.data_bytes + 1, false);
+  return out;
+}
+
+// The requested shape as the user spells it: "etnn::Shape<1, 28, 28>".
+template <ShapeType S>
+std::string shape_name() {
+  std::string name = "etnn::Shape" + S::to_string();
+  std::replace(name.begin(), name.end(), '(', '<');
+  std::replace(name.begin(), name.end(), ')', '>');
+  return name;
+}
+
+}  // namespace etnn::detail
+
+namespace etnn::data {
+
+// A Dataset<S> from an IDX image file and an IDX label file of the same length, each raw or gzipped.
+// Throws etnn::IoError naming the file for anything missing, malformed or inconsistent.
+template <ShapeType S>
+Dataset<S> load_idx(const std::filesystem::path& images, const std::filesystem::path& labels) {
+  using detail::IdxFile;
+  using detail::IdxKind;
+  IdxFile image_file(images);
+  const detail::IdxHeader image_header = detail::read_idx_header(image_file, IdxKind::images);
+  if (image_header.item_values != S::size) {
+    image_file.fail("items are " + image_header.item_string() + " values but the requested shape " +
+                    detail::shape_name<S>() + " has " + std::to_string(S::size) +
+                    "; request a shape of that many values, e.g. etnn::Shape<" +
+                    std::to_string(image_header.item_values) + ">");
+  }
+  IdxFile label_file(labels);
+  const detail::IdxHeader label_header = detail::read_idx_header(label_file, IdxKind::labels);
+  if (image_header.count() != label_header.count()) {
+    throw IoError(image_file.where() + " holds " + std::to_string(image_header.count()) + " images but '" +
+                  labels.string() + "' holds " + std::to_string(label_header.count()) +
+                  " labels; pass the matching pair (train-images with train-labels, t10k-images with t10k-labels)");
+  }
+  std::vector<float> features =
+      image_header.type == 0x08
+          ? detail::read_idx_data<float>(image_file, image_header,
+                                         [](const unsigned char* p) { return static_cast<float>(*p) / 255.0f; })
+          : detail::read_idx_data<float>(image_file, image_header, [](const unsigned char* p) {
+              return std::bit_cast<float>(detail::load_be32(p));
+            });
+  std::vector<int> classes =
+      detail::read_idx_data<int>(label_file, label_header, [](const unsigned char* p) { return int{*p}; });
+  return Dataset<S>(std::move(features), std::move(classes));
+}
+
+}  // namespace etnn::data

@@ -1,0 +1,31 @@
+#pragma once
+// etnn: header-only C++20 deep learning with shapes known at compile time.
+//   #include <etnn/etnn.hpp>
+// The CUDA backend is included only under nvcc; dist/mpi and dist/nccl only on request.
+
+#include "core/config.hpp"
+#include "core/device.hpp"
+#include "core/device_select.hpp"
+#include "core/error.hpp"
+#include "core/random.hpp"
+#include "core/reducer.hpp"
+#include "core/shape.hpp"
+#include "core/static_checks.hpp"
+#include "tensor/buffer.hpp"
+#include "tensor/tensor.hpp"
+#include "expr/expression.hpp"
+#include "expr/functors.hpp"
+#include "cpu/executor.hpp"
+#include "cpu/parallel.hpp"
+#include "nn/model.hpp"
+#include "nn/sequential.hpp"
+#include "nn/specs.hpp"
+#include "loss/cross_entropy.hpp"
+#include "loss/mse.hpp"
+#include "optim/optimizer.hpp"
+#include "optim/sgd.hpp"
+#include "data/data.hpp"
+#include "train/evaluate.hpp"
+#include "train/metrics.hpp"
+#include "train/progress.hpp"
+#include "train/trainer.hpp"

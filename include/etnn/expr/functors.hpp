@@ -1,0 +1,111 @@
+#pragma once
+// Elementwise functors. Each activation is a (value, derivative) pair:
+//   y = f(x)                 operator()(x)
+//   dy/dx = f'(x, y)         derivative(x, y)
+// The derivative receives both the input x and the output y; when `derivative_needs_input` is
+// false it reads only y, so a fused layer need not keep the pre-activation for backward.
+// All functors are ETNN_HD: the CPU and CUDA executors run the same definitions.
+#include <cmath>
+#include <ratio>
+
+#include "../core/config.hpp"
+
+namespace etnn::fn {
+
+struct Identity {
+  static constexpr const char* name = "identity";
+  static constexpr bool derivative_needs_input = false;
+  template <class T> ETNN_HD T operator()(T x) const { return x; }
+  template <class T> ETNN_HD T derivative(T, T) const { return T(1); }
+};
+
+// relu(x) = max(x, 0); relu'(x) = [x > 0] = [y > 0] (0 at x = 0, as PyTorch)
+struct Relu {
+  static constexpr const char* name = "relu";
+  static constexpr bool derivative_needs_input = false;
+  template <class T> ETNN_HD T operator()(T x) const { return x > T(0) ? x : T(0); }
+  template <class T> ETNN_HD T derivative(T, T y) const { return y > T(0) ? T(1) : T(0); }
+};
+
+// leaky_relu(x) = x if x > 0 else s x; with s >= 0, x > 0 <=> y > 0, so y suffices.
+template <class Slope = std::ratio<1, 100>>
+struct LeakyRelu {
+  static_assert(Slope::num >= 0, "ETNN_LEAKY_SLOPE: leaky_relu needs a non-negative slope");
+  static constexpr const char* name = "leaky_relu";
+  static constexpr bool derivative_needs_input = false;
+  template <class T> static constexpr T slope = T(Slope::num) / T(Slope::den);
+  template <class T> ETNN_HD T operator()(T x) const { return x > T(0) ? x : slope<T> * x; }
+  template <class T> ETNN_HD T derivative(T, T y) const { return y > T(0) ? T(1) : slope<T>; }
+};
+
+// tanh'(x) = 1 - y^2
+struct Tanh {
+  static constexpr const char* name = "tanh";
+  static constexpr bool derivative_needs_input = false;
+  template <class T> ETNN_HD T operator()(T x) const { return std::tanh(x); }
+  template <class T> ETNN_HD T derivative(T, T y) const { return T(1) - y * y; }
+};
+
+// sigmoid(x) = 1 / (1 + e^-x), evaluated without overflow for either sign; sigmoid' = y (1 - y)
+struct Sigmoid {
+  static constexpr const char* name = "sigmoid";
+  static constexpr bool derivative_needs_input = false;
+  template <class T> ETNN_HD T operator()(T x) const {
+    if (x >= T(0)) return T(1) / (T(1) + std::exp(-x));
+    const T e = std::exp(x);
+    return e / (T(1) + e);
+  }
+  template <class T> ETNN_HD T derivative(T, T y) const { return y * (T(1) - y); }
+};
+
+// gelu(x) = x Phi(x) = x/2 (1 + erf(x / sqrt 2))   (PyTorch's exact default)
+// gelu'(x) = Phi(x) + x phi(x),  phi(x) = exp(-x^2/2) / sqrt(2 pi)
+struct Gelu {
+  static constexpr const char* name = "gelu";
+  static constexpr bool derivative_needs_input = true;
+  template <class T> ETNN_HD T operator()(T x) const {
+    return T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440)));
+  }
+  template <class T> ETNN_HD T derivative(T x, T) const {
+    const T cdf = T(0.5) * (T(1) + std::erf(x * T(0.70710678118654752440)));
+    const T pdf = T(0.39894228040143267794) * std::exp(T(-0.5) * x * x);
+    return cdf + x * pdf;
+  }
+};
+
+// silu(x) = x sigmoid(x); silu'(x) = s (1 + x (1 - s)),  s = sigmoid(x)
+struct Silu {
+  static constexpr const char* name = "silu";
+  static constexpr bool derivative_needs_input = true;
+  template <class T> ETNN_HD T operator()(T x) const { return x * Sigmoid{}(x); }
+  template <class T> ETNN_HD T derivative(T x, T) const {
+    const T s = Sigmoid{}(x);
+    return s * (T(1) + x * (T(1) - s));
+  }
+};
+
+// Arithmetic used by expressions.
+struct Plus {
+  template <class T> ETNN_HD T operator()(T a, T b) const { return a + b; }
+};
+struct Minus {
+  template <class T> ETNN_HD T operator()(T a, T b) const { return a - b; }
+};
+struct Times {
+  template <class T> ETNN_HD T operator()(T a, T b) const { return a * b; }
+};
+struct Divide {
+  template <class T> ETNN_HD T operator()(T a, T b) const { return a / b; }
+};
+struct Negate {
+  template <class T> ETNN_HD T operator()(T a) const { return -a; }
+};
+
+// The derivative of an activation as a binary functor: (x, y) -> f'(x, y).
+template <class F>
+struct DerivativeOf {
+  F f{};
+  template <class T> ETNN_HD T operator()(T x, T y) const { return f.derivative(x, y); }
+};
+
+}  // namespace etnn::fn

@@ -1,0 +1,10 @@
+#pragma once
+// What kind of targets a loss takes; the Trainer stages them accordingly.
+namespace etnn::loss {
+
+// One class index per sample: std::span<const int>.
+struct ClassIndices {};
+// One real value per output element: a TensorView of the output's shape.
+struct RealValues {};
+
+}  // namespace etnn::loss

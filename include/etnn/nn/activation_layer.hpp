@@ -1,0 +1,35 @@
+#pragma once
+// A standalone elementwise activation (one not fused into a preceding linear layer).
+//   y = f(x);   dx = dy (.) f'(x, y), written over dy
+#include "../cpu/executor.hpp"
+#include "../expr/expression.hpp"
+#include "layer.hpp"
+
+namespace etnn::nn {
+
+template <ShapeType In, class F, int Index>
+struct ActivationLayer : ParameterFree {
+  using in_shape = In;
+  using out_shape = In;
+  static constexpr int module_index = Index;
+  static constexpr std::size_t saved_per_sample = 0;
+  static constexpr bool output_aliases_input = false;
+  static constexpr bool backward_in_place = true;
+
+  template <class T, class Device>
+  static void forward(Device device, const T*, const T* x, T* y, T*, int batch) {
+    assign(device, y, expr::apply<F>(expr::ref(x, elements(batch))));
+  }
+
+  template <class T, class Device>
+  static void backward(Device device, const T*, T*, const T* x, const T* y, const T*, T* dy, T* dx,
+                       int batch) {
+    const std::size_t n = elements(batch);
+    assign(device, dx, expr::ref(dy, n) * expr::derivative<F>(expr::ref(x, n), expr::ref(y, n)));
+  }
+
+ private:
+  static std::size_t elements(int batch) { return static_cast<std::size_t>(batch) * In::size; }
+};
+
+}  // namespace etnn::nn

@@ -1,0 +1,52 @@
+#pragma once
+// nn::linear<Out> bound to a flat input, optionally fused with the activation that follows it.
+//   y = f(x W^T + b)    x: (B, IN)  W: (OUT, IN)  b: (OUT)  y: (B, OUT)
+#include <cmath>
+
+#include "../core/static_checks.hpp"
+#include "../cpu/dense.hpp"
+#include "layer.hpp"
+
+namespace etnn::nn {
+
+template <ShapeType In, int Out, class Act, int Index>
+struct DenseLayer {
+  static_assert(check::linear_input<In>());
+  static constexpr int in_features = In::dims[0];
+
+  using in_shape = In;
+  using out_shape = Shape<Out>;
+  using activation = Act;
+  static constexpr int module_index = Index;
+  static constexpr std::size_t num_params = std::size_t{Out} * in_features + Out;
+  static constexpr std::array<ParamInfo, 2> params{{
+      {"weight", 2, {Out, in_features, 0, 0}, 0},
+      {"bias", 1, {Out, 0, 0, 0}, std::size_t{Out} * in_features},
+  }};
+  // The pre-activation Z, when f' cannot be computed from the output alone (gelu, silu).
+  static constexpr std::size_t saved_per_sample = Act::derivative_needs_input ? Out : 0;
+  static constexpr bool output_aliases_input = false;
+  static constexpr bool backward_in_place = false;
+
+  // PyTorch's nn.Linear.reset_parameters: kaiming_uniform_(a=sqrt(5)) on W, which is
+  // U(-1/sqrt(IN), 1/sqrt(IN)), and the same bound for b.
+  template <class T>
+  static void init(T* p, Rng& rng) {
+    const double bound = 1.0 / std::sqrt(static_cast<double>(in_features));
+    for (std::size_t i = 0; i < num_params; ++i) p[i] = static_cast<T>(rng.uniform(-bound, bound));
+  }
+
+  template <class T, class Device>
+  static void forward(Device device, const T* p, const T* x, T* y, T* saved, int batch) {
+    dense_forward<in_features, Out>(device, p, p + params[1].offset, x, y, saved, batch, Act{});
+  }
+
+  template <class T, class Device>
+  static void backward(Device device, const T* p, T* g, const T* x, const T* y, const T* saved, T* dy,
+                       T* dx, int batch) {
+    dense_backward<in_features, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, batch,
+                                     Act{});
+  }
+};
+
+}  // namespace etnn::nn

@@ -1,0 +1,43 @@
+#pragma once
+// The Layer concept: a layer spec bound to its input shape and its position in the network.
+// The network executor (nn/program.hpp) runs any type that models it, built-in or user-defined.
+//
+//   in_shape, out_shape          per-sample shapes
+//   module_index                 position in the equivalent torch.nn.Sequential (state_dict prefix)
+//   num_params, params           size of its slice of the flat parameter buffer, and its tensors
+//   saved_per_sample             extra values forward keeps for backward (training only)
+//   output_aliases_input         output is the input reinterpreted (flatten): no storage, no work
+//   backward_in_place            dx may be written over dy (elementwise layers)
+//   init(params, rng)            PyTorch-default initialisation
+//   forward(device, params, x, y, saved, batch)                         saved is null in inference
+//   backward(device, params, grads, x, y, saved, dy, dx, batch)         dx is null for the first layer;
+//                                                                       grads accumulate (+=); dy may be overwritten
+#include <concepts>
+#include <cstddef>
+
+#include "../core/random.hpp"
+#include "../core/shape.hpp"
+#include "param_info.hpp"
+
+namespace etnn::nn {
+
+template <class L>
+concept Layer = requires {
+  typename L::in_shape;
+  typename L::out_shape;
+  { L::module_index } -> std::convertible_to<int>;
+  { L::num_params } -> std::convertible_to<std::size_t>;
+  { L::saved_per_sample } -> std::convertible_to<std::size_t>;
+  { L::output_aliases_input } -> std::convertible_to<bool>;
+  { L::backward_in_place } -> std::convertible_to<bool>;
+  L::params.size();
+} && ShapeType<typename L::in_shape> && ShapeType<typename L::out_shape>;
+
+// Defaults for a layer without parameters.
+struct ParameterFree {
+  static constexpr std::size_t num_params = 0;
+  static constexpr std::array<ParamInfo, 0> params{};
+  template <class T> static void init(T*, Rng&) {}
+};
+
+}  // namespace etnn::nn

@@ -1,0 +1,115 @@
+#pragma once
+// etnn::Model<Net, T, Device>: a network type on a device with a scalar type. It owns one flat
+// parameter buffer and one flat gradient buffer; every parameter tensor is a slice at a
+// compile-time offset, named as torch.nn.Sequential.state_dict() names it ("0.weight", ...).
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "../core/device.hpp"
+#include "../core/error.hpp"
+#include "../core/random.hpp"
+#include "../core/static_checks.hpp"
+#include "../tensor/tensor.hpp"
+#include "program.hpp"
+#include "sequential.hpp"
+
+namespace etnn {
+
+// One parameter tensor as a slice of the flat buffers.
+struct NamedParameter {
+  std::string name;        // "2.weight"
+  std::vector<int> shape;  // PyTorch layout: (out, in) for linear weights
+  std::size_t offset;      // into parameters() and gradients()
+  std::size_t numel;
+};
+
+// Net may be spelled decltype(net) for a constexpr net, which is const-qualified.
+template <class NetSpelled, class T = float, class Device = Cpu>
+class Model {
+  using Net = std::remove_cv_t<NetSpelled>;
+  static_assert(check::network_has_input<nn::Network<Net>>());
+  static_assert(check::network_has_layers<(Net::layers::size > 0)>());
+  static_assert(check::model_scalar<T>());
+
+ public:
+  using network = Net;
+  using value_type = T;
+  using device = Device;
+  using input_shape = typename Net::input_shape;
+  using output_shape = typename Net::output_shape;
+  using program = nn::detail::Program<typename Net::layers>;
+  static constexpr std::size_t num_params = Net::num_params;
+
+  // Parameters initialised as PyTorch initialises each layer, from a seeded generator: one
+  // stream per layer, so a layer's initial values do not depend on the layers before it.
+  explicit Model(std::uint64_t seed = 0) : params_(num_params), grads_(num_params) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (init_layer<I>(seed), ...);
+    }(std::make_index_sequence<program::count>{});
+    zero_grad();
+  }
+
+  T* parameters() noexcept { return params_.data(); }
+  const T* parameters() const noexcept { return params_.data(); }
+  T* gradients() noexcept { return grads_.data(); }
+  const T* gradients() const noexcept { return grads_.data(); }
+
+  void zero_grad() { fill(Device{}, grads_.data(), num_params, T(0)); }
+
+  // Every parameter tensor, in state_dict order.
+  static std::vector<NamedParameter> named_parameters() {
+    std::vector<NamedParameter> out;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (append_names<I>(out), ...);
+    }(std::make_index_sequence<program::count>{});
+    return out;
+  }
+
+  // Inference: y = net(x) for x's batch, into a new tensor.
+  template <class X>
+  Tensor<T, output_shape, Device> forward(const X& x) {
+    Tensor<T, output_shape, Device> y(const_view(x).batch());
+    forward(x, y.view());
+    return y;
+  }
+
+  // Inference into the caller's tensor; allocates only when the batch exceeds every earlier one.
+  template <class X>
+  void forward(const X& x, TensorView<T, output_shape, Device> y) {
+    const auto in = const_view(x);
+    using In = decltype(in);
+    static_assert(check::input_shape<typename In::shape, input_shape>());
+    static_assert(check::input_scalar<typename In::value_type, T>());
+    if (in.batch() != y.batch())
+      throw ShapeError("etnn::Model::forward: input batch " + std::to_string(in.batch()) +
+                       " but output batch " + std::to_string(y.batch()));
+    scratch_.reserve_discard(2 * program::max_width * static_cast<std::size_t>(in.batch()));
+    program::forward_infer(Device{}, params_.data(), in.data(), scratch_.data(), y.data(), in.batch());
+  }
+
+ private:
+  template <std::size_t I>
+  void init_layer(std::uint64_t seed) {
+    using L = typename program::template layer<I>;
+    Rng rng(derive_seed(seed, static_cast<std::uint64_t>(L::module_index)));
+    L::init(params_.data() + program::param_offset[I], rng);
+  }
+
+  template <std::size_t I>
+  static void append_names(std::vector<NamedParameter>& out) {
+    using L = typename program::template layer<I>;
+    for (const auto& p : L::params) {
+      out.push_back({std::to_string(L::module_index) + "." + std::string(p.name),
+                     std::vector<int>(p.shape.begin(), p.shape.begin() + p.rank),
+                     program::param_offset[I] + p.offset, p.numel()});
+    }
+  }
+
+  Buffer<T, Device> params_;
+  Buffer<T, Device> grads_;
+  Buffer<T, Device> scratch_;  // inference ping-pong buffers
+};
+
+}  // namespace etnn

@@ -1,0 +1,159 @@
+#pragma once
+// The network executor: runs the Layers of a network forward and backward over one flat
+// parameter buffer, one flat gradient buffer and one workspace, with every offset computed at
+// compile time.
+//
+// Training workspace, per sample of capacity C (all blocks are C rows):
+//   [ layer outputs and saved values | gradient buffer A | gradient buffer B ]
+// Layer outputs are kept for backward; flatten's output is its input and takes no space.
+// Backward ping-pongs dY/dX between A and B; elementwise layers work in place. Layers before the
+// first one with parameters are never run backward, and that layer skips its input gradient.
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <tuple>
+#include <utility>
+
+#include "../core/type_list.hpp"
+#include "../cpu/executor.hpp"
+#include "layer.hpp"
+
+namespace etnn::nn::detail {
+
+// Per-sample values a layer keeps during training: its output (unless it aliases its input)
+// and what its backward needs besides.
+template <Layer L>
+inline constexpr std::size_t storage_of = (L::output_aliases_input ? 0 : L::out_shape::size) + L::saved_per_sample;
+
+template <std::size_t N>
+constexpr std::array<std::size_t, N> exclusive_scan(std::array<std::size_t, N> sizes) {
+  std::size_t at = 0;
+  for (auto& s : sizes) at += std::exchange(s, at);
+  return sizes;
+}
+
+template <class Layers>
+struct Program;
+
+template <Layer... Ls>
+struct Program<TypeList<Ls...>> {
+  static constexpr std::size_t count = sizeof...(Ls);
+  using Index = std::make_index_sequence<count>;
+
+  template <std::size_t I>
+  using layer = std::tuple_element_t<I, std::tuple<Ls...>>;
+
+ public:
+  static constexpr std::array<std::size_t, count> param_offset = exclusive_scan<count>({Ls::num_params...});
+  // Per-sample offsets of each layer's output; its saved values follow the output.
+  static constexpr std::array<std::size_t, count> storage_offset = exclusive_scan<count>({storage_of<Ls>...});
+  static constexpr std::size_t storage_per_sample = (std::size_t{0} + ... + storage_of<Ls>);
+  // The widest tensor any layer reads or writes: sizes the gradient and inference buffers.
+  static constexpr std::size_t max_width = std::max({std::size_t{1}, Ls::in_shape::size..., Ls::out_shape::size...});
+  static constexpr std::size_t workspace_per_sample = storage_per_sample + 2 * max_width;
+
+  static constexpr std::size_t first_trainable = [] {
+    constexpr std::array<bool, count + 1> has{(Ls::num_params > 0)..., true};
+    std::size_t i = 0;
+    while (!has[i]) ++i;
+    return i;
+  }();
+
+  // act[0] = input, act[i + 1] = output of layer i; filled by forward_train, read by backward.
+  template <class T>
+  using Activations = std::array<const T*, count + 1>;
+
+  template <class T>
+  static T* output_gradient(T* workspace, int capacity) {
+    return workspace + storage_per_sample * static_cast<std::size_t>(capacity);
+  }
+
+  template <class T, class Device>
+  static void forward_train(Device device, const T* params, const T* x, T* workspace, int capacity,
+                            int batch, Activations<T>& act) {
+    act[0] = x;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (forward_layer<I>(device, params, workspace, capacity, batch, act), ...);
+    }(Index{});
+  }
+
+  // Expects dL/d(output) at output_gradient(workspace); accumulates dL/d(params) into grads.
+  template <class T, class Device>
+  static void backward(Device device, const T* params, T* grads, T* workspace, int capacity, int batch,
+                       const Activations<T>& act) {
+    T* dy = output_gradient(workspace, capacity);
+    T* spare = dy + max_width * static_cast<std::size_t>(capacity);
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (backward_layer<count - 1 - I>(device, params, grads, workspace, capacity, batch, act, dy, spare), ...);
+    }(Index{});
+  }
+
+  // Inference: no saved values, outputs ping-pong in `scratch` (2 * max_width * batch values),
+  // the last layer writes into `out`.
+  template <class T, class Device>
+  static void forward_infer(Device device, const T* params, const T* x, T* scratch, T* out, int batch) {
+    const T* current = x;
+    int toggle = 0;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (infer_layer<I>(device, params, scratch, out, batch, current, toggle), ...);
+    }(Index{});
+    if (current != out) {
+      using Last = layer<count - 1>;
+      const std::size_t n = static_cast<std::size_t>(batch) * Last::out_shape::size;
+      assign(device, out, expr::ref(current, n));
+    }
+  }
+
+ private:
+  template <std::size_t I, class T, class Device>
+  static void forward_layer(Device device, const T* params, T* workspace, int capacity, int batch,
+                            Activations<T>& act) {
+    using L = layer<I>;
+    if constexpr (L::output_aliases_input) {
+      act[I + 1] = act[I];
+    } else {
+      T* y = workspace + storage_offset[I] * static_cast<std::size_t>(capacity);
+      T* saved = L::saved_per_sample > 0 ? y + L::out_shape::size * static_cast<std::size_t>(capacity) : nullptr;
+      L::forward(device, params + param_offset[I], act[I], y, saved, batch);
+      act[I + 1] = y;
+    }
+  }
+
+  template <std::size_t I, class T, class Device>
+  static void backward_layer(Device device, const T* params, T* grads, T* workspace, int capacity,
+                             int batch, const Activations<T>& act, T*& dy, T*& spare) {
+    using L = layer<I>;
+    if constexpr (I >= first_trainable && !L::output_aliases_input) {
+      constexpr bool needs_dx = I > first_trainable;
+      T* dx = needs_dx ? (L::backward_in_place ? dy : spare) : nullptr;
+      const T* saved = L::saved_per_sample > 0
+                           ? workspace + storage_offset[I] * static_cast<std::size_t>(capacity) +
+                                 L::out_shape::size * static_cast<std::size_t>(capacity)
+                           : nullptr;
+      L::backward(device, params + param_offset[I], grads + param_offset[I], act[I], act[I + 1], saved,
+                  dy, dx, batch);
+      if constexpr (needs_dx && !L::backward_in_place) std::swap(dy, spare);
+    }
+  }
+
+  template <std::size_t I, class T, class Device>
+  static void infer_layer(Device device, const T* params, T* scratch, T* out, int batch, const T*& current,
+                          int& toggle) {
+    using L = layer<I>;
+    if constexpr (!L::output_aliases_input) {
+      T* y = I == last_computing ? out : scratch + static_cast<std::size_t>(toggle) * max_width * static_cast<std::size_t>(batch);
+      L::forward(device, params + param_offset[I], current, y, static_cast<T*>(nullptr), batch);
+      current = y;
+      toggle ^= 1;
+    }
+  }
+
+  static constexpr std::size_t last_computing = [] {
+    constexpr std::array<bool, count + 1> computes{false, !Ls::output_aliases_input...};
+    std::size_t i = count;
+    while (i > 0 && !computes[i]) --i;
+    return i == 0 ? count : i - 1;
+  }();
+};
+
+}  // namespace etnn::nn::detail

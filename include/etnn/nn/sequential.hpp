@@ -1,0 +1,74 @@
+#pragma once
+// nn::Sequential<Specs...>: a chain of layer specs, built with operator>>.
+// Starting with nn::input<...> it is a network: shapes, parameter count and layers are inferred
+// at compile time.
+//   constexpr auto mlp = nn::input<784> >> nn::linear<512> >> nn::relu >> nn::linear<10>;
+//   using Mlp = decltype(mlp);   // nn::Sequential<nn::Input<784>, nn::Linear<512>, nn::ReLU, nn::Linear<10>>
+#include <cstddef>
+#include <string>
+#include <type_traits>
+
+#include "plan.hpp"
+
+namespace etnn::nn {
+
+// A chain that does not start with nn::input: a block, composable but not a network.
+template <class... Specs>
+struct Sequential {
+  static constexpr bool is_network = false;
+};
+
+template <int... Dims, class... Rest>
+struct Sequential<Input<Dims...>, Rest...> {
+  static constexpr bool is_network = true;
+  using input_shape = Shape<Dims...>;
+  using layers = typename detail::Plan<input_shape, 0, Rest...>::layers;  // TypeList of Layers
+  using output_shape = typename detail::Plan<input_shape, 0, Rest...>::out_shape;
+
+ private:
+  template <class... Ls>
+  static constexpr std::size_t sum_params(TypeList<Ls...>) {
+    return (std::size_t{0} + ... + Ls::num_params);
+  }
+
+ public:
+  static constexpr std::size_t num_params = sum_params(layers{});
+
+  // "input<784> >> linear<512> >> relu >> linear<10>"
+  static std::string describe() { return (Input<Dims...>::describe() + ... + (" >> " + Rest::describe())); }
+};
+
+namespace detail {
+template <class T>
+struct IsSequential : std::false_type {};
+template <class... S>
+struct IsSequential<Sequential<S...>> : std::true_type {};
+template <class T>
+struct IsInput : std::false_type {};
+template <int... D>
+struct IsInput<Input<D...>> : std::true_type {};
+template <class Chain, class Next>
+struct Append;
+template <class... S, class Next>
+struct Append<Sequential<S...>, Next> {
+  using type = Sequential<S..., Next>;
+};
+}  // namespace detail
+
+// A type usable as etnn::Model's network: a Sequential that starts with nn::input.
+template <class Net>
+concept Network = detail::IsSequential<Net>::value && requires { requires Net::is_network; };
+
+template <class A, class B>
+  requires(Spec<A> || detail::IsSequential<A>::value)
+constexpr auto operator>>(A, B) {
+  static_assert(check::is_layer_spec<Spec<B>>());
+  static_assert(check::input_first<!detail::IsInput<B>::value>());
+  if constexpr (detail::IsSequential<A>::value) {
+    return typename detail::Append<A, B>::type{};
+  } else {
+    return Sequential<A, B>{};
+  }
+}
+
+}  // namespace etnn::nn

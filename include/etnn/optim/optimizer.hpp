@@ -1,0 +1,77 @@
+#pragma once
+// Optimizer<Rule, Model, Reducer>: one update rule applied to the model's flat parameter buffer
+// in one fused pass, after the Reducer has averaged the flat gradient buffer across ranks.
+//
+// A Rule provides
+//   Options                                   hyper-parameters (designated-initialisable)
+//   validate(options)                         throws etnn::Error on a bad value
+//   state_slots(options)                      per-parameter state arrays it needs (momentum, ...)
+//   update<T>(options, params, grads, state, n, step) -> an ETNN_HD functor f(i) updating index i
+#include <cstddef>
+#include <cstdint>
+
+#include "../core/reducer.hpp"
+#include "../cpu/executor.hpp"
+#include "../tensor/buffer.hpp"
+
+namespace etnn::optim {
+
+template <class Rule, class Model, Reducer R = dist::Local>
+class Optimizer {
+ public:
+  using rule = Rule;
+  using Options = typename Rule::Options;
+  using model_type = Model;
+  using reducer_type = R;
+  using T = typename Model::value_type;
+  using Device = typename Model::device;
+
+  // A single-process optimizer.
+  Optimizer(Model& model, const Options& options)
+    requires std::same_as<R, dist::Local>
+      : Optimizer(model, options, local_) {}
+
+  // A data-parallel optimizer: parameters are broadcast from rank 0 now, gradients averaged
+  // across ranks at every step.
+  Optimizer(Model& model, const Options& options, R& reducer)
+      : model_(&model), reducer_(&reducer), options_(options) {
+    Rule::validate(options_);
+    const std::size_t slots = Rule::state_slots(options_);
+    state_ = Buffer<T, Device>(slots * Model::num_params);
+    fill(Device{}, state_.data(), state_.size(), T(0));
+    reducer_->broadcast(model_->parameters(), Model::num_params, 0);
+  }
+
+  // Averages the gradients across ranks, then updates every parameter.
+  void step() {
+    reducer_->allreduce_mean(model_->gradients(), Model::num_params);
+    ++steps_;
+    for_each_index(Device{}, Model::num_params,
+                   Rule::template update<T>(options_, model_->parameters(), model_->gradients(),
+                                            state_.data(), Model::num_params, steps_));
+  }
+
+  void zero_grad() { model_->zero_grad(); }
+
+  Model& model() noexcept { return *model_; }
+  R& reducer() noexcept { return *reducer_; }
+  const Options& options() const noexcept { return options_; }
+  // Changes hyper-parameters between steps (learning-rate schedules).
+  void set_options(const Options& options) {
+    Rule::validate(options);
+    options_ = options;
+  }
+  // Updates done so far.
+  std::int64_t steps() const noexcept { return steps_; }
+
+ private:
+  static inline dist::Local local_{};
+
+  Model* model_;
+  R* reducer_;
+  Options options_;
+  Buffer<T, Device> state_;
+  std::int64_t steps_ = 0;
+};
+
+}  // namespace etnn::optim

@@ -1,0 +1,83 @@
+#pragma once
+// Stochastic gradient descent with momentum, dampening, Nesterov and weight decay, with
+// PyTorch's torch.optim.SGD semantics:
+//   d = g + wd w
+//   v = d on the first step, else mu v + (1 - dampening) d        (when mu != 0)
+//   d = d + mu v if nesterov, else v                              (when mu != 0)
+//   w = w - lr d
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "../core/config.hpp"
+#include "../core/error.hpp"
+#include "optimizer.hpp"
+
+namespace etnn::optim {
+
+struct SgdOptions {
+  float lr = 0.01f;
+  float momentum = 0.0f;
+  float dampening = 0.0f;
+  float weight_decay = 0.0f;
+  bool nesterov = false;
+};
+
+namespace rules {
+
+struct Sgd {
+  using Options = SgdOptions;
+
+  static void validate(const Options& o) {
+    auto fail = [](const std::string& what) { throw Error("etnn::optim::SGD: " + what); };
+    if (!(o.lr >= 0.0f)) fail("lr must be >= 0, got " + std::to_string(o.lr));
+    if (!(o.momentum >= 0.0f)) fail("momentum must be >= 0, got " + std::to_string(o.momentum));
+    if (!(o.weight_decay >= 0.0f)) fail("weight_decay must be >= 0, got " + std::to_string(o.weight_decay));
+    if (o.nesterov && (o.momentum <= 0.0f || o.dampening != 0.0f))
+      fail("nesterov needs momentum > 0 and dampening = 0");
+  }
+
+  static std::size_t state_slots(const Options& o) { return o.momentum != 0.0f ? 1 : 0; }
+
+  template <class T>
+  struct Update {
+    T* w;
+    const T* g;
+    T* velocity;  // null without momentum
+    T lr, momentum, dampening, weight_decay;
+    bool nesterov, first;
+
+    ETNN_HD void operator()(std::size_t i) const {
+      T d = g[i] + weight_decay * w[i];
+      if (velocity != nullptr) {
+        const T v = first ? d : momentum * velocity[i] + (T(1) - dampening) * d;
+        velocity[i] = v;
+        d = nesterov ? d + momentum * v : v;
+      }
+      w[i] -= lr * d;
+    }
+  };
+
+  template <class T>
+  static Update<T> update(const Options& o, T* w, const T* g, T* state, std::size_t, std::int64_t step) {
+    return {w, g, state_slots(o) > 0 ? state : nullptr, T(o.lr), T(o.momentum), T(o.dampening),
+            T(o.weight_decay), o.nesterov, step == 1};
+  }
+};
+
+}  // namespace rules
+
+// etnn::optim::SGD opt(model, {.lr = 0.01f, .momentum = 0.9f});           single process
+// etnn::optim::SGD opt(model, {.lr = 0.01f}, world);                       data parallel
+template <class Model, Reducer R = dist::Local>
+class SGD : public Optimizer<rules::Sgd, Model, R> {
+ public:
+  using Optimizer<rules::Sgd, Model, R>::Optimizer;
+};
+
+template <class Model>
+SGD(Model&, const SgdOptions&) -> SGD<Model>;
+template <class Model, Reducer R>
+SGD(Model&, const SgdOptions&, R&) -> SGD<Model, R>;
+
+}  // namespace etnn::optim

@@ -1,0 +1,34 @@
+#pragma once
+// etnn::evaluate: runs the model over a whole dataset in inference mode and returns a metric.
+#include <algorithm>
+#include <cstddef>
+#include <string>
+
+#include "../core/error.hpp"
+#include "../tensor/tensor.hpp"
+#include "staging.hpp"
+
+namespace etnn {
+
+// dataset: anything with size(), sample(i) (contiguous rows), labels() and a shape, such as
+// etnn::data::Dataset. metric: etnn::metrics::accuracy or any type with update() and result().
+template <class Model, class Dataset, class Metric>
+double evaluate(Model& model, const Dataset& dataset, Metric metric, int batch = 256) {
+  using T = typename Model::value_type;
+  using Device = typename Model::device;
+  using S = typename Dataset::shape;
+  if (batch <= 0) throw ShapeError("etnn::evaluate: batch must be positive, got " + std::to_string(batch));
+  Tensor<T, typename Model::output_shape, Device> out(batch);
+  Buffer<T, Device> staging;
+  const auto labels = dataset.labels();
+  for (std::size_t first = 0; first < dataset.size(); first += static_cast<std::size_t>(batch)) {
+    const int n = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(batch), dataset.size() - first));
+    const TensorView<const float, S, Cpu> x(dataset.sample(first), n);
+    out.resize(n);
+    model.forward(detail::stage_as<T, Device>(x, staging), out.view());
+    metric.update(const_view(out), labels.subspan(first, static_cast<std::size_t>(n)));
+  }
+  return metric.result();
+}
+
+}  // namespace etnn

@@ -1,0 +1,101 @@
+#pragma once
+// etnn::Trainer: one training step is forward, loss, backward, gradient reduction and update,
+// over a workspace sized once from the network type and the largest batch. After the first step
+// at a given batch size a step allocates nothing.
+//   etnn::Trainer trainer(model, loss, opt);
+//   for (auto batch : loader) trainer.step(batch);
+//   float l = trainer.step(x, y);
+#include <span>
+#include <string>
+#include <type_traits>
+
+#include "../core/error.hpp"
+#include "../core/static_checks.hpp"
+#include "../loss/targets.hpp"
+#include "../tensor/tensor.hpp"
+#include "staging.hpp"
+
+namespace etnn {
+
+template <class Model, class Loss, class Optim>
+class Trainer {
+ public:
+  using T = typename Model::value_type;
+  using Device = typename Model::device;
+  using program = typename Model::program;
+  using input_shape = typename Model::input_shape;
+  using output_shape = typename Model::output_shape;
+
+  Trainer(Model& model, Loss& loss, Optim& optimizer) : model_(model), loss_(loss), optimizer_(optimizer) {}
+
+  // Sizes the workspace for batches of up to `batch` samples (done by the first step otherwise).
+  void reserve(int batch) {
+    if (batch <= capacity_) return;
+    workspace_ = Buffer<T, Device>(program::workspace_per_sample * static_cast<std::size_t>(batch));
+    capacity_ = batch;
+  }
+  int capacity() const noexcept { return capacity_; }
+
+  // A batch from a DataLoader: batch.x (B samples), batch.y (B targets).
+  template <class Batch>
+    requires requires(const Batch& b) { b.x; b.y; }
+  T step(const Batch& batch) {
+    return step(batch.x, batch.y);
+  }
+
+  // x: B samples of the network's input shape; y: B class indices or (B, output) real targets,
+  // as the loss takes. Returns the batch's mean loss before the update.
+  template <class X, class Y>
+  T step(const X& x, const Y& y) {
+    model_.zero_grad();
+    const T loss = accumulate_gradients(x, y);
+    optimizer_.step();
+    return loss;
+  }
+
+  // Forward, loss and backward without an update: adds dL/dparams to the model's gradients.
+  // For custom loops and gradient accumulation; returns the batch's mean loss.
+  template <class X, class Y>
+  T accumulate_gradients(const X& x, const Y& y) {
+    const auto in = const_view(x);
+    static_assert(check::input_shape<typename decltype(in)::shape, input_shape>());
+    const int batch = in.batch();
+    if (batch <= 0) throw ShapeError("etnn::Trainer: empty batch");
+    reserve(batch);
+    const auto staged = detail::stage_as<T, Device>(in, input_staging_);
+    program::forward_train(Device{}, model_.parameters(), staged.data(), workspace_.data(), capacity_, batch,
+                           activations_);
+    const TensorView<const T, output_shape, Device> output(activations_.back(), batch);
+    T* output_grad = program::output_gradient(workspace_.data(), capacity_);
+    const T loss = loss_value_and_grad(output, y, output_grad);
+    program::backward(Device{}, model_.parameters(), model_.gradients(), workspace_.data(), capacity_, batch,
+                      activations_);
+    return loss;
+  }
+
+  Model& model() noexcept { return model_; }
+  Optim& optimizer() noexcept { return optimizer_; }
+
+ private:
+  template <class Y>
+  T loss_value_and_grad(TensorView<const T, output_shape, Device> output, const Y& y, T* grad) {
+    using Kind = typename Loss::target_kind;
+    if constexpr (std::is_same_v<Kind, loss::ClassIndices>) {
+      return loss_.value_and_grad(Device{}, output, std::span<const int>(y), grad);
+    } else {
+      const auto staged = detail::stage_as<T, Device>(const_view(y), target_staging_);
+      return loss_.value_and_grad(Device{}, output, staged, grad);
+    }
+  }
+
+  Model& model_;
+  Loss& loss_;
+  Optim& optimizer_;
+  Buffer<T, Device> workspace_;
+  int capacity_ = 0;
+  Buffer<T, Device> input_staging_;
+  Buffer<T, Device> target_staging_;
+  typename program::template Activations<T> activations_{};
+};
+
+}  // namespace etnn

@@ -1,0 +1,244 @@
+// load_idx: valid raw, float32 and gzipped files, every malformed case, and the real Fashion-MNIST test set.
+#include <doctest/doctest.h>
+
+#include <bit>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#if defined(ETNN_WITH_ZLIB)
+#include <zlib.h>
+#endif
+
+#include <etnn/data/data.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+using Bytes = std::vector<unsigned char>;
+
+// A fresh directory under the system temp dir, removed with its files at scope exit.
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("etnn_test_idx_" + std::to_string(std::random_device{}()));
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() { fs::remove_all(path); }
+  fs::path operator/(const std::string& name) const { return path / name; }
+};
+
+void put_be32(Bytes& out, std::uint32_t v) {
+  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<unsigned char>(v >> shift));
+}
+
+// An IDX file: 0x00 0x00 type ndims, the dims big-endian, then data.
+Bytes idx(unsigned char type, const std::vector<std::uint32_t>& dims, const Bytes& data) {
+  Bytes out{0, 0, type, static_cast<unsigned char>(dims.size())};
+  for (std::uint32_t d : dims) put_be32(out, d);
+  out.insert(out.end(), data.begin(), data.end());
+  return out;
+}
+
+fs::path write(const fs::path& path, const Bytes& bytes) {
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
+                                              static_cast<std::streamsize>(bytes.size()));
+  return path;
+}
+
+Bytes read(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return Bytes(std::istreambuf_iterator<char>(in), {});
+}
+
+#if defined(ETNN_WITH_ZLIB)
+fs::path write_gz(const fs::path& path, const Bytes& bytes) {
+  gzFile f = gzopen(path.string().c_str(), "wb");
+  REQUIRE(f != nullptr);
+  REQUIRE(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())) == static_cast<int>(bytes.size()));
+  REQUIRE(gzclose(f) == Z_OK);
+  return path;
+}
+#endif
+
+// The message of the etnn::IoError that f throws; fails the test when it throws nothing.
+template <class F>
+std::string io_error(F&& f) {
+  try {
+    f();
+  } catch (const etnn::IoError& e) {
+    return e.what();
+  }
+  FAIL("expected an etnn::IoError");
+  return {};
+}
+
+// 3 items of 2x2 pixels and their labels.
+const Bytes pixels{0, 255, 51, 102, 1, 2, 3, 4, 10, 20, 30, 40};
+const Bytes classes{2, 0, 1};
+
+struct ValidPair {
+  TempDir dir;
+  fs::path images = write(dir / "images-idx3-ubyte", idx(0x08, {3, 2, 2}, pixels));
+  fs::path labels = write(dir / "labels-idx1-ubyte", idx(0x08, {3}, classes));
+};
+
+template <class S>
+void check_valid(const etnn::data::Dataset<S>& data) {
+  REQUIRE(data.size() == 3);
+  CHECK(data.num_classes() == 3);
+  REQUIRE(data.features().size() == pixels.size());
+  for (std::size_t i = 0; i < pixels.size(); ++i) CHECK(data.features()[i] == static_cast<float>(pixels[i]) / 255.0f);
+  CHECK(data.sample(1)[0] == 1.0f / 255.0f);
+  CHECK(data.features()[1] == 1.0f);
+  for (std::size_t i = 0; i < classes.size(); ++i) CHECK(data.label(i) == classes[i]);
+}
+
+}  // namespace
+
+TEST_CASE("load_idx reads unsigned-byte images as x / 255 for any shape of the item size") {
+  ValidPair files;
+  check_valid(etnn::data::load_idx<etnn::Shape<4>>(files.images, files.labels));
+  check_valid(etnn::data::load_idx<etnn::Shape<1, 2, 2>>(files.images, files.labels));
+  check_valid(etnn::data::load_idx<etnn::Shape<2, 2>>(files.images, files.labels));
+}
+
+TEST_CASE("load_idx keeps float32 images as stored") {
+  TempDir dir;
+  const std::vector<float> values{1.5f, -2.0f, 0.25f, 1e6f, 0.0f, -0.125f};
+  Bytes data;
+  for (float v : values) put_be32(data, std::bit_cast<std::uint32_t>(v));
+  const auto images = write(dir / "images", idx(0x0D, {2, 3}, data));
+  const auto labels = write(dir / "labels", idx(0x08, {2}, {7, 3}));
+  const auto set = etnn::data::load_idx<etnn::Shape<3>>(images, labels);
+  REQUIRE(set.size() == 2);
+  for (std::size_t i = 0; i < values.size(); ++i) CHECK(set.features()[i] == values[i]);
+  CHECK(set.label(0) == 7);
+  CHECK(set.num_classes() == 8);
+}
+
+#if defined(ETNN_WITH_ZLIB)
+TEST_CASE("load_idx inflates gzipped files, by name or by magic") {
+  TempDir dir;
+  const auto images = write_gz(dir / "images-idx3-ubyte.gz", idx(0x08, {3, 2, 2}, pixels));
+  const auto labels = write_gz(dir / "labels-gzipped-without-suffix", idx(0x08, {3}, classes));
+  check_valid(etnn::data::load_idx<etnn::Shape<1, 2, 2>>(images, labels));
+}
+
+TEST_CASE("load_idx rejects corrupt, truncated and overlong gzip streams") {
+  TempDir dir;
+  Bytes data(400);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<unsigned char>(i * 7919 % 251);
+  const auto labels = write(dir / "labels", idx(0x08, {100}, Bytes(100, 1)));
+  const Bytes gz = read(write_gz(dir / "good.gz", idx(0x08, {100, 2, 2}, data)));
+  CHECK_NOTHROW(etnn::data::load_idx<etnn::Shape<4>>(dir / "good.gz", labels));
+
+  Bytes bad_crc = gz;
+  bad_crc[bad_crc.size() - 8] ^= 0xFF;  // the CRC-32 of the gzip trailer
+  const auto crc = write(dir / "bad_crc.gz", bad_crc);
+  CHECK(io_error([&] { etnn::data::load_idx<etnn::Shape<4>>(crc, labels); }).find("corrupt or truncated gzip") !=
+        std::string::npos);
+
+  const auto cut = write(dir / "cut.gz", Bytes(gz.begin(), gz.begin() + static_cast<std::ptrdiff_t>(gz.size() / 2)));
+  const std::string message = io_error([&] { etnn::data::load_idx<etnn::Shape<4>>(cut, labels); });
+  CHECK(message.find("gzip") != std::string::npos);
+  CHECK(message.find("cut.gz") != std::string::npos);
+
+  const auto longer = write_gz(dir / "longer.gz", idx(0x08, {99, 2, 2}, data));
+  CHECK(io_error([&] { etnn::data::load_idx<etnn::Shape<4>>(longer, labels); }).find("holds 99 images") !=
+        std::string::npos);
+  const auto trailing = write_gz(dir / "trailing.gz", idx(0x08, {100, 2, 2}, Bytes(401, 0)));
+  CHECK(io_error([&] { etnn::data::load_idx<etnn::Shape<4>>(trailing, labels); }).find("trailing bytes") !=
+        std::string::npos);
+
+  // A header promising ~4e9 one-value items from a tiny stream fails without allocating for them.
+  const auto huge = write_gz(dir / "huge.gz", idx(0x08, {0xFFFFFFFFu}, Bytes(10, 0)));
+  const auto huge_labels = write(dir / "huge_labels", idx(0x08, {0xFFFFFFFFu}, {}));
+  CHECK(io_error([&] { etnn::data::load_idx<etnn::Shape<1>>(huge, huge_labels); }).find("truncated") !=
+        std::string::npos);
+}
+#else
+TEST_CASE("load_idx without zlib names the fix for gzipped files") {
+  TempDir dir;
+  const auto images = write(dir / "images.gz", {0x1f, 0x8b, 8, 0});
+  const auto labels = write(dir / "labels", idx(0x08, {3}, classes));
+  CHECK(io_error([&] { etnn::data::load_idx<etnn::Shape<4>>(images, labels); })
+            .find("built without zlib; gunzip the file or rebuild with zlib1g-dev") != std::string::npos);
+}
+#endif
+
+TEST_CASE("load_idx names the file and the problem for every malformed input") {
+  TempDir dir;
+  ValidPair valid;
+  // Loads `images` (an IDX image file's bytes) with the valid labels, as Shape<S...>.
+  const auto error = [&]<class S = etnn::Shape<4>>(const Bytes& images, S = {}) {
+    const auto path = write(dir / "bad-images", images);
+    return io_error([&] { etnn::data::load_idx<S>(path, valid.labels); });
+  };
+  const auto has = [](const std::string& message, const std::string& part) {
+    INFO(message);
+    CHECK(message.find(part) != std::string::npos);
+  };
+
+  Bytes short_data = pixels;
+  short_data.pop_back();
+  const std::string truncated = error(idx(0x08, {3, 2, 2}, short_data));
+  has(truncated, "truncated: the header (3, 2, 2) promises 12 data bytes but only 11 follow it");
+  has(truncated, "bad-images");
+  Bytes long_data = pixels;
+  long_data.push_back(0);
+  has(error(idx(0x08, {3, 2, 2}, long_data)), "trailing bytes: the header (3, 2, 2) promises 12 data bytes but 13");
+  has(error({0, 0, 8}), "truncated: shorter than the 4-byte IDX magic");
+  has(error({0, 0, 8, 3, 0, 0, 0, 3, 0}), "truncated: the file ends inside the 3 header dimensions");
+  has(error({'P', 'K', 8, 3}), "wrong magic: the file starts with 0x50 0x4B");
+  has(error(idx(0x0B, {3, 2, 2}, pixels)), "unsupported type byte 0x0B");
+  has(error(idx(0x08, {}, {})), "the header has 0 dimensions but IDX images have 1 to 4");
+  has(error(idx(0x08, {3, 1, 1, 2, 2}, pixels)), "the header has 5 dimensions");
+  has(error(idx(0x08, {3, 0, 2}, {})), "dimension 1 of (3, 0, 2) is 0");
+  has(error(idx(0x08, {0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu}, {}), etnn::Shape<1>{}), "overflow 64-bit sizes");
+  // ~1.8e19 promised bytes in a 12-byte file: refused before anything is reserved.
+  has(error(idx(0x08, {0xFFFFFFFFu, 0xFFFFFFFFu}, pixels), etnn::Shape<1>{}), "truncated");
+  has(error(idx(0x08, {3, 2, 2}, pixels), etnn::Shape<3>{}),
+      "items are 2x2 = 4 values but the requested shape etnn::Shape<3> has 3");
+  has(error(idx(0x08, {3, 2, 2}, pixels), etnn::Shape<1, 28, 28>{}),
+      "items are 2x2 = 4 values but the requested shape etnn::Shape<1, 28, 28> has 784");
+  has(error(idx(0x08, {2, 2, 2}, Bytes(8, 0))),
+      "holds 2 images but '" + valid.labels.string() + "' holds 3 labels");
+
+  // Label files: one dimension of type 0x08.
+  const auto labels_error = [&](const Bytes& labels) {
+    const auto path = write(dir / "bad-labels", labels);
+    return io_error([&] { etnn::data::load_idx<etnn::Shape<4>>(valid.images, path); });
+  };
+  has(labels_error(idx(0x08, {3, 2, 2}, pixels)), "labels have exactly 1 (N); are the images and labels paths swapped?");
+  has(labels_error(idx(0x0D, {3}, Bytes(12, 0))), "unsupported type byte 0x0D; etnn reads labels of type 0x08");
+  has(labels_error(idx(0x08, {3}, {1, 2})), "truncated");
+
+  const std::string missing = io_error([&] { etnn::data::load_idx<etnn::Shape<4>>(dir / "nope", valid.labels); });
+  has(missing, "cannot read the file");
+  has(missing, "nope");
+  has(io_error([&] { etnn::data::load_idx<etnn::Shape<4>>(dir.path, valid.labels); }), "cannot read the file");
+}
+
+TEST_CASE("load_idx reads the Fashion-MNIST test set when it is installed") {
+  const fs::path root = "/usr/share/datasets/fashion-mnist";
+  const fs::path images = root / "t10k-images-idx3-ubyte.gz";
+  const fs::path labels = root / "t10k-labels-idx1-ubyte.gz";
+  if (!fs::exists(images) || !fs::exists(labels)) {
+    MESSAGE("skipped: " << images << " not found (install dataset-fashion-mnist)");
+    return;
+  }
+#if defined(ETNN_WITH_ZLIB)
+  const auto test = etnn::data::load_idx<etnn::Shape<1, 28, 28>>(images, labels);
+  CHECK(test.size() == 10000);
+  CHECK(test.num_classes() == 10);
+  for (int label : test.labels()) CHECK((label >= 0 && label <= 9));
+  CHECK(test.label(0) == 9);  // the first test image is an ankle boot
+  for (float x : test.features()) REQUIRE((x >= 0.0f && x <= 1.0f));
+  CHECK(etnn::data::mean(test) == doctest::Approx(0.2868).epsilon(0.01));
+  CHECK(etnn::data::stddev(test) == doctest::Approx(0.3524).epsilon(0.01));
+  CHECK_THROWS_AS(etnn::data::load_idx<etnn::Shape<28, 29>>(images, labels), etnn::IoError);
+#else
+  MESSAGE("skipped: the Fashion-MNIST files are gzipped and this build has no zlib");
+#endif
+}

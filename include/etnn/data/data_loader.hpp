@@ -207,7 +207,7 @@ class DataLoader {
     }
     void operator++(int) { ++*this; }
     friend bool operator==(const Iterator& it, std::default_sentinel_t) noexcept {
-      return it.loader_ == nullptr || it.index_ >= it.loader_->num_batches_;
+      return it.loader_ == nullptr || it.index_ >= it.loader_->size();
     }
 
    private:

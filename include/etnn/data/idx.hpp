@@ -191,9 +191,9 @@ inline IdxHeader read_idx_header(IdxFile& file, IdxKind kind) {
   }
   constexpr std::uint64_t max = std::numeric_limits<std::uint64_t>::max();
   std::uint64_t data_values = 1;
+  for (std::size_t i = 0; i < static_cast<std::size_t>(header.rank); ++i) header.dims[i] = load_be32(bytes.data() + 4 * i);
   for (int d = 0; d < header.rank; ++d) {
     const auto i = static_cast<std::size_t>(d);
-    header.dims[i] = load_be32(bytes.data() + 4 * i);
     if (header.dims[i] == 0) {
       file.fail("dimension " + std::to_string(d) + " of " + header.dims_string() +
                 " is 0; an IDX file must hold at least one item of at least one value");
@@ -210,8 +210,9 @@ inline IdxHeader read_idx_header(IdxFile& file, IdxKind kind) {
 }
 
 // Reads the header's data, converting each value (its value_bytes() big-endian bytes) with convert,
-// and checks that the data ends exactly there. Memory grows only with bytes actually read; a raw
-// file's length is checked against the header before anything is reserved.
+// and checks that the data ends exactly there. A raw file's length is checked against the header
+// before anything is reserved; gzipped data is buffered as it inflates, so memory follows the bytes
+// actually present, never the header's promise.
 template <class T, class Convert>
 std::vector<T> read_idx_data(IdxFile& file, const IdxHeader& header, Convert convert) {
   const auto size_error = [&](std::uint64_t got, bool exact) {
@@ -224,22 +225,23 @@ std::vector<T> read_idx_data(IdxFile& file, const IdxHeader& header, Convert con
     file.fail("trailing bytes: " + promise + (exact ? std::to_string(got) : std::string("more")) +
               " follow it; the header dimensions are wrong or another file was appended");
   };
-  std::vector<T> out;
+  std::vector<unsigned char> bytes;
   if (const auto remaining = file.remaining()) {
     if (*remaining != header.data_bytes) size_error(*remaining, true);
-    out.reserve(static_cast<std::size_t>(header.count() * header.item_values));
+    bytes.reserve(static_cast<std::size_t>(header.data_bytes));
   }
-  std::vector<unsigned char> chunk(idx_chunk);
-  const std::size_t value_bytes = header.value_bytes();
-  std::uint64_t done = 0;
-  while (done < header.data_bytes) {
+  while (bytes.size() < header.data_bytes) {
+    const std::size_t done = bytes.size();
     const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(idx_chunk, header.data_bytes - done));
-    const std::size_t got = file.read(chunk.data(), want);
-    for (std::size_t b = 0; b + value_bytes <= got; b += value_bytes) out.push_back(convert(chunk.data() + b));
-    done += got;
-    if (got < want) size_error(done, true);
+    bytes.resize(done + want);
+    const std::size_t got = file.read(bytes.data() + done, want);
+    if (got < want) size_error(done + got, true);
   }
-  if (file.read(chunk.data(), 1) != 0) size_error(header.data_bytes + 1, false);
+  unsigned char extra = 0;
+  if (file.read(&extra, 1) != 0) size_error(header.data_bytes + 1, false);
+  const std::size_t value_bytes = header.value_bytes();
+  std::vector<T> out(bytes.size() / value_bytes);
+  for (std::size_t v = 0; v < out.size(); ++v) out[v] = convert(bytes.data() + v * value_bytes);
   return out;
 }
 

@@ -1,0 +1,281 @@
+// Dataset and DataLoader: coverage of every sample per epoch, seeded orders, prefetch, early exits,
+// worker errors, no allocation per batch, and the dataset statistics.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <iterator>
+#include <new>
+#include <stdexcept>
+#include <vector>
+
+#include <etnn/data/data.hpp>
+
+// Counts every global allocation of this test program, from any thread.
+namespace {
+std::atomic<long> allocations{0};
+}  // namespace
+
+void* operator new(std::size_t bytes) {
+  allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(bytes == 0 ? 1 : bytes)) return p;
+  throw std::bad_alloc();
+}
+// Not inlined, so that GCC does not pair this free() with the caller's operator new (-Wmismatched-new-delete).
+[[gnu::noinline]] void operator delete(void* p) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+namespace {
+
+using etnn::data::DataLoader;
+using etnn::data::Dataset;
+using Row = etnn::Shape<3>;
+
+// Sample i: x = (i, 2i, i % 5), label i % 5; x[0] identifies the sample.
+Dataset<Row> numbered(std::size_t n) {
+  std::vector<float> x;
+  std::vector<int> y;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto f = static_cast<float>(i);
+    x.insert(x.end(), {f, 2 * f, static_cast<float>(i % 5)});
+    y.push_back(static_cast<int>(i % 5));
+  }
+  return Dataset<Row>(std::move(x), std::move(y));
+}
+
+// One epoch as seen by the caller: the sample ids in order and each batch's size, checking on the way
+// that every row and label equals the dataset's.
+struct Epoch {
+  std::vector<std::size_t> ids;
+  std::vector<int> sizes;
+  bool operator==(const Epoch&) const = default;
+};
+
+template <class Loader>
+Epoch run(Loader& loader, const Dataset<Row>& data) {
+  Epoch epoch;
+  for (auto batch : loader) {
+    REQUIRE(batch.y.size() == static_cast<std::size_t>(batch.x.batch()));
+    epoch.sizes.push_back(batch.x.batch());
+    for (int r = 0; r < batch.x.batch(); ++r) {
+      const auto id = static_cast<std::size_t>(batch.x(r, 0));
+      REQUIRE(id < data.size());
+      CHECK(batch.y[static_cast<std::size_t>(r)] == data.label(id));
+      CHECK(std::equal(batch.x.sample(r), batch.x.sample(r) + Row::size, data.sample(id)));
+      epoch.ids.push_back(id);
+    }
+  }
+  return epoch;
+}
+
+bool is_sorted_range(const std::vector<std::size_t>& ids) {
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] != i) return false;
+  return true;
+}
+
+// Sample `bad` throws, to exercise error propagation from the worker.
+struct FailingDataset {
+  using shape = Row;
+  Dataset<Row> data = numbered(20);
+  std::size_t bad = 7;
+  std::size_t size() const { return data.size(); }
+  const float* sample(std::size_t i) const {
+    if (i == bad) throw std::runtime_error("sample 7 is unreadable");
+    return data.sample(i);
+  }
+  int label(std::size_t i) const { return data.label(i); }
+};
+
+}  // namespace
+
+static_assert(std::input_iterator<DataLoader<Dataset<Row>>::Iterator>);
+static_assert(std::sentinel_for<std::default_sentinel_t, DataLoader<Dataset<Row>>::Iterator>);
+
+TEST_CASE("every sample appears exactly once per epoch, with the partial last batch unless drop_last") {
+  const auto data = numbered(10);
+  for (bool shuffle : {false, true}) {
+    for (bool drop_last : {false, true}) {
+      for (bool prefetch : {false, true}) {
+        CAPTURE(shuffle);
+        CAPTURE(drop_last);
+        CAPTURE(prefetch);
+        DataLoader loader(data, {.batch = 3, .shuffle = shuffle, .seed = 5, .drop_last = drop_last, .prefetch = prefetch});
+        CHECK(loader.size() == (drop_last ? 3u : 4u));
+        for (int e = 0; e < 3; ++e) {
+          loader.set_epoch(e);
+          const Epoch epoch = run(loader, data);
+          CHECK(epoch.sizes == (drop_last ? std::vector<int>{3, 3, 3} : std::vector<int>{3, 3, 3, 1}));
+          std::vector<std::size_t> ids = epoch.ids;
+          CHECK(is_sorted_range(ids) == !shuffle);
+          std::sort(ids.begin(), ids.end());
+          CHECK(std::adjacent_find(ids.begin(), ids.end()) == ids.end());
+          if (!drop_last) CHECK(is_sorted_range(ids));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("batch sizes at the edges: one batch larger than the dataset, exact multiples, empty datasets") {
+  const auto data = numbered(6);
+  DataLoader whole(data, {.batch = 100});
+  CHECK(whole.size() == 1);
+  CHECK(run(whole, data).sizes == std::vector<int>{6});
+  DataLoader dropped(data, {.batch = 100, .drop_last = true});
+  CHECK(dropped.size() == 0);
+  CHECK(run(dropped, data).ids.empty());
+  DataLoader exact(data, {.batch = 2, .drop_last = true});
+  CHECK(run(exact, data).sizes == std::vector<int>{2, 2, 2});
+  const Dataset<Row> empty;
+  DataLoader none(empty, {.batch = 4, .shuffle = true});
+  CHECK(none.size() == 0);
+  CHECK(none.begin() == none.end());
+  CHECK_THROWS_AS(DataLoader(data, {.batch = 0}), etnn::ShapeError);
+}
+
+TEST_CASE("the shuffled order depends only on (seed, epoch)") {
+  const auto data = numbered(50);
+  DataLoader a(data, {.batch = 8, .shuffle = true, .seed = 42});
+  DataLoader b(data, {.batch = 8, .shuffle = true, .seed = 42, .prefetch = false});
+  DataLoader other_seed(data, {.batch = 8, .shuffle = true, .seed = 43});
+  a.set_epoch(3);
+  b.set_epoch(3);
+  other_seed.set_epoch(3);
+  const Epoch first = run(a, data);
+  CHECK(run(a, data) == first);  // iterating twice in one epoch repeats it
+  CHECK(run(b, data) == first);
+  CHECK(run(other_seed, data).ids != first.ids);
+  a.set_epoch(4);
+  CHECK(run(a, data).ids != first.ids);
+  a.set_epoch(3);
+  CHECK(run(a, data) == first);
+}
+
+TEST_CASE("the random stream is pinned: the same order on every platform and standard library") {
+  std::uint64_t state = 0;
+  CHECK(etnn::detail::splitmix64(state) == 0xE220A8397B1DCDAFull);  // the reference implementation's first value
+  CHECK(etnn::detail::splitmix64(state) == 0x6E789E6AA1B965F4ull);
+  std::vector<std::size_t> order(10);
+  etnn::data::RandomSampler{.seed = 0}.fill(10, 0, order);
+  CHECK(order == std::vector<std::size_t>{1, 3, 9, 2, 4, 5, 7, 6, 0, 8});
+  etnn::detail::Xoshiro256 rng(1, 2);
+  for (int i = 0; i < 1000; ++i) REQUIRE(rng.below(3) < 3);
+}
+
+TEST_CASE("prefetch on and off give identical batches") {
+  const auto data = numbered(103);
+  for (bool shuffle : {false, true}) {
+    DataLoader on(data, {.batch = 10, .shuffle = shuffle, .seed = 9, .prefetch = true});
+    DataLoader off(data, {.batch = 10, .shuffle = shuffle, .seed = 9, .prefetch = false});
+    for (int e = 0; e < 2; ++e) {
+      on.set_epoch(e);
+      off.set_epoch(e);
+      CHECK(run(on, data) == run(off, data));
+    }
+  }
+}
+
+TEST_CASE("breaking out of a loop early, then iterating again, restarts the epoch cleanly") {
+  const auto data = numbered(40);
+  for (bool prefetch : {false, true}) {
+    CAPTURE(prefetch);
+    DataLoader loader(data, {.batch = 4, .shuffle = true, .seed = 1, .prefetch = prefetch});
+    const Epoch full = run(loader, data);
+    for (int stop_after : {0, 1, 2, 5, 9}) {
+      int seen = 0;
+      for (auto batch : loader) {
+        CHECK(batch.x.batch() == 4);
+        if (seen++ == stop_after) break;
+      }
+      CHECK(run(loader, data) == full);
+    }
+    {
+      DataLoader abandoned(data, {.batch = 4, .prefetch = prefetch});
+      for (auto batch : abandoned) {
+        (void)batch;
+        break;
+      }
+    }  // destroyed after an early exit: nothing hangs
+  }
+}
+
+TEST_CASE("a new begin() ends the previous iteration; its iterator refuses to advance") {
+  const auto data = numbered(20);
+  DataLoader loader(data, {.batch = 4});
+  auto old = loader.begin();
+  auto current = loader.begin();
+  CHECK_THROWS_AS(++old, etnn::Error);
+  CHECK((*current).x(0, 0) == 0.0f);
+  ++current;
+  CHECK((*current).x(0, 0) == 4.0f);
+}
+
+TEST_CASE("an exception while gathering reaches the caller, with or without the worker thread") {
+  const FailingDataset failing;
+  for (bool prefetch : {false, true}) {
+    CAPTURE(prefetch);
+    DataLoader loader(failing, {.batch = 3, .prefetch = prefetch});
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      int delivered = 0;
+      CHECK_THROWS_WITH_AS(
+          [&] {
+            for (auto batch : loader) delivered += batch.x.batch();
+          }(),
+          "sample 7 is unreadable", std::runtime_error);
+      CHECK(delivered == 6);  // batches 0 and 1; batch 2 holds sample 7
+    }
+  }
+}
+
+TEST_CASE("iterating allocates nothing per batch") {
+  const auto data = numbered(1000);
+  for (bool prefetch : {false, true}) {
+    CAPTURE(prefetch);
+    DataLoader loader(data, {.batch = 7, .shuffle = true, .prefetch = prefetch});
+    for (int e = 0; e < 2; ++e) {
+      loader.set_epoch(e);
+      auto it = loader.begin();
+      const long before = allocations.load();
+      double sum = 0;
+      for (; it != loader.end(); ++it) sum += (*it).x(0, 0);
+      const long during = allocations.load() - before;
+      CHECK(during == 0);
+      CHECK(sum > 0);
+    }
+  }
+}
+
+TEST_CASE("Dataset validates its inputs and copies subsets") {
+  CHECK_THROWS_WITH_AS(Dataset<Row>(std::vector<float>(7), std::vector<int>(2)),
+                       doctest::Contains("7 feature values for 2 labels"), etnn::ShapeError);
+  CHECK_THROWS_WITH_AS(Dataset<Row>(std::vector<float>(6), std::vector<int>{0, -1}), doctest::Contains("label 1 is -1"),
+                       etnn::ShapeError);
+  const auto data = numbered(10);
+  CHECK(data.num_classes() == 5);
+  const auto part = data.subset(6, 3);
+  REQUIRE(part.size() == 3);
+  CHECK(part.sample(0)[0] == 6.0f);
+  CHECK(part.label(2) == 3);
+  CHECK(part.num_classes() == 4);
+  CHECK(data.subset(10, 0).size() == 0);
+  CHECK_THROWS_AS(data.subset(8, 3), etnn::ShapeError);
+  CHECK_THROWS_AS(data.subset(11, 0), etnn::ShapeError);
+}
+
+TEST_CASE("mean, stddev and normalize match transforms.Normalize") {
+  // Values 1, 2, 3, 4: mean 2.5, population std sqrt(1.25).
+  Dataset<etnn::Shape<2>> data({1, 2, 3, 4}, {0, 1});
+  CHECK(etnn::data::mean(data) == doctest::Approx(2.5));
+  CHECK(etnn::data::stddev(data) == doctest::Approx(std::sqrt(1.25)));
+  data.normalize(2.5f, 0.5f);
+  const std::vector<float> expected{-3.0f, -1.0f, 1.0f, 3.0f};
+  CHECK(std::equal(expected.begin(), expected.end(), data.features().begin()));
+  data.normalize(static_cast<float>(etnn::data::mean(data)), static_cast<float>(etnn::data::stddev(data)));
+  CHECK(etnn::data::mean(data) == doctest::Approx(0.0));
+  CHECK(etnn::data::stddev(data) == doctest::Approx(1.0));
+  CHECK_THROWS_AS(data.normalize(0.0f, 0.0f), etnn::Error);
+  CHECK_THROWS_AS(etnn::data::mean(Dataset<etnn::Shape<2>>()), etnn::Error);
+}

@@ -1,0 +1,78 @@
+// Gradient checks (double precision, central differences) for every layer, activation and loss
+// the foundation provides, through whole networks so that every layer's input gradient is
+// exercised by the layers before it.
+#include <doctest/doctest.h>
+
+#include <vector>
+
+#include "support/gradcheck.hpp"
+
+namespace nn = etnn::nn;
+using etnn::test::gradcheck;
+
+namespace {
+
+constexpr int batch = 3;
+
+// linear -> act fused, then a linear that receives the fused layer's input gradient.
+template <class Act>
+using Fused = nn::Sequential<nn::Input<5>, nn::Linear<4>, Act, nn::Linear<3>>;
+// linear, flatten (breaks fusion), standalone act, linear.
+template <class Act>
+using Standalone = nn::Sequential<nn::Input<5>, nn::Linear<4>, nn::Flatten, Act, nn::Linear<3>>;
+
+template <class Net>
+etnn::test::GradcheckResult check_with_cross_entropy(std::uint64_t seed) {
+  etnn::Model<Net, double> model(seed);
+  etnn::Tensor<double, etnn::Shape<5>> x(batch);
+  etnn::test::fill_uniform(x.data(), x.size(), seed + 100, 2.0);
+  const std::vector<int> y{0, 2, 1};
+  etnn::loss::CrossEntropy loss;
+  return gradcheck(model, loss, x, y);
+}
+
+template <class Act>
+void check_activation(const char* name) {
+  for (auto result : {check_with_cross_entropy<Fused<Act>>(1), check_with_cross_entropy<Standalone<Act>>(2)}) {
+    INFO(std::string(name), ": ", result.first_failure);
+    CHECK(result.checked == (5 * 4 + 4) + (4 * 3 + 3));
+    CHECK(result.failed == 0);
+    MESSAGE(std::string(name), " max relative error ", result.max_relative_error);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("gradcheck: linear + relu (fused and standalone)") { check_activation<nn::ReLU>("relu"); }
+TEST_CASE("gradcheck: linear + leaky_relu") { check_activation<nn::LeakyReLU<>>("leaky_relu"); }
+TEST_CASE("gradcheck: linear + tanh") { check_activation<nn::Tanh>("tanh"); }
+TEST_CASE("gradcheck: linear + sigmoid") { check_activation<nn::Sigmoid>("sigmoid"); }
+TEST_CASE("gradcheck: linear + gelu (keeps the pre-activation)") { check_activation<nn::GELU>("gelu"); }
+TEST_CASE("gradcheck: linear + silu (keeps the pre-activation)") { check_activation<nn::SiLU>("silu"); }
+
+TEST_CASE("gradcheck: deep network with flatten, mixed activations, MSE") {
+  using Net = decltype(nn::input<2, 3> >> nn::flatten >> nn::linear<7> >> nn::gelu >> nn::linear<6> >>
+                       nn::tanh >> nn::sigmoid >> nn::linear<4>);
+  etnn::Model<Net, double> model(7);
+  etnn::Tensor<double, etnn::Shape<2, 3>> x(4);
+  etnn::Tensor<double, etnn::Shape<4>> target(4);
+  etnn::test::fill_uniform(x.data(), x.size(), 11, 1.5);
+  etnn::test::fill_uniform(target.data(), target.size(), 12);
+  etnn::loss::MSE loss;
+  const auto result = gradcheck(model, loss, x, target);
+  INFO(result.first_failure);
+  CHECK(result.checked == Net::num_params);
+  CHECK(result.failed == 0);
+  MESSAGE("deep network max relative error ", result.max_relative_error);
+}
+
+TEST_CASE("gradcheck: a single linear layer (the first layer computes no input gradient)") {
+  etnn::Model<decltype(nn::input<3> >> nn::linear<2>), double> model(3);
+  etnn::Tensor<double, etnn::Shape<3>> x(5);
+  etnn::test::fill_uniform(x.data(), x.size(), 5);
+  const std::vector<int> y{0, 1, 1, 0, 1};
+  etnn::loss::CrossEntropy loss;
+  const auto result = gradcheck(model, loss, x, y);
+  INFO(result.first_failure);
+  CHECK(result.failed == 0);
+}

@@ -1,0 +1,84 @@
+// After the first step at a batch size, Trainer::step allocates nothing: every operator new
+// (and every malloc, which Eigen uses for large GEMM blocks) is counted.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <new>
+#include <vector>
+
+#include <etnn/etnn.hpp>
+
+namespace {
+std::atomic<long> allocations{0};
+}
+
+// glibc's allocator entry points under their internal names; interposing the public ones counts
+// allocations made by Eigen, OpenMP and the C library as well as by operator new.
+extern "C" {
+void* __libc_malloc(std::size_t);
+void* __libc_calloc(std::size_t, std::size_t);
+void* __libc_realloc(void*, std::size_t);
+void* __libc_memalign(std::size_t, std::size_t);
+void* malloc(std::size_t n) {
+  ++allocations;
+  return __libc_malloc(n);
+}
+void* calloc(std::size_t n, std::size_t size) {
+  ++allocations;
+  return __libc_calloc(n, size);
+}
+void* realloc(void* p, std::size_t n) {
+  ++allocations;
+  return __libc_realloc(p, n);
+}
+void* aligned_alloc(std::size_t alignment, std::size_t n) {
+  ++allocations;
+  return __libc_memalign(alignment, n);
+}
+int posix_memalign(void** out, std::size_t alignment, std::size_t n) {
+  ++allocations;
+  *out = __libc_memalign(alignment, n);
+  return *out == nullptr ? ENOMEM : 0;
+}
+}
+
+void* operator new(std::size_t n) {
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n) { return operator new(n); }
+void* operator new(std::size_t n, std::align_val_t a) {
+  if (void* p = std::aligned_alloc(static_cast<std::size_t>(a), (n + static_cast<std::size_t>(a) - 1) / static_cast<std::size_t>(a) * static_cast<std::size_t>(a))) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+
+namespace nn = etnn::nn;
+
+TEST_CASE("Trainer::step does not allocate after the first step") {
+  using Net = decltype(nn::input<784> >> nn::linear<512> >> nn::relu >> nn::linear<256> >> nn::gelu >> nn::linear<10>);
+  etnn::Model<Net> model(0);
+  etnn::loss::CrossEntropy loss;
+  etnn::optim::SGD opt(model, {.lr = 0.01f, .momentum = 0.9f});
+  etnn::Trainer trainer(model, loss, opt);
+  etnn::Tensor<float, etnn::Shape<784>> x(64);
+  std::vector<int> y(64);
+  for (std::size_t i = 0; i < x.size(); ++i) x.data()[i] = static_cast<float>(i % 255) / 255.0f;
+  for (int i = 0; i < 64; ++i) y[static_cast<std::size_t>(i)] = i % 10;
+
+  trainer.step(x, y);  // sizes the workspace
+  const long before = allocations.load();
+  for (int i = 0; i < 20; ++i) trainer.step(x, y);
+  CHECK(allocations.load() - before == 0);
+  // A smaller batch fits the workspace too.
+  const long before_small = allocations.load();
+  trainer.step(x.view().first(17), std::span<const int>(y).subspan(0, 17));
+  CHECK(allocations.load() - before_small == 0);
+}

@@ -206,7 +206,8 @@ TEST_CASE("load_idx names the file and the problem for every malformed input") {
     const auto path = write(dir / "bad-labels", labels);
     return io_error([&] { etnn::data::load_idx<etnn::Shape<4>>(valid.images, path); });
   };
-  has(labels_error(idx(0x08, {3, 2, 2}, pixels)), "labels have exactly 1 (N); are the images and labels paths swapped?");
+  has(labels_error(idx(0x08, {3, 2, 2}, pixels)),
+      "labels have exactly 1 (N); are the images and labels paths swapped?");
   has(labels_error(idx(0x0D, {3}, Bytes(12, 0))), "unsupported type byte 0x0D; etnn reads labels of type 0x08");
   has(labels_error(idx(0x08, {3}, {1, 2})), "truncated");
 

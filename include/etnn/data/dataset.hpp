@@ -53,9 +53,9 @@ class Dataset {
   // A copy of samples [first, first + count); num_classes() is recomputed from the copied labels.
   Dataset subset(std::size_t first, std::size_t count) const {
     if (first > size() || count > size() - first) {
-      throw ShapeError("etnn::data::Dataset::subset: samples [" + std::to_string(first) + ", " + std::to_string(first) +
-                       " + " + std::to_string(count) + ") are outside a dataset of " + std::to_string(size()) +
-                       "; keep first + count <= size()");
+      throw ShapeError("etnn::data::Dataset::subset: samples [" + std::to_string(first) + ", " +
+                       std::to_string(first) + " + " + std::to_string(count) + ") are outside a dataset of " +
+                       std::to_string(size()) + "; keep first + count <= size()");
     }
     const auto values = features_.begin() + static_cast<std::ptrdiff_t>(first * S::size);
     const auto labels = labels_.begin() + static_cast<std::ptrdiff_t>(first);

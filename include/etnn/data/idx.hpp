@@ -18,7 +18,6 @@
 #include <limits>
 #include <memory>
 #include <optional>
-#include <span>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -117,12 +116,13 @@ class IdxFile {
     }
     return total;
   }
-
-  std::unique_ptr<gzFile_s, GzCloser> gz_;
 #endif
 
   std::string where_;
-  std::unique_ptr<std::FILE, FileCloser> file_;
+  std::unique_ptr<std::FILE, FileCloser> file_;  // a raw file, or null once a gzipped one is open
+#if defined(ETNN_WITH_ZLIB)
+  std::unique_ptr<gzFile_s, GzCloser> gz_;
+#endif
   std::optional<std::uint64_t> size_;  // raw files only
   std::uint64_t offset_ = 0;
 };
@@ -151,7 +151,9 @@ struct IdxHeader {
 
  private:
   std::string join(int first, const char* separator, std::string out) const {
-    for (int d = first; d < rank; ++d) out += (d > first ? separator : "") + std::to_string(dims[static_cast<std::size_t>(d)]);
+    for (int d = first; d < rank; ++d) {
+      out += (d > first ? separator : "") + std::to_string(dims[static_cast<std::size_t>(d)]);
+    }
     return out;
   }
 };
@@ -178,12 +180,14 @@ inline IdxHeader read_idx_header(IdxFile& file, IdxKind kind) {
     char got[8];
     std::snprintf(got, sizeof got, "0x%02X", header.type);
     file.fail(std::string("unsupported type byte ") + got + "; etnn reads " +
-              (images ? "images of type 0x08 (unsigned byte) or 0x0D (float32)" : "labels of type 0x08 (unsigned byte)"));
+              (images ? "images of type 0x08 (unsigned byte) or 0x0D (float32)"
+                      : "labels of type 0x08 (unsigned byte)"));
   }
   header.rank = bytes[3];
   if (images ? (header.rank < 1 || header.rank > 4) : header.rank != 1) {
     file.fail("the header has " + std::to_string(header.rank) + " dimensions but IDX " +
-              (images ? "images have 1 to 4" : "labels have exactly 1 (N); are the images and labels paths swapped?"));
+              (images ? "images have 1 to 4"
+                      : "labels have exactly 1 (N); are the images and labels paths swapped?"));
   }
   const std::size_t dim_bytes = 4 * static_cast<std::size_t>(header.rank);
   if (file.read(bytes.data(), dim_bytes) < dim_bytes) {
@@ -191,7 +195,9 @@ inline IdxHeader read_idx_header(IdxFile& file, IdxKind kind) {
   }
   constexpr std::uint64_t max = std::numeric_limits<std::uint64_t>::max();
   std::uint64_t data_values = 1;
-  for (std::size_t i = 0; i < static_cast<std::size_t>(header.rank); ++i) header.dims[i] = load_be32(bytes.data() + 4 * i);
+  for (std::size_t i = 0; i < static_cast<std::size_t>(header.rank); ++i) {
+    header.dims[i] = load_be32(bytes.data() + 4 * i);
+  }
   for (int d = 0; d < header.rank; ++d) {
     const auto i = static_cast<std::size_t>(d);
     if (header.dims[i] == 0) {

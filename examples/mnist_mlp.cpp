@@ -1,0 +1,144 @@
+// The default example: a 784-512-10 ReLU MLP trained with SGD on Fashion-MNIST.
+//   mnist_mlp [--data DIR] [--epochs 10] [--batch 64] [--lr 0.01] [--momentum 0] [--threads 0]
+//             [--seed 0] [--limit N]
+// DIR holds the four MNIST-format files (train-images-idx3-ubyte, train-labels-idx1-ubyte,
+// t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte), raw or .gz. Pixels are scaled to [0, 1],
+// then normalised with the training set's mean and standard deviation.
+#include <etnn/etnn.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace nn = etnn::nn;
+namespace fs = std::filesystem;
+
+constexpr auto mlp = nn::input<784> >> nn::linear<512> >> nn::relu >> nn::linear<10>;
+using Mlp = decltype(mlp);
+
+namespace {
+
+struct Options {
+  fs::path data = "/usr/share/datasets/fashion-mnist";
+  int epochs = 10;
+  int batch = 64;
+  float lr = 0.01f;
+  float momentum = 0.0f;
+  int threads = 0;  // 0: OpenMP's default
+  std::uint64_t seed = 0;
+  long limit = 0;   // train on the first N samples only (0: all)
+};
+
+[[noreturn]] void usage(int code) {
+  std::fprintf(code == 0 ? stdout : stderr,
+               "usage: mnist_mlp [--data DIR] [--epochs N] [--batch N] [--lr X] [--momentum X]\n"
+               "                 [--threads N] [--seed N] [--limit N]\n");
+  std::exit(code);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view flag = argv[i];
+    if (flag == "--help" || flag == "-h") usage(0);
+    if (i + 1 >= argc) usage(2);
+    const char* value = argv[++i];
+    try {
+      if (flag == "--data") o.data = value;
+      else if (flag == "--epochs") o.epochs = std::stoi(value);
+      else if (flag == "--batch") o.batch = std::stoi(value);
+      else if (flag == "--lr") o.lr = std::stof(value);
+      else if (flag == "--momentum") o.momentum = std::stof(value);
+      else if (flag == "--threads") o.threads = std::stoi(value);
+      else if (flag == "--seed") o.seed = std::stoull(value);
+      else if (flag == "--limit") o.limit = std::stol(value);
+      else usage(2);
+    } catch (const std::logic_error&) {
+      std::fprintf(stderr, "mnist_mlp: %s needs a number, got '%s'\n", argv[i - 1], value);
+      std::exit(2);
+    }
+  }
+  if (o.epochs < 0 || o.batch <= 0 || o.limit < 0) usage(2);
+  return o;
+}
+
+// DIR/name or DIR/name.gz, whichever exists.
+std::optional<fs::path> find_file(const fs::path& dir, const std::string& name) {
+  for (const fs::path& candidate : {dir / name, dir / (name + ".gz")})
+    if (fs::exists(candidate)) return candidate;
+  return std::nullopt;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options opt = parse(argc, argv);
+  etnn::set_num_threads(opt.threads);
+
+  const char* names[] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+                         "t10k-labels-idx1-ubyte"};
+  fs::path files[4];
+  for (int i = 0; i < 4; ++i) {
+    const auto found = find_file(opt.data, names[i]);
+    if (!found) {
+      std::fprintf(stderr,
+                   "mnist_mlp: %s[.gz] not found in %s\n"
+                   "  install Fashion-MNIST with: sudo apt-get install dataset-fashion-mnist\n"
+                   "  or pass --data DIR with the four MNIST-format files (raw or .gz)\n",
+                   names[i], opt.data.c_str());
+      return 2;
+    }
+    files[i] = *found;
+  }
+
+  try {
+    auto train = etnn::data::load_idx<etnn::Shape<784>>(files[0], files[1]);
+    auto test = etnn::data::load_idx<etnn::Shape<784>>(files[2], files[3]);
+    if (opt.limit > 0 && static_cast<std::size_t>(opt.limit) < train.size())
+      train = train.subset(0, static_cast<std::size_t>(opt.limit));
+    const float mean = static_cast<float>(etnn::data::mean(train));
+    const float stddev = static_cast<float>(etnn::data::stddev(train));
+    train.normalize(mean, stddev);
+    test.normalize(mean, stddev);
+
+    etnn::Model<Mlp, float, etnn::Cpu> model{opt.seed};
+    etnn::loss::CrossEntropy loss;
+    etnn::optim::SGD sgd(model, {.lr = opt.lr, .momentum = opt.momentum});
+    etnn::Trainer trainer(model, loss, sgd);
+    etnn::data::DataLoader loader(train, {.batch = opt.batch, .shuffle = true, .seed = opt.seed});
+
+    std::printf("etnn mnist_mlp: %s, %zu parameters\n", Mlp::describe().c_str(), Mlp::num_params);
+    std::printf("data %s: %zu train, %zu test (normalised with mean %.4f, std %.4f); batch %d, lr %g, "
+                "momentum %g, %d threads\n",
+                opt.data.c_str(), train.size(), test.size(), mean, stddev, opt.batch, opt.lr, opt.momentum,
+                etnn::num_threads());
+    double accuracy = etnn::evaluate(model, test, etnn::metrics::accuracy);
+    for (int epoch = 0; epoch < opt.epochs; ++epoch) {
+      loader.set_epoch(epoch);
+      etnn::ProgressBar bar("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(opt.epochs), train.size());
+      double loss_sum = 0;
+      std::size_t seen = 0;
+      for (auto batch : loader) {
+        loss_sum += static_cast<double>(trainer.step(batch)) * batch.x.batch();
+        seen += static_cast<std::size_t>(batch.x.batch());
+        bar.update(seen, loss_sum / static_cast<double>(seen));
+      }
+      const double seconds = bar.seconds();
+      bar.finish();
+      accuracy = etnn::evaluate(model, test, etnn::metrics::accuracy);
+      std::printf("epoch %2d/%d  train loss %.4f  test accuracy %.4f  %.0f samples/s  %.2f s\n", epoch + 1,
+                  opt.epochs, loss_sum / static_cast<double>(seen), accuracy, static_cast<double>(seen) / seconds,
+                  seconds);
+      std::fflush(stdout);
+    }
+    std::printf("final test accuracy %.4f\n", accuracy);
+  } catch (const etnn::Error& e) {
+    std::fprintf(stderr, "mnist_mlp: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1863,63 +1863,17 @@ SGD(Model&, const SgdOptions&, R&) -> SGD<Model, R>;
 //          gathered into loader-owned memory that stays valid until the iterator advances
 // With prefetch a worker thread gathers batch k + 1 while the caller uses batch k (two buffers).
 // Buffers are sized at construction: iterating allocates nothing per batch.
-#include <bit>
 #include <condition_variable>
 #include <exception>
 #include <iterator>
 #include <mutex>
-#include <numeric>
 #include <thread>
+
+// ---- etnn/data/sampler.hpp ----
+// Samplers: which samples an epoch visits, and in which order.
+#include <numeric>
 #include <variant>
 
-
-namespace etnn::detail {
-
-// splitmix64 (Steele, Lea, Flood 2014): advances state and returns one well-mixed 64-bit value.
-inline std::uint64_t splitmix64(std::uint64_t& state) noexcept {
-  std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-// xoshiro256** (Blackman, Vigna 2018), seeded through splitmix64 from (seed, stream); distinct streams
-// of one seed start from distinct states.
-class Xoshiro256 {
- public:
-  Xoshiro256(std::uint64_t seed, std::uint64_t stream) noexcept {
-    std::uint64_t state = seed;
-    state = splitmix64(state) ^ stream;
-    for (std::uint64_t& s : s_) s = splitmix64(state);
-  }
-
-  std::uint64_t next() noexcept {
-    const std::uint64_t result = std::rotl(s_[1] * 5, 7) * 9;
-    const std::uint64_t t = s_[1] << 17;
-    s_[2] ^= s_[0];
-    s_[3] ^= s_[1];
-    s_[1] ^= s_[2];
-    s_[0] ^= s_[3];
-    s_[2] ^= t;
-    s_[3] = std::rotl(s_[3], 45);
-    return result;
-  }
-
-  // Uniform in [0, bound), bound > 0, without modulo bias: the lowest 2^64 mod bound draws are rejected,
-  // leaving a multiple of bound equally likely values.
-  std::uint64_t below(std::uint64_t bound) noexcept {
-    const std::uint64_t threshold = (0 - bound) % bound;
-    for (;;) {
-      const std::uint64_t r = next();
-      if (r >= threshold) return r % bound;
-    }
-  }
-
- private:
-  std::array<std::uint64_t, 4> s_{};
-};
-
-}  // namespace etnn::detail
 
 namespace etnn::data {
 
@@ -1935,20 +1889,24 @@ struct SequentialSampler {
   }
 };
 
-// A permutation of 0..n-1 that depends only on (seed, epoch): Fisher-Yates driven by xoshiro256**.
+// A permutation of 0..n-1 that depends only on (seed, epoch): Fisher-Yates driven by etnn::Rng.
 struct RandomSampler {
   std::uint64_t seed = 0;
 
   std::size_t num_samples(std::size_t n) const noexcept { return n; }
   void fill(std::size_t, int epoch, std::span<std::size_t> order) const noexcept {
     std::iota(order.begin(), order.end(), std::size_t{0});
-    detail::Xoshiro256 rng(seed, static_cast<std::uint64_t>(epoch));
+    Rng rng(derive_seed(seed, static_cast<std::uint64_t>(epoch)));
     for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
   }
 };
 
 // The samplers a DataLoader can hold.
 using Sampler = std::variant<SequentialSampler, RandomSampler>;
+
+}  // namespace etnn::data
+
+namespace etnn::data {
 
 // Designated-initializer options: {.batch = 64, .shuffle = true, .seed = 0}.
 struct LoaderOptions {
@@ -2013,6 +1971,7 @@ class DataLoader {
     if (num_batches_ == 0) return it;
     if (options_.prefetch) {
       produced_ = 0;
+      claimed_ = 0;
       held_ = 0;
       stop_ = false;
       error_ = nullptr;
@@ -2050,7 +2009,7 @@ class DataLoader {
     }
     void operator++(int) { ++*this; }
     friend bool operator==(const Iterator& it, std::default_sentinel_t) noexcept {
-      return it.loader_ == nullptr || it.index_ >= it.loader_->num_batches_;
+      return it.loader_ == nullptr || it.index_ >= it.loader_->size();
     }
 
    private:
@@ -2117,8 +2076,9 @@ class DataLoader {
     }
   }
 
-  // Makes batch k the current one: gathers it, or with prefetch hands the slot of batch k - 1 back to
-  // the worker and waits until batch k is ready, re-throwing what the worker threw.
+  // Makes batch k the current one. With prefetch the worker has usually gathered it already; if
+  // the worker has not started it (it may not have had a core: the training step keeps both busy),
+  // the caller gathers it itself rather than wait for the worker to be scheduled.
   void acquire(std::size_t k) {
     if (!options_.prefetch) {
       gather(k, slot(k));
@@ -2126,26 +2086,31 @@ class DataLoader {
     }
     std::unique_lock lock(mutex_);
     held_ = k;
+    if (claimed_ == k) {
+      claimed_ = k + 1;
+      lock.unlock();
+      gather(k, slot(k));
+      lock.lock();
+      produced_ = k + 1;
+    }
     cv_.notify_all();
     cv_.wait(lock, [&] { return produced_ > k || error_; });
     if (produced_ <= k) std::rethrow_exception(error_);
   }
 
-  // The worker: fills batch k into slot k % 2 once the caller holds batch k - 1 or later (so batch k - 2,
-  // the slot's previous content, is released).
+  // The worker: claims the next batch k once the caller holds batch k - 1 or later (so batch k - 2,
+  // the previous content of slot k % 2, is released), gathers it, and publishes it.
   void work() noexcept {
     try {
-      for (std::size_t k = 0; k < num_batches_; ++k) {
-        {
-          std::unique_lock lock(mutex_);
-          cv_.wait(lock, [&] { return stop_ || k <= held_ + 1; });
-          if (stop_) return;
-        }
+      std::unique_lock lock(mutex_);
+      while (true) {
+        cv_.wait(lock, [&] { return stop_ || (claimed_ < num_batches_ && claimed_ <= held_ + 1); });
+        if (stop_) return;
+        const std::size_t k = claimed_++;
+        lock.unlock();
         gather(k, slot(k));
-        {
-          std::lock_guard lock(mutex_);
-          produced_ = k + 1;
-        }
+        lock.lock();
+        produced_ = k + 1;
         cv_.notify_all();
       }
     } catch (...) {
@@ -2179,6 +2144,7 @@ class DataLoader {
   std::mutex mutex_;
   std::condition_variable cv_;
   std::size_t produced_ = 0;        // batches [0, produced_) are gathered
+  std::size_t claimed_ = 0;         // batches [0, claimed_) are gathered or being gathered
   std::size_t held_ = 0;            // the batch the caller holds
   bool stop_ = false;
   std::exception_ptr error_;
@@ -2231,9 +2197,9 @@ class Dataset {
   // A copy of samples [first, first + count); num_classes() is recomputed from the copied labels.
   Dataset subset(std::size_t first, std::size_t count) const {
     if (first > size() || count > size() - first) {
-      throw ShapeError("etnn::data::Dataset::subset: samples [" + std::to_string(first) + ", " + std::to_string(first) +
-                       " + " + std::to_string(count) + ") are outside a dataset of " + std::to_string(size()) +
-                       "; keep first + count <= size()");
+      throw ShapeError("etnn::data::Dataset::subset: samples [" + std::to_string(first) + ", " +
+                       std::to_string(first) + " + " + std::to_string(count) + ") are outside a dataset of " +
+                       std::to_string(size()) + "; keep first + count <= size()");
     }
     const auto values = features_.begin() + static_cast<std::ptrdiff_t>(first * S::size);
     const auto labels = labels_.begin() + static_cast<std::ptrdiff_t>(first);
@@ -2299,6 +2265,7 @@ double stddev(const Dataset<S>& data) {
 //   data   N * item values, row-major      nothing after it
 // Unsigned-byte pixels become x / 255 in [0, 1] (torchvision's ToTensor); float32 values are kept as stored.
 // Any S with S::size equal to the per-item size is accepted: Shape<784> or Shape<1, 28, 28> for 28x28 items.
+#include <bit>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -2397,12 +2364,13 @@ class IdxFile {
     }
     return total;
   }
-
-  std::unique_ptr<gzFile_s, GzCloser> gz_;
 #endif
 
   std::string where_;
-  std::unique_ptr<std::FILE, FileCloser> file_;
+  std::unique_ptr<std::FILE, FileCloser> file_;  // a raw file, or null once a gzipped one is open
+#if defined(ETNN_WITH_ZLIB)
+  std::unique_ptr<gzFile_s, GzCloser> gz_;
+#endif
   std::optional<std::uint64_t> size_;  // raw files only
   std::uint64_t offset_ = 0;
 };
@@ -2431,7 +2399,9 @@ struct IdxHeader {
 
  private:
   std::string join(int first, const char* separator, std::string out) const {
-    for (int d = first; d < rank; ++d) out += (d > first ? separator : "") + std::to_string(dims[static_cast<std::size_t>(d)]);
+    for (int d = first; d < rank; ++d) {
+      out += (d > first ? separator : "") + std::to_string(dims[static_cast<std::size_t>(d)]);
+    }
     return out;
   }
 };
@@ -2458,12 +2428,14 @@ inline IdxHeader read_idx_header(IdxFile& file, IdxKind kind) {
     char got[8];
     std::snprintf(got, sizeof got, "0x%02X", header.type);
     file.fail(std::string("unsupported type byte ") + got + "; etnn reads " +
-              (images ? "images of type 0x08 (unsigned byte) or 0x0D (float32)" : "labels of type 0x08 (unsigned byte)"));
+              (images ? "images of type 0x08 (unsigned byte) or 0x0D (float32)"
+                      : "labels of type 0x08 (unsigned byte)"));
   }
   header.rank = bytes[3];
   if (images ? (header.rank < 1 || header.rank > 4) : header.rank != 1) {
     file.fail("the header has " + std::to_string(header.rank) + " dimensions but IDX " +
-              (images ? "images have 1 to 4" : "labels have exactly 1 (N); are the images and labels paths swapped?"));
+              (images ? "images have 1 to 4"
+                      : "labels have exactly 1 (N); are the images and labels paths swapped?"));
   }
   const std::size_t dim_bytes = 4 * static_cast<std::size_t>(header.rank);
   if (file.read(bytes.data(), dim_bytes) < dim_bytes) {
@@ -2471,9 +2443,11 @@ inline IdxHeader read_idx_header(IdxFile& file, IdxKind kind) {
   }
   constexpr std::uint64_t max = std::numeric_limits<std::uint64_t>::max();
   std::uint64_t data_values = 1;
+  for (std::size_t i = 0; i < static_cast<std::size_t>(header.rank); ++i) {
+    header.dims[i] = load_be32(bytes.data() + 4 * i);
+  }
   for (int d = 0; d < header.rank; ++d) {
     const auto i = static_cast<std::size_t>(d);
-    header.dims[i] = load_be32(bytes.data() + 4 * i);
     if (header.dims[i] == 0) {
       file.fail("dimension " + std::to_string(d) + " of " + header.dims_string() +
                 " is 0; an IDX file must hold at least one item of at least one value");
@@ -2490,8 +2464,9 @@ inline IdxHeader read_idx_header(IdxFile& file, IdxKind kind) {
 }
 
 // Reads the header's data, converting each value (its value_bytes() big-endian bytes) with convert,
-// and checks that the data ends exactly there. Memory grows only with bytes actually read; a raw
-// file's length is checked against the header before anything is reserved.
+// and checks that the data ends exactly there. A raw file's length is checked against the header
+// before anything is reserved; gzipped data is buffered as it inflates, so memory follows the bytes
+// actually present, never the header's promise.
 template <class T, class Convert>
 std::vector<T> read_idx_data(IdxFile& file, const IdxHeader& header, Convert convert) {
   const auto size_error = [&](std::uint64_t got, bool exact) {
@@ -2504,22 +2479,23 @@ std::vector<T> read_idx_data(IdxFile& file, const IdxHeader& header, Convert con
     file.fail("trailing bytes: " + promise + (exact ? std::to_string(got) : std::string("more")) +
               " follow it; the header dimensions are wrong or another file was appended");
   };
-  std::vector<T> out;
+  std::vector<unsigned char> bytes;
   if (const auto remaining = file.remaining()) {
     if (*remaining != header.data_bytes) size_error(*remaining, true);
-    out.reserve(static_cast<std::size_t>(header.count() * header.item_values));
+    bytes.reserve(static_cast<std::size_t>(header.data_bytes));
   }
-  std::vector<unsigned char> chunk(idx_chunk);
-  const std::size_t value_bytes = header.value_bytes();
-  std::uint64_t done = 0;
-  while (done < header.data_bytes) {
+  while (bytes.size() < header.data_bytes) {
+    const std::size_t done = bytes.size();
     const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(idx_chunk, header.data_bytes - done));
-    const std::size_t got = file.read(chunk.data(), want);
-    for (std::size_t b = 0; b + value_bytes <= got; b += value_bytes) out.push_back(convert(chunk.data() + b));
-    done += got;
-    if (got < want) size_error(done, true);
+    bytes.resize(done + want);
+    const std::size_t got = file.read(bytes.data() + done, want);
+    if (got < want) size_error(done + got, true);
   }
-  if (file.read(chunk.data(), 1) != 0) size_error(header.data_bytes + 1, false);
+  unsigned char extra = 0;
+  if (file.read(&extra, 1) != 0) size_error(header.data_bytes + 1, false);
+  const std::size_t value_bytes = header.value_bytes();
+  std::vector<T> out(bytes.size() / value_bytes);
+  for (std::size_t v = 0; v < out.size(); ++v) out[v] = convert(bytes.data() + v * value_bytes);
   return out;
 }
 

@@ -162,13 +162,11 @@ TEST_CASE("the shuffled order depends only on (seed, epoch)") {
 
 TEST_CASE("the random stream is pinned: the same order on every platform and standard library") {
   std::uint64_t state = 0;
-  CHECK(etnn::detail::splitmix64(state) == 0xE220A8397B1DCDAFull);  // the reference implementation's first value
-  CHECK(etnn::detail::splitmix64(state) == 0x6E789E6AA1B965F4ull);
+  CHECK(etnn::splitmix64(state) == 0xE220A8397B1DCDAFull);  // the reference implementation's first value
+  CHECK(etnn::splitmix64(state) == 0x6E789E6AA1B965F4ull);
   std::vector<std::size_t> order(10);
   etnn::data::RandomSampler{.seed = 0}.fill(10, 0, order);
-  CHECK(order == std::vector<std::size_t>{1, 3, 9, 2, 4, 5, 7, 6, 0, 8});
-  etnn::detail::Xoshiro256 rng(1, 2);
-  for (int i = 0; i < 1000; ++i) REQUIRE(rng.below(3) < 3);
+  CHECK(order == std::vector<std::size_t>{5, 3, 8, 2, 0, 6, 7, 1, 4, 9});  // also computed by an independent Python model
 }
 
 TEST_CASE("prefetch on and off give identical batches") {

@@ -8,7 +8,6 @@
 // Buffers are sized at construction: iterating allocates nothing per batch.
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <concepts>
 #include <condition_variable>
 #include <cstddef>
@@ -16,12 +15,10 @@
 #include <exception>
 #include <iterator>
 #include <mutex>
-#include <numeric>
 #include <span>
 #include <string>
 #include <thread>
 #include <utility>
-#include <variant>
 #include <vector>
 
 #include "../core/device.hpp"
@@ -29,83 +26,9 @@
 #include "../core/shape.hpp"
 #include "../tensor/buffer.hpp"
 #include "../tensor/tensor.hpp"
-
-namespace etnn::detail {
-
-// splitmix64 (Steele, Lea, Flood 2014): advances state and returns one well-mixed 64-bit value.
-inline std::uint64_t splitmix64(std::uint64_t& state) noexcept {
-  std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-// xoshiro256** (Blackman, Vigna 2018), seeded through splitmix64 from (seed, stream); distinct streams
-// of one seed start from distinct states.
-class Xoshiro256 {
- public:
-  Xoshiro256(std::uint64_t seed, std::uint64_t stream) noexcept {
-    std::uint64_t state = seed;
-    state = splitmix64(state) ^ stream;
-    for (std::uint64_t& s : s_) s = splitmix64(state);
-  }
-
-  std::uint64_t next() noexcept {
-    const std::uint64_t result = std::rotl(s_[1] * 5, 7) * 9;
-    const std::uint64_t t = s_[1] << 17;
-    s_[2] ^= s_[0];
-    s_[3] ^= s_[1];
-    s_[1] ^= s_[2];
-    s_[0] ^= s_[3];
-    s_[2] ^= t;
-    s_[3] = std::rotl(s_[3], 45);
-    return result;
-  }
-
-  // Uniform in [0, bound), bound > 0, without modulo bias: the lowest 2^64 mod bound draws are rejected,
-  // leaving a multiple of bound equally likely values.
-  std::uint64_t below(std::uint64_t bound) noexcept {
-    const std::uint64_t threshold = (0 - bound) % bound;
-    for (;;) {
-      const std::uint64_t r = next();
-      if (r >= threshold) return r % bound;
-    }
-  }
-
- private:
-  std::array<std::uint64_t, 4> s_{};
-};
-
-}  // namespace etnn::detail
+#include "sampler.hpp"
 
 namespace etnn::data {
-
-// A sampler decides which of the n samples an epoch visits, and in which order:
-//   num_samples(n)             how many indices an epoch yields
-//   fill(n, epoch, order)      writes them, order.size() == num_samples(n)
-
-// 0, 1, ..., n - 1 every epoch.
-struct SequentialSampler {
-  std::size_t num_samples(std::size_t n) const noexcept { return n; }
-  void fill(std::size_t, int, std::span<std::size_t> order) const noexcept {
-    std::iota(order.begin(), order.end(), std::size_t{0});
-  }
-};
-
-// A permutation of 0..n-1 that depends only on (seed, epoch): Fisher-Yates driven by xoshiro256**.
-struct RandomSampler {
-  std::uint64_t seed = 0;
-
-  std::size_t num_samples(std::size_t n) const noexcept { return n; }
-  void fill(std::size_t, int epoch, std::span<std::size_t> order) const noexcept {
-    std::iota(order.begin(), order.end(), std::size_t{0});
-    detail::Xoshiro256 rng(seed, static_cast<std::uint64_t>(epoch));
-    for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
-  }
-};
-
-// The samplers a DataLoader can hold.
-using Sampler = std::variant<SequentialSampler, RandomSampler>;
 
 // Designated-initializer options: {.batch = 64, .shuffle = true, .seed = 0}.
 struct LoaderOptions {
@@ -170,6 +93,7 @@ class DataLoader {
     if (num_batches_ == 0) return it;
     if (options_.prefetch) {
       produced_ = 0;
+      claimed_ = 0;
       held_ = 0;
       stop_ = false;
       error_ = nullptr;
@@ -274,8 +198,9 @@ class DataLoader {
     }
   }
 
-  // Makes batch k the current one: gathers it, or with prefetch hands the slot of batch k - 1 back to
-  // the worker and waits until batch k is ready, re-throwing what the worker threw.
+  // Makes batch k the current one. With prefetch the worker has usually gathered it already; if
+  // the worker has not started it (it may not have had a core: the training step keeps both busy),
+  // the caller gathers it itself rather than wait for the worker to be scheduled.
   void acquire(std::size_t k) {
     if (!options_.prefetch) {
       gather(k, slot(k));
@@ -283,26 +208,31 @@ class DataLoader {
     }
     std::unique_lock lock(mutex_);
     held_ = k;
+    if (claimed_ == k) {
+      claimed_ = k + 1;
+      lock.unlock();
+      gather(k, slot(k));
+      lock.lock();
+      produced_ = k + 1;
+    }
     cv_.notify_all();
     cv_.wait(lock, [&] { return produced_ > k || error_; });
     if (produced_ <= k) std::rethrow_exception(error_);
   }
 
-  // The worker: fills batch k into slot k % 2 once the caller holds batch k - 1 or later (so batch k - 2,
-  // the slot's previous content, is released).
+  // The worker: claims the next batch k once the caller holds batch k - 1 or later (so batch k - 2,
+  // the previous content of slot k % 2, is released), gathers it, and publishes it.
   void work() noexcept {
     try {
-      for (std::size_t k = 0; k < num_batches_; ++k) {
-        {
-          std::unique_lock lock(mutex_);
-          cv_.wait(lock, [&] { return stop_ || k <= held_ + 1; });
-          if (stop_) return;
-        }
+      std::unique_lock lock(mutex_);
+      while (true) {
+        cv_.wait(lock, [&] { return stop_ || (claimed_ < num_batches_ && claimed_ <= held_ + 1); });
+        if (stop_) return;
+        const std::size_t k = claimed_++;
+        lock.unlock();
         gather(k, slot(k));
-        {
-          std::lock_guard lock(mutex_);
-          produced_ = k + 1;
-        }
+        lock.lock();
+        produced_ = k + 1;
         cv_.notify_all();
       }
     } catch (...) {
@@ -336,6 +266,7 @@ class DataLoader {
   std::mutex mutex_;
   std::condition_variable cv_;
   std::size_t produced_ = 0;        // batches [0, produced_) are gathered
+  std::size_t claimed_ = 0;         // batches [0, claimed_) are gathered or being gathered
   std::size_t held_ = 0;            // the batch the caller holds
   bool stop_ = false;
   std::exception_ptr error_;

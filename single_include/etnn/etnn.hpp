@@ -1174,29 +1174,101 @@ struct ActivationLayer : ParameterFree {
 // Fully connected layer with a fused activation, on the CPU.
 //
 // Forward:   Z = X W^T + b,  Y = f(Z)          X: (B, IN)  W: (OUT, IN)  b: (OUT)  Y, Z: (B, OUT)
-//            one Eigen GEMM into Y, then one pass over Y adding b and applying f (keeping Z only
-//            when f' needs its input and backward will run).
+//            Y's rows start as b, one GEMM accumulates X W^T into them, then one pass applies f
+//            (keeping Z only when f' needs its input and backward will run; none for identity).
 // Backward:  dZ = dY (.) f'(Z, Y)   written over dY,  db += sum_b dZ      one pass
 //            dW += dZ^T X                                                  GEMM
 //            dX  = dZ W                                                    GEMM, skipped for the first layer
 // Gradients accumulate (+=) so that micro-batches can be summed; the Trainer zeroes them.
 
-// ---- etnn/cpu/eigen_maps.hpp ----
-// Row-major Eigen views of raw buffers, with compile-time column counts so that Eigen can
-// specialise small products. A one-column row-major matrix is spelled column-major (same layout),
-// since Eigen rejects row-major column vectors.
+// ---- etnn/cpu/gemm.hpp ----
+// General matrix multiply on the CPU: C += A B with Eigen's packed, cache-blocked kernel (gebp).
+//   A: (M, K)   B: (K, N)   C: (M, N) row-major, leading dimension ldc
+// A and B may each be row- or column-major (a transposed operand is the other layout, no copy).
+//
+// Two things differ from writing `C.noalias() += A * B` with Eigen maps:
+//  - Packing buffers belong to the calling thread and grow to the largest product it has seen,
+//    so that after the first training step a GEMM allocates nothing (Eigen allocates them for
+//    every product above its 128 KiB stack limit).
+//  - Threading is ours: the larger of M and N is split across the OpenMP threads, each running a
+//    sequential GEMM on its block, when the product is large enough to pay for it.
+// This uses Eigen's internal GEMM entry point (Eigen 3.4: general_matrix_matrix_product).
+
+
+
+#if !EIGEN_VERSION_AT_LEAST(3, 4, 0)
+#error "etnn needs Eigen 3.4 or newer"
+#endif
 
 namespace etnn::cpu {
 
-template <class T, int Cols>
-using RowMajorMatrix = std::conditional_t<Cols == 1, Eigen::Matrix<T, Eigen::Dynamic, 1>,
-                                          Eigen::Matrix<T, Eigen::Dynamic, Cols, Eigen::RowMajor>>;
+enum class Layout { row_major, col_major };
 
-template <class T, int Cols>
-using MatrixMap = Eigen::Map<RowMajorMatrix<T, Cols>>;
+namespace detail {
 
-template <class T, int Cols>
-using ConstMatrixMap = Eigen::Map<const RowMajorMatrix<T, Cols>>;
+// Eigen's cache blocking for one product, with packing buffers taken from the calling thread's
+// reusable storage instead of the heap.
+template <class T>
+class ReusedBlocking : public Eigen::internal::level3_blocking<T, T> {
+ public:
+  // rows, cols, depth of a product with a row-major result; Eigen computes it transposed, so its
+  // "m" is our cols and its "n" our rows (as gemm_blocking_space does for row-major results).
+  ReusedBlocking(Eigen::Index rows, Eigen::Index cols, Eigen::Index depth) {
+    this->m_mc = cols;
+    this->m_nc = rows;
+    this->m_kc = depth;
+    Eigen::internal::computeProductBlockingSizes<T, T, 1>(this->m_kc, this->m_mc, this->m_nc, Eigen::Index{1});
+    thread_local Buffer<T, Cpu> packed_a;
+    thread_local Buffer<T, Cpu> packed_b;
+    packed_a.reserve_discard(static_cast<std::size_t>(this->m_mc * this->m_kc));
+    packed_b.reserve_discard(static_cast<std::size_t>(this->m_kc * this->m_nc));
+    this->m_blockA = packed_a.data();
+    this->m_blockB = packed_b.data();
+  }
+};
+
+constexpr int eigen_order(Layout layout) { return layout == Layout::row_major ? Eigen::RowMajor : Eigen::ColMajor; }
+
+// Element (i, j) of a matrix with the given layout and leading dimension.
+template <Layout L, class T>
+const T* at(const T* m, std::ptrdiff_t ld, std::ptrdiff_t i, std::ptrdiff_t j) {
+  return L == Layout::row_major ? m + i * ld + j : m + j * ld + i;
+}
+
+template <Layout LA, Layout LB, class T>
+void gemm_block(Eigen::Index m, Eigen::Index n, Eigen::Index k, const T* a, Eigen::Index lda, const T* b,
+                Eigen::Index ldb, T* c, Eigen::Index ldc) {
+  using Product = Eigen::internal::general_matrix_matrix_product<Eigen::Index, T, eigen_order(LA), false, T,
+                                                                 eigen_order(LB), false, Eigen::RowMajor, 1>;
+  ReusedBlocking<T> blocking(m, n, k);
+  Product::run(m, n, k, a, lda, b, ldb, c, 1, ldc, T(1), blocking, nullptr);
+}
+
+}  // namespace detail
+
+// Products smaller than this many multiply-adds run on one thread.
+inline constexpr std::size_t gemm_parallel_threshold = std::size_t{1} << 18;
+
+template <Layout LA, Layout LB, class T>
+void gemm_accumulate(int m, int n, int k, const T* a, int lda, const T* b, int ldb, T* c, int ldc) {
+  if (m == 0 || n == 0 || k == 0) return;
+  const std::size_t work = static_cast<std::size_t>(m) * static_cast<std::size_t>(n) * static_cast<std::size_t>(k);
+  const bool split_rows = m >= n;
+  // Blocks of whole SIMD-friendly widths: 16 columns or 8 rows at least.
+  const std::size_t units = split_rows ? static_cast<std::size_t>(m) : static_cast<std::size_t>(n);
+  const std::size_t grain = split_rows ? 8 : 16;
+  const std::size_t chunk_work = work / units;
+  parallel_chunks(units, grain, work >= gemm_parallel_threshold ? chunk_work : 0,
+                  [&](std::size_t begin, std::size_t end) {
+    const auto first = static_cast<std::ptrdiff_t>(begin);
+    const auto count = static_cast<Eigen::Index>(end - begin);
+    if (split_rows) {
+      detail::gemm_block<LA, LB>(count, n, k, detail::at<LA>(a, lda, first, 0), lda, b, ldb, c + first * ldc, ldc);
+    } else {
+      detail::gemm_block<LA, LB>(m, count, k, a, lda, detail::at<LB>(b, ldb, 0, first), ldb, c + first, ldc);
+    }
+  });
+}
 
 }  // namespace etnn::cpu
 
@@ -1204,31 +1276,29 @@ namespace etnn {
 
 template <int In, int Out, class Act, class T>
 void dense_forward(Cpu, const T* weight, const T* bias, const T* x, T* y, T* z_saved, int batch, Act act) {
-  const cpu::ConstMatrixMap<T, In> X(x, batch, In);
-  const cpu::ConstMatrixMap<T, In> W(weight, Out, In);
-  cpu::MatrixMap<T, Out> Y(y, batch, Out);
-  Y.noalias() = X * W.transpose();
-  // Epilogue over rows: y = f(y + b), z = y + b.
-  cpu::parallel_chunks(static_cast<std::size_t>(batch), 8, Out, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t r = begin; r < end; ++r) {
-      T* row = y + r * Out;
-      T* zrow = z_saved != nullptr ? z_saved + r * Out : nullptr;
-      for (int j = 0; j < Out; ++j) {
-        const T pre = row[j] + bias[j];
-        if (zrow != nullptr) zrow[j] = pre;
-        row[j] = act(pre);
-      }
-    }
+  const auto rows = static_cast<std::size_t>(batch);
+  cpu::parallel_chunks(rows, 8, Out, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t r = begin; r < end; ++r) std::copy_n(bias, Out, y + r * Out);
   });
+  // Y += X W^T: W^T is W read column-major.
+  cpu::gemm_accumulate<cpu::Layout::row_major, cpu::Layout::col_major>(batch, Out, In, x, In, weight, In, y, Out);
+  if constexpr (!std::is_same_v<Act, fn::Identity>) {
+    cpu::parallel_chunks(rows, 8, Out, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t i = begin * Out; i < end * Out; ++i) {
+        if (z_saved != nullptr) z_saved[i] = y[i];
+        y[i] = act(y[i]);
+      }
+    });
+  }
 }
 
 template <int In, int Out, class Act, class T>
-void dense_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T* x, const T* y,
-                    const T* z_saved, T* dy, T* dx, int batch, Act act) {
+void dense_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T* x, const T* y, const T* z_saved,
+                    T* dy, T* dx, int batch, Act act) {
   // dZ = dY (.) f'(Z, Y) and db += column sums, in one pass. Threads own disjoint column ranges,
   // so the bias reduction needs no atomics and sums each column in a fixed order.
   cpu::parallel_chunks(static_cast<std::size_t>(Out), 16, static_cast<std::size_t>(batch),
-                  [&](std::size_t begin, std::size_t end) {
+                       [&](std::size_t begin, std::size_t end) {
     for (int r = 0; r < batch; ++r) {
       const std::size_t row = static_cast<std::size_t>(r) * Out;
       for (std::size_t j = begin; j < end; ++j) {
@@ -1242,14 +1312,12 @@ void dense_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T*
       }
     }
   });
-  const cpu::ConstMatrixMap<T, Out> dZ(dy, batch, Out);
-  const cpu::ConstMatrixMap<T, In> X(x, batch, In);
-  cpu::MatrixMap<T, In> dW(weight_grad, Out, In);
-  dW.noalias() += dZ.transpose() * X;
+  // dW += dZ^T X: dZ^T is dZ read column-major.
+  cpu::gemm_accumulate<cpu::Layout::col_major, cpu::Layout::row_major>(Out, In, batch, dy, Out, x, In, weight_grad, In);
   if (dx != nullptr) {
-    const cpu::ConstMatrixMap<T, In> W(weight, Out, In);
-    cpu::MatrixMap<T, In> dX(dx, batch, In);
-    dX.noalias() = dZ * W;
+    // dX = dZ W
+    fill(Cpu{}, dx, static_cast<std::size_t>(batch) * In, T(0));
+    cpu::gemm_accumulate<cpu::Layout::row_major, cpu::Layout::row_major>(batch, In, Out, dy, Out, weight, In, dx, In);
   }
 }
 

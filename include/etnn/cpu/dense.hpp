@@ -2,8 +2,8 @@
 // Fully connected layer with a fused activation, on the CPU.
 //
 // Forward:   Z = X W^T + b,  Y = f(Z)          X: (B, IN)  W: (OUT, IN)  b: (OUT)  Y, Z: (B, OUT)
-//            one Eigen GEMM into Y, then one pass over Y adding b and applying f (keeping Z only
-//            when f' needs its input and backward will run).
+//            Y's rows start as b, one GEMM accumulates X W^T into them, then one pass applies f
+//            (keeping Z only when f' needs its input and backward will run; none for identity).
 // Backward:  dZ = dY (.) f'(Z, Y)   written over dY,  db += sum_b dZ      one pass
 //            dW += dZ^T X                                                  GEMM
 //            dX  = dZ W                                                    GEMM, skipped for the first layer
@@ -14,38 +14,37 @@
 
 #include "../core/device.hpp"
 #include "../expr/functors.hpp"
-#include "eigen_maps.hpp"
+#include "executor.hpp"
+#include "gemm.hpp"
 #include "parallel.hpp"
 
 namespace etnn {
 
 template <int In, int Out, class Act, class T>
 void dense_forward(Cpu, const T* weight, const T* bias, const T* x, T* y, T* z_saved, int batch, Act act) {
-  const cpu::ConstMatrixMap<T, In> X(x, batch, In);
-  const cpu::ConstMatrixMap<T, In> W(weight, Out, In);
-  cpu::MatrixMap<T, Out> Y(y, batch, Out);
-  Y.noalias() = X * W.transpose();
-  // Epilogue over rows: y = f(y + b), z = y + b.
-  cpu::parallel_chunks(static_cast<std::size_t>(batch), 8, Out, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t r = begin; r < end; ++r) {
-      T* row = y + r * Out;
-      T* zrow = z_saved != nullptr ? z_saved + r * Out : nullptr;
-      for (int j = 0; j < Out; ++j) {
-        const T pre = row[j] + bias[j];
-        if (zrow != nullptr) zrow[j] = pre;
-        row[j] = act(pre);
-      }
-    }
+  const auto rows = static_cast<std::size_t>(batch);
+  cpu::parallel_chunks(rows, 8, Out, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t r = begin; r < end; ++r) std::copy_n(bias, Out, y + r * Out);
   });
+  // Y += X W^T: W^T is W read column-major.
+  cpu::gemm_accumulate<cpu::Layout::row_major, cpu::Layout::col_major>(batch, Out, In, x, In, weight, In, y, Out);
+  if constexpr (!std::is_same_v<Act, fn::Identity>) {
+    cpu::parallel_chunks(rows, 8, Out, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t i = begin * Out; i < end * Out; ++i) {
+        if (z_saved != nullptr) z_saved[i] = y[i];
+        y[i] = act(y[i]);
+      }
+    });
+  }
 }
 
 template <int In, int Out, class Act, class T>
-void dense_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T* x, const T* y,
-                    const T* z_saved, T* dy, T* dx, int batch, Act act) {
+void dense_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T* x, const T* y, const T* z_saved,
+                    T* dy, T* dx, int batch, Act act) {
   // dZ = dY (.) f'(Z, Y) and db += column sums, in one pass. Threads own disjoint column ranges,
   // so the bias reduction needs no atomics and sums each column in a fixed order.
   cpu::parallel_chunks(static_cast<std::size_t>(Out), 16, static_cast<std::size_t>(batch),
-                  [&](std::size_t begin, std::size_t end) {
+                       [&](std::size_t begin, std::size_t end) {
     for (int r = 0; r < batch; ++r) {
       const std::size_t row = static_cast<std::size_t>(r) * Out;
       for (std::size_t j = begin; j < end; ++j) {
@@ -59,14 +58,12 @@ void dense_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T*
       }
     }
   });
-  const cpu::ConstMatrixMap<T, Out> dZ(dy, batch, Out);
-  const cpu::ConstMatrixMap<T, In> X(x, batch, In);
-  cpu::MatrixMap<T, In> dW(weight_grad, Out, In);
-  dW.noalias() += dZ.transpose() * X;
+  // dW += dZ^T X: dZ^T is dZ read column-major.
+  cpu::gemm_accumulate<cpu::Layout::col_major, cpu::Layout::row_major>(Out, In, batch, dy, Out, x, In, weight_grad, In);
   if (dx != nullptr) {
-    const cpu::ConstMatrixMap<T, In> W(weight, Out, In);
-    cpu::MatrixMap<T, In> dX(dx, batch, In);
-    dX.noalias() = dZ * W;
+    // dX = dZ W
+    fill(Cpu{}, dx, static_cast<std::size_t>(batch) * In, T(0));
+    cpu::gemm_accumulate<cpu::Layout::row_major, cpu::Layout::row_major>(batch, In, Out, dy, Out, weight, In, dx, In);
   }
 }
 

@@ -96,8 +96,8 @@ int main(int argc, char** argv) {
   }
 
   try {
-    auto train = etnn::data::load_idx<etnn::Shape<784>>(files[0], files[1]);
-    auto test = etnn::data::load_idx<etnn::Shape<784>>(files[2], files[3]);
+    auto train = etnn::data::load_idx<etnn::Shape<784>>(files[0], files[1], /*num_classes=*/10);
+    auto test = etnn::data::load_idx<etnn::Shape<784>>(files[2], files[3], /*num_classes=*/10);
     if (opt.limit > 0 && static_cast<std::size_t>(opt.limit) < train.size())
       train = train.subset(0, static_cast<std::size_t>(opt.limit));
     const float mean = static_cast<float>(etnn::data::mean(train));

@@ -2,7 +2,8 @@
 """Generates single_include/etnn/etnn.hpp from include/etnn/etnn.hpp.
 
 Every project header reached through a quoted #include is inlined once, in include order;
-system includes are kept (each once); `#pragma once` lines are dropped except the first.
+system includes outside any #if are kept once each (those inside an #if are kept as written);
+`#pragma once` lines are dropped except the first.
 With --check, exits 1 when the committed single header differs from what would be generated.
 """
 import argparse
@@ -16,6 +17,8 @@ OUTPUT = ROOT / "single_include" / "etnn" / "etnn.hpp"
 LOCAL = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 SYSTEM = re.compile(r"^\s*#\s*include\s+<([^>]+)>")
 PRAGMA_ONCE = re.compile(r"^\s*#\s*pragma\s+once")
+CONDITIONAL_OPEN = re.compile(r"^\s*#\s*if")
+CONDITIONAL_CLOSE = re.compile(r"^\s*#\s*endif")
 
 
 def inline(path, seen, system_seen, out):
@@ -24,17 +27,19 @@ def inline(path, seen, system_seen, out):
         return
     seen.add(path)
     out.append(f"// ---- {path.relative_to(ROOT / 'include').as_posix()} ----\n")
+    depth = 0  # #if nesting within this file
     for line in path.read_text().splitlines(keepends=True):
         if PRAGMA_ONCE.match(line):
             continue
+        depth += 1 if CONDITIONAL_OPEN.match(line) else -1 if CONDITIONAL_CLOSE.match(line) else 0
         local = LOCAL.match(line)
         if local:
             inline(path.parent / local.group(1), seen, system_seen, out)
             continue
         system = SYSTEM.match(line)
-        if system and not line.startswith((" ", "\t")) and system.group(1) in system_seen:
-            continue
-        if system and not line.startswith((" ", "\t")):
+        if system and depth == 0:
+            if system.group(1) in system_seen:
+                continue
             system_seen.add(system.group(1))
         out.append(line)
 

@@ -58,7 +58,7 @@ concept DeviceType = std::is_same_v<D, Cpu> || std::is_same_v<D, Cuda>;
 // ---- etnn/core/device_select.hpp ----
 // Run-time choice among the compile-time devices.
 //   etnn::dispatch(etnn::best_device(), [&]<class Device>(Device) { run<Device>(); });
-#include <cstdio>
+#include <utility>
 
 // ---- etnn/core/error.hpp ----
 // Runtime errors. Every message says what went wrong, where, and how to fix it.
@@ -92,14 +92,6 @@ struct UnavailableError : Error {
 namespace etnn {
 
 enum class DeviceKind { cpu, cuda };
-
-// True when this translation unit was built with the CUDA backend (nvcc, ETNN_WITH_CUDA).
-inline constexpr bool built_with_cuda =
-#if defined(__CUDACC__) && defined(ETNN_WITH_CUDA)
-    true;
-#else
-    false;
-#endif
 
 // The fastest device this binary can use here. A build without CUDA always answers Cpu
 // and never mentions CUDA.
@@ -221,46 +213,50 @@ struct Local {
 // The batch dimension is never part of a Shape; it is a runtime value of the tensor.
 #include <array>
 
-namespace etnn {
-
-template <int... Dims>
-struct Shape {
-  static_assert(sizeof...(Dims) > 0, "ETNN_SHAPE_EMPTY: etnn::Shape needs at least one dimension");
-  static_assert(((Dims > 0) && ...), "ETNN_SHAPE_NONPOSITIVE: every dimension of etnn::Shape must be positive");
-
-  static constexpr int rank = sizeof...(Dims);
-  static constexpr std::size_t size = (std::size_t{1} * ... * static_cast<std::size_t>(Dims));
-  static constexpr std::array<int, rank> dims{Dims...};
-
-  // "(1, 28, 28)"
-  static std::string to_string() {
-    std::string s = "(";
-    for (int i = 0; i < rank; ++i) s += (i ? ", " : "") + std::to_string(dims[static_cast<std::size_t>(i)]);
-    return s + ")";
-  }
-};
-
-namespace detail {
-template <class T> struct IsShape : std::false_type {};
-template <int... D> struct IsShape<Shape<D...>> : std::true_type {};
-}  // namespace detail
-
-template <class T>
-concept ShapeType = detail::IsShape<T>::value;
-
-// A flat shape of the same number of elements: Shape<1,28,28> -> Shape<784>.
-template <ShapeType S>
-using Flat = Shape<static_cast<int>(S::size)>;
-
-}  // namespace etnn
 // ---- etnn/core/static_checks.hpp ----
 // Every compile-time shape and type check of etnn, in one place. Each check is a consteval
 // function whose static_assert message starts with a grep-able key and says how to fix it;
 // the node that needs it writes `static_assert(check::something<...>());`.
 // tests/compile_fail/ holds one program per message.
 
-
 namespace etnn::check {
+
+template <int... Dims>
+consteval bool shape_dims() {
+  static_assert(sizeof...(Dims) > 0, "ETNN_SHAPE_EMPTY: etnn::Shape needs at least one dimension");
+  static_assert(((Dims > 0) && ...), "ETNN_SHAPE_NONPOSITIVE: every dimension of etnn::Shape must be positive");
+  return true;
+}
+
+template <class A, class B>
+consteval bool same_scalar() {
+  static_assert(std::is_same_v<A, B>,
+                "ETNN_EXPR_TYPES: both operands of an expression must have the same scalar type; "
+                "cast the scalar (e.g. 2.0f for float data)");
+  return true;
+}
+
+template <bool Sized>
+consteval bool sized_expression() {
+  static_assert(Sized,
+                "ETNN_EXPR_UNSIZED: an expression of scalars alone has no length; include at least one "
+                "expr::ref(data, n) operand");
+  return true;
+}
+
+template <long long SlopeNumerator>
+consteval bool leaky_slope() {
+  static_assert(SlopeNumerator >= 0, "ETNN_LEAKY_SLOPE: leaky_relu needs a non-negative slope");
+  return true;
+}
+
+template <class Device, class Cpu>
+consteval bool device_available() {
+  static_assert(std::is_same_v<Device, Cpu>,
+                "ETNN_DEVICE_UNAVAILABLE: this device's backend is not part of the build; etnn::Cuda "
+                "needs nvcc and -DETNN_WITH_CUDA=ON (the CUDA backend), otherwise use etnn::Cpu");
+  return true;
+}
 
 template <class In>
 consteval bool linear_input() {
@@ -346,9 +342,40 @@ consteval bool target_shape() {
 }
 
 }  // namespace etnn::check
+
+namespace etnn {
+
+template <int... Dims>
+struct Shape {
+  static_assert(check::shape_dims<Dims...>());
+
+  static constexpr int rank = sizeof...(Dims);
+  static constexpr std::size_t size = (std::size_t{1} * ... * static_cast<std::size_t>(Dims));
+  static constexpr std::array<int, rank> dims{Dims...};
+
+  // "(1, 28, 28)"
+  static std::string to_string() {
+    std::string s = "(";
+    for (int i = 0; i < rank; ++i) s += (i ? ", " : "") + std::to_string(dims[static_cast<std::size_t>(i)]);
+    return s + ")";
+  }
+};
+
+namespace detail {
+template <class T> struct IsShape : std::false_type {};
+template <int... D> struct IsShape<Shape<D...>> : std::true_type {};
+}  // namespace detail
+
+template <class T>
+concept ShapeType = detail::IsShape<T>::value;
+
+// A flat shape of the same number of elements: Shape<1,28,28> -> Shape<784>.
+template <ShapeType S>
+using Flat = Shape<static_cast<int>(S::size)>;
+
+}  // namespace etnn
 // ---- etnn/tensor/buffer.hpp ----
 // Buffer<T, Device>: an owning, move-only, uninitialised array of T in a device's memory.
-#include <utility>
 
 
 namespace etnn {
@@ -550,7 +577,7 @@ struct Relu {
 // leaky_relu(x) = x if x > 0 else s x; with s >= 0, x > 0 <=> y > 0, so y suffices.
 template <class Slope = std::ratio<1, 100>>
 struct LeakyRelu {
-  static_assert(Slope::num >= 0, "ETNN_LEAKY_SLOPE: leaky_relu needs a non-negative slope");
+  static_assert(check::leaky_slope<Slope::num>());
   static constexpr const char* name = "leaky_relu";
   static constexpr bool derivative_needs_input = false;
   template <class T> static constexpr T slope = T(Slope::num) / T(Slope::den);
@@ -674,8 +701,7 @@ struct Unary : Node {
 
 template <class F, Expression L, Expression R>
 struct Binary : Node {
-  static_assert(std::is_same_v<typename L::value_type, typename R::value_type>,
-                "ETNN_EXPR_TYPES: both operands of an expression must have the same scalar type");
+  static_assert(check::same_scalar<typename L::value_type, typename R::value_type>());
   using value_type = typename L::value_type;
   static constexpr bool sized = L::sized || R::sized;
   F f;
@@ -784,22 +810,23 @@ auto derivative(const X& x, const Y& y, F f = F{}) {
 
 // ---- etnn/cpu/parallel.hpp ----
 // Threading of CPU loops: OpenMP when the build has it, a plain loop otherwise.
-// Eigen's GEMM uses the same OpenMP thread count.
+// The GEMM (cpu/gemm.hpp) threads through the same chunks.
+#include <exception>
 
-#include <Eigen/Core>
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
 
 namespace etnn {
 
-// Threads used by etnn's CPU kernels (OpenMP loops and Eigen's GEMM). n <= 0 keeps the default.
+// Threads used by etnn's CPU kernels (elementwise loops and GEMMs). n <= 0 keeps the default
+// (OMP_NUM_THREADS, else one per core). Without OpenMP everything runs on the calling thread.
 inline void set_num_threads(int n) {
-  if (n <= 0) return;
 #if defined(_OPENMP)
-  omp_set_num_threads(n);
+  if (n > 0) omp_set_num_threads(n);
+#else
+  (void)n;
 #endif
-  Eigen::setNbThreads(n);
 }
 
 inline int num_threads() {
@@ -816,21 +843,41 @@ namespace cpu {
 // microseconds, about what one core needs for this much simple elementwise work.
 inline constexpr std::size_t parallel_threshold = 1 << 15;
 
+// Chunk c of `chunks` near-equal chunks of [0, n): [n c / chunks, n (c + 1) / chunks).
+struct ChunkBounds {
+  std::size_t begin;
+  std::size_t end;
+};
+constexpr ChunkBounds chunk_bounds(std::size_t n, std::size_t chunks, std::size_t c) {
+  return {n * c / chunks, n * (c + 1) / chunks};
+}
+
+// Number of chunks for n indices of at least `grain` each, on `threads` threads.
+constexpr std::size_t chunk_count(std::size_t n, std::size_t grain, std::size_t threads) {
+  return std::max<std::size_t>(1, std::min(threads, n / std::max<std::size_t>(grain, 1)));
+}
+
 // Calls f(begin, end) on disjoint chunks covering [0, n); each chunk holds at least `grain`
-// indices. Chunks run on the OpenMP threads when n * work_per_index is large enough.
+// indices (unless n is smaller). Chunks run on the OpenMP threads when n * work_per_index is
+// large enough. An exception thrown by f on any thread is rethrown here after all chunks end.
 template <class F>
 void parallel_chunks(std::size_t n, std::size_t grain, std::size_t work_per_index, F&& f) {
   if (n == 0) return;
 #if defined(_OPENMP)
-  const std::size_t threads = static_cast<std::size_t>(omp_get_max_threads());
-  if (threads > 1 && n * work_per_index >= parallel_threshold && n > grain) {
-    const std::size_t chunks = std::min(threads, (n + grain - 1) / grain);
-    const std::size_t per = (n + chunks - 1) / chunks;
+  const std::size_t chunks = chunk_count(n, grain, static_cast<std::size_t>(omp_get_max_threads()));
+  if (chunks > 1 && n * work_per_index >= parallel_threshold) {
+    std::exception_ptr error;
 #pragma omp parallel for num_threads(static_cast<int>(chunks)) schedule(static, 1)
     for (std::size_t c = 0; c < chunks; ++c) {
-      const std::size_t begin = c * per;
-      f(begin, std::min(n, begin + per));
+      try {
+        const ChunkBounds chunk = chunk_bounds(n, chunks, c);
+        f(chunk.begin, chunk.end);
+      } catch (...) {
+#pragma omp critical(etnn_parallel_error)
+        if (!error) error = std::current_exception();
+      }
     }
+    if (error) std::rethrow_exception(error);
     return;
   }
 #else
@@ -856,7 +903,7 @@ namespace etnn {
 // dst[i] = e[i] for i < e.size(). dst may alias any operand that is read at the same index.
 template <class T, expr::Expression E>
 void assign(Cpu, T* dst, const E& e) {
-  static_assert(E::sized, "ETNN_EXPR_UNSIZED: an expression of scalars alone has no length to assign");
+  static_assert(check::sized_expression<E::sized>());
   const std::size_t n = e.size();
   cpu::parallel_chunks(n, 4096, 1, [&](std::size_t begin, std::size_t end) {
     for (std::size_t i = begin; i < end; ++i) dst[i] = e[i];
@@ -1194,6 +1241,7 @@ struct ActivationLayer : ParameterFree {
 //    sequential GEMM on its block, when the product is large enough to pay for it.
 // This uses Eigen's internal GEMM entry point (Eigen 3.4: general_matrix_matrix_product).
 
+#include <Eigen/Core>
 
 
 #if !EIGEN_VERSION_AT_LEAST(3, 4, 0)
@@ -1490,7 +1538,8 @@ struct Plan<In, Index, Linear<N>, Activation<F>, Rest...> {
 
 namespace etnn::nn {
 
-// A chain that does not start with nn::input: a block, composable but not a network.
+// A chain that does not start with nn::input is not a network: etnn::Model rejects it with
+// ETNN_NO_INPUT. (Blocks spliced into networks arrive with nn::residual.)
 template <class... Specs>
 struct Sequential {
   static constexpr bool is_network = false;
@@ -1568,6 +1617,7 @@ class Model {
   static_assert(check::network_has_input<nn::Network<Net>>());
   static_assert(check::network_has_layers<(Net::layers::size > 0)>());
   static_assert(check::model_scalar<T>());
+  static_assert(check::device_available<Device, Cpu>());
 
  public:
   using network = Net;
@@ -1611,7 +1661,19 @@ class Model {
     return y;
   }
 
-  // Inference into the caller's tensor; allocates only when the batch exceeds every earlier one.
+  // Sizes the inference buffers for batches of up to `batch` samples, and the GEMMs' packing
+  // buffers by one pass over zeros, so that forward(x, y) allocates nothing afterwards.
+  void reserve(int batch) {
+    const auto rows = static_cast<std::size_t>(std::max(batch, 0));
+    if (2 * program::max_width * rows <= scratch_.size()) return;
+    scratch_.reserve_discard(2 * program::max_width * rows);
+    Buffer<T, Device> zeros(input_shape::size * rows), out(output_shape::size * rows);
+    fill(Device{}, zeros.data(), zeros.size(), T(0));
+    program::forward_infer(Device{}, params_.data(), zeros.data(), scratch_.data(), out.data(), batch);
+  }
+
+  // Inference into the caller's tensor; allocates only when the batch exceeds every earlier one
+  // (and reserve()). The buffers belong to the model: one thread at a time runs a model's forward.
   template <class X>
   void forward(const X& x, TensorView<T, output_shape, Device> y) {
     const auto in = const_view(x);
@@ -1621,7 +1683,7 @@ class Model {
     if (in.batch() != y.batch())
       throw ShapeError("etnn::Model::forward: input batch " + std::to_string(in.batch()) +
                        " but output batch " + std::to_string(y.batch()));
-    scratch_.reserve_discard(2 * program::max_width * static_cast<std::size_t>(in.batch()));
+    reserve(in.batch());
     program::forward_infer(Device{}, params_.data(), in.data(), scratch_.data(), y.data(), in.batch());
   }
 
@@ -1825,9 +1887,14 @@ class Optimizer {
   Model& model() noexcept { return *model_; }
   R& reducer() noexcept { return *reducer_; }
   const Options& options() const noexcept { return options_; }
-  // Changes hyper-parameters between steps (learning-rate schedules).
+  // Changes hyper-parameters between steps (learning-rate schedules). The per-parameter state
+  // a rule keeps cannot appear or vanish mid-training (e.g. SGD momentum from 0 to 0.9).
   void set_options(const Options& options) {
     Rule::validate(options);
+    if (Rule::state_slots(options) != Rule::state_slots(options_))
+      throw Error("etnn::optim::Optimizer::set_options: the new options need " +
+                  std::to_string(Rule::state_slots(options)) + " state buffers per parameter, the optimizer was built with " +
+                  std::to_string(Rule::state_slots(options_)) + "; build a new optimizer instead");
     options_ = options;
   }
   // Updates done so far.
@@ -1932,7 +1999,6 @@ SGD(Model&, const SgdOptions&, R&) -> SGD<Model, R>;
 // With prefetch a worker thread gathers batch k + 1 while the caller uses batch k (two buffers).
 // Buffers are sized at construction: iterating allocates nothing per batch.
 #include <condition_variable>
-#include <exception>
 #include <iterator>
 #include <mutex>
 #include <thread>
@@ -2038,7 +2104,7 @@ class DataLoader {
     Iterator it(this, generation_);
     if (num_batches_ == 0) return it;
     if (options_.prefetch) {
-      produced_ = 0;
+      for (Slot& s : slots_) s.ready = no_batch;
       claimed_ = 0;
       held_ = 0;
       stop_ = false;
@@ -2094,10 +2160,13 @@ class DataLoader {
   };
 
  private:
+  static constexpr std::size_t no_batch = static_cast<std::size_t>(-1);
+
   struct Slot {
     Buffer<float, Cpu> x;  // (rows, S)
     Buffer<int, Cpu> y;    // rows
     int count = 0;         // rows of the batch it holds
+    std::size_t ready = no_batch;  // with prefetch: the batch it holds, once gathered (under mutex_)
   };
 
   static LoaderOptions checked(const LoaderOptions& options) {
@@ -2159,11 +2228,11 @@ class DataLoader {
       lock.unlock();
       gather(k, slot(k));
       lock.lock();
-      produced_ = k + 1;
+      slot(k).ready = k;
     }
     cv_.notify_all();
-    cv_.wait(lock, [&] { return produced_ > k || error_; });
-    if (produced_ <= k) std::rethrow_exception(error_);
+    cv_.wait(lock, [&] { return slot(k).ready == k || error_; });
+    if (slot(k).ready != k) std::rethrow_exception(error_);
   }
 
   // The worker: claims the next batch k once the caller holds batch k - 1 or later (so batch k - 2,
@@ -2178,7 +2247,7 @@ class DataLoader {
         lock.unlock();
         gather(k, slot(k));
         lock.lock();
-        produced_ = k + 1;
+        slot(k).ready = k;
         cv_.notify_all();
       }
     } catch (...) {
@@ -2211,7 +2280,6 @@ class DataLoader {
   std::thread worker_;
   std::mutex mutex_;
   std::condition_variable cv_;
-  std::size_t produced_ = 0;        // batches [0, produced_) are gathered
   std::size_t claimed_ = 0;         // batches [0, claimed_) are gathered or being gathered
   std::size_t held_ = 0;            // the batch the caller holds
   bool stop_ = false;
@@ -2335,6 +2403,7 @@ double stddev(const Dataset<S>& data) {
 // Any S with S::size equal to the per-item size is accepted: Shape<784> or Shape<1, 28, 28> for 28x28 items.
 #include <bit>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -2581,9 +2650,10 @@ std::string shape_name() {
 namespace etnn::data {
 
 // A Dataset<S> from an IDX image file and an IDX label file of the same length, each raw or gzipped.
+// With num_classes > 0 every label must lie in [0, num_classes) (10 for MNIST and Fashion-MNIST).
 // Throws etnn::IoError naming the file for anything missing, malformed or inconsistent.
 template <ShapeType S>
-Dataset<S> load_idx(const std::filesystem::path& images, const std::filesystem::path& labels) {
+Dataset<S> load_idx(const std::filesystem::path& images, const std::filesystem::path& labels, int num_classes = 0) {
   using detail::IdxFile;
   using detail::IdxKind;
   IdxFile image_file(images);
@@ -2610,6 +2680,13 @@ Dataset<S> load_idx(const std::filesystem::path& images, const std::filesystem::
             });
   std::vector<int> classes =
       detail::read_idx_data<int>(label_file, label_header, [](const unsigned char* p) { return int{*p}; });
+  if (num_classes > 0) {
+    const auto bad = std::find_if(classes.begin(), classes.end(), [&](int c) { return c >= num_classes; });
+    if (bad != classes.end())
+      label_file.fail("label " + std::to_string(*bad) + " of item " + std::to_string(bad - classes.begin()) +
+                      " is outside [0, " + std::to_string(num_classes) + "); is this the label file of a dataset with " +
+                      std::to_string(num_classes) + " classes?");
+  }
   return Dataset<S>(std::move(features), std::move(classes));
 }
 
@@ -2621,6 +2698,7 @@ Dataset<S> load_idx(const std::filesystem::path& images, const std::filesystem::
 // Bringing user data to the model: a view of the model's scalar type on the model's device.
 // Data already in that form passes through untouched; otherwise it is converted into a buffer
 // that grows to the largest batch seen and is then reused (no allocation per step).
+// Host data only: copies between devices come with the CUDA backend.
 
 
 namespace etnn::detail {
@@ -2630,8 +2708,6 @@ TensorView<const T, S, Device> stage_as(TensorView<const U, S, Src> v, Buffer<T,
   if constexpr (std::is_same_v<T, U> && std::is_same_v<Device, Src>) {
     return v;
   } else {
-    static_assert(std::is_same_v<Device, Cpu> && std::is_same_v<Src, Cpu>,
-                  "staging across devices is provided by the CUDA backend");
     staging.reserve_discard(v.size());
     std::transform(v.data(), v.data() + v.size(), staging.data(), [](U u) { return static_cast<T>(u); });
     return {staging.data(), v.batch()};
@@ -2642,8 +2718,9 @@ TensorView<const T, S, Device> stage_as(TensorView<const U, S, Src> v, Buffer<T,
 
 namespace etnn {
 
-// dataset: anything with size(), sample(i) (contiguous rows), labels() and a shape, such as
-// etnn::data::Dataset. metric: etnn::metrics::accuracy or any type with update() and result().
+// dataset: anything with a shape, size(), features() (all samples, contiguous) and labels(),
+// such as etnn::data::Dataset. metric: etnn::metrics::accuracy or any type with update() and
+// result().
 template <class Model, class Dataset, class Metric>
 double evaluate(Model& model, const Dataset& dataset, Metric metric, int batch = 256) {
   using T = typename Model::value_type;
@@ -2653,9 +2730,13 @@ double evaluate(Model& model, const Dataset& dataset, Metric metric, int batch =
   Tensor<T, typename Model::output_shape, Device> out(batch);
   Buffer<T, Device> staging;
   const auto labels = dataset.labels();
+  const auto features = dataset.features();
+  if (features.size() != dataset.size() * S::size || labels.size() != dataset.size())
+    throw ShapeError("etnn::evaluate: the dataset's features and labels do not hold size() samples of " +
+                     S::to_string());
   for (std::size_t first = 0; first < dataset.size(); first += static_cast<std::size_t>(batch)) {
     const int n = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(batch), dataset.size() - first));
-    const TensorView<const float, S, Cpu> x(dataset.sample(first), n);
+    const TensorView<const float, S, Cpu> x(features.data() + first * S::size, n);
     out.resize(n);
     model.forward(detail::stage_as<T, Device>(x, staging), out.view());
     metric.update(const_view(out), labels.subspan(first, static_cast<std::size_t>(n)));
@@ -2679,6 +2760,9 @@ struct Accuracy {
   template <class T, ShapeType S>
   void update(TensorView<const T, S, Cpu> scores, std::span<const int> labels) {
     static_assert(check::class_scores<S>());
+    if (labels.size() != static_cast<std::size_t>(scores.batch()))
+      throw ShapeError("etnn::metrics::Accuracy: " + std::to_string(labels.size()) + " labels for " +
+                       std::to_string(scores.batch()) + " score rows; pass one label per row");
     for (int b = 0; b < scores.batch(); ++b) {
       const T* row = scores.sample(b);
       int best = 0;
@@ -2769,11 +2853,26 @@ class Trainer {
 
   Trainer(Model& model, Loss& loss, Optim& optimizer) : model_(model), loss_(loss), optimizer_(optimizer) {}
 
-  // Sizes the workspace for batches of up to `batch` samples (done by the first step otherwise).
+  // Sizes everything a step needs for batches of up to `batch` samples: the workspace, the
+  // buffers that convert float data to the model's scalar type, and the GEMMs' packing buffers
+  // (by one forward and backward pass of zeros, which adds exactly zero to the gradients).
+  // Steps after it allocate nothing; without it the first step (or a larger batch) does this.
   void reserve(int batch) {
     if (batch <= capacity_) return;
-    workspace_ = Buffer<T, Device>(program::workspace_per_sample * static_cast<std::size_t>(batch));
+    const auto rows = static_cast<std::size_t>(batch);
+    workspace_ = Buffer<T, Device>(program::workspace_per_sample * rows);
     capacity_ = batch;
+    if constexpr (!std::is_same_v<T, float>) {
+      input_staging_.reserve_discard(input_shape::size * rows);
+      target_staging_.reserve_discard(output_shape::size * rows);
+    }
+    Buffer<T, Device> zeros(input_shape::size * rows);
+    fill(Device{}, zeros.data(), zeros.size(), T(0));
+    program::forward_train(Device{}, model_.parameters(), zeros.data(), workspace_.data(), capacity_, batch,
+                           activations_);
+    fill(Device{}, program::output_gradient(workspace_.data(), capacity_), output_shape::size * rows, T(0));
+    program::backward(Device{}, model_.parameters(), model_.gradients(), workspace_.data(), capacity_, batch,
+                      activations_);
   }
   int capacity() const noexcept { return capacity_; }
 

@@ -2,6 +2,7 @@
 // threading threshold, and splits along rows and along columns.
 #include <doctest/doctest.h>
 
+#include <stdexcept>
 #include <vector>
 
 #include "support/gradcheck.hpp"
@@ -46,3 +47,41 @@ TEST_CASE("gemm_accumulate: row-major A, row-major B") { check_sizes<Layout::row
 TEST_CASE("gemm_accumulate: row-major A, column-major B") { check_sizes<Layout::row_major, Layout::col_major>(); }
 TEST_CASE("gemm_accumulate: column-major A, row-major B") { check_sizes<Layout::col_major, Layout::row_major>(); }
 TEST_CASE("gemm_accumulate: column-major A, column-major B") { check_sizes<Layout::col_major, Layout::col_major>(); }
+
+TEST_CASE("chunks partition [0, n) for any thread count") {
+  for (std::size_t threads = 1; threads <= 64; ++threads) {
+    for (std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{129}, std::size_t{130}, std::size_t{1000}}) {
+      for (std::size_t grain : {std::size_t{1}, std::size_t{8}, std::size_t{16}}) {
+        const std::size_t chunks = etnn::cpu::chunk_count(n, grain, threads);
+        REQUIRE(chunks >= 1);
+        REQUIRE(chunks <= threads);
+        std::size_t expected_begin = 0;
+        for (std::size_t c = 0; c < chunks; ++c) {
+          const auto chunk = etnn::cpu::chunk_bounds(n, chunks, c);
+          REQUIRE(chunk.begin == expected_begin);
+          REQUIRE(chunk.end > chunk.begin);
+          if (chunks > 1) REQUIRE(chunk.end - chunk.begin >= grain);
+          expected_begin = chunk.end;
+        }
+        REQUIRE(expected_begin == n);
+      }
+    }
+  }
+}
+
+#if defined(_OPENMP)
+TEST_CASE("gemm_accumulate with more threads than cores and awkward sizes") {
+  const int saved = etnn::num_threads();
+  etnn::set_num_threads(16);
+  for (int m = 129; m <= 134; ++m) check<Layout::row_major, Layout::col_major>(m, 10, 512);
+  check<Layout::col_major, Layout::row_major>(10, 1030, 64);
+  etnn::set_num_threads(saved);
+}
+#endif
+
+TEST_CASE("an exception thrown in a parallel chunk reaches the caller") {
+  CHECK_THROWS_WITH(etnn::cpu::parallel_chunks(1 << 20, 1, 1, [](std::size_t begin, std::size_t) {
+                      if (begin > 0 || etnn::num_threads() == 1) throw std::runtime_error("chunk failed");
+                    }),
+                    "chunk failed");
+}

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include <iterator>
 #include <new>
 #include <stdexcept>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -286,4 +288,35 @@ TEST_CASE("mean, stddev and normalize match transforms.Normalize") {
   CHECK(etnn::data::stddev(data) == doctest::Approx(1.0));
   CHECK_THROWS_AS(data.normalize(0.0f, 0.0f), etnn::Error);
   CHECK_THROWS_AS(etnn::data::mean(Dataset<etnn::Shape<2>>()), etnn::Error);
+}
+
+namespace {
+// A dataset whose rows are slow to read on the thread that built it: the caller then often
+// gathers a batch itself while the worker gathers the next one, and the worker may finish first.
+struct SlowOnCaller {
+  using shape = Row;
+  const Dataset<Row>* data;
+  std::thread::id caller = std::this_thread::get_id();
+  std::size_t size() const { return data->size(); }
+  const float* sample(std::size_t i) const {
+    if (std::this_thread::get_id() == caller) std::this_thread::sleep_for(std::chrono::microseconds(300));
+    return data->sample(i);
+  }
+  int label(std::size_t i) const { return data->label(i); }
+};
+}  // namespace
+
+TEST_CASE("prefetch: the caller and the worker gathering neighbouring batches never lose or reorder one") {
+  const auto data = numbered(30);  // batches of 4, the last one of 2
+  SlowOnCaller slow{&data};
+  DataLoader with_prefetch(slow, {.batch = 4, .shuffle = true, .seed = 1, .prefetch = true});
+  DataLoader without(data, {.batch = 4, .shuffle = true, .seed = 1, .prefetch = false});
+  for (int epoch = 0; epoch < 20; ++epoch) {
+    with_prefetch.set_epoch(epoch);
+    without.set_epoch(epoch);
+    std::vector<float> got, expected;
+    for (auto batch : with_prefetch) got.insert(got.end(), batch.x.data(), batch.x.data() + batch.x.size());
+    for (auto batch : without) expected.insert(expected.end(), batch.x.data(), batch.x.data() + batch.x.size());
+    REQUIRE(got == expected);
+  }
 }

@@ -210,6 +210,11 @@ TEST_CASE("load_idx names the file and the problem for every malformed input") {
       "labels have exactly 1 (N); are the images and labels paths swapped?");
   has(labels_error(idx(0x0D, {3}, Bytes(12, 0))), "unsupported type byte 0x0D; etnn reads labels of type 0x08");
   has(labels_error(idx(0x08, {3}, {1, 2})), "truncated");
+  // Labels outside the number of classes the caller names.
+  const auto out_of_range = write(dir / "ten-classes", idx(0x08, {3}, {2, 12, 1}));
+  has(io_error([&] { etnn::data::load_idx<etnn::Shape<4>>(valid.images, out_of_range, 10); }),
+      "label 12 of item 1 is outside [0, 10)");
+  CHECK(etnn::data::load_idx<etnn::Shape<4>>(valid.images, valid.labels, 3).num_classes() == 3);
 
   // ~4e9 promised one-value items in a 16-byte file: refused before anything is reserved for them.
   const auto huge_labels = write(dir / "huge-labels", idx(0x08, {0xFFFFFFFFu}, {}));

@@ -60,4 +60,9 @@ TEST_CASE("SGD rejects invalid options with a clear message") {
   static_assert(std::is_same_v<decltype(opt), etnn::optim::SGD<etnn::Model<Tiny>, etnn::dist::Local>>);
   static_assert(std::is_base_of_v<etnn::optim::Optimizer<etnn::optim::rules::Sgd, etnn::Model<Tiny>, etnn::dist::Local>, decltype(opt)>);
   CHECK(opt.steps() == 0);
+  opt.set_options({.lr = 0.5f, .weight_decay = 0.1f});  // a schedule changing hyper-parameters
+  CHECK(opt.options().lr == 0.5f);
+  CHECK_THROWS_WITH_AS(opt.set_options({.lr = 0.1f, .momentum = 0.9f}), doctest::Contains("build a new optimizer"),
+                       etnn::Error);
+  CHECK(opt.options().lr == 0.5f);
 }

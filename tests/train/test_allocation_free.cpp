@@ -1,4 +1,5 @@
-// After the first step at the largest batch size, Trainer::step allocates nothing: every
+// After Trainer::reserve (or the first step at the largest batch size), Trainer::step allocates
+// nothing, and neither does Model::forward into a caller's tensor after Model::reserve: every
 // operator new and every call into the C allocator (Eigen, OpenMP, the C library) is counted.
 #include <doctest/doctest.h>
 
@@ -65,25 +66,66 @@ void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::fre
 
 namespace nn = etnn::nn;
 
-TEST_CASE("Trainer::step does not allocate after the first step") {
-  using Net = decltype(nn::input<784> >> nn::linear<512> >> nn::relu >> nn::linear<256> >> nn::gelu >> nn::linear<10>);
+namespace {
+using Net = decltype(nn::input<784> >> nn::linear<512> >> nn::relu >> nn::linear<256> >> nn::gelu >> nn::linear<10>);
+
+struct Allocations {
+  long news_before = news.load();
+  long mallocs_before = mallocs.load();
+  long operator_new() const { return news.load() - news_before; }
+  long c_allocator() const { return mallocs.load() - mallocs_before; }
+};
+
+etnn::Tensor<float, etnn::Shape<784>> inputs(int batch) {
+  etnn::Tensor<float, etnn::Shape<784>> x(batch);
+  for (std::size_t i = 0; i < x.size(); ++i) x.data()[i] = static_cast<float>(i % 255) / 255.0f;
+  return x;
+}
+}  // namespace
+
+TEST_CASE("Trainer::step allocates nothing after reserve(), from the first step on") {
   etnn::Model<Net> model(0);
   etnn::loss::CrossEntropy loss;
   etnn::optim::SGD opt(model, {.lr = 0.01f, .momentum = 0.9f});
   etnn::Trainer trainer(model, loss, opt);
-  etnn::Tensor<float, etnn::Shape<784>> x(64);
+  const auto x = inputs(64);
   std::vector<int> y(64);
-  for (std::size_t i = 0; i < x.size(); ++i) x.data()[i] = static_cast<float>(i % 255) / 255.0f;
   for (int i = 0; i < 64; ++i) y[static_cast<std::size_t>(i)] = i % 10;
+  trainer.reserve(64);
+  for (std::size_t i = 0; i < Net::num_params; ++i) REQUIRE(model.gradients()[i] == 0.0f);  // reserve adds zero
 
-  trainer.step(x, y);  // sizes the workspace
-  const long news_before = news.load(), mallocs_before = mallocs.load();
+  const Allocations steps;
   for (int i = 0; i < 20; ++i) trainer.step(x, y);
-  CHECK(news.load() - news_before == 0);
-  CHECK(mallocs.load() - mallocs_before == 0);
+  CHECK(steps.operator_new() == 0);
+  CHECK(steps.c_allocator() == 0);
   // A smaller batch fits the workspace and the packing buffers too.
-  const long news_small = news.load(), mallocs_small = mallocs.load();
+  const Allocations smaller;
   trainer.step(x.view().first(17), std::span<const int>(y).subspan(0, 17));
-  CHECK(news.load() - news_small == 0);
-  CHECK(mallocs.load() - mallocs_small == 0);
+  CHECK(smaller.operator_new() == 0);
+  CHECK(smaller.c_allocator() == 0);
+}
+
+TEST_CASE("a double model on float data allocates nothing per step either (staging buffers are reserved)") {
+  etnn::Model<Net, double> model(0);
+  etnn::loss::CrossEntropy loss;
+  etnn::optim::SGD opt(model, {.lr = 0.01f});
+  etnn::Trainer trainer(model, loss, opt);
+  const auto x = inputs(32);
+  const std::vector<int> y(32, 3);
+  trainer.reserve(32);
+  const Allocations steps;
+  for (int i = 0; i < 5; ++i) trainer.step(x, y);
+  CHECK(steps.operator_new() == 0);
+  CHECK(steps.c_allocator() == 0);
+}
+
+TEST_CASE("Model::forward into a caller's tensor allocates nothing after reserve()") {
+  etnn::Model<Net> model(0);
+  const auto x = inputs(48);
+  etnn::Tensor<float, etnn::Shape<10>> out(48);
+  model.reserve(48);
+  const Allocations calls;
+  for (int i = 0; i < 10; ++i) model.forward(x, out.view());
+  CHECK(calls.operator_new() == 0);
+  CHECK(calls.c_allocator() == 0);
 }

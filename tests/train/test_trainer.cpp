@@ -60,26 +60,40 @@ TEST_CASE("a small network learns a synthetic problem to >= 99% accuracy") {
   CHECK(last_loss < first_loss / 10);
 }
 
-TEST_CASE("same seed, bitwise-identical parameters after 100 steps") {
+namespace {
+// Parameters after 100 steps of SGD with Nesterov momentum on shuffled batches.
+std::vector<float> train_100_steps(const etnn::data::Dataset<etnn::Shape<8>>& train) {
+  etnn::Model<Net> model(11);
+  etnn::loss::CrossEntropy loss;
+  etnn::optim::SGD opt(model, {.lr = 0.05f, .momentum = 0.9f, .nesterov = true});
+  etnn::Trainer trainer(model, loss, opt);
+  etnn::data::DataLoader loader(train, {.batch = 32, .shuffle = true, .seed = 5});
+  loader.set_epoch(0);
+  int steps = 0;
+  for (auto batch : loader) {
+    trainer.step(batch);
+    if (++steps == 100) break;
+  }
+  REQUIRE(steps == 100);
+  return std::vector<float>(model.parameters(), model.parameters() + Net::num_params);
+}
+}  // namespace
+
+TEST_CASE("same seed, bitwise-identical parameters after 100 steps, whatever the thread count") {
   const auto train = synthetic(3200, 3);
-  auto run = [&] {
-    etnn::Model<Net> model(11);
-    etnn::loss::CrossEntropy loss;
-    etnn::optim::SGD opt(model, {.lr = 0.05f, .momentum = 0.9f, .nesterov = true});
-    etnn::Trainer trainer(model, loss, opt);
-    etnn::data::DataLoader loader(train, {.batch = 32, .shuffle = true, .seed = 5});
-    loader.set_epoch(0);
-    int steps = 0;
-    for (auto batch : loader) {
-      trainer.step(batch);
-      if (++steps == 100) break;
-    }
-    REQUIRE(steps == 100);
-    return std::vector<float>(model.parameters(), model.parameters() + Net::num_params);
-  };
-  const auto a = run();
-  const auto b = run();
+  const auto a = train_100_steps(train);
+  const auto b = train_100_steps(train);
   CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+  // Every output element of a GEMM is one thread's full dot product, and every bias gradient is
+  // one thread's column sum in row order: the thread count changes who computes, not the order.
+  const int saved = etnn::num_threads();
+  etnn::set_num_threads(1);
+  const auto one_thread = train_100_steps(train);
+  etnn::set_num_threads(3);
+  const auto three_threads = train_100_steps(train);
+  etnn::set_num_threads(saved);
+  CHECK(std::memcmp(a.data(), one_thread.data(), a.size() * sizeof(float)) == 0);
+  CHECK(std::memcmp(a.data(), three_threads.data(), a.size() * sizeof(float)) == 0);
 }
 
 TEST_CASE("a double model trains from float data like a float model, and step(x, y) takes plain views") {
@@ -115,4 +129,7 @@ TEST_CASE("accuracy metric") {
   auto acc = etnn::metrics::accuracy;
   acc.update(etnn::const_view(scores), labels);
   CHECK(acc.result() == doctest::Approx(0.75));
+  const std::vector<int> too_few{1, 0};
+  CHECK_THROWS_WITH_AS(acc.update(etnn::const_view(scores), too_few), doctest::Contains("2 labels for 4 score rows"),
+                       etnn::ShapeError);
 }

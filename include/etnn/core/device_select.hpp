@@ -1,8 +1,7 @@
 #pragma once
 // Run-time choice among the compile-time devices.
 //   etnn::dispatch(etnn::best_device(), [&]<class Device>(Device) { run<Device>(); });
-#include <cstdio>
-#include <string_view>
+#include <utility>
 
 #include "device.hpp"
 #include "error.hpp"
@@ -10,14 +9,6 @@
 namespace etnn {
 
 enum class DeviceKind { cpu, cuda };
-
-// True when this translation unit was built with the CUDA backend (nvcc, ETNN_WITH_CUDA).
-inline constexpr bool built_with_cuda =
-#if defined(__CUDACC__) && defined(ETNN_WITH_CUDA)
-    true;
-#else
-    false;
-#endif
 
 // The fastest device this binary can use here. A build without CUDA always answers Cpu
 // and never mentions CUDA.

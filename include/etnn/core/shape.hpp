@@ -6,12 +6,13 @@
 #include <string>
 #include <type_traits>
 
+#include "static_checks.hpp"
+
 namespace etnn {
 
 template <int... Dims>
 struct Shape {
-  static_assert(sizeof...(Dims) > 0, "ETNN_SHAPE_EMPTY: etnn::Shape needs at least one dimension");
-  static_assert(((Dims > 0) && ...), "ETNN_SHAPE_NONPOSITIVE: every dimension of etnn::Shape must be positive");
+  static_assert(check::shape_dims<Dims...>());
 
   static constexpr int rank = sizeof...(Dims);
   static constexpr std::size_t size = (std::size_t{1} * ... * static_cast<std::size_t>(Dims));

@@ -5,9 +5,44 @@
 // tests/compile_fail/ holds one program per message.
 #include <type_traits>
 
-#include "shape.hpp"
-
 namespace etnn::check {
+
+template <int... Dims>
+consteval bool shape_dims() {
+  static_assert(sizeof...(Dims) > 0, "ETNN_SHAPE_EMPTY: etnn::Shape needs at least one dimension");
+  static_assert(((Dims > 0) && ...), "ETNN_SHAPE_NONPOSITIVE: every dimension of etnn::Shape must be positive");
+  return true;
+}
+
+template <class A, class B>
+consteval bool same_scalar() {
+  static_assert(std::is_same_v<A, B>,
+                "ETNN_EXPR_TYPES: both operands of an expression must have the same scalar type; "
+                "cast the scalar (e.g. 2.0f for float data)");
+  return true;
+}
+
+template <bool Sized>
+consteval bool sized_expression() {
+  static_assert(Sized,
+                "ETNN_EXPR_UNSIZED: an expression of scalars alone has no length; include at least one "
+                "expr::ref(data, n) operand");
+  return true;
+}
+
+template <long long SlopeNumerator>
+consteval bool leaky_slope() {
+  static_assert(SlopeNumerator >= 0, "ETNN_LEAKY_SLOPE: leaky_relu needs a non-negative slope");
+  return true;
+}
+
+template <class Device, class Cpu>
+consteval bool device_available() {
+  static_assert(std::is_same_v<Device, Cpu>,
+                "ETNN_DEVICE_UNAVAILABLE: this device's backend is not part of the build; etnn::Cuda "
+                "needs nvcc and -DETNN_WITH_CUDA=ON (the CUDA backend), otherwise use etnn::Cpu");
+  return true;
+}
 
 template <class In>
 consteval bool linear_input() {

@@ -92,7 +92,7 @@ class DataLoader {
     Iterator it(this, generation_);
     if (num_batches_ == 0) return it;
     if (options_.prefetch) {
-      produced_ = 0;
+      for (Slot& s : slots_) s.ready = no_batch;
       claimed_ = 0;
       held_ = 0;
       stop_ = false;
@@ -148,10 +148,13 @@ class DataLoader {
   };
 
  private:
+  static constexpr std::size_t no_batch = static_cast<std::size_t>(-1);
+
   struct Slot {
     Buffer<float, Cpu> x;  // (rows, S)
     Buffer<int, Cpu> y;    // rows
     int count = 0;         // rows of the batch it holds
+    std::size_t ready = no_batch;  // with prefetch: the batch it holds, once gathered (under mutex_)
   };
 
   static LoaderOptions checked(const LoaderOptions& options) {
@@ -213,11 +216,11 @@ class DataLoader {
       lock.unlock();
       gather(k, slot(k));
       lock.lock();
-      produced_ = k + 1;
+      slot(k).ready = k;
     }
     cv_.notify_all();
-    cv_.wait(lock, [&] { return produced_ > k || error_; });
-    if (produced_ <= k) std::rethrow_exception(error_);
+    cv_.wait(lock, [&] { return slot(k).ready == k || error_; });
+    if (slot(k).ready != k) std::rethrow_exception(error_);
   }
 
   // The worker: claims the next batch k once the caller holds batch k - 1 or later (so batch k - 2,
@@ -232,7 +235,7 @@ class DataLoader {
         lock.unlock();
         gather(k, slot(k));
         lock.lock();
-        produced_ = k + 1;
+        slot(k).ready = k;
         cv_.notify_all();
       }
     } catch (...) {
@@ -265,7 +268,6 @@ class DataLoader {
   std::thread worker_;
   std::mutex mutex_;
   std::condition_variable cv_;
-  std::size_t produced_ = 0;        // batches [0, produced_) are gathered
   std::size_t claimed_ = 0;         // batches [0, claimed_) are gathered or being gathered
   std::size_t held_ = 0;            // the batch the caller holds
   bool stop_ = false;

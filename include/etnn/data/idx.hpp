@@ -265,9 +265,10 @@ std::string shape_name() {
 namespace etnn::data {
 
 // A Dataset<S> from an IDX image file and an IDX label file of the same length, each raw or gzipped.
+// With num_classes > 0 every label must lie in [0, num_classes) (10 for MNIST and Fashion-MNIST).
 // Throws etnn::IoError naming the file for anything missing, malformed or inconsistent.
 template <ShapeType S>
-Dataset<S> load_idx(const std::filesystem::path& images, const std::filesystem::path& labels) {
+Dataset<S> load_idx(const std::filesystem::path& images, const std::filesystem::path& labels, int num_classes = 0) {
   using detail::IdxFile;
   using detail::IdxKind;
   IdxFile image_file(images);
@@ -294,6 +295,13 @@ Dataset<S> load_idx(const std::filesystem::path& images, const std::filesystem::
             });
   std::vector<int> classes =
       detail::read_idx_data<int>(label_file, label_header, [](const unsigned char* p) { return int{*p}; });
+  if (num_classes > 0) {
+    const auto bad = std::find_if(classes.begin(), classes.end(), [&](int c) { return c >= num_classes; });
+    if (bad != classes.end())
+      label_file.fail("label " + std::to_string(*bad) + " of item " + std::to_string(bad - classes.begin()) +
+                      " is outside [0, " + std::to_string(num_classes) + "); is this the label file of a dataset with " +
+                      std::to_string(num_classes) + " classes?");
+  }
   return Dataset<S>(std::move(features), std::move(classes));
 }
 

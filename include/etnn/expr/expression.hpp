@@ -10,6 +10,7 @@
 
 #include "../core/config.hpp"
 #include "../core/error.hpp"
+#include "../core/static_checks.hpp"
 #include "functors.hpp"
 
 namespace etnn::expr {
@@ -56,8 +57,7 @@ struct Unary : Node {
 
 template <class F, Expression L, Expression R>
 struct Binary : Node {
-  static_assert(std::is_same_v<typename L::value_type, typename R::value_type>,
-                "ETNN_EXPR_TYPES: both operands of an expression must have the same scalar type");
+  static_assert(check::same_scalar<typename L::value_type, typename R::value_type>());
   using value_type = typename L::value_type;
   static constexpr bool sized = L::sized || R::sized;
   F f;

@@ -2,6 +2,7 @@
 // etnn::Model<Net, T, Device>: a network type on a device with a scalar type. It owns one flat
 // parameter buffer and one flat gradient buffer; every parameter tensor is a slice at a
 // compile-time offset, named as torch.nn.Sequential.state_dict() names it ("0.weight", ...).
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -32,6 +33,7 @@ class Model {
   static_assert(check::network_has_input<nn::Network<Net>>());
   static_assert(check::network_has_layers<(Net::layers::size > 0)>());
   static_assert(check::model_scalar<T>());
+  static_assert(check::device_available<Device, Cpu>());
 
  public:
   using network = Net;
@@ -75,7 +77,19 @@ class Model {
     return y;
   }
 
-  // Inference into the caller's tensor; allocates only when the batch exceeds every earlier one.
+  // Sizes the inference buffers for batches of up to `batch` samples, and the GEMMs' packing
+  // buffers by one pass over zeros, so that forward(x, y) allocates nothing afterwards.
+  void reserve(int batch) {
+    const auto rows = static_cast<std::size_t>(std::max(batch, 0));
+    if (2 * program::max_width * rows <= scratch_.size()) return;
+    scratch_.reserve_discard(2 * program::max_width * rows);
+    Buffer<T, Device> zeros(input_shape::size * rows), out(output_shape::size * rows);
+    fill(Device{}, zeros.data(), zeros.size(), T(0));
+    program::forward_infer(Device{}, params_.data(), zeros.data(), scratch_.data(), out.data(), batch);
+  }
+
+  // Inference into the caller's tensor; allocates only when the batch exceeds every earlier one
+  // (and reserve()). The buffers belong to the model: one thread at a time runs a model's forward.
   template <class X>
   void forward(const X& x, TensorView<T, output_shape, Device> y) {
     const auto in = const_view(x);
@@ -85,7 +99,7 @@ class Model {
     if (in.batch() != y.batch())
       throw ShapeError("etnn::Model::forward: input batch " + std::to_string(in.batch()) +
                        " but output batch " + std::to_string(y.batch()));
-    scratch_.reserve_discard(2 * program::max_width * static_cast<std::size_t>(in.batch()));
+    reserve(in.batch());
     program::forward_infer(Device{}, params_.data(), in.data(), scratch_.data(), y.data(), in.batch());
   }
 

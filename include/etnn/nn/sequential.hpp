@@ -12,7 +12,8 @@
 
 namespace etnn::nn {
 
-// A chain that does not start with nn::input: a block, composable but not a network.
+// A chain that does not start with nn::input is not a network: etnn::Model rejects it with
+// ETNN_NO_INPUT. (Blocks spliced into networks arrive with nn::residual.)
 template <class... Specs>
 struct Sequential {
   static constexpr bool is_network = false;

@@ -9,7 +9,9 @@
 //   update<T>(options, params, grads, state, n, step) -> an ETNN_HD functor f(i) updating index i
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
+#include "../core/error.hpp"
 #include "../core/reducer.hpp"
 #include "../cpu/executor.hpp"
 #include "../tensor/buffer.hpp"
@@ -56,9 +58,14 @@ class Optimizer {
   Model& model() noexcept { return *model_; }
   R& reducer() noexcept { return *reducer_; }
   const Options& options() const noexcept { return options_; }
-  // Changes hyper-parameters between steps (learning-rate schedules).
+  // Changes hyper-parameters between steps (learning-rate schedules). The per-parameter state
+  // a rule keeps cannot appear or vanish mid-training (e.g. SGD momentum from 0 to 0.9).
   void set_options(const Options& options) {
     Rule::validate(options);
+    if (Rule::state_slots(options) != Rule::state_slots(options_))
+      throw Error("etnn::optim::Optimizer::set_options: the new options need " +
+                  std::to_string(Rule::state_slots(options)) + " state buffers per parameter, the optimizer was built with " +
+                  std::to_string(Rule::state_slots(options_)) + "; build a new optimizer instead");
     options_ = options;
   }
   // Updates done so far.

@@ -10,8 +10,9 @@
 
 namespace etnn {
 
-// dataset: anything with size(), sample(i) (contiguous rows), labels() and a shape, such as
-// etnn::data::Dataset. metric: etnn::metrics::accuracy or any type with update() and result().
+// dataset: anything with a shape, size(), features() (all samples, contiguous) and labels(),
+// such as etnn::data::Dataset. metric: etnn::metrics::accuracy or any type with update() and
+// result().
 template <class Model, class Dataset, class Metric>
 double evaluate(Model& model, const Dataset& dataset, Metric metric, int batch = 256) {
   using T = typename Model::value_type;
@@ -21,9 +22,13 @@ double evaluate(Model& model, const Dataset& dataset, Metric metric, int batch =
   Tensor<T, typename Model::output_shape, Device> out(batch);
   Buffer<T, Device> staging;
   const auto labels = dataset.labels();
+  const auto features = dataset.features();
+  if (features.size() != dataset.size() * S::size || labels.size() != dataset.size())
+    throw ShapeError("etnn::evaluate: the dataset's features and labels do not hold size() samples of " +
+                     S::to_string());
   for (std::size_t first = 0; first < dataset.size(); first += static_cast<std::size_t>(batch)) {
     const int n = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(batch), dataset.size() - first));
-    const TensorView<const float, S, Cpu> x(dataset.sample(first), n);
+    const TensorView<const float, S, Cpu> x(features.data() + first * S::size, n);
     out.resize(n);
     model.forward(detail::stage_as<T, Device>(x, staging), out.view());
     metric.update(const_view(out), labels.subspan(first, static_cast<std::size_t>(n)));

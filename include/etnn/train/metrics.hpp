@@ -3,7 +3,9 @@
 //   float acc = etnn::evaluate(model, test, etnn::metrics::accuracy);
 #include <cstddef>
 #include <span>
+#include <string>
 
+#include "../core/error.hpp"
 #include "../core/static_checks.hpp"
 #include "../tensor/tensor.hpp"
 
@@ -17,6 +19,9 @@ struct Accuracy {
   template <class T, ShapeType S>
   void update(TensorView<const T, S, Cpu> scores, std::span<const int> labels) {
     static_assert(check::class_scores<S>());
+    if (labels.size() != static_cast<std::size_t>(scores.batch()))
+      throw ShapeError("etnn::metrics::Accuracy: " + std::to_string(labels.size()) + " labels for " +
+                       std::to_string(scores.batch()) + " score rows; pass one label per row");
     for (int b = 0; b < scores.batch(); ++b) {
       const T* row = scores.sample(b);
       int best = 0;

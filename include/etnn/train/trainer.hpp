@@ -11,6 +11,7 @@
 
 #include "../core/error.hpp"
 #include "../core/static_checks.hpp"
+#include "../cpu/executor.hpp"
 #include "../loss/targets.hpp"
 #include "../tensor/tensor.hpp"
 #include "staging.hpp"
@@ -28,11 +29,26 @@ class Trainer {
 
   Trainer(Model& model, Loss& loss, Optim& optimizer) : model_(model), loss_(loss), optimizer_(optimizer) {}
 
-  // Sizes the workspace for batches of up to `batch` samples (done by the first step otherwise).
+  // Sizes everything a step needs for batches of up to `batch` samples: the workspace, the
+  // buffers that convert float data to the model's scalar type, and the GEMMs' packing buffers
+  // (by one forward and backward pass of zeros, which adds exactly zero to the gradients).
+  // Steps after it allocate nothing; without it the first step (or a larger batch) does this.
   void reserve(int batch) {
     if (batch <= capacity_) return;
-    workspace_ = Buffer<T, Device>(program::workspace_per_sample * static_cast<std::size_t>(batch));
+    const auto rows = static_cast<std::size_t>(batch);
+    workspace_ = Buffer<T, Device>(program::workspace_per_sample * rows);
     capacity_ = batch;
+    if constexpr (!std::is_same_v<T, float>) {
+      input_staging_.reserve_discard(input_shape::size * rows);
+      target_staging_.reserve_discard(output_shape::size * rows);
+    }
+    Buffer<T, Device> zeros(input_shape::size * rows);
+    fill(Device{}, zeros.data(), zeros.size(), T(0));
+    program::forward_train(Device{}, model_.parameters(), zeros.data(), workspace_.data(), capacity_, batch,
+                           activations_);
+    fill(Device{}, program::output_gradient(workspace_.data(), capacity_), output_shape::size * rows, T(0));
+    program::backward(Device{}, model_.parameters(), model_.gradients(), workspace_.data(), capacity_, batch,
+                      activations_);
   }
   int capacity() const noexcept { return capacity_; }
 

@@ -82,6 +82,11 @@ struct IoError : Error {
   using Error::Error;
 };
 
+// A collective operation failed, timed out, or the ranks disagree (different models, sizes).
+struct DistError : Error {
+  using Error::Error;
+};
+
 // A requested feature or device is not available in this build or on this machine.
 struct UnavailableError : Error {
   using Error::Error;
@@ -179,39 +184,17 @@ class Rng {
 }  // namespace etnn
 // ---- etnn/core/reducer.hpp ----
 // The Reducer concept: how the optimizer step talks to the other ranks of a data-parallel job.
-// Optimizer<Rule, Model, Reducer> averages gradients with allreduce_mean before each update and
-// broadcasts parameters from rank 0 when it is built. dist::Local, the single-process policy,
-// lives here because every optimizer defaults to it; dist/ adds Mpi and Nccl.
+// Optimizer<Rule, Model, Reducer> broadcasts parameters from rank 0 when it is built, and sums
+// gradient buckets across ranks with non-blocking allreduces started while backward still runs.
+// dist::Local, the single-process policy, lives here because every optimizer defaults to it;
+// dist/mpi.hpp (and the NCCL policy of the CUDA backend) add the multi-process ones.
+//
+//   rank(), size()                         this process's place in the job
+//   broadcast(data, n, root)               data = root's data, on every rank
+//   start_allreduce_sum(data, n) -> Pending   begins data = sum over ranks of data
+//   poll(pending) -> bool                  drives progress; true once complete
+//   wait(pending)                          blocks until complete (or throws: a rank failed)
 #include <concepts>
-
-namespace etnn {
-
-template <class R>
-concept Reducer = requires(R& r, float* f, double* d, std::size_t n) {
-  { r.rank() } -> std::convertible_to<int>;
-  { r.size() } -> std::convertible_to<int>;
-  r.allreduce_mean(f, n);
-  r.allreduce_mean(d, n);
-  r.broadcast(f, n, 0);
-  r.broadcast(d, n, 0);
-};
-
-namespace dist {
-
-// One process: every collective is the identity.
-struct Local {
-  int rank() const noexcept { return 0; }
-  int size() const noexcept { return 1; }
-  template <class T> void allreduce_mean(T*, std::size_t) noexcept {}
-  template <class T> void broadcast(T*, std::size_t, int) noexcept {}
-};
-
-}  // namespace dist
-}  // namespace etnn
-// ---- etnn/core/shape.hpp ----
-// Shape<D0, D1, ...>: the per-sample shape of a tensor, known at compile time.
-// The batch dimension is never part of a Shape; it is a runtime value of the tensor.
-#include <array>
 
 // ---- etnn/core/static_checks.hpp ----
 // Every compile-time shape and type check of etnn, in one place. Each check is a consteval
@@ -341,7 +324,62 @@ consteval bool target_shape() {
   return true;
 }
 
+// Names the first member a would-be Reducer lacks.
+template <class R>
+consteval bool reducer() {
+  static_assert(requires(R& r) { { r.rank() } -> std::convertible_to<int>; },
+                "ETNN_REDUCER: the reducer has no `int rank()` member (see core/reducer.hpp)");
+  static_assert(requires(R& r) { { r.size() } -> std::convertible_to<int>; },
+                "ETNN_REDUCER: the reducer has no `int size()` member (see core/reducer.hpp)");
+  static_assert(requires(R& r, float* f, std::size_t n) { r.broadcast(f, n, 0); },
+                "ETNN_REDUCER: the reducer has no `broadcast(T* data, size_t n, int root)` member");
+  static_assert(requires { typename R::Pending; },
+                "ETNN_REDUCER: the reducer has no `Pending` type (the handle of a started allreduce)");
+  static_assert(requires(R& r, float* f, std::size_t n) { r.start_allreduce_sum(f, n); },
+                "ETNN_REDUCER: the reducer has no `Pending start_allreduce_sum(T* data, size_t n)` member");
+  static_assert(requires(R& r, typename R::Pending& p) { r.poll(p); },
+                "ETNN_REDUCER: the reducer has no `bool poll(Pending&)` member");
+  static_assert(requires(R& r, typename R::Pending& p) { r.wait(p); },
+                "ETNN_REDUCER: the reducer has no `wait(Pending&)` member");
+  return true;
+}
+
 }  // namespace etnn::check
+
+namespace etnn {
+
+template <class R>
+concept Reducer = requires(R& r, float* f, double* d, std::size_t n, typename R::Pending& pending) {
+  { r.rank() } -> std::convertible_to<int>;
+  { r.size() } -> std::convertible_to<int>;
+  r.broadcast(f, n, 0);
+  r.broadcast(d, n, 0);
+  { r.start_allreduce_sum(f, n) } -> std::same_as<typename R::Pending>;
+  { r.start_allreduce_sum(d, n) } -> std::same_as<typename R::Pending>;
+  { r.poll(pending) } -> std::convertible_to<bool>;
+  r.wait(pending);
+};
+
+namespace dist {
+
+// One process: every collective is the identity.
+struct Local {
+  struct Pending {};
+  int rank() const noexcept { return 0; }
+  int size() const noexcept { return 1; }
+  template <class T> void broadcast(T*, std::size_t, int) noexcept {}
+  template <class T> Pending start_allreduce_sum(T*, std::size_t) noexcept { return {}; }
+  bool poll(Pending&) noexcept { return true; }
+  void wait(Pending&) noexcept {}
+};
+
+}  // namespace dist
+}  // namespace etnn
+// ---- etnn/core/shape.hpp ----
+// Shape<D0, D1, ...>: the per-sample shape of a tensor, known at compile time.
+// The batch dimension is never part of a Shape; it is a runtime value of the tensor.
+#include <array>
+
 
 namespace etnn {
 
@@ -1051,6 +1089,12 @@ struct Program<TypeList<Ls...>> {
 
  public:
   static constexpr std::array<std::size_t, count> param_offset = exclusive_scan<count>({Ls::num_params...});
+  // End of each layer's parameters in the flat buffer.
+  static constexpr std::array<std::size_t, count> param_ends = [] {
+    std::array<std::size_t, count> ends{Ls::num_params...};
+    for (std::size_t i = 0; i < count; ++i) ends[i] += param_offset[i];
+    return ends;
+  }();
   // Per-sample offsets of each layer's output; its saved values follow the output.
   static constexpr std::array<std::size_t, count> storage_offset = exclusive_scan<count>({storage_of<Ls>...});
   static constexpr std::size_t storage_per_sample = (std::size_t{0} + ... + storage_of<Ls>);
@@ -1084,13 +1128,17 @@ struct Program<TypeList<Ls...>> {
   }
 
   // Expects dL/d(output) at output_gradient(workspace); accumulates dL/d(params) into grads.
-  template <class T, class Device>
+  // After each layer with parameters, calls layer_done(offset): every gradient at offsets >= offset
+  // is then final (the data-parallel optimizer starts reducing them).
+  template <class T, class Device, class LayerDone>
   static void backward(Device device, const T* params, T* grads, T* workspace, int capacity, int batch,
-                       const Activations<T>& act) {
+                       const Activations<T>& act, LayerDone&& layer_done) {
     T* dy = output_gradient(workspace, capacity);
     T* spare = dy + max_width * static_cast<std::size_t>(capacity);
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (backward_layer<count - 1 - I>(device, params, grads, workspace, capacity, batch, act, dy, spare), ...);
+      ((backward_layer<count - 1 - I>(device, params, grads, workspace, capacity, batch, act, dy, spare),
+        layer<count - 1 - I>::num_params > 0 ? layer_done(param_offset[count - 1 - I]) : void()),
+       ...);
     }(Index{});
   }
 
@@ -1836,19 +1884,148 @@ struct MSE {
 }  // namespace etnn::loss
 // ---- etnn/optim/optimizer.hpp ----
 // Optimizer<Rule, Model, Reducer>: one update rule applied to the model's flat parameter buffer
-// in one fused pass, after the Reducer has averaged the flat gradient buffer across ranks.
+// in one fused pass, after the Reducer has summed the flat gradient buffer across ranks (in
+// buckets started during backward); the update divides by the number of ranks, so every rank
+// applies the mean gradient.
 //
 // A Rule provides
 //   Options                                   hyper-parameters (designated-initialisable)
 //   validate(options)                         throws etnn::Error on a bad value
 //   state_slots(options)                      per-parameter state arrays it needs (momentum, ...)
-//   update<T>(options, params, grads, state, n, step) -> an ETNN_HD functor f(i) updating index i
+//   update<T>(options, params, grads, state, n, step, grad_scale)
+//                                             -> an ETNN_HD functor f(i) updating index i with
+//                                                the gradient grad_scale * grads[i]
+
+// ---- etnn/optim/gradient_buckets.hpp ----
+// Gradient buckets: the flat gradient buffer cut at layer boundaries into ranges of at least
+// `bucket_bytes` (PyTorch's DistributedDataParallel default, 25 MiB), in reverse layer order, the
+// order in which backward finishes them. Each bucket's allreduce starts as soon as backward has
+// finished every layer in it (overlap), and step() waits for all of them.
+//
+//   flat gradients   [ layer 0 | layer 1 | layer 2 | layer 3 ]
+//   buckets          [ bucket 1          | bucket 0          ]   bucket 0 is reduced first
 
 
 namespace etnn::optim {
 
-template <class Rule, class Model, Reducer R = dist::Local>
+struct BucketOptions {
+  std::size_t bucket_bytes = std::size_t{25} << 20;
+  bool overlap = true;  // false: start every allreduce in step(), after backward (for comparison)
+};
+
+template <Reducer R, class T>
+class GradientBuckets {
+ public:
+  // layer_ends: the end offset of each layer's parameters in the flat buffer, in layer order.
+  GradientBuckets(R& reducer, T* gradients, std::span<const std::size_t> layer_ends, BucketOptions options)
+      : reducer_(&reducer), gradients_(gradients), options_(options) {
+    const std::size_t per_bucket = std::max<std::size_t>(1, options.bucket_bytes / sizeof(T));
+    std::size_t end = layer_ends.empty() ? 0 : layer_ends.back();
+    for (std::size_t i = layer_ends.size(); i-- > 0;) {
+      const std::size_t begin = i == 0 ? 0 : layer_ends[i - 1];
+      if (end - begin >= per_bucket || (i == 0 && end > begin)) {
+        buckets_.push_back({begin, end});
+        end = begin;
+      }
+    }
+  }
+
+  // Backward has finished every gradient at offsets >= first_final: start the buckets it completes
+  // and drive the ones in flight.
+  void ready_from(std::size_t first_final) {
+    if (!options_.overlap || reducer_->size() == 1) return;
+    for (Bucket& b : buckets_) {
+      if (!b.started && b.begin >= first_final) start(b);
+      if (b.started && !b.done) b.done = reducer_->poll(b.pending);
+    }
+  }
+
+  // Sums every bucket across ranks (starting those not started yet) and waits for them all.
+  void reduce_all() {
+    if (reducer_->size() == 1) return;
+    for (Bucket& b : buckets_)
+      if (!b.started) start(b);
+    for (Bucket& b : buckets_) {
+      if (!b.done) reducer_->wait(b.pending);
+      b.started = b.done = false;
+    }
+  }
+
+  std::size_t count() const noexcept { return buckets_.size(); }
+
+ private:
+  struct Bucket {
+    std::size_t begin;
+    std::size_t end;
+    typename R::Pending pending{};
+    bool started = false;
+    bool done = false;
+  };
+
+  void start(Bucket& b) {
+    b.pending = reducer_->start_allreduce_sum(gradients_ + b.begin, b.end - b.begin);
+    b.started = true;
+  }
+
+  R* reducer_;
+  T* gradients_;
+  BucketOptions options_;
+  std::vector<Bucket> buckets_;
+};
+
+}  // namespace etnn::optim
+// ---- etnn/optim/rank_agreement.hpp ----
+// Checks that every rank of a data-parallel job holds the same value (the model's parameter count
+// and a hash of its description), with nothing but the Reducer's allreduce: each rank adds its
+// value and its square, 16 bits at a time so that every sum is exact in double precision. All
+// values equal x exactly when sum^2 == size * sum of squares (Cauchy-Schwarz), and every rank
+// reaches the same verdict, so all of them throw together.
+
+
+namespace etnn::optim::detail {
+
+// FNV-1a, 64 bits.
+constexpr std::uint64_t fingerprint(std::string_view text) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (const char c : text) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+  return h;
+}
+
+template <Reducer R>
+bool same_on_every_rank(R& reducer, std::uint64_t value) {
+  std::array<double, 8> sums{};
+  for (int digit = 0; digit < 4; ++digit) {
+    const auto v = static_cast<double>((value >> (16 * digit)) & 0xFFFFu);
+    sums[static_cast<std::size_t>(2 * digit)] = v;
+    sums[static_cast<std::size_t>(2 * digit + 1)] = v * v;
+  }
+  auto pending = reducer.start_allreduce_sum(sums.data(), sums.size());
+  reducer.wait(pending);
+  const double ranks = reducer.size();
+  for (std::size_t digit = 0; digit < 4; ++digit)
+    if (sums[2 * digit] * sums[2 * digit] != ranks * sums[2 * digit + 1]) return false;
+  return true;
+}
+
+// Throws etnn::DistError on every rank unless all ranks run the model `description` with
+// `num_params` parameters.
+template <Reducer R>
+void require_same_model(R& reducer, std::size_t num_params, const std::string& description) {
+  if (reducer.size() == 1) return;
+  if (!same_on_every_rank(reducer, num_params) || !same_on_every_rank(reducer, fingerprint(description)))
+    throw DistError("etnn::optim: rank " + std::to_string(reducer.rank()) + " runs " + description + " (" +
+                    std::to_string(num_params) + " parameters) but another rank runs a different model; every rank "
+                    "must build the same network and scalar type");
+}
+
+}  // namespace etnn::optim::detail
+
+namespace etnn::optim {
+
+template <class Rule, class Model, class R = dist::Local>
 class Optimizer {
+  static_assert(check::reducer<R>());
+
  public:
   using rule = Rule;
   using Options = typename Rule::Options;
@@ -1862,24 +2039,33 @@ class Optimizer {
     requires std::same_as<R, dist::Local>
       : Optimizer(model, options, local_) {}
 
-  // A data-parallel optimizer: parameters are broadcast from rank 0 now, gradients averaged
-  // across ranks at every step.
-  Optimizer(Model& model, const Options& options, R& reducer)
-      : model_(&model), reducer_(&reducer), options_(options) {
+  // A data-parallel optimizer: parameters are broadcast from rank 0 now, so every rank starts
+  // from the same values whatever its seed; gradients are averaged across ranks at every step.
+  Optimizer(Model& model, const Options& options, R& reducer, BucketOptions buckets = {})
+      : model_(&model), reducer_(&reducer), options_(options),
+        buckets_(reducer, model.gradients(), Model::program::param_ends, buckets) {
     Rule::validate(options_);
+    detail::require_same_model(reducer, Model::num_params,
+                               Model::network::describe() + " in " + (sizeof(T) == 4 ? "float" : "double"));
     const std::size_t slots = Rule::state_slots(options_);
     state_ = Buffer<T, Device>(slots * Model::num_params);
     fill(Device{}, state_.data(), state_.size(), T(0));
     reducer_->broadcast(model_->parameters(), Model::num_params, 0);
   }
 
-  // Averages the gradients across ranks, then updates every parameter.
+  // Called by the Trainer as backward finishes layers: the gradients at offsets >= first_final
+  // are complete, and their buckets' allreduces can start.
+  void gradients_ready_from(std::size_t first_final) { buckets_.ready_from(first_final); }
+
+  // Sums the gradients across ranks (waiting for the buckets backward started), then updates every
+  // parameter with the mean gradient.
   void step() {
-    reducer_->allreduce_mean(model_->gradients(), Model::num_params);
+    buckets_.reduce_all();
     ++steps_;
+    const T grad_scale = T(1) / static_cast<T>(reducer_->size());
     for_each_index(Device{}, Model::num_params,
                    Rule::template update<T>(options_, model_->parameters(), model_->gradients(),
-                                            state_.data(), Model::num_params, steps_));
+                                            state_.data(), Model::num_params, steps_, grad_scale));
   }
 
   void zero_grad() { model_->zero_grad(); }
@@ -1906,6 +2092,7 @@ class Optimizer {
   Model* model_;
   R* reducer_;
   Options options_;
+  GradientBuckets<R, T> buckets_;
   Buffer<T, Device> state_;
   std::int64_t steps_ = 0;
 };
@@ -1913,7 +2100,7 @@ class Optimizer {
 }  // namespace etnn::optim
 // ---- etnn/optim/sgd.hpp ----
 // Stochastic gradient descent with momentum, dampening, Nesterov and weight decay, with
-// PyTorch's torch.optim.SGD semantics:
+// PyTorch's torch.optim.SGD semantics (g: the mean gradient over ranks, grad_scale * grads[i]):
 //   d = g + wd w
 //   v = d on the first step, else mu v + (1 - dampening) d        (when mu != 0)
 //   d = d + mu v if nesterov, else v                              (when mu != 0)
@@ -1951,11 +2138,11 @@ struct Sgd {
     T* w;
     const T* g;
     T* velocity;  // null without momentum
-    T lr, momentum, dampening, weight_decay;
+    T lr, momentum, dampening, weight_decay, grad_scale;
     bool nesterov, first;
 
     ETNN_HD void operator()(std::size_t i) const {
-      T d = g[i] + weight_decay * w[i];
+      T d = grad_scale * g[i] + weight_decay * w[i];
       if (velocity != nullptr) {
         const T v = first ? d : momentum * velocity[i] + (T(1) - dampening) * d;
         velocity[i] = v;
@@ -1966,9 +2153,10 @@ struct Sgd {
   };
 
   template <class T>
-  static Update<T> update(const Options& o, T* w, const T* g, T* state, std::size_t, std::int64_t step) {
+  static Update<T> update(const Options& o, T* w, const T* g, T* state, std::size_t, std::int64_t step,
+                          T grad_scale) {
     return {w, g, state_slots(o) > 0 ? state : nullptr, T(o.lr), T(o.momentum), T(o.dampening),
-            T(o.weight_decay), o.nesterov, step == 1};
+            T(o.weight_decay), grad_scale, o.nesterov, step == 1};
   }
 };
 
@@ -1976,7 +2164,7 @@ struct Sgd {
 
 // etnn::optim::SGD opt(model, {.lr = 0.01f, .momentum = 0.9f});           single process
 // etnn::optim::SGD opt(model, {.lr = 0.01f}, world);                       data parallel
-template <class Model, Reducer R = dist::Local>
+template <class Model, class R = dist::Local>
 class SGD : public Optimizer<rules::Sgd, Model, R> {
  public:
   using Optimizer<rules::Sgd, Model, R>::Optimizer;
@@ -1984,8 +2172,10 @@ class SGD : public Optimizer<rules::Sgd, Model, R> {
 
 template <class Model>
 SGD(Model&, const SgdOptions&) -> SGD<Model>;
-template <class Model, Reducer R>
+template <class Model, class R>
 SGD(Model&, const SgdOptions&, R&) -> SGD<Model, R>;
+template <class Model, class R>
+SGD(Model&, const SgdOptions&, R&, BucketOptions) -> SGD<Model, R>;
 
 }  // namespace etnn::optim
 // ---- etnn/data/data.hpp ----
@@ -2001,6 +2191,7 @@ SGD(Model&, const SgdOptions&, R&) -> SGD<Model, R>;
 #include <condition_variable>
 #include <iterator>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 // ---- etnn/data/sampler.hpp ----
@@ -2035,8 +2226,63 @@ struct RandomSampler {
   }
 };
 
+struct DistributedSamplerOptions {
+  bool shuffle = true;     // a permutation seeded by (seed, epoch), the same on every rank
+  std::uint64_t seed = 0;
+  bool drop_last = false;  // drop the tail that does not divide evenly, instead of padding
+};
+
+// Each rank's share of the data for data-parallel training, with the semantics of PyTorch's
+// torch.utils.data.DistributedSampler:
+//   num_samples = ceil(n / R), or ceil((n - R) / R) with drop_last when R does not divide n
+//   the epoch's order (0..n-1 or a permutation), padded by repeating it from its start up to
+//   num_samples * R (or cut to that length with drop_last); rank r takes positions r, r + R, ...
+// so the ranks' shares are disjoint except for the padding, and cover the data.
+class DistributedSampler {
+ public:
+  // world: anything with rank() and size(), e.g. etnn::dist::Mpi.
+  template <class World>
+    requires requires(const World& w) { w.rank(); w.size(); }
+  explicit DistributedSampler(const World& world, DistributedSamplerOptions options = {})
+      : DistributedSampler(world.rank(), world.size(), options) {}
+
+  DistributedSampler(int rank, int num_ranks, DistributedSamplerOptions options = {})
+      : rank_(rank), ranks_(num_ranks), options_(options) {
+    if (num_ranks < 1 || rank < 0 || rank >= num_ranks)
+      throw Error("etnn::data::DistributedSampler: rank " + std::to_string(rank) + " of " + std::to_string(num_ranks) +
+                  " ranks; need 0 <= rank < num_ranks");
+  }
+
+  int rank() const noexcept { return rank_; }
+  int num_ranks() const noexcept { return ranks_; }
+
+  std::size_t num_samples(std::size_t n) const noexcept {
+    const auto r = static_cast<std::size_t>(ranks_);
+    if (options_.drop_last && n % r != 0) return n < r ? 0 : (n - r + r - 1) / r;
+    return (n + r - 1) / r;
+  }
+
+  void fill(std::size_t n, int epoch, std::span<std::size_t> order) const {
+    if (n == 0) return;
+    epoch_order_.resize(n);  // grows once; reused every epoch
+    if (options_.shuffle) {
+      RandomSampler{options_.seed}.fill(n, epoch, epoch_order_);
+    } else {
+      SequentialSampler{}.fill(n, epoch, epoch_order_);
+    }
+    for (std::size_t i = 0; i < order.size(); ++i)
+      order[i] = epoch_order_[(static_cast<std::size_t>(rank_) + i * static_cast<std::size_t>(ranks_)) % n];
+  }
+
+ private:
+  int rank_;
+  int ranks_;
+  DistributedSamplerOptions options_;
+  mutable std::vector<std::size_t> epoch_order_;  // the whole epoch's order, before taking this rank's share
+};
+
 // The samplers a DataLoader can hold.
-using Sampler = std::variant<SequentialSampler, RandomSampler>;
+using Sampler = std::variant<SequentialSampler, RandomSampler, DistributedSampler>;
 
 }  // namespace etnn::data
 
@@ -2049,6 +2295,9 @@ struct LoaderOptions {
   std::uint64_t seed = 0;
   bool drop_last = false;     // skip the last batch when it has fewer than `batch` samples
   bool prefetch = true;       // gather the next batch on a worker thread
+  // Data parallelism: this rank's share, in the sampler's own order (shuffle and seed above are
+  // then not used): {.batch = 64, .sampler = etnn::data::DistributedSampler(world)}.
+  std::optional<DistributedSampler> sampler = std::nullopt;
 };
 
 // One batch: x (B, S) features and y B labels, B <= LoaderOptions::batch.
@@ -2177,6 +2426,7 @@ class DataLoader {
     return options;
   }
   static Sampler make_sampler(const LoaderOptions& options) {
+    if (options.sampler) return *options.sampler;
     if (options.shuffle) return RandomSampler{options.seed};
     return SequentialSampler{};
   }
@@ -2407,7 +2657,6 @@ double stddev(const Dataset<S>& data) {
 #include <cstring>
 #include <filesystem>
 #include <memory>
-#include <optional>
 #include <system_error>
 
 #if defined(ETNN_WITH_ZLIB)
@@ -2838,9 +3087,14 @@ class ProgressBar {
 //   etnn::Trainer trainer(model, loss, opt);
 //   for (auto batch : loader) trainer.step(batch);
 //   float l = trainer.step(x, y);
+//   etnn::Trainer big(model, loss, opt, {.accumulate = 4});   // 4 micro-batches per update
 
 
 namespace etnn {
+
+struct TrainerOptions {
+  int accumulate = 1;  // micro-batches per optimizer step (gradient accumulation)
+};
 
 template <class Model, class Loss, class Optim>
 class Trainer {
@@ -2851,7 +3105,8 @@ class Trainer {
   using input_shape = typename Model::input_shape;
   using output_shape = typename Model::output_shape;
 
-  Trainer(Model& model, Loss& loss, Optim& optimizer) : model_(model), loss_(loss), optimizer_(optimizer) {}
+  Trainer(Model& model, Loss& loss, Optim& optimizer, TrainerOptions options = {})
+      : model_(model), loss_(loss), optimizer_(optimizer), options_(checked(options)) {}
 
   // Sizes everything a step needs for batches of up to `batch` samples: the workspace, the
   // buffers that convert float data to the model's scalar type, and the GEMMs' packing buffers
@@ -2872,7 +3127,7 @@ class Trainer {
                            activations_);
     fill(Device{}, program::output_gradient(workspace_.data(), capacity_), output_shape::size * rows, T(0));
     program::backward(Device{}, model_.parameters(), model_.gradients(), workspace_.data(), capacity_, batch,
-                      activations_);
+                      activations_, [](std::size_t) {});
   }
   int capacity() const noexcept { return capacity_; }
 
@@ -2884,19 +3139,42 @@ class Trainer {
   }
 
   // x: B samples of the network's input shape; y: B class indices or (B, output) real targets,
-  // as the loss takes. Returns the batch's mean loss before the update.
+  // as the loss takes. Returns the batch's mean loss (before the update).
+  // With accumulate = k, each call is one micro-batch: gradients of k calls are averaged, and only
+  // the k-th call reduces them across ranks and updates (PyTorch's no_sync on the others).
   template <class X, class Y>
   T step(const X& x, const Y& y) {
-    model_.zero_grad();
-    const T loss = accumulate_gradients(x, y);
-    optimizer_.step();
+    const bool last = micro_step_ + 1 == options_.accumulate;
+    if (micro_step_ == 0) model_.zero_grad();
+    const T loss = last ? backward_pass(x, y, [this](std::size_t first) { optimizer_.gradients_ready_from(first); })
+                        : backward_pass(x, y, [](std::size_t) {});
+    if (last) optimizer_.step();
+    micro_step_ = last ? 0 : micro_step_ + 1;
     return loss;
   }
 
-  // Forward, loss and backward without an update: adds dL/dparams to the model's gradients.
-  // For custom loops and gradient accumulation; returns the batch's mean loss.
+  // Forward, loss and backward without an update: adds dL/dparams (of this batch's mean loss) to
+  // the model's gradients, without communication. For custom loops; returns the batch's mean loss.
   template <class X, class Y>
   T accumulate_gradients(const X& x, const Y& y) {
+    return backward_pass(x, y, [](std::size_t) {});
+  }
+
+  const TrainerOptions& options() const noexcept { return options_; }
+  Model& model() noexcept { return model_; }
+  Optim& optimizer() noexcept { return optimizer_; }
+
+ private:
+  static TrainerOptions checked(TrainerOptions options) {
+    if (options.accumulate < 1)
+      throw Error("etnn::Trainer: accumulate must be >= 1, got " + std::to_string(options.accumulate));
+    return options;
+  }
+
+  // Forward, loss (its gradient divided by `accumulate`) and backward, calling layer_done as
+  // layers finish (see Program::backward).
+  template <class X, class Y, class LayerDone>
+  T backward_pass(const X& x, const Y& y, LayerDone&& layer_done) {
     const auto in = const_view(x);
     static_assert(check::input_shape<typename decltype(in)::shape, input_shape>());
     const int batch = in.batch();
@@ -2908,15 +3186,15 @@ class Trainer {
     const TensorView<const T, output_shape, Device> output(activations_.back(), batch);
     T* output_grad = program::output_gradient(workspace_.data(), capacity_);
     const T loss = loss_value_and_grad(output, y, output_grad);
+    if (options_.accumulate > 1) {
+      const std::size_t n = static_cast<std::size_t>(batch) * output_shape::size;
+      assign(Device{}, output_grad, expr::ref(output_grad, n) * (T(1) / static_cast<T>(options_.accumulate)));
+    }
     program::backward(Device{}, model_.parameters(), model_.gradients(), workspace_.data(), capacity_, batch,
-                      activations_);
+                      activations_, layer_done);
     return loss;
   }
 
-  Model& model() noexcept { return model_; }
-  Optim& optimizer() noexcept { return optimizer_; }
-
- private:
   template <class Y>
   T loss_value_and_grad(TensorView<const T, output_shape, Device> output, const Y& y, T* grad) {
     using Kind = typename Loss::target_kind;
@@ -2931,6 +3209,8 @@ class Trainer {
   Model& model_;
   Loss& loss_;
   Optim& optimizer_;
+  TrainerOptions options_;
+  int micro_step_ = 0;  // position within the current accumulation window
   Buffer<T, Device> workspace_;
   int capacity_ = 0;
   Buffer<T, Device> input_staging_;

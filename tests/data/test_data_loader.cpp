@@ -320,3 +320,79 @@ TEST_CASE("prefetch: the caller and the worker gathering neighbouring batches ne
     REQUIRE(got == expected);
   }
 }
+
+namespace {
+// Each rank's indices for one epoch, as torch.utils.data.DistributedSampler defines them.
+std::vector<std::vector<std::size_t>> shares(std::size_t n, int ranks, etnn::data::DistributedSamplerOptions options,
+                                             int epoch) {
+  std::vector<std::vector<std::size_t>> out;
+  for (int r = 0; r < ranks; ++r) {
+    const etnn::data::DistributedSampler sampler(r, ranks, options);
+    std::vector<std::size_t> order(sampler.num_samples(n));
+    sampler.fill(n, epoch, order);
+    out.push_back(order);
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("DistributedSampler: disjoint strided shares that cover the data, padded or cut like PyTorch's") {
+  // 10 samples on 3 ranks without shuffling: [0..9] padded with 0, 1 -> rank r takes r, r + 3, ...
+  auto s = shares(10, 3, {.shuffle = false}, 0);
+  CHECK(s[0] == std::vector<std::size_t>{0, 3, 6, 9});
+  CHECK(s[1] == std::vector<std::size_t>{1, 4, 7, 0});
+  CHECK(s[2] == std::vector<std::size_t>{2, 5, 8, 1});
+  // drop_last: ceil((10 - 3) / 3) = 3 each, the tail 9 dropped.
+  s = shares(10, 3, {.shuffle = false, .drop_last = true}, 0);
+  CHECK(s[0] == std::vector<std::size_t>{0, 3, 6});
+  CHECK(s[2] == std::vector<std::size_t>{2, 5, 8});
+  // Fewer samples than ranks: padding repeats the order as often as needed.
+  s = shares(2, 5, {.shuffle = false}, 0);
+  for (int r = 0; r < 5; ++r) CHECK(s[static_cast<std::size_t>(r)] == std::vector<std::size_t>{static_cast<std::size_t>(r % 2)});
+  CHECK(shares(2, 5, {.drop_last = true}, 0)[0].empty());
+
+  for (std::size_t n : {std::size_t{97}, std::size_t{100}}) {
+    for (int ranks : {1, 2, 4, 7}) {
+      for (bool drop_last : {false, true}) {
+        const auto e0 = shares(n, ranks, {.shuffle = true, .seed = 9, .drop_last = drop_last}, 0);
+        std::vector<int> seen(n, 0);
+        for (const auto& share : e0) {
+          REQUIRE(share.size() == e0[0].size());
+          for (std::size_t i : share) ++seen[i];
+        }
+        const std::size_t total = e0[0].size() * static_cast<std::size_t>(ranks);
+        const auto covered = static_cast<std::size_t>(std::count_if(seen.begin(), seen.end(), [](int c) { return c > 0; }));
+        const auto repeated = static_cast<std::size_t>(std::count_if(seen.begin(), seen.end(), [](int c) { return c > 1; }));
+        if (drop_last) {
+          CHECK(total <= n);
+          CHECK(total + static_cast<std::size_t>(ranks) > n);
+          CHECK(covered == total);  // disjoint
+        } else {
+          CHECK(covered == n);                 // every sample
+          CHECK(repeated == total - n);        // only the padding repeats
+          CHECK(total - n < static_cast<std::size_t>(ranks));
+        }
+        // A new epoch, a new order; one rank alone sees RandomSampler's order.
+        CHECK(shares(n, ranks, {.shuffle = true, .seed = 9, .drop_last = drop_last}, 1) != e0);
+      }
+    }
+    std::vector<std::size_t> random(n);
+    etnn::data::RandomSampler{.seed = 9}.fill(n, 2, random);
+    CHECK(shares(n, 1, {.seed = 9}, 2)[0] == random);
+  }
+  CHECK_THROWS_AS(etnn::data::DistributedSampler(3, 3), etnn::Error);
+}
+
+TEST_CASE("DataLoader with a DistributedSampler iterates this rank's share") {
+  const auto data = numbered(23);
+  struct World {
+    int rank() const { return 1; }
+    int size() const { return 3; }
+  };
+  DataLoader loader(data, {.batch = 4, .sampler = etnn::data::DistributedSampler(World{}, {.shuffle = false})});
+  CHECK(loader.size() == 2);  // ceil(23 / 3) = 8 samples: batches of 4 and 4
+  std::vector<float> ids;
+  for (auto batch : loader)
+    for (int r = 0; r < batch.x.batch(); ++r) ids.push_back(batch.x.sample(r)[0]);
+  CHECK(ids == std::vector<float>{1, 4, 7, 10, 13, 16, 19, 22});
+}

@@ -133,3 +133,30 @@ TEST_CASE("accuracy metric") {
   CHECK_THROWS_WITH_AS(acc.update(etnn::const_view(scores), too_few), doctest::Contains("2 labels for 4 score rows"),
                        etnn::ShapeError);
 }
+
+TEST_CASE("gradient accumulation: k micro-batches of b train like one batch of k*b") {
+  const auto train = synthetic(512, 6);
+  auto run = [&](int batch, int accumulate) {
+    etnn::Model<Net, double> model(3);
+    etnn::loss::CrossEntropy loss;
+    etnn::optim::SGD opt(model, {.lr = 0.1f, .momentum = 0.9f});
+    etnn::Trainer trainer(model, loss, opt, {.accumulate = accumulate});
+    etnn::data::DataLoader loader(train, {.batch = batch, .shuffle = true, .seed = 1});
+    for (auto b : loader) trainer.step(b);
+    CHECK(opt.steps() == static_cast<std::int64_t>(512 / (batch * accumulate)));
+    return std::vector<double>(model.parameters(), model.parameters() + Net::num_params);
+  };
+  const auto big = run(64, 1);
+  const auto micro = run(16, 4);
+  double worst = 0;
+  for (std::size_t i = 0; i < big.size(); ++i) worst = std::max(worst, std::abs(big[i] - micro[i]));
+  MESSAGE("accumulate 4 x 16 vs batch 64, double: max parameter difference ", worst);
+  CHECK(worst < 1e-12);
+  CHECK_THROWS_AS(([&] {
+                    etnn::Model<Net> m(0);
+                    etnn::loss::CrossEntropy l;
+                    etnn::optim::SGD o(m, {.lr = 0.1f});
+                    etnn::Trainer t(m, l, o, {.accumulate = 0});
+                  }()),
+                  etnn::Error);
+}

@@ -20,6 +20,11 @@ struct IoError : Error {
   using Error::Error;
 };
 
+// A collective operation failed, timed out, or the ranks disagree (different models, sizes).
+struct DistError : Error {
+  using Error::Error;
+};
+
 // A requested feature or device is not available in this build or on this machine.
 struct UnavailableError : Error {
   using Error::Error;

@@ -1,31 +1,45 @@
 #pragma once
 // The Reducer concept: how the optimizer step talks to the other ranks of a data-parallel job.
-// Optimizer<Rule, Model, Reducer> averages gradients with allreduce_mean before each update and
-// broadcasts parameters from rank 0 when it is built. dist::Local, the single-process policy,
-// lives here because every optimizer defaults to it; dist/ adds Mpi and Nccl.
+// Optimizer<Rule, Model, Reducer> broadcasts parameters from rank 0 when it is built, and sums
+// gradient buckets across ranks with non-blocking allreduces started while backward still runs.
+// dist::Local, the single-process policy, lives here because every optimizer defaults to it;
+// dist/mpi.hpp (and the NCCL policy of the CUDA backend) add the multi-process ones.
+//
+//   rank(), size()                         this process's place in the job
+//   broadcast(data, n, root)               data = root's data, on every rank
+//   start_allreduce_sum(data, n) -> Pending   begins data = sum over ranks of data
+//   poll(pending) -> bool                  drives progress; true once complete
+//   wait(pending)                          blocks until complete (or throws: a rank failed)
 #include <concepts>
 #include <cstddef>
+
+#include "static_checks.hpp"
 
 namespace etnn {
 
 template <class R>
-concept Reducer = requires(R& r, float* f, double* d, std::size_t n) {
+concept Reducer = requires(R& r, float* f, double* d, std::size_t n, typename R::Pending& pending) {
   { r.rank() } -> std::convertible_to<int>;
   { r.size() } -> std::convertible_to<int>;
-  r.allreduce_mean(f, n);
-  r.allreduce_mean(d, n);
   r.broadcast(f, n, 0);
   r.broadcast(d, n, 0);
+  { r.start_allreduce_sum(f, n) } -> std::same_as<typename R::Pending>;
+  { r.start_allreduce_sum(d, n) } -> std::same_as<typename R::Pending>;
+  { r.poll(pending) } -> std::convertible_to<bool>;
+  r.wait(pending);
 };
 
 namespace dist {
 
 // One process: every collective is the identity.
 struct Local {
+  struct Pending {};
   int rank() const noexcept { return 0; }
   int size() const noexcept { return 1; }
-  template <class T> void allreduce_mean(T*, std::size_t) noexcept {}
   template <class T> void broadcast(T*, std::size_t, int) noexcept {}
+  template <class T> Pending start_allreduce_sum(T*, std::size_t) noexcept { return {}; }
+  bool poll(Pending&) noexcept { return true; }
+  void wait(Pending&) noexcept {}
 };
 
 }  // namespace dist

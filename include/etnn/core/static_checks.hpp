@@ -3,6 +3,8 @@
 // function whose static_assert message starts with a grep-able key and says how to fix it;
 // the node that needs it writes `static_assert(check::something<...>());`.
 // tests/compile_fail/ holds one program per message.
+#include <concepts>
+#include <cstddef>
 #include <type_traits>
 
 namespace etnn::check {
@@ -124,6 +126,26 @@ consteval bool target_shape() {
   static_assert(std::is_same_v<Given, Expected>,
                 "ETNN_TARGET_SHAPE: the targets' per-sample shape must equal the network's "
                 "output shape for this loss");
+  return true;
+}
+
+// Names the first member a would-be Reducer lacks.
+template <class R>
+consteval bool reducer() {
+  static_assert(requires(R& r) { { r.rank() } -> std::convertible_to<int>; },
+                "ETNN_REDUCER: the reducer has no `int rank()` member (see core/reducer.hpp)");
+  static_assert(requires(R& r) { { r.size() } -> std::convertible_to<int>; },
+                "ETNN_REDUCER: the reducer has no `int size()` member (see core/reducer.hpp)");
+  static_assert(requires(R& r, float* f, std::size_t n) { r.broadcast(f, n, 0); },
+                "ETNN_REDUCER: the reducer has no `broadcast(T* data, size_t n, int root)` member");
+  static_assert(requires { typename R::Pending; },
+                "ETNN_REDUCER: the reducer has no `Pending` type (the handle of a started allreduce)");
+  static_assert(requires(R& r, float* f, std::size_t n) { r.start_allreduce_sum(f, n); },
+                "ETNN_REDUCER: the reducer has no `Pending start_allreduce_sum(T* data, size_t n)` member");
+  static_assert(requires(R& r, typename R::Pending& p) { r.poll(p); },
+                "ETNN_REDUCER: the reducer has no `bool poll(Pending&)` member");
+  static_assert(requires(R& r, typename R::Pending& p) { r.wait(p); },
+                "ETNN_REDUCER: the reducer has no `wait(Pending&)` member");
   return true;
 }
 

@@ -15,6 +15,7 @@
 #include <exception>
 #include <iterator>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -37,6 +38,9 @@ struct LoaderOptions {
   std::uint64_t seed = 0;
   bool drop_last = false;     // skip the last batch when it has fewer than `batch` samples
   bool prefetch = true;       // gather the next batch on a worker thread
+  // Data parallelism: this rank's share, in the sampler's own order (shuffle and seed above are
+  // then not used): {.batch = 64, .sampler = etnn::data::DistributedSampler(world)}.
+  std::optional<DistributedSampler> sampler = std::nullopt;
 };
 
 // One batch: x (B, S) features and y B labels, B <= LoaderOptions::batch.
@@ -165,6 +169,7 @@ class DataLoader {
     return options;
   }
   static Sampler make_sampler(const LoaderOptions& options) {
+    if (options.sampler) return *options.sampler;
     if (options.shuffle) return RandomSampler{options.seed};
     return SequentialSampler{};
   }

@@ -45,6 +45,12 @@ struct Program<TypeList<Ls...>> {
 
  public:
   static constexpr std::array<std::size_t, count> param_offset = exclusive_scan<count>({Ls::num_params...});
+  // End of each layer's parameters in the flat buffer.
+  static constexpr std::array<std::size_t, count> param_ends = [] {
+    std::array<std::size_t, count> ends{Ls::num_params...};
+    for (std::size_t i = 0; i < count; ++i) ends[i] += param_offset[i];
+    return ends;
+  }();
   // Per-sample offsets of each layer's output; its saved values follow the output.
   static constexpr std::array<std::size_t, count> storage_offset = exclusive_scan<count>({storage_of<Ls>...});
   static constexpr std::size_t storage_per_sample = (std::size_t{0} + ... + storage_of<Ls>);
@@ -78,13 +84,17 @@ struct Program<TypeList<Ls...>> {
   }
 
   // Expects dL/d(output) at output_gradient(workspace); accumulates dL/d(params) into grads.
-  template <class T, class Device>
+  // After each layer with parameters, calls layer_done(offset): every gradient at offsets >= offset
+  // is then final (the data-parallel optimizer starts reducing them).
+  template <class T, class Device, class LayerDone>
   static void backward(Device device, const T* params, T* grads, T* workspace, int capacity, int batch,
-                       const Activations<T>& act) {
+                       const Activations<T>& act, LayerDone&& layer_done) {
     T* dy = output_gradient(workspace, capacity);
     T* spare = dy + max_width * static_cast<std::size_t>(capacity);
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (backward_layer<count - 1 - I>(device, params, grads, workspace, capacity, batch, act, dy, spare), ...);
+      ((backward_layer<count - 1 - I>(device, params, grads, workspace, capacity, batch, act, dy, spare),
+        layer<count - 1 - I>::num_params > 0 ? layer_done(param_offset[count - 1 - I]) : void()),
+       ...);
     }(Index{});
   }
 

@@ -1,25 +1,34 @@
 #pragma once
 // Optimizer<Rule, Model, Reducer>: one update rule applied to the model's flat parameter buffer
-// in one fused pass, after the Reducer has averaged the flat gradient buffer across ranks.
+// in one fused pass, after the Reducer has summed the flat gradient buffer across ranks (in
+// buckets started during backward); the update divides by the number of ranks, so every rank
+// applies the mean gradient.
 //
 // A Rule provides
 //   Options                                   hyper-parameters (designated-initialisable)
 //   validate(options)                         throws etnn::Error on a bad value
 //   state_slots(options)                      per-parameter state arrays it needs (momentum, ...)
-//   update<T>(options, params, grads, state, n, step) -> an ETNN_HD functor f(i) updating index i
+//   update<T>(options, params, grads, state, n, step, grad_scale)
+//                                             -> an ETNN_HD functor f(i) updating index i with
+//                                                the gradient grad_scale * grads[i]
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "../core/error.hpp"
 #include "../core/reducer.hpp"
+#include "../core/static_checks.hpp"
 #include "../cpu/executor.hpp"
 #include "../tensor/buffer.hpp"
+#include "gradient_buckets.hpp"
+#include "rank_agreement.hpp"
 
 namespace etnn::optim {
 
-template <class Rule, class Model, Reducer R = dist::Local>
+template <class Rule, class Model, class R = dist::Local>
 class Optimizer {
+  static_assert(check::reducer<R>());
+
  public:
   using rule = Rule;
   using Options = typename Rule::Options;
@@ -33,24 +42,33 @@ class Optimizer {
     requires std::same_as<R, dist::Local>
       : Optimizer(model, options, local_) {}
 
-  // A data-parallel optimizer: parameters are broadcast from rank 0 now, gradients averaged
-  // across ranks at every step.
-  Optimizer(Model& model, const Options& options, R& reducer)
-      : model_(&model), reducer_(&reducer), options_(options) {
+  // A data-parallel optimizer: parameters are broadcast from rank 0 now, so every rank starts
+  // from the same values whatever its seed; gradients are averaged across ranks at every step.
+  Optimizer(Model& model, const Options& options, R& reducer, BucketOptions buckets = {})
+      : model_(&model), reducer_(&reducer), options_(options),
+        buckets_(reducer, model.gradients(), Model::program::param_ends, buckets) {
     Rule::validate(options_);
+    detail::require_same_model(reducer, Model::num_params,
+                               Model::network::describe() + " in " + (sizeof(T) == 4 ? "float" : "double"));
     const std::size_t slots = Rule::state_slots(options_);
     state_ = Buffer<T, Device>(slots * Model::num_params);
     fill(Device{}, state_.data(), state_.size(), T(0));
     reducer_->broadcast(model_->parameters(), Model::num_params, 0);
   }
 
-  // Averages the gradients across ranks, then updates every parameter.
+  // Called by the Trainer as backward finishes layers: the gradients at offsets >= first_final
+  // are complete, and their buckets' allreduces can start.
+  void gradients_ready_from(std::size_t first_final) { buckets_.ready_from(first_final); }
+
+  // Sums the gradients across ranks (waiting for the buckets backward started), then updates every
+  // parameter with the mean gradient.
   void step() {
-    reducer_->allreduce_mean(model_->gradients(), Model::num_params);
+    buckets_.reduce_all();
     ++steps_;
+    const T grad_scale = T(1) / static_cast<T>(reducer_->size());
     for_each_index(Device{}, Model::num_params,
                    Rule::template update<T>(options_, model_->parameters(), model_->gradients(),
-                                            state_.data(), Model::num_params, steps_));
+                                            state_.data(), Model::num_params, steps_, grad_scale));
   }
 
   void zero_grad() { model_->zero_grad(); }
@@ -77,6 +95,7 @@ class Optimizer {
   Model* model_;
   R* reducer_;
   Options options_;
+  GradientBuckets<R, T> buckets_;
   Buffer<T, Device> state_;
   std::int64_t steps_ = 0;
 };

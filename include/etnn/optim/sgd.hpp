@@ -1,6 +1,6 @@
 #pragma once
 // Stochastic gradient descent with momentum, dampening, Nesterov and weight decay, with
-// PyTorch's torch.optim.SGD semantics:
+// PyTorch's torch.optim.SGD semantics (g: the mean gradient over ranks, grad_scale * grads[i]):
 //   d = g + wd w
 //   v = d on the first step, else mu v + (1 - dampening) d        (when mu != 0)
 //   d = d + mu v if nesterov, else v                              (when mu != 0)
@@ -44,11 +44,11 @@ struct Sgd {
     T* w;
     const T* g;
     T* velocity;  // null without momentum
-    T lr, momentum, dampening, weight_decay;
+    T lr, momentum, dampening, weight_decay, grad_scale;
     bool nesterov, first;
 
     ETNN_HD void operator()(std::size_t i) const {
-      T d = g[i] + weight_decay * w[i];
+      T d = grad_scale * g[i] + weight_decay * w[i];
       if (velocity != nullptr) {
         const T v = first ? d : momentum * velocity[i] + (T(1) - dampening) * d;
         velocity[i] = v;
@@ -59,9 +59,10 @@ struct Sgd {
   };
 
   template <class T>
-  static Update<T> update(const Options& o, T* w, const T* g, T* state, std::size_t, std::int64_t step) {
+  static Update<T> update(const Options& o, T* w, const T* g, T* state, std::size_t, std::int64_t step,
+                          T grad_scale) {
     return {w, g, state_slots(o) > 0 ? state : nullptr, T(o.lr), T(o.momentum), T(o.dampening),
-            T(o.weight_decay), o.nesterov, step == 1};
+            T(o.weight_decay), grad_scale, o.nesterov, step == 1};
   }
 };
 
@@ -69,7 +70,7 @@ struct Sgd {
 
 // etnn::optim::SGD opt(model, {.lr = 0.01f, .momentum = 0.9f});           single process
 // etnn::optim::SGD opt(model, {.lr = 0.01f}, world);                       data parallel
-template <class Model, Reducer R = dist::Local>
+template <class Model, class R = dist::Local>
 class SGD : public Optimizer<rules::Sgd, Model, R> {
  public:
   using Optimizer<rules::Sgd, Model, R>::Optimizer;
@@ -77,7 +78,9 @@ class SGD : public Optimizer<rules::Sgd, Model, R> {
 
 template <class Model>
 SGD(Model&, const SgdOptions&) -> SGD<Model>;
-template <class Model, Reducer R>
+template <class Model, class R>
 SGD(Model&, const SgdOptions&, R&) -> SGD<Model, R>;
+template <class Model, class R>
+SGD(Model&, const SgdOptions&, R&, BucketOptions) -> SGD<Model, R>;
 
 }  // namespace etnn::optim

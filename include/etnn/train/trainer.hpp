@@ -5,6 +5,7 @@
 //   etnn::Trainer trainer(model, loss, opt);
 //   for (auto batch : loader) trainer.step(batch);
 //   float l = trainer.step(x, y);
+//   etnn::Trainer big(model, loss, opt, {.accumulate = 4});   // 4 micro-batches per update
 #include <span>
 #include <string>
 #include <type_traits>
@@ -18,6 +19,10 @@
 
 namespace etnn {
 
+struct TrainerOptions {
+  int accumulate = 1;  // micro-batches per optimizer step (gradient accumulation)
+};
+
 template <class Model, class Loss, class Optim>
 class Trainer {
  public:
@@ -27,7 +32,8 @@ class Trainer {
   using input_shape = typename Model::input_shape;
   using output_shape = typename Model::output_shape;
 
-  Trainer(Model& model, Loss& loss, Optim& optimizer) : model_(model), loss_(loss), optimizer_(optimizer) {}
+  Trainer(Model& model, Loss& loss, Optim& optimizer, TrainerOptions options = {})
+      : model_(model), loss_(loss), optimizer_(optimizer), options_(checked(options)) {}
 
   // Sizes everything a step needs for batches of up to `batch` samples: the workspace, the
   // buffers that convert float data to the model's scalar type, and the GEMMs' packing buffers
@@ -48,7 +54,7 @@ class Trainer {
                            activations_);
     fill(Device{}, program::output_gradient(workspace_.data(), capacity_), output_shape::size * rows, T(0));
     program::backward(Device{}, model_.parameters(), model_.gradients(), workspace_.data(), capacity_, batch,
-                      activations_);
+                      activations_, [](std::size_t) {});
   }
   int capacity() const noexcept { return capacity_; }
 
@@ -60,19 +66,42 @@ class Trainer {
   }
 
   // x: B samples of the network's input shape; y: B class indices or (B, output) real targets,
-  // as the loss takes. Returns the batch's mean loss before the update.
+  // as the loss takes. Returns the batch's mean loss (before the update).
+  // With accumulate = k, each call is one micro-batch: gradients of k calls are averaged, and only
+  // the k-th call reduces them across ranks and updates (PyTorch's no_sync on the others).
   template <class X, class Y>
   T step(const X& x, const Y& y) {
-    model_.zero_grad();
-    const T loss = accumulate_gradients(x, y);
-    optimizer_.step();
+    const bool last = micro_step_ + 1 == options_.accumulate;
+    if (micro_step_ == 0) model_.zero_grad();
+    const T loss = last ? backward_pass(x, y, [this](std::size_t first) { optimizer_.gradients_ready_from(first); })
+                        : backward_pass(x, y, [](std::size_t) {});
+    if (last) optimizer_.step();
+    micro_step_ = last ? 0 : micro_step_ + 1;
     return loss;
   }
 
-  // Forward, loss and backward without an update: adds dL/dparams to the model's gradients.
-  // For custom loops and gradient accumulation; returns the batch's mean loss.
+  // Forward, loss and backward without an update: adds dL/dparams (of this batch's mean loss) to
+  // the model's gradients, without communication. For custom loops; returns the batch's mean loss.
   template <class X, class Y>
   T accumulate_gradients(const X& x, const Y& y) {
+    return backward_pass(x, y, [](std::size_t) {});
+  }
+
+  const TrainerOptions& options() const noexcept { return options_; }
+  Model& model() noexcept { return model_; }
+  Optim& optimizer() noexcept { return optimizer_; }
+
+ private:
+  static TrainerOptions checked(TrainerOptions options) {
+    if (options.accumulate < 1)
+      throw Error("etnn::Trainer: accumulate must be >= 1, got " + std::to_string(options.accumulate));
+    return options;
+  }
+
+  // Forward, loss (its gradient divided by `accumulate`) and backward, calling layer_done as
+  // layers finish (see Program::backward).
+  template <class X, class Y, class LayerDone>
+  T backward_pass(const X& x, const Y& y, LayerDone&& layer_done) {
     const auto in = const_view(x);
     static_assert(check::input_shape<typename decltype(in)::shape, input_shape>());
     const int batch = in.batch();
@@ -84,15 +113,15 @@ class Trainer {
     const TensorView<const T, output_shape, Device> output(activations_.back(), batch);
     T* output_grad = program::output_gradient(workspace_.data(), capacity_);
     const T loss = loss_value_and_grad(output, y, output_grad);
+    if (options_.accumulate > 1) {
+      const std::size_t n = static_cast<std::size_t>(batch) * output_shape::size;
+      assign(Device{}, output_grad, expr::ref(output_grad, n) * (T(1) / static_cast<T>(options_.accumulate)));
+    }
     program::backward(Device{}, model_.parameters(), model_.gradients(), workspace_.data(), capacity_, batch,
-                      activations_);
+                      activations_, layer_done);
     return loss;
   }
 
-  Model& model() noexcept { return model_; }
-  Optim& optimizer() noexcept { return optimizer_; }
-
- private:
   template <class Y>
   T loss_value_and_grad(TensorView<const T, output_shape, Device> output, const Y& y, T* grad) {
     using Kind = typename Loss::target_kind;
@@ -107,6 +136,8 @@ class Trainer {
   Model& model_;
   Loss& loss_;
   Optim& optimizer_;
+  TrainerOptions options_;
+  int micro_step_ = 0;  // position within the current accumulation window
   Buffer<T, Device> workspace_;
   int capacity_ = 0;
   Buffer<T, Device> input_staging_;

@@ -1,0 +1,230 @@
+#pragma once
+// etnn::dist::Mpi: data parallelism over MPI. Include <etnn/dist/mpi.hpp> and link etnn::mpi.
+//   etnn::dist::Mpi world(argc, argv);                       // MPI_Init, or attach to a running MPI
+//   etnn::optim::SGD opt(model, {.lr = 0.01f}, world);       // Optimizer<Sgd, Model, dist::Mpi>
+//   mpirun -np 2 ./train
+//
+// Every collective is non-blocking underneath and waited for with a deadline, so a rank that stops
+// taking part ends the job with an error naming the rank and the operation instead of a hang
+// (timeout: MpiOptions::timeout_seconds, or ETNN_DIST_TIMEOUT seconds). A failed collective throws
+// etnn::DistError; when an Mpi whose job saw an error (or that is destroyed by an exception) goes
+// away, it calls MPI_Abort, which ends every rank with a non-zero exit. A rank that dies is
+// noticed by the launcher (mpirun, srun), which ends the others. With ETNN_DIST_DEBUG=1 each
+// collective first checks that every rank passes the same element count.
+#include <mpi.h>
+
+#include <chrono>
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <string>
+#include <thread>
+#include <type_traits>
+
+#include "../core/error.hpp"
+
+namespace etnn::dist {
+
+struct MpiOptions {
+  double timeout_seconds = 300;  // longest wait for one collective before the job is ended
+  bool debug = false;            // check element counts across ranks before each collective
+};
+
+namespace detail {
+
+template <class T>
+MPI_Datatype mpi_type() {
+  if constexpr (std::is_same_v<T, float>) return MPI_FLOAT;
+  else if constexpr (std::is_same_v<T, double>) return MPI_DOUBLE;
+  else if constexpr (std::is_same_v<T, int>) return MPI_INT;
+  else if constexpr (std::is_same_v<T, std::int64_t>) return MPI_INT64_T;
+  else if constexpr (std::is_same_v<T, std::uint64_t>) return MPI_UINT64_T;
+  else if constexpr (std::is_same_v<T, unsigned char>) return MPI_UNSIGNED_CHAR;
+  else static_assert(sizeof(T) == 0, "etnn::dist::Mpi: unsupported element type");
+}
+
+inline bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && v[0] != '\0' && v[0] != '0';
+}
+
+}  // namespace detail
+
+class Mpi {
+ public:
+  // A started non-blocking collective.
+  struct Pending {
+    MPI_Request request = MPI_REQUEST_NULL;
+    const char* operation = "";
+    std::size_t count = 0;
+  };
+
+  // Initialises MPI from the program's arguments, or attaches to an MPI already initialised.
+  Mpi(int& argc, char**& argv, MpiOptions options = from_environment()) : options_(options) {
+    init(&argc, &argv);
+  }
+  explicit Mpi(MpiOptions options = from_environment()) : options_(options) { init(nullptr, nullptr); }
+  Mpi(const Mpi&) = delete;
+  Mpi& operator=(const Mpi&) = delete;
+
+  // Finalises MPI if this object initialised it. After an error, or during unwinding of an
+  // exception, ends the whole job instead: the other ranks may be blocked in a collective.
+  ~Mpi() {
+    if (failed_ || std::uncaught_exceptions() > 0) {
+      std::fprintf(stderr, "etnn: rank %d: ending the MPI job after an error\n", rank_);
+      std::fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    if (local_ != MPI_COMM_NULL) MPI_Comm_free(&local_);
+    if (owns_mpi_) MPI_Finalize();
+  }
+
+  // MpiOptions from ETNN_DIST_TIMEOUT (seconds) and ETNN_DIST_DEBUG=1.
+  static MpiOptions from_environment() {
+    MpiOptions o;
+    if (const char* t = std::getenv("ETNN_DIST_TIMEOUT")) o.timeout_seconds = std::atof(t);
+    o.debug = detail::env_flag("ETNN_DIST_DEBUG");
+    return o;
+  }
+
+  int rank() const noexcept { return rank_; }
+  int size() const noexcept { return size_; }
+  // Rank among the processes on this node (one GPU per local rank).
+  int local_rank() const noexcept { return local_rank_; }
+  int local_size() const noexcept { return local_size_; }
+  MPI_Comm comm() const noexcept { return MPI_COMM_WORLD; }
+
+  // data = root's data on every rank.
+  template <class T>
+  void broadcast(T* data, std::size_t n, int root) {
+    Pending p = start("MPI_Ibcast", n);
+    check(MPI_Ibcast(data, count_of(n, "MPI_Ibcast"), detail::mpi_type<T>(), root, comm(), &p.request), p.operation);
+    wait(p);
+  }
+
+  // data = sum over ranks of data, started now; finish with poll() or wait().
+  template <class T>
+  Pending start_allreduce_sum(T* data, std::size_t n) {
+    Pending p = start("MPI_Iallreduce", n);
+    check(MPI_Iallreduce(MPI_IN_PLACE, data, count_of(n, p.operation), detail::mpi_type<T>(), MPI_SUM, comm(),
+                         &p.request),
+          p.operation);
+    return p;
+  }
+
+  // data = sum over ranks of data.
+  template <class T>
+  void allreduce_sum(T* data, std::size_t n) {
+    Pending p = start_allreduce_sum(data, n);
+    wait(p);
+  }
+
+  void barrier() {
+    Pending p = start("MPI_Ibarrier", 0);
+    check(MPI_Ibarrier(comm(), &p.request), p.operation);
+    wait(p);
+  }
+
+  // Point to point, for users' own protocols.
+  template <class T>
+  void send(const T* data, std::size_t n, int destination, int tag = 0) {
+    Pending p{MPI_REQUEST_NULL, "MPI_Isend", n};
+    check(MPI_Isend(data, count_of(n, p.operation), detail::mpi_type<T>(), destination, tag, comm(), &p.request),
+          p.operation);
+    wait(p);
+  }
+  template <class T>
+  void recv(T* data, std::size_t n, int source, int tag = 0) {
+    Pending p{MPI_REQUEST_NULL, "MPI_Irecv", n};
+    check(MPI_Irecv(data, count_of(n, p.operation), detail::mpi_type<T>(), source, tag, comm(), &p.request),
+          p.operation);
+    wait(p);
+  }
+
+  // True once the collective has completed; drives MPI's progress.
+  bool poll(Pending& p) {
+    int done = 0;
+    check(MPI_Test(&p.request, &done, MPI_STATUS_IGNORE), p.operation);
+    return done != 0;
+  }
+
+  // Waits for the collective, at most options().timeout_seconds.
+  void wait(Pending& p) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(options_.timeout_seconds);
+    while (!poll(p)) {
+      if (std::chrono::steady_clock::now() > deadline)
+        fail(std::string(p.operation) + " of " + std::to_string(p.count) + " elements did not complete within " +
+             std::to_string(options_.timeout_seconds) + " s; another rank has stopped taking part "
+             "(raise ETNN_DIST_TIMEOUT if a step is legitimately that slow)");
+      std::this_thread::yield();
+    }
+  }
+
+  const MpiOptions& options() const noexcept { return options_; }
+
+  // Reports the error on this rank and throws; the job ends when this Mpi is destroyed.
+  [[noreturn]] void fail(const std::string& what) {
+    failed_ = true;
+    throw DistError("etnn::dist::Mpi: rank " + std::to_string(rank_) + " of " + std::to_string(size_) + ": " + what);
+  }
+
+ private:
+  void init(int* argc, char*** argv) {
+    int initialised = 0;
+    MPI_Initialized(&initialised);
+    if (!initialised) {
+      int provided = 0;
+      if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+        throw DistError("etnn::dist::Mpi: MPI_Init_thread failed; start the program with mpirun or srun");
+      owns_mpi_ = true;
+    }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local_),
+          "MPI_Comm_split_type");
+    MPI_Comm_rank(local_, &local_rank_);
+    MPI_Comm_size(local_, &local_size_);
+  }
+
+  // A Pending for `operation`; in debug mode, first checks that every rank passes n elements.
+  Pending start(const char* operation, std::size_t n) {
+    if (options_.debug) {
+      long long range[2] = {static_cast<long long>(n), -static_cast<long long>(n)};  // max n, -min n
+      check(MPI_Allreduce(MPI_IN_PLACE, range, 2, MPI_LONG_LONG, MPI_MAX, comm()), "MPI_Allreduce (debug check)");
+      if (range[0] != -range[1])
+        fail(std::string(operation) + " of " + std::to_string(n) + " elements here, but between " +
+             std::to_string(-range[1]) + " and " + std::to_string(range[0]) +
+             " across ranks (ETNN_DIST_DEBUG); every rank must pass the same size");
+    }
+    return {MPI_REQUEST_NULL, operation, n};
+  }
+
+  int count_of(std::size_t n, const char* operation) {
+    if (n > static_cast<std::size_t>(INT_MAX))
+      fail(std::string(operation) + " of " + std::to_string(n) + " elements exceeds MPI's int count");
+    return static_cast<int>(n);
+  }
+
+  void check(int code, const char* operation) {
+    if (code == MPI_SUCCESS) return;
+    char text[MPI_MAX_ERROR_STRING];
+    int length = 0;
+    MPI_Error_string(code, text, &length);
+    fail(std::string(operation) + " failed: " + std::string(text, static_cast<std::size_t>(length)));
+  }
+
+  MpiOptions options_;
+  bool owns_mpi_ = false;
+  bool failed_ = false;
+  int rank_ = 0;
+  int size_ = 1;
+  MPI_Comm local_ = MPI_COMM_NULL;
+  int local_rank_ = 0;
+  int local_size_ = 1;
+};
+
+}  // namespace etnn::dist

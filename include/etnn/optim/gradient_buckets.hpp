@@ -1,0 +1,83 @@
+#pragma once
+// Gradient buckets: the flat gradient buffer cut at layer boundaries into ranges of at least
+// `bucket_bytes` (PyTorch's DistributedDataParallel default, 25 MiB), in reverse layer order, the
+// order in which backward finishes them. Each bucket's allreduce starts as soon as backward has
+// finished every layer in it (overlap), and step() waits for all of them.
+//
+//   flat gradients   [ layer 0 | layer 1 | layer 2 | layer 3 ]
+//   buckets          [ bucket 1          | bucket 0          ]   bucket 0 is reduced first
+#include <algorithm>
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "../core/reducer.hpp"
+
+namespace etnn::optim {
+
+struct BucketOptions {
+  std::size_t bucket_bytes = std::size_t{25} << 20;
+  bool overlap = true;  // false: start every allreduce in step(), after backward (for comparison)
+};
+
+template <Reducer R, class T>
+class GradientBuckets {
+ public:
+  // layer_ends: the end offset of each layer's parameters in the flat buffer, in layer order.
+  GradientBuckets(R& reducer, T* gradients, std::span<const std::size_t> layer_ends, BucketOptions options)
+      : reducer_(&reducer), gradients_(gradients), options_(options) {
+    const std::size_t per_bucket = std::max<std::size_t>(1, options.bucket_bytes / sizeof(T));
+    std::size_t end = layer_ends.empty() ? 0 : layer_ends.back();
+    for (std::size_t i = layer_ends.size(); i-- > 0;) {
+      const std::size_t begin = i == 0 ? 0 : layer_ends[i - 1];
+      if (end - begin >= per_bucket || (i == 0 && end > begin)) {
+        buckets_.push_back({begin, end});
+        end = begin;
+      }
+    }
+  }
+
+  // Backward has finished every gradient at offsets >= first_final: start the buckets it completes
+  // and drive the ones in flight.
+  void ready_from(std::size_t first_final) {
+    if (!options_.overlap || reducer_->size() == 1) return;
+    for (Bucket& b : buckets_) {
+      if (!b.started && b.begin >= first_final) start(b);
+      if (b.started && !b.done) b.done = reducer_->poll(b.pending);
+    }
+  }
+
+  // Sums every bucket across ranks (starting those not started yet) and waits for them all.
+  void reduce_all() {
+    if (reducer_->size() == 1) return;
+    for (Bucket& b : buckets_)
+      if (!b.started) start(b);
+    for (Bucket& b : buckets_) {
+      if (!b.done) reducer_->wait(b.pending);
+      b.started = b.done = false;
+    }
+  }
+
+  std::size_t count() const noexcept { return buckets_.size(); }
+
+ private:
+  struct Bucket {
+    std::size_t begin;
+    std::size_t end;
+    typename R::Pending pending{};
+    bool started = false;
+    bool done = false;
+  };
+
+  void start(Bucket& b) {
+    b.pending = reducer_->start_allreduce_sum(gradients_ + b.begin, b.end - b.begin);
+    b.started = true;
+  }
+
+  R* reducer_;
+  T* gradients_;
+  BucketOptions options_;
+  std::vector<Bucket> buckets_;
+};
+
+}  // namespace etnn::optim

@@ -1,0 +1,49 @@
+// Failure modes of a 2-rank job, one per argument; each must end every rank with a non-zero exit
+// (expect_failure.sh checks the exit, the time it took and the message):
+//   kill      rank 1 kills itself with SIGKILL during training
+//   stall     rank 1 stops taking part; rank 0's allreduce times out (ETNN_DIST_TIMEOUT)
+//   mismatch  rank 1 reduces one element more than rank 0 (caught with ETNN_DIST_DEBUG=1)
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include <etnn/dist/mpi.hpp>
+#include <etnn/etnn.hpp>
+
+namespace nn = etnn::nn;
+
+int main(int argc, char** argv) {
+  etnn::dist::Mpi world(argc, argv);
+  const std::string_view mode = argc > 1 ? argv[1] : "";
+  try {
+    if (mode == "kill") {
+      etnn::Model<decltype(nn::input<64> >> nn::linear<64> >> nn::relu >> nn::linear<10>)> model(0);
+      etnn::loss::CrossEntropy loss;
+      etnn::optim::SGD opt(model, {.lr = 0.01f}, world);
+      etnn::Trainer trainer(model, loss, opt);
+      etnn::Tensor<float, etnn::Shape<64>> x(16);
+      std::fill(x.data(), x.data() + x.size(), 0.5f);
+      const std::vector<int> y(16, 1);
+      for (int step = 0; step < 1000000; ++step) {
+        if (step == 5 && world.rank() == 1) std::raise(SIGKILL);
+        trainer.step(x, y);
+      }
+    } else if (mode == "stall") {
+      std::vector<float> g(10, 1.0f);
+      if (world.rank() == 1) std::this_thread::sleep_for(std::chrono::seconds(60));
+      world.allreduce_sum(g.data(), g.size());
+    } else if (mode == "mismatch") {
+      std::vector<float> g(11, 1.0f);
+      world.allreduce_sum(g.data(), world.rank() == 1 ? 11 : 10);
+    }
+  } catch (const etnn::Error& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  }
+  std::fprintf(stderr, "dist_failure: mode '%.*s' ended without an error\n", static_cast<int>(mode.size()), mode.data());
+  return 0;
+}

@@ -1,0 +1,154 @@
+// Data parallelism over MPI, run by ctest under mpirun with 1, 2 and 4 ranks: collectives,
+// parameter broadcast, equivalence of N ranks with local batch b to one process with batch N*b,
+// gradient accumulation, bucketing with and without overlap, and model agreement across ranks.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "support/gradcheck.hpp"
+#include "world.hpp"
+
+namespace nn = etnn::nn;
+using etnn::test::world;
+
+namespace {
+
+using Mlp784 = decltype(nn::input<784> >> nn::linear<512> >> nn::relu >> nn::linear<10>);
+using Deep = decltype(nn::input<20> >> nn::linear<32> >> nn::tanh >> nn::linear<32> >> nn::gelu >> nn::linear<16> >>
+                      nn::relu >> nn::linear<5>);
+
+// n samples of shape S with random features and labels below `classes`, the same on every rank.
+template <etnn::ShapeType S>
+etnn::data::Dataset<S> random_data(std::size_t n, int classes, std::uint64_t seed) {
+  std::vector<float> x(n * S::size);
+  std::vector<int> y(n);
+  etnn::test::fill_uniform(x.data(), x.size(), seed);
+  etnn::Rng rng(seed + 1);
+  for (auto& label : y) label = static_cast<int>(rng.below(static_cast<std::uint64_t>(classes)));
+  return {std::move(x), std::move(y)};
+}
+
+// True on every rank when every rank's `values` equal rank 0's bit for bit.
+template <class T>
+bool identical_across_ranks(const T* values, std::size_t n) {
+  std::vector<T> root(values, values + n);
+  world().broadcast(root.data(), n, 0);
+  int differs = std::memcmp(root.data(), values, n * sizeof(T)) != 0 ? 1 : 0;
+  world().allreduce_sum(&differs, 1);
+  return differs == 0;
+}
+
+// max |a - b| / max |b|
+template <class T>
+double relative_difference(const T* a, const T* b, std::size_t n) {
+  double diff = 0, scale = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    diff = std::max(diff, std::abs(static_cast<double>(a[i]) - static_cast<double>(b[i])));
+    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
+  }
+  return diff / scale;
+}
+
+// Trains `steps` steps of local batch b on this rank's DistributedSampler share and, on every rank,
+// the single-process reference with batch N * b on the same samples; returns the parameters'
+// relative difference. Checks after every step that all ranks hold identical parameters.
+template <class Net, class T>
+double distributed_vs_single(int b, int steps, int accumulate, etnn::optim::BucketOptions buckets) {
+  const int ranks = world().size();
+  using In = typename etnn::Model<Net, T>::input_shape;
+  constexpr int classes = etnn::Model<Net, T>::output_shape::size;
+  const auto data = random_data<In>(static_cast<std::size_t>(ranks * b * steps), classes, 42);
+  const etnn::optim::SgdOptions sgd{.lr = 0.05f, .momentum = 0.9f, .weight_decay = 1e-4f};
+
+  etnn::Model<Net, T> reference(7);
+  etnn::loss::CrossEntropy loss;
+  etnn::optim::SGD reference_opt(reference, sgd);
+  etnn::Trainer reference_trainer(reference, loss, reference_opt);
+  etnn::data::DataLoader reference_loader(data, {.batch = ranks * b, .shuffle = true, .seed = 3});
+
+  // Each rank starts from a different seed: the optimizer broadcasts rank 0's parameters.
+  etnn::Model<Net, T> model(7 + static_cast<std::uint64_t>(world().rank()) * 1000);
+  etnn::optim::SGD opt(model, sgd, world(), buckets);
+  etnn::Trainer trainer(model, loss, opt, {.accumulate = accumulate});
+  etnn::data::DataLoader loader(data, {.batch = b / accumulate,
+                                       .sampler = etnn::data::DistributedSampler(world(), {.seed = 3})});
+  REQUIRE(std::equal(model.parameters(), model.parameters() + Net::num_params, reference.parameters()));
+
+  for (auto batch : reference_loader) reference_trainer.step(batch);
+  int micro = 0;
+  for (auto batch : loader) {
+    trainer.step(batch);
+    if (++micro % accumulate == 0) REQUIRE(identical_across_ranks(model.parameters(), Net::num_params));
+  }
+  REQUIRE(micro == steps * accumulate);
+  return relative_difference(model.parameters(), reference.parameters(), Net::num_params);
+}
+
+}  // namespace
+
+TEST_CASE("collectives: broadcast, allreduce, barrier, point to point") {
+  const int rank = world().rank(), size = world().size();
+  std::vector<double> v(1000, rank == 0 ? 3.5 : -1.0);
+  world().broadcast(v.data(), v.size(), 0);
+  CHECK(std::all_of(v.begin(), v.end(), [](double x) { return x == 3.5; }));
+  std::vector<float> s(5, static_cast<float>(rank + 1));
+  world().allreduce_sum(s.data(), s.size());
+  CHECK(s[4] == static_cast<float>(size * (size + 1) / 2));
+  world().barrier();
+  if (size > 1) {
+    int token = rank;
+    const int next = (rank + 1) % size, previous = (rank + size - 1) % size;
+    if (rank == 0) {
+      world().send(&token, 1, next);
+      world().recv(&token, 1, previous);
+      CHECK(token == size - 1);
+    } else {
+      int received = -1;
+      world().recv(&received, 1, previous);
+      CHECK(received == rank - 1);
+      world().send(&token, 1, next);
+    }
+  }
+  CHECK(world().local_rank() < world().local_size());
+}
+
+TEST_CASE("N ranks with batch b train exactly like one process with batch N*b (float)") {
+  const double difference = distributed_vs_single<Mlp784, float>(8, 20, 1, {});
+  MESSAGE("mlp784 float, ", world().size(), " ranks: max relative parameter difference ", difference);
+  CHECK(difference <= 1e-5);
+}
+
+TEST_CASE("N ranks with batch b train exactly like one process with batch N*b (double, small buckets)") {
+  // 4 KiB buckets: one per layer here, reduced while backward runs.
+  const double difference = distributed_vs_single<Deep, double>(6, 20, 1, {.bucket_bytes = 4096});
+  MESSAGE("deep double, ", world().size(), " ranks: max relative parameter difference ", difference);
+  CHECK(difference <= 1e-10);
+  const double no_overlap = distributed_vs_single<Deep, double>(6, 20, 1, {.bucket_bytes = 4096, .overlap = false});
+  CHECK(no_overlap <= 1e-10);
+  const double mlp = distributed_vs_single<Mlp784, double>(8, 20, 1, {.bucket_bytes = 1 << 16});
+  MESSAGE("mlp784 double, ", world().size(), " ranks: max relative parameter difference ", mlp);
+  CHECK(mlp <= 1e-10);
+}
+
+TEST_CASE("gradient accumulation across ranks: k micro-batches of b/k equal one batch of N*b") {
+  const double float_difference = distributed_vs_single<Mlp784, float>(8, 10, 2, {});
+  CHECK(float_difference <= 1e-5);
+  const double double_difference = distributed_vs_single<Deep, double>(8, 10, 4, {.bucket_bytes = 4096});
+  MESSAGE("accumulate 4, deep double: max relative parameter difference ", double_difference);
+  CHECK(double_difference <= 1e-10);
+}
+
+TEST_CASE("ranks that build different models stop together with a clear error") {
+  if (world().size() == 1) return;
+  const etnn::optim::SgdOptions sgd{.lr = 0.1f};
+  if (world().rank() == 0) {
+    etnn::Model<Deep> model(0);
+    CHECK_THROWS_WITH_AS(etnn::optim::SGD(model, sgd, world()), doctest::Contains("different model"), etnn::DistError);
+  } else {
+    etnn::Model<decltype(nn::input<20> >> nn::linear<5>)> model(0);
+    CHECK_THROWS_WITH_AS(etnn::optim::SGD(model, sgd, world()), doctest::Contains("different model"), etnn::DistError);
+  }
+}

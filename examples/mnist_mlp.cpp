@@ -1,10 +1,14 @@
 // The default example: a 784-512-10 ReLU MLP trained with SGD on Fashion-MNIST.
 //   mnist_mlp [--data DIR] [--epochs 10] [--batch 64] [--lr 0.01] [--momentum 0] [--threads 0]
-//             [--seed 0] [--limit N]
+//             [--seed 0] [--limit N] [--dist local|mpi]
+// Data parallel: mpirun -np 2 mnist_mlp --dist mpi --threads 1   (--batch is per rank; rank 0 prints)
 // DIR holds the four MNIST-format files (train-images-idx3-ubyte, train-labels-idx1-ubyte,
 // t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte), raw or .gz. Pixels are scaled to [0, 1],
 // then normalised with the training set's mean and standard deviation.
 #include <etnn/etnn.hpp>
+#if defined(ETNN_WITH_MPI)
+#include <etnn/dist/mpi.hpp>
+#endif
 
 #include <chrono>
 #include <cstdio>
@@ -31,12 +35,13 @@ struct Options {
   int threads = 0;  // 0: OpenMP's default
   std::uint64_t seed = 0;
   long limit = 0;   // train on the first N samples only (0: all)
+  std::string dist = "local";
 };
 
 [[noreturn]] void usage(int code) {
   std::fprintf(code == 0 ? stdout : stderr,
                "usage: mnist_mlp [--data DIR] [--epochs N] [--batch N] [--lr X] [--momentum X]\n"
-               "                 [--threads N] [--seed N] [--limit N]\n");
+               "                 [--threads N] [--seed N] [--limit N] [--dist local|mpi]\n");
   std::exit(code);
 }
 
@@ -56,13 +61,14 @@ Options parse(int argc, char** argv) {
       else if (flag == "--threads") o.threads = std::stoi(value);
       else if (flag == "--seed") o.seed = std::stoull(value);
       else if (flag == "--limit") o.limit = std::stol(value);
+      else if (flag == "--dist") o.dist = value;
       else usage(2);
     } catch (const std::logic_error&) {
       std::fprintf(stderr, "mnist_mlp: %s needs a number, got '%s'\n", argv[i - 1], value);
       std::exit(2);
     }
   }
-  if (o.epochs < 0 || o.batch <= 0 || o.limit < 0) usage(2);
+  if (o.epochs < 0 || o.batch <= 0 || o.limit < 0 || (o.dist != "local" && o.dist != "mpi")) usage(2);
   return o;
 }
 
@@ -74,6 +80,63 @@ std::optional<fs::path> find_file(const fs::path& dir, const std::string& name) 
 }
 
 }  // namespace
+
+// Loads the data, trains and evaluates; `world` is dist::Local or dist::Mpi. Every rank trains on
+// its share; rank 0 prints.
+template <class World>
+int run(const Options& opt, const fs::path (&files)[4], World& world) {
+  const bool root = world.rank() == 0;
+  auto train = etnn::data::load_idx<etnn::Shape<784>>(files[0], files[1], /*num_classes=*/10);
+  auto test = etnn::data::load_idx<etnn::Shape<784>>(files[2], files[3], /*num_classes=*/10);
+  if (opt.limit > 0 && static_cast<std::size_t>(opt.limit) < train.size())
+    train = train.subset(0, static_cast<std::size_t>(opt.limit));
+  const float mean = static_cast<float>(etnn::data::mean(train));
+  const float stddev = static_cast<float>(etnn::data::stddev(train));
+  train.normalize(mean, stddev);
+  test.normalize(mean, stddev);
+
+  etnn::Model<Mlp, float, etnn::Cpu> model{opt.seed};
+  etnn::loss::CrossEntropy loss;
+  etnn::optim::SGD sgd(model, {.lr = opt.lr, .momentum = opt.momentum}, world);
+  etnn::Trainer trainer(model, loss, sgd);
+  etnn::data::DataLoader loader(
+      train, {.batch = opt.batch,
+              .sampler = etnn::data::DistributedSampler(world, {.shuffle = true, .seed = opt.seed})});
+
+  if (root) {
+    std::printf("etnn mnist_mlp: %s, %zu parameters\n", Mlp::describe().c_str(), Mlp::num_params);
+    std::printf("data %s: %zu train, %zu test (normalised with mean %.4f, std %.4f); batch %d, lr %g, "
+                "momentum %g, %d threads",
+                opt.data.c_str(), train.size(), test.size(), mean, stddev, opt.batch, opt.lr, opt.momentum,
+                etnn::num_threads());
+    if (world.size() > 1) std::printf(" x %d ranks (batch per rank)", world.size());
+    std::printf("\n");
+  }
+  double accuracy = etnn::evaluate(model, test, etnn::metrics::accuracy);
+  for (int epoch = 0; epoch < opt.epochs; ++epoch) {
+    loader.set_epoch(epoch);
+    etnn::ProgressBar bar("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(opt.epochs),
+                          train.size() / static_cast<std::size_t>(world.size()));
+    double totals[2] = {0, 0};  // loss * samples, samples; summed over ranks after the epoch
+    for (auto batch : loader) {
+      totals[0] += static_cast<double>(trainer.step(batch)) * batch.x.batch();
+      totals[1] += batch.x.batch();
+      if (root) bar.update(static_cast<std::size_t>(totals[1]), totals[0] / totals[1]);
+    }
+    const double seconds = bar.seconds();
+    bar.finish();
+    auto pending = world.start_allreduce_sum(totals, 2);
+    world.wait(pending);
+    accuracy = etnn::evaluate(model, test, etnn::metrics::accuracy);
+    if (root) {
+      std::printf("epoch %2d/%d  train loss %.4f  test accuracy %.4f  %.0f samples/s  %.2f s\n", epoch + 1,
+                  opt.epochs, totals[0] / totals[1], accuracy, totals[1] / seconds, seconds);
+      std::fflush(stdout);
+    }
+  }
+  if (root) std::printf("final test accuracy %.4f\n", accuracy);
+  return 0;
+}
 
 int main(int argc, char** argv) {
   const Options opt = parse(argc, argv);
@@ -96,49 +159,19 @@ int main(int argc, char** argv) {
   }
 
   try {
-    auto train = etnn::data::load_idx<etnn::Shape<784>>(files[0], files[1], /*num_classes=*/10);
-    auto test = etnn::data::load_idx<etnn::Shape<784>>(files[2], files[3], /*num_classes=*/10);
-    if (opt.limit > 0 && static_cast<std::size_t>(opt.limit) < train.size())
-      train = train.subset(0, static_cast<std::size_t>(opt.limit));
-    const float mean = static_cast<float>(etnn::data::mean(train));
-    const float stddev = static_cast<float>(etnn::data::stddev(train));
-    train.normalize(mean, stddev);
-    test.normalize(mean, stddev);
-
-    etnn::Model<Mlp, float, etnn::Cpu> model{opt.seed};
-    etnn::loss::CrossEntropy loss;
-    etnn::optim::SGD sgd(model, {.lr = opt.lr, .momentum = opt.momentum});
-    etnn::Trainer trainer(model, loss, sgd);
-    etnn::data::DataLoader loader(train, {.batch = opt.batch, .shuffle = true, .seed = opt.seed});
-
-    std::printf("etnn mnist_mlp: %s, %zu parameters\n", Mlp::describe().c_str(), Mlp::num_params);
-    std::printf("data %s: %zu train, %zu test (normalised with mean %.4f, std %.4f); batch %d, lr %g, "
-                "momentum %g, %d threads\n",
-                opt.data.c_str(), train.size(), test.size(), mean, stddev, opt.batch, opt.lr, opt.momentum,
-                etnn::num_threads());
-    double accuracy = etnn::evaluate(model, test, etnn::metrics::accuracy);
-    for (int epoch = 0; epoch < opt.epochs; ++epoch) {
-      loader.set_epoch(epoch);
-      etnn::ProgressBar bar("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(opt.epochs), train.size());
-      double loss_sum = 0;
-      std::size_t seen = 0;
-      for (auto batch : loader) {
-        loss_sum += static_cast<double>(trainer.step(batch)) * batch.x.batch();
-        seen += static_cast<std::size_t>(batch.x.batch());
-        bar.update(seen, loss_sum / static_cast<double>(seen));
-      }
-      const double seconds = bar.seconds();
-      bar.finish();
-      accuracy = etnn::evaluate(model, test, etnn::metrics::accuracy);
-      std::printf("epoch %2d/%d  train loss %.4f  test accuracy %.4f  %.0f samples/s  %.2f s\n", epoch + 1,
-                  opt.epochs, loss_sum / static_cast<double>(seen), accuracy, static_cast<double>(seen) / seconds,
-                  seconds);
-      std::fflush(stdout);
+    if (opt.dist == "mpi") {
+#if defined(ETNN_WITH_MPI)
+      etnn::dist::Mpi world(argc, argv);
+      return run(opt, files, world);
+#else
+      std::fprintf(stderr, "mnist_mlp: --dist mpi needs a build with MPI (install libopenmpi-dev and rebuild)\n");
+      return 2;
+#endif
     }
-    std::printf("final test accuracy %.4f\n", accuracy);
+    etnn::dist::Local local;
+    return run(opt, files, local);
   } catch (const etnn::Error& e) {
     std::fprintf(stderr, "mnist_mlp: %s\n", e.what());
     return 1;
   }
-  return 0;
 }

@@ -1,6 +1,8 @@
 // The default example: a 784-512-10 ReLU MLP trained with SGD on Fashion-MNIST.
 //   mnist_mlp [--data DIR] [--epochs 10] [--batch 64] [--lr 0.01] [--momentum 0] [--threads 0]
-//             [--seed 0] [--limit N] [--dist local|mpi]
+//             [--seed 0] [--limit N] [--dist local|mpi] [--save PATH] [--load PATH]
+// --load PATH starts from saved weights (with --epochs 0 it only evaluates them); --save PATH
+// writes the trained weights (safetensors, PyTorch state_dict names).
 // Data parallel: mpirun -np 2 mnist_mlp --dist mpi --threads 1   (--batch is per rank; rank 0 prints)
 // DIR holds the four MNIST-format files (train-images-idx3-ubyte, train-labels-idx1-ubyte,
 // t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte), raw or .gz. Pixels are scaled to [0, 1],
@@ -36,12 +38,14 @@ struct Options {
   std::uint64_t seed = 0;
   long limit = 0;   // train on the first N samples only (0: all)
   std::string dist = "local";
+  fs::path save, load;  // checkpoints (empty: none)
 };
 
 [[noreturn]] void usage(int code) {
   std::fprintf(code == 0 ? stdout : stderr,
                "usage: mnist_mlp [--data DIR] [--epochs N] [--batch N] [--lr X] [--momentum X]\n"
-               "                 [--threads N] [--seed N] [--limit N] [--dist local|mpi]\n");
+               "                 [--threads N] [--seed N] [--limit N] [--dist local|mpi]\n"
+               "                 [--save PATH] [--load PATH]\n");
   std::exit(code);
 }
 
@@ -62,6 +66,8 @@ Options parse(int argc, char** argv) {
       else if (flag == "--seed") o.seed = std::stoull(value);
       else if (flag == "--limit") o.limit = std::stol(value);
       else if (flag == "--dist") o.dist = value;
+      else if (flag == "--save") o.save = value;
+      else if (flag == "--load") o.load = value;
       else usage(2);
     } catch (const std::logic_error&) {
       std::fprintf(stderr, "mnist_mlp: %s needs a number, got '%s'\n", argv[i - 1], value);
@@ -96,6 +102,7 @@ int run(const Options& opt, const fs::path (&files)[4], World& world) {
   test.normalize(mean, stddev);
 
   etnn::Model<Mlp, float, etnn::Cpu> model{opt.seed};
+  if (!opt.load.empty()) etnn::io::load(model, opt.load);  // every rank; the optimizer broadcasts rank 0's anyway
   etnn::loss::CrossEntropy loss;
   etnn::optim::SGD sgd(model, {.lr = opt.lr, .momentum = opt.momentum}, world);
   etnn::Trainer trainer(model, loss, sgd);
@@ -105,6 +112,7 @@ int run(const Options& opt, const fs::path (&files)[4], World& world) {
 
   if (root) {
     std::printf("etnn mnist_mlp: %s, %zu parameters\n", Mlp::describe().c_str(), Mlp::num_params);
+    std::fputs(etnn::summary<Mlp>().c_str(), stdout);
     std::printf("data %s: %zu train, %zu test (normalised with mean %.4f, std %.4f); batch %d, lr %g, "
                 "momentum %g, %d threads",
                 opt.data.c_str(), train.size(), test.size(), mean, stddev, opt.batch, opt.lr, opt.momentum,
@@ -135,6 +143,10 @@ int run(const Options& opt, const fs::path (&files)[4], World& world) {
     }
   }
   if (root) std::printf("final test accuracy %.4f\n", accuracy);
+  if (root && !opt.save.empty()) {
+    etnn::io::save(model, opt.save);
+    std::printf("saved %s\n", opt.save.c_str());
+  }
   return 0;
 }
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages etnn's build, tests, benchmarks and examples need, if any is missing.
+# Installs what etnn's build, tests, benchmarks and examples need, if anything is missing: Debian
+# packages, and from PyPI the reference safetensors implementation for the interoperability test.
 set -euo pipefail
 
 packages=(g++ cmake make ccache python3 libeigen3-dev zlib1g-dev libopenmpi-dev openmpi-bin doctest-dev libbenchmark-dev
@@ -8,10 +9,16 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "installing: ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
 
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
-echo "installing: ${missing[*]}"
-$sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# The reference safetensors implementation, for the checkpoint interoperability test.
+if ! python3 -c "import safetensors.numpy, numpy" 2>/dev/null; then
+  python3 -m pip install -q --disable-pip-version-check safetensors numpy 2>/dev/null ||
+    python3 -m pip install -q --disable-pip-version-check --break-system-packages safetensors numpy
+fi

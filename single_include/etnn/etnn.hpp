@@ -1759,6 +1759,87 @@ class Model {
 };
 
 }  // namespace etnn
+// ---- etnn/nn/summary.hpp ----
+// etnn::summary<Net>(): a table of the network's modules, as torchinfo prints for PyTorch:
+//   #  layer          output shape  params  parameters
+//      input<784>     (784)              0
+//   0  linear<512>    (512)         401920  0.weight (512, 784), 0.bias (512)
+//   1  relu           (512)              0
+//   2  linear<10>     (10)            5130  2.weight (10, 512), 2.bias (10)
+//   total: 407050 parameters (1.55 MiB in float32)
+// Rows are the modules as written (before fusion), numbered as torch.nn.Sequential numbers them.
+#include <cstdio>
+
+
+namespace etnn {
+
+namespace detail {
+
+struct SummaryRow {
+  std::string index, layer, shape, params, names;
+};
+
+template <ShapeType In, int Index>
+void summary_rows(std::vector<SummaryRow>&, nn::Sequential<>) {}
+
+template <ShapeType In, int Index, class S, class... Rest>
+void summary_rows(std::vector<SummaryRow>& rows, nn::Sequential<S, Rest...>) {
+  using L = typename S::template bind<In, Index>;
+  std::string names;
+  for (const auto& p : L::params) {
+    names += (names.empty() ? "" : ", ") + std::to_string(Index) + "." + std::string(p.name) + " (";
+    for (int d = 0; d < p.rank; ++d) names += (d ? ", " : "") + std::to_string(p.shape[static_cast<std::size_t>(d)]);
+    names += ")";
+  }
+  rows.push_back({std::to_string(Index), S::describe(), L::out_shape::to_string(), std::to_string(L::num_params), names});
+  summary_rows<typename L::out_shape, Index + 1>(rows, nn::Sequential<Rest...>{});
+}
+
+template <class Net>
+struct SummaryOf;
+template <int... Dims, class... Rest>
+struct SummaryOf<nn::Sequential<nn::Input<Dims...>, Rest...>> {
+  static std::vector<SummaryRow> rows() {
+    std::vector<SummaryRow> out{{"", nn::Input<Dims...>::describe(), Shape<Dims...>::to_string(), "0", ""}};
+    summary_rows<Shape<Dims...>, 0>(out, nn::Sequential<Rest...>{});
+    return out;
+  }
+};
+
+}  // namespace detail
+
+// The table as text, one line per module and a total.
+template <class NetSpelled>
+std::string summary() {
+  using Net = std::remove_cv_t<NetSpelled>;
+  static_assert(check::network_has_input<nn::Network<Net>>());
+  std::vector<detail::SummaryRow> rows = detail::SummaryOf<Net>::rows();
+  rows.insert(rows.begin(), {"#", "layer", "output shape", "params", "parameters"});
+  std::size_t w[4] = {0, 0, 0, 0};
+  for (const auto& r : rows) {
+    w[0] = std::max(w[0], r.index.size());
+    w[1] = std::max(w[1], r.layer.size());
+    w[2] = std::max(w[2], r.shape.size());
+    w[3] = std::max(w[3], r.params.size());
+  }
+  const auto pad = [](const std::string& s, std::size_t width, bool right) {
+    const std::string fill(width - s.size(), ' ');
+    return right ? fill + s : s + fill;
+  };
+  std::string out;
+  for (const auto& r : rows) {
+    std::string line = pad(r.index, w[0], true) + "  " + pad(r.layer, w[1], false) + "  " + pad(r.shape, w[2], false) +
+                       "  " + pad(r.params, w[3], true) + "  " + r.names;
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  char total[128];
+  std::snprintf(total, sizeof total, "total: %zu parameters (%.2f MiB in float32)\n", Net::num_params,
+                static_cast<double>(Net::num_params) * 4.0 / (1 << 20));
+  return out + total;
+}
+
+}  // namespace etnn
 // ---- etnn/loss/cross_entropy.hpp ----
 // Softmax cross-entropy on logits, value and gradient in one pass over the batch.
 //   loss = 1/B sum_b [ logsumexp(z_b) - z_b[y_b] ]                 (PyTorch's CrossEntropyLoss, mean)
@@ -2653,7 +2734,6 @@ double stddev(const Dataset<S>& data) {
 // Any S with S::size equal to the per-item size is accepted: Shape<784> or Shape<1, 28, 28> for 28x28 items.
 #include <bit>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -2940,6 +3020,743 @@ Dataset<S> load_idx(const std::filesystem::path& images, const std::filesystem::
 }
 
 }  // namespace etnn::data
+// ---- etnn/io/io.hpp ----
+// etnn::io: checkpoints in safetensors.
+// ---- etnn/io/checkpoint.hpp ----
+// Model checkpoints in safetensors, named as torch.nn.Sequential.state_dict() names them:
+//   etnn::io::save(model, "mlp.safetensors");
+//   etnn::io::load(model, "mlp.safetensors");   // throws etnn::IoError on any mismatch
+// A checkpoint holds the parameters only, in the model's scalar type (F32 or F64), with metadata
+// "format" = "etnn", "format_version", "network" (the network's description) and "scalar". It does
+// not depend on how the model was trained (devices, ranks). load accepts F64, F32, F16 and BF16
+// tensors and converts them to the model's scalar type (narrowing rounds to nearest), so files
+// written by PyTorch's safetensors load as long as names and shapes match.
+#include <set>
+
+// ---- etnn/io/half.hpp ----
+// IEEE half precision (F16) and bfloat16 (BF16) to and from float, bit-exact, rounding to
+// nearest-even when narrowing (as PyTorch's .half() and .bfloat16()).
+
+namespace etnn::io {
+
+inline float bf16_to_float(std::uint16_t h) { return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16); }
+
+inline std::uint16_t float_to_bf16(float f) {
+  const auto bits = std::bit_cast<std::uint32_t>(f);
+  if ((bits & 0x7F800000u) == 0x7F800000u && (bits & 0x007FFFFFu) != 0)
+    return static_cast<std::uint16_t>((bits >> 16) | 0x0040u);  // NaN stays a (quiet) NaN
+  const std::uint32_t rounding = 0x7FFFu + ((bits >> 16) & 1u);
+  return static_cast<std::uint16_t>((bits + rounding) >> 16);
+}
+
+inline float f16_to_float(std::uint16_t h) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  const std::uint32_t exponent = (h >> 10) & 0x1Fu;
+  std::uint32_t mantissa = h & 0x3FFu;
+  if (exponent == 0x1F) return std::bit_cast<float>(sign | 0x7F800000u | (mantissa << 13));  // inf, NaN
+  if (exponent != 0) return std::bit_cast<float>(sign | ((exponent + 112) << 23) | (mantissa << 13));
+  if (mantissa == 0) return std::bit_cast<float>(sign);  // +-0
+  // Subnormal: normalise.
+  std::uint32_t e = 113;
+  while ((mantissa & 0x400u) == 0) {
+    mantissa <<= 1;
+    --e;
+  }
+  return std::bit_cast<float>(sign | (e << 23) | ((mantissa & 0x3FFu) << 13));
+}
+
+inline std::uint16_t float_to_f16(float f) {
+  const auto bits = std::bit_cast<std::uint32_t>(f);
+  const auto sign = static_cast<std::uint16_t>((bits >> 16) & 0x8000u);
+  const std::uint32_t exponent = (bits >> 23) & 0xFFu;
+  std::uint32_t mantissa = bits & 0x7FFFFFu;
+  if (exponent == 0xFF) return static_cast<std::uint16_t>(sign | 0x7C00u | (mantissa != 0 ? 0x200u : 0u));
+  const int e = static_cast<int>(exponent) - 127 + 15;
+  if (e >= 0x1F) return static_cast<std::uint16_t>(sign | 0x7C00u);  // overflow to infinity
+  if (e <= 0) {
+    if (e < -10) return sign;  // underflow to zero
+    mantissa |= 0x800000u;     // implicit bit
+    const int shift = 14 - e;
+    const std::uint32_t half_mantissa = mantissa >> shift;
+    const std::uint32_t rest = mantissa & ((1u << shift) - 1);
+    const std::uint32_t halfway = 1u << (shift - 1);
+    const std::uint32_t rounded = half_mantissa + ((rest > halfway || (rest == halfway && (half_mantissa & 1u))) ? 1 : 0);
+    return static_cast<std::uint16_t>(sign | rounded);
+  }
+  std::uint32_t h = (static_cast<std::uint32_t>(e) << 10) | (mantissa >> 13);
+  const std::uint32_t rest = mantissa & 0x1FFFu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;  // may carry into the exponent: still correct
+  return static_cast<std::uint16_t>(sign | h);
+}
+
+}  // namespace etnn::io
+// ---- etnn/io/safetensors.hpp ----
+// The safetensors format (huggingface/safetensors):
+//   [8 bytes: N, little-endian u64] [N bytes: JSON header, UTF-8, may end in spaces] [data]
+//   header: {"__metadata__": {"key": "value", ...},
+//            "name": {"dtype": "F32", "shape": [10, 512], "data_offsets": [begin, end]}, ...}
+//   offsets are relative to the data section; the tensors tile it exactly, without gaps or
+//   overlaps, in offset order; data is little-endian and row-major.
+// read_safetensors validates all of it before anything is sized from the file's numbers.
+#include <map>
+
+// ---- etnn/io/atomic_file.hpp ----
+// Atomic file replacement: the bytes go to a temporary file in the target's directory, which is
+// flushed to disk (fsync), renamed over the target, and the directory is flushed too. A crash or
+// a full disk at any point leaves either the previous file or the complete new one at the target
+// path, never a partial one; on an error the temporary file is removed.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <functional>
+
+
+namespace etnn::io {
+
+namespace detail {
+// Test hook: called with the number of bytes written so far, before each write; a test makes it
+// throw (a simulated I/O error) or kill the process (a simulated crash).
+inline std::function<void(std::size_t)>& write_fault_hook() {
+  static std::function<void(std::size_t)> hook;
+  return hook;
+}
+
+[[noreturn]] inline void io_fail(const std::filesystem::path& path, const std::string& what, int error) {
+  throw IoError("etnn::io: " + what + " '" + path.string() + "': " + std::strerror(error));
+}
+}  // namespace detail
+
+// Writes the concatenation of `pieces` to `path`, atomically.
+inline void write_atomically(const std::filesystem::path& path, std::span<const std::span<const unsigned char>> pieces) {
+  namespace fs = std::filesystem;
+  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  std::string temp = (dir / ("." + path.filename().string() + ".tmp-XXXXXX")).string();
+  const int fd = ::mkstemp(temp.data());
+  if (fd < 0) detail::io_fail(path, "cannot create a temporary file beside", errno);
+  auto abandon = [&](const std::string& what, int error) {
+    ::close(fd);
+    ::unlink(temp.c_str());
+    detail::io_fail(path, what, error);
+  };
+  std::size_t written = 0;
+  for (const auto piece : pieces) {
+    std::size_t done = 0;
+    while (done < piece.size()) {
+      if (auto& hook = detail::write_fault_hook()) {
+        try {
+          hook(written);
+        } catch (...) {
+          ::close(fd);
+          ::unlink(temp.c_str());
+          throw;
+        }
+      }
+      const std::size_t chunk = std::min<std::size_t>(piece.size() - done, std::size_t{1} << 20);
+      const ssize_t n = ::write(fd, piece.data() + done, chunk);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) abandon("cannot write (disk full?) the temporary file for", n < 0 ? errno : EIO);
+      done += static_cast<std::size_t>(n);
+      written += static_cast<std::size_t>(n);
+    }
+  }
+  if (::fsync(fd) != 0) abandon("cannot flush the temporary file for", errno);
+  if (::close(fd) != 0) {
+    const int error = errno;
+    ::unlink(temp.c_str());
+    detail::io_fail(path, "cannot close the temporary file for", error);
+  }
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    ::unlink(temp.c_str());
+    detail::io_fail(path, "cannot rename the temporary file onto", error);
+  }
+  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (dir_fd >= 0) {
+    ::fsync(dir_fd);  // makes the rename durable; the file is complete either way
+    ::close(dir_fd);
+  }
+}
+
+}  // namespace etnn::io
+// ---- etnn/io/json.hpp ----
+// A strict JSON reader for the small documents etnn reads (safetensors headers): objects,
+// arrays, strings (validated UTF-8, all escapes), and integers. Anything else, malformed text,
+// duplicate keys, invalid UTF-8 or nesting deeper than 64 levels is an error naming the byte
+// offset; sizes are bounded by the text, so nothing is allocated from an untrusted number.
+
+namespace etnn::io::json {
+
+struct Value;
+using Object = std::map<std::string, Value, std::less<>>;
+using Array = std::vector<Value>;
+
+// Integers are kept as written (sign and magnitude), so that range checks stay exact.
+struct Integer {
+  bool negative = false;
+  std::uint64_t magnitude = 0;
+};
+
+struct Value {
+  std::variant<std::string, Integer, Array, Object> data;
+
+  const Object* object() const { return std::get_if<Object>(&data); }
+  const Array* array() const { return std::get_if<Array>(&data); }
+  const std::string* string() const { return std::get_if<std::string>(&data); }
+  const Integer* integer() const { return std::get_if<Integer>(&data); }
+};
+
+// Thrown with a message that says what is wrong and at which byte.
+struct ParseError {
+  std::string message;
+};
+
+namespace detail {
+
+class Parser {
+ public:
+  explicit Parser(std::string_view text) : text_(text) {}
+
+  Value document() {
+    Value v = value(0);
+    skip_space();
+    if (at_ < text_.size()) fail("unexpected text after the JSON value");
+    return v;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const {
+    throw ParseError{what + " at byte " + std::to_string(at_)};
+  }
+
+  void skip_space() {
+    while (at_ < text_.size() && (text_[at_] == ' ' || text_[at_] == '\t' || text_[at_] == '\n' || text_[at_] == '\r'))
+      ++at_;
+  }
+
+  char peek() {
+    skip_space();
+    if (at_ >= text_.size()) fail("unexpected end of the JSON text");
+    return text_[at_];
+  }
+
+  void expect(char c) {
+    if (peek() != c) fail(std::string("expected '") + c + "'");
+    ++at_;
+  }
+
+  Value value(int depth) {
+    if (depth > 64) fail("JSON nested deeper than 64 levels");
+    const char c = peek();
+    if (c == '{') return {object(depth)};
+    if (c == '[') return {array(depth)};
+    if (c == '"') return {string()};
+    if (c == '-' || (c >= '0' && c <= '9')) return {integer()};
+    fail("expected an object, array, string or integer");
+  }
+
+  Object object(int depth) {
+    expect('{');
+    Object out;
+    if (peek() == '}') {
+      ++at_;
+      return out;
+    }
+    while (true) {
+      if (peek() != '"') fail("expected a string key");
+      const std::size_t key_at = at_;
+      std::string key = string();
+      expect(':');
+      Value v = value(depth + 1);
+      if (!out.emplace(std::move(key), std::move(v)).second) {
+        at_ = key_at;
+        fail("duplicate key");
+      }
+      if (peek() == ',') {
+        ++at_;
+        continue;
+      }
+      expect('}');
+      return out;
+    }
+  }
+
+  Array array(int depth) {
+    expect('[');
+    Array out;
+    if (peek() == ']') {
+      ++at_;
+      return out;
+    }
+    while (true) {
+      out.push_back(value(depth + 1));
+      if (peek() == ',') {
+        ++at_;
+        continue;
+      }
+      expect(']');
+      return out;
+    }
+  }
+
+  Integer integer() {
+    Integer out;
+    if (text_[at_] == '-') {
+      out.negative = true;
+      ++at_;
+    }
+    const std::size_t first = at_;
+    while (at_ < text_.size() && text_[at_] >= '0' && text_[at_] <= '9') {
+      const auto digit = static_cast<std::uint64_t>(text_[at_] - '0');
+      if (out.magnitude > (UINT64_MAX - digit) / 10) fail("integer too large");
+      out.magnitude = out.magnitude * 10 + digit;
+      ++at_;
+    }
+    if (at_ == first) fail("expected digits");
+    if (text_[first] == '0' && at_ - first > 1) fail("leading zeros are not JSON");
+    if (at_ < text_.size() && (text_[at_] == '.' || text_[at_] == 'e' || text_[at_] == 'E'))
+      fail("only integers are expected here");
+    return out;
+  }
+
+  unsigned hex4() {
+    if (text_.size() - at_ < 4) fail("truncated \\u escape");
+    unsigned v = 0;
+    for (int i = 0; i < 4; ++i) {
+      const char c = text_[at_++];
+      v <<= 4;
+      if (c >= '0' && c <= '9') v |= static_cast<unsigned>(c - '0');
+      else if (c >= 'a' && c <= 'f') v |= static_cast<unsigned>(c - 'a' + 10);
+      else if (c >= 'A' && c <= 'F') v |= static_cast<unsigned>(c - 'A' + 10);
+      else fail("invalid \\u escape");
+    }
+    return v;
+  }
+
+  static void append_utf8(std::string& out, unsigned cp) {
+    if (cp < 0x80) {
+      out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+      out += static_cast<char>(0xC0 | (cp >> 6));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+      out += static_cast<char>(0xE0 | (cp >> 12));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    } else {
+      out += static_cast<char>(0xF0 | (cp >> 18));
+      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+  }
+
+  // One UTF-8 sequence starting at at_, validated (no overlongs, surrogates or values > U+10FFFF).
+  void utf8(std::string& out) {
+    const auto b0 = static_cast<unsigned char>(text_[at_]);
+    int length = b0 < 0x80 ? 1 : (b0 >> 5) == 0x6 ? 2 : (b0 >> 4) == 0xE ? 3 : (b0 >> 3) == 0x1E ? 4 : 0;
+    if (length == 0 || text_.size() - at_ < static_cast<std::size_t>(length)) fail("invalid UTF-8");
+    unsigned cp = length == 1 ? b0 : b0 & (0x7F >> length);
+    for (int i = 1; i < length; ++i) {
+      const auto b = static_cast<unsigned char>(text_[at_ + static_cast<std::size_t>(i)]);
+      if ((b & 0xC0) != 0x80) fail("invalid UTF-8");
+      cp = (cp << 6) | (b & 0x3F);
+    }
+    static constexpr unsigned min_for_length[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < min_for_length[length] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) fail("invalid UTF-8");
+    out.append(text_.substr(at_, static_cast<std::size_t>(length)));
+    at_ += static_cast<std::size_t>(length);
+  }
+
+  std::string string() {
+    expect('"');
+    std::string out;
+    while (true) {
+      if (at_ >= text_.size()) fail("unterminated string");
+      const char c = text_[at_];
+      if (c == '"') {
+        ++at_;
+        return out;
+      }
+      if (static_cast<unsigned char>(c) < 0x20) fail("control character in a string");
+      if (c != '\\') {
+        utf8(out);
+        continue;
+      }
+      if (++at_ >= text_.size()) fail("unterminated escape");
+      const char e = text_[at_++];
+      switch (e) {
+        case '"': out += '"'; break;
+        case '\\': out += '\\'; break;
+        case '/': out += '/'; break;
+        case 'b': out += '\b'; break;
+        case 'f': out += '\f'; break;
+        case 'n': out += '\n'; break;
+        case 'r': out += '\r'; break;
+        case 't': out += '\t'; break;
+        case 'u': {
+          unsigned cp = hex4();
+          if (cp >= 0xD800 && cp <= 0xDBFF) {
+            if (text_.substr(at_, 2) != "\\u") fail("unpaired surrogate escape");
+            at_ += 2;
+            const unsigned low = hex4();
+            if (low < 0xDC00 || low > 0xDFFF) fail("unpaired surrogate escape");
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+          } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+            fail("unpaired surrogate escape");
+          }
+          append_utf8(out, cp);
+          break;
+        }
+        default: fail("invalid escape");
+      }
+    }
+  }
+
+  std::string_view text_;
+  std::size_t at_ = 0;
+};
+
+}  // namespace detail
+
+// Parses a whole JSON document; throws ParseError.
+inline Value parse(std::string_view text) { return detail::Parser(text).document(); }
+
+// A JSON string literal for `s` (which must be valid UTF-8).
+inline std::string quote(std::string_view s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      static constexpr char hex[] = "0123456789abcdef";
+      out += "\\u00";
+      out += hex[(c >> 4) & 0xF];
+      out += hex[c & 0xF];
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace etnn::io::json
+
+namespace etnn::io {
+
+enum class Dtype { f64, f32, f16, bf16 };
+
+constexpr std::string_view dtype_name(Dtype d) {
+  switch (d) {
+    case Dtype::f64: return "F64";
+    case Dtype::f32: return "F32";
+    case Dtype::f16: return "F16";
+    case Dtype::bf16: return "BF16";
+  }
+  return "?";
+}
+constexpr std::size_t dtype_size(Dtype d) { return d == Dtype::f64 ? 8 : d == Dtype::f32 ? 4 : 2; }
+
+struct TensorRecord {
+  std::string name;
+  Dtype dtype;
+  std::vector<std::int64_t> shape;
+  std::uint64_t begin;  // byte offsets in the data section
+  std::uint64_t end;
+};
+
+struct SafetensorsFile {
+  std::vector<TensorRecord> tensors;  // in offset order
+  std::map<std::string, std::string, std::less<>> metadata;
+  std::vector<unsigned char> data;
+
+  const TensorRecord* find(std::string_view name) const {
+    for (const auto& t : tensors)
+      if (t.name == name) return &t;
+    return nullptr;
+  }
+};
+
+// Headers above this size are refused (the reference implementation's limit).
+inline constexpr std::uint64_t max_header_bytes = 100'000'000;
+
+namespace detail {
+
+struct FileCloser {
+  void operator()(std::FILE* f) const { std::fclose(f); }
+};
+
+inline std::string shape_string(const std::vector<std::int64_t>& shape) {
+  std::string s = "(";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+
+class HeaderReader {
+ public:
+  explicit HeaderReader(const std::filesystem::path& path) : path_(path) {}
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw IoError("etnn::io::load: '" + path_.string() + "': " + what);
+  }
+  [[noreturn]] void fail_tensor(const std::string& name, const std::string& what) const {
+    fail("tensor '" + name + "': " + what);
+  }
+
+  // a * b, or an error when it overflows 64 bits.
+  std::uint64_t times(std::uint64_t a, std::uint64_t b, const std::string& name) const {
+    if (a != 0 && b > UINT64_MAX / a) fail_tensor(name, "size overflows 64 bits");
+    return a * b;
+  }
+
+  std::uint64_t offset(const json::Value& v, const std::string& name) const {
+    const json::Integer* i = v.integer();
+    if (i == nullptr || i->negative) fail_tensor(name, "data_offsets must be non-negative integers");
+    return i->magnitude;
+  }
+
+  TensorRecord tensor(const std::string& name, const json::Value& v) const {
+    const json::Object* o = v.object();
+    if (o == nullptr) fail_tensor(name, "expected an object with dtype, shape and data_offsets");
+    for (const auto& [key, _] : *o)
+      if (key != "dtype" && key != "shape" && key != "data_offsets") fail_tensor(name, "unexpected field '" + key + "'");
+    const auto field = [&](const char* key) -> const json::Value& {
+      const auto it = o->find(key);
+      if (it == o->end()) fail_tensor(name, std::string("missing field '") + key + "'");
+      return it->second;
+    };
+    TensorRecord t{name, Dtype::f32, {}, 0, 0};
+    const std::string* dtype = field("dtype").string();
+    if (dtype == nullptr) fail_tensor(name, "dtype must be a string");
+    if (*dtype == "F64") t.dtype = Dtype::f64;
+    else if (*dtype == "F32") t.dtype = Dtype::f32;
+    else if (*dtype == "F16") t.dtype = Dtype::f16;
+    else if (*dtype == "BF16") t.dtype = Dtype::bf16;
+    else fail_tensor(name, "unsupported dtype '" + *dtype + "'; etnn reads F64, F32, F16 and BF16");
+    const json::Array* shape = field("shape").array();
+    if (shape == nullptr) fail_tensor(name, "shape must be an array of integers");
+    std::uint64_t numel = 1;
+    for (const auto& d : *shape) {
+      const json::Integer* i = d.integer();
+      if (i == nullptr || i->negative || i->magnitude > static_cast<std::uint64_t>(INT64_MAX))
+        fail_tensor(name, "shape must hold non-negative integers");
+      t.shape.push_back(static_cast<std::int64_t>(i->magnitude));
+      numel = times(numel, i->magnitude, name);
+    }
+    const json::Array* offsets = field("data_offsets").array();
+    if (offsets == nullptr || offsets->size() != 2) fail_tensor(name, "data_offsets must be [begin, end]");
+    t.begin = offset((*offsets)[0], name);
+    t.end = offset((*offsets)[1], name);
+    if (t.end < t.begin) fail_tensor(name, "data_offsets end before they begin");
+    const std::uint64_t bytes = times(numel, dtype_size(t.dtype), name);
+    if (t.end - t.begin != bytes)
+      fail_tensor(name, "data_offsets span " + std::to_string(t.end - t.begin) + " bytes but " + *dtype + " " +
+                            shape_string(t.shape) + " needs " + std::to_string(bytes));
+    return t;
+  }
+
+ private:
+  std::filesystem::path path_;
+};
+
+}  // namespace detail
+
+// An unsigned integer stored little-endian at p (unaligned).
+template <class U>
+U read_le(const unsigned char* p) {
+  U v = 0;
+  for (std::size_t i = sizeof(U); i-- > 0;) v = static_cast<U>((v << 8) | p[i]);
+  return v;
+}
+
+namespace detail {
+
+inline void little_endian_u64(unsigned char* out, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<unsigned char>(v >> (8 * i));
+}
+
+}  // namespace detail
+
+// Reads and validates a whole safetensors file; throws etnn::IoError naming the file (and the
+// tensor) for anything malformed.
+inline SafetensorsFile read_safetensors(const std::filesystem::path& path) {
+  detail::HeaderReader reader(path);
+  std::unique_ptr<std::FILE, detail::FileCloser> file(std::fopen(path.c_str(), "rb"));
+  std::error_code ec;
+  const auto file_size = std::filesystem::file_size(path, ec);
+  if (!file || ec) reader.fail("cannot read the file");
+  unsigned char size_bytes[8];
+  if (file_size < 8 || std::fread(size_bytes, 1, 8, file.get()) != 8)
+    reader.fail("truncated: shorter than the 8-byte header length");
+  const auto header_size = read_le<std::uint64_t>(size_bytes);
+  if (header_size > max_header_bytes)
+    reader.fail("header length " + std::to_string(header_size) + " exceeds the 100 MB limit");
+  if (header_size > file_size - 8)
+    reader.fail("header length " + std::to_string(header_size) + " runs past the end of the file (" +
+                std::to_string(file_size) + " bytes)");
+  std::string header(header_size, '\0');
+  if (std::fread(header.data(), 1, header_size, file.get()) != header_size) reader.fail("cannot read the header");
+
+  json::Value root;
+  try {
+    root = json::parse(header);
+  } catch (const json::ParseError& e) {
+    reader.fail("invalid JSON header: " + e.message);
+  }
+  const json::Object* entries = root.object();
+  if (entries == nullptr) reader.fail("the header must be a JSON object");
+
+  SafetensorsFile out;
+  for (const auto& [name, value] : *entries) {
+    if (name == "__metadata__") {
+      const json::Object* meta = value.object();
+      if (meta == nullptr) reader.fail("__metadata__ must be an object of strings");
+      for (const auto& [key, v] : *meta) {
+        if (v.string() == nullptr) reader.fail("__metadata__ value '" + key + "' must be a string");
+        out.metadata.emplace(key, *v.string());
+      }
+      continue;
+    }
+    out.tensors.push_back(reader.tensor(name, value));
+  }
+  // The tensors must tile the data section exactly.
+  std::sort(out.tensors.begin(), out.tensors.end(), [](const auto& a, const auto& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  std::uint64_t expected = 0;
+  for (const auto& t : out.tensors) {
+    if (t.begin < expected) reader.fail_tensor(t.name, "data overlaps the previous tensor's");
+    if (t.begin > expected) reader.fail_tensor(t.name, "gap of " + std::to_string(t.begin - expected) + " bytes before its data");
+    expected = t.end;
+  }
+  const std::uint64_t data_size = file_size - 8 - header_size;
+  if (expected > data_size)
+    reader.fail("truncated: the tensors need " + std::to_string(expected) + " data bytes but the file holds " +
+                std::to_string(data_size));
+  if (expected < data_size)
+    reader.fail("trailing bytes: " + std::to_string(data_size - expected) + " bytes after the last tensor's data");
+  out.data.resize(data_size);
+  if (data_size > 0 && std::fread(out.data.data(), 1, data_size, file.get()) != data_size)
+    reader.fail("cannot read the tensor data");
+  return out;
+}
+
+// A tensor to write: name, dtype, shape and its little-endian bytes.
+struct TensorBytes {
+  std::string name;
+  Dtype dtype;
+  std::vector<std::int64_t> shape;
+  std::span<const unsigned char> bytes;
+};
+
+// Writes tensors (in the given order) and metadata as a safetensors file, atomically.
+inline void write_safetensors(const std::filesystem::path& path, std::span<const TensorBytes> tensors,
+                              const std::map<std::string, std::string, std::less<>>& metadata) {
+  // Appended piece by piece (GCC 12 misreports `"literal" + std::string` chains: -Wrestrict).
+  std::string header = "{\"__metadata__\":{";
+  bool first = true;
+  for (const auto& [key, value] : metadata) {
+    if (!first) header += ',';
+    header += json::quote(key);
+    header += ':';
+    header += json::quote(value);
+    first = false;
+  }
+  header += '}';
+  std::uint64_t offset = 0;
+  for (const auto& t : tensors) {
+    header += ',';
+    header += json::quote(t.name);
+    header += ":{\"dtype\":\"";
+    header += dtype_name(t.dtype);
+    header += "\",\"shape\":[";
+    for (std::size_t i = 0; i < t.shape.size(); ++i) {
+      if (i > 0) header += ',';
+      header += std::to_string(t.shape[i]);
+    }
+    header += "],\"data_offsets\":[";
+    header += std::to_string(offset);
+    header += ',';
+    header += std::to_string(offset + t.bytes.size());
+    header += "]}";
+    offset += t.bytes.size();
+  }
+  header += '}';
+  header.append((8 - header.size() % 8) % 8, ' ');  // the data section starts 8-byte aligned
+  unsigned char size_bytes[8];
+  detail::little_endian_u64(size_bytes, header.size());
+  std::vector<std::span<const unsigned char>> pieces{
+      {size_bytes, 8}, {reinterpret_cast<const unsigned char*>(header.data()), header.size()}};
+  for (const auto& t : tensors) pieces.push_back(t.bytes);
+  write_atomically(path, pieces);
+}
+
+}  // namespace etnn::io
+
+namespace etnn::io {
+
+inline constexpr const char* checkpoint_format_version = "1";
+
+static_assert(std::endian::native == std::endian::little,
+              "etnn::io writes safetensors (little-endian data) straight from memory");
+
+template <class Model>
+void save(const Model& model, const std::filesystem::path& path) {
+  using T = typename Model::value_type;
+  const auto params = Model::named_parameters();
+  std::vector<TensorBytes> tensors;
+  tensors.reserve(params.size());
+  for (const auto& p : params) {
+    tensors.push_back({p.name, std::is_same_v<T, double> ? Dtype::f64 : Dtype::f32,
+                       std::vector<std::int64_t>(p.shape.begin(), p.shape.end()),
+                       {reinterpret_cast<const unsigned char*>(model.parameters() + p.offset), p.numel * sizeof(T)}});
+  }
+  write_safetensors(path, tensors,
+                    {{"format", "etnn"},
+                     {"format_version", checkpoint_format_version},
+                     {"network", Model::network::describe()},
+                     {"scalar", std::is_same_v<T, double> ? "float64" : "float32"}});
+}
+
+template <class Model>
+void load(Model& model, const std::filesystem::path& path) {
+  using T = typename Model::value_type;
+  const SafetensorsFile file = read_safetensors(path);
+  const auto fail = [&](const std::string& what) {
+    throw IoError("etnn::io::load: '" + path.string() + "': " + what);
+  };
+  const auto params = Model::named_parameters();
+  std::set<std::string, std::less<>> expected;
+  for (const auto& p : params) expected.insert(p.name);
+  for (const auto& t : file.tensors)
+    if (!expected.contains(t.name))
+      fail("unexpected tensor '" + t.name + "'; the model " + Model::network::describe() + " has no such parameter");
+  // Validate every tensor before changing any parameter: a failed load leaves the model as it was.
+  for (const auto& p : params) {
+    const TensorRecord* t = file.find(p.name);
+    if (t == nullptr) fail("missing tensor '" + p.name + "' (model " + Model::network::describe() + ")");
+    const std::vector<std::int64_t> shape(p.shape.begin(), p.shape.end());
+    if (t->shape != shape)
+      fail("tensor '" + p.name + "' has shape " + detail::shape_string(t->shape) + ", model expects " +
+           detail::shape_string(shape));
+  }
+  for (const auto& p : params) {
+    const TensorRecord& t = *file.find(p.name);
+    const unsigned char* bytes = file.data.data() + t.begin;
+    T* out = model.parameters() + p.offset;
+    for (std::size_t i = 0; i < p.numel; ++i) {
+      const unsigned char* at = bytes + i * dtype_size(t.dtype);
+      switch (t.dtype) {
+        case Dtype::f64: out[i] = static_cast<T>(std::bit_cast<double>(read_le<std::uint64_t>(at))); break;
+        case Dtype::f32: out[i] = static_cast<T>(std::bit_cast<float>(read_le<std::uint32_t>(at))); break;
+        case Dtype::f16: out[i] = static_cast<T>(f16_to_float(read_le<std::uint16_t>(at))); break;
+        case Dtype::bf16: out[i] = static_cast<T>(bf16_to_float(read_le<std::uint16_t>(at))); break;
+      }
+    }
+  }
+}
+
+}  // namespace etnn::io
 // ---- etnn/train/evaluate.hpp ----
 // etnn::evaluate: runs the model over a whole dataset in inference mode and returns a metric.
 
@@ -3032,7 +3849,6 @@ inline constexpr Accuracy accuracy{};
 //   epoch 3/10 [=========>          ] 28160/60000  loss 0.4123  51234 samples/s
 // Redrawn at most 10 times a second, only when the stream is a terminal (logs stay clean).
 #include <chrono>
-#include <unistd.h>
 
 namespace etnn {
 

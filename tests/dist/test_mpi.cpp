@@ -3,9 +3,13 @@
 // gradient accumulation, bucketing with and without overlap, and model agreement across ranks.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "support/gradcheck.hpp"
@@ -22,7 +26,7 @@ using Deep = decltype(nn::input<20> >> nn::linear<32> >> nn::tanh >> nn::linear<
 
 // n samples of shape S with random features and labels below `classes`, the same on every rank.
 template <etnn::ShapeType S>
-etnn::data::Dataset<S> random_data(std::size_t n, int classes, std::uint64_t seed) {
+etnn::data::Dataset<S> random_dataset(std::size_t n, int classes, std::uint64_t seed) {
   std::vector<float> x(n * S::size);
   std::vector<int> y(n);
   etnn::test::fill_uniform(x.data(), x.size(), seed);
@@ -60,7 +64,7 @@ double distributed_vs_single(int b, int steps, int accumulate, etnn::optim::Buck
   const int ranks = world().size();
   using In = typename etnn::Model<Net, T>::input_shape;
   constexpr int classes = etnn::Model<Net, T>::output_shape::size;
-  const auto data = random_data<In>(static_cast<std::size_t>(ranks * b * steps), classes, 42);
+  const auto data = random_dataset<In>(static_cast<std::size_t>(ranks * b * steps), classes, 42);
   const etnn::optim::SgdOptions sgd{.lr = 0.05f, .momentum = 0.9f, .weight_decay = 1e-4f};
 
   etnn::Model<Net, T> reference(7);
@@ -151,4 +155,34 @@ TEST_CASE("ranks that build different models stop together with a clear error") 
     etnn::Model<decltype(nn::input<20> >> nn::linear<5>)> model(0);
     CHECK_THROWS_WITH_AS(etnn::optim::SGD(model, sgd, world()), doctest::Contains("different model"), etnn::DistError);
   }
+}
+
+TEST_CASE("a model trained on N ranks and saved by rank 0 evaluates identically in one process") {
+  const auto data = random_dataset<etnn::Shape<20>>(static_cast<std::size_t>(world().size()) * 64, 5, 8);
+  etnn::Model<Deep> model(static_cast<std::uint64_t>(world().rank()));
+  etnn::loss::CrossEntropy loss;
+  etnn::optim::SGD opt(model, {.lr = 0.1f, .momentum = 0.9f}, world());
+  etnn::Trainer trainer(model, loss, opt);
+  etnn::data::DataLoader loader(data, {.batch = 16, .sampler = etnn::data::DistributedSampler(world())});
+  for (int epoch = 0; epoch < 3; ++epoch) {
+    loader.set_epoch(epoch);
+    for (auto batch : loader) trainer.step(batch);
+  }
+  // One file for the job, written by rank 0 into a directory every rank sees.
+  std::string path = "/tmp/etnn-dist-checkpoint-";
+  int job = world().rank() == 0 ? static_cast<int>(::getpid()) : 0;
+  world().broadcast(&job, 1, 0);
+  path += std::to_string(job) + ".safetensors";
+  if (world().rank() == 0) etnn::io::save(model, path);
+  world().barrier();
+  etnn::Model<Deep> single(999);  // a fresh, single-process model
+  etnn::io::load(single, path);
+  world().barrier();
+  if (world().rank() == 0) std::remove(path.c_str());
+  etnn::Tensor<float, etnn::Shape<20>> x(32);
+  etnn::test::fill_uniform(x.data(), x.size(), 77);
+  const auto expected = model.forward(x);
+  const auto got = single.forward(x);
+  CHECK(std::memcmp(expected.data(), got.data(), expected.size() * sizeof(float)) == 0);
+  CHECK(etnn::evaluate(single, data, etnn::metrics::accuracy) == etnn::evaluate(model, data, etnn::metrics::accuracy));
 }

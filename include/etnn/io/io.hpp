@@ -1,0 +1,3 @@
+#pragma once
+// etnn::io: checkpoints in safetensors.
+#include "checkpoint.hpp"

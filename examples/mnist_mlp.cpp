@@ -1,8 +1,12 @@
 // The default example: a 784-512-10 ReLU MLP trained with SGD on Fashion-MNIST.
 //   mnist_mlp [--data DIR] [--epochs 10] [--batch 64] [--lr 0.01] [--momentum 0] [--threads 0]
 //             [--seed 0] [--limit N] [--dist local|mpi] [--save PATH] [--load PATH]
+//             [--resume PATH] [--log FILE.csv]
 // --load PATH starts from saved weights (with --epochs 0 it only evaluates them); --save PATH
-// writes the trained weights (safetensors, PyTorch state_dict names).
+// writes the trained weights (safetensors, PyTorch state_dict names). --resume PATH continues
+// from the training state in PATH if it exists and saves the state there after every epoch, so
+// a run that stops resumes where it was. --log appends a CSV row per epoch (scripts/plot_training.py
+// draws it).
 // Data parallel: mpirun -np 2 mnist_mlp --dist mpi --threads 1   (--batch is per rank; rank 0 prints)
 // DIR holds the four MNIST-format files (train-images-idx3-ubyte, train-labels-idx1-ubyte,
 // t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte), raw or .gz. Pixels are scaled to [0, 1],
@@ -39,13 +43,15 @@ struct Options {
   long limit = 0;   // train on the first N samples only (0: all)
   std::string dist = "local";
   fs::path save, load;  // checkpoints (empty: none)
+  fs::path resume;      // training state, read if present and written after every epoch
+  fs::path log;         // CSV of per-epoch metrics
 };
 
 [[noreturn]] void usage(int code) {
   std::fprintf(code == 0 ? stdout : stderr,
                "usage: mnist_mlp [--data DIR] [--epochs N] [--batch N] [--lr X] [--momentum X]\n"
                "                 [--threads N] [--seed N] [--limit N] [--dist local|mpi]\n"
-               "                 [--save PATH] [--load PATH]\n");
+               "                 [--save PATH] [--load PATH] [--resume PATH] [--log FILE.csv]\n");
   std::exit(code);
 }
 
@@ -68,6 +74,8 @@ Options parse(int argc, char** argv) {
       else if (flag == "--dist") o.dist = value;
       else if (flag == "--save") o.save = value;
       else if (flag == "--load") o.load = value;
+      else if (flag == "--resume") o.resume = value;
+      else if (flag == "--log") o.log = value;
       else usage(2);
     } catch (const std::logic_error&) {
       std::fprintf(stderr, "mnist_mlp: %s needs a number, got '%s'\n", argv[i - 1], value);
@@ -120,8 +128,19 @@ int run(const Options& opt, const fs::path (&files)[4], World& world) {
     if (world.size() > 1) std::printf(" x %d ranks (batch per rank)", world.size());
     std::printf("\n");
   }
+  if (!opt.resume.empty() && fs::exists(opt.resume)) {
+    etnn::io::load_state(trainer, loader, opt.resume);
+    if (root) std::printf("resumed from %s at epoch %d\n", opt.resume.c_str(), loader.epoch() + 1);
+  }
+  std::FILE* log = nullptr;
+  if (root && !opt.log.empty()) {
+    const bool fresh = !fs::exists(opt.log);
+    log = std::fopen(opt.log.c_str(), "a");
+    if (log == nullptr) throw etnn::IoError("mnist_mlp: cannot open the log file '" + opt.log.string() + "'");
+    if (fresh) std::fputs("epoch,step,loss,accuracy,samples_per_s\n", log);
+  }
   double accuracy = etnn::evaluate(model, test, etnn::metrics::accuracy);
-  for (int epoch = 0; epoch < opt.epochs; ++epoch) {
+  for (int epoch = loader.epoch(); epoch < opt.epochs; ++epoch) {
     loader.set_epoch(epoch);
     etnn::ProgressBar bar("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(opt.epochs),
                           train.size() / static_cast<std::size_t>(world.size()));
@@ -140,8 +159,15 @@ int run(const Options& opt, const fs::path (&files)[4], World& world) {
       std::printf("epoch %2d/%d  train loss %.4f  test accuracy %.4f  %.0f samples/s  %.2f s\n", epoch + 1,
                   opt.epochs, totals[0] / totals[1], accuracy, totals[1] / seconds, seconds);
       std::fflush(stdout);
+      if (log != nullptr) {
+        std::fprintf(log, "%d,%lld,%.6f,%.6f,%.1f\n", epoch + 1, static_cast<long long>(sgd.steps()),
+                     totals[0] / totals[1], accuracy, totals[1] / seconds);
+        std::fflush(log);
+      }
+      if (!opt.resume.empty()) etnn::io::save_state(trainer, loader, opt.resume);
     }
   }
+  if (log != nullptr) std::fclose(log);
   if (root) std::printf("final test accuracy %.4f\n", accuracy);
   if (root && !opt.save.empty()) {
     etnn::io::save(model, opt.save);

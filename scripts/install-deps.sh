@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what etnn's build, tests, benchmarks and examples need, if anything is missing: Debian
-# packages, and from PyPI the reference safetensors implementation for the interoperability test.
+# packages, and from PyPI the reference safetensors implementation and matplotlib.
 set -euo pipefail
 
 packages=(g++ cmake make ccache python3 libeigen3-dev zlib1g-dev libopenmpi-dev openmpi-bin doctest-dev libbenchmark-dev
@@ -17,8 +17,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# The reference safetensors implementation, for the checkpoint interoperability test.
-if ! python3 -c "import safetensors.numpy, numpy" 2>/dev/null; then
-  python3 -m pip install -q --disable-pip-version-check safetensors numpy 2>/dev/null ||
-    python3 -m pip install -q --disable-pip-version-check --break-system-packages safetensors numpy
+# From PyPI: the reference safetensors implementation (checkpoint interoperability test) and
+# matplotlib (scripts/plot_training.py).
+if ! python3 -c "import safetensors.numpy, numpy, matplotlib" 2>/dev/null; then
+  python3 -m pip install -q --disable-pip-version-check safetensors numpy matplotlib 2>/dev/null ||
+    python3 -m pip install -q --disable-pip-version-check --break-system-packages safetensors numpy matplotlib
 fi

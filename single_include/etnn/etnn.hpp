@@ -1973,6 +1973,7 @@ struct MSE {
 //   Options                                   hyper-parameters (designated-initialisable)
 //   validate(options)                         throws etnn::Error on a bad value
 //   state_slots(options)                      per-parameter state arrays it needs (momentum, ...)
+//   state_names(options)                      their names, as PyTorch's optimizer state_dict calls them
 //   update<T>(options, params, grads, state, n, step, grad_scale)
 //                                             -> an ETNN_HD functor f(i) updating index i with
 //                                                the gradient grad_scale * grads[i]
@@ -2164,8 +2165,15 @@ class Optimizer {
                   std::to_string(Rule::state_slots(options_)) + "; build a new optimizer instead");
     options_ = options;
   }
-  // Updates done so far.
+  // Updates done so far (a learning-rate schedule's position).
   std::int64_t steps() const noexcept { return steps_; }
+
+  // The per-parameter state (Rule::state_names(options)[k] for parameter i at k * num_params + i),
+  // and the step count: what a training checkpoint keeps (etnn::io::save_state).
+  T* state() noexcept { return state_.data(); }
+  const T* state() const noexcept { return state_.data(); }
+  std::size_t state_size() const noexcept { return state_.size(); }
+  void restore_steps(std::int64_t steps) noexcept { steps_ = steps; }
 
  private:
   static inline dist::Local local_{};
@@ -2213,6 +2221,9 @@ struct Sgd {
   }
 
   static std::size_t state_slots(const Options& o) { return o.momentum != 0.0f ? 1 : 0; }
+  static std::vector<std::string> state_names(const Options& o) {
+    return state_slots(o) > 0 ? std::vector<std::string>{"momentum_buffer"} : std::vector<std::string>{};
+  }
 
   template <class T>
   struct Update {
@@ -2423,25 +2434,40 @@ class DataLoader {
   ~DataLoader() { stop(); }
 
   // Selects the sample order of the following iterations (PyTorch's sampler.set_epoch).
-  void set_epoch(int epoch) noexcept { epoch_ = epoch; }
+  void set_epoch(int epoch) noexcept {
+    if (epoch != epoch_) resume_position_ = 0;
+    epoch_ = epoch;
+  }
+  int epoch() const noexcept { return epoch_; }
   // Batches per epoch; the partial last one counts unless drop_last.
   std::size_t size() const noexcept { return num_batches_; }
+  // Batches of the current epoch handed out so far, including the one being used.
+  std::size_t position() const noexcept { return position_; }
+
+  // Resuming training: the next iteration covers epoch `epoch` from batch `position` on, exactly
+  // as the uninterrupted iteration would have continued (set_epoch(epoch) keeps this).
+  void resume(int epoch, std::size_t position) noexcept {
+    epoch_ = epoch;
+    resume_position_ = position;
+  }
 
   Iterator begin() {
     stop();
     ++generation_;
     std::visit([&](const auto& s) { s.fill(data_->size(), epoch_, order_); }, sampler_);
-    Iterator it(this, generation_);
-    if (num_batches_ == 0) return it;
+    const std::size_t first = std::exchange(resume_position_, 0);
+    Iterator it(this, generation_, first);
+    position_ = std::min(first, num_batches_);
+    if (first >= num_batches_) return it;
     if (options_.prefetch) {
       for (Slot& s : slots_) s.ready = no_batch;
-      claimed_ = 0;
-      held_ = 0;
+      claimed_ = first;
+      held_ = first;
       stop_ = false;
       error_ = nullptr;
       worker_ = std::thread([this] { work(); });
     }
-    acquire(0);  // on a throw, `it` stops the worker
+    acquire(first);  // on a throw, `it` stops the worker
     return it;
   }
   std::default_sentinel_t end() const noexcept { return {}; }
@@ -2478,7 +2504,8 @@ class DataLoader {
 
    private:
     friend DataLoader;
-    Iterator(DataLoader* loader, std::uint64_t generation) noexcept : loader_(loader), generation_(generation) {}
+    Iterator(DataLoader* loader, std::uint64_t generation, std::size_t first) noexcept
+        : loader_(loader), generation_(generation), index_(first) {}
     void release() noexcept {
       if (loader_ != nullptr && loader_->generation_ == generation_) loader_->stop();
       loader_ = nullptr;
@@ -2548,6 +2575,7 @@ class DataLoader {
   // the worker has not started it (it may not have had a core: the training step keeps both busy),
   // the caller gathers it itself rather than wait for the worker to be scheduled.
   void acquire(std::size_t k) {
+    position_ = k + 1;
     if (!options_.prefetch) {
       gather(k, slot(k));
       return;
@@ -2605,6 +2633,8 @@ class DataLoader {
   std::size_t num_batches_;
   std::array<Slot, 2> slots_;       // slot 1 only with prefetch
   int epoch_ = 0;
+  std::size_t position_ = 0;         // batches of this epoch handed out
+  std::size_t resume_position_ = 0;  // where the next iteration starts (resume())
   std::uint64_t generation_ = 0;    // counts begin() calls; an iterator acts only on its own iteration
 
   // Shared with the worker under mutex_.
@@ -3021,7 +3051,7 @@ Dataset<S> load_idx(const std::filesystem::path& images, const std::filesystem::
 
 }  // namespace etnn::data
 // ---- etnn/io/io.hpp ----
-// etnn::io: checkpoints in safetensors.
+// etnn::io: model checkpoints and training states in safetensors.
 // ---- etnn/io/checkpoint.hpp ----
 // Model checkpoints in safetensors, named as torch.nn.Sequential.state_dict() names them:
 //   etnn::io::save(model, "mlp.safetensors");
@@ -3031,6 +3061,7 @@ Dataset<S> load_idx(const std::filesystem::path& images, const std::filesystem::
 // not depend on how the model was trained (devices, ranks). load accepts F64, F32, F16 and BF16
 // tensors and converts them to the model's scalar type (narrowing rounds to nearest), so files
 // written by PyTorch's safetensors load as long as names and shapes match.
+#include <map>
 #include <set>
 
 // ---- etnn/io/half.hpp ----
@@ -3098,7 +3129,6 @@ inline std::uint16_t float_to_f16(float f) {
 //   offsets are relative to the data section; the tensors tile it exactly, without gaps or
 //   overlaps, in offset order; data is little-endian and row-major.
 // read_safetensors validates all of it before anything is sized from the file's numbers.
-#include <map>
 
 // ---- etnn/io/atomic_file.hpp ----
 // Atomic file replacement: the bytes go to a temporary file in the target's directory, which is
@@ -3700,60 +3730,215 @@ inline constexpr const char* checkpoint_format_version = "1";
 static_assert(std::endian::native == std::endian::little,
               "etnn::io writes safetensors (little-endian data) straight from memory");
 
+// One tensor of a checkpoint: its name and shape, and where its values live in memory.
+template <class T>
+struct TensorSlot {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  T* data;
+  std::size_t numel;
+};
+
+namespace detail {
+
+template <class T>
+constexpr Dtype dtype_of() {
+  return std::is_same_v<std::remove_const_t<T>, double> ? Dtype::f64 : Dtype::f32;
+}
+
+template <class T>
+constexpr const char* scalar_name() {
+  return std::is_same_v<std::remove_const_t<T>, double> ? "float64" : "float32";
+}
+
+// The model's parameters as checkpoint tensors (T const for a const model).
+template <class T, class M>
+std::vector<TensorSlot<T>> parameter_slots(M& model) {
+  using Model = std::remove_const_t<M>;
+  std::vector<TensorSlot<T>> slots;
+  for (const auto& p : Model::named_parameters())
+    slots.push_back({p.name, std::vector<std::int64_t>(p.shape.begin(), p.shape.end()), model.parameters() + p.offset,
+                     p.numel});
+  return slots;
+}
+
+template <class Model>
+std::map<std::string, std::string, std::less<>> model_metadata(const char* format) {
+  return {{"format", format},
+          {"format_version", checkpoint_format_version},
+          {"network", Model::network::describe()},
+          {"scalar", scalar_name<typename Model::value_type>()}};
+}
+
+template <class T>
+void save_slots(const std::filesystem::path& path, std::span<const TensorSlot<T>> slots,
+                const std::map<std::string, std::string, std::less<>>& metadata) {
+  std::vector<TensorBytes> tensors;
+  tensors.reserve(slots.size());
+  for (const auto& s : slots)
+    tensors.push_back({s.name, dtype_of<T>(), s.shape,
+                       {reinterpret_cast<const unsigned char*>(s.data), s.numel * sizeof(T)}});
+  write_safetensors(path, tensors, metadata);
+}
+
+// Fills every slot from `file`, converting dtypes. Every slot must be present with its shape and
+// nothing else may be: all is checked before any slot is written, so a failure changes nothing.
+template <class T>
+void load_slots(const SafetensorsFile& file, const std::filesystem::path& path, std::span<const TensorSlot<T>> slots,
+                const std::string& model_description) {
+  const auto fail = [&](const std::string& what) {
+    throw IoError("etnn::io::load: '" + path.string() + "': " + what);
+  };
+  std::set<std::string, std::less<>> expected;
+  for (const auto& s : slots) expected.insert(s.name);
+  for (const auto& t : file.tensors)
+    if (!expected.contains(t.name)) fail("unexpected tensor '" + t.name + "'; " + model_description + " has no such tensor");
+  for (const auto& s : slots) {
+    const TensorRecord* t = file.find(s.name);
+    if (t == nullptr) fail("missing tensor '" + s.name + "' (" + model_description + ")");
+    if (t->shape != s.shape)
+      fail("tensor '" + s.name + "' has shape " + shape_string(t->shape) + ", model expects " + shape_string(s.shape));
+  }
+  for (const auto& s : slots) {
+    const TensorRecord& t = *file.find(s.name);
+    const unsigned char* bytes = file.data.data() + t.begin;
+    for (std::size_t i = 0; i < s.numel; ++i) {
+      const unsigned char* at = bytes + i * dtype_size(t.dtype);
+      switch (t.dtype) {
+        case Dtype::f64: s.data[i] = static_cast<T>(std::bit_cast<double>(read_le<std::uint64_t>(at))); break;
+        case Dtype::f32: s.data[i] = static_cast<T>(std::bit_cast<float>(read_le<std::uint32_t>(at))); break;
+        case Dtype::f16: s.data[i] = static_cast<T>(f16_to_float(read_le<std::uint16_t>(at))); break;
+        case Dtype::bf16: s.data[i] = static_cast<T>(bf16_to_float(read_le<std::uint16_t>(at))); break;
+      }
+    }
+  }
+}
+
+}  // namespace detail
+
 template <class Model>
 void save(const Model& model, const std::filesystem::path& path) {
   using T = typename Model::value_type;
-  const auto params = Model::named_parameters();
-  std::vector<TensorBytes> tensors;
-  tensors.reserve(params.size());
-  for (const auto& p : params) {
-    tensors.push_back({p.name, std::is_same_v<T, double> ? Dtype::f64 : Dtype::f32,
-                       std::vector<std::int64_t>(p.shape.begin(), p.shape.end()),
-                       {reinterpret_cast<const unsigned char*>(model.parameters() + p.offset), p.numel * sizeof(T)}});
-  }
-  write_safetensors(path, tensors,
-                    {{"format", "etnn"},
-                     {"format_version", checkpoint_format_version},
-                     {"network", Model::network::describe()},
-                     {"scalar", std::is_same_v<T, double> ? "float64" : "float32"}});
+  const auto slots = detail::parameter_slots<const T>(model);
+  detail::save_slots<const T>(path, slots, detail::model_metadata<Model>("etnn"));
 }
 
 template <class Model>
 void load(Model& model, const std::filesystem::path& path) {
   using T = typename Model::value_type;
+  const auto slots = detail::parameter_slots<T>(model);
+  detail::load_slots<T>(read_safetensors(path), path, slots, "the model " + Model::network::describe());
+}
+
+}  // namespace etnn::io
+// ---- etnn/io/training_state.hpp ----
+// Training checkpoints: everything needed to continue training as if it had never stopped.
+//   etnn::io::save_state(trainer, loader, "run.state.safetensors");   // e.g. after a step
+//   etnn::io::load_state(trainer, loader, "run.state.safetensors");   // in a new process
+//   for (int epoch = loader.epoch(); epoch < epochs; ++epoch) {
+//     loader.set_epoch(epoch);                 // resumes mid-epoch where the state was saved
+//     for (auto batch : loader) trainer.step(batch);
+//   }
+// The file is safetensors: the parameters under their state_dict names, the optimizer's state as
+// "optimizer.<state name>.<parameter>" (PyTorch's names, e.g. momentum_buffer), the gradients
+// accumulated so far as "grad.<parameter>" when saved inside an accumulation window, and in the
+// metadata the optimizer's step count (the position of any learning-rate schedule), the trainer's
+// micro-step, the loader's epoch and position, and the number of ranks. Data order, dropout and
+// initialisation derive from seeds and these counters, so no generator state needs saving.
+// Resuming gives bitwise the same parameters as the uninterrupted run, with the same number of
+// ranks (each rank's share of the data depends on it); in a data-parallel job rank 0 saves (all
+// ranks hold the same state) and every rank loads.
+#include <charconv>
+
+
+namespace etnn::io {
+
+namespace detail {
+
+// The trainer's tensors: parameters, optimizer state and (inside an accumulation window) the
+// gradients gathered so far.
+template <class T, class Trainer>
+std::vector<TensorSlot<T>> training_slots(Trainer& trainer) {
+  auto& model = trainer.model();
+  auto& optimizer = trainer.optimizer();
+  using Model = std::remove_reference_t<decltype(model)>;
+  std::vector<TensorSlot<T>> slots = parameter_slots<T>(model);
+  const auto params = Model::named_parameters();
+  const auto names = std::remove_reference_t<decltype(optimizer)>::rule::state_names(optimizer.options());
+  for (std::size_t k = 0; k < names.size(); ++k)
+    for (const auto& p : params)
+      slots.push_back({"optimizer." + names[k] + "." + p.name, std::vector<std::int64_t>(p.shape.begin(), p.shape.end()),
+                       optimizer.state() + k * Model::num_params + p.offset, p.numel});
+  if (trainer.micro_step() > 0)
+    for (const auto& p : params)
+      slots.push_back({"grad." + p.name, std::vector<std::int64_t>(p.shape.begin(), p.shape.end()),
+                       model.gradients() + p.offset, p.numel});
+  return slots;
+}
+
+inline long long metadata_integer(const SafetensorsFile& file, const std::filesystem::path& path, const char* key) {
+  const auto it = file.metadata.find(key);
+  long long value = 0;
+  if (it == file.metadata.end() ||
+      std::from_chars(it->second.data(), it->second.data() + it->second.size(), value).ec != std::errc{})
+    throw IoError("etnn::io::load_state: '" + path.string() + "': metadata '" + key + "' is missing or not an integer");
+  return value;
+}
+
+}  // namespace detail
+
+template <class Trainer, class Loader>
+void save_state(Trainer& trainer, const Loader& loader, const std::filesystem::path& path) {
+  using Model = std::remove_reference_t<decltype(trainer.model())>;
+  using T = typename Model::value_type;
+  const auto slots = detail::training_slots<T>(trainer);
+  auto metadata = detail::model_metadata<Model>("etnn-training-state");
+  metadata["optimizer_steps"] = std::to_string(trainer.optimizer().steps());
+  metadata["micro_step"] = std::to_string(trainer.micro_step());
+  metadata["epoch"] = std::to_string(loader.epoch());
+  metadata["position"] = std::to_string(loader.position());
+  metadata["ranks"] = std::to_string(trainer.optimizer().reducer().size());
+  detail::save_slots<T>(path, slots, metadata);
+}
+
+template <class Trainer, class Loader>
+void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& path) {
+  using Model = std::remove_reference_t<decltype(trainer.model())>;
+  using T = typename Model::value_type;
   const SafetensorsFile file = read_safetensors(path);
   const auto fail = [&](const std::string& what) {
-    throw IoError("etnn::io::load: '" + path.string() + "': " + what);
+    throw IoError("etnn::io::load_state: '" + path.string() + "': " + what);
   };
-  const auto params = Model::named_parameters();
-  std::set<std::string, std::less<>> expected;
-  for (const auto& p : params) expected.insert(p.name);
-  for (const auto& t : file.tensors)
-    if (!expected.contains(t.name))
-      fail("unexpected tensor '" + t.name + "'; the model " + Model::network::describe() + " has no such parameter");
-  // Validate every tensor before changing any parameter: a failed load leaves the model as it was.
-  for (const auto& p : params) {
-    const TensorRecord* t = file.find(p.name);
-    if (t == nullptr) fail("missing tensor '" + p.name + "' (model " + Model::network::describe() + ")");
-    const std::vector<std::int64_t> shape(p.shape.begin(), p.shape.end());
-    if (t->shape != shape)
-      fail("tensor '" + p.name + "' has shape " + detail::shape_string(t->shape) + ", model expects " +
-           detail::shape_string(shape));
+  const auto format = file.metadata.find("format");
+  if (format == file.metadata.end() || format->second != "etnn-training-state")
+    fail("not an etnn training state (a model checkpoint loads with etnn::io::load)");
+  const long long ranks = detail::metadata_integer(file, path, "ranks");
+  if (ranks != trainer.optimizer().reducer().size())
+    fail("saved by " + std::to_string(ranks) + " ranks, resumed on " + std::to_string(trainer.optimizer().reducer().size()) +
+         "; resume with the same number of ranks (or load the weights alone with etnn::io::load)");
+  const long long steps = detail::metadata_integer(file, path, "optimizer_steps");
+  const long long micro_step = detail::metadata_integer(file, path, "micro_step");
+  const long long epoch = detail::metadata_integer(file, path, "epoch");
+  const long long position = detail::metadata_integer(file, path, "position");
+  if (steps < 0 || micro_step < 0 || micro_step >= trainer.options().accumulate || position < 0)
+    fail("metadata out of range (steps " + std::to_string(steps) + ", micro step " + std::to_string(micro_step) +
+         ", position " + std::to_string(position) + ")");
+  // The micro-step decides whether accumulated gradients are part of the state.
+  const int previous_micro_step = trainer.micro_step();
+  trainer.restore_micro_step(static_cast<int>(micro_step));
+  try {
+    const auto slots = detail::training_slots<T>(trainer);
+    detail::load_slots<T>(file, path, slots, "the training state of " + Model::network::describe());
+  } catch (...) {
+    trainer.restore_micro_step(previous_micro_step);
+    throw;
   }
-  for (const auto& p : params) {
-    const TensorRecord& t = *file.find(p.name);
-    const unsigned char* bytes = file.data.data() + t.begin;
-    T* out = model.parameters() + p.offset;
-    for (std::size_t i = 0; i < p.numel; ++i) {
-      const unsigned char* at = bytes + i * dtype_size(t.dtype);
-      switch (t.dtype) {
-        case Dtype::f64: out[i] = static_cast<T>(std::bit_cast<double>(read_le<std::uint64_t>(at))); break;
-        case Dtype::f32: out[i] = static_cast<T>(std::bit_cast<float>(read_le<std::uint32_t>(at))); break;
-        case Dtype::f16: out[i] = static_cast<T>(f16_to_float(read_le<std::uint16_t>(at))); break;
-        case Dtype::bf16: out[i] = static_cast<T>(bf16_to_float(read_le<std::uint16_t>(at))); break;
-      }
-    }
-  }
+  trainer.optimizer().restore_steps(steps);
+  // A finished epoch resumes at the start of the next one.
+  if (static_cast<std::size_t>(position) >= loader.size())
+    loader.resume(static_cast<int>(epoch) + 1, 0);
+  else
+    loader.resume(static_cast<int>(epoch), static_cast<std::size_t>(position));
 }
 
 }  // namespace etnn::io
@@ -3977,6 +4162,14 @@ class Trainer {
   }
 
   const TrainerOptions& options() const noexcept { return options_; }
+  // Position within the accumulation window (0 .. accumulate - 1), kept by training checkpoints.
+  int micro_step() const noexcept { return micro_step_; }
+  void restore_micro_step(int micro_step) {
+    if (micro_step < 0 || micro_step >= options_.accumulate)
+      throw Error("etnn::Trainer: micro step " + std::to_string(micro_step) + " outside [0, " +
+                  std::to_string(options_.accumulate) + ")");
+    micro_step_ = micro_step;
+  }
   Model& model() noexcept { return model_; }
   Optim& optimizer() noexcept { return optimizer_; }
 

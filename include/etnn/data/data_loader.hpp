@@ -85,25 +85,40 @@ class DataLoader {
   ~DataLoader() { stop(); }
 
   // Selects the sample order of the following iterations (PyTorch's sampler.set_epoch).
-  void set_epoch(int epoch) noexcept { epoch_ = epoch; }
+  void set_epoch(int epoch) noexcept {
+    if (epoch != epoch_) resume_position_ = 0;
+    epoch_ = epoch;
+  }
+  int epoch() const noexcept { return epoch_; }
   // Batches per epoch; the partial last one counts unless drop_last.
   std::size_t size() const noexcept { return num_batches_; }
+  // Batches of the current epoch handed out so far, including the one being used.
+  std::size_t position() const noexcept { return position_; }
+
+  // Resuming training: the next iteration covers epoch `epoch` from batch `position` on, exactly
+  // as the uninterrupted iteration would have continued (set_epoch(epoch) keeps this).
+  void resume(int epoch, std::size_t position) noexcept {
+    epoch_ = epoch;
+    resume_position_ = position;
+  }
 
   Iterator begin() {
     stop();
     ++generation_;
     std::visit([&](const auto& s) { s.fill(data_->size(), epoch_, order_); }, sampler_);
-    Iterator it(this, generation_);
-    if (num_batches_ == 0) return it;
+    const std::size_t first = std::exchange(resume_position_, 0);
+    Iterator it(this, generation_, first);
+    position_ = std::min(first, num_batches_);
+    if (first >= num_batches_) return it;
     if (options_.prefetch) {
       for (Slot& s : slots_) s.ready = no_batch;
-      claimed_ = 0;
-      held_ = 0;
+      claimed_ = first;
+      held_ = first;
       stop_ = false;
       error_ = nullptr;
       worker_ = std::thread([this] { work(); });
     }
-    acquire(0);  // on a throw, `it` stops the worker
+    acquire(first);  // on a throw, `it` stops the worker
     return it;
   }
   std::default_sentinel_t end() const noexcept { return {}; }
@@ -140,7 +155,8 @@ class DataLoader {
 
    private:
     friend DataLoader;
-    Iterator(DataLoader* loader, std::uint64_t generation) noexcept : loader_(loader), generation_(generation) {}
+    Iterator(DataLoader* loader, std::uint64_t generation, std::size_t first) noexcept
+        : loader_(loader), generation_(generation), index_(first) {}
     void release() noexcept {
       if (loader_ != nullptr && loader_->generation_ == generation_) loader_->stop();
       loader_ = nullptr;
@@ -210,6 +226,7 @@ class DataLoader {
   // the worker has not started it (it may not have had a core: the training step keeps both busy),
   // the caller gathers it itself rather than wait for the worker to be scheduled.
   void acquire(std::size_t k) {
+    position_ = k + 1;
     if (!options_.prefetch) {
       gather(k, slot(k));
       return;
@@ -267,6 +284,8 @@ class DataLoader {
   std::size_t num_batches_;
   std::array<Slot, 2> slots_;       // slot 1 only with prefetch
   int epoch_ = 0;
+  std::size_t position_ = 0;         // batches of this epoch handed out
+  std::size_t resume_position_ = 0;  // where the next iteration starts (resume())
   std::uint64_t generation_ = 0;    // counts begin() calls; an iterator acts only on its own iteration
 
   // Shared with the worker under mutex_.

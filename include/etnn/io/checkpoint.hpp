@@ -10,7 +10,9 @@
 #include <bit>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <set>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -26,60 +28,104 @@ inline constexpr const char* checkpoint_format_version = "1";
 static_assert(std::endian::native == std::endian::little,
               "etnn::io writes safetensors (little-endian data) straight from memory");
 
+// One tensor of a checkpoint: its name and shape, and where its values live in memory.
+template <class T>
+struct TensorSlot {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  T* data;
+  std::size_t numel;
+};
+
+namespace detail {
+
+template <class T>
+constexpr Dtype dtype_of() {
+  return std::is_same_v<std::remove_const_t<T>, double> ? Dtype::f64 : Dtype::f32;
+}
+
+template <class T>
+constexpr const char* scalar_name() {
+  return std::is_same_v<std::remove_const_t<T>, double> ? "float64" : "float32";
+}
+
+// The model's parameters as checkpoint tensors (T const for a const model).
+template <class T, class M>
+std::vector<TensorSlot<T>> parameter_slots(M& model) {
+  using Model = std::remove_const_t<M>;
+  std::vector<TensorSlot<T>> slots;
+  for (const auto& p : Model::named_parameters())
+    slots.push_back({p.name, std::vector<std::int64_t>(p.shape.begin(), p.shape.end()), model.parameters() + p.offset,
+                     p.numel});
+  return slots;
+}
+
+template <class Model>
+std::map<std::string, std::string, std::less<>> model_metadata(const char* format) {
+  return {{"format", format},
+          {"format_version", checkpoint_format_version},
+          {"network", Model::network::describe()},
+          {"scalar", scalar_name<typename Model::value_type>()}};
+}
+
+template <class T>
+void save_slots(const std::filesystem::path& path, std::span<const TensorSlot<T>> slots,
+                const std::map<std::string, std::string, std::less<>>& metadata) {
+  std::vector<TensorBytes> tensors;
+  tensors.reserve(slots.size());
+  for (const auto& s : slots)
+    tensors.push_back({s.name, dtype_of<T>(), s.shape,
+                       {reinterpret_cast<const unsigned char*>(s.data), s.numel * sizeof(T)}});
+  write_safetensors(path, tensors, metadata);
+}
+
+// Fills every slot from `file`, converting dtypes. Every slot must be present with its shape and
+// nothing else may be: all is checked before any slot is written, so a failure changes nothing.
+template <class T>
+void load_slots(const SafetensorsFile& file, const std::filesystem::path& path, std::span<const TensorSlot<T>> slots,
+                const std::string& model_description) {
+  const auto fail = [&](const std::string& what) {
+    throw IoError("etnn::io::load: '" + path.string() + "': " + what);
+  };
+  std::set<std::string, std::less<>> expected;
+  for (const auto& s : slots) expected.insert(s.name);
+  for (const auto& t : file.tensors)
+    if (!expected.contains(t.name)) fail("unexpected tensor '" + t.name + "'; " + model_description + " has no such tensor");
+  for (const auto& s : slots) {
+    const TensorRecord* t = file.find(s.name);
+    if (t == nullptr) fail("missing tensor '" + s.name + "' (" + model_description + ")");
+    if (t->shape != s.shape)
+      fail("tensor '" + s.name + "' has shape " + shape_string(t->shape) + ", model expects " + shape_string(s.shape));
+  }
+  for (const auto& s : slots) {
+    const TensorRecord& t = *file.find(s.name);
+    const unsigned char* bytes = file.data.data() + t.begin;
+    for (std::size_t i = 0; i < s.numel; ++i) {
+      const unsigned char* at = bytes + i * dtype_size(t.dtype);
+      switch (t.dtype) {
+        case Dtype::f64: s.data[i] = static_cast<T>(std::bit_cast<double>(read_le<std::uint64_t>(at))); break;
+        case Dtype::f32: s.data[i] = static_cast<T>(std::bit_cast<float>(read_le<std::uint32_t>(at))); break;
+        case Dtype::f16: s.data[i] = static_cast<T>(f16_to_float(read_le<std::uint16_t>(at))); break;
+        case Dtype::bf16: s.data[i] = static_cast<T>(bf16_to_float(read_le<std::uint16_t>(at))); break;
+      }
+    }
+  }
+}
+
+}  // namespace detail
+
 template <class Model>
 void save(const Model& model, const std::filesystem::path& path) {
   using T = typename Model::value_type;
-  const auto params = Model::named_parameters();
-  std::vector<TensorBytes> tensors;
-  tensors.reserve(params.size());
-  for (const auto& p : params) {
-    tensors.push_back({p.name, std::is_same_v<T, double> ? Dtype::f64 : Dtype::f32,
-                       std::vector<std::int64_t>(p.shape.begin(), p.shape.end()),
-                       {reinterpret_cast<const unsigned char*>(model.parameters() + p.offset), p.numel * sizeof(T)}});
-  }
-  write_safetensors(path, tensors,
-                    {{"format", "etnn"},
-                     {"format_version", checkpoint_format_version},
-                     {"network", Model::network::describe()},
-                     {"scalar", std::is_same_v<T, double> ? "float64" : "float32"}});
+  const auto slots = detail::parameter_slots<const T>(model);
+  detail::save_slots<const T>(path, slots, detail::model_metadata<Model>("etnn"));
 }
 
 template <class Model>
 void load(Model& model, const std::filesystem::path& path) {
   using T = typename Model::value_type;
-  const SafetensorsFile file = read_safetensors(path);
-  const auto fail = [&](const std::string& what) {
-    throw IoError("etnn::io::load: '" + path.string() + "': " + what);
-  };
-  const auto params = Model::named_parameters();
-  std::set<std::string, std::less<>> expected;
-  for (const auto& p : params) expected.insert(p.name);
-  for (const auto& t : file.tensors)
-    if (!expected.contains(t.name))
-      fail("unexpected tensor '" + t.name + "'; the model " + Model::network::describe() + " has no such parameter");
-  // Validate every tensor before changing any parameter: a failed load leaves the model as it was.
-  for (const auto& p : params) {
-    const TensorRecord* t = file.find(p.name);
-    if (t == nullptr) fail("missing tensor '" + p.name + "' (model " + Model::network::describe() + ")");
-    const std::vector<std::int64_t> shape(p.shape.begin(), p.shape.end());
-    if (t->shape != shape)
-      fail("tensor '" + p.name + "' has shape " + detail::shape_string(t->shape) + ", model expects " +
-           detail::shape_string(shape));
-  }
-  for (const auto& p : params) {
-    const TensorRecord& t = *file.find(p.name);
-    const unsigned char* bytes = file.data.data() + t.begin;
-    T* out = model.parameters() + p.offset;
-    for (std::size_t i = 0; i < p.numel; ++i) {
-      const unsigned char* at = bytes + i * dtype_size(t.dtype);
-      switch (t.dtype) {
-        case Dtype::f64: out[i] = static_cast<T>(std::bit_cast<double>(read_le<std::uint64_t>(at))); break;
-        case Dtype::f32: out[i] = static_cast<T>(std::bit_cast<float>(read_le<std::uint32_t>(at))); break;
-        case Dtype::f16: out[i] = static_cast<T>(f16_to_float(read_le<std::uint16_t>(at))); break;
-        case Dtype::bf16: out[i] = static_cast<T>(bf16_to_float(read_le<std::uint16_t>(at))); break;
-      }
-    }
-  }
+  const auto slots = detail::parameter_slots<T>(model);
+  detail::load_slots<T>(read_safetensors(path), path, slots, "the model " + Model::network::describe());
 }
 
 }  // namespace etnn::io

@@ -1,3 +1,4 @@
 #pragma once
-// etnn::io: checkpoints in safetensors.
+// etnn::io: model checkpoints and training states in safetensors.
 #include "checkpoint.hpp"
+#include "training_state.hpp"

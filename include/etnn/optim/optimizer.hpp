@@ -8,6 +8,7 @@
 //   Options                                   hyper-parameters (designated-initialisable)
 //   validate(options)                         throws etnn::Error on a bad value
 //   state_slots(options)                      per-parameter state arrays it needs (momentum, ...)
+//   state_names(options)                      their names, as PyTorch's optimizer state_dict calls them
 //   update<T>(options, params, grads, state, n, step, grad_scale)
 //                                             -> an ETNN_HD functor f(i) updating index i with
 //                                                the gradient grad_scale * grads[i]
@@ -86,8 +87,15 @@ class Optimizer {
                   std::to_string(Rule::state_slots(options_)) + "; build a new optimizer instead");
     options_ = options;
   }
-  // Updates done so far.
+  // Updates done so far (a learning-rate schedule's position).
   std::int64_t steps() const noexcept { return steps_; }
+
+  // The per-parameter state (Rule::state_names(options)[k] for parameter i at k * num_params + i),
+  // and the step count: what a training checkpoint keeps (etnn::io::save_state).
+  T* state() noexcept { return state_.data(); }
+  const T* state() const noexcept { return state_.data(); }
+  std::size_t state_size() const noexcept { return state_.size(); }
+  void restore_steps(std::int64_t steps) noexcept { steps_ = steps; }
 
  private:
   static inline dist::Local local_{};

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "../core/config.hpp"
 #include "../core/error.hpp"
@@ -38,6 +39,9 @@ struct Sgd {
   }
 
   static std::size_t state_slots(const Options& o) { return o.momentum != 0.0f ? 1 : 0; }
+  static std::vector<std::string> state_names(const Options& o) {
+    return state_slots(o) > 0 ? std::vector<std::string>{"momentum_buffer"} : std::vector<std::string>{};
+  }
 
   template <class T>
   struct Update {

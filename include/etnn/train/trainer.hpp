@@ -88,6 +88,14 @@ class Trainer {
   }
 
   const TrainerOptions& options() const noexcept { return options_; }
+  // Position within the accumulation window (0 .. accumulate - 1), kept by training checkpoints.
+  int micro_step() const noexcept { return micro_step_; }
+  void restore_micro_step(int micro_step) {
+    if (micro_step < 0 || micro_step >= options_.accumulate)
+      throw Error("etnn::Trainer: micro step " + std::to_string(micro_step) + " outside [0, " +
+                  std::to_string(options_.accumulate) + ")");
+    micro_step_ = micro_step;
+  }
   Model& model() noexcept { return model_; }
   Optim& optimizer() noexcept { return optimizer_; }
 

@@ -1,0 +1,95 @@
+// Training states: 100 uninterrupted steps equal 37 (or 50) steps, save, fresh objects, load,
+// and the rest, bit for bit; with momentum, mid-epoch and at an epoch's end, and inside a
+// gradient-accumulation window.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <vector>
+
+#include "support/gradcheck.hpp"
+
+namespace fs = std::filesystem;
+namespace nn = etnn::nn;
+
+namespace {
+
+using Net = decltype(nn::input<12> >> nn::linear<16> >> nn::tanh >> nn::linear<16> >> nn::gelu >> nn::linear<4>);
+
+etnn::data::Dataset<etnn::Shape<12>> dataset() {
+  std::vector<float> x(1600 * 12);
+  std::vector<int> y(1600);
+  etnn::test::fill_uniform(x.data(), x.size(), 5);
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<int>((i * 7) % 4);
+  return {std::move(x), std::move(y)};
+}
+
+// Trains (micro-)steps [first, last) of a run with batches of 32 (50 per epoch); resumes from
+// `resume` when given and saves the state to `save` at the end when given. Returns the parameters.
+std::vector<float> train(const etnn::data::Dataset<etnn::Shape<12>>& data, int accumulate, int first, int last,
+                         const std::optional<fs::path>& resume, const std::optional<fs::path>& save) {
+  etnn::Model<Net> model(1);
+  etnn::loss::CrossEntropy loss;
+  etnn::optim::SGD opt(model, {.lr = 0.05f, .momentum = 0.9f, .nesterov = true});
+  etnn::Trainer trainer(model, loss, opt, {.accumulate = accumulate});
+  etnn::data::DataLoader loader(data, {.batch = 32, .shuffle = true, .seed = 11});
+  if (resume) etnn::io::load_state(trainer, loader, *resume);
+  int step = first;
+  for (int epoch = loader.epoch(); step < last; ++epoch) {
+    loader.set_epoch(epoch);
+    for (auto batch : loader) {
+      trainer.step(batch);
+      if (++step == last) break;
+    }
+  }
+  if (save) etnn::io::save_state(trainer, loader, *save);
+  return {model.parameters(), model.parameters() + Net::num_params};
+}
+
+struct TempFile {
+  fs::path path = fs::temp_directory_path() / ("etnn-state-" + std::to_string(::getpid()) + ".safetensors");
+  ~TempFile() { fs::remove(path); }
+};
+
+}  // namespace
+
+TEST_CASE("resuming from a training state gives bitwise the uninterrupted run") {
+  const auto data = dataset();
+  for (int accumulate : {1, 3}) {
+    const auto uninterrupted = train(data, accumulate, 0, 100, std::nullopt, std::nullopt);
+    for (int stop : {37, 50}) {  // mid-epoch (and mid-window for accumulate 3), and at an epoch's end
+      TempFile state;
+      train(data, accumulate, 0, stop, std::nullopt, state.path);
+      const auto resumed = train(data, accumulate, stop, 100, state.path, std::nullopt);
+      INFO("accumulate ", accumulate, ", stopped after ", stop);
+      CHECK(std::memcmp(uninterrupted.data(), resumed.data(), resumed.size() * sizeof(float)) == 0);
+    }
+  }
+}
+
+TEST_CASE("a training state is refused where it does not fit") {
+  const auto data = dataset();
+  TempFile weights;
+  etnn::Model<Net> model(1);
+  etnn::io::save(model, weights.path);
+  etnn::loss::CrossEntropy loss;
+  etnn::optim::SGD opt(model, {.lr = 0.05f, .momentum = 0.9f});
+  etnn::Trainer trainer(model, loss, opt);
+  etnn::data::DataLoader loader(data, {.batch = 32});
+  CHECK_THROWS_WITH_AS(etnn::io::load_state(trainer, loader, weights.path),
+                       doctest::Contains("not an etnn training state"), etnn::IoError);
+
+  TempFile state;
+  etnn::io::save_state(trainer, loader, state.path);
+  etnn::optim::SGD plain(model, {.lr = 0.05f});  // no momentum: no momentum_buffer expected
+  etnn::Trainer plain_trainer(model, loss, plain);
+  CHECK_THROWS_WITH_AS(etnn::io::load_state(plain_trainer, loader, state.path),
+                       doctest::Contains("unexpected tensor 'optimizer.momentum_buffer.0.weight'"), etnn::IoError);
+  // The state's model checkpoint part still loads as weights.
+  const auto file = etnn::io::read_safetensors(state.path);
+  CHECK(file.metadata.at("format") == "etnn-training-state");
+  CHECK(file.metadata.at("ranks") == "1");
+}

@@ -67,7 +67,8 @@ void train_throughput(etnn::dist::Mpi& world, const char* setting, etnn::optim::
     rates.push_back(steps * batch * world.size() / seconds_since(start));
   }
   std::nth_element(rates.begin(), rates.begin() + rounds / 2, rates.end());
-  if (world.rank() == 0) std::printf("train %s %d %.0f\n", setting, world.size(), rates[rounds / 2]);
+  if (world.rank() == 0)
+    std::printf("train %s %d %.0f buckets %zu\n", setting, world.size(), rates[rounds / 2], opt.bucket_count());
 }
 
 }  // namespace

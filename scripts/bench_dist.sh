@@ -23,10 +23,11 @@ for bytes in $(echo "$two" | awk '$1 == "allreduce" { print $2 }' | sort -nu); d
     awk '{ r[NR] = $0 } END { split(r[int((NR + 1) / 2)], f, " "); printf "| %s KiB | %s | %s | %s |\n", f[2] / 1024, f[3], f[4], f[5] }'
 done
 echo
-echo "| mlp784, batch 64 per rank, 1 thread per rank | 1 rank (samples/s) | 2 ranks (samples/s) | efficiency |"
-echo "|---|---:|---:|---:|"
+echo "| mlp784, batch 64 per rank, 1 thread per rank | buckets | 1 rank (samples/s) | 2 ranks (samples/s) | efficiency |"
+echo "|---|---:|---:|---:|---:|"
 for setting in overlap-25MiB overlap-1MiB no-overlap; do
+  n=$(echo "$two" | awk -v s=$setting '$1 == "train" && $2 == s { print $6; exit }')
   a=$(echo "$one" | awk -v s=$setting '$1 == "train" && $2 == s { print $4 }' | median)
   b=$(echo "$two" | awk -v s=$setting '$1 == "train" && $2 == s { print $4 }' | median)
-  echo "| $setting | $a | $b | $(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.1f%%", 100 * b / (2 * a) }') |"
+  echo "| $setting | $n | $a | $b | $(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.1f%%", 100 * b / (2 * a) }') |"
 done

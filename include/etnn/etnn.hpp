@@ -31,3 +31,4 @@
 #include "train/metrics.hpp"
 #include "train/progress.hpp"
 #include "train/trainer.hpp"
+#include "train/training_state.hpp"

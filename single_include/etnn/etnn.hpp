@@ -194,6 +194,8 @@ class Rng {
 //   start_allreduce_sum(data, n) -> Pending   begins data = sum over ranks of data
 //   poll(pending) -> bool                  drives progress; true once complete
 //   wait(pending)                          blocks until complete (or throws: a rank failed)
+//   abort(reason)                          ends the whole job (a collective was abandoned midway);
+//                                          a single process has nothing to end and returns
 #include <concepts>
 
 // ---- etnn/core/static_checks.hpp ----
@@ -324,23 +326,33 @@ consteval bool target_shape() {
   return true;
 }
 
-// Names the first member a would-be Reducer lacks.
+// Names each member a would-be Reducer lacks (the Reducer concept of core/reducer.hpp, one
+// requirement per message).
 template <class R>
 consteval bool reducer() {
   static_assert(requires(R& r) { { r.rank() } -> std::convertible_to<int>; },
                 "ETNN_REDUCER: the reducer has no `int rank()` member (see core/reducer.hpp)");
   static_assert(requires(R& r) { { r.size() } -> std::convertible_to<int>; },
                 "ETNN_REDUCER: the reducer has no `int size()` member (see core/reducer.hpp)");
-  static_assert(requires(R& r, float* f, std::size_t n) { r.broadcast(f, n, 0); },
-                "ETNN_REDUCER: the reducer has no `broadcast(T* data, size_t n, int root)` member");
+  static_assert(requires(R& r, float* f, double* d, std::size_t n) {
+                  r.broadcast(f, n, 0);
+                  r.broadcast(d, n, 0);
+                },
+                "ETNN_REDUCER: the reducer has no `broadcast(T* data, size_t n, int root)` member for float and double");
   static_assert(requires { typename R::Pending; },
                 "ETNN_REDUCER: the reducer has no `Pending` type (the handle of a started allreduce)");
-  static_assert(requires(R& r, float* f, std::size_t n) { r.start_allreduce_sum(f, n); },
-                "ETNN_REDUCER: the reducer has no `Pending start_allreduce_sum(T* data, size_t n)` member");
-  static_assert(requires(R& r, typename R::Pending& p) { r.poll(p); },
+  static_assert(requires(R& r, float* f, double* d, std::size_t n) {
+                  { r.start_allreduce_sum(f, n) } -> std::same_as<typename R::Pending>;
+                  { r.start_allreduce_sum(d, n) } -> std::same_as<typename R::Pending>;
+                },
+                "ETNN_REDUCER: the reducer has no `Pending start_allreduce_sum(T* data, size_t n)` member for float "
+                "and double");
+  static_assert(requires(R& r, typename R::Pending& p) { { r.poll(p) } -> std::convertible_to<bool>; },
                 "ETNN_REDUCER: the reducer has no `bool poll(Pending&)` member");
   static_assert(requires(R& r, typename R::Pending& p) { r.wait(p); },
                 "ETNN_REDUCER: the reducer has no `wait(Pending&)` member");
+  static_assert(requires(R& r) { r.abort("reason"); },
+                "ETNN_REDUCER: the reducer has no `abort(const char* reason)` member");
   return true;
 }
 
@@ -358,6 +370,7 @@ concept Reducer = requires(R& r, float* f, double* d, std::size_t n, typename R:
   { r.start_allreduce_sum(d, n) } -> std::same_as<typename R::Pending>;
   { r.poll(pending) } -> std::convertible_to<bool>;
   r.wait(pending);
+  r.abort("reason");
 };
 
 namespace dist {
@@ -371,6 +384,7 @@ struct Local {
   template <class T> Pending start_allreduce_sum(T*, std::size_t) noexcept { return {}; }
   bool poll(Pending&) noexcept { return true; }
   void wait(Pending&) noexcept {}
+  void abort(const char*) noexcept {}
 };
 
 }  // namespace dist
@@ -2027,13 +2041,33 @@ class GradientBuckets {
     if (reducer_->size() == 1) return;
     for (Bucket& b : buckets_)
       if (!b.started) start(b);
-    for (Bucket& b : buckets_) {
-      if (!b.done) reducer_->wait(b.pending);
-      b.started = b.done = false;
-    }
+    for (Bucket& b : buckets_)
+      if (!b.done) {
+        reducer_->wait(b.pending);
+        b.done = true;
+      }
+    for (Bucket& b : buckets_) b.started = b.done = false;
   }
 
   std::size_t count() const noexcept { return buckets_.size(); }
+
+  // True while an allreduce started by ready_from() has not been waited for.
+  bool in_flight() const noexcept {
+    for (const Bucket& b : buckets_)
+      if (b.started && !b.done) return true;
+    return false;
+  }
+
+  // Called when an exception interrupts a step after reductions started: they still write into
+  // the gradients and the ranks no longer agree on the sequence of collectives, so the job ends.
+  void abandon() noexcept {
+    if (in_flight()) reducer_->abort("a gradient reduction was abandoned by an exception during backward or step");
+    for (Bucket& b : buckets_) b.started = b.done = false;
+  }
+
+  GradientBuckets(const GradientBuckets&) = delete;
+  GradientBuckets& operator=(const GradientBuckets&) = delete;
+  ~GradientBuckets() { abandon(); }
 
  private:
   struct Bucket {
@@ -2058,10 +2092,9 @@ class GradientBuckets {
 }  // namespace etnn::optim
 // ---- etnn/optim/rank_agreement.hpp ----
 // Checks that every rank of a data-parallel job holds the same value (the model's parameter count
-// and a hash of its description), with nothing but the Reducer's allreduce: each rank adds its
-// value and its square, 16 bits at a time so that every sum is exact in double precision. All
-// values equal x exactly when sum^2 == size * sum of squares (Cauchy-Schwarz), and every rank
-// reaches the same verdict, so all of them throw together.
+// and a hash of its description) with the Reducer alone: rank 0's value is broadcast, each rank
+// compares, and a count of the ranks that differ is summed; every rank reaches the same verdict,
+// so all of them throw together.
 
 
 namespace etnn::optim::detail {
@@ -2075,18 +2108,15 @@ constexpr std::uint64_t fingerprint(std::string_view text) {
 
 template <Reducer R>
 bool same_on_every_rank(R& reducer, std::uint64_t value) {
-  std::array<double, 8> sums{};
-  for (int digit = 0; digit < 4; ++digit) {
-    const auto v = static_cast<double>((value >> (16 * digit)) & 0xFFFFu);
-    sums[static_cast<std::size_t>(2 * digit)] = v;
-    sums[static_cast<std::size_t>(2 * digit + 1)] = v * v;
-  }
-  auto pending = reducer.start_allreduce_sum(sums.data(), sums.size());
+  // 16 bits per double: exact whatever the value.
+  std::array<double, 4> root{};
+  for (std::size_t digit = 0; digit < 4; ++digit) root[digit] = static_cast<double>((value >> (16 * digit)) & 0xFFFFu);
+  const std::array<double, 4> mine = root;
+  reducer.broadcast(root.data(), root.size(), 0);
+  double differing = root == mine ? 0.0 : 1.0;
+  auto pending = reducer.start_allreduce_sum(&differing, 1);
   reducer.wait(pending);
-  const double ranks = reducer.size();
-  for (std::size_t digit = 0; digit < 4; ++digit)
-    if (sums[2 * digit] * sums[2 * digit] != ranks * sums[2 * digit + 1]) return false;
-  return true;
+  return differing == 0.0;
 }
 
 // Throws etnn::DistError on every rank unless all ranks run the model `description` with
@@ -2138,6 +2168,13 @@ class Optimizer {
   // Called by the Trainer as backward finishes layers: the gradients at offsets >= first_final
   // are complete, and their buckets' allreduces can start.
   void gradients_ready_from(std::size_t first_final) { buckets_.ready_from(first_final); }
+
+  // After an exception between gradients_ready_from() and step(): ends the job if reductions are
+  // in flight (see GradientBuckets::abandon); a single process just forgets them.
+  void abandon_step() noexcept { buckets_.abandon(); }
+
+  // Gradient buckets (each one allreduce per step).
+  std::size_t bucket_count() const noexcept { return buckets_.count(); }
 
   // Sums the gradients across ranks (waiting for the buckets backward started), then updates every
   // parameter with the mean gradient.
@@ -2435,13 +2472,17 @@ class DataLoader {
 
   // Selects the sample order of the following iterations (PyTorch's sampler.set_epoch).
   void set_epoch(int epoch) noexcept {
-    if (epoch != epoch_) resume_position_ = 0;
+    if (epoch != epoch_) {
+      resume_position_ = 0;
+      position_ = 0;
+    }
     epoch_ = epoch;
   }
   int epoch() const noexcept { return epoch_; }
   // Batches per epoch; the partial last one counts unless drop_last.
   std::size_t size() const noexcept { return num_batches_; }
-  // Batches of the current epoch handed out so far, including the one being used.
+  // Batches of the current epoch handed out so far, including the one being used (a batch counts
+  // as consumed once the iterator has produced it), or where a resume() will start.
   std::size_t position() const noexcept { return position_; }
 
   // Resuming training: the next iteration covers epoch `epoch` from batch `position` on, exactly
@@ -2449,6 +2490,7 @@ class DataLoader {
   void resume(int epoch, std::size_t position) noexcept {
     epoch_ = epoch;
     resume_position_ = position;
+    position_ = position;
   }
 
   Iterator begin() {
@@ -3051,7 +3093,7 @@ Dataset<S> load_idx(const std::filesystem::path& images, const std::filesystem::
 
 }  // namespace etnn::data
 // ---- etnn/io/io.hpp ----
-// etnn::io: model checkpoints and training states in safetensors.
+// etnn::io: model checkpoints in safetensors (training states: train/training_state.hpp).
 // ---- etnn/io/checkpoint.hpp ----
 // Model checkpoints in safetensors, named as torch.nn.Sequential.state_dict() names them:
 //   etnn::io::save(model, "mlp.safetensors");
@@ -3129,6 +3171,8 @@ inline std::uint16_t float_to_f16(float f) {
 //   offsets are relative to the data section; the tensors tile it exactly, without gaps or
 //   overlaps, in offset order; data is little-endian and row-major.
 // read_safetensors validates all of it before anything is sized from the file's numbers.
+#include <sys/stat.h>
+
 
 // ---- etnn/io/atomic_file.hpp ----
 // Atomic file replacement: the bytes go to a temporary file in the target's directory, which is
@@ -3163,6 +3207,17 @@ inline void write_atomically(const std::filesystem::path& path, std::span<const 
   std::string temp = (dir / ("." + path.filename().string() + ".tmp-XXXXXX")).string();
   const int fd = ::mkstemp(temp.data());
   if (fd < 0) detail::io_fail(path, "cannot create a temporary file beside", errno);
+  // mkstemp creates 0600; give the file the mode a plain create would (or the replaced file's).
+  struct stat existing {};
+  mode_t mode = 0;
+  if (::stat(path.c_str(), &existing) == 0) {
+    mode = existing.st_mode & 07777;
+  } else {
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    mode = 0666 & ~mask;
+  }
+  ::fchmod(fd, mode);
   auto abandon = [&](const std::string& what, int error) {
     ::close(fd);
     ::unlink(temp.c_str());
@@ -3211,8 +3266,10 @@ inline void write_atomically(const std::filesystem::path& path, std::span<const 
 // ---- etnn/io/json.hpp ----
 // A strict JSON reader for the small documents etnn reads (safetensors headers): objects,
 // arrays, strings (validated UTF-8, all escapes), and integers. Anything else, malformed text,
-// duplicate keys, invalid UTF-8 or nesting deeper than 64 levels is an error naming the byte
-// offset; sizes are bounded by the text, so nothing is allocated from an untrusted number.
+// duplicate keys, invalid UTF-8, nesting deeper than 64 levels or an array of more than 64
+// elements (a tensor has at most 64 dimensions, as in PyTorch) is an error naming the byte
+// offset. Memory stays within a small multiple of the text: nothing is sized from its numbers.
+
 
 namespace etnn::io::json {
 
@@ -3236,9 +3293,11 @@ struct Value {
 };
 
 // Thrown with a message that says what is wrong and at which byte.
-struct ParseError {
-  std::string message;
+struct ParseError : IoError {
+  using IoError::IoError;
 };
+
+inline constexpr std::size_t max_array_length = 64;
 
 namespace detail {
 
@@ -3255,7 +3314,7 @@ class Parser {
 
  private:
   [[noreturn]] void fail(const std::string& what) const {
-    throw ParseError{what + " at byte " + std::to_string(at_)};
+    throw ParseError(what + " at byte " + std::to_string(at_));
   }
 
   void skip_space() {
@@ -3318,6 +3377,7 @@ class Parser {
       return out;
     }
     while (true) {
+      if (out.size() == max_array_length) fail("array longer than 64 elements");
       out.push_back(value(depth + 1));
       if (peek() == ',') {
         ++at_;
@@ -3612,9 +3672,10 @@ inline void little_endian_u64(unsigned char* out, std::uint64_t v) {
 inline SafetensorsFile read_safetensors(const std::filesystem::path& path) {
   detail::HeaderReader reader(path);
   std::unique_ptr<std::FILE, detail::FileCloser> file(std::fopen(path.c_str(), "rb"));
-  std::error_code ec;
-  const auto file_size = std::filesystem::file_size(path, ec);
-  if (!file || ec) reader.fail("cannot read the file");
+  struct stat info {};
+  // The size of the opened file itself: a concurrent atomic replace cannot pair two files.
+  if (!file || ::fstat(::fileno(file.get()), &info) != 0 || !S_ISREG(info.st_mode)) reader.fail("cannot read the file");
+  const auto file_size = static_cast<std::uint64_t>(info.st_size);
   unsigned char size_bytes[8];
   if (file_size < 8 || std::fread(size_bytes, 1, 8, file.get()) != 8)
     reader.fail("truncated: shorter than the 8-byte header length");
@@ -3631,7 +3692,7 @@ inline SafetensorsFile read_safetensors(const std::filesystem::path& path) {
   try {
     root = json::parse(header);
   } catch (const json::ParseError& e) {
-    reader.fail("invalid JSON header: " + e.message);
+    reader.fail(std::string("invalid JSON header: ") + e.what());
   }
   const json::Object* entries = root.object();
   if (entries == nullptr) reader.fail("the header must be a JSON object");
@@ -3712,6 +3773,12 @@ inline void write_safetensors(const std::filesystem::path& path, std::span<const
     offset += t.bytes.size();
   }
   header += '}';
+  try {
+    json::parse(header);  // names and metadata must be valid UTF-8, or readers would refuse the file
+  } catch (const json::ParseError& e) {
+    throw IoError("etnn::io: cannot write '" + path.string() + "': a tensor name or metadata string is not valid "
+                  "UTF-8 (" + e.what() + ")");
+  }
   header.append((8 - header.size() % 8) % 8, ' ');  // the data section starts 8-byte aligned
   unsigned char size_bytes[8];
   detail::little_endian_u64(size_bytes, header.size());
@@ -3828,117 +3895,6 @@ void load(Model& model, const std::filesystem::path& path) {
   using T = typename Model::value_type;
   const auto slots = detail::parameter_slots<T>(model);
   detail::load_slots<T>(read_safetensors(path), path, slots, "the model " + Model::network::describe());
-}
-
-}  // namespace etnn::io
-// ---- etnn/io/training_state.hpp ----
-// Training checkpoints: everything needed to continue training as if it had never stopped.
-//   etnn::io::save_state(trainer, loader, "run.state.safetensors");   // e.g. after a step
-//   etnn::io::load_state(trainer, loader, "run.state.safetensors");   // in a new process
-//   for (int epoch = loader.epoch(); epoch < epochs; ++epoch) {
-//     loader.set_epoch(epoch);                 // resumes mid-epoch where the state was saved
-//     for (auto batch : loader) trainer.step(batch);
-//   }
-// The file is safetensors: the parameters under their state_dict names, the optimizer's state as
-// "optimizer.<state name>.<parameter>" (PyTorch's names, e.g. momentum_buffer), the gradients
-// accumulated so far as "grad.<parameter>" when saved inside an accumulation window, and in the
-// metadata the optimizer's step count (the position of any learning-rate schedule), the trainer's
-// micro-step, the loader's epoch and position, and the number of ranks. Data order, dropout and
-// initialisation derive from seeds and these counters, so no generator state needs saving.
-// Resuming gives bitwise the same parameters as the uninterrupted run, with the same number of
-// ranks (each rank's share of the data depends on it); in a data-parallel job rank 0 saves (all
-// ranks hold the same state) and every rank loads.
-#include <charconv>
-
-
-namespace etnn::io {
-
-namespace detail {
-
-// The trainer's tensors: parameters, optimizer state and (inside an accumulation window) the
-// gradients gathered so far.
-template <class T, class Trainer>
-std::vector<TensorSlot<T>> training_slots(Trainer& trainer) {
-  auto& model = trainer.model();
-  auto& optimizer = trainer.optimizer();
-  using Model = std::remove_reference_t<decltype(model)>;
-  std::vector<TensorSlot<T>> slots = parameter_slots<T>(model);
-  const auto params = Model::named_parameters();
-  const auto names = std::remove_reference_t<decltype(optimizer)>::rule::state_names(optimizer.options());
-  for (std::size_t k = 0; k < names.size(); ++k)
-    for (const auto& p : params)
-      slots.push_back({"optimizer." + names[k] + "." + p.name, std::vector<std::int64_t>(p.shape.begin(), p.shape.end()),
-                       optimizer.state() + k * Model::num_params + p.offset, p.numel});
-  if (trainer.micro_step() > 0)
-    for (const auto& p : params)
-      slots.push_back({"grad." + p.name, std::vector<std::int64_t>(p.shape.begin(), p.shape.end()),
-                       model.gradients() + p.offset, p.numel});
-  return slots;
-}
-
-inline long long metadata_integer(const SafetensorsFile& file, const std::filesystem::path& path, const char* key) {
-  const auto it = file.metadata.find(key);
-  long long value = 0;
-  if (it == file.metadata.end() ||
-      std::from_chars(it->second.data(), it->second.data() + it->second.size(), value).ec != std::errc{})
-    throw IoError("etnn::io::load_state: '" + path.string() + "': metadata '" + key + "' is missing or not an integer");
-  return value;
-}
-
-}  // namespace detail
-
-template <class Trainer, class Loader>
-void save_state(Trainer& trainer, const Loader& loader, const std::filesystem::path& path) {
-  using Model = std::remove_reference_t<decltype(trainer.model())>;
-  using T = typename Model::value_type;
-  const auto slots = detail::training_slots<T>(trainer);
-  auto metadata = detail::model_metadata<Model>("etnn-training-state");
-  metadata["optimizer_steps"] = std::to_string(trainer.optimizer().steps());
-  metadata["micro_step"] = std::to_string(trainer.micro_step());
-  metadata["epoch"] = std::to_string(loader.epoch());
-  metadata["position"] = std::to_string(loader.position());
-  metadata["ranks"] = std::to_string(trainer.optimizer().reducer().size());
-  detail::save_slots<T>(path, slots, metadata);
-}
-
-template <class Trainer, class Loader>
-void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& path) {
-  using Model = std::remove_reference_t<decltype(trainer.model())>;
-  using T = typename Model::value_type;
-  const SafetensorsFile file = read_safetensors(path);
-  const auto fail = [&](const std::string& what) {
-    throw IoError("etnn::io::load_state: '" + path.string() + "': " + what);
-  };
-  const auto format = file.metadata.find("format");
-  if (format == file.metadata.end() || format->second != "etnn-training-state")
-    fail("not an etnn training state (a model checkpoint loads with etnn::io::load)");
-  const long long ranks = detail::metadata_integer(file, path, "ranks");
-  if (ranks != trainer.optimizer().reducer().size())
-    fail("saved by " + std::to_string(ranks) + " ranks, resumed on " + std::to_string(trainer.optimizer().reducer().size()) +
-         "; resume with the same number of ranks (or load the weights alone with etnn::io::load)");
-  const long long steps = detail::metadata_integer(file, path, "optimizer_steps");
-  const long long micro_step = detail::metadata_integer(file, path, "micro_step");
-  const long long epoch = detail::metadata_integer(file, path, "epoch");
-  const long long position = detail::metadata_integer(file, path, "position");
-  if (steps < 0 || micro_step < 0 || micro_step >= trainer.options().accumulate || position < 0)
-    fail("metadata out of range (steps " + std::to_string(steps) + ", micro step " + std::to_string(micro_step) +
-         ", position " + std::to_string(position) + ")");
-  // The micro-step decides whether accumulated gradients are part of the state.
-  const int previous_micro_step = trainer.micro_step();
-  trainer.restore_micro_step(static_cast<int>(micro_step));
-  try {
-    const auto slots = detail::training_slots<T>(trainer);
-    detail::load_slots<T>(file, path, slots, "the training state of " + Model::network::describe());
-  } catch (...) {
-    trainer.restore_micro_step(previous_micro_step);
-    throw;
-  }
-  trainer.optimizer().restore_steps(steps);
-  // A finished epoch resumes at the start of the next one.
-  if (static_cast<std::size_t>(position) >= loader.size())
-    loader.resume(static_cast<int>(epoch) + 1, 0);
-  else
-    loader.resume(static_cast<int>(epoch), static_cast<std::size_t>(position));
 }
 
 }  // namespace etnn::io
@@ -4147,15 +4103,25 @@ class Trainer {
   T step(const X& x, const Y& y) {
     const bool last = micro_step_ + 1 == options_.accumulate;
     if (micro_step_ == 0) model_.zero_grad();
-    const T loss = last ? backward_pass(x, y, [this](std::size_t first) { optimizer_.gradients_ready_from(first); })
-                        : backward_pass(x, y, [](std::size_t) {});
-    if (last) optimizer_.step();
-    micro_step_ = last ? 0 : micro_step_ + 1;
-    return loss;
+    if (!last) {
+      const T loss = backward_pass(x, y, [](std::size_t) {});
+      ++micro_step_;
+      return loss;
+    }
+    try {
+      const T loss = backward_pass(x, y, [this](std::size_t first) { optimizer_.gradients_ready_from(first); });
+      optimizer_.step();
+      micro_step_ = 0;
+      return loss;
+    } catch (...) {
+      optimizer_.abandon_step();  // reductions in flight: the job cannot continue consistently
+      throw;
+    }
   }
 
-  // Forward, loss and backward without an update: adds dL/dparams (of this batch's mean loss) to
-  // the model's gradients, without communication. For custom loops; returns the batch's mean loss.
+  // Forward, loss and backward without an update and without communication: adds to the model's
+  // gradients dL/dparams of this batch's mean loss, divided by `accumulate` (so that k calls sum to
+  // the mean over the k batches). For custom loops; does not move the accumulation window.
   template <class X, class Y>
   T accumulate_gradients(const X& x, const Y& y) {
     return backward_pass(x, y, [](std::size_t) {});
@@ -4228,3 +4194,131 @@ class Trainer {
 };
 
 }  // namespace etnn
+// ---- etnn/train/training_state.hpp ----
+// Training checkpoints: everything needed to continue training as if it had never stopped.
+//   etnn::io::save_state(trainer, loader, "run.state.safetensors");   // e.g. after a step
+//   etnn::io::load_state(trainer, loader, "run.state.safetensors");   // in a new process
+//   for (int epoch = loader.epoch(); epoch < epochs; ++epoch) {
+//     loader.set_epoch(epoch);                 // resumes mid-epoch where the state was saved
+//     for (auto batch : loader) trainer.step(batch);
+//   }
+// The file is safetensors: the parameters under their state_dict names, the optimizer's state as
+// "optimizer.<state name>.<parameter>" (PyTorch's names, e.g. momentum_buffer), the gradients
+// accumulated so far as "grad.<parameter>" when saved inside an accumulation window, and in the
+// metadata the optimizer's step count (the position of any learning-rate schedule), the trainer's
+// micro-step, the loader's epoch and position, and the number of ranks. Data order, dropout and
+// initialisation derive from seeds and these counters, so no generator state needs saving.
+// Resuming gives bitwise the same parameters as the uninterrupted run, with the same number of
+// ranks, accumulation and batches per epoch (checked on load). In a data-parallel job rank 0 saves
+// at an accumulation boundary (then all ranks hold the same state) and every rank loads.
+#include <charconv>
+#include <climits>
+
+
+namespace etnn::io {  // the public names stay in etnn::io beside save/load
+
+namespace detail {
+
+// The trainer's tensors: parameters, optimizer state and (inside an accumulation window) the
+// gradients gathered so far.
+template <class T, class Trainer>
+std::vector<TensorSlot<T>> training_slots(Trainer& trainer) {
+  auto& model = trainer.model();
+  auto& optimizer = trainer.optimizer();
+  using Model = std::remove_reference_t<decltype(model)>;
+  std::vector<TensorSlot<T>> slots = parameter_slots<T>(model);
+  const auto params = Model::named_parameters();
+  const auto names = std::remove_reference_t<decltype(optimizer)>::rule::state_names(optimizer.options());
+  for (std::size_t k = 0; k < names.size(); ++k)
+    for (const auto& p : params)
+      slots.push_back({"optimizer." + names[k] + "." + p.name, std::vector<std::int64_t>(p.shape.begin(), p.shape.end()),
+                       optimizer.state() + k * Model::num_params + p.offset, p.numel});
+  if (trainer.micro_step() > 0)
+    for (const auto& p : params)
+      slots.push_back({"grad." + p.name, std::vector<std::int64_t>(p.shape.begin(), p.shape.end()),
+                       model.gradients() + p.offset, p.numel});
+  return slots;
+}
+
+// The metadata value `key` as an integer in [0, INT_MAX].
+inline int metadata_count(const SafetensorsFile& file, const std::filesystem::path& path, const char* key) {
+  const auto it = file.metadata.find(key);
+  long long value = -1;
+  const char* end = it == file.metadata.end() ? nullptr : it->second.data() + it->second.size();
+  if (it == file.metadata.end() || std::from_chars(it->second.data(), end, value).ptr != end || value < 0 ||
+      value > INT_MAX)
+    throw IoError("etnn::io::load_state: '" + path.string() + "': metadata '" + key +
+                  "' is missing or not a count");
+  return static_cast<int>(value);
+}
+
+}  // namespace detail
+
+template <class Trainer, class Loader>
+void save_state(Trainer& trainer, const Loader& loader, const std::filesystem::path& path) {
+  using Model = std::remove_reference_t<decltype(trainer.model())>;
+  using T = typename Model::value_type;
+  if (trainer.micro_step() > 0 && trainer.optimizer().reducer().size() > 1)
+    throw Error("etnn::io::save_state: inside an accumulation window each rank holds its own unreduced gradients; "
+                "save at an accumulation boundary (micro step 0) in a data-parallel job");
+  const auto slots = detail::training_slots<T>(trainer);
+  auto metadata = detail::model_metadata<Model>("etnn-training-state");
+  metadata["optimizer_steps"] = std::to_string(trainer.optimizer().steps());
+  metadata["micro_step"] = std::to_string(trainer.micro_step());
+  metadata["epoch"] = std::to_string(loader.epoch());
+  metadata["position"] = std::to_string(loader.position());
+  metadata["ranks"] = std::to_string(trainer.optimizer().reducer().size());
+  metadata["accumulate"] = std::to_string(trainer.options().accumulate);
+  metadata["batches_per_epoch"] = std::to_string(loader.size());
+  detail::save_slots<T>(path, slots, metadata);
+}
+
+template <class Trainer, class Loader>
+void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& path) {
+  using Model = std::remove_reference_t<decltype(trainer.model())>;
+  using T = typename Model::value_type;
+  const SafetensorsFile file = read_safetensors(path);
+  const auto fail = [&](const std::string& what) {
+    throw IoError("etnn::io::load_state: '" + path.string() + "': " + what);
+  };
+  const auto format = file.metadata.find("format");
+  if (format == file.metadata.end() || format->second != "etnn-training-state")
+    fail("not an etnn training state (a model checkpoint loads with etnn::io::load)");
+  const auto expect = [&](const char* key, long long now, const char* advice) {
+    const int saved = detail::metadata_count(file, path, key);
+    if (saved != now)
+      fail(std::string(key) + " was " + std::to_string(saved) + " when saved and is " + std::to_string(now) + " now; " +
+           advice);
+  };
+  expect("ranks", trainer.optimizer().reducer().size(),
+         "resume with the same number of ranks (or load the weights alone with etnn::io::load)");
+  expect("accumulate", trainer.options().accumulate, "resume with the same gradient accumulation");
+  expect("batches_per_epoch", static_cast<long long>(loader.size()), "resume with the same data and batch size");
+  const auto scalar = file.metadata.find("scalar");
+  if (scalar == file.metadata.end() || scalar->second != detail::scalar_name<T>())
+    fail("saved from a model of another scalar type; resume with the same etnn::Model<Net, T>");
+  const int steps = detail::metadata_count(file, path, "optimizer_steps");
+  const int micro_step = detail::metadata_count(file, path, "micro_step");
+  const int epoch = detail::metadata_count(file, path, "epoch");
+  const int position = detail::metadata_count(file, path, "position");
+  if (micro_step >= trainer.options().accumulate || epoch == INT_MAX)
+    fail("metadata out of range (micro step " + std::to_string(micro_step) + ", epoch " + std::to_string(epoch) + ")");
+  // The micro-step decides whether accumulated gradients are part of the state.
+  const int previous_micro_step = trainer.micro_step();
+  trainer.restore_micro_step(micro_step);
+  try {
+    const auto slots = detail::training_slots<T>(trainer);
+    detail::load_slots<T>(file, path, slots, "the training state of " + Model::network::describe());
+  } catch (...) {
+    trainer.restore_micro_step(previous_micro_step);
+    throw;
+  }
+  trainer.optimizer().restore_steps(steps);
+  // A finished epoch resumes at the start of the next one.
+  if (static_cast<std::size_t>(position) >= loader.size())
+    loader.resume(epoch + 1, 0);
+  else
+    loader.resume(epoch, static_cast<std::size_t>(position));
+}
+
+}  // namespace etnn::io

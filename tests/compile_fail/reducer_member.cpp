@@ -12,6 +12,7 @@ struct World {
   bool poll(Pending&) { return true; }
 #endif
   void wait(Pending&) {}
+  void abort(const char*) {}
 };
 int main() {
   etnn::Model<decltype(nn::input<3> >> nn::linear<2>)> model(0);

@@ -126,7 +126,8 @@ TEST_CASE("N ranks with batch b train exactly like one process with batch N*b (f
 }
 
 TEST_CASE("N ranks with batch b train exactly like one process with batch N*b (double, small buckets)") {
-  // 4 KiB buckets: one per layer here, reduced while backward runs.
+  // 4 KiB buckets: the two large layers get one each, the two small last ones share one; each is
+  // reduced while backward still runs.
   const double difference = distributed_vs_single<Deep, double>(6, 20, 1, {.bucket_bytes = 4096});
   MESSAGE("deep double, ", world().size(), " ranks: max relative parameter difference ", difference);
   CHECK(difference <= 1e-10);
@@ -222,4 +223,20 @@ TEST_CASE("resuming a data-parallel run from rank 0's training state is bitwise 
   const auto resumed = train_ranks(data, 43, 100, state, "");
   if (world().rank() == 0) std::remove(state.c_str());
   CHECK(std::memcmp(uninterrupted.data(), resumed.data(), resumed.size() * sizeof(float)) == 0);
+}
+
+TEST_CASE("a data-parallel training state is saved at accumulation boundaries only") {
+  if (world().size() == 1) return;
+  const auto data = random_dataset<etnn::Shape<20>>(static_cast<std::size_t>(world().size()) * 8 * 4, 5, 13);
+  etnn::Model<Deep> model(0);
+  etnn::loss::CrossEntropy loss;
+  etnn::optim::SGD opt(model, {.lr = 0.05f}, world());
+  etnn::Trainer trainer(model, loss, opt, {.accumulate = 2});
+  etnn::data::DataLoader loader(data, {.batch = 4, .sampler = etnn::data::DistributedSampler(world())});
+  for (auto batch : loader) {
+    trainer.step(batch);  // micro step 1 of 2: each rank holds its own partial gradients
+    break;
+  }
+  CHECK_THROWS_WITH_AS(etnn::io::save_state(trainer, loader, "/tmp/etnn-never-written.safetensors"),
+                       doctest::Contains("accumulation boundary"), etnn::Error);
 }

@@ -236,6 +236,39 @@ TEST_CASE("every malformed file is refused with a message naming the file and th
                        etnn::IoError);
 }
 
+TEST_CASE("the JSON reader refuses what is not strict JSON") {
+  const auto error = [](const std::string& text) {
+    try {
+      etnn::io::json::parse(text);
+    } catch (const etnn::io::json::ParseError& e) {
+      return std::string(e.what());
+    }
+    FAIL("expected a ParseError for " << text);
+    return std::string();
+  };
+  CHECK(error(std::string(70, '[') + std::string(70, ']')).find("deeper than 64") != std::string::npos);
+  std::string long_array = "[0";
+  for (int i = 0; i < 64; ++i) long_array += ",0";
+  CHECK(error(long_array + "]").find("longer than 64") != std::string::npos);
+  CHECK(error("\"\\ud800\"").find("unpaired surrogate") != std::string::npos);
+  CHECK(error("\"\\udc00\\ud800\"").find("unpaired surrogate") != std::string::npos);
+  CHECK(error("\"a\nb\"").find("control character") != std::string::npos);
+  CHECK(error("012").find("leading zeros") != std::string::npos);
+  CHECK(error("1.5").find("only integers") != std::string::npos);
+  CHECK(error("{} x").find("after the JSON value") != std::string::npos);
+  CHECK(error("{\"a\":1,}").find("expected a string key") != std::string::npos);
+  CHECK(error("\"\xed\xa0\x80\"").find("invalid UTF-8") != std::string::npos);  // an encoded surrogate
+  CHECK(error("true").find("expected an object") != std::string::npos);
+  const auto v = etnn::io::json::parse("{\"k\":[1,-2],\"s\":\"\\u00e9\\ud83d\\ude00\"}");
+  CHECK(v.object()->at("k").array()->at(1).integer()->negative);
+  CHECK(*v.object()->at("s").string() == "\xc3\xa9\xf0\x9f\x98\x80");
+  // Writing a name that is not UTF-8 is refused rather than producing an unreadable file.
+  TempDir dir;
+  const etnn::io::TensorBytes bad{"\xff", Dtype::f32, {}, {}};
+  CHECK_THROWS_WITH_AS(etnn::io::write_safetensors(dir / "bad.safetensors", std::span(&bad, 1), {}),
+                       doctest::Contains("not valid UTF-8"), etnn::IoError);
+}
+
 TEST_CASE("a failed load leaves the model unchanged") {
   TempDir dir;
   etnn::Model<decltype(nn::input<6> >> nn::linear<5>)> partial(9);

@@ -93,3 +93,42 @@ TEST_CASE("a training state is refused where it does not fit") {
   CHECK(file.metadata.at("format") == "etnn-training-state");
   CHECK(file.metadata.at("ranks") == "1");
 }
+
+TEST_CASE("the loader's position is right whenever the state is saved") {
+  const auto data = dataset();  // 50 batches of 32
+  etnn::Model<Net> model(1);
+  etnn::loss::CrossEntropy loss;
+  etnn::optim::SGD opt(model, {.lr = 0.05f});
+  etnn::Trainer trainer(model, loss, opt);
+  etnn::data::DataLoader loader(data, {.batch = 32, .shuffle = true});
+  loader.set_epoch(0);
+  for (auto batch : loader) trainer.step(batch);
+  CHECK(loader.position() == 50);
+  loader.set_epoch(1);  // the next epoch chosen, not started: nothing of it consumed
+  CHECK(loader.position() == 0);
+  TempFile state;
+  etnn::io::save_state(trainer, loader, state.path);
+  etnn::data::DataLoader fresh(data, {.batch = 32, .shuffle = true});
+  etnn::io::load_state(trainer, fresh, state.path);
+  CHECK(fresh.epoch() == 1);
+  CHECK(fresh.position() == 0);
+  // Saved right after loading a mid-epoch state, before iterating: the same position.
+  int steps = 0;
+  fresh.set_epoch(1);
+  for (auto batch : fresh) {
+    trainer.step(batch);
+    if (++steps == 7) break;
+  }
+  etnn::io::save_state(trainer, fresh, state.path);
+  etnn::data::DataLoader again(data, {.batch = 32, .shuffle = true});
+  etnn::io::load_state(trainer, again, state.path);
+  CHECK(again.epoch() == 1);
+  CHECK(again.position() == 7);
+  TempFile resaved;
+  etnn::io::save_state(trainer, again, resaved.path);
+  CHECK(etnn::io::read_safetensors(resaved.path).metadata.at("position") == "7");
+  // A different batch size changes what a position means: refused.
+  etnn::data::DataLoader other(data, {.batch = 16});
+  CHECK_THROWS_WITH_AS(etnn::io::load_state(trainer, other, state.path), doctest::Contains("batches_per_epoch was 50"),
+                       etnn::IoError);
+}

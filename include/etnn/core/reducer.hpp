@@ -10,6 +10,8 @@
 //   start_allreduce_sum(data, n) -> Pending   begins data = sum over ranks of data
 //   poll(pending) -> bool                  drives progress; true once complete
 //   wait(pending)                          blocks until complete (or throws: a rank failed)
+//   abort(reason)                          ends the whole job (a collective was abandoned midway);
+//                                          a single process has nothing to end and returns
 #include <concepts>
 #include <cstddef>
 
@@ -27,6 +29,7 @@ concept Reducer = requires(R& r, float* f, double* d, std::size_t n, typename R:
   { r.start_allreduce_sum(d, n) } -> std::same_as<typename R::Pending>;
   { r.poll(pending) } -> std::convertible_to<bool>;
   r.wait(pending);
+  r.abort("reason");
 };
 
 namespace dist {
@@ -40,6 +43,7 @@ struct Local {
   template <class T> Pending start_allreduce_sum(T*, std::size_t) noexcept { return {}; }
   bool poll(Pending&) noexcept { return true; }
   void wait(Pending&) noexcept {}
+  void abort(const char*) noexcept {}
 };
 
 }  // namespace dist

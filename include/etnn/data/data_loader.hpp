@@ -86,13 +86,17 @@ class DataLoader {
 
   // Selects the sample order of the following iterations (PyTorch's sampler.set_epoch).
   void set_epoch(int epoch) noexcept {
-    if (epoch != epoch_) resume_position_ = 0;
+    if (epoch != epoch_) {
+      resume_position_ = 0;
+      position_ = 0;
+    }
     epoch_ = epoch;
   }
   int epoch() const noexcept { return epoch_; }
   // Batches per epoch; the partial last one counts unless drop_last.
   std::size_t size() const noexcept { return num_batches_; }
-  // Batches of the current epoch handed out so far, including the one being used.
+  // Batches of the current epoch handed out so far, including the one being used (a batch counts
+  // as consumed once the iterator has produced it), or where a resume() will start.
   std::size_t position() const noexcept { return position_; }
 
   // Resuming training: the next iteration covers epoch `epoch` from batch `position` on, exactly
@@ -100,6 +104,7 @@ class DataLoader {
   void resume(int epoch, std::size_t position) noexcept {
     epoch_ = epoch;
     resume_position_ = position;
+    position_ = position;
   }
 
   Iterator begin() {

@@ -7,14 +7,17 @@
 // Every collective is non-blocking underneath and waited for with a deadline, so a rank that stops
 // taking part ends the job with an error naming the rank and the operation instead of a hang
 // (timeout: MpiOptions::timeout_seconds, or ETNN_DIST_TIMEOUT seconds). A failed collective throws
-// etnn::DistError; when an Mpi whose job saw an error (or that is destroyed by an exception) goes
-// away, it calls MPI_Abort, which ends every rank with a non-zero exit. A rank that dies is
-// noticed by the launcher (mpirun, srun), which ends the others. With ETNN_DIST_DEBUG=1 each
-// collective first checks that every rank passes the same element count.
+// etnn::DistError; when an Mpi whose job saw such an error (or that is destroyed by an exception)
+// goes away, it calls MPI_Abort, which ends every rank with a non-zero exit. A rank that dies is
+// noticed by the launcher (mpirun, srun), which ends the others. Any other error that one rank
+// catches inside the Mpi's scope must end the job with world.abort(reason): the other ranks would
+// otherwise wait for it until the timeout. With ETNN_DIST_DEBUG=1 each collective first checks that
+// every rank is in the same operation with the same element count.
 #include <mpi.h>
 
 #include <chrono>
 #include <climits>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -73,21 +76,31 @@ class Mpi {
   // Finalises MPI if this object initialised it. After an error, or during unwinding of an
   // exception, ends the whole job instead: the other ranks may be blocked in a collective.
   ~Mpi() {
-    if (failed_ || std::uncaught_exceptions() > 0) {
-      std::fprintf(stderr, "etnn: rank %d: ending the MPI job after an error\n", rank_);
-      std::fflush(stderr);
-      MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    if (failed_ || std::uncaught_exceptions() > 0) abort("an error ended this rank");
     if (local_ != MPI_COMM_NULL) MPI_Comm_free(&local_);
     if (owns_mpi_) MPI_Finalize();
   }
 
-  // MpiOptions from ETNN_DIST_TIMEOUT (seconds) and ETNN_DIST_DEBUG=1.
+  // MpiOptions from ETNN_DIST_TIMEOUT (seconds, > 0) and ETNN_DIST_DEBUG=1.
   static MpiOptions from_environment() {
     MpiOptions o;
-    if (const char* t = std::getenv("ETNN_DIST_TIMEOUT")) o.timeout_seconds = std::atof(t);
+    if (const char* t = std::getenv("ETNN_DIST_TIMEOUT")) {
+      char* end = nullptr;
+      o.timeout_seconds = std::strtod(t, &end);
+      if (end == t || *end != '\0' || !(o.timeout_seconds > 0) || !std::isfinite(o.timeout_seconds))
+        throw DistError(std::string("etnn::dist::Mpi: ETNN_DIST_TIMEOUT='") + t +
+                        "' is not a positive number of seconds");
+    }
     o.debug = detail::env_flag("ETNN_DIST_DEBUG");
     return o;
+  }
+
+  // Ends every rank of the job now, with `reason` on this rank's standard error.
+  [[noreturn]] void abort(const char* reason) {
+    std::fprintf(stderr, "etnn: rank %d: %s; ending the MPI job\n", rank_, reason);
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    std::abort();  // MPI_Abort does not return; this keeps [[noreturn]] honest if it does
   }
 
   int rank() const noexcept { return rank_; }
@@ -184,17 +197,27 @@ class Mpi {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
-    check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local_),
-          "MPI_Comm_split_type");
+    // The destructor does not run when the constructor throws: a failure here ends the job itself.
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local_) != MPI_SUCCESS)
+      abort("MPI_Comm_split_type failed while setting up etnn::dist::Mpi");
     MPI_Comm_rank(local_, &local_rank_);
     MPI_Comm_size(local_, &local_size_);
   }
 
-  // A Pending for `operation`; in debug mode, first checks that every rank passes n elements.
+  // A Pending for `operation`; in debug mode, first checks (with the usual deadline) that every
+  // rank is in the same operation with the same element count.
   Pending start(const char* operation, std::size_t n) {
     if (options_.debug) {
-      long long range[2] = {static_cast<long long>(n), -static_cast<long long>(n)};  // max n, -min n
-      check(MPI_Allreduce(MPI_IN_PLACE, range, 2, MPI_LONG_LONG, MPI_MAX, comm()), "MPI_Allreduce (debug check)");
+      std::uint32_t op = 2166136261u;  // FNV-1a of the operation's name
+      for (const char* c = operation; *c != '\0'; ++c) op = (op ^ static_cast<unsigned char>(*c)) * 16777619u;
+      // max and -min of the count and of the operation id
+      long long range[4] = {static_cast<long long>(n), -static_cast<long long>(n), op, -static_cast<long long>(op)};
+      Pending check_pending{MPI_REQUEST_NULL, "MPI_Iallreduce (ETNN_DIST_DEBUG check)", 4};
+      check(MPI_Iallreduce(MPI_IN_PLACE, range, 4, MPI_LONG_LONG, MPI_MAX, comm(), &check_pending.request),
+            check_pending.operation);
+      wait(check_pending);
+      if (range[2] != -range[3])
+        fail(std::string(operation) + " here, but another rank is in a different collective (ETNN_DIST_DEBUG)");
       if (range[0] != -range[1])
         fail(std::string(operation) + " of " + std::to_string(n) + " elements here, but between " +
              std::to_string(-range[1]) + " and " + std::to_string(range[0]) +

@@ -4,6 +4,7 @@
 // a full disk at any point leaves either the previous file or the complete new one at the target
 // path, never a partial one; on an error the temporary file is removed.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -38,6 +39,17 @@ inline void write_atomically(const std::filesystem::path& path, std::span<const 
   std::string temp = (dir / ("." + path.filename().string() + ".tmp-XXXXXX")).string();
   const int fd = ::mkstemp(temp.data());
   if (fd < 0) detail::io_fail(path, "cannot create a temporary file beside", errno);
+  // mkstemp creates 0600; give the file the mode a plain create would (or the replaced file's).
+  struct stat existing {};
+  mode_t mode = 0;
+  if (::stat(path.c_str(), &existing) == 0) {
+    mode = existing.st_mode & 07777;
+  } else {
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    mode = 0666 & ~mask;
+  }
+  ::fchmod(fd, mode);
   auto abandon = [&](const std::string& what, int error) {
     ::close(fd);
     ::unlink(temp.c_str());

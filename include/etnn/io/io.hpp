@@ -1,4 +1,3 @@
 #pragma once
-// etnn::io: model checkpoints and training states in safetensors.
+// etnn::io: model checkpoints in safetensors (training states: train/training_state.hpp).
 #include "checkpoint.hpp"
-#include "training_state.hpp"

@@ -1,8 +1,9 @@
 #pragma once
 // A strict JSON reader for the small documents etnn reads (safetensors headers): objects,
 // arrays, strings (validated UTF-8, all escapes), and integers. Anything else, malformed text,
-// duplicate keys, invalid UTF-8 or nesting deeper than 64 levels is an error naming the byte
-// offset; sizes are bounded by the text, so nothing is allocated from an untrusted number.
+// duplicate keys, invalid UTF-8, nesting deeper than 64 levels or an array of more than 64
+// elements (a tensor has at most 64 dimensions, as in PyTorch) is an error naming the byte
+// offset. Memory stays within a small multiple of the text: nothing is sized from its numbers.
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -10,6 +11,8 @@
 #include <string_view>
 #include <variant>
 #include <vector>
+
+#include "../core/error.hpp"
 
 namespace etnn::io::json {
 
@@ -33,9 +36,11 @@ struct Value {
 };
 
 // Thrown with a message that says what is wrong and at which byte.
-struct ParseError {
-  std::string message;
+struct ParseError : IoError {
+  using IoError::IoError;
 };
+
+inline constexpr std::size_t max_array_length = 64;
 
 namespace detail {
 
@@ -52,7 +57,7 @@ class Parser {
 
  private:
   [[noreturn]] void fail(const std::string& what) const {
-    throw ParseError{what + " at byte " + std::to_string(at_)};
+    throw ParseError(what + " at byte " + std::to_string(at_));
   }
 
   void skip_space() {
@@ -115,6 +120,7 @@ class Parser {
       return out;
     }
     while (true) {
+      if (out.size() == max_array_length) fail("array longer than 64 elements");
       out.push_back(value(depth + 1));
       if (peek() == ',') {
         ++at_;

@@ -6,6 +6,8 @@
 //   offsets are relative to the data section; the tensors tile it exactly, without gaps or
 //   overlaps, in offset order; data is little-endian and row-major.
 // read_safetensors validates all of it before anything is sized from the file's numbers.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -161,9 +163,10 @@ inline void little_endian_u64(unsigned char* out, std::uint64_t v) {
 inline SafetensorsFile read_safetensors(const std::filesystem::path& path) {
   detail::HeaderReader reader(path);
   std::unique_ptr<std::FILE, detail::FileCloser> file(std::fopen(path.c_str(), "rb"));
-  std::error_code ec;
-  const auto file_size = std::filesystem::file_size(path, ec);
-  if (!file || ec) reader.fail("cannot read the file");
+  struct stat info {};
+  // The size of the opened file itself: a concurrent atomic replace cannot pair two files.
+  if (!file || ::fstat(::fileno(file.get()), &info) != 0 || !S_ISREG(info.st_mode)) reader.fail("cannot read the file");
+  const auto file_size = static_cast<std::uint64_t>(info.st_size);
   unsigned char size_bytes[8];
   if (file_size < 8 || std::fread(size_bytes, 1, 8, file.get()) != 8)
     reader.fail("truncated: shorter than the 8-byte header length");
@@ -180,7 +183,7 @@ inline SafetensorsFile read_safetensors(const std::filesystem::path& path) {
   try {
     root = json::parse(header);
   } catch (const json::ParseError& e) {
-    reader.fail("invalid JSON header: " + e.message);
+    reader.fail(std::string("invalid JSON header: ") + e.what());
   }
   const json::Object* entries = root.object();
   if (entries == nullptr) reader.fail("the header must be a JSON object");
@@ -261,6 +264,12 @@ inline void write_safetensors(const std::filesystem::path& path, std::span<const
     offset += t.bytes.size();
   }
   header += '}';
+  try {
+    json::parse(header);  // names and metadata must be valid UTF-8, or readers would refuse the file
+  } catch (const json::ParseError& e) {
+    throw IoError("etnn::io: cannot write '" + path.string() + "': a tensor name or metadata string is not valid "
+                  "UTF-8 (" + e.what() + ")");
+  }
   header.append((8 - header.size() % 8) % 8, ' ');  // the data section starts 8-byte aligned
   unsigned char size_bytes[8];
   detail::little_endian_u64(size_bytes, header.size());

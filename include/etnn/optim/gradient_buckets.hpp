@@ -52,13 +52,33 @@ class GradientBuckets {
     if (reducer_->size() == 1) return;
     for (Bucket& b : buckets_)
       if (!b.started) start(b);
-    for (Bucket& b : buckets_) {
-      if (!b.done) reducer_->wait(b.pending);
-      b.started = b.done = false;
-    }
+    for (Bucket& b : buckets_)
+      if (!b.done) {
+        reducer_->wait(b.pending);
+        b.done = true;
+      }
+    for (Bucket& b : buckets_) b.started = b.done = false;
   }
 
   std::size_t count() const noexcept { return buckets_.size(); }
+
+  // True while an allreduce started by ready_from() has not been waited for.
+  bool in_flight() const noexcept {
+    for (const Bucket& b : buckets_)
+      if (b.started && !b.done) return true;
+    return false;
+  }
+
+  // Called when an exception interrupts a step after reductions started: they still write into
+  // the gradients and the ranks no longer agree on the sequence of collectives, so the job ends.
+  void abandon() noexcept {
+    if (in_flight()) reducer_->abort("a gradient reduction was abandoned by an exception during backward or step");
+    for (Bucket& b : buckets_) b.started = b.done = false;
+  }
+
+  GradientBuckets(const GradientBuckets&) = delete;
+  GradientBuckets& operator=(const GradientBuckets&) = delete;
+  ~GradientBuckets() { abandon(); }
 
  private:
   struct Bucket {

@@ -61,6 +61,13 @@ class Optimizer {
   // are complete, and their buckets' allreduces can start.
   void gradients_ready_from(std::size_t first_final) { buckets_.ready_from(first_final); }
 
+  // After an exception between gradients_ready_from() and step(): ends the job if reductions are
+  // in flight (see GradientBuckets::abandon); a single process just forgets them.
+  void abandon_step() noexcept { buckets_.abandon(); }
+
+  // Gradient buckets (each one allreduce per step).
+  std::size_t bucket_count() const noexcept { return buckets_.count(); }
+
   // Sums the gradients across ranks (waiting for the buckets backward started), then updates every
   // parameter with the mean gradient.
   void step() {

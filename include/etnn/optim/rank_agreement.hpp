@@ -1,9 +1,8 @@
 #pragma once
 // Checks that every rank of a data-parallel job holds the same value (the model's parameter count
-// and a hash of its description), with nothing but the Reducer's allreduce: each rank adds its
-// value and its square, 16 bits at a time so that every sum is exact in double precision. All
-// values equal x exactly when sum^2 == size * sum of squares (Cauchy-Schwarz), and every rank
-// reaches the same verdict, so all of them throw together.
+// and a hash of its description) with the Reducer alone: rank 0's value is broadcast, each rank
+// compares, and a count of the ranks that differ is summed; every rank reaches the same verdict,
+// so all of them throw together.
 #include <array>
 #include <cstdint>
 #include <string>
@@ -23,18 +22,15 @@ constexpr std::uint64_t fingerprint(std::string_view text) {
 
 template <Reducer R>
 bool same_on_every_rank(R& reducer, std::uint64_t value) {
-  std::array<double, 8> sums{};
-  for (int digit = 0; digit < 4; ++digit) {
-    const auto v = static_cast<double>((value >> (16 * digit)) & 0xFFFFu);
-    sums[static_cast<std::size_t>(2 * digit)] = v;
-    sums[static_cast<std::size_t>(2 * digit + 1)] = v * v;
-  }
-  auto pending = reducer.start_allreduce_sum(sums.data(), sums.size());
+  // 16 bits per double: exact whatever the value.
+  std::array<double, 4> root{};
+  for (std::size_t digit = 0; digit < 4; ++digit) root[digit] = static_cast<double>((value >> (16 * digit)) & 0xFFFFu);
+  const std::array<double, 4> mine = root;
+  reducer.broadcast(root.data(), root.size(), 0);
+  double differing = root == mine ? 0.0 : 1.0;
+  auto pending = reducer.start_allreduce_sum(&differing, 1);
   reducer.wait(pending);
-  const double ranks = reducer.size();
-  for (std::size_t digit = 0; digit < 4; ++digit)
-    if (sums[2 * digit] * sums[2 * digit] != ranks * sums[2 * digit + 1]) return false;
-  return true;
+  return differing == 0.0;
 }
 
 // Throws etnn::DistError on every rank unless all ranks run the model `description` with

@@ -73,15 +73,25 @@ class Trainer {
   T step(const X& x, const Y& y) {
     const bool last = micro_step_ + 1 == options_.accumulate;
     if (micro_step_ == 0) model_.zero_grad();
-    const T loss = last ? backward_pass(x, y, [this](std::size_t first) { optimizer_.gradients_ready_from(first); })
-                        : backward_pass(x, y, [](std::size_t) {});
-    if (last) optimizer_.step();
-    micro_step_ = last ? 0 : micro_step_ + 1;
-    return loss;
+    if (!last) {
+      const T loss = backward_pass(x, y, [](std::size_t) {});
+      ++micro_step_;
+      return loss;
+    }
+    try {
+      const T loss = backward_pass(x, y, [this](std::size_t first) { optimizer_.gradients_ready_from(first); });
+      optimizer_.step();
+      micro_step_ = 0;
+      return loss;
+    } catch (...) {
+      optimizer_.abandon_step();  // reductions in flight: the job cannot continue consistently
+      throw;
+    }
   }
 
-  // Forward, loss and backward without an update: adds dL/dparams (of this batch's mean loss) to
-  // the model's gradients, without communication. For custom loops; returns the batch's mean loss.
+  // Forward, loss and backward without an update and without communication: adds to the model's
+  // gradients dL/dparams of this batch's mean loss, divided by `accumulate` (so that k calls sum to
+  // the mean over the k batches). For custom loops; does not move the accumulation window.
   template <class X, class Y>
   T accumulate_gradients(const X& x, const Y& y) {
     return backward_pass(x, y, [](std::size_t) {});

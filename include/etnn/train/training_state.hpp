@@ -13,17 +13,18 @@
 // micro-step, the loader's epoch and position, and the number of ranks. Data order, dropout and
 // initialisation derive from seeds and these counters, so no generator state needs saving.
 // Resuming gives bitwise the same parameters as the uninterrupted run, with the same number of
-// ranks (each rank's share of the data depends on it); in a data-parallel job rank 0 saves (all
-// ranks hold the same state) and every rank loads.
+// ranks, accumulation and batches per epoch (checked on load). In a data-parallel job rank 0 saves
+// at an accumulation boundary (then all ranks hold the same state) and every rank loads.
 #include <charconv>
+#include <climits>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "../core/error.hpp"
-#include "checkpoint.hpp"
+#include "../io/checkpoint.hpp"
 
-namespace etnn::io {
+namespace etnn::io {  // the public names stay in etnn::io beside save/load
 
 namespace detail {
 
@@ -48,13 +49,16 @@ std::vector<TensorSlot<T>> training_slots(Trainer& trainer) {
   return slots;
 }
 
-inline long long metadata_integer(const SafetensorsFile& file, const std::filesystem::path& path, const char* key) {
+// The metadata value `key` as an integer in [0, INT_MAX].
+inline int metadata_count(const SafetensorsFile& file, const std::filesystem::path& path, const char* key) {
   const auto it = file.metadata.find(key);
-  long long value = 0;
-  if (it == file.metadata.end() ||
-      std::from_chars(it->second.data(), it->second.data() + it->second.size(), value).ec != std::errc{})
-    throw IoError("etnn::io::load_state: '" + path.string() + "': metadata '" + key + "' is missing or not an integer");
-  return value;
+  long long value = -1;
+  const char* end = it == file.metadata.end() ? nullptr : it->second.data() + it->second.size();
+  if (it == file.metadata.end() || std::from_chars(it->second.data(), end, value).ptr != end || value < 0 ||
+      value > INT_MAX)
+    throw IoError("etnn::io::load_state: '" + path.string() + "': metadata '" + key +
+                  "' is missing or not a count");
+  return static_cast<int>(value);
 }
 
 }  // namespace detail
@@ -63,6 +67,9 @@ template <class Trainer, class Loader>
 void save_state(Trainer& trainer, const Loader& loader, const std::filesystem::path& path) {
   using Model = std::remove_reference_t<decltype(trainer.model())>;
   using T = typename Model::value_type;
+  if (trainer.micro_step() > 0 && trainer.optimizer().reducer().size() > 1)
+    throw Error("etnn::io::save_state: inside an accumulation window each rank holds its own unreduced gradients; "
+                "save at an accumulation boundary (micro step 0) in a data-parallel job");
   const auto slots = detail::training_slots<T>(trainer);
   auto metadata = detail::model_metadata<Model>("etnn-training-state");
   metadata["optimizer_steps"] = std::to_string(trainer.optimizer().steps());
@@ -70,6 +77,8 @@ void save_state(Trainer& trainer, const Loader& loader, const std::filesystem::p
   metadata["epoch"] = std::to_string(loader.epoch());
   metadata["position"] = std::to_string(loader.position());
   metadata["ranks"] = std::to_string(trainer.optimizer().reducer().size());
+  metadata["accumulate"] = std::to_string(trainer.options().accumulate);
+  metadata["batches_per_epoch"] = std::to_string(loader.size());
   detail::save_slots<T>(path, slots, metadata);
 }
 
@@ -84,20 +93,28 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
   const auto format = file.metadata.find("format");
   if (format == file.metadata.end() || format->second != "etnn-training-state")
     fail("not an etnn training state (a model checkpoint loads with etnn::io::load)");
-  const long long ranks = detail::metadata_integer(file, path, "ranks");
-  if (ranks != trainer.optimizer().reducer().size())
-    fail("saved by " + std::to_string(ranks) + " ranks, resumed on " + std::to_string(trainer.optimizer().reducer().size()) +
-         "; resume with the same number of ranks (or load the weights alone with etnn::io::load)");
-  const long long steps = detail::metadata_integer(file, path, "optimizer_steps");
-  const long long micro_step = detail::metadata_integer(file, path, "micro_step");
-  const long long epoch = detail::metadata_integer(file, path, "epoch");
-  const long long position = detail::metadata_integer(file, path, "position");
-  if (steps < 0 || micro_step < 0 || micro_step >= trainer.options().accumulate || position < 0)
-    fail("metadata out of range (steps " + std::to_string(steps) + ", micro step " + std::to_string(micro_step) +
-         ", position " + std::to_string(position) + ")");
+  const auto expect = [&](const char* key, long long now, const char* advice) {
+    const int saved = detail::metadata_count(file, path, key);
+    if (saved != now)
+      fail(std::string(key) + " was " + std::to_string(saved) + " when saved and is " + std::to_string(now) + " now; " +
+           advice);
+  };
+  expect("ranks", trainer.optimizer().reducer().size(),
+         "resume with the same number of ranks (or load the weights alone with etnn::io::load)");
+  expect("accumulate", trainer.options().accumulate, "resume with the same gradient accumulation");
+  expect("batches_per_epoch", static_cast<long long>(loader.size()), "resume with the same data and batch size");
+  const auto scalar = file.metadata.find("scalar");
+  if (scalar == file.metadata.end() || scalar->second != detail::scalar_name<T>())
+    fail("saved from a model of another scalar type; resume with the same etnn::Model<Net, T>");
+  const int steps = detail::metadata_count(file, path, "optimizer_steps");
+  const int micro_step = detail::metadata_count(file, path, "micro_step");
+  const int epoch = detail::metadata_count(file, path, "epoch");
+  const int position = detail::metadata_count(file, path, "position");
+  if (micro_step >= trainer.options().accumulate || epoch == INT_MAX)
+    fail("metadata out of range (micro step " + std::to_string(micro_step) + ", epoch " + std::to_string(epoch) + ")");
   // The micro-step decides whether accumulated gradients are part of the state.
   const int previous_micro_step = trainer.micro_step();
-  trainer.restore_micro_step(static_cast<int>(micro_step));
+  trainer.restore_micro_step(micro_step);
   try {
     const auto slots = detail::training_slots<T>(trainer);
     detail::load_slots<T>(file, path, slots, "the training state of " + Model::network::describe());
@@ -108,9 +125,9 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
   trainer.optimizer().restore_steps(steps);
   // A finished epoch resumes at the start of the next one.
   if (static_cast<std::size_t>(position) >= loader.size())
-    loader.resume(static_cast<int>(epoch) + 1, 0);
+    loader.resume(epoch + 1, 0);
   else
-    loader.resume(static_cast<int>(epoch), static_cast<std::size_t>(position));
+    loader.resume(epoch, static_cast<std::size_t>(position));
 }
 
 }  // namespace etnn::io

@@ -3,6 +3,7 @@
 //   kill      rank 1 kills itself with SIGKILL during training
 //   stall     rank 1 stops taking part; rank 0's allreduce times out (ETNN_DIST_TIMEOUT)
 //   mismatch  rank 1 reduces one element more than rank 0 (caught with ETNN_DIST_DEBUG=1)
+//   abort     rank 1 meets an ordinary error (a bad label) and ends the job with world.abort()
 #include <algorithm>
 #include <chrono>
 #include <csignal>
@@ -35,6 +36,20 @@ int main(int argc, char** argv) {
     } else if (mode == "stall") {
       std::vector<float> g(10, 1.0f);
       if (world.rank() == 1) std::this_thread::sleep_for(std::chrono::seconds(60));
+      world.allreduce_sum(g.data(), g.size());
+    } else if (mode == "abort") {
+      std::vector<float> g(10, 1.0f);
+      if (world.rank() == 1) {
+        try {
+          etnn::Tensor<float, etnn::Shape<3>> logits(1);
+          const std::vector<int> bad_label{7};
+          std::vector<float> grad(3);
+          etnn::loss::CrossEntropy{}.value_and_grad(etnn::Cpu{}, etnn::const_view(logits), std::span<const int>(bad_label),
+                                                    grad.data());
+        } catch (const etnn::ShapeError& e) {
+          world.abort(e.what());
+        }
+      }
       world.allreduce_sum(g.data(), g.size());
     } else if (mode == "mismatch") {
       std::vector<float> g(11, 1.0f);

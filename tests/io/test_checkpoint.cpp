@@ -147,6 +147,16 @@ TEST_CASE("F16 and BF16 conversions are exact where representable and round to n
   }
   CHECK(etnn::io::float_to_f16(1.0f + std::ldexp(1.0f, -11)) == 0x3C00);  // tie -> even
   CHECK(etnn::io::float_to_f16(1e6f) == 0x7C00);                         // overflow -> inf
+#if defined(__FLT16_MAX__)
+  // Random floats, across the normal, subnormal and overflow ranges, against the compiler's own
+  // float -> _Float16 conversion (round to nearest-even).
+  etnn::Rng rng(16);
+  for (int i = 0; i < 200000; ++i) {
+    const float f = static_cast<float>(rng.uniform(-1, 1)) * std::ldexp(1.0f, static_cast<int>(rng.below(48)) - 30);
+    const auto expected = std::bit_cast<std::uint16_t>(static_cast<_Float16>(f));
+    REQUIRE(etnn::io::float_to_f16(f) == expected);
+  }
+#endif
   CHECK(etnn::io::bf16_to_float(0x3F80) == 1.0f);
   CHECK(etnn::io::float_to_bf16(1.0f) == 0x3F80);
   CHECK(etnn::io::float_to_bf16(std::bit_cast<float>(0x3F808000u)) == 0x3F80);  // tie -> even

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "support/gradcheck.hpp"
+#include "support/training.hpp"
 #include "world.hpp"
 
 namespace nn = etnn::nn;
@@ -199,14 +200,7 @@ std::vector<float> train_ranks(const etnn::data::Dataset<etnn::Shape<20>>& data,
   etnn::Trainer trainer(model, loss, opt);
   etnn::data::DataLoader loader(data, {.batch = 8, .sampler = etnn::data::DistributedSampler(world(), {.seed = 4})});
   if (!resume.empty()) etnn::io::load_state(trainer, loader, resume);
-  int step = first;
-  for (int epoch = loader.epoch(); step < last; ++epoch) {
-    loader.set_epoch(epoch);
-    for (auto batch : loader) {
-      trainer.step(batch);
-      if (++step == last) break;
-    }
-  }
+  etnn::test::run_steps(trainer, loader, first, last);
   if (!save.empty() && world().rank() == 0) etnn::io::save_state(trainer, loader, save);
   world().barrier();
   return {model.parameters(), model.parameters() + Deep::num_params};

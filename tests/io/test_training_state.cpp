@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "support/gradcheck.hpp"
+#include "support/training.hpp"
 
 namespace fs = std::filesystem;
 namespace nn = etnn::nn;
@@ -37,14 +38,7 @@ std::vector<float> train(const etnn::data::Dataset<etnn::Shape<12>>& data, int a
   etnn::Trainer trainer(model, loss, opt, {.accumulate = accumulate});
   etnn::data::DataLoader loader(data, {.batch = 32, .shuffle = true, .seed = 11});
   if (resume) etnn::io::load_state(trainer, loader, *resume);
-  int step = first;
-  for (int epoch = loader.epoch(); step < last; ++epoch) {
-    loader.set_epoch(epoch);
-    for (auto batch : loader) {
-      trainer.step(batch);
-      if (++step == last) break;
-    }
-  }
+  etnn::test::run_steps(trainer, loader, first, last);
   if (save) etnn::io::save_state(trainer, loader, *save);
   return {model.parameters(), model.parameters() + Net::num_params};
 }

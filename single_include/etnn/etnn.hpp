@@ -2815,6 +2815,23 @@ double stddev(const Dataset<S>& data) {
 #include <zlib.h>
 #endif
 
+// ---- etnn/core/file.hpp ----
+// A C stream that closes itself: the readers (IDX, safetensors) own their files through it.
+
+namespace etnn {
+
+struct FileCloser {
+  void operator()(std::FILE* f) const noexcept { std::fclose(f); }
+};
+
+using UniqueFile = std::unique_ptr<std::FILE, FileCloser>;
+
+// The file opened for binary reading, or null.
+inline UniqueFile open_for_reading(const std::filesystem::path& path) {
+  return UniqueFile(std::fopen(path.c_str(), "rb"));
+}
+
+}  // namespace etnn
 
 namespace etnn::detail {
 
@@ -2829,7 +2846,7 @@ class IdxFile {
     std::error_code ec;
     const std::uintmax_t bytes = std::filesystem::file_size(path, ec);
     if (ec) throw IoError(where_ + ": cannot read the file (" + ec.message() + "); check the path");
-    file_.reset(std::fopen(path.string().c_str(), "rb"));
+    file_ = open_for_reading(path);
     if (!file_) fail("cannot open the file (" + std::string(std::strerror(errno)) + "); check its permissions");
     std::array<unsigned char, 2> head{};
     const std::size_t got = std::fread(head.data(), 1, head.size(), file_.get());
@@ -2871,10 +2888,6 @@ class IdxFile {
   }
 
  private:
-  struct FileCloser {
-    void operator()(std::FILE* f) const noexcept { std::fclose(f); }
-  };
-
   std::size_t read_raw(unsigned char* dst, std::size_t n) {
     const std::size_t got = std::fread(dst, 1, n, file_.get());
     if (got < n && std::ferror(file_.get())) fail("read error (" + std::string(std::strerror(errno)) + ")");
@@ -2905,7 +2918,7 @@ class IdxFile {
 #endif
 
   std::string where_;
-  std::unique_ptr<std::FILE, FileCloser> file_;  // a raw file, or null once a gzipped one is open
+  UniqueFile file_;  // a raw file, or null once a gzipped one is open
 #if defined(ETNN_WITH_ZLIB)
   std::unique_ptr<gzFile_s, GzCloser> gz_;
 #endif
@@ -3671,7 +3684,7 @@ inline void little_endian_u64(unsigned char* out, std::uint64_t v) {
 // tensor) for anything malformed.
 inline SafetensorsFile read_safetensors(const std::filesystem::path& path) {
   detail::HeaderReader reader(path);
-  std::unique_ptr<std::FILE, detail::FileCloser> file(std::fopen(path.c_str(), "rb"));
+  const UniqueFile file = open_for_reading(path);
   struct stat info {};
   // The size of the opened file itself: a concurrent atomic replace cannot pair two files.
   if (!file || ::fstat(::fileno(file.get()), &info) != 0 || !S_ISREG(info.st_mode)) reader.fail("cannot read the file");
@@ -3818,14 +3831,16 @@ constexpr const char* scalar_name() {
   return std::is_same_v<std::remove_const_t<T>, double> ? "float64" : "float32";
 }
 
+// A parameter's shape as safetensors stores it.
+inline std::vector<std::int64_t> shape_of(const NamedParameter& p) { return {p.shape.begin(), p.shape.end()}; }
+
 // The model's parameters as checkpoint tensors (T const for a const model).
 template <class T, class M>
 std::vector<TensorSlot<T>> parameter_slots(M& model) {
   using Model = std::remove_const_t<M>;
   std::vector<TensorSlot<T>> slots;
   for (const auto& p : Model::named_parameters())
-    slots.push_back({p.name, std::vector<std::int64_t>(p.shape.begin(), p.shape.end()), model.parameters() + p.offset,
-                     p.numel});
+    slots.push_back({p.name, shape_of(p), model.parameters() + p.offset, p.numel});
   return slots;
 }
 
@@ -4231,11 +4246,11 @@ std::vector<TensorSlot<T>> training_slots(Trainer& trainer) {
   const auto names = std::remove_reference_t<decltype(optimizer)>::rule::state_names(optimizer.options());
   for (std::size_t k = 0; k < names.size(); ++k)
     for (const auto& p : params)
-      slots.push_back({"optimizer." + names[k] + "." + p.name, std::vector<std::int64_t>(p.shape.begin(), p.shape.end()),
+      slots.push_back({"optimizer." + names[k] + "." + p.name, shape_of(p),
                        optimizer.state() + k * Model::num_params + p.offset, p.numel});
   if (trainer.micro_step() > 0)
     for (const auto& p : params)
-      slots.push_back({"grad." + p.name, std::vector<std::int64_t>(p.shape.begin(), p.shape.end()),
+      slots.push_back({"grad." + p.name, shape_of(p),
                        model.gradients() + p.offset, p.numel});
   return slots;
 }

@@ -27,6 +27,7 @@
 #endif
 
 #include "../core/error.hpp"
+#include "../core/file.hpp"
 #include "../core/shape.hpp"
 #include "dataset.hpp"
 
@@ -43,7 +44,7 @@ class IdxFile {
     std::error_code ec;
     const std::uintmax_t bytes = std::filesystem::file_size(path, ec);
     if (ec) throw IoError(where_ + ": cannot read the file (" + ec.message() + "); check the path");
-    file_.reset(std::fopen(path.string().c_str(), "rb"));
+    file_ = open_for_reading(path);
     if (!file_) fail("cannot open the file (" + std::string(std::strerror(errno)) + "); check its permissions");
     std::array<unsigned char, 2> head{};
     const std::size_t got = std::fread(head.data(), 1, head.size(), file_.get());
@@ -85,10 +86,6 @@ class IdxFile {
   }
 
  private:
-  struct FileCloser {
-    void operator()(std::FILE* f) const noexcept { std::fclose(f); }
-  };
-
   std::size_t read_raw(unsigned char* dst, std::size_t n) {
     const std::size_t got = std::fread(dst, 1, n, file_.get());
     if (got < n && std::ferror(file_.get())) fail("read error (" + std::string(std::strerror(errno)) + ")");
@@ -119,7 +116,7 @@ class IdxFile {
 #endif
 
   std::string where_;
-  std::unique_ptr<std::FILE, FileCloser> file_;  // a raw file, or null once a gzipped one is open
+  UniqueFile file_;  // a raw file, or null once a gzipped one is open
 #if defined(ETNN_WITH_ZLIB)
   std::unique_ptr<gzFile_s, GzCloser> gz_;
 #endif

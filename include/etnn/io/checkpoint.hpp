@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "../core/error.hpp"
+#include "../nn/model.hpp"
 #include "half.hpp"
 #include "safetensors.hpp"
 
@@ -49,14 +50,16 @@ constexpr const char* scalar_name() {
   return std::is_same_v<std::remove_const_t<T>, double> ? "float64" : "float32";
 }
 
+// A parameter's shape as safetensors stores it.
+inline std::vector<std::int64_t> shape_of(const NamedParameter& p) { return {p.shape.begin(), p.shape.end()}; }
+
 // The model's parameters as checkpoint tensors (T const for a const model).
 template <class T, class M>
 std::vector<TensorSlot<T>> parameter_slots(M& model) {
   using Model = std::remove_const_t<M>;
   std::vector<TensorSlot<T>> slots;
   for (const auto& p : Model::named_parameters())
-    slots.push_back({p.name, std::vector<std::int64_t>(p.shape.begin(), p.shape.end()), model.parameters() + p.offset,
-                     p.numel});
+    slots.push_back({p.name, shape_of(p), model.parameters() + p.offset, p.numel});
   return slots;
 }
 

@@ -13,13 +13,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
-#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "../core/error.hpp"
+#include "../core/file.hpp"
 #include "atomic_file.hpp"
 #include "json.hpp"
 
@@ -162,7 +162,7 @@ inline void little_endian_u64(unsigned char* out, std::uint64_t v) {
 // tensor) for anything malformed.
 inline SafetensorsFile read_safetensors(const std::filesystem::path& path) {
   detail::HeaderReader reader(path);
-  std::unique_ptr<std::FILE, detail::FileCloser> file(std::fopen(path.c_str(), "rb"));
+  const UniqueFile file = open_for_reading(path);
   struct stat info {};
   // The size of the opened file itself: a concurrent atomic replace cannot pair two files.
   if (!file || ::fstat(::fileno(file.get()), &info) != 0 || !S_ISREG(info.st_mode)) reader.fail("cannot read the file");

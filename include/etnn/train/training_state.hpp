@@ -40,11 +40,11 @@ std::vector<TensorSlot<T>> training_slots(Trainer& trainer) {
   const auto names = std::remove_reference_t<decltype(optimizer)>::rule::state_names(optimizer.options());
   for (std::size_t k = 0; k < names.size(); ++k)
     for (const auto& p : params)
-      slots.push_back({"optimizer." + names[k] + "." + p.name, std::vector<std::int64_t>(p.shape.begin(), p.shape.end()),
+      slots.push_back({"optimizer." + names[k] + "." + p.name, shape_of(p),
                        optimizer.state() + k * Model::num_params + p.offset, p.numel});
   if (trainer.micro_step() > 0)
     for (const auto& p : params)
-      slots.push_back({"grad." + p.name, std::vector<std::int64_t>(p.shape.begin(), p.shape.end()),
+      slots.push_back({"grad." + p.name, shape_of(p),
                        model.gradients() + p.offset, p.numel});
   return slots;
 }

@@ -53,13 +53,15 @@ constexpr const char* scalar_name() {
 // A parameter's shape as safetensors stores it.
 inline std::vector<std::int64_t> shape_of(const NamedParameter& p) { return {p.shape.begin(), p.shape.end()}; }
 
-// The model's parameters as checkpoint tensors (T const for a const model).
+// The model's parameters and buffers (running statistics) as checkpoint tensors (T const for a const model).
 template <class T, class M>
 std::vector<TensorSlot<T>> parameter_slots(M& model) {
   using Model = std::remove_const_t<M>;
   std::vector<TensorSlot<T>> slots;
   for (const auto& p : Model::named_parameters())
     slots.push_back({p.name, shape_of(p), model.parameters() + p.offset, p.numel});
+  for (const auto& b : Model::named_buffers())
+    slots.push_back({b.name, shape_of(b), model.buffers() + b.offset, b.numel});
   return slots;
 }
 

@@ -17,12 +17,12 @@ struct ActivationLayer : ParameterFree {
   static constexpr bool backward_in_place = true;
 
   template <class T, class Device>
-  static void forward(Device device, const T*, const T* x, T* y, T*, int batch) {
+  static void forward(Device device, const Pass<T>&, const T*, const T* x, T* y, T*, int batch) {
     assign(device, y, expr::apply<F>(expr::ref(x, elements(batch))));
   }
 
   template <class T, class Device>
-  static void backward(Device device, const T*, T*, const T* x, const T* y, const T*, T* dy, T* dx,
+  static void backward(Device device, const Pass<T>&, const T*, T*, const T* x, const T* y, const T*, T* dy, T* dx,
                        int batch) {
     const std::size_t n = elements(batch);
     assign(device, dx, expr::ref(dy, n) * expr::derivative<F>(expr::ref(x, n), expr::ref(y, n)));

@@ -37,12 +37,12 @@ struct DenseLayer {
   }
 
   template <class T, class Device>
-  static void forward(Device device, const T* p, const T* x, T* y, T* saved, int batch) {
+  static void forward(Device device, const Pass<T>&, const T* p, const T* x, T* y, T* saved, int batch) {
     dense_forward<in_features, Out>(device, p, p + params[1].offset, x, y, saved, batch, Act{});
   }
 
   template <class T, class Device>
-  static void backward(Device device, const T* p, T* g, const T* x, const T* y, const T* saved, T* dy,
+  static void backward(Device device, const Pass<T>&, const T* p, T* g, const T* x, const T* y, const T* saved, T* dy,
                        T* dx, int batch) {
     dense_backward<in_features, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, batch,
                                      Act{});

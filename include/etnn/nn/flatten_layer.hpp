@@ -15,9 +15,9 @@ struct FlattenLayer : ParameterFree {
   static constexpr bool backward_in_place = true;
 
   template <class T, class Device>
-  static void forward(Device, const T*, const T*, T*, T*, int) {}
+  static void forward(Device, const Pass<T>&, const T*, const T*, T*, T*, int) {}
   template <class T, class Device>
-  static void backward(Device, const T*, T*, const T*, const T*, const T*, T*, T*, int) {}
+  static void backward(Device, const Pass<T>&, const T*, T*, const T*, const T*, const T*, T*, T*, int) {}
 };
 
 }  // namespace etnn::nn

@@ -9,15 +9,21 @@
 //   output_aliases_input         output is the input reinterpreted (flatten): no storage, no work
 //   backward_in_place            dx may be written over dy (elementwise layers)
 //   init(params, rng)            PyTorch-default initialisation
-//   forward(device, params, x, y, saved, batch)                         saved is null in inference
-//   backward(device, params, grads, x, y, saved, dy, dx, batch)         dx is null for the first layer;
+//   forward(device, pass, params, x, y, saved, batch)                   saved is null in inference
+//   backward(device, pass, params, grads, x, y, saved, dy, dx, batch)   dx is null for the first layer;
 //                                                                       grads accumulate (+=); dy may be overwritten
+// pass (nn/pass.hpp) carries the mode, the layer's buffers, its scratch space and its random seed.
+// Optional members, zero or absent when not given:
+//   num_buffers, buffers, init_buffers(buffers)   non-trainable state saved with the model
+//                                                 (batch norm's running statistics)
+//   scratch_values(batch)                         temporary values needed during one call
 #include <concepts>
 #include <cstddef>
 
 #include "../core/random.hpp"
 #include "../core/shape.hpp"
 #include "param_info.hpp"
+#include "pass.hpp"
 
 namespace etnn::nn {
 
@@ -39,5 +45,17 @@ struct ParameterFree {
   static constexpr std::array<ParamInfo, 0> params{};
   template <class T> static void init(T*, Rng&) {}
 };
+
+// A layer's non-trainable state (0 when it declares none) and its scratch need for a batch.
+template <Layer L>
+constexpr std::size_t num_buffers_of() {
+  if constexpr (requires { L::num_buffers; }) return L::num_buffers;
+  else return 0;
+}
+template <Layer L>
+constexpr std::size_t scratch_values_of(int batch) {
+  if constexpr (requires { L::scratch_values(batch); }) return L::scratch_values(batch);
+  else return 0;
+}
 
 }  // namespace etnn::nn

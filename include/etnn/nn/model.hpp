@@ -2,6 +2,8 @@
 // etnn::Model<Net, T, Device>: a network type on a device with a scalar type. It owns one flat
 // parameter buffer and one flat gradient buffer; every parameter tensor is a slice at a
 // compile-time offset, named as torch.nn.Sequential.state_dict() names it ("0.weight", ...).
+// Non-trainable state (batch norm's running statistics) lives in a third flat buffer, named the
+// same way ("1.running_mean"). Like a torch.nn.Module it is in training mode until eval().
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -43,28 +45,61 @@ class Model {
   using output_shape = typename Net::output_shape;
   using program = nn::detail::Program<typename Net::layers>;
   static constexpr std::size_t num_params = Net::num_params;
+  static constexpr std::size_t num_buffers = program::num_buffers;
 
   // Parameters initialised as PyTorch initialises each layer, from a seeded generator: one
   // stream per layer, so a layer's initial values do not depend on the layers before it.
-  explicit Model(std::uint64_t seed = 0) : params_(num_params), grads_(num_params) {
+  explicit Model(std::uint64_t seed = 0)
+      : params_(num_params), grads_(num_params), buffers_(num_buffers), seed_(seed) {
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       (init_layer<I>(seed), ...);
     }(std::make_index_sequence<program::count>{});
     zero_grad();
   }
 
+  // PyTorch's model.train() / model.eval(): batch norm uses batch statistics and updates its
+  // running statistics, and dropout drops, only in training mode. The mode applies to every
+  // forward pass, the Trainer's and forward()'s; etnn::evaluate switches to eval for its duration.
+  void train(bool on = true) noexcept { training_ = on; }
+  void eval() noexcept { training_ = false; }
+  bool training() const noexcept { return training_; }
+
   T* parameters() noexcept { return params_.data(); }
   const T* parameters() const noexcept { return params_.data(); }
   T* gradients() noexcept { return grads_.data(); }
   const T* gradients() const noexcept { return grads_.data(); }
 
+  T* buffers() noexcept { return buffers_.data(); }
+  const T* buffers() const noexcept { return buffers_.data(); }
+
   void zero_grad() { fill(Device{}, grads_.data(), num_params, T(0)); }
+
+  // The network call of the next forward pass. In training mode each one gets a fresh random
+  // stream (dropout masks) from the model's seed and a count of training passes, which training
+  // checkpoints keep; `warm_up` gives an eval-mode call that changes nothing (buffer sizing).
+  nn::detail::Run<T> next_run(T* scratch, bool warm_up = false) {
+    const bool training = training_ && !warm_up;
+    nn::detail::Run<T> run{params_.data(), buffers_.data(), scratch, training, derive_seed(seed_, passes_)};
+    if (training) ++passes_;
+    return run;
+  }
+  std::uint64_t training_passes() const noexcept { return passes_; }
+  void restore_training_passes(std::uint64_t passes) noexcept { passes_ = passes; }
 
   // Every parameter tensor, in state_dict order.
   static std::vector<NamedParameter> named_parameters() {
     std::vector<NamedParameter> out;
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (append_names<I>(out), ...);
+      (append_names<I>(out, program::template layer<I>::params, program::param_offset[I]), ...);
+    }(std::make_index_sequence<program::count>{});
+    return out;
+  }
+
+  // Every buffer (running statistics), in state_dict order; offsets into buffers().
+  static std::vector<NamedParameter> named_buffers() {
+    std::vector<NamedParameter> out;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (append_buffer_names<I>(out), ...);
     }(std::make_index_sequence<program::count>{});
     return out;
   }
@@ -81,11 +116,14 @@ class Model {
   // buffers by one pass over zeros, so that forward(x, y) allocates nothing afterwards.
   void reserve(int batch) {
     const auto rows = static_cast<std::size_t>(std::max(batch, 0));
-    if (2 * program::max_width * rows <= scratch_.size()) return;
-    scratch_.reserve_discard(2 * program::max_width * rows);
+    if (batch <= reserved_) return;
+    reserved_ = batch;
+    activations_.reserve_discard(2 * program::max_width * rows);
+    scratch_.reserve_discard(program::scratch_values(batch));
     Buffer<T, Device> zeros(input_shape::size * rows), out(output_shape::size * rows);
     fill(Device{}, zeros.data(), zeros.size(), T(0));
-    program::forward_infer(Device{}, params_.data(), zeros.data(), scratch_.data(), out.data(), batch);
+    program::forward_infer(Device{}, next_run(scratch_.data(), true), zeros.data(), activations_.data(), out.data(),
+                           batch);
   }
 
   // Inference into the caller's tensor; allocates only when the batch exceeds every earlier one
@@ -100,7 +138,7 @@ class Model {
       throw ShapeError("etnn::Model::forward: input batch " + std::to_string(in.batch()) +
                        " but output batch " + std::to_string(y.batch()));
     reserve(in.batch());
-    program::forward_infer(Device{}, params_.data(), in.data(), scratch_.data(), y.data(), in.batch());
+    program::forward_infer(Device{}, next_run(scratch_.data()), in.data(), activations_.data(), y.data(), in.batch());
   }
 
  private:
@@ -109,21 +147,39 @@ class Model {
     using L = typename program::template layer<I>;
     Rng rng(derive_seed(seed, static_cast<std::uint64_t>(L::module_index)));
     L::init(params_.data() + program::param_offset[I], rng);
+    init_buffers<I>();
   }
 
   template <std::size_t I>
-  static void append_names(std::vector<NamedParameter>& out) {
+  void init_buffers() {
     using L = typename program::template layer<I>;
-    for (const auto& p : L::params) {
+    if constexpr (nn::num_buffers_of<L>() > 0) L::init_buffers(buffers_.data() + program::buffer_offset[I]);
+  }
+
+  template <std::size_t I, class Infos>
+  static void append_names(std::vector<NamedParameter>& out, const Infos& infos, std::size_t base) {
+    using L = typename program::template layer<I>;
+    for (const auto& p : infos) {
       out.push_back({std::to_string(L::module_index) + "." + std::string(p.name),
-                     std::vector<int>(p.shape.begin(), p.shape.begin() + p.rank),
-                     program::param_offset[I] + p.offset, p.numel()});
+                     std::vector<int>(p.shape.begin(), p.shape.begin() + p.rank), base + p.offset, p.numel()});
     }
+  }
+
+  template <std::size_t I>
+  static void append_buffer_names(std::vector<NamedParameter>& out) {
+    using L = typename program::template layer<I>;
+    if constexpr (nn::num_buffers_of<L>() > 0) append_names<I>(out, L::buffers, program::buffer_offset[I]);
   }
 
   Buffer<T, Device> params_;
   Buffer<T, Device> grads_;
-  Buffer<T, Device> scratch_;  // inference ping-pong buffers
+  Buffer<T, Device> buffers_;
+  std::uint64_t seed_;
+  std::uint64_t passes_ = 0;   // training-mode forward passes so far (dropout streams)
+  bool training_ = true;
+  int reserved_ = 0;             // largest batch reserve() has sized for
+  Buffer<T, Device> activations_;  // inference ping-pong buffers
+  Buffer<T, Device> scratch_;      // layers' scratch
 };
 
 }  // namespace etnn

@@ -8,12 +8,16 @@
 // Layer outputs are kept for backward; flatten's output is its input and takes no space.
 // Backward ping-pongs dY/dX between A and B; elementwise layers work in place. Layers before the
 // first one with parameters are never run backward, and that layer skips its input gradient.
+// Besides the workspace a call takes the model's buffers (running statistics, one flat array with
+// compile-time offsets like the parameters) and a scratch array that layers use in turn.
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <tuple>
 #include <utility>
 
+#include "../core/random.hpp"
 #include "../core/type_list.hpp"
 #include "../cpu/executor.hpp"
 #include "layer.hpp"
@@ -32,6 +36,16 @@ constexpr std::array<std::size_t, N> exclusive_scan(std::array<std::size_t, N> s
   return sizes;
 }
 
+// One call of the network, from which each layer's Pass is made.
+template <class T>
+struct Run {
+  const T* params;
+  T* buffers;                  // Program::num_buffers values
+  T* scratch;                  // Program::scratch_values(batch) values
+  bool training = true;
+  std::uint64_t seed = 0;      // this pass's random stream; each layer derives its own
+};
+
 template <class Layers>
 struct Program;
 
@@ -45,6 +59,8 @@ struct Program<TypeList<Ls...>> {
 
  public:
   static constexpr std::array<std::size_t, count> param_offset = exclusive_scan<count>({Ls::num_params...});
+  static constexpr std::array<std::size_t, count> buffer_offset = exclusive_scan<count>({num_buffers_of<Ls>()...});
+  static constexpr std::size_t num_buffers = (std::size_t{0} + ... + num_buffers_of<Ls>());
   // End of each layer's parameters in the flat buffer.
   static constexpr std::array<std::size_t, count> param_ends = [] {
     std::array<std::size_t, count> ends{Ls::num_params...};
@@ -57,6 +73,11 @@ struct Program<TypeList<Ls...>> {
   // The widest tensor any layer reads or writes: sizes the gradient and inference buffers.
   static constexpr std::size_t max_width = std::max({std::size_t{1}, Ls::in_shape::size..., Ls::out_shape::size...});
   static constexpr std::size_t workspace_per_sample = storage_per_sample + 2 * max_width;
+
+  // Scratch shared by the layers (each uses it only during its own call).
+  static constexpr std::size_t scratch_values(int batch) {
+    return std::max({std::size_t{0}, scratch_values_of<Ls>(batch)...});
+  }
 
   static constexpr std::size_t first_trainable = [] {
     constexpr std::array<bool, count + 1> has{(Ls::num_params > 0)..., true};
@@ -75,11 +96,11 @@ struct Program<TypeList<Ls...>> {
   }
 
   template <class T, class Device>
-  static void forward_train(Device device, const T* params, const T* x, T* workspace, int capacity,
-                            int batch, Activations<T>& act) {
+  static void forward_train(Device device, const Run<T>& run, const T* x, T* workspace, int capacity, int batch,
+                            Activations<T>& act) {
     act[0] = x;
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (forward_layer<I>(device, params, workspace, capacity, batch, act), ...);
+      (forward_layer<I>(device, run, workspace, capacity, batch, act), ...);
     }(Index{});
   }
 
@@ -87,12 +108,12 @@ struct Program<TypeList<Ls...>> {
   // After each layer with parameters, calls layer_done(offset): every gradient at offsets >= offset
   // is then final (the data-parallel optimizer starts reducing them).
   template <class T, class Device, class LayerDone>
-  static void backward(Device device, const T* params, T* grads, T* workspace, int capacity, int batch,
+  static void backward(Device device, const Run<T>& run, T* grads, T* workspace, int capacity, int batch,
                        const Activations<T>& act, LayerDone&& layer_done) {
     T* dy = output_gradient(workspace, capacity);
     T* spare = dy + max_width * static_cast<std::size_t>(capacity);
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      ((backward_layer<count - 1 - I>(device, params, grads, workspace, capacity, batch, act, dy, spare),
+      ((backward_layer<count - 1 - I>(device, run, grads, workspace, capacity, batch, act, dy, spare),
         layer<count - 1 - I>::num_params > 0 ? layer_done(param_offset[count - 1 - I]) : void()),
        ...);
     }(Index{});
@@ -101,11 +122,11 @@ struct Program<TypeList<Ls...>> {
   // Inference: no saved values, outputs ping-pong in `scratch` (2 * max_width * batch values),
   // the last layer writes into `out`.
   template <class T, class Device>
-  static void forward_infer(Device device, const T* params, const T* x, T* scratch, T* out, int batch) {
+  static void forward_infer(Device device, const Run<T>& run, const T* x, T* scratch, T* out, int batch) {
     const T* current = x;
     int toggle = 0;
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (infer_layer<I>(device, params, scratch, out, batch, current, toggle), ...);
+      (infer_layer<I>(device, run, scratch, out, batch, current, toggle), ...);
     }(Index{});
     if (current != out) {
       using Last = layer<count - 1>;
@@ -115,8 +136,15 @@ struct Program<TypeList<Ls...>> {
   }
 
  private:
+  template <std::size_t I, class T>
+  static Pass<T> pass_of(const Run<T>& run) {
+    using L = layer<I>;
+    return {run.training, num_buffers_of<L>() > 0 ? run.buffers + buffer_offset[I] : nullptr, run.scratch,
+            derive_seed(run.seed, static_cast<std::uint64_t>(L::module_index))};
+  }
+
   template <std::size_t I, class T, class Device>
-  static void forward_layer(Device device, const T* params, T* workspace, int capacity, int batch,
+  static void forward_layer(Device device, const Run<T>& run, T* workspace, int capacity, int batch,
                             Activations<T>& act) {
     using L = layer<I>;
     if constexpr (L::output_aliases_input) {
@@ -124,14 +152,14 @@ struct Program<TypeList<Ls...>> {
     } else {
       T* y = workspace + storage_offset[I] * static_cast<std::size_t>(capacity);
       T* saved = L::saved_per_sample > 0 ? y + L::out_shape::size * static_cast<std::size_t>(capacity) : nullptr;
-      L::forward(device, params + param_offset[I], act[I], y, saved, batch);
+      L::forward(device, pass_of<I>(run), run.params + param_offset[I], act[I], y, saved, batch);
       act[I + 1] = y;
     }
   }
 
   template <std::size_t I, class T, class Device>
-  static void backward_layer(Device device, const T* params, T* grads, T* workspace, int capacity,
-                             int batch, const Activations<T>& act, T*& dy, T*& spare) {
+  static void backward_layer(Device device, const Run<T>& run, T* grads, T* workspace, int capacity, int batch,
+                             const Activations<T>& act, T*& dy, T*& spare) {
     using L = layer<I>;
     if constexpr (I >= first_trainable && !L::output_aliases_input) {
       constexpr bool needs_dx = I > first_trainable;
@@ -140,19 +168,19 @@ struct Program<TypeList<Ls...>> {
                            ? workspace + storage_offset[I] * static_cast<std::size_t>(capacity) +
                                  L::out_shape::size * static_cast<std::size_t>(capacity)
                            : nullptr;
-      L::backward(device, params + param_offset[I], grads + param_offset[I], act[I], act[I + 1], saved,
-                  dy, dx, batch);
+      L::backward(device, pass_of<I>(run), run.params + param_offset[I], grads + param_offset[I], act[I],
+                  act[I + 1], saved, dy, dx, batch);
       if constexpr (needs_dx && !L::backward_in_place) std::swap(dy, spare);
     }
   }
 
   template <std::size_t I, class T, class Device>
-  static void infer_layer(Device device, const T* params, T* scratch, T* out, int batch, const T*& current,
+  static void infer_layer(Device device, const Run<T>& run, T* scratch, T* out, int batch, const T*& current,
                           int& toggle) {
     using L = layer<I>;
     if constexpr (!L::output_aliases_input) {
       T* y = I == last_computing ? out : scratch + static_cast<std::size_t>(toggle) * max_width * static_cast<std::size_t>(batch);
-      L::forward(device, params + param_offset[I], current, y, static_cast<T*>(nullptr), batch);
+      L::forward(device, pass_of<I>(run), run.params + param_offset[I], current, y, static_cast<T*>(nullptr), batch);
       current = y;
       toggle ^= 1;
     }

@@ -43,7 +43,7 @@ class Optimizer {
     requires std::same_as<R, dist::Local>
       : Optimizer(model, options, local_) {}
 
-  // A data-parallel optimizer: parameters are broadcast from rank 0 now, so every rank starts
+  // A data-parallel optimizer: parameters (and buffers) are broadcast from rank 0 now, so every rank starts
   // from the same values whatever its seed; gradients are averaged across ranks at every step.
   Optimizer(Model& model, const Options& options, R& reducer, BucketOptions buckets = {})
       : model_(&model), reducer_(&reducer), options_(options),
@@ -55,6 +55,7 @@ class Optimizer {
     state_ = Buffer<T, Device>(slots * Model::num_params);
     fill(Device{}, state_.data(), state_.size(), T(0));
     reducer_->broadcast(model_->parameters(), Model::num_params, 0);
+    if constexpr (Model::num_buffers > 0) reducer_->broadcast(model_->buffers(), Model::num_buffers, 0);
   }
 
   // Called by the Trainer as backward finishes layers: the gradients at offsets >= first_final

@@ -1,5 +1,6 @@
 #pragma once
 // etnn::evaluate: runs the model over a whole dataset in inference mode and returns a metric.
+// The model is in eval mode meanwhile (running statistics, no dropout) and back in its own after.
 #include <algorithm>
 #include <cstddef>
 #include <string>
@@ -21,6 +22,12 @@ double evaluate(Model& model, const Dataset& dataset, Metric metric, int batch =
   if (batch <= 0) throw ShapeError("etnn::evaluate: batch must be positive, got " + std::to_string(batch));
   Tensor<T, typename Model::output_shape, Device> out(batch);
   Buffer<T, Device> staging;
+  struct ModeGuard {
+    Model& m;
+    bool was_training;
+    ~ModeGuard() { m.train(was_training); }
+  } guard{model, model.training()};
+  model.eval();
   const auto labels = dataset.labels();
   const auto features = dataset.features();
   if (features.size() != dataset.size() * S::size || labels.size() != dataset.size())

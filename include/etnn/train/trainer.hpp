@@ -37,12 +37,14 @@ class Trainer {
 
   // Sizes everything a step needs for batches of up to `batch` samples: the workspace, the
   // buffers that convert float data to the model's scalar type, and the GEMMs' packing buffers
-  // (by one forward and backward pass of zeros, which adds exactly zero to the gradients).
+  // (by one forward and backward pass of zeros, which adds exactly zero to the gradients; it runs in
+  // eval mode, so running statistics and dropout streams are untouched).
   // Steps after it allocate nothing; without it the first step (or a larger batch) does this.
   void reserve(int batch) {
     if (batch <= capacity_) return;
     const auto rows = static_cast<std::size_t>(batch);
     workspace_ = Buffer<T, Device>(program::workspace_per_sample * rows);
+    scratch_ = Buffer<T, Device>(program::scratch_values(batch));
     capacity_ = batch;
     if constexpr (!std::is_same_v<T, float>) {
       input_staging_.reserve_discard(input_shape::size * rows);
@@ -50,11 +52,11 @@ class Trainer {
     }
     Buffer<T, Device> zeros(input_shape::size * rows);
     fill(Device{}, zeros.data(), zeros.size(), T(0));
-    program::forward_train(Device{}, model_.parameters(), zeros.data(), workspace_.data(), capacity_, batch,
-                           activations_);
+    const auto run = model_.next_run(scratch_.data(), true);
+    program::forward_train(Device{}, run, zeros.data(), workspace_.data(), capacity_, batch, activations_);
     fill(Device{}, program::output_gradient(workspace_.data(), capacity_), output_shape::size * rows, T(0));
-    program::backward(Device{}, model_.parameters(), model_.gradients(), workspace_.data(), capacity_, batch,
-                      activations_, [](std::size_t) {});
+    program::backward(Device{}, run, model_.gradients(), workspace_.data(), capacity_, batch, activations_,
+                      [](std::size_t) {});
   }
   int capacity() const noexcept { return capacity_; }
 
@@ -126,8 +128,8 @@ class Trainer {
     if (batch <= 0) throw ShapeError("etnn::Trainer: empty batch");
     reserve(batch);
     const auto staged = detail::stage_as<T, Device>(in, input_staging_);
-    program::forward_train(Device{}, model_.parameters(), staged.data(), workspace_.data(), capacity_, batch,
-                           activations_);
+    const auto run = model_.next_run(scratch_.data());
+    program::forward_train(Device{}, run, staged.data(), workspace_.data(), capacity_, batch, activations_);
     const TensorView<const T, output_shape, Device> output(activations_.back(), batch);
     T* output_grad = program::output_gradient(workspace_.data(), capacity_);
     const T loss = loss_value_and_grad(output, y, output_grad);
@@ -135,8 +137,8 @@ class Trainer {
       const std::size_t n = static_cast<std::size_t>(batch) * output_shape::size;
       assign(Device{}, output_grad, expr::ref(output_grad, n) * (T(1) / static_cast<T>(options_.accumulate)));
     }
-    program::backward(Device{}, model_.parameters(), model_.gradients(), workspace_.data(), capacity_, batch,
-                      activations_, layer_done);
+    program::backward(Device{}, run, model_.gradients(), workspace_.data(), capacity_, batch, activations_,
+                      layer_done);
     return loss;
   }
 
@@ -157,6 +159,7 @@ class Trainer {
   TrainerOptions options_;
   int micro_step_ = 0;  // position within the current accumulation window
   Buffer<T, Device> workspace_;
+  Buffer<T, Device> scratch_;  // the layers' scratch (im2col columns, per-channel sums)
   int capacity_ = 0;
   Buffer<T, Device> input_staging_;
   Buffer<T, Device> target_staging_;

@@ -10,7 +10,7 @@
 // "optimizer.<state name>.<parameter>" (PyTorch's names, e.g. momentum_buffer), the gradients
 // accumulated so far as "grad.<parameter>" when saved inside an accumulation window, and in the
 // metadata the optimizer's step count (the position of any learning-rate schedule), the trainer's
-// micro-step, the loader's epoch and position, and the number of ranks. Data order, dropout and
+// micro-step, the model's count of training passes (its dropout streams), the loader's epoch and position, and the number of ranks. Data order, dropout and
 // initialisation derive from seeds and these counters, so no generator state needs saving.
 // Resuming gives bitwise the same parameters as the uninterrupted run, with the same number of
 // ranks, accumulation and batches per epoch (checked on load). In a data-parallel job rank 0 saves
@@ -74,6 +74,7 @@ void save_state(Trainer& trainer, const Loader& loader, const std::filesystem::p
   auto metadata = detail::model_metadata<Model>("etnn-training-state");
   metadata["optimizer_steps"] = std::to_string(trainer.optimizer().steps());
   metadata["micro_step"] = std::to_string(trainer.micro_step());
+  metadata["training_passes"] = std::to_string(trainer.model().training_passes());
   metadata["epoch"] = std::to_string(loader.epoch());
   metadata["position"] = std::to_string(loader.position());
   metadata["ranks"] = std::to_string(trainer.optimizer().reducer().size());
@@ -110,6 +111,7 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
   const int micro_step = detail::metadata_count(file, path, "micro_step");
   const int epoch = detail::metadata_count(file, path, "epoch");
   const int position = detail::metadata_count(file, path, "position");
+  const int passes = detail::metadata_count(file, path, "training_passes");
   if (micro_step >= trainer.options().accumulate || epoch == INT_MAX)
     fail("metadata out of range (micro step " + std::to_string(micro_step) + ", epoch " + std::to_string(epoch) + ")");
   // The micro-step decides whether accumulated gradients are part of the state.
@@ -123,6 +125,7 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
     throw;
   }
   trainer.optimizer().restore_steps(steps);
+  trainer.model().restore_training_passes(static_cast<std::uint64_t>(passes));
   // A finished epoch resumes at the start of the next one.
   if (static_cast<std::size_t>(position) >= loader.size())
     loader.resume(epoch + 1, 0);

@@ -1,0 +1,16 @@
+#pragma once
+// What a layer's forward and backward see besides its parameters and activations. Program (the
+// network executor) fills one per layer and call; backward gets the same values its forward had.
+#include <cstdint>
+
+namespace etnn::nn {
+
+template <class T>
+struct Pass {
+  bool training = true;    // PyTorch's module.training: batch statistics, dropout active
+  T* buffers = nullptr;    // the layer's non-trainable state (running statistics), or null
+  T* scratch = nullptr;    // scratch_values(batch) values of the layer's own during the call
+  std::uint64_t seed = 0;  // random stream of this forward pass for this layer (dropout masks)
+};
+
+}  // namespace etnn::nn

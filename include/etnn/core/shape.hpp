@@ -38,4 +38,11 @@ concept ShapeType = detail::IsShape<T>::value;
 template <ShapeType S>
 using Flat = Shape<static_cast<int>(S::size)>;
 
+// Dimension i of S, or 1 past its rank: lets a layer name the dimensions of a shape of the wrong
+// rank long enough for its static_assert to explain the mismatch.
+template <ShapeType S>
+constexpr int dim_or_one(int i) {
+  return i < S::rank ? S::dims[static_cast<std::size_t>(i)] : 1;
+}
+
 }  // namespace etnn

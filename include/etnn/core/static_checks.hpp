@@ -60,6 +60,81 @@ consteval bool positive_width() {
   return true;
 }
 
+// Convolution, pooling, normalisation and combinators.
+template <class In>
+consteval bool image_input() {
+  static_assert(In::rank == 3,
+                "ETNN_SHAPE_MISMATCH: conv2d and pooling expect a (C, H, W) input; start the network with "
+                "nn::input<C, H, W> (not a flat input)");
+  return true;
+}
+
+template <bool AllOptions>
+consteval bool window_options() {
+  static_assert(AllOptions,
+                "ETNN_WINDOW_OPTION: after the kernel size, conv2d and pooling take only nn::stride<S> and "
+                "nn::pad<P>");
+  return true;
+}
+
+template <int Kernel, int Stride, int Pad>
+consteval bool window_params() {
+  static_assert(Kernel > 0 && Stride > 0 && Pad >= 0,
+                "ETNN_BAD_WINDOW: a kernel or pooling window needs kernel > 0, stride > 0 and pad >= 0");
+  return true;
+}
+
+template <int Size, int Kernel, int Pad>
+consteval bool window_fits() {
+  static_assert(Kernel <= Size + 2 * Pad,
+                "ETNN_WINDOW_TOO_LARGE: the kernel or pooling window is larger than the padded input; "
+                "use a smaller window or more padding");
+  return true;
+}
+
+template <int Kernel, int Pad>
+consteval bool pool_padding() {
+  static_assert(2 * Pad <= Kernel, "ETNN_BAD_WINDOW: pooling pad must be at most half the window, as in PyTorch");
+  return true;
+}
+
+template <class In>
+consteval bool softmax_input() {
+  static_assert(In::rank == 1,
+                "ETNN_SHAPE_MISMATCH: softmax and log_softmax work over a flat input (B, N); insert nn::flatten");
+  return true;
+}
+
+template <long long Num, long long Den>
+consteval bool dropout_probability() {
+  static_assert(Num >= 0 && Num < Den, "ETNN_DROPOUT_P: dropout needs a probability p with 0 <= p < 1");
+  return true;
+}
+
+template <class In, class Out>
+consteval bool residual_shape() {
+  static_assert(std::is_same_v<In, Out>,
+                "ETNN_RESIDUAL_SHAPE: residual(block) adds the block's output to its input, so the block "
+                "must keep the shape of its input (end it with a layer of the input's width)");
+  return true;
+}
+
+template <class A, class B>
+consteval bool concat_shapes() {
+  static_assert(A::rank == 1 && B::rank == 1,
+                "ETNN_CONCAT_SHAPE: concat(a, b) joins flat outputs (B, N) and (B, M); end each branch "
+                "with a flat layer (nn::flatten or nn::linear<N>)");
+  return true;
+}
+
+template <bool IsBlock>
+consteval bool block_without_input() {
+  static_assert(IsBlock,
+                "ETNN_BLOCK_INPUT: a block given to residual() or concat() is a chain of layers without "
+                "nn::input; its input is what precedes it in the network");
+  return true;
+}
+
 template <bool StartsWithInput>
 consteval bool network_has_input() {
   static_assert(StartsWithInput,
@@ -156,6 +231,35 @@ consteval bool reducer() {
                 "ETNN_REDUCER: the reducer has no `wait(Pending&)` member");
   static_assert(requires(R& r) { r.abort("reason"); },
                 "ETNN_REDUCER: the reducer has no `abort(const char* reason)` member");
+  return true;
+}
+
+// ---- Targets the Trainer hands to a loss (loss/targets.hpp, train/trainer.hpp) ----
+
+template <bool KnownKind>
+consteval bool loss_target_kind() {
+  static_assert(KnownKind,
+                "ETNN_LOSS_TARGET_KIND: the loss's target_kind must be etnn::loss::ClassIndices, "
+                "etnn::loss::RealValues or etnn::loss::MultiHot (loss/targets.hpp); the Trainer stages "
+                "targets by it");
+  return true;
+}
+
+template <bool ClassIndices>
+consteval bool class_index_targets() {
+  static_assert(ClassIndices,
+                "ETNN_TARGET_KIND: this loss takes class indices, one int per sample "
+                "(std::vector<int>, std::span<const int>); targets of the output's shape (a Tensor) "
+                "go with losses such as MSE, BCEWithLogits or MultiLabelSoftMargin");
+  return true;
+}
+
+template <bool TensorTargets>
+consteval bool tensor_targets() {
+  static_assert(TensorTargets,
+                "ETNN_TARGET_KIND: this loss takes targets of the output's shape (an etnn::Tensor or "
+                "TensorView with one row per sample); class indices go with CrossEntropy, NLL or "
+                "MultiMargin");
   return true;
 }
 

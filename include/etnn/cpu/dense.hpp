@@ -14,6 +14,7 @@
 
 #include "../core/device.hpp"
 #include "../expr/functors.hpp"
+#include "epilogue.hpp"
 #include "executor.hpp"
 #include "gemm.hpp"
 #include "parallel.hpp"
@@ -30,10 +31,8 @@ void dense_forward(Cpu, const T* weight, const T* bias, const T* x, T* y, T* z_s
   cpu::gemm_accumulate<cpu::Layout::row_major, cpu::Layout::col_major>(batch, Out, In, x, In, weight, In, y, Out);
   if constexpr (!std::is_same_v<Act, fn::Identity>) {
     cpu::parallel_chunks(rows, 8, Out, [&](std::size_t begin, std::size_t end) {
-      for (std::size_t i = begin * Out; i < end * Out; ++i) {
-        if (z_saved != nullptr) z_saved[i] = y[i];
-        y[i] = act(y[i]);
-      }
+      cpu::activation_epilogue(y + begin * Out, z_saved != nullptr ? z_saved + begin * Out : nullptr,
+                               (end - begin) * Out, act);
     });
   }
 }

@@ -93,4 +93,12 @@ void gemm_accumulate(int m, int n, int k, const T* a, int lda, const T* b, int l
   });
 }
 
+// The same product on the calling thread only, for callers that parallelise over something else
+// (convolution runs one product per sample).
+template <Layout LA, Layout LB, class T>
+void gemm_accumulate_serial(int m, int n, int k, const T* a, int lda, const T* b, int ldb, T* c, int ldc) {
+  if (m == 0 || n == 0 || k == 0) return;
+  detail::gemm_block<LA, LB>(m, n, k, a, lda, b, ldb, c, ldc);
+}
+
 }  // namespace etnn::cpu

@@ -1,10 +1,9 @@
 #pragma once
 // nn::linear<Out> bound to a flat input, optionally fused with the activation that follows it.
 //   y = f(x W^T + b)    x: (B, IN)  W: (OUT, IN)  b: (OUT)  y: (B, OUT)
-#include <cmath>
-
 #include "../core/static_checks.hpp"
 #include "../cpu/dense.hpp"
+#include "init.hpp"
 #include "layer.hpp"
 
 namespace etnn::nn {
@@ -28,12 +27,9 @@ struct DenseLayer {
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = false;
 
-  // PyTorch's nn.Linear.reset_parameters: kaiming_uniform_(a=sqrt(5)) on W, which is
-  // U(-1/sqrt(IN), 1/sqrt(IN)), and the same bound for b.
   template <class T>
   static void init(T* p, Rng& rng) {
-    const double bound = 1.0 / std::sqrt(static_cast<double>(in_features));
-    for (std::size_t i = 0; i < num_params; ++i) p[i] = static_cast<T>(rng.uniform(-bound, bound));
+    init_fan_in_uniform(p, num_params, in_features, rng);
   }
 
   template <class T, class Device>

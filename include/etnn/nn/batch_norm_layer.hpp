@@ -1,0 +1,56 @@
+#pragma once
+// nn::batch_norm bound to its input: PyTorch's nn.BatchNorm1d(C) after a linear layer (input (C)
+// or (C, L)) and nn.BatchNorm2d(C) after a convolution (input (C, H, W)); C is the first dimension.
+// Parameters weight = 1, bias = 0; buffers running_mean = 0, running_var = 1, num_batches_tracked.
+#include "../core/static_checks.hpp"
+#include "../cpu/batch_norm.hpp"
+#include "layer.hpp"
+
+namespace etnn::nn {
+
+template <ShapeType In, int Index>
+struct BatchNormLayer {
+  static constexpr int channels = In::dims[0];
+  static constexpr int spatial = static_cast<int>(In::size) / channels;
+
+  using in_shape = In;
+  using out_shape = In;
+  static constexpr int module_index = Index;
+  static constexpr std::size_t num_params = 2 * std::size_t{channels};
+  static constexpr std::array<ParamInfo, 2> params{{
+      {"weight", 1, {channels, 0, 0, 0}, 0},
+      {"bias", 1, {channels, 0, 0, 0}, channels},
+  }};
+  static constexpr std::size_t num_buffers = 2 * std::size_t{channels} + 1;
+  static constexpr std::array<ParamInfo, 3> buffers{{
+      {"running_mean", 1, {channels, 0, 0, 0}, 0},
+      {"running_var", 1, {channels, 0, 0, 0}, channels},
+      {"num_batches_tracked", 0, {0, 0, 0, 0}, 2 * std::size_t{channels}},
+  }};
+  static constexpr std::size_t saved_per_sample = 0;
+  static constexpr bool output_aliases_input = false;
+  static constexpr bool backward_in_place = true;
+
+  template <class T>
+  static void init(T* p, Rng&) {
+    for (int c = 0; c < channels; ++c) p[c] = T(1), p[channels + c] = T(0);
+  }
+  template <class T>
+  static void init_buffers(T* b) {
+    for (int c = 0; c < channels; ++c) b[c] = T(0), b[channels + c] = T(1);
+    b[2 * channels] = T(0);
+  }
+
+  template <class T, class Device>
+  static void forward(Device device, const Pass<T>& pass, const T* p, const T* x, T* y, T*, int batch) {
+    batch_norm_forward<channels, spatial>(device, p, p + channels, pass.buffers, x, y, batch, pass.training);
+  }
+
+  template <class T, class Device>
+  static void backward(Device device, const Pass<T>& pass, const T* p, T* g, const T* x, const T*, const T*, T* dy,
+                       T* dx, int batch) {
+    batch_norm_backward<channels, spatial>(device, p, g, g + channels, pass.buffers, x, dy, dx, batch, pass.training);
+  }
+};
+
+}  // namespace etnn::nn

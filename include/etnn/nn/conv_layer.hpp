@@ -1,0 +1,58 @@
+#pragma once
+// nn::conv2d<Out, K, stride<S>, pad<P>> bound to a (C, H, W) input, optionally fused with the
+// activation that follows it: PyTorch's nn.Conv2d(C, Out, K, stride=S, padding=P).
+//   y = f(conv(x, W) + b)   x: (B, C, H, W)  W: (Out, C, K, K)  b: (Out)  y: (B, Out, OH, OW)
+#include "../core/static_checks.hpp"
+#include "../cpu/conv.hpp"
+#include "init.hpp"
+#include "layer.hpp"
+
+namespace etnn::nn {
+
+template <ShapeType In, int Out, int Kernel, int Stride, int Pad, class Act, int Index>
+struct ConvLayer {
+  static_assert(check::image_input<In>());
+  static_assert(check::positive_width<Out>());
+  static_assert(check::window_params<Kernel, Stride, Pad>());
+  static_assert(check::window_fits<dim_or_one<In>(1), Kernel, Pad>());
+  static_assert(check::window_fits<dim_or_one<In>(2), Kernel, Pad>());
+  using geometry = cpu::Window<dim_or_one<In>(0), dim_or_one<In>(1), dim_or_one<In>(2), Kernel, Stride, Pad>;
+  static constexpr int channels = geometry::channels;
+  static constexpr std::size_t fan_in = std::size_t{channels} * Kernel * Kernel;
+  static constexpr std::size_t weight_size = Out * fan_in;
+
+  using in_shape = In;
+  using out_shape = Shape<Out, geometry::out_height, geometry::out_width>;
+  using activation = Act;
+  static constexpr int module_index = Index;
+  static constexpr std::size_t num_params = weight_size + Out;
+  static constexpr std::array<ParamInfo, 2> params{{
+      {"weight", 4, {Out, channels, Kernel, Kernel}, 0},
+      {"bias", 1, {Out, 0, 0, 0}, weight_size},
+  }};
+  static constexpr std::size_t saved_per_sample = Act::derivative_needs_input ? out_shape::size : 0;
+  static constexpr bool output_aliases_input = false;
+  static constexpr bool backward_in_place = false;
+  // The im2col columns of every sample of the batch.
+  static constexpr std::size_t scratch_values(int batch) {
+    return static_cast<std::size_t>(batch) * fan_in * geometry::out_pixels;
+  }
+
+  template <class T>
+  static void init(T* p, Rng& rng) {
+    init_fan_in_uniform(p, num_params, fan_in, rng);
+  }
+
+  template <class T, class Device>
+  static void forward(Device device, const Pass<T>& pass, const T* p, const T* x, T* y, T* saved, int batch) {
+    conv2d_forward<geometry, Out>(device, p, p + weight_size, x, y, saved, pass.scratch, batch, Act{});
+  }
+
+  template <class T, class Device>
+  static void backward(Device device, const Pass<T>& pass, const T* p, T* g, const T* x, const T* y,
+                       const T* saved, T* dy, T* dx, int batch) {
+    conv2d_backward<geometry, Out>(device, p, g, g + weight_size, x, y, saved, dy, dx, pass.scratch, batch, Act{});
+  }
+};
+
+}  // namespace etnn::nn

@@ -64,6 +64,38 @@ TEST_CASE("resuming from a training state gives bitwise the uninterrupted run") 
   }
 }
 
+TEST_CASE("AdamW with a schedule and clipping resumes to bitwise the uninterrupted run") {
+  const auto data = dataset();
+  // Steps [first, last) of a run with AdamW (amsgrad), warm-up and cosine decay, and clipping.
+  const auto adam_train = [&](int first, int last, const std::optional<fs::path>& resume,
+                              const std::optional<fs::path>& save) {
+    etnn::Model<Net> model(1);
+    etnn::loss::CrossEntropy loss;
+    etnn::optim::AdamW opt(model, {.lr = 3e-3f, .amsgrad = true});
+    opt.set_schedule(etnn::optim::schedule::CosineWarmup{.warmup = 10, .total = 100, .min_lr = 1e-4});
+    opt.set_max_grad_norm(0.5f);
+    etnn::Trainer trainer(model, loss, opt);
+    etnn::data::DataLoader loader(data, {.batch = 32, .shuffle = true, .seed = 11});
+    if (resume) etnn::io::load_state(trainer, loader, *resume);
+    etnn::test::run_steps(trainer, loader, first, last);
+    if (save) etnn::io::save_state(trainer, loader, *save);
+    return std::vector<float>(model.parameters(), model.parameters() + Net::num_params);
+  };
+  const auto uninterrupted = adam_train(0, 100, std::nullopt, std::nullopt);
+  for (int stop : {5, 37}) {  // in the warm-up; in the decay and mid-epoch
+    INFO("stopped after ", stop);
+    TempFile state;
+    adam_train(0, stop, std::nullopt, state.path);
+    const auto file = etnn::io::read_safetensors(state.path);
+    CHECK(file.metadata.at("optimizer_steps") == std::to_string(stop));
+    for (const char* name :
+         {"optimizer.exp_avg.0.weight", "optimizer.exp_avg_sq.2.bias", "optimizer.max_exp_avg_sq.4.weight"})
+      CHECK_MESSAGE(file.find(name) != nullptr, name);
+    const auto resumed = adam_train(stop, 100, state.path, std::nullopt);
+    CHECK(std::memcmp(uninterrupted.data(), resumed.data(), resumed.size() * sizeof(float)) == 0);
+  }
+}
+
 TEST_CASE("a training state is refused where it does not fit") {
   const auto data = dataset();
   TempFile weights;

@@ -2,18 +2,23 @@
 // Optimizer<Rule, Model, Reducer>: one update rule applied to the model's flat parameter buffer
 // in one fused pass, after the Reducer has summed the flat gradient buffer across ranks (in
 // buckets started during backward); the update divides by the number of ranks, so every rank
-// applies the mean gradient.
+// applies the mean gradient. The learning rate of each step comes from a schedule (schedule.hpp,
+// constant by default), and the mean gradient may be clipped by its global norm (grad_norm.hpp).
 //
 // A Rule provides
 //   Options                                   hyper-parameters (designated-initialisable)
 //   validate(options)                         throws etnn::Error on a bad value
 //   state_slots(options)                      per-parameter state arrays it needs (momentum, ...)
 //   state_names(options)                      their names, as PyTorch's optimizer state_dict calls them
-//   update<T>(options, params, grads, state, n, step, grad_scale)
+//   update<T>(options, lr, params, grads, state, n, step, grad_scale)
 //                                             -> an ETNN_HD functor f(i) updating index i with
-//                                                the gradient grad_scale * grads[i]
+//                                                the gradient grad_scale * grads[i] and the learning
+//                                                rate lr (options.lr as the schedule sets it for
+//                                                `step`, counted from 1)
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include "../core/error.hpp"
@@ -21,8 +26,10 @@
 #include "../core/static_checks.hpp"
 #include "../cpu/executor.hpp"
 #include "../tensor/buffer.hpp"
+#include "grad_norm.hpp"
 #include "gradient_buckets.hpp"
 #include "rank_agreement.hpp"
+#include "schedule.hpp"
 
 namespace etnn::optim {
 
@@ -69,15 +76,24 @@ class Optimizer {
   // Gradient buckets (each one allreduce per step).
   std::size_t bucket_count() const noexcept { return buckets_.count(); }
 
-  // Sums the gradients across ranks (waiting for the buckets backward started), then updates every
-  // parameter with the mean gradient.
+  // Sums the gradients across ranks (waiting for the buckets backward started), clips the mean
+  // gradient when a maximum norm is set, then updates every parameter with it at the scheduled lr.
   void step() {
     buckets_.reduce_all();
+    T grad_scale = T(1) / static_cast<T>(reducer_->size());  // the gradients hold the sum over ranks
+    last_grad_norm_ = std::numeric_limits<double>::quiet_NaN();
+    if (max_grad_norm_ > 0.0f) {
+      // ||mean|| = ||sum|| / ranks; the clip factor joins the gradient scale of the fused update.
+      const double ranks = static_cast<double>(reducer_->size());
+      last_grad_norm_ = std::sqrt(detail::sum_of_squares(Device{}, model_->gradients(), Model::num_params)) / ranks;
+      const double clip = detail::clip_scale(max_grad_norm_, last_grad_norm_);
+      if (!(clip >= 1.0)) grad_scale = static_cast<T>(clip / ranks);
+    }
+    const double lr = learning_rate();
     ++steps_;
-    const T grad_scale = T(1) / static_cast<T>(reducer_->size());
     for_each_index(Device{}, Model::num_params,
-                   Rule::template update<T>(options_, model_->parameters(), model_->gradients(),
-                                            state_.data(), Model::num_params, steps_, grad_scale));
+                   Rule::template update<T>(options_, lr, model_->parameters(), model_->gradients(), state_.data(),
+                                            Model::num_params, steps_, grad_scale));
   }
 
   void zero_grad() { model_->zero_grad(); }
@@ -85,8 +101,9 @@ class Optimizer {
   Model& model() noexcept { return *model_; }
   R& reducer() noexcept { return *reducer_; }
   const Options& options() const noexcept { return options_; }
-  // Changes hyper-parameters between steps (learning-rate schedules). The per-parameter state
-  // a rule keeps cannot appear or vanish mid-training (e.g. SGD momentum from 0 to 0.9).
+  // Changes hyper-parameters between steps (options().lr is the base lr a schedule scales, see
+  // set_schedule). The per-parameter state a rule keeps cannot appear or vanish mid-training
+  // (e.g. SGD momentum from 0 to 0.9).
   void set_options(const Options& options) {
     Rule::validate(options);
     if (Rule::state_slots(options) != Rule::state_slots(options_))
@@ -97,6 +114,33 @@ class Optimizer {
   }
   // Updates done so far (a learning-rate schedule's position).
   std::int64_t steps() const noexcept { return steps_; }
+
+  // The learning-rate schedule, a function of steps() over the base lr options().lr:
+  //   opt.set_schedule(etnn::optim::schedule::CosineWarmup{.warmup = 100, .total = 10000});
+  // Throws etnn::Error on an invalid schedule (and keeps the previous one).
+  void set_schedule(const schedule::Schedule& s) {
+    schedule::validate(s);
+    schedule_ = s;
+  }
+  const schedule::Schedule& schedule() const noexcept { return schedule_; }
+  // The lr the next step uses.
+  double learning_rate() const { return schedule::learning_rate(schedule_, options_.lr, steps_); }
+
+  // Clipping by global norm, as torch.nn.utils.clip_grad_norm_ on the mean gradient before each
+  // update; 0 turns it off (the default), infinity measures the norm without clipping.
+  void set_max_grad_norm(float max_norm) {
+    if (!(max_norm >= 0.0f)) {
+      std::string message = "etnn::optim::Optimizer::set_max_grad_norm: the maximum norm must be >= 0 (0 turns "
+                            "clipping off), got ";
+      message += std::to_string(max_norm);
+      throw Error(message);
+    }
+    max_grad_norm_ = max_norm;
+  }
+  float max_grad_norm() const noexcept { return max_grad_norm_; }
+  // The global norm of the mean gradient at the last step (before clipping); NaN when clipping was
+  // off at that step, or before the first step.
+  double last_grad_norm() const noexcept { return last_grad_norm_; }
 
   // The per-parameter state (Rule::state_names(options)[k] for parameter i at k * num_params + i),
   // and the step count: what a training checkpoint keeps (etnn::io::save_state).
@@ -114,6 +158,9 @@ class Optimizer {
   GradientBuckets<R, T> buckets_;
   Buffer<T, Device> state_;
   std::int64_t steps_ = 0;
+  schedule::Schedule schedule_;
+  float max_grad_norm_ = 0.0f;
+  double last_grad_norm_ = std::numeric_limits<double>::quiet_NaN();
 };
 
 }  // namespace etnn::optim

@@ -4,7 +4,7 @@
 //   d = g + wd w
 //   v = d on the first step, else mu v + (1 - dampening) d        (when mu != 0)
 //   d = d + mu v if nesterov, else v                              (when mu != 0)
-//   w = w - lr d
+//   w = w - lr d                                                  (lr: options.lr as scheduled)
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -63,9 +63,9 @@ struct Sgd {
   };
 
   template <class T>
-  static Update<T> update(const Options& o, T* w, const T* g, T* state, std::size_t, std::int64_t step,
+  static Update<T> update(const Options& o, double lr, T* w, const T* g, T* state, std::size_t, std::int64_t step,
                           T grad_scale) {
-    return {w, g, state_slots(o) > 0 ? state : nullptr, T(o.lr), T(o.momentum), T(o.dampening),
+    return {w, g, state_slots(o) > 0 ? state : nullptr, T(lr), T(o.momentum), T(o.dampening),
             T(o.weight_decay), grad_scale, o.nesterov, step == 1};
   }
 };

@@ -51,9 +51,8 @@ class Model {
   // stream per layer, so a layer's initial values do not depend on the layers before it.
   explicit Model(std::uint64_t seed = 0)
       : params_(num_params), grads_(num_params), buffers_(num_buffers), seed_(seed) {
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (init_layer<I>(seed), ...);
-    }(std::make_index_sequence<program::count>{});
+    program::init_params(params_.data(), seed);
+    program::init_buffers(buffers_.data());
     zero_grad();
   }
 
@@ -142,20 +141,6 @@ class Model {
   }
 
  private:
-  template <std::size_t I>
-  void init_layer(std::uint64_t seed) {
-    using L = typename program::template layer<I>;
-    Rng rng(derive_seed(seed, static_cast<std::uint64_t>(L::module_index)));
-    L::init(params_.data() + program::param_offset[I], rng);
-    init_buffers<I>();
-  }
-
-  template <std::size_t I>
-  void init_buffers() {
-    using L = typename program::template layer<I>;
-    if constexpr (nn::num_buffers_of<L>() > 0) L::init_buffers(buffers_.data() + program::buffer_offset[I]);
-  }
-
   template <std::size_t I, class Infos>
   static void append_names(std::vector<NamedParameter>& out, const Infos& infos, std::size_t base) {
     using L = typename program::template layer<I>;

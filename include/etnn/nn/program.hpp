@@ -60,6 +60,7 @@ struct Program<TypeList<Ls...>> {
  public:
   static constexpr std::array<std::size_t, count> param_offset = exclusive_scan<count>({Ls::num_params...});
   static constexpr std::array<std::size_t, count> buffer_offset = exclusive_scan<count>({num_buffers_of<Ls>()...});
+  static constexpr std::size_t num_params = (std::size_t{0} + ... + Ls::num_params);
   static constexpr std::size_t num_buffers = (std::size_t{0} + ... + num_buffers_of<Ls>());
   // End of each layer's parameters in the flat buffer.
   static constexpr std::array<std::size_t, count> param_ends = [] {
@@ -95,10 +96,23 @@ struct Program<TypeList<Ls...>> {
     return workspace + storage_per_sample * static_cast<std::size_t>(capacity);
   }
 
+  // Where forward_train puts each activation for input x.
+  template <class T>
+  static Activations<T> locate(const T* x, T* workspace, int capacity) {
+    Activations<T> act{};
+    act[0] = x;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((act[I + 1] = layer<I>::output_aliases_input ? act[I]
+                                                    : workspace + storage_offset[I] * static_cast<std::size_t>(capacity)),
+       ...);
+    }(Index{});
+    return act;
+  }
+
   template <class T, class Device>
   static void forward_train(Device device, const Run<T>& run, const T* x, T* workspace, int capacity, int batch,
                             Activations<T>& act) {
-    act[0] = x;
+    act = locate(x, workspace, capacity);
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       (forward_layer<I>(device, run, workspace, capacity, batch, act), ...);
     }(Index{});
@@ -107,15 +121,33 @@ struct Program<TypeList<Ls...>> {
   // Expects dL/d(output) at output_gradient(workspace); accumulates dL/d(params) into grads.
   // After each layer with parameters, calls layer_done(offset): every gradient at offsets >= offset
   // is then final (the data-parallel optimizer starts reducing them).
-  template <class T, class Device, class LayerDone>
-  static void backward(Device device, const Run<T>& run, T* grads, T* workspace, int capacity, int batch,
-                       const Activations<T>& act, LayerDone&& layer_done) {
+  // With InputGradient (a block inside residual or concat) every layer runs backward and the
+  // result is where dL/dx is; otherwise the result is null.
+  template <bool InputGradient = false, class T, class Device, class LayerDone>
+  static const T* backward(Device device, const Run<T>& run, T* grads, T* workspace, int capacity, int batch,
+                           const Activations<T>& act, LayerDone&& layer_done) {
     T* dy = output_gradient(workspace, capacity);
     T* spare = dy + max_width * static_cast<std::size_t>(capacity);
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      ((backward_layer<count - 1 - I>(device, run, grads, workspace, capacity, batch, act, dy, spare),
+      ((backward_layer<count - 1 - I, InputGradient>(device, run, grads, workspace, capacity, batch, act, dy, spare),
         layer<count - 1 - I>::num_params > 0 ? layer_done(param_offset[count - 1 - I]) : void()),
        ...);
+    }(Index{});
+    return InputGradient ? dy : nullptr;
+  }
+
+  // PyTorch-default parameters, each layer from its own random stream of `seed` (so a layer's
+  // initial values do not depend on the layers before it).
+  template <class T>
+  static void init_params(T* params, std::uint64_t seed) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (init_layer_params<I>(params, seed), ...);
+    }(Index{});
+  }
+  template <class T>
+  static void init_buffers(T* buffers) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (init_layer_buffers<I>(buffers), ...);
     }(Index{});
   }
 
@@ -143,26 +175,33 @@ struct Program<TypeList<Ls...>> {
             derive_seed(run.seed, static_cast<std::uint64_t>(L::module_index))};
   }
 
-  template <std::size_t I, class T, class Device>
-  static void forward_layer(Device device, const Run<T>& run, T* workspace, int capacity, int batch,
-                            Activations<T>& act) {
-    using L = layer<I>;
-    if constexpr (L::output_aliases_input) {
-      act[I + 1] = act[I];
-    } else {
-      T* y = workspace + storage_offset[I] * static_cast<std::size_t>(capacity);
-      T* saved = L::saved_per_sample > 0 ? y + L::out_shape::size * static_cast<std::size_t>(capacity) : nullptr;
-      L::forward(device, pass_of<I>(run), run.params + param_offset[I], act[I], y, saved, batch);
-      act[I + 1] = y;
-    }
+  template <std::size_t I, class T>
+  static void init_layer_params(T* params, std::uint64_t seed) {
+    Rng rng(derive_seed(seed, static_cast<std::uint64_t>(layer<I>::module_index)));
+    layer<I>::init(params + param_offset[I], rng);
+  }
+  template <std::size_t I, class T>
+  static void init_layer_buffers(T* buffers) {
+    if constexpr (num_buffers_of<layer<I>>() > 0) layer<I>::init_buffers(buffers + buffer_offset[I]);
   }
 
   template <std::size_t I, class T, class Device>
+  static void forward_layer(Device device, const Run<T>& run, T* workspace, int capacity, int batch,
+                            const Activations<T>& act) {
+    using L = layer<I>;
+    if constexpr (!L::output_aliases_input) {
+      T* y = workspace + storage_offset[I] * static_cast<std::size_t>(capacity);
+      T* saved = L::saved_per_sample > 0 ? y + L::out_shape::size * static_cast<std::size_t>(capacity) : nullptr;
+      L::forward(device, pass_of<I>(run), run.params + param_offset[I], act[I], y, saved, batch);
+    }
+  }
+
+  template <std::size_t I, bool InputGradient, class T, class Device>
   static void backward_layer(Device device, const Run<T>& run, T* grads, T* workspace, int capacity, int batch,
                              const Activations<T>& act, T*& dy, T*& spare) {
     using L = layer<I>;
-    if constexpr (I >= first_trainable && !L::output_aliases_input) {
-      constexpr bool needs_dx = I > first_trainable;
+    if constexpr ((InputGradient || I >= first_trainable) && !L::output_aliases_input) {
+      constexpr bool needs_dx = InputGradient || I > first_trainable;
       T* dx = needs_dx ? (L::backward_in_place ? dy : spare) : nullptr;
       const T* saved = L::saved_per_sample > 0
                            ? workspace + storage_offset[I] * static_cast<std::size_t>(capacity) +

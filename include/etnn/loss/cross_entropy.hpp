@@ -1,80 +1,110 @@
 #pragma once
-// Softmax cross-entropy on logits, value and gradient in one pass over the batch.
-//   loss = 1/B sum_b [ logsumexp(z_b) - z_b[y_b] ]                 (PyTorch's CrossEntropyLoss, mean)
-//   dL/dz_b = (softmax(z_b) - onehot(y_b)) / B
-// logsumexp is shifted by the row maximum, so any finite logits are safe.
+// Softmax cross-entropy on logits (PyTorch's CrossEntropyLoss with class indices), with class
+// weights w and label smoothing eps, value and gradient in one pass over the batch.
+//   z: (B, C) logits   y: B class indices   p_b = softmax(z_b)   -log p_bc = logsumexp(z_b) - z_bc
+//   l_b = (1 - eps) w[y_b] (-log p_b,y_b) + eps/C sum_c w[c] (-log p_bc)
+//   loss = r sum_b l_b      r = 1 / sum_b w[y_b] (mean; 1/B without weights) or 1 (sum)
+//   dL/dz_bj = r [ p_bj ((1 - eps) w[y_b] + eps/C sum_c w[c]) - (1 - eps) w[y_b] [j = y_b] - eps/C w[j] ]
+// This is torch.nn.functional.cross_entropy exactly, including its weighted mean with label
+// smoothing (both terms divided by sum_b w[y_b]). When every target has weight 0 the weighted
+// mean is 0/0 = NaN, as in PyTorch.
+// logsumexp is shifted by the row maximum m and -log p_bc computed as (m - z_bc) + log sum_j exp(z_bj - m),
+// so any finite logits are safe and large ones lose no precision to cancellation.
 #include <cmath>
 #include <cstddef>
 #include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "../core/config.hpp"
 #include "../core/device.hpp"
 #include "../core/error.hpp"
 #include "../core/static_checks.hpp"
 #include "../tensor/tensor.hpp"
+#include "reduction.hpp"
 #include "targets.hpp"
 
 namespace etnn::loss {
 
 namespace detail {
-// Loss of one row z (C logits) with label y; writes scale * dL/dz into g when g is not null.
+// l_b of one row z (C logits) with label y; writes scale * dl_b/dz into g when g is not null.
+// weight: C class weights or null (all ones); weight_sum = sum_c w[c].
 template <class T>
-ETNN_HD T cross_entropy_row(const T* z, int classes, int label, T* g, T scale) {
+ETNN_HD T cross_entropy_row(const T* z, int classes, int label, const float* weight, T weight_sum, T smoothing,
+                            T* g, T scale) {
   T m = z[0];
   for (int j = 1; j < classes; ++j) m = z[j] > m ? z[j] : m;
   T sum = 0;
   for (int j = 0; j < classes; ++j) sum += std::exp(z[j] - m);
-  const T lse = m + std::log(sum);
+  // -log p_j = (m - z_j) + log(sum): the difference of logits first, so nothing cancels.
+  const T log_sum = std::log(sum);
+  const T target_part = (T(1) - smoothing) * class_weight<T>(weight, label);
+  const T smooth_part = smoothing / static_cast<T>(classes);
+  T loss = target_part * ((m - z[label]) + log_sum);
+  if (smoothing != T(0)) {
+    T smooth = 0;
+    for (int j = 0; j < classes; ++j) smooth += class_weight<T>(weight, j) * ((m - z[j]) + log_sum);
+    loss += smooth_part * smooth;
+  }
   if (g != nullptr) {
-    const T inv = scale / sum;
-    for (int j = 0; j < classes; ++j) g[j] = std::exp(z[j] - m) * inv - (j == label ? scale : T(0));
+    const T p_scale = scale * (target_part + smooth_part * weight_sum) / sum;
+    for (int j = 0; j < classes; ++j)
+      g[j] = std::exp(z[j] - m) * p_scale - scale * (smooth_part * class_weight<T>(weight, j) +
+                                                     (j == label ? target_part : T(0)));
   }
-  return lse - z[label];
-}
-
-inline void check_labels(std::span<const int> labels, int batch, int classes, const char* who) {
-  if (static_cast<int>(labels.size()) != batch)
-    throw ShapeError(std::string(who) + ": " + std::to_string(labels.size()) + " labels for a batch of " +
-                     std::to_string(batch) + "; pass one class index per sample");
-  for (std::size_t b = 0; b < labels.size(); ++b) {
-    if (labels[b] < 0 || labels[b] >= classes)
-      throw ShapeError(std::string(who) + ": label " + std::to_string(labels[b]) + " of sample " +
-                       std::to_string(b) + " is outside [0, " + std::to_string(classes) +
-                       "); the network has " + std::to_string(classes) + " outputs");
-  }
+  return loss;
 }
 }  // namespace detail
 
-struct CrossEntropy {
+struct CrossEntropyOptions {
+  Reduction reduction = Reduction::mean;
+  float label_smoothing = 0.0f;  // eps in [0, 1]: the target becomes (1 - eps) onehot + eps / C
+  std::vector<float> weight{};   // C class weights (PyTorch's `weight`), or empty for all ones
+};
+
+class CrossEntropy : public detail::LabelTargetLoss<CrossEntropy> {
+ public:
   using target_kind = ClassIndices;
+  using Options = CrossEntropyOptions;
 
-  // Mean loss over the batch; grad (B, C) receives dL/dlogits.
-  template <class T, ShapeType S>
-  T value_and_grad(Cpu, TensorView<const T, S, Cpu> logits, std::span<const int> labels, T* grad) const {
-    return run(logits, labels, grad);
-  }
-
-  template <class T, ShapeType S>
-  T value(Cpu, TensorView<const T, S, Cpu> logits, std::span<const int> labels) const {
-    return run(logits, labels, static_cast<T*>(nullptr));
-  }
+  explicit CrossEntropy(Options options = {}) : options_(validated(std::move(options))) {}
+  const Options& options() const noexcept { return options_; }
 
  private:
+  friend detail::LabelTargetLoss<CrossEntropy>;
+  static constexpr const char* who = "etnn::loss::CrossEntropy";
+
+  static Options validated(Options options) {
+    if (!(options.label_smoothing >= 0.0f && options.label_smoothing <= 1.0f))
+      throw Error(detail::message(who, "label_smoothing must be in [0, 1], got ",
+                                  std::to_string(options.label_smoothing)));
+    detail::validate_weights(options.weight, who);
+    return options;
+  }
+
   template <class T, ShapeType S>
-  static T run(TensorView<const T, S, Cpu> logits, std::span<const int> labels, T* grad) {
+  T compute(TensorView<const T, S, Cpu> logits, std::span<const int> labels, T* grad) const {
     static_assert(check::class_scores<S>());
     constexpr int classes = S::dims[0];
     const int batch = logits.batch();
-    detail::check_labels(labels, batch, classes, "etnn::loss::CrossEntropy");
-    const T scale = T(1) / static_cast<T>(batch);
+    detail::check_labels(labels, batch, classes, who);
+    detail::check_weight_count(options_.weight, classes, who);
+    const float* weight = detail::weights_or_null(options_.weight);
+    T weight_sum = 0;
+    for (int j = 0; j < classes; ++j) weight_sum += detail::class_weight<T>(weight, j);
+    const T scale = detail::weighted_reduction_scale<T>(options_.reduction, labels, weight);
+    const T smoothing = static_cast<T>(options_.label_smoothing);
     T total = 0;
     for (int b = 0; b < batch; ++b) {
       T* g = grad != nullptr ? grad + static_cast<std::size_t>(b) * classes : nullptr;
-      total += detail::cross_entropy_row(logits.sample(b), classes, labels[static_cast<std::size_t>(b)], g, scale);
+      total += detail::cross_entropy_row(logits.sample(b), classes, labels[static_cast<std::size_t>(b)], weight,
+                                         weight_sum, smoothing, g, scale);
     }
     return total * scale;
   }
+
+  Options options_;
 };
 
 }  // namespace etnn::loss

@@ -1,50 +1,40 @@
 #pragma once
-// Mean squared error, value and gradient in one pass.
-//   loss = 1/n sum_i (y_i - t_i)^2          n = B * output size (PyTorch's MSELoss, mean)
-//   dL/dy_i = 2 (y_i - t_i) / n
-#include <cstddef>
-#include <string>
-
-#include "../core/device.hpp"
+// Mean squared error (PyTorch's MSELoss), value and gradient in one pass.
+//   loss = r sum_i (y_i - t_i)^2          y, t: (B, S...)   r = 1/n (mean, n = B * S::size) or 1 (sum)
+//   dL/dy_i = 2 r (y_i - t_i)
 #include "../core/error.hpp"
-#include "../core/static_checks.hpp"
 #include "../tensor/tensor.hpp"
+#include "reduction.hpp"
 #include "targets.hpp"
 
 namespace etnn::loss {
 
-struct MSE {
+struct MseOptions {
+  Reduction reduction = Reduction::mean;
+};
+
+class MSE : public detail::TensorTargetLoss<MSE> {
+ public:
   using target_kind = RealValues;
+  using Options = MseOptions;
 
-  template <class T, ShapeType S, ShapeType TS>
-  T value_and_grad(Cpu, TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target, T* grad) const {
-    return run(output, target, grad);
-  }
-
-  template <class T, ShapeType S, ShapeType TS>
-  T value(Cpu, TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target) const {
-    return run(output, target, static_cast<T*>(nullptr));
-  }
+  explicit MSE(Options options = {}) : options_(options) {}
+  const Options& options() const noexcept { return options_; }
 
  private:
+  friend detail::TensorTargetLoss<MSE>;
+
   template <class T, ShapeType S, ShapeType TS>
-  static T run(TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target, T* grad) {
-    static_assert(check::target_shape<TS, S>());
-    if (output.batch() != target.batch())
-      throw ShapeError("etnn::loss::MSE: " + std::to_string(target.batch()) + " targets for a batch of " +
-                       std::to_string(output.batch()));
-    const std::size_t n = output.size();
-    const T inv_n = T(1) / static_cast<T>(n);
-    const T* y = output.data();
-    const T* t = target.data();
-    T total = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      const T d = y[i] - t[i];
-      total += d * d;
-      if (grad != nullptr) grad[i] = T(2) * d * inv_n;
-    }
-    return total * inv_n;
+  T compute(TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target, T* grad) const {
+    detail::check_targets(output, target, "etnn::loss::MSE");
+    return detail::elementwise(output, target, grad, detail::reduction_scale<T>(options_.reduction, output.size()),
+                               [](T y, T t) {
+                                 const T d = y - t;
+                                 return detail::Term<T>{d * d, T(2) * d};
+                               });
   }
+
+  Options options_;
 };
 
 }  // namespace etnn::loss

@@ -6,5 +6,8 @@ namespace etnn::loss {
 struct ClassIndices {};
 // One real value per output element: a TensorView of the output's shape.
 struct RealValues {};
+// One 0 or 1 per output element (multi-label classification): a TensorView of the output's
+// shape, staged like RealValues.
+struct MultiHot {};
 
 }  // namespace etnn::loss

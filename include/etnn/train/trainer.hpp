@@ -145,9 +145,14 @@ class Trainer {
   template <class Y>
   T loss_value_and_grad(TensorView<const T, output_shape, Device> output, const Y& y, T* grad) {
     using Kind = typename Loss::target_kind;
+    static_assert(check::loss_target_kind<std::is_same_v<Kind, loss::ClassIndices> ||
+                                          std::is_same_v<Kind, loss::RealValues> ||
+                                          std::is_same_v<Kind, loss::MultiHot>>());
     if constexpr (std::is_same_v<Kind, loss::ClassIndices>) {
+      static_assert(check::class_index_targets<std::is_convertible_v<const Y&, std::span<const int>>>());
       return loss_.value_and_grad(Device{}, output, std::span<const int>(y), grad);
-    } else {
+    } else {  // RealValues and MultiHot: a tensor of the output's shape
+      static_assert(check::tensor_targets<requires(const Y& t) { const_view(t); }>());
       const auto staged = detail::stage_as<T, Device>(const_view(y), target_staging_);
       return loss_.value_and_grad(Device{}, output, staged, grad);
     }

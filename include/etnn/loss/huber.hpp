@@ -1,0 +1,56 @@
+#pragma once
+// Huber loss (PyTorch's HuberLoss), value and gradient in one pass; d_i = y_i - t_i.
+//   l_i = 0.5 d_i^2          if |d_i| < delta,   delta (|d_i| - 0.5 delta)   otherwise
+//   loss = r sum_i l_i       y, t: (B, S...)   r = 1/n (mean, n = B * S::size) or 1 (sum)
+//   dL/dy_i = r d_i          if |d_i| < delta,   r delta sign(d_i)           otherwise
+// Huber(delta) = delta * SmoothL1(beta = delta): the same shape, scaled by delta.
+#include <cmath>
+#include <string>
+
+#include "../core/error.hpp"
+#include "../tensor/tensor.hpp"
+#include "reduction.hpp"
+#include "targets.hpp"
+
+namespace etnn::loss {
+
+struct HuberOptions {
+  Reduction reduction = Reduction::mean;
+  float delta = 1.0f;  // > 0: where the quadratic part ends
+};
+
+class Huber : public detail::TensorTargetLoss<Huber> {
+ public:
+  using target_kind = RealValues;
+  using Options = HuberOptions;
+
+  explicit Huber(Options options = {}) : options_(validated(options)) {}
+  const Options& options() const noexcept { return options_; }
+
+ private:
+  friend detail::TensorTargetLoss<Huber>;
+
+  static Options validated(Options options) {
+    if (!(options.delta > 0.0f) || !std::isfinite(options.delta))
+      throw Error(detail::message("etnn::loss::Huber", "delta must be finite and > 0, got ",
+                                  std::to_string(options.delta), "; for L1 use etnn::loss::L1"));
+    return options;
+  }
+
+  template <class T, ShapeType S, ShapeType TS>
+  T compute(TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target, T* grad) const {
+    detail::check_targets(output, target, "etnn::loss::Huber");
+    const T delta = static_cast<T>(options_.delta);
+    return detail::elementwise(output, target, grad, detail::reduction_scale<T>(options_.reduction, output.size()),
+                               [delta](T y, T t) {
+                                 const T d = y - t;
+                                 const T a = std::abs(d);
+                                 return a < delta ? detail::Term<T>{T(0.5) * d * d, d}
+                                                  : detail::Term<T>{delta * (a - T(0.5) * delta), delta * detail::sign(d)};
+                               });
+  }
+
+  Options options_;
+};
+
+}  // namespace etnn::loss

@@ -1,0 +1,59 @@
+#pragma once
+// Kullback-Leibler divergence (PyTorch's KLDivLoss), value and gradient in one pass.
+//   x: (B, S...) log-probabilities (the model's)   t: (B, S...) probabilities, or log-probabilities
+//   with log_target
+//   l_i = t_i log t_i - t_i x_i   (t log t = 0 at t = 0)   log_target: l_i = exp(t_i) (t_i - x_i)
+//   loss = r sum_i l_i    r = 1/B (batchmean, default), 1/n (mean, n = B * S::size) or 1 (sum)
+//   dL/dx_i = -r t_i                                     log_target: -r exp(t_i)
+// batchmean is the KL divergence per sample, sum_i t_i log(t_i / p_i) averaged over the batch;
+// PyTorch defaults to mean (which divides by the class count too) and recommends batchmean.
+#include <cmath>
+#include <cstddef>
+
+#include "../core/error.hpp"
+#include "../tensor/tensor.hpp"
+#include "reduction.hpp"
+#include "targets.hpp"
+
+namespace etnn::loss {
+
+// KLDivLoss's reduction: PyTorch's 'batchmean', 'mean' or 'sum'.
+enum class KLDivReduction { batchmean, mean, sum };
+
+struct KLDivOptions {
+  KLDivReduction reduction = KLDivReduction::batchmean;
+  bool log_target = false;  // targets given as log-probabilities
+};
+
+class KLDiv : public detail::TensorTargetLoss<KLDiv> {
+ public:
+  using target_kind = RealValues;
+  using Options = KLDivOptions;
+
+  explicit KLDiv(Options options = {}) : options_(options) {}
+  const Options& options() const noexcept { return options_; }
+
+ private:
+  friend detail::TensorTargetLoss<KLDiv>;
+
+  template <class T, ShapeType S, ShapeType TS>
+  T compute(TensorView<const T, S, Cpu> log_probs, TensorView<const T, TS, Cpu> target, T* grad) const {
+    detail::check_targets(log_probs, target, "etnn::loss::KLDiv");
+    const std::size_t count = options_.reduction == KLDivReduction::batchmean
+                                  ? static_cast<std::size_t>(log_probs.batch())
+                                  : log_probs.size();
+    const T scale = options_.reduction == KLDivReduction::sum ? T(1) : T(1) / static_cast<T>(count);
+    if (options_.log_target)
+      return detail::elementwise(log_probs, target, grad, scale, [](T x, T t) {
+        const T p = std::exp(t);
+        return detail::Term<T>{p * (t - x), -p};
+      });
+    return detail::elementwise(log_probs, target, grad, scale, [](T x, T t) {
+      return detail::Term<T>{(t == T(0) ? T(0) : t * std::log(t)) - t * x, -t};
+    });
+  }
+
+  Options options_;
+};
+
+}  // namespace etnn::loss

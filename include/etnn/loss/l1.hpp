@@ -1,0 +1,42 @@
+#pragma once
+// Mean absolute error (PyTorch's L1Loss), value and gradient in one pass.
+//   loss = r sum_i |y_i - t_i|          y, t: (B, S...)   r = 1/n (mean, n = B * S::size) or 1 (sum)
+//   dL/dy_i = r sign(y_i - t_i)         (0 where y_i = t_i, as PyTorch)
+#include <cmath>
+
+#include "../core/error.hpp"
+#include "../tensor/tensor.hpp"
+#include "reduction.hpp"
+#include "targets.hpp"
+
+namespace etnn::loss {
+
+struct L1Options {
+  Reduction reduction = Reduction::mean;
+};
+
+class L1 : public detail::TensorTargetLoss<L1> {
+ public:
+  using target_kind = RealValues;
+  using Options = L1Options;
+
+  explicit L1(Options options = {}) : options_(options) {}
+  const Options& options() const noexcept { return options_; }
+
+ private:
+  friend detail::TensorTargetLoss<L1>;
+
+  template <class T, ShapeType S, ShapeType TS>
+  T compute(TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target, T* grad) const {
+    detail::check_targets(output, target, "etnn::loss::L1");
+    return detail::elementwise(output, target, grad, detail::reduction_scale<T>(options_.reduction, output.size()),
+                               [](T y, T t) {
+                                 const T d = y - t;
+                                 return detail::Term<T>{std::abs(d), detail::sign(d)};
+                               });
+  }
+
+  Options options_;
+};
+
+}  // namespace etnn::loss

@@ -1,0 +1,52 @@
+#pragma once
+// Multi-label one-versus-all loss on logits (PyTorch's MultiLabelSoftMarginLoss), value and
+// gradient in one pass, stable for any finite logit.
+//   z: (B, C) logits   t: (B, C) multi-hot, t_bc in {0, 1}
+//   l_b = -1/C sum_c [ t_bc log sigma(z_bc) + (1 - t_bc) log sigma(-z_bc) ]
+//       =  1/C sum_c [ max(z_bc, 0) - z_bc t_bc + log1p(exp(-|z_bc|)) ]
+//   loss = r sum_b l_b       r = 1/B (mean) or 1 (sum)
+//   dL/dz_bc = r / C (sigma(z_bc) - t_bc)
+// The same terms as BCEWithLogits, averaged over the classes of a sample.
+#include <cstddef>
+
+#include "../core/error.hpp"
+#include "../core/static_checks.hpp"
+#include "../tensor/tensor.hpp"
+#include "bce_with_logits.hpp"
+#include "reduction.hpp"
+#include "targets.hpp"
+
+namespace etnn::loss {
+
+struct MultiLabelSoftMarginOptions {
+  Reduction reduction = Reduction::mean;
+};
+
+class MultiLabelSoftMargin : public detail::TensorTargetLoss<MultiLabelSoftMargin> {
+ public:
+  using target_kind = MultiHot;
+  using Options = MultiLabelSoftMarginOptions;
+
+  explicit MultiLabelSoftMargin(Options options = {}) : options_(options) {}
+  const Options& options() const noexcept { return options_; }
+
+ private:
+  friend detail::TensorTargetLoss<MultiLabelSoftMargin>;
+  static constexpr const char* who = "etnn::loss::MultiLabelSoftMargin";
+
+  template <class T, ShapeType S, ShapeType TS>
+  T compute(TensorView<const T, S, Cpu> logits, TensorView<const T, TS, Cpu> target, T* grad) const {
+    static_assert(check::class_scores<S>());
+    detail::check_targets(logits, target, who);
+    detail::check_binary_targets(target.flat(), T(0), T(1), who);
+    constexpr auto classes = static_cast<std::size_t>(S::dims[0]);
+    const T scale = detail::reduction_scale<T>(options_.reduction, static_cast<std::size_t>(logits.batch())) /
+                    static_cast<T>(classes);
+    return detail::elementwise(logits, target, grad, scale,
+                               [](T z, T t) { return detail::bce_with_logits_term(z, t, T(1)); });
+  }
+
+  Options options_;
+};
+
+}  // namespace etnn::loss

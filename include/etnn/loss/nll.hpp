@@ -1,0 +1,67 @@
+#pragma once
+// Negative log-likelihood on log-probabilities (PyTorch's NLLLoss), value and gradient in one pass.
+//   x: (B, C) log-probabilities (e.g. after nn::log_softmax)   y: B class indices   w: class weights
+//   loss = -r sum_b w[y_b] x_b,y_b      r = 1 / sum_b w[y_b] (mean; 1/B without weights) or 1 (sum)
+//   dL/dx_bj = -r w[y_b] [j = y_b]
+// When every target has weight 0 the weighted mean is 0/0 = NaN, as in PyTorch.
+#include <cstddef>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "../core/error.hpp"
+#include "../core/static_checks.hpp"
+#include "../tensor/tensor.hpp"
+#include "reduction.hpp"
+#include "targets.hpp"
+
+namespace etnn::loss {
+
+struct NllOptions {
+  Reduction reduction = Reduction::mean;
+  std::vector<float> weight{};  // C class weights (PyTorch's `weight`), or empty for all ones
+};
+
+class NLL : public detail::LabelTargetLoss<NLL> {
+ public:
+  using target_kind = ClassIndices;
+  using Options = NllOptions;
+
+  explicit NLL(Options options = {}) : options_(validated(std::move(options))) {}
+  const Options& options() const noexcept { return options_; }
+
+ private:
+  friend detail::LabelTargetLoss<NLL>;
+  static constexpr const char* who = "etnn::loss::NLL";
+
+  static Options validated(Options options) {
+    detail::validate_weights(options.weight, who);
+    return options;
+  }
+
+  template <class T, ShapeType S>
+  T compute(TensorView<const T, S, Cpu> log_probs, std::span<const int> labels, T* grad) const {
+    static_assert(check::class_scores<S>());
+    constexpr int classes = S::dims[0];
+    const int batch = log_probs.batch();
+    detail::check_labels(labels, batch, classes, who);
+    detail::check_weight_count(options_.weight, classes, who);
+    const float* weight = detail::weights_or_null(options_.weight);
+    const T scale = detail::weighted_reduction_scale<T>(options_.reduction, labels, weight);
+    T total = 0;
+    for (int b = 0; b < batch; ++b) {
+      const int y = labels[static_cast<std::size_t>(b)];
+      const T w = detail::class_weight<T>(weight, y);
+      total -= w * log_probs.sample(b)[y];
+      if (grad != nullptr) {
+        T* g = grad + static_cast<std::size_t>(b) * classes;
+        for (int j = 0; j < classes; ++j) g[j] = j == y ? -w * scale : T(0);
+      }
+    }
+    return total * scale;
+  }
+
+  Options options_;
+};
+
+}  // namespace etnn::loss

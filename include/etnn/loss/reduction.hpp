@@ -1,0 +1,167 @@
+#pragma once
+// What the losses share: the reduction to one number, the checks of targets, labels and class
+// weights, the value_and_grad/value pair, and the loop of element-wise losses.
+//   etnn::loss::L1 loss({.reduction = etnn::loss::Reduction::sum});
+#include <cmath>
+#include <cstddef>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "../core/config.hpp"
+#include "../core/device.hpp"
+#include "../core/error.hpp"
+#include "../core/static_checks.hpp"
+#include "../tensor/tensor.hpp"
+
+namespace etnn::loss {
+
+// PyTorch's `reduction`: the mean (default) or the sum of the per-element (or per-sample) losses.
+// PyTorch's 'none' has no counterpart: a loss returns one number.
+enum class Reduction { mean, sum };
+
+namespace detail {
+
+// "who: part part ...", built with += (GCC 12 reports false -Wrestrict on literal + string chains).
+template <class... Parts>
+std::string message(const char* who, const Parts&... parts) {
+  std::string m = who;
+  m += ": ";
+  ((m += parts), ...);
+  return m;
+}
+
+// 1/count for the mean, 1 for the sum.
+template <class T>
+T reduction_scale(Reduction reduction, std::size_t count) {
+  return reduction == Reduction::mean ? T(1) / static_cast<T>(count) : T(1);
+}
+
+// Targets of the output's shape, one row per sample.
+template <class T, ShapeType S, ShapeType TS>
+void check_targets(TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target, const char* who) {
+  static_assert(check::target_shape<TS, S>());
+  if (output.batch() != target.batch())
+    throw ShapeError(message(who, std::to_string(target.batch()), " targets for a batch of ",
+                             std::to_string(output.batch()), "; pass one target row per sample"));
+}
+
+// One class index in [0, classes) per sample.
+inline void check_labels(std::span<const int> labels, int batch, int classes, const char* who) {
+  if (static_cast<int>(labels.size()) != batch)
+    throw ShapeError(message(who, std::to_string(labels.size()), " labels for a batch of ", std::to_string(batch),
+                             "; pass one class index per sample"));
+  for (std::size_t b = 0; b < labels.size(); ++b) {
+    if (labels[b] < 0 || labels[b] >= classes)
+      throw ShapeError(message(who, "label ", std::to_string(labels[b]), " of sample ", std::to_string(b),
+                               " is outside [0, ", std::to_string(classes), "); the network has ",
+                               std::to_string(classes), " outputs"));
+  }
+}
+
+// Every target equals one of the two values a loss takes (0/1 multi-hot, -1/+1 signs).
+template <class T>
+void check_binary_targets(std::span<const T> target, T negative, T positive, const char* who) {
+  for (std::size_t i = 0; i < target.size(); ++i) {
+    if (target[i] != negative && target[i] != positive)
+      throw Error(message(who, "target element ", std::to_string(i), " is ", std::to_string(target[i]),
+                          "; this loss takes targets of ", std::to_string(negative), " or ",
+                          std::to_string(positive)));
+  }
+}
+
+// PyTorch's per-class `weight` (empty: all ones): finite and >= 0, checked at construction.
+inline void validate_weights(const std::vector<float>& weight, const char* who) {
+  for (std::size_t c = 0; c < weight.size(); ++c) {
+    if (!(weight[c] >= 0.0f) || !std::isfinite(weight[c]))
+      throw Error(message(who, "weight[", std::to_string(c), "] is ", std::to_string(weight[c]),
+                          "; class weights must be finite and >= 0"));
+  }
+}
+
+// One weight per class, checked where the class count is known (at each use).
+inline void check_weight_count(const std::vector<float>& weight, int classes, const char* who) {
+  if (!weight.empty() && weight.size() != static_cast<std::size_t>(classes))
+    throw ShapeError(message(who, std::to_string(weight.size()), " class weights for ", std::to_string(classes),
+                             " classes; pass one weight per network output, or none"));
+}
+
+// The weights as a pointer, null for all ones.
+inline const float* weights_or_null(const std::vector<float>& weight) {
+  return weight.empty() ? nullptr : weight.data();
+}
+
+template <class T>
+ETNN_HD T class_weight(const float* weight, int c) {
+  return weight == nullptr ? T(1) : static_cast<T>(weight[c]);
+}
+
+// PyTorch's weighted mean over the batch divides by the targets' weights, sum_b w[y_b]
+// (B without weights); the sum divides by nothing.
+template <class T>
+T weighted_reduction_scale(Reduction reduction, std::span<const int> labels, const float* weight) {
+  if (reduction == Reduction::sum) return T(1);
+  T total = 0;
+  for (int y : labels) total += class_weight<T>(weight, y);
+  return T(1) / total;
+}
+
+// -1, 0 or 1 (PyTorch's sign: 0 at 0).
+template <class T>
+T sign(T x) {
+  return static_cast<T>((x > T(0)) - (x < T(0)));
+}
+
+// The value and gradient of one element-wise term.
+template <class T>
+struct Term {
+  T value;
+  T grad;
+};
+
+// loss = scale sum_i f(y_i, t_i),  dL/dy_i = scale f'(y_i, t_i)   y, t: (B, S...)
+// term(y, t) returns {f, f'}; grad null: the value alone.
+template <class T, ShapeType S, ShapeType TS, class F>
+T elementwise(TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target, T* grad, T scale, F term) {
+  const std::size_t n = output.size();
+  const T* y = output.data();
+  const T* t = target.data();
+  T total = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const Term<T> e = term(y[i], t[i]);
+    total += e.value;
+    if (grad != nullptr) grad[i] = e.grad * scale;
+  }
+  return total * scale;
+}
+
+// The public pair of a loss whose targets are a tensor of the output's shape (RealValues,
+// MultiHot), from its private `compute(output, target, grad)` (grad null: the value alone).
+template <class Loss>
+struct TensorTargetLoss {
+  // Returns the loss; grad (the output's size) receives dL/doutput.
+  template <class T, ShapeType S, ShapeType TS>
+  T value_and_grad(Cpu, TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target, T* grad) const {
+    return static_cast<const Loss&>(*this).compute(output, target, grad);
+  }
+  template <class T, ShapeType S, ShapeType TS>
+  T value(Cpu, TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target) const {
+    return static_cast<const Loss&>(*this).compute(output, target, static_cast<T*>(nullptr));
+  }
+};
+
+// The same pair for a loss whose targets are class indices (ClassIndices).
+template <class Loss>
+struct LabelTargetLoss {
+  template <class T, ShapeType S>
+  T value_and_grad(Cpu, TensorView<const T, S, Cpu> output, std::span<const int> labels, T* grad) const {
+    return static_cast<const Loss&>(*this).compute(output, labels, grad);
+  }
+  template <class T, ShapeType S>
+  T value(Cpu, TensorView<const T, S, Cpu> output, std::span<const int> labels) const {
+    return static_cast<const Loss&>(*this).compute(output, labels, static_cast<T*>(nullptr));
+  }
+};
+
+}  // namespace detail
+}  // namespace etnn::loss

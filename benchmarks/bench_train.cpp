@@ -14,18 +14,37 @@ namespace {
 using Mlp784 = decltype(nn::input<784> >> nn::linear<512> >> nn::relu >> nn::linear<10>);
 using Tiny = decltype(nn::input<32> >> nn::linear<64> >> nn::relu >> nn::linear<64> >> nn::relu >> nn::linear<10>);
 using Wide = decltype(nn::input<784> >> nn::linear<2048> >> nn::relu >> nn::linear<2048> >> nn::relu >> nn::linear<10>);
+// DESIGN.md's LeNet-5.
+using Lenet = decltype(nn::input<1, 28, 28> >> nn::conv2d<6, 5, nn::pad<2>> >> nn::relu >> nn::max_pool2d<2> >>
+                       nn::conv2d<16, 5> >> nn::relu >> nn::max_pool2d<2> >> nn::flatten >> nn::linear<120> >>
+                       nn::relu >> nn::linear<84> >> nn::relu >> nn::linear<10>);
 
-// Floating-point operations of one training step per sample: each weight costs a multiply-add
-// (2 flops) in forward, in the weight gradient, and in the input gradient of every layer but the first.
+// Multiply-adds of one layer's GEMM per sample and pass: weights times output pixels for a
+// convolution, the weights for a linear layer, none for the others.
+template <class L>
+double gemm_macs() {
+  if constexpr (requires { L::weight_size; L::geometry::out_pixels; })
+    return static_cast<double>(L::weight_size) * L::geometry::out_pixels;
+  else if constexpr (requires { L::in_features; })
+    return static_cast<double>(L::num_params - L::out_shape::size);
+  else
+    return 0;
+}
+
+// Floating-point operations of one training step per sample: each multiply-add (2 flops) happens
+// in forward, in the weight gradient, and in the input gradient of every layer but the first.
 template <class Net>
 double flops_per_sample() {
   double total = 0;
   bool first = true;
-  for (const auto& p : etnn::Model<Net>::named_parameters()) {
-    if (p.shape.size() != 2) continue;
-    total += 2.0 * static_cast<double>(p.numel) * (first ? 2 : 3);
-    first = false;
-  }
+  [&]<class... Ls>(etnn::TypeList<Ls...>) {
+    ([&] {
+      const double macs = gemm_macs<Ls>();
+      if (macs == 0) return;
+      total += 2.0 * macs * (first ? 2 : 3);
+      first = false;
+    }(), ...);
+  }(typename Net::layers{});
   return total;
 }
 
@@ -55,5 +74,6 @@ void train_step(benchmark::State& state) {
 BENCHMARK(train_step<Mlp784>)->Name("mlp784")->Arg(8)->Arg(64)->Arg(256)->UseRealTime();
 BENCHMARK(train_step<Tiny>)->Name("tiny")->Arg(32)->UseRealTime();
 BENCHMARK(train_step<Wide>)->Name("wide")->Arg(256)->UseRealTime();
+BENCHMARK(train_step<Lenet>)->Name("lenet")->Arg(64)->UseRealTime();
 
 BENCHMARK_MAIN();

@@ -1,0 +1,139 @@
+// A user-defined layer (examples/prelu.hpp, PyTorch's nn.PReLU written outside the library) is a
+// layer like the built-in ones: it composes with >>, names its parameters as PyTorch, computes the
+// naive reference's forward, passes the same gradient check (with a trainable layer before it, so
+// its input gradient is checked), accumulates its gradients, and round-trips through a checkpoint.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "../../examples/prelu.hpp"
+#include "support/gradcheck.hpp"
+
+namespace nn = etnn::nn;
+using etnn::test::fill_uniform;
+using etnn::test::gradcheck;
+
+namespace {
+
+// Cross-entropy gradcheck of Net on a random batch, with the PReLU slopes (parameter tensor
+// "<index>.weight" of shape (C)) moved off their common initial value.
+template <class Net>
+void check_gradients(const char* name, const std::string& slopes, int batch = 3, std::uint64_t seed = 1) {
+  etnn::Model<Net, double> model(seed);
+  int found = 0;
+  for (const auto& p : model.named_parameters())
+    if (p.name == slopes) fill_uniform(model.parameters() + p.offset, p.numel, seed + 50, 0.8), ++found;
+  REQUIRE(found == 1);
+  etnn::Tensor<double, typename Net::input_shape> x(batch);
+  fill_uniform(x.data(), x.size(), seed + 100, 1.5);
+  std::vector<int> y;
+  for (int b = 0; b < batch; ++b) y.push_back(b % Net::output_shape::dims[0]);
+  etnn::loss::CrossEntropy loss;
+  const auto r = gradcheck(model, loss, x, y);
+  INFO(std::string(name), ": ", r.first_failure);
+  CHECK(r.checked == Net::num_params);
+  CHECK(r.failed == 0);
+  MESSAGE(std::string(name), " max relative error ", r.max_relative_error);
+}
+
+}  // namespace
+
+TEST_CASE("custom layer: composes with >>, PyTorch names and shapes, initial slope 0.25") {
+  using Net = decltype(nn::input<6> >> nn::linear<5> >> custom::prelu >> nn::linear<3>);
+  static_assert(Net::num_params == 6 * 5 + 5 + 5 + 5 * 3 + 3);
+  static_assert(std::is_same_v<Net::output_shape, etnn::Shape<3>>);
+  CHECK(Net::describe() == "input<6> >> linear<5> >> prelu >> linear<3>");
+  const auto params = etnn::Model<Net>::named_parameters();
+  REQUIRE(params.size() == 5);
+  CHECK(params[2].name == "1.weight");
+  CHECK(params[2].shape == std::vector<int>{5});
+  CHECK(params[2].offset == 6 * 5 + 5);
+  CHECK(params[3].name == "2.weight");
+  etnn::Model<Net> model(3);
+  CHECK(std::all_of(model.parameters() + 35, model.parameters() + 40, [](float a) { return a == 0.25f; }));
+  // Per channel of an image; another initial slope.
+  using Conv = decltype(nn::input<1, 5, 5> >> nn::conv2d<4, 3> >> custom::prelu_with<std::ratio<1, 10>>);
+  CHECK(Conv::describe() == "input<1,5,5> >> conv2d<4,3,stride<1>,pad<0>> >> prelu<1/10>");
+  const auto conv_params = etnn::Model<Conv>::named_parameters();
+  REQUIRE(conv_params.size() == 3);
+  CHECK(conv_params[2].name == "1.weight");
+  CHECK(conv_params[2].shape == std::vector<int>{4});
+  etnn::Model<Conv, double> conv;
+  CHECK(conv.parameters()[conv_params[2].offset + 3] == 0.1);
+  CHECK(etnn::summary<Net>().find("1  prelu      (5)                5  1.weight (5)\n") != std::string::npos);
+}
+
+TEST_CASE("custom layer forward equals the naive PReLU, per channel of (C, H, W)") {
+  using Net = decltype(nn::input<3, 2, 2> >> custom::prelu);
+  etnn::Model<Net, double> model;
+  const double slopes[3] = {-0.5, 0.3, 2.0};
+  std::copy(slopes, slopes + 3, model.parameters());
+  etnn::Tensor<double, etnn::Shape<3, 2, 2>> x(4);
+  fill_uniform(x.data(), x.size(), 5, 2.0);
+  x.data()[0] = 0.0;
+  const auto y = model.forward(x);
+  for (int b = 0; b < 4; ++b)
+    for (int c = 0; c < 3; ++c)
+      for (int s = 0; s < 4; ++s) {
+        const std::size_t i = static_cast<std::size_t>((b * 3 + c) * 4 + s);
+        const double v = x.data()[i];
+        CHECK(y.data()[i] == std::max(0.0, v) + slopes[c] * std::min(0.0, v));
+      }
+  model.eval();  // no mode dependence
+  const auto z = model.forward(x);
+  CHECK(std::equal(y.data(), y.data() + y.size(), z.data()));
+}
+
+TEST_CASE("gradcheck: custom layer after linear and conv2d, and as the first trainable layer") {
+  check_gradients<decltype(nn::input<6> >> nn::linear<5> >> custom::prelu >> nn::linear<3>)>("linear + prelu",
+                                                                                             "1.weight");
+  check_gradients<decltype(nn::input<2, 4, 4> >> nn::conv2d<3, 3> >> custom::prelu >> nn::flatten >>
+                           nn::linear<3>)>("conv2d + prelu per channel", "1.weight");
+  // No layer with parameters before it: its input gradient is not computed (dx is null).
+  check_gradients<decltype(nn::input<6> >> custom::prelu >> nn::linear<3>)>("prelu first", "0.weight");
+  // Two in a row, in place on the same gradient buffer.
+  check_gradients<decltype(nn::input<4> >> nn::linear<4> >> custom::prelu >> custom::prelu >> nn::linear<3>)>(
+      "prelu >> prelu", "1.weight");
+  // Inside a residual block: y = x + block(x).
+  check_gradients<decltype(nn::input<5> >> nn::linear<5> >> nn::residual(nn::linear<4> >> custom::prelu >> nn::linear<5>) >>
+                           nn::linear<3>)>("residual(linear >> prelu >> linear)", "1.block.1.weight");
+}
+
+TEST_CASE("custom layer gradients accumulate over micro-batches") {
+  using Net = decltype(nn::input<6> >> nn::linear<5> >> custom::prelu >> nn::linear<3>);
+  etnn::Model<Net, double> model(2);
+  etnn::Tensor<double, etnn::Shape<6>> x(4);
+  fill_uniform(x.data(), x.size(), 9, 2.0);
+  const std::vector<int> y{0, 1, 2, 0};
+  etnn::loss::CrossEntropy loss;
+  etnn::optim::SGD opt(model, {.lr = 0.0f});
+  etnn::Trainer trainer(model, loss, opt);
+  model.zero_grad();
+  trainer.accumulate_gradients(x, y);
+  const std::vector<double> once(model.gradients(), model.gradients() + Net::num_params);
+  trainer.accumulate_gradients(x, y);
+  const double* g = model.gradients();
+  CHECK(std::any_of(g + 35, g + 40, [](double v) { return v != 0.0; }));
+  for (std::size_t i = 0; i < Net::num_params; ++i) CHECK(g[i] == doctest::Approx(2 * once[i]).epsilon(1e-12));
+}
+
+TEST_CASE("custom layer parameters round-trip through a checkpoint") {
+  using Net = decltype(nn::input<6> >> nn::linear<5> >> custom::prelu >> nn::linear<3>);
+  const auto dir = std::filesystem::temp_directory_path() / ("etnn-custom-layer-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  etnn::Model<Net> a(1), b(2);
+  fill_uniform(a.parameters() + 35, 5, 11, 0.5);  // the slopes, 1.weight
+  etnn::io::save(a, dir / "prelu.safetensors");
+  etnn::io::load(b, dir / "prelu.safetensors");
+  std::filesystem::remove_all(dir);
+  CHECK(std::equal(a.parameters(), a.parameters() + Net::num_params, b.parameters()));
+  etnn::Tensor<float, etnn::Shape<6>> x(3);
+  fill_uniform(x.data(), x.size(), 12, 2.0);
+  const auto ya = a.forward(x), yb = b.forward(x);
+  CHECK(std::equal(ya.data(), ya.data() + ya.size(), yb.data()));
+}

@@ -11,18 +11,15 @@
 // DIR holds the four MNIST-format files (train-images-idx3-ubyte, train-labels-idx1-ubyte,
 // t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte), raw or .gz. Pixels are scaled to [0, 1],
 // then normalised with the training set's mean and standard deviation.
-#include <etnn/etnn.hpp>
+#include "support/cli.hpp"
 #if defined(ETNN_WITH_MPI)
 #include <etnn/dist/mpi.hpp>
 #endif
 
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
-#include <optional>
 #include <string>
-#include <string_view>
 
 namespace nn = etnn::nn;
 namespace fs = std::filesystem;
@@ -33,7 +30,7 @@ using Mlp = decltype(mlp);
 namespace {
 
 struct Options {
-  fs::path data = "/usr/share/datasets/fashion-mnist";
+  fs::path data = example::default_data_dir;
   int epochs = 10;
   int batch = 64;
   float lr = 0.01f;
@@ -47,67 +44,19 @@ struct Options {
   fs::path log;         // CSV of per-epoch metrics
 };
 
-[[noreturn]] void usage(int code) {
-  std::fprintf(code == 0 ? stdout : stderr,
-               "usage: mnist_mlp [--data DIR] [--epochs N] [--batch N] [--lr X] [--momentum X]\n"
-               "                 [--threads N] [--seed N] [--limit N] [--dist local|mpi]\n"
-               "                 [--save PATH] [--load PATH] [--resume PATH] [--log FILE.csv]\n");
-  std::exit(code);
-}
-
-Options parse(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view flag = argv[i];
-    if (flag == "--help" || flag == "-h") usage(0);
-    if (i + 1 >= argc) usage(2);
-    const char* value = argv[++i];
-    try {
-      if (flag == "--data") o.data = value;
-      else if (flag == "--epochs") o.epochs = std::stoi(value);
-      else if (flag == "--batch") o.batch = std::stoi(value);
-      else if (flag == "--lr") o.lr = std::stof(value);
-      else if (flag == "--momentum") o.momentum = std::stof(value);
-      else if (flag == "--threads") o.threads = std::stoi(value);
-      else if (flag == "--seed") o.seed = std::stoull(value);
-      else if (flag == "--limit") o.limit = std::stol(value);
-      else if (flag == "--dist") o.dist = value;
-      else if (flag == "--save") o.save = value;
-      else if (flag == "--load") o.load = value;
-      else if (flag == "--resume") o.resume = value;
-      else if (flag == "--log") o.log = value;
-      else usage(2);
-    } catch (const std::logic_error&) {
-      std::fprintf(stderr, "mnist_mlp: %s needs a number, got '%s'\n", argv[i - 1], value);
-      std::exit(2);
-    }
-  }
-  if (o.epochs < 0 || o.batch <= 0 || o.limit < 0 || (o.dist != "local" && o.dist != "mpi")) usage(2);
-  return o;
-}
-
-// DIR/name or DIR/name.gz, whichever exists.
-std::optional<fs::path> find_file(const fs::path& dir, const std::string& name) {
-  for (const fs::path& candidate : {dir / name, dir / (name + ".gz")})
-    if (fs::exists(candidate)) return candidate;
-  return std::nullopt;
-}
+constexpr const char* usage =
+    "usage: mnist_mlp [--data DIR] [--epochs N] [--batch N] [--lr X] [--momentum X]\n"
+    "                 [--threads N] [--seed N] [--limit N] [--dist local|mpi]\n"
+    "                 [--save PATH] [--load PATH] [--resume PATH] [--log FILE.csv]\n";
 
 }  // namespace
 
 // Loads the data, trains and evaluates; `world` is dist::Local or dist::Mpi. Every rank trains on
 // its share; rank 0 prints.
 template <class World>
-int run(const Options& opt, const fs::path (&files)[4], World& world) {
+int run(const Options& opt, const std::array<fs::path, 4>& files, World& world) {
   const bool root = world.rank() == 0;
-  auto train = etnn::data::load_idx<etnn::Shape<784>>(files[0], files[1], /*num_classes=*/10);
-  auto test = etnn::data::load_idx<etnn::Shape<784>>(files[2], files[3], /*num_classes=*/10);
-  if (opt.limit > 0 && static_cast<std::size_t>(opt.limit) < train.size())
-    train = train.subset(0, static_cast<std::size_t>(opt.limit));
-  const float mean = static_cast<float>(etnn::data::mean(train));
-  const float stddev = static_cast<float>(etnn::data::stddev(train));
-  train.normalize(mean, stddev);
-  test.normalize(mean, stddev);
+  auto [train, test, mean, stddev] = example::load_mnist<etnn::Shape<784>>(files, opt.limit);
 
   etnn::Model<Mlp, float, etnn::Cpu> model{opt.seed};
   if (!opt.load.empty()) etnn::io::load(model, opt.load);  // every rank; the optimizer broadcasts rank 0's anyway
@@ -177,24 +126,21 @@ int run(const Options& opt, const fs::path (&files)[4], World& world) {
 }
 
 int main(int argc, char** argv) {
-  const Options opt = parse(argc, argv);
-  etnn::set_num_threads(opt.threads);
-
-  const char* names[] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
-                         "t10k-labels-idx1-ubyte"};
-  fs::path files[4];
-  for (int i = 0; i < 4; ++i) {
-    const auto found = find_file(opt.data, names[i]);
-    if (!found) {
-      std::fprintf(stderr,
-                   "mnist_mlp: %s[.gz] not found in %s\n"
-                   "  install Fashion-MNIST with: sudo apt-get install dataset-fashion-mnist\n"
-                   "  or pass --data DIR with the four MNIST-format files (raw or .gz)\n",
-                   names[i], opt.data.c_str());
-      return 2;
-    }
-    files[i] = *found;
+  Options opt;
+  example::parse_flags(argc, argv, usage,
+                       {{"--data", &opt.data}, {"--epochs", &opt.epochs}, {"--batch", &opt.batch},
+                        {"--lr", &opt.lr}, {"--momentum", &opt.momentum}, {"--threads", &opt.threads},
+                        {"--seed", &opt.seed}, {"--limit", &opt.limit}, {"--dist", &opt.dist},
+                        {"--save", &opt.save}, {"--load", &opt.load}, {"--resume", &opt.resume},
+                        {"--log", &opt.log}});
+  if (opt.epochs < 0 || opt.batch <= 0 || opt.limit < 0 || (opt.dist != "local" && opt.dist != "mpi")) {
+    std::fputs(usage, stderr);
+    return 2;
   }
+  etnn::set_num_threads(opt.threads);
+  const auto found = example::find_mnist_files(opt.data, "mnist_mlp");
+  if (!found) return 2;
+  const auto& files = *found;
 
   try {
     if (opt.dist == "mpi") {

@@ -130,3 +130,30 @@ TEST_CASE("Model::forward into a caller's tensor allocates nothing after reserve
   CHECK(calls.operator_new() == 0);
   CHECK(calls.c_allocator() == 0);
 }
+
+TEST_CASE("the layers of a CNN (conv, batch norm, pooling, residual, dropout, concat) with Adam allocate nothing") {
+  using Cnn = decltype(nn::input<1, 28, 28> >> nn::conv2d<6, 5, nn::pad<2>> >> nn::batch_norm >> nn::relu >>
+                       nn::max_pool2d<2> >> nn::residual(nn::conv2d<6, 3, nn::pad<1>> >> nn::relu) >>
+                       nn::avg_pool2d<2> >> nn::flatten >> nn::dropout >>
+                       nn::concat(nn::linear<16> >> nn::layer_norm, nn::linear<8>) >> nn::log_softmax >>
+                       nn::linear<10>);
+  etnn::Model<Cnn> model(0);
+  etnn::loss::CrossEntropy loss;
+  etnn::optim::Adam opt(model, {.lr = 1e-3f});
+  opt.set_schedule(etnn::optim::schedule::CosineWarmup{.warmup = 5, .total = 100});
+  opt.set_max_grad_norm(1.0f);
+  etnn::Trainer trainer(model, loss, opt);
+  etnn::Tensor<float, etnn::Shape<1, 28, 28>> x(32);
+  for (std::size_t i = 0; i < x.size(); ++i) x.data()[i] = static_cast<float>(i % 255) / 255.0f;
+  std::vector<int> y(32);
+  for (int i = 0; i < 32; ++i) y[static_cast<std::size_t>(i)] = i % 10;
+  trainer.reserve(32);
+  model.reserve(32);
+  etnn::Tensor<float, etnn::Shape<10>> out(32);
+  const Allocations steps;
+  for (int i = 0; i < 5; ++i) trainer.step(x, y);
+  model.eval();
+  model.forward(x, out.view());
+  CHECK(steps.operator_new() == 0);
+  CHECK(steps.c_allocator() == 0);
+}

@@ -160,3 +160,32 @@ TEST_CASE("gradient accumulation: k micro-batches of b train like one batch of k
                   }()),
                   etnn::Error);
 }
+
+TEST_CASE("a CNN with batch norm, pooling, dropout and a residual block is bitwise reproducible, whatever the thread count") {
+  using Cnn = decltype(etnn::nn::input<2, 10, 10> >> etnn::nn::conv2d<4, 3, etnn::nn::pad<1>> >> etnn::nn::batch_norm >>
+                       etnn::nn::relu >> etnn::nn::max_pool2d<2> >>
+                       etnn::nn::residual(etnn::nn::conv2d<4, 3, etnn::nn::pad<1>> >> etnn::nn::tanh) >>
+                       etnn::nn::flatten >> etnn::nn::dropout >> etnn::nn::linear<3>);
+  std::vector<float> x(32 * 200);
+  etnn::Rng rng(4);
+  for (auto& v : x) v = static_cast<float>(rng.uniform(-1, 1));
+  std::vector<int> y(32);
+  for (auto& label : y) label = static_cast<int>(rng.below(3));
+  const auto train = [&](int threads) {
+    const int saved = etnn::num_threads();
+    etnn::set_num_threads(threads);
+    etnn::Model<Cnn> model(2);
+    etnn::loss::CrossEntropy loss;
+    etnn::optim::Adam opt(model, {.lr = 1e-2f});
+    etnn::Trainer trainer(model, loss, opt);
+    const etnn::TensorView<const float, etnn::Shape<2, 10, 10>> batch(x.data(), 32);
+    for (int step = 0; step < 30; ++step) trainer.step(batch, y);
+    etnn::set_num_threads(saved);
+    std::vector<float> out(model.parameters(), model.parameters() + Cnn::num_params);
+    out.insert(out.end(), model.buffers(), model.buffers() + etnn::Model<Cnn>::num_buffers);
+    return out;
+  };
+  const auto one = train(1), again = train(1), three = train(3);
+  CHECK(one == again);
+  CHECK(one == three);
+}

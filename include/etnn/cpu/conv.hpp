@@ -6,9 +6,9 @@
 // Backward:  dZ_b = dY_b (.) f'(Z_b, Y_b)             over dY in place
 //            db += sum_{b,p} dZ_b,  dW += sum_b dZ_b cols_b^T
 //            dX_b = col2im(W^T dZ_b)                  skipped for the first layer
-// Samples run in parallel; the weight gradient is split by output channel instead, each summing
-// the samples in order, so results do not depend on the number of threads. `columns` is scratch
-// of B D P values.
+// Samples run in parallel; the weight gradient is split by output channel instead (at GEMM panel
+// boundaries), each summing the samples in order, so results do not depend on the number of
+// threads. `columns` is scratch of B D P values.
 #include <algorithm>
 #include <cstddef>
 
@@ -99,8 +99,10 @@ void conv2d_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T
                                z_saved != nullptr ? z_saved + b * out_size : nullptr, out_size, act);
     }
   });
-  // db and dW += dZ_b cols_b^T per output channel range; cols_b^T is cols_b read column-major.
-  cpu::parallel_chunks(std::size_t{Out}, 1, samples * pixels * depth, [&](std::size_t begin, std::size_t end) {
+  // db and dW += dZ_b cols_b^T per output channel range (whole GEMM panels, see gemm.hpp);
+  // cols_b^T is cols_b read column-major.
+  cpu::parallel_panels(std::size_t{Out}, cpu::gemm_row_panel<T>, 1, samples * pixels * depth,
+                       [&](std::size_t begin, std::size_t end) {
     const int first = static_cast<int>(begin), count = static_cast<int>(end - begin);
     for (std::size_t b = 0; b < samples; ++b) {
       const T* dz = dy + b * out_size + begin * pixels;

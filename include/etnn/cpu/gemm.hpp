@@ -69,6 +69,24 @@ void gemm_block(Eigen::Index m, Eigen::Index n, Eigen::Index k, const T* a, Eige
 
 }  // namespace detail
 
+// Where threads may split a row-major GEMM result without changing any element's arithmetic: at
+// multiples of Eigen's register panels (it computes the transposed product, so its nr-column
+// panels are our rows and its mr-row panels our columns). A split elsewhere moves some elements
+// into a remainder panel, which sums in another order: results would depend on the thread count.
+template <class T>
+inline constexpr std::size_t gemm_row_panel = Eigen::internal::gebp_traits<T, T>::nr;
+template <class T>
+inline constexpr std::size_t gemm_column_panel = Eigen::internal::gebp_traits<T, T>::mr;
+
+// parallel_chunks over [0, n) with chunk boundaries at multiples of `panel`, each chunk at least
+// `grain` indices (and one panel).
+template <class F>
+void parallel_panels(std::size_t n, std::size_t panel, std::size_t grain, std::size_t work_per_index, F&& f) {
+  const std::size_t panels = (n + panel - 1) / panel;
+  parallel_chunks(panels, std::max<std::size_t>(1, grain / panel), work_per_index * panel,
+                  [&](std::size_t first, std::size_t last) { f(first * panel, std::min(n, last * panel)); });
+}
+
 // Products smaller than this many multiply-adds run on one thread.
 inline constexpr std::size_t gemm_parallel_threshold = std::size_t{1} << 18;
 
@@ -77,11 +95,9 @@ void gemm_accumulate(int m, int n, int k, const T* a, int lda, const T* b, int l
   if (m == 0 || n == 0 || k == 0) return;
   const std::size_t work = static_cast<std::size_t>(m) * static_cast<std::size_t>(n) * static_cast<std::size_t>(k);
   const bool split_rows = m >= n;
-  // Blocks of whole SIMD-friendly widths: 16 columns or 8 rows at least.
-  const std::size_t units = split_rows ? static_cast<std::size_t>(m) : static_cast<std::size_t>(n);
-  const std::size_t grain = split_rows ? 8 : 16;
-  const std::size_t chunk_work = work / units;
-  parallel_chunks(units, grain, work >= gemm_parallel_threshold ? chunk_work : 0,
+  const std::size_t dim = split_rows ? static_cast<std::size_t>(m) : static_cast<std::size_t>(n);
+  const std::size_t panel = split_rows ? gemm_row_panel<T> : gemm_column_panel<T>;
+  parallel_panels(dim, panel, 16, work >= gemm_parallel_threshold ? work / dim : 0,
                   [&](std::size_t begin, std::size_t end) {
     const auto first = static_cast<std::ptrdiff_t>(begin);
     const auto count = static_cast<Eigen::Index>(end - begin);

@@ -263,4 +263,31 @@ consteval bool tensor_targets() {
   return true;
 }
 
+// ---- Losses with parameters of their own (loss/parametric.hpp, train/trainer.hpp) ----
+
+template <class Out, int Embedding>
+consteval bool embedding_width() {
+  static_assert(Out::rank == 1 && Out::size == static_cast<std::size_t>(Embedding),
+                "ETNN_LOSS_SHAPE: the network's output must be flat embeddings (B, Embedding) of the width "
+                "the margin head or CenterLoss was declared with (its first template argument)");
+  return true;
+}
+
+template <bool HasOptimizer>
+consteval bool loss_optimizer() {
+  static_assert(HasOptimizer,
+                "ETNN_LOSS_OPTIMIZER: this loss has parameters of its own (a margin head's weight, "
+                "CenterLoss's centers); give the Trainer an optimizer for them after the model's: "
+                "etnn::optim::SGD loss_opt(loss, {.lr = 0.01f}); etnn::Trainer trainer(model, loss, opt, loss_opt)");
+  return true;
+}
+
+template <bool OptimizesTheLoss>
+consteval bool loss_optimizer_target() {
+  static_assert(OptimizesTheLoss,
+                "ETNN_LOSS_OPTIMIZER: the Trainer's fourth argument must be an optimizer of the loss's own "
+                "parameters, built on the loss: etnn::optim::SGD loss_opt(loss, {...})");
+  return true;
+}
+
 }  // namespace etnn::check

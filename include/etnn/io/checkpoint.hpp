@@ -2,8 +2,10 @@
 // Model checkpoints in safetensors, named as torch.nn.Sequential.state_dict() names them:
 //   etnn::io::save(model, "mlp.safetensors");
 //   etnn::io::load(model, "mlp.safetensors");   // throws etnn::IoError on any mismatch
-// A checkpoint holds the parameters only, in the model's scalar type (F32 or F64), with metadata
-// "format" = "etnn", "format_version", "network" (the network's description) and "scalar". It does
+// Any optim::ParameterSet saves and loads the same way, e.g. a margin head ("weight").
+// A checkpoint holds the parameters and buffers (running statistics), in the model's scalar type
+// (F32 or F64), with metadata "format" = "etnn", "format_version", "network" (the network's
+// description) and "scalar". It does
 // not depend on how the model was trained (devices, ranks). load accepts F64, F32, F16 and BF16
 // tensors and converts them to the model's scalar type (narrowing rounds to nearest), so files
 // written by PyTorch's safetensors load as long as names and shapes match.
@@ -19,6 +21,7 @@
 
 #include "../core/error.hpp"
 #include "../nn/model.hpp"
+#include "../optim/parameter_set.hpp"
 #include "half.hpp"
 #include "safetensors.hpp"
 
@@ -60,8 +63,9 @@ std::vector<TensorSlot<T>> parameter_slots(M& model) {
   std::vector<TensorSlot<T>> slots;
   for (const auto& p : Model::named_parameters())
     slots.push_back({p.name, shape_of(p), model.parameters() + p.offset, p.numel});
-  for (const auto& b : Model::named_buffers())
-    slots.push_back({b.name, shape_of(b), model.buffers() + b.offset, b.numel});
+  if constexpr (requires { Model::named_buffers(); })
+    for (const auto& b : Model::named_buffers())
+      slots.push_back({b.name, shape_of(b), model.buffers() + b.offset, b.numel});
   return slots;
 }
 
@@ -69,7 +73,7 @@ template <class Model>
 std::map<std::string, std::string, std::less<>> model_metadata(const char* format) {
   return {{"format", format},
           {"format_version", checkpoint_format_version},
-          {"network", Model::network::describe()},
+          {"network", optim::describe<Model>()},
           {"scalar", scalar_name<typename Model::value_type>()}};
 }
 
@@ -130,7 +134,7 @@ template <class Model>
 void load(Model& model, const std::filesystem::path& path) {
   using T = typename Model::value_type;
   const auto slots = detail::parameter_slots<T>(model);
-  detail::load_slots<T>(read_safetensors(path), path, slots, "the model " + Model::network::describe());
+  detail::load_slots<T>(read_safetensors(path), path, slots, "the model " + optim::describe<Model>());
 }
 
 }  // namespace etnn::io

@@ -1,9 +1,10 @@
 #pragma once
-// Optimizer<Rule, Model, Reducer>: one update rule applied to the model's flat parameter buffer
-// in one fused pass, after the Reducer has summed the flat gradient buffer across ranks (in
-// buckets started during backward); the update divides by the number of ranks, so every rank
-// applies the mean gradient. The learning rate of each step comes from a schedule (schedule.hpp,
-// constant by default), and the mean gradient may be clipped by its global norm (grad_norm.hpp).
+// Optimizer<Rule, Params, Reducer>: one update rule applied to the flat parameter buffer of a
+// ParameterSet (parameter_set.hpp: a model, or a loss with parameters) in one fused pass, after
+// the Reducer has summed the flat gradient buffer across ranks (in buckets started during
+// backward); the update divides by the number of ranks, so every rank applies the mean gradient.
+// The learning rate of each step comes from a schedule (schedule.hpp, constant by default), and
+// the mean gradient may be clipped by its global norm (grad_norm.hpp).
 //
 // A Rule provides
 //   Options                                   hyper-parameters (designated-initialisable)
@@ -28,41 +29,42 @@
 #include "../tensor/buffer.hpp"
 #include "grad_norm.hpp"
 #include "gradient_buckets.hpp"
+#include "parameter_set.hpp"
 #include "rank_agreement.hpp"
 #include "schedule.hpp"
 
 namespace etnn::optim {
 
-template <class Rule, class Model, class R = dist::Local>
+template <class Rule, ParameterSet Params, class R = dist::Local>
 class Optimizer {
   static_assert(check::reducer<R>());
 
  public:
   using rule = Rule;
   using Options = typename Rule::Options;
-  using model_type = Model;
+  using model_type = Params;  // the parameter set it updates (a Model, or a loss with parameters)
   using reducer_type = R;
-  using T = typename Model::value_type;
-  using Device = typename Model::device;
+  using T = typename Params::value_type;
+  using Device = typename Params::device;
 
   // A single-process optimizer.
-  Optimizer(Model& model, const Options& options)
+  Optimizer(Params& model, const Options& options)
     requires std::same_as<R, dist::Local>
       : Optimizer(model, options, local_) {}
 
   // A data-parallel optimizer: parameters (and buffers) are broadcast from rank 0 now, so every rank starts
   // from the same values whatever its seed; gradients are averaged across ranks at every step.
-  Optimizer(Model& model, const Options& options, R& reducer, BucketOptions buckets = {})
+  Optimizer(Params& model, const Options& options, R& reducer, BucketOptions buckets = {})
       : model_(&model), reducer_(&reducer), options_(options),
-        buckets_(reducer, model.gradients(), Model::program::param_ends, buckets) {
+        buckets_(reducer, model.gradients(), parameter_ends<Params>(), buckets) {
     Rule::validate(options_);
-    detail::require_same_model(reducer, Model::num_params,
-                               Model::network::describe() + " in " + (sizeof(T) == 4 ? "float" : "double"));
+    detail::require_same_model(reducer, Params::num_params,
+                               describe<Params>() + " in " + (sizeof(T) == 4 ? "float" : "double"));
     const std::size_t slots = Rule::state_slots(options_);
-    state_ = Buffer<T, Device>(slots * Model::num_params);
+    state_ = Buffer<T, Device>(slots * Params::num_params);
     fill(Device{}, state_.data(), state_.size(), T(0));
-    reducer_->broadcast(model_->parameters(), Model::num_params, 0);
-    if constexpr (Model::num_buffers > 0) reducer_->broadcast(model_->buffers(), Model::num_buffers, 0);
+    reducer_->broadcast(model_->parameters(), Params::num_params, 0);
+    if constexpr (num_buffers<Params>() > 0) reducer_->broadcast(model_->buffers(), num_buffers<Params>(), 0);
   }
 
   // Called by the Trainer as backward finishes layers: the gradients at offsets >= first_final
@@ -85,20 +87,20 @@ class Optimizer {
     if (max_grad_norm_ > 0.0f) {
       // ||mean|| = ||sum|| / ranks; the clip factor joins the gradient scale of the fused update.
       const double ranks = static_cast<double>(reducer_->size());
-      last_grad_norm_ = std::sqrt(detail::sum_of_squares(Device{}, model_->gradients(), Model::num_params)) / ranks;
+      last_grad_norm_ = std::sqrt(detail::sum_of_squares(Device{}, model_->gradients(), Params::num_params)) / ranks;
       const double clip = detail::clip_scale(max_grad_norm_, last_grad_norm_);
       if (!(clip >= 1.0)) grad_scale = static_cast<T>(clip / ranks);
     }
     const double lr = learning_rate();
     ++steps_;
-    for_each_index(Device{}, Model::num_params,
+    for_each_index(Device{}, Params::num_params,
                    Rule::template update<T>(options_, lr, model_->parameters(), model_->gradients(), state_.data(),
-                                            Model::num_params, steps_, grad_scale));
+                                            Params::num_params, steps_, grad_scale));
   }
 
   void zero_grad() { model_->zero_grad(); }
 
-  Model& model() noexcept { return *model_; }
+  Params& model() noexcept { return *model_; }
   R& reducer() noexcept { return *reducer_; }
   const Options& options() const noexcept { return options_; }
   // Changes hyper-parameters between steps (options().lr is the base lr a schedule scales, see
@@ -152,7 +154,7 @@ class Optimizer {
  private:
   static inline dist::Local local_{};
 
-  Model* model_;
+  Params* model_;
   R* reducer_;
   Options options_;
   GradientBuckets<R, T> buckets_;

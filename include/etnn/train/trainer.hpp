@@ -6,6 +6,9 @@
 //   for (auto batch : loader) trainer.step(batch);
 //   float l = trainer.step(x, y);
 //   etnn::Trainer big(model, loss, opt, {.accumulate = 4});   // 4 micro-batches per update
+// A loss with parameters of its own (loss/parametric.hpp: ArcFace, CenterLoss, ...) comes with
+// their optimizer, which steps after the model's:
+//   etnn::Trainer trainer(model, arcface, opt, head_opt);
 #include <span>
 #include <string>
 #include <type_traits>
@@ -13,6 +16,7 @@
 #include "../core/error.hpp"
 #include "../core/static_checks.hpp"
 #include "../cpu/executor.hpp"
+#include "../loss/parametric.hpp"
 #include "../loss/targets.hpp"
 #include "../tensor/tensor.hpp"
 #include "staging.hpp"
@@ -23,9 +27,19 @@ struct TrainerOptions {
   int accumulate = 1;  // micro-batches per optimizer step (gradient accumulation)
 };
 
-template <class Model, class Loss, class Optim>
+namespace detail {
+// The Trainer's LossOptim for a loss without parameters.
+struct NoLossOptimizer {};
+}  // namespace detail
+
+template <class Model, class Loss, class Optim, class LossOptim = detail::NoLossOptimizer>
 class Trainer {
  public:
+  // A loss with parameters of its own (loss/parametric.hpp) needs an optimizer for them.
+  static constexpr bool loss_has_parameters = loss::ParametricLoss<Loss>;
+  static constexpr bool has_loss_optimizer = !std::is_same_v<LossOptim, detail::NoLossOptimizer>;
+  static_assert(check::loss_optimizer<!loss_has_parameters || has_loss_optimizer>());
+
   using T = typename Model::value_type;
   using Device = typename Model::device;
   using program = typename Model::program;
@@ -34,6 +48,15 @@ class Trainer {
 
   Trainer(Model& model, Loss& loss, Optim& optimizer, TrainerOptions options = {})
       : model_(model), loss_(loss), optimizer_(optimizer), options_(checked(options)) {}
+
+  // loss_optimizer updates the loss's own parameters (a parametric loss only).
+  Trainer(Model& model, Loss& loss, Optim& optimizer, LossOptim& loss_optimizer, TrainerOptions options = {})
+    requires has_loss_optimizer
+      : model_(model), loss_(loss), optimizer_(optimizer), loss_optimizer_(&loss_optimizer),
+        options_(checked(options)) {
+    static_assert(check::loss_optimizer_target<
+                  loss_has_parameters && requires { requires std::is_same_v<typename LossOptim::model_type, Loss>; }>());
+  }
 
   // Sizes everything a step needs for batches of up to `batch` samples: the workspace, the
   // buffers that convert float data to the model's scalar type, and the GEMMs' packing buffers
@@ -74,7 +97,10 @@ class Trainer {
   template <class X, class Y>
   T step(const X& x, const Y& y) {
     const bool last = micro_step_ + 1 == options_.accumulate;
-    if (micro_step_ == 0) model_.zero_grad();
+    if (micro_step_ == 0) {
+      model_.zero_grad();
+      if constexpr (loss_has_parameters) loss_.zero_grad();
+    }
     if (!last) {
       const T loss = backward_pass(x, y, [](std::size_t) {});
       ++micro_step_;
@@ -83,17 +109,20 @@ class Trainer {
     try {
       const T loss = backward_pass(x, y, [this](std::size_t first) { optimizer_.gradients_ready_from(first); });
       optimizer_.step();
+      if constexpr (has_loss_optimizer) loss_optimizer_->step();
       micro_step_ = 0;
       return loss;
     } catch (...) {
       optimizer_.abandon_step();  // reductions in flight: the job cannot continue consistently
+      if constexpr (has_loss_optimizer) loss_optimizer_->abandon_step();
       throw;
     }
   }
 
   // Forward, loss and backward without an update and without communication: adds to the model's
-  // gradients dL/dparams of this batch's mean loss, divided by `accumulate` (so that k calls sum to
-  // the mean over the k batches). For custom loops; does not move the accumulation window.
+  // gradients (and a parametric loss's) dL/dparams of this batch's mean loss, divided by
+  // `accumulate` (so that k calls sum to the mean over the k batches). For custom loops; does not
+  // move the accumulation window.
   template <class X, class Y>
   T accumulate_gradients(const X& x, const Y& y) {
     return backward_pass(x, y, [](std::size_t) {});
@@ -110,6 +139,12 @@ class Trainer {
   }
   Model& model() noexcept { return model_; }
   Optim& optimizer() noexcept { return optimizer_; }
+  // The optimizer of a parametric loss's parameters.
+  LossOptim& loss_optimizer() noexcept
+    requires has_loss_optimizer
+  {
+    return *loss_optimizer_;
+  }
 
  private:
   static TrainerOptions checked(TrainerOptions options) {
@@ -132,6 +167,8 @@ class Trainer {
     program::forward_train(Device{}, run, staged.data(), workspace_.data(), capacity_, batch, activations_);
     const TensorView<const T, output_shape, Device> output(activations_.back(), batch);
     T* output_grad = program::output_gradient(workspace_.data(), capacity_);
+    // A parametric loss adds its parameters' gradients itself: scaled by 1/accumulate as dL/doutput is below.
+    if constexpr (loss_has_parameters) loss_.set_gradient_scale(T(1) / static_cast<T>(options_.accumulate));
     const T loss = loss_value_and_grad(output, y, output_grad);
     if (options_.accumulate > 1) {
       const std::size_t n = static_cast<std::size_t>(batch) * output_shape::size;
@@ -161,6 +198,7 @@ class Trainer {
   Model& model_;
   Loss& loss_;
   Optim& optimizer_;
+  LossOptim* loss_optimizer_ = nullptr;  // null without loss parameters
   TrainerOptions options_;
   int micro_step_ = 0;  // position within the current accumulation window
   Buffer<T, Device> workspace_;

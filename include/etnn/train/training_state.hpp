@@ -10,8 +10,11 @@
 // "optimizer.<state name>.<parameter>" (PyTorch's names, e.g. momentum_buffer), the gradients
 // accumulated so far as "grad.<parameter>" when saved inside an accumulation window, and in the
 // metadata the optimizer's step count (the position of any learning-rate schedule), the trainer's
-// micro-step, the model's count of training passes (its dropout streams), the loader's epoch and position, and the number of ranks. Data order, dropout and
-// initialisation derive from seeds and these counters, so no generator state needs saving.
+// micro-step, the model's count of training passes (its dropout streams), the loader's epoch and position, and the number of ranks.
+// A loss with parameters of its own (a margin head) adds the same under "loss.": "loss.weight",
+// "loss.optimizer.exp_avg.weight", "loss.grad.weight", and "loss_optimizer_steps".
+// Data order, dropout and initialisation derive from seeds and these counters, so no generator
+// state needs saving.
 // Resuming gives bitwise the same parameters as the uninterrupted run, with the same number of
 // ranks, accumulation and batches per epoch (checked on load). In a data-parallel job rank 0 saves
 // at an accumulation boundary (then all ranks hold the same state) and every rank loads.
@@ -28,24 +31,34 @@ namespace etnn::io {  // the public names stay in etnn::io beside save/load
 
 namespace detail {
 
-// The trainer's tensors: parameters, optimizer state and (inside an accumulation window) the
-// gradients gathered so far.
+// The tensors of one parameter set and its optimizer, names prefixed: parameters, optimizer state
+// and (inside an accumulation window, `partial`) the gradients gathered so far.
+template <class T, class Params, class Optimizer>
+void append_training_slots(std::vector<TensorSlot<T>>& slots, Params& params, Optimizer& optimizer, bool partial,
+                           const std::string& prefix) {
+  for (auto& slot : parameter_slots<T>(params)) {
+    slot.name.insert(0, prefix);
+    slots.push_back(std::move(slot));
+  }
+  const auto named = Params::named_parameters();
+  const auto names = Optimizer::rule::state_names(optimizer.options());
+  for (std::size_t k = 0; k < names.size(); ++k)
+    for (const auto& p : named)
+      slots.push_back({prefix + "optimizer." + names[k] + "." + p.name, shape_of(p),
+                       optimizer.state() + k * Params::num_params + p.offset, p.numel});
+  if (partial)
+    for (const auto& p : named)
+      slots.push_back({prefix + "grad." + p.name, shape_of(p), params.gradients() + p.offset, p.numel});
+}
+
+// The trainer's tensors: the model's, and a parametric loss's under "loss.".
 template <class T, class Trainer>
 std::vector<TensorSlot<T>> training_slots(Trainer& trainer) {
-  auto& model = trainer.model();
-  auto& optimizer = trainer.optimizer();
-  using Model = std::remove_reference_t<decltype(model)>;
-  std::vector<TensorSlot<T>> slots = parameter_slots<T>(model);
-  const auto params = Model::named_parameters();
-  const auto names = std::remove_reference_t<decltype(optimizer)>::rule::state_names(optimizer.options());
-  for (std::size_t k = 0; k < names.size(); ++k)
-    for (const auto& p : params)
-      slots.push_back({"optimizer." + names[k] + "." + p.name, shape_of(p),
-                       optimizer.state() + k * Model::num_params + p.offset, p.numel});
-  if (trainer.micro_step() > 0)
-    for (const auto& p : params)
-      slots.push_back({"grad." + p.name, shape_of(p),
-                       model.gradients() + p.offset, p.numel});
+  std::vector<TensorSlot<T>> slots;
+  append_training_slots(slots, trainer.model(), trainer.optimizer(), trainer.micro_step() > 0, "");
+  if constexpr (requires { trainer.loss_optimizer(); })
+    append_training_slots(slots, trainer.loss_optimizer().model(), trainer.loss_optimizer(), trainer.micro_step() > 0,
+                          "loss.");
   return slots;
 }
 
@@ -73,6 +86,8 @@ void save_state(Trainer& trainer, const Loader& loader, const std::filesystem::p
   const auto slots = detail::training_slots<T>(trainer);
   auto metadata = detail::model_metadata<Model>("etnn-training-state");
   metadata["optimizer_steps"] = std::to_string(trainer.optimizer().steps());
+  if constexpr (requires { trainer.loss_optimizer(); })
+    metadata["loss_optimizer_steps"] = std::to_string(trainer.loss_optimizer().steps());
   metadata["micro_step"] = std::to_string(trainer.micro_step());
   metadata["training_passes"] = std::to_string(trainer.model().training_passes());
   metadata["epoch"] = std::to_string(loader.epoch());
@@ -108,6 +123,9 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
   if (scalar == file.metadata.end() || scalar->second != detail::scalar_name<T>())
     fail("saved from a model of another scalar type; resume with the same etnn::Model<Net, T>");
   const int steps = detail::metadata_count(file, path, "optimizer_steps");
+  [[maybe_unused]] int loss_steps = 0;
+  if constexpr (requires { trainer.loss_optimizer(); })
+    loss_steps = detail::metadata_count(file, path, "loss_optimizer_steps");
   const int micro_step = detail::metadata_count(file, path, "micro_step");
   const int epoch = detail::metadata_count(file, path, "epoch");
   const int position = detail::metadata_count(file, path, "position");
@@ -125,6 +143,7 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
     throw;
   }
   trainer.optimizer().restore_steps(steps);
+  if constexpr (requires { trainer.loss_optimizer(); }) trainer.loss_optimizer().restore_steps(loss_steps);
   trainer.model().restore_training_passes(static_cast<std::uint64_t>(passes));
   // A finished epoch resumes at the start of the next one.
   if (static_cast<std::size_t>(position) >= loader.size())

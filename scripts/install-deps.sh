@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs what etnn's build, tests, benchmarks and examples need, if anything is missing: Debian
-# packages, and from PyPI the reference safetensors implementation and matplotlib.
+# packages (PyTorch for the interoperability tests is Debian's python3-torch), and from PyPI the
+# reference safetensors implementation and matplotlib.
 set -euo pipefail
 
-packages=(g++ cmake make ccache python3 libeigen3-dev zlib1g-dev libopenmpi-dev openmpi-bin doctest-dev libbenchmark-dev
-          dataset-fashion-mnist)
+packages=(g++ cmake make ccache python3 python3-pip python3-numpy python3-matplotlib python3-torch libeigen3-dev zlib1g-dev
+          libopenmpi-dev openmpi-bin doctest-dev libbenchmark-dev dataset-fashion-mnist)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -17,9 +18,16 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# From PyPI: the reference safetensors implementation (checkpoint interoperability test) and
-# matplotlib (scripts/plot_training.py).
-if ! python3 -c "import safetensors.numpy, numpy, matplotlib" 2>/dev/null; then
-  python3 -m pip install -q --disable-pip-version-check safetensors numpy matplotlib 2>/dev/null ||
-    python3 -m pip install -q --disable-pip-version-check --break-system-packages safetensors numpy matplotlib
-fi
+# From PyPI: the reference safetensors implementation (checkpoint interoperability tests), for the
+# python3 on PATH and for Debian's own, which has python3-torch (they differ where pyenv or a
+# virtual environment comes first on PATH); numpy and matplotlib too where that python lacks them
+# (Debian's come from the packages above, so PyPI's newer numpy never shadows the one torch needs).
+for python in python3 /usr/bin/python3; do
+  wanted=()
+  for module in safetensors numpy matplotlib; do
+    "$python" -c "import $module" 2>/dev/null || wanted+=("$module")
+  done
+  [ ${#wanted[@]} -eq 0 ] && continue
+  "$python" -m pip install -q --disable-pip-version-check "${wanted[@]}" 2>/dev/null ||
+    "$python" -m pip install -q --disable-pip-version-check --break-system-packages "${wanted[@]}"
+done

@@ -189,6 +189,31 @@ TEST_CASE("loading converts F16 and BF16 tensors to the model's scalar type") {
       REQUIRE(model.parameters()[p.offset + i] == static_cast<float>(i) * 0.25f - 1.0f);
 }
 
+TEST_CASE("batch norm's buffers are saved and loaded; an I64 num_batches_tracked (PyTorch's) loads") {
+  TempDir dir;
+  using Net = decltype(etnn::nn::input<3> >> etnn::nn::linear<2> >> etnn::nn::batch_norm);
+  etnn::Model<Net> model(0);
+  for (std::size_t i = 0; i < etnn::Model<Net>::num_buffers; ++i) model.buffers()[i] = 0.5f + static_cast<float>(i);
+  etnn::io::save(model, dir / "bn.safetensors");
+  etnn::Model<Net> loaded(1);
+  etnn::io::load(loaded, dir / "bn.safetensors");
+  CHECK(std::equal(model.buffers(), model.buffers() + etnn::Model<Net>::num_buffers, loaded.buffers()));
+
+  // The same tensors with num_batches_tracked as a little-endian int64 scalar, as torch saves it.
+  const auto file = etnn::io::read_safetensors(dir / "bn.safetensors");
+  std::vector<etnn::io::TensorBytes> tensors;
+  const unsigned char count[8] = {42, 1, 0, 0, 0, 0, 0, 0};  // 298
+  for (const auto& t : file.tensors) {
+    const bool counter = t.name == "1.num_batches_tracked";
+    tensors.push_back({t.name, counter ? Dtype::i64 : t.dtype, t.shape,
+                       counter ? std::span<const unsigned char>(count, 8)
+                               : std::span<const unsigned char>(file.data.data() + t.begin, t.end - t.begin)});
+  }
+  etnn::io::write_safetensors(dir / "torch.safetensors", tensors, {});
+  etnn::io::load(loaded, dir / "torch.safetensors");
+  CHECK(loaded.buffers()[4] == 298.0f);
+}
+
 TEST_CASE("every malformed file is refused with a message naming the file and the problem") {
   TempDir dir;
   const std::string w = "\"0.weight\":{\"dtype\":\"F32\",\"shape\":[5,6],\"data_offsets\":[0,120]}";

@@ -6,7 +6,7 @@
 // A checkpoint holds the parameters and buffers (running statistics), in the model's scalar type
 // (F32 or F64), with metadata "format" = "etnn", "format_version", "network" (the network's
 // description) and "scalar". It does
-// not depend on how the model was trained (devices, ranks). load accepts F64, F32, F16 and BF16
+// not depend on how the model was trained (devices, ranks). load accepts F64, F32, F16, BF16 and I64
 // tensors and converts them to the model's scalar type (narrowing rounds to nearest), so files
 // written by PyTorch's safetensors load as long as names and shapes match.
 #include <bit>
@@ -116,6 +116,7 @@ void load_slots(const SafetensorsFile& file, const std::filesystem::path& path, 
         case Dtype::f32: s.data[i] = static_cast<T>(std::bit_cast<float>(read_le<std::uint32_t>(at))); break;
         case Dtype::f16: s.data[i] = static_cast<T>(f16_to_float(read_le<std::uint16_t>(at))); break;
         case Dtype::bf16: s.data[i] = static_cast<T>(bf16_to_float(read_le<std::uint16_t>(at))); break;
+        case Dtype::i64: s.data[i] = static_cast<T>(static_cast<std::int64_t>(read_le<std::uint64_t>(at))); break;
       }
     }
   }

@@ -25,7 +25,8 @@
 
 namespace etnn::io {
 
-enum class Dtype { f64, f32, f16, bf16 };
+// I64 is read for counters such as batch norm's num_batches_tracked, which PyTorch stores as int64.
+enum class Dtype { f64, f32, f16, bf16, i64 };
 
 constexpr std::string_view dtype_name(Dtype d) {
   switch (d) {
@@ -33,10 +34,13 @@ constexpr std::string_view dtype_name(Dtype d) {
     case Dtype::f32: return "F32";
     case Dtype::f16: return "F16";
     case Dtype::bf16: return "BF16";
+    case Dtype::i64: return "I64";
   }
   return "?";
 }
-constexpr std::size_t dtype_size(Dtype d) { return d == Dtype::f64 ? 8 : d == Dtype::f32 ? 4 : 2; }
+constexpr std::size_t dtype_size(Dtype d) {
+  return d == Dtype::f64 || d == Dtype::i64 ? 8 : d == Dtype::f32 ? 4 : 2;
+}
 
 struct TensorRecord {
   std::string name;
@@ -113,7 +117,8 @@ class HeaderReader {
     else if (*dtype == "F32") t.dtype = Dtype::f32;
     else if (*dtype == "F16") t.dtype = Dtype::f16;
     else if (*dtype == "BF16") t.dtype = Dtype::bf16;
-    else fail_tensor(name, "unsupported dtype '" + *dtype + "'; etnn reads F64, F32, F16 and BF16");
+    else if (*dtype == "I64") t.dtype = Dtype::i64;
+    else fail_tensor(name, "unsupported dtype '" + *dtype + "'; etnn reads F64, F32, F16, BF16 and I64");
     const json::Array* shape = field("shape").array();
     if (shape == nullptr) fail_tensor(name, "shape must be an array of integers");
     std::uint64_t numel = 1;

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -145,6 +146,57 @@ TEST_CASE("gradient accumulation across ranks: k micro-batches of b/k equal one 
   const double double_difference = distributed_vs_single<Deep, double>(8, 10, 4, {.bucket_bytes = 4096});
   MESSAGE("accumulate 4, deep double: max relative parameter difference ", double_difference);
   CHECK(double_difference <= 1e-10);
+}
+
+TEST_CASE("batch norm across ranks: each rank normalises its own batch (as DDP), all keep rank 0's statistics") {
+  // Without synchronised batch norm, N ranks with batch b compute the gradient one process computes
+  // by accumulating the N ranks' batches as N micro-batches (batch statistics are per micro-batch).
+  // Running statistics are rank 0's on every rank after every step (DDP's broadcast_buffers).
+  using BnNet = decltype(nn::input<12> >> nn::linear<16> >> nn::batch_norm >> nn::relu >> nn::linear<4>);
+  using Model = etnn::Model<BnNet, double>;
+  const int ranks = world().size(), b = 6, steps = 10;
+  const auto data = random_dataset<etnn::Shape<12>>(static_cast<std::size_t>(ranks * b * steps), 4, 5);
+  const etnn::optim::SgdOptions sgd{.lr = 0.05f, .momentum = 0.9f};
+  etnn::loss::CrossEntropy loss;
+
+  Model reference(3);
+  etnn::optim::SGD reference_opt(reference, sgd);
+  etnn::Trainer reference_trainer(reference, loss, reference_opt, {.accumulate = ranks});
+  using Loader = etnn::data::DataLoader<etnn::data::Dataset<etnn::Shape<12>>>;
+  std::vector<std::unique_ptr<Loader>> shares;  // rank r's share of the data, in this process
+  for (int r = 0; r < ranks; ++r)
+    shares.push_back(std::make_unique<Loader>(
+        data, etnn::data::LoaderOptions{.batch = b, .sampler = etnn::data::DistributedSampler(r, ranks, {.seed = 3})}));
+  std::vector<decltype(shares[0]->begin())> at;
+  for (auto& share : shares) at.push_back(share->begin());
+
+  // Each rank starts from its own seed and its own running statistics: rank 0's are broadcast.
+  Model model(3 + static_cast<std::uint64_t>(world().rank()) * 1000);
+  std::fill_n(model.buffers(), Model::num_buffers, static_cast<double>(world().rank()) + 0.5);
+  std::copy_n(model.buffers(), Model::num_buffers, reference.buffers());
+  world().broadcast(reference.buffers(), Model::num_buffers, 0);
+  etnn::optim::SGD opt(model, sgd, world());
+  etnn::Trainer trainer(model, loss, opt);
+  etnn::data::DataLoader loader(data, {.batch = b, .sampler = etnn::data::DistributedSampler(world(), {.seed = 3})});
+  REQUIRE(identical_across_ranks(model.buffers(), Model::num_buffers));
+  REQUIRE(std::equal(model.parameters(), model.parameters() + BnNet::num_params, reference.parameters()));
+
+  int step = 0;
+  for (auto batch : loader) {
+    trainer.step(batch);
+    for (auto& it : at) {
+      reference_trainer.step(*it);
+      ++it;
+    }
+    REQUIRE(identical_across_ranks(model.parameters(), BnNet::num_params));
+    REQUIRE(identical_across_ranks(model.buffers(), Model::num_buffers));
+    ++step;
+  }
+  REQUIRE(step == steps);
+  const double difference = relative_difference(model.parameters(), reference.parameters(), BnNet::num_params);
+  MESSAGE("batch norm net, ", ranks, " ranks: max relative parameter difference ", difference);
+  CHECK(difference <= 1e-10);
+  CHECK(model.buffers()[2 * 16] == doctest::Approx(0.5 + steps));  // num_batches_tracked: rank 0's count
 }
 
 TEST_CASE("ranks that build different models stop together with a clear error") {

@@ -96,6 +96,10 @@ class Optimizer {
     for_each_index(Device{}, Params::num_params,
                    Rule::template update<T>(options_, lr, model_->parameters(), model_->gradients(), state_.data(),
                                             Params::num_params, steps_, grad_scale));
+    // Each rank's forward updated running statistics from its own batch; like DDP's
+    // broadcast_buffers, every rank continues with rank 0's.
+    if constexpr (num_buffers<Params>() > 0)
+      if (reducer_->size() > 1) reducer_->broadcast(model_->buffers(), num_buffers<Params>(), 0);
   }
 
   void zero_grad() { model_->zero_grad(); }

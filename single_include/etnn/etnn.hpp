@@ -257,6 +257,81 @@ consteval bool positive_width() {
   return true;
 }
 
+// Convolution, pooling, normalisation and combinators.
+template <class In>
+consteval bool image_input() {
+  static_assert(In::rank == 3,
+                "ETNN_SHAPE_MISMATCH: conv2d and pooling expect a (C, H, W) input; start the network with "
+                "nn::input<C, H, W> (not a flat input)");
+  return true;
+}
+
+template <bool AllOptions>
+consteval bool window_options() {
+  static_assert(AllOptions,
+                "ETNN_WINDOW_OPTION: after the kernel size, conv2d and pooling take only nn::stride<S> and "
+                "nn::pad<P>");
+  return true;
+}
+
+template <int Kernel, int Stride, int Pad>
+consteval bool window_params() {
+  static_assert(Kernel > 0 && Stride > 0 && Pad >= 0,
+                "ETNN_BAD_WINDOW: a kernel or pooling window needs kernel > 0, stride > 0 and pad >= 0");
+  return true;
+}
+
+template <int Size, int Kernel, int Pad>
+consteval bool window_fits() {
+  static_assert(Kernel <= Size + 2 * Pad,
+                "ETNN_WINDOW_TOO_LARGE: the kernel or pooling window is larger than the padded input; "
+                "use a smaller window or more padding");
+  return true;
+}
+
+template <int Kernel, int Pad>
+consteval bool pool_padding() {
+  static_assert(2 * Pad <= Kernel, "ETNN_BAD_WINDOW: pooling pad must be at most half the window, as in PyTorch");
+  return true;
+}
+
+template <class In>
+consteval bool softmax_input() {
+  static_assert(In::rank == 1,
+                "ETNN_SHAPE_MISMATCH: softmax and log_softmax work over a flat input (B, N); insert nn::flatten");
+  return true;
+}
+
+template <long long Num, long long Den>
+consteval bool dropout_probability() {
+  static_assert(Num >= 0 && Num < Den, "ETNN_DROPOUT_P: dropout needs a probability p with 0 <= p < 1");
+  return true;
+}
+
+template <class In, class Out>
+consteval bool residual_shape() {
+  static_assert(std::is_same_v<In, Out>,
+                "ETNN_RESIDUAL_SHAPE: residual(block) adds the block's output to its input, so the block "
+                "must keep the shape of its input (end it with a layer of the input's width)");
+  return true;
+}
+
+template <class A, class B>
+consteval bool concat_shapes() {
+  static_assert(A::rank == 1 && B::rank == 1,
+                "ETNN_CONCAT_SHAPE: concat(a, b) joins flat outputs (B, N) and (B, M); end each branch "
+                "with a flat layer (nn::flatten or nn::linear<N>)");
+  return true;
+}
+
+template <bool IsBlock>
+consteval bool block_without_input() {
+  static_assert(IsBlock,
+                "ETNN_BLOCK_INPUT: a block given to residual() or concat() is a chain of layers without "
+                "nn::input; its input is what precedes it in the network");
+  return true;
+}
+
 template <bool StartsWithInput>
 consteval bool network_has_input() {
   static_assert(StartsWithInput,
@@ -356,6 +431,62 @@ consteval bool reducer() {
   return true;
 }
 
+// ---- Targets the Trainer hands to a loss (loss/targets.hpp, train/trainer.hpp) ----
+
+template <bool KnownKind>
+consteval bool loss_target_kind() {
+  static_assert(KnownKind,
+                "ETNN_LOSS_TARGET_KIND: the loss's target_kind must be etnn::loss::ClassIndices, "
+                "etnn::loss::RealValues or etnn::loss::MultiHot (loss/targets.hpp); the Trainer stages "
+                "targets by it");
+  return true;
+}
+
+template <bool ClassIndices>
+consteval bool class_index_targets() {
+  static_assert(ClassIndices,
+                "ETNN_TARGET_KIND: this loss takes class indices, one int per sample "
+                "(std::vector<int>, std::span<const int>); targets of the output's shape (a Tensor) "
+                "go with losses such as MSE, BCEWithLogits or MultiLabelSoftMargin");
+  return true;
+}
+
+template <bool TensorTargets>
+consteval bool tensor_targets() {
+  static_assert(TensorTargets,
+                "ETNN_TARGET_KIND: this loss takes targets of the output's shape (an etnn::Tensor or "
+                "TensorView with one row per sample); class indices go with CrossEntropy, NLL or "
+                "MultiMargin");
+  return true;
+}
+
+// ---- Losses with parameters of their own (loss/parametric.hpp, train/trainer.hpp) ----
+
+template <class Out, int Embedding>
+consteval bool embedding_width() {
+  static_assert(Out::rank == 1 && Out::size == static_cast<std::size_t>(Embedding),
+                "ETNN_LOSS_SHAPE: the network's output must be flat embeddings (B, Embedding) of the width "
+                "the margin head or CenterLoss was declared with (its first template argument)");
+  return true;
+}
+
+template <bool HasOptimizer>
+consteval bool loss_optimizer() {
+  static_assert(HasOptimizer,
+                "ETNN_LOSS_OPTIMIZER: this loss has parameters of its own (a margin head's weight, "
+                "CenterLoss's centers); give the Trainer an optimizer for them after the model's: "
+                "etnn::optim::SGD loss_opt(loss, {.lr = 0.01f}); etnn::Trainer trainer(model, loss, opt, loss_opt)");
+  return true;
+}
+
+template <bool OptimizesTheLoss>
+consteval bool loss_optimizer_target() {
+  static_assert(OptimizesTheLoss,
+                "ETNN_LOSS_OPTIMIZER: the Trainer's fourth argument must be an optimizer of the loss's own "
+                "parameters, built on the loss: etnn::optim::SGD loss_opt(loss, {...})");
+  return true;
+}
+
 }  // namespace etnn::check
 
 namespace etnn {
@@ -424,6 +555,13 @@ concept ShapeType = detail::IsShape<T>::value;
 // A flat shape of the same number of elements: Shape<1,28,28> -> Shape<784>.
 template <ShapeType S>
 using Flat = Shape<static_cast<int>(S::size)>;
+
+// Dimension i of S, or 1 past its rank: lets a layer name the dimensions of a shape of the wrong
+// rank long enough for its static_assert to explain the mismatch.
+template <ShapeType S>
+constexpr int dim_or_one(int i) {
+  return i < S::rank ? S::dims[static_cast<std::size_t>(i)] : 1;
+}
 
 }  // namespace etnn
 // ---- etnn/tensor/buffer.hpp ----
@@ -977,11 +1115,20 @@ void for_each_index(Cpu, std::size_t n, const F& f) {
 }
 
 }  // namespace etnn
-// ---- etnn/nn/model.hpp ----
-// etnn::Model<Net, T, Device>: a network type on a device with a scalar type. It owns one flat
-// parameter buffer and one flat gradient buffer; every parameter tensor is a slice at a
-// compile-time offset, named as torch.nn.Sequential.state_dict() names it ("0.weight", ...).
-#include <vector>
+// ---- etnn/nn/concat.hpp ----
+// nn::concat(a, b): two blocks applied to the same input, their flat outputs joined per sample:
+//   y = [a(x), b(x)]      a(x): (B, N)  b(x): (B, M)  y: (B, N + M)
+// The PyTorch equivalent holds the branches as nn.ModuleList `branches` of two nn.Sequential:
+//   def forward(self, x): return torch.cat([self.branches[0](x), self.branches[1](x)], dim=1)
+// so parameters are named "<index>.branches.0.0.weight", "<index>.branches.1.0.weight", ...
+//   constexpr auto net = nn::input<16> >> nn::concat(nn::linear<8> >> nn::relu, nn::linear<4>) >> nn::linear<2>;
+
+// ---- etnn/nn/block.hpp ----
+// A block: a chain of layer specs without nn::input, run as a network of its own inside a
+// combinator layer (residual, concat). The combinator's input is the block's input.
+//   nn::linear<64> >> nn::relu >> nn::linear<64>            a Sequential without input
+// Its parameters and buffers are the block's flat arrays, named as a PyTorch module holding the
+// block as an nn.Sequential attribute would name them: "<prefix>.<index>.<name>" ("block.0.weight").
 
 // ---- etnn/nn/program.hpp ----
 // The network executor: runs the Layers of a network forward and backward over one flat
@@ -993,6 +1140,8 @@ void for_each_index(Cpu, std::size_t n, const F& f) {
 // Layer outputs are kept for backward; flatten's output is its input and takes no space.
 // Backward ping-pongs dY/dX between A and B; elementwise layers work in place. Layers before the
 // first one with parameters are never run backward, and that layer skips its input gradient.
+// Besides the workspace a call takes the model's buffers (running statistics, one flat array with
+// compile-time offsets like the parameters) and a scratch array that layers use in turn.
 #include <tuple>
 
 // ---- etnn/core/type_list.hpp ----
@@ -1028,9 +1177,14 @@ using Prepend = typename detail::Prepend<T, List>::type;
 //   output_aliases_input         output is the input reinterpreted (flatten): no storage, no work
 //   backward_in_place            dx may be written over dy (elementwise layers)
 //   init(params, rng)            PyTorch-default initialisation
-//   forward(device, params, x, y, saved, batch)                         saved is null in inference
-//   backward(device, params, grads, x, y, saved, dy, dx, batch)         dx is null for the first layer;
+//   forward(device, pass, params, x, y, saved, batch)                   saved is null in inference
+//   backward(device, pass, params, grads, x, y, saved, dy, dx, batch)   dx is null for the first layer;
 //                                                                       grads accumulate (+=); dy may be overwritten
+// pass (nn/pass.hpp) carries the mode, the layer's buffers, its scratch space and its random seed.
+// Optional members, zero or absent when not given:
+//   num_buffers, buffers, init_buffers(buffers)   non-trainable state saved with the model
+//                                                 (batch norm's running statistics)
+//   scratch_values(batch)                         temporary values needed during one call
 
 // ---- etnn/nn/param_info.hpp ----
 // Description of one parameter tensor of a layer: its PyTorch name suffix ("weight", "bias"),
@@ -1049,6 +1203,21 @@ struct ParamInfo {
     for (int i = 0; i < rank; ++i) n *= static_cast<std::size_t>(shape[static_cast<std::size_t>(i)]);
     return n;
   }
+};
+
+}  // namespace etnn::nn
+// ---- etnn/nn/pass.hpp ----
+// What a layer's forward and backward see besides its parameters and activations. Program (the
+// network executor) fills one per layer and call; backward gets the same values its forward had.
+
+namespace etnn::nn {
+
+template <class T>
+struct Pass {
+  bool training = true;    // PyTorch's module.training: batch statistics, dropout active
+  T* buffers = nullptr;    // the layer's non-trainable state (running statistics), or null
+  T* scratch = nullptr;    // scratch_values(batch) values of the layer's own during the call
+  std::uint64_t seed = 0;  // random stream of this forward pass for this layer (dropout masks)
 };
 
 }  // namespace etnn::nn
@@ -1074,6 +1243,18 @@ struct ParameterFree {
   template <class T> static void init(T*, Rng&) {}
 };
 
+// A layer's non-trainable state (0 when it declares none) and its scratch need for a batch.
+template <Layer L>
+constexpr std::size_t num_buffers_of() {
+  if constexpr (requires { L::num_buffers; }) return L::num_buffers;
+  else return 0;
+}
+template <Layer L>
+constexpr std::size_t scratch_values_of(int batch) {
+  if constexpr (requires { L::scratch_values(batch); }) return L::scratch_values(batch);
+  else return 0;
+}
+
 }  // namespace etnn::nn
 
 namespace etnn::nn::detail {
@@ -1090,6 +1271,16 @@ constexpr std::array<std::size_t, N> exclusive_scan(std::array<std::size_t, N> s
   return sizes;
 }
 
+// One call of the network, from which each layer's Pass is made.
+template <class T>
+struct Run {
+  const T* params;
+  T* buffers;                  // Program::num_buffers values
+  T* scratch;                  // Program::scratch_values(batch) values
+  bool training = true;
+  std::uint64_t seed = 0;      // this pass's random stream; each layer derives its own
+};
+
 template <class Layers>
 struct Program;
 
@@ -1103,6 +1294,9 @@ struct Program<TypeList<Ls...>> {
 
  public:
   static constexpr std::array<std::size_t, count> param_offset = exclusive_scan<count>({Ls::num_params...});
+  static constexpr std::array<std::size_t, count> buffer_offset = exclusive_scan<count>({num_buffers_of<Ls>()...});
+  static constexpr std::size_t num_params = (std::size_t{0} + ... + Ls::num_params);
+  static constexpr std::size_t num_buffers = (std::size_t{0} + ... + num_buffers_of<Ls>());
   // End of each layer's parameters in the flat buffer.
   static constexpr std::array<std::size_t, count> param_ends = [] {
     std::array<std::size_t, count> ends{Ls::num_params...};
@@ -1115,6 +1309,11 @@ struct Program<TypeList<Ls...>> {
   // The widest tensor any layer reads or writes: sizes the gradient and inference buffers.
   static constexpr std::size_t max_width = std::max({std::size_t{1}, Ls::in_shape::size..., Ls::out_shape::size...});
   static constexpr std::size_t workspace_per_sample = storage_per_sample + 2 * max_width;
+
+  // Scratch shared by the layers (each uses it only during its own call).
+  static constexpr std::size_t scratch_values(int batch) {
+    return std::max({std::size_t{0}, scratch_values_of<Ls>(batch)...});
+  }
 
   static constexpr std::size_t first_trainable = [] {
     constexpr std::array<bool, count + 1> has{(Ls::num_params > 0)..., true};
@@ -1132,38 +1331,69 @@ struct Program<TypeList<Ls...>> {
     return workspace + storage_per_sample * static_cast<std::size_t>(capacity);
   }
 
-  template <class T, class Device>
-  static void forward_train(Device device, const T* params, const T* x, T* workspace, int capacity,
-                            int batch, Activations<T>& act) {
+  // Where forward_train puts each activation for input x.
+  template <class T>
+  static Activations<T> locate(const T* x, T* workspace, int capacity) {
+    Activations<T> act{};
     act[0] = x;
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (forward_layer<I>(device, params, workspace, capacity, batch, act), ...);
+      ((act[I + 1] = layer<I>::output_aliases_input ? act[I]
+                                                    : workspace + storage_offset[I] * static_cast<std::size_t>(capacity)),
+       ...);
+    }(Index{});
+    return act;
+  }
+
+  template <class T, class Device>
+  static void forward_train(Device device, const Run<T>& run, const T* x, T* workspace, int capacity, int batch,
+                            Activations<T>& act) {
+    act = locate(x, workspace, capacity);
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (forward_layer<I>(device, run, workspace, capacity, batch, act), ...);
     }(Index{});
   }
 
   // Expects dL/d(output) at output_gradient(workspace); accumulates dL/d(params) into grads.
   // After each layer with parameters, calls layer_done(offset): every gradient at offsets >= offset
   // is then final (the data-parallel optimizer starts reducing them).
-  template <class T, class Device, class LayerDone>
-  static void backward(Device device, const T* params, T* grads, T* workspace, int capacity, int batch,
-                       const Activations<T>& act, LayerDone&& layer_done) {
+  // With InputGradient (a block inside residual or concat) every layer runs backward and the
+  // result is where dL/dx is; otherwise the result is null.
+  template <bool InputGradient = false, class T, class Device, class LayerDone>
+  static const T* backward(Device device, const Run<T>& run, T* grads, T* workspace, int capacity, int batch,
+                           const Activations<T>& act, LayerDone&& layer_done) {
     T* dy = output_gradient(workspace, capacity);
     T* spare = dy + max_width * static_cast<std::size_t>(capacity);
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      ((backward_layer<count - 1 - I>(device, params, grads, workspace, capacity, batch, act, dy, spare),
+      ((backward_layer<count - 1 - I, InputGradient>(device, run, grads, workspace, capacity, batch, act, dy, spare),
         layer<count - 1 - I>::num_params > 0 ? layer_done(param_offset[count - 1 - I]) : void()),
        ...);
+    }(Index{});
+    return InputGradient ? dy : nullptr;
+  }
+
+  // PyTorch-default parameters, each layer from its own random stream of `seed` (so a layer's
+  // initial values do not depend on the layers before it).
+  template <class T>
+  static void init_params(T* params, std::uint64_t seed) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (init_layer_params<I>(params, seed), ...);
+    }(Index{});
+  }
+  template <class T>
+  static void init_buffers(T* buffers) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (init_layer_buffers<I>(buffers), ...);
     }(Index{});
   }
 
   // Inference: no saved values, outputs ping-pong in `scratch` (2 * max_width * batch values),
   // the last layer writes into `out`.
   template <class T, class Device>
-  static void forward_infer(Device device, const T* params, const T* x, T* scratch, T* out, int batch) {
+  static void forward_infer(Device device, const Run<T>& run, const T* x, T* scratch, T* out, int batch) {
     const T* current = x;
     int toggle = 0;
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (infer_layer<I>(device, params, scratch, out, batch, current, toggle), ...);
+      (infer_layer<I>(device, run, scratch, out, batch, current, toggle), ...);
     }(Index{});
     if (current != out) {
       using Last = layer<count - 1>;
@@ -1173,44 +1403,58 @@ struct Program<TypeList<Ls...>> {
   }
 
  private:
-  template <std::size_t I, class T, class Device>
-  static void forward_layer(Device device, const T* params, T* workspace, int capacity, int batch,
-                            Activations<T>& act) {
+  template <std::size_t I, class T>
+  static Pass<T> pass_of(const Run<T>& run) {
     using L = layer<I>;
-    if constexpr (L::output_aliases_input) {
-      act[I + 1] = act[I];
-    } else {
-      T* y = workspace + storage_offset[I] * static_cast<std::size_t>(capacity);
-      T* saved = L::saved_per_sample > 0 ? y + L::out_shape::size * static_cast<std::size_t>(capacity) : nullptr;
-      L::forward(device, params + param_offset[I], act[I], y, saved, batch);
-      act[I + 1] = y;
-    }
+    return {run.training, num_buffers_of<L>() > 0 ? run.buffers + buffer_offset[I] : nullptr, run.scratch,
+            derive_seed(run.seed, static_cast<std::uint64_t>(L::module_index))};
+  }
+
+  template <std::size_t I, class T>
+  static void init_layer_params(T* params, std::uint64_t seed) {
+    Rng rng(derive_seed(seed, static_cast<std::uint64_t>(layer<I>::module_index)));
+    layer<I>::init(params + param_offset[I], rng);
+  }
+  template <std::size_t I, class T>
+  static void init_layer_buffers(T* buffers) {
+    if constexpr (num_buffers_of<layer<I>>() > 0) layer<I>::init_buffers(buffers + buffer_offset[I]);
   }
 
   template <std::size_t I, class T, class Device>
-  static void backward_layer(Device device, const T* params, T* grads, T* workspace, int capacity,
-                             int batch, const Activations<T>& act, T*& dy, T*& spare) {
+  static void forward_layer(Device device, const Run<T>& run, T* workspace, int capacity, int batch,
+                            const Activations<T>& act) {
     using L = layer<I>;
-    if constexpr (I >= first_trainable && !L::output_aliases_input) {
-      constexpr bool needs_dx = I > first_trainable;
+    if constexpr (!L::output_aliases_input) {
+      T* y = workspace + storage_offset[I] * static_cast<std::size_t>(capacity);
+      T* saved = L::saved_per_sample > 0 ? y + L::out_shape::size * static_cast<std::size_t>(capacity) : nullptr;
+      L::forward(device, pass_of<I>(run), run.params + param_offset[I], act[I], y, saved, batch);
+    }
+  }
+
+  template <std::size_t I, bool InputGradient, class T, class Device>
+  static void backward_layer(Device device, const Run<T>& run, T* grads, T* workspace, int capacity, int batch,
+                             const Activations<T>& act, T*& dy, T*& spare) {
+    using L = layer<I>;
+    if constexpr ((InputGradient || I >= first_trainable) && !L::output_aliases_input) {
+      constexpr bool needs_dx = InputGradient || I > first_trainable;
       T* dx = needs_dx ? (L::backward_in_place ? dy : spare) : nullptr;
       const T* saved = L::saved_per_sample > 0
                            ? workspace + storage_offset[I] * static_cast<std::size_t>(capacity) +
                                  L::out_shape::size * static_cast<std::size_t>(capacity)
                            : nullptr;
-      L::backward(device, params + param_offset[I], grads + param_offset[I], act[I], act[I + 1], saved,
-                  dy, dx, batch);
+      L::backward(device, pass_of<I>(run), run.params + param_offset[I], grads + param_offset[I], act[I],
+                  act[I + 1], saved, dy, dx, batch);
       if constexpr (needs_dx && !L::backward_in_place) std::swap(dy, spare);
     }
   }
 
   template <std::size_t I, class T, class Device>
-  static void infer_layer(Device device, const T* params, T* scratch, T* out, int batch, const T*& current,
+  static void infer_layer(Device device, const Run<T>& run, T* scratch, T* out, int batch, const T*& current,
                           int& toggle) {
     using L = layer<I>;
     if constexpr (!L::output_aliases_input) {
       T* y = I == last_computing ? out : scratch + static_cast<std::size_t>(toggle) * max_width * static_cast<std::size_t>(batch);
-      L::forward(device, params + param_offset[I], current, y, static_cast<T*>(nullptr), batch);
+      L::forward(device, pass_of<I>(run), run.params + param_offset[I], current, y, static_cast<T*>(nullptr), batch);
       current = y;
       toggle ^= 1;
     }
@@ -1235,6 +1479,7 @@ struct Program<TypeList<Ls...>> {
 // ---- etnn/nn/plan.hpp ----
 // The fusion rewrite: a list of layer specs bound to an input shape becomes a list of Layers.
 //   linear<N> >> activation   ->  one DenseLayer<In, N, F>   (GEMM + fused epilogue)
+//   conv2d<...> >> activation ->  one ConvLayer<..., F>       (likewise)
 //   any other spec S          ->  S::bind<In, Index>
 // Index counts specs as torch.nn.Sequential counts modules, so a fused pair keeps the linear's
 // index for its parameter names and the activation's index is skipped.
@@ -1242,6 +1487,7 @@ struct Program<TypeList<Ls...>> {
 // Layer specs: what a user writes. A spec knows nothing of its input shape until the network
 // binds it (`bind<In, Index>`), which yields a Layer (nn/layer.hpp).
 //   nn::input<1, 28, 28>, nn::linear<512>, nn::flatten, nn::relu, ...
+// A spec that can absorb the activation after it (linear, conv2d) also has bind_fused<In, F, Index>.
 
 // ---- etnn/nn/activation_layer.hpp ----
 // A standalone elementwise activation (one not fused into a preceding linear layer).
@@ -1259,12 +1505,12 @@ struct ActivationLayer : ParameterFree {
   static constexpr bool backward_in_place = true;
 
   template <class T, class Device>
-  static void forward(Device device, const T*, const T* x, T* y, T*, int batch) {
+  static void forward(Device device, const Pass<T>&, const T*, const T* x, T* y, T*, int batch) {
     assign(device, y, expr::apply<F>(expr::ref(x, elements(batch))));
   }
 
   template <class T, class Device>
-  static void backward(Device device, const T*, T*, const T* x, const T* y, const T*, T* dy, T* dx,
+  static void backward(Device device, const Pass<T>&, const T*, T*, const T* x, const T* y, const T*, T* dy, T* dx,
                        int batch) {
     const std::size_t n = elements(batch);
     assign(device, dx, expr::ref(dy, n) * expr::derivative<F>(expr::ref(x, n), expr::ref(y, n)));
@@ -1275,21 +1521,209 @@ struct ActivationLayer : ParameterFree {
 };
 
 }  // namespace etnn::nn
-// ---- etnn/nn/dense_layer.hpp ----
-// nn::linear<Out> bound to a flat input, optionally fused with the activation that follows it.
-//   y = f(x W^T + b)    x: (B, IN)  W: (OUT, IN)  b: (OUT)  y: (B, OUT)
+// ---- etnn/nn/batch_norm_layer.hpp ----
+// nn::batch_norm bound to its input: PyTorch's nn.BatchNorm1d(C) after a linear layer (input (C)
+// or (C, L)) and nn.BatchNorm2d(C) after a convolution (input (C, H, W)); C is the first dimension.
+// Parameters weight = 1, bias = 0; buffers running_mean = 0, running_var = 1, num_batches_tracked.
+// ---- etnn/cpu/batch_norm.hpp ----
+// Batch normalisation on the CPU, PyTorch's nn.BatchNorm1d/2d with momentum 0.1 and eps 1e-5.
+//   x, y: (B, C, S) with S the spatial size (1 after a linear layer)   gamma, beta: (C)
+//   training:  mu_c, var_c = mean and biased variance of x[:, c, :] over n = B S values
+//              running_mean = (1 - m) running_mean + m mu_c
+//              running_var  = (1 - m) running_var + m var_c n / (n - 1)   (unbiased, as PyTorch)
+//   eval:      mu_c, var_c = running_mean, running_var
+//   y = gamma_c (x - mu_c) / sqrt(var_c + eps) + beta_c
+// Backward, with xhat = (x - mu) / sqrt(var + eps):
+//   dbeta += sum dy,  dgamma += sum dy xhat
+//   training:  dx = gamma / sqrt(var + eps) (dy - mean(dy) - xhat mean(dy xhat))
+//   eval:      dx = gamma / sqrt(var + eps) dy
+// Backward recomputes the batch statistics from x instead of keeping them. Channels run in
+// parallel; sums are accumulated in double. dx may be dy (in place).
 
-// ---- etnn/cpu/dense.hpp ----
-// Fully connected layer with a fused activation, on the CPU.
-//
-// Forward:   Z = X W^T + b,  Y = f(Z)          X: (B, IN)  W: (OUT, IN)  b: (OUT)  Y, Z: (B, OUT)
-//            Y's rows start as b, one GEMM accumulates X W^T into them, then one pass applies f
-//            (keeping Z only when f' needs its input and backward will run; none for identity).
-// Backward:  dZ = dY (.) f'(Z, Y)   written over dY,  db += sum_b dZ      one pass
-//            dW += dZ^T X                                                  GEMM
-//            dX  = dZ W                                                    GEMM, skipped for the first layer
-// Gradients accumulate (+=) so that micro-batches can be summed; the Trainer zeroes them.
 
+namespace etnn {
+
+inline constexpr double batch_norm_momentum = 0.1;
+inline constexpr double batch_norm_eps = 1e-5;
+
+namespace cpu {
+
+// Calls f(i) for every index of channel c in a (B, C, S) tensor, in memory order.
+template <int C, int S, class F>
+void for_channel(int batch, int c, F&& f) {
+  for (int b = 0; b < batch; ++b) {
+    const std::size_t base = (static_cast<std::size_t>(b) * C + static_cast<std::size_t>(c)) * S;
+    for (std::size_t s = 0; s < S; ++s) f(base + s);
+  }
+}
+
+struct ChannelStatistics {
+  double mean, var, inv_std;
+};
+
+// This batch's statistics of channel c (training) or the running ones (eval).
+template <int C, int S, class T>
+ChannelStatistics channel_statistics(const T* x, const T* running, int batch, int c, bool training) {
+  double mean = 0, var = 0;
+  if (training) {
+    const double n = static_cast<double>(batch) * S;
+    for_channel<C, S>(batch, c, [&](std::size_t i) { mean += x[i]; });
+    mean /= n;
+    for_channel<C, S>(batch, c, [&](std::size_t i) { var += (x[i] - mean) * (x[i] - mean); });
+    var /= n;
+  } else {
+    mean = running[c];
+    var = running[C + c];
+  }
+  return {mean, var, 1.0 / std::sqrt(var + batch_norm_eps)};
+}
+
+template <int C, int S>
+void require_batch_statistics(int batch, const char* who) {
+  if (static_cast<long long>(batch) * S < 2)
+    throw ShapeError(std::string(who) + ": training needs more than one value per channel, got a batch of " +
+                     std::to_string(batch) + "; use a larger batch or eval()");
+}
+
+}  // namespace cpu
+
+// running: [running_mean (C), running_var (C), num_batches_tracked (1)]; updated when training.
+template <int C, int S, class T>
+void batch_norm_forward(Cpu, const T* gamma, const T* beta, T* running, const T* x, T* y, int batch, bool training) {
+  if (training) cpu::require_batch_statistics<C, S>(batch, "etnn::nn::batch_norm");
+  const double n = static_cast<double>(batch) * S;
+  cpu::parallel_chunks(std::size_t{C}, 1, static_cast<std::size_t>(batch) * S, [&](std::size_t begin, std::size_t end) {
+    for (int c = static_cast<int>(begin); c < static_cast<int>(end); ++c) {
+      const auto st = cpu::channel_statistics<C, S>(x, running, batch, c, training);
+      const double scale = gamma[c] * st.inv_std, shift = beta[c] - st.mean * scale;
+      cpu::for_channel<C, S>(batch, c, [&](std::size_t i) { y[i] = static_cast<T>(x[i] * scale + shift); });
+      if (training) {
+        const double m = batch_norm_momentum;
+        running[c] = static_cast<T>((1 - m) * running[c] + m * st.mean);
+        running[C + c] = static_cast<T>((1 - m) * running[C + c] + m * st.var * n / (n - 1));
+      }
+    }
+  });
+  if (training) running[2 * C] += T(1);
+}
+
+template <int C, int S, class T>
+void batch_norm_backward(Cpu, const T* gamma, T* gamma_grad, T* beta_grad, const T* running, const T* x, const T* dy,
+                         T* dx, int batch, bool training) {
+  const double n = static_cast<double>(batch) * S;
+  cpu::parallel_chunks(std::size_t{C}, 1, static_cast<std::size_t>(batch) * S, [&](std::size_t begin, std::size_t end) {
+    for (int c = static_cast<int>(begin); c < static_cast<int>(end); ++c) {
+      const auto st = cpu::channel_statistics<C, S>(x, running, batch, c, training);
+      double sum_dy = 0, sum_dy_xhat = 0;
+      cpu::for_channel<C, S>(batch, c, [&](std::size_t i) {
+        sum_dy += dy[i];
+        sum_dy_xhat += dy[i] * (x[i] - st.mean) * st.inv_std;
+      });
+      gamma_grad[c] += static_cast<T>(sum_dy_xhat);
+      beta_grad[c] += static_cast<T>(sum_dy);
+      if (dx == nullptr) continue;
+      const double k = gamma[c] * st.inv_std;
+      const double mean_dy = training ? sum_dy / n : 0, mean_dy_xhat = training ? sum_dy_xhat / n : 0;
+      cpu::for_channel<C, S>(batch, c, [&](std::size_t i) {
+        const double xhat = (x[i] - st.mean) * st.inv_std;
+        dx[i] = static_cast<T>(k * (dy[i] - mean_dy - xhat * mean_dy_xhat));
+      });
+    }
+  });
+}
+
+}  // namespace etnn
+
+namespace etnn::nn {
+
+template <ShapeType In, int Index>
+struct BatchNormLayer {
+  static constexpr int channels = In::dims[0];
+  static constexpr int spatial = static_cast<int>(In::size) / channels;
+
+  using in_shape = In;
+  using out_shape = In;
+  static constexpr int module_index = Index;
+  static constexpr std::size_t num_params = 2 * std::size_t{channels};
+  static constexpr std::array<ParamInfo, 2> params{{
+      {"weight", 1, {channels, 0, 0, 0}, 0},
+      {"bias", 1, {channels, 0, 0, 0}, channels},
+  }};
+  static constexpr std::size_t num_buffers = 2 * std::size_t{channels} + 1;
+  static constexpr std::array<ParamInfo, 3> buffers{{
+      {"running_mean", 1, {channels, 0, 0, 0}, 0},
+      {"running_var", 1, {channels, 0, 0, 0}, channels},
+      {"num_batches_tracked", 0, {0, 0, 0, 0}, 2 * std::size_t{channels}},
+  }};
+  static constexpr std::size_t saved_per_sample = 0;
+  static constexpr bool output_aliases_input = false;
+  static constexpr bool backward_in_place = true;
+
+  template <class T>
+  static void init(T* p, Rng&) {
+    for (int c = 0; c < channels; ++c) p[c] = T(1), p[channels + c] = T(0);
+  }
+  template <class T>
+  static void init_buffers(T* b) {
+    for (int c = 0; c < channels; ++c) b[c] = T(0), b[channels + c] = T(1);
+    b[2 * channels] = T(0);
+  }
+
+  template <class T, class Device>
+  static void forward(Device device, const Pass<T>& pass, const T* p, const T* x, T* y, T*, int batch) {
+    batch_norm_forward<channels, spatial>(device, p, p + channels, pass.buffers, x, y, batch, pass.training);
+  }
+
+  template <class T, class Device>
+  static void backward(Device device, const Pass<T>& pass, const T* p, T* g, const T* x, const T*, const T*, T* dy,
+                       T* dx, int batch) {
+    batch_norm_backward<channels, spatial>(device, p, g, g + channels, pass.buffers, x, dy, dx, batch, pass.training);
+  }
+};
+
+}  // namespace etnn::nn
+// ---- etnn/nn/conv_layer.hpp ----
+// nn::conv2d<Out, K, stride<S>, pad<P>> bound to a (C, H, W) input, optionally fused with the
+// activation that follows it: PyTorch's nn.Conv2d(C, Out, K, stride=S, padding=P).
+//   y = f(conv(x, W) + b)   x: (B, C, H, W)  W: (Out, C, K, K)  b: (Out)  y: (B, Out, OH, OW)
+// ---- etnn/cpu/conv.hpp ----
+// 2-D convolution with a fused activation on the CPU: im2col and one GEMM per sample.
+//   x: (B, C, H, W)  W: (OUT, C, K, K) read as (OUT, D) with D = C K K  b: (OUT)  y: (B, OUT, OH, OW)
+//   cols_b = im2col(x_b)                      (D, P) with P = OH OW, one row per (c, ki, kj)
+// Forward:   Z_b = W cols_b + b,  Y_b = f(Z_b)        Y_b is (OUT, P): NCHW needs no transpose
+// Backward:  dZ_b = dY_b (.) f'(Z_b, Y_b)             over dY in place
+//            db += sum_{b,p} dZ_b,  dW += sum_b dZ_b cols_b^T
+//            dX_b = col2im(W^T dZ_b)                  skipped for the first layer
+// Samples run in parallel; the weight gradient is split by output channel instead (at GEMM panel
+// boundaries), each summing the samples in order, so results do not depend on the number of
+// threads. `columns` is scratch of B D P values.
+
+// ---- etnn/cpu/epilogue.hpp ----
+// The activation step fused after a GEMM (dense and convolution layers), on the CPU.
+//   forward:  y = f(z) over z in place, keeping z when f' needs its input (z_saved not null)
+//   backward: dz = dy (.) f'(z, y) over dy in place
+
+
+namespace etnn::cpu {
+
+template <class Act, class T>
+void activation_epilogue(T* y, T* z_saved, std::size_t n, Act act) {
+  if constexpr (!std::is_same_v<Act, fn::Identity>) {
+    for (std::size_t i = 0; i < n; ++i) {
+      if (z_saved != nullptr) z_saved[i] = y[i];
+      y[i] = act(y[i]);
+    }
+  }
+}
+
+template <class Act, class T>
+void activation_gradient(T* dy, const T* y, const T* z_saved, std::size_t n, Act act) {
+  if constexpr (!std::is_same_v<Act, fn::Identity>) {
+    for (std::size_t i = 0; i < n; ++i) dy[i] *= act.derivative(z_saved != nullptr ? z_saved[i] : y[i], y[i]);
+  }
+}
+
+}  // namespace etnn::cpu
 // ---- etnn/cpu/gemm.hpp ----
 // General matrix multiply on the CPU: C += A B with Eigen's packed, cache-blocked kernel (gebp).
 //   A: (M, K)   B: (K, N)   C: (M, N) row-major, leading dimension ldc
@@ -1356,6 +1790,24 @@ void gemm_block(Eigen::Index m, Eigen::Index n, Eigen::Index k, const T* a, Eige
 
 }  // namespace detail
 
+// Where threads may split a row-major GEMM result without changing any element's arithmetic: at
+// multiples of Eigen's register panels (it computes the transposed product, so its nr-column
+// panels are our rows and its mr-row panels our columns). A split elsewhere moves some elements
+// into a remainder panel, which sums in another order: results would depend on the thread count.
+template <class T>
+inline constexpr std::size_t gemm_row_panel = Eigen::internal::gebp_traits<T, T>::nr;
+template <class T>
+inline constexpr std::size_t gemm_column_panel = Eigen::internal::gebp_traits<T, T>::mr;
+
+// parallel_chunks over [0, n) with chunk boundaries at multiples of `panel`, each chunk at least
+// `grain` indices (and one panel).
+template <class F>
+void parallel_panels(std::size_t n, std::size_t panel, std::size_t grain, std::size_t work_per_index, F&& f) {
+  const std::size_t panels = (n + panel - 1) / panel;
+  parallel_chunks(panels, std::max<std::size_t>(1, grain / panel), work_per_index * panel,
+                  [&](std::size_t first, std::size_t last) { f(first * panel, std::min(n, last * panel)); });
+}
+
 // Products smaller than this many multiply-adds run on one thread.
 inline constexpr std::size_t gemm_parallel_threshold = std::size_t{1} << 18;
 
@@ -1364,11 +1816,9 @@ void gemm_accumulate(int m, int n, int k, const T* a, int lda, const T* b, int l
   if (m == 0 || n == 0 || k == 0) return;
   const std::size_t work = static_cast<std::size_t>(m) * static_cast<std::size_t>(n) * static_cast<std::size_t>(k);
   const bool split_rows = m >= n;
-  // Blocks of whole SIMD-friendly widths: 16 columns or 8 rows at least.
-  const std::size_t units = split_rows ? static_cast<std::size_t>(m) : static_cast<std::size_t>(n);
-  const std::size_t grain = split_rows ? 8 : 16;
-  const std::size_t chunk_work = work / units;
-  parallel_chunks(units, grain, work >= gemm_parallel_threshold ? chunk_work : 0,
+  const std::size_t dim = split_rows ? static_cast<std::size_t>(m) : static_cast<std::size_t>(n);
+  const std::size_t panel = split_rows ? gemm_row_panel<T> : gemm_column_panel<T>;
+  parallel_panels(dim, panel, 16, work >= gemm_parallel_threshold ? work / dim : 0,
                   [&](std::size_t begin, std::size_t end) {
     const auto first = static_cast<std::ptrdiff_t>(begin);
     const auto count = static_cast<Eigen::Index>(end - begin);
@@ -1380,7 +1830,231 @@ void gemm_accumulate(int m, int n, int k, const T* a, int lda, const T* b, int l
   });
 }
 
+// The same product on the calling thread only, for callers that parallelise over something else
+// (convolution runs one product per sample).
+template <Layout LA, Layout LB, class T>
+void gemm_accumulate_serial(int m, int n, int k, const T* a, int lda, const T* b, int ldb, T* c, int ldc) {
+  if (m == 0 || n == 0 || k == 0) return;
+  detail::gemm_block<LA, LB>(m, n, k, a, lda, b, ldb, c, ldc);
+}
+
 }  // namespace etnn::cpu
+// ---- etnn/cpu/window.hpp ----
+// The geometry of a sliding window (convolution kernel or pooling window) over a (C, H, W) image,
+// as PyTorch defines it: out = floor((in + 2 pad - kernel) / stride) + 1, padding is virtual.
+namespace etnn::cpu {
+
+template <int Channels, int Height, int Width, int Kernel, int Stride, int Pad>
+struct Window {
+  static constexpr int channels = Channels;
+  static constexpr int height = Height;
+  static constexpr int width = Width;
+  static constexpr int kernel = Kernel;
+  static constexpr int stride = Stride;
+  static constexpr int pad = Pad;
+  static constexpr int out_height = (Height + 2 * Pad - Kernel) / Stride + 1;
+  static constexpr int out_width = (Width + 2 * Pad - Kernel) / Stride + 1;
+  static constexpr int out_pixels = out_height * out_width;
+  static constexpr int in_pixels = Height * Width;
+
+  // Input row of window row ki at output row oh (may be outside [0, height): padding).
+  static constexpr int in_row(int oh, int ki) { return oh * Stride - Pad + ki; }
+  static constexpr int in_col(int ow, int kj) { return ow * Stride - Pad + kj; }
+  static constexpr bool inside(int row, int col) { return row >= 0 && row < Height && col >= 0 && col < Width; }
+};
+
+}  // namespace etnn::cpu
+
+namespace etnn {
+
+namespace cpu {
+
+// cols (D, P) from one image x (C, H, W); zeros where the window covers padding.
+template <class G, class T>
+void im2col(const T* x, T* cols) {
+  T* row = cols;
+  for (int c = 0; c < G::channels; ++c) {
+    const T* plane = x + static_cast<std::size_t>(c) * G::in_pixels;
+    for (int ki = 0; ki < G::kernel; ++ki) {
+      for (int kj = 0; kj < G::kernel; ++kj, row += G::out_pixels) {
+        for (int oh = 0; oh < G::out_height; ++oh) {
+          const int ih = G::in_row(oh, ki);
+          for (int ow = 0; ow < G::out_width; ++ow) {
+            const int iw = G::in_col(ow, kj);
+            row[oh * G::out_width + ow] = G::inside(ih, iw) ? plane[ih * G::width + iw] : T(0);
+          }
+        }
+      }
+    }
+  }
+}
+
+// dx (C, H, W) = the sum of cols (D, P) back onto the pixels each column entry came from.
+template <class G, class T>
+void col2im(const T* cols, T* dx) {
+  std::fill_n(dx, static_cast<std::size_t>(G::channels) * G::in_pixels, T(0));
+  const T* row = cols;
+  for (int c = 0; c < G::channels; ++c) {
+    T* plane = dx + static_cast<std::size_t>(c) * G::in_pixels;
+    for (int ki = 0; ki < G::kernel; ++ki) {
+      for (int kj = 0; kj < G::kernel; ++kj, row += G::out_pixels) {
+        for (int oh = 0; oh < G::out_height; ++oh) {
+          const int ih = G::in_row(oh, ki);
+          for (int ow = 0; ow < G::out_width; ++ow) {
+            const int iw = G::in_col(ow, kj);
+            if (G::inside(ih, iw)) plane[ih * G::width + iw] += row[oh * G::out_width + ow];
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace cpu
+
+template <class G, int Out, class Act, class T>
+void conv2d_forward(Cpu, const T* weight, const T* bias, const T* x, T* y, T* z_saved, T* columns, int batch,
+                    Act act) {
+  constexpr int depth = G::channels * G::kernel * G::kernel;
+  constexpr std::size_t pixels = G::out_pixels, cols_size = depth * pixels, out_size = Out * pixels;
+  cpu::parallel_chunks(static_cast<std::size_t>(batch), 1, out_size * depth, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t b = begin; b < end; ++b) {
+      T* cols = columns + b * cols_size;
+      T* yb = y + b * out_size;
+      cpu::im2col<G>(x + b * G::channels * G::in_pixels, cols);
+      for (int o = 0; o < Out; ++o) std::fill_n(yb + o * pixels, pixels, bias[o]);
+      cpu::gemm_accumulate_serial<cpu::Layout::row_major, cpu::Layout::row_major>(Out, int{pixels}, depth, weight,
+                                                                                  depth, cols, int{pixels}, yb,
+                                                                                  int{pixels});
+      cpu::activation_epilogue(yb, z_saved != nullptr ? z_saved + b * out_size : nullptr, out_size, act);
+    }
+  });
+}
+
+template <class G, int Out, class Act, class T>
+void conv2d_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T* x, const T* y, const T* z_saved,
+                     T* dy, T* dx, T* columns, int batch, Act act) {
+  constexpr int depth = G::channels * G::kernel * G::kernel;
+  constexpr std::size_t pixels = G::out_pixels, cols_size = depth * pixels, out_size = Out * pixels;
+  const auto samples = static_cast<std::size_t>(batch);
+  // cols_b and dZ_b, per sample.
+  cpu::parallel_chunks(samples, 1, cols_size, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t b = begin; b < end; ++b) {
+      cpu::im2col<G>(x + b * G::channels * G::in_pixels, columns + b * cols_size);
+      cpu::activation_gradient(dy + b * out_size, y + b * out_size,
+                               z_saved != nullptr ? z_saved + b * out_size : nullptr, out_size, act);
+    }
+  });
+  // db and dW += dZ_b cols_b^T per output channel range (whole GEMM panels, see gemm.hpp);
+  // cols_b^T is cols_b read column-major.
+  cpu::parallel_panels(std::size_t{Out}, cpu::gemm_row_panel<T>, 1, samples * pixels * depth,
+                       [&](std::size_t begin, std::size_t end) {
+    const int first = static_cast<int>(begin), count = static_cast<int>(end - begin);
+    for (std::size_t b = 0; b < samples; ++b) {
+      const T* dz = dy + b * out_size + begin * pixels;
+      for (int o = 0; o < count; ++o) {
+        T sum = 0;
+        for (std::size_t p = 0; p < pixels; ++p) sum += dz[static_cast<std::size_t>(o) * pixels + p];
+        bias_grad[first + o] += sum;
+      }
+      cpu::gemm_accumulate_serial<cpu::Layout::row_major, cpu::Layout::col_major>(
+          count, depth, int{pixels}, dz, int{pixels}, columns + b * cols_size, int{pixels},
+          weight_grad + begin * depth, depth);
+    }
+  });
+  if (dx == nullptr) return;
+  // dcols_b = W^T dZ_b (W^T is W read column-major) over cols_b, then dX_b = col2im(dcols_b).
+  cpu::parallel_chunks(samples, 1, out_size * depth, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t b = begin; b < end; ++b) {
+      T* dcols = columns + b * cols_size;
+      std::fill_n(dcols, cols_size, T(0));
+      cpu::gemm_accumulate_serial<cpu::Layout::col_major, cpu::Layout::row_major>(
+          depth, int{pixels}, Out, weight, depth, dy + b * out_size, int{pixels}, dcols, int{pixels});
+      cpu::col2im<G>(dcols, dx + b * G::channels * G::in_pixels);
+    }
+  });
+}
+
+}  // namespace etnn
+// ---- etnn/nn/init.hpp ----
+// PyTorch's default initialisation of nn.Linear and nn.Conv2d (reset_parameters): weights by
+// kaiming_uniform_(a = sqrt(5)), which is U(-1/sqrt(fan_in), 1/sqrt(fan_in)), and the bias from
+// the same bound. fan_in is in_features, or C K K for a convolution.
+
+
+namespace etnn::nn {
+
+template <class T>
+void init_fan_in_uniform(T* p, std::size_t n, std::size_t fan_in, Rng& rng) {
+  const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
+  for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<T>(rng.uniform(-bound, bound));
+}
+
+}  // namespace etnn::nn
+
+namespace etnn::nn {
+
+template <ShapeType In, int Out, int Kernel, int Stride, int Pad, class Act, int Index>
+struct ConvLayer {
+  static_assert(check::image_input<In>());
+  static_assert(check::positive_width<Out>());
+  static_assert(check::window_params<Kernel, Stride, Pad>());
+  static_assert(check::window_fits<dim_or_one<In>(1), Kernel, Pad>());
+  static_assert(check::window_fits<dim_or_one<In>(2), Kernel, Pad>());
+  using geometry = cpu::Window<dim_or_one<In>(0), dim_or_one<In>(1), dim_or_one<In>(2), Kernel, Stride, Pad>;
+  static constexpr int channels = geometry::channels;
+  static constexpr std::size_t fan_in = std::size_t{channels} * Kernel * Kernel;
+  static constexpr std::size_t weight_size = Out * fan_in;
+
+  using in_shape = In;
+  using out_shape = Shape<Out, geometry::out_height, geometry::out_width>;
+  using activation = Act;
+  static constexpr int module_index = Index;
+  static constexpr std::size_t num_params = weight_size + Out;
+  static constexpr std::array<ParamInfo, 2> params{{
+      {"weight", 4, {Out, channels, Kernel, Kernel}, 0},
+      {"bias", 1, {Out, 0, 0, 0}, weight_size},
+  }};
+  static constexpr std::size_t saved_per_sample = Act::derivative_needs_input ? out_shape::size : 0;
+  static constexpr bool output_aliases_input = false;
+  static constexpr bool backward_in_place = false;
+  // The im2col columns of every sample of the batch.
+  static constexpr std::size_t scratch_values(int batch) {
+    return static_cast<std::size_t>(batch) * fan_in * geometry::out_pixels;
+  }
+
+  template <class T>
+  static void init(T* p, Rng& rng) {
+    init_fan_in_uniform(p, num_params, fan_in, rng);
+  }
+
+  template <class T, class Device>
+  static void forward(Device device, const Pass<T>& pass, const T* p, const T* x, T* y, T* saved, int batch) {
+    conv2d_forward<geometry, Out>(device, p, p + weight_size, x, y, saved, pass.scratch, batch, Act{});
+  }
+
+  template <class T, class Device>
+  static void backward(Device device, const Pass<T>& pass, const T* p, T* g, const T* x, const T* y,
+                       const T* saved, T* dy, T* dx, int batch) {
+    conv2d_backward<geometry, Out>(device, p, g, g + weight_size, x, y, saved, dy, dx, pass.scratch, batch, Act{});
+  }
+};
+
+}  // namespace etnn::nn
+// ---- etnn/nn/dense_layer.hpp ----
+// nn::linear<Out> bound to a flat input, optionally fused with the activation that follows it.
+//   y = f(x W^T + b)    x: (B, IN)  W: (OUT, IN)  b: (OUT)  y: (B, OUT)
+// ---- etnn/cpu/dense.hpp ----
+// Fully connected layer with a fused activation, on the CPU.
+//
+// Forward:   Z = X W^T + b,  Y = f(Z)          X: (B, IN)  W: (OUT, IN)  b: (OUT)  Y, Z: (B, OUT)
+//            Y's rows start as b, one GEMM accumulates X W^T into them, then one pass applies f
+//            (keeping Z only when f' needs its input and backward will run; none for identity).
+// Backward:  dZ = dY (.) f'(Z, Y)   written over dY,  db += sum_b dZ      one pass
+//            dW += dZ^T X                                                  GEMM
+//            dX  = dZ W                                                    GEMM, skipped for the first layer
+// Gradients accumulate (+=) so that micro-batches can be summed; the Trainer zeroes them.
+
 
 namespace etnn {
 
@@ -1394,10 +2068,8 @@ void dense_forward(Cpu, const T* weight, const T* bias, const T* x, T* y, T* z_s
   cpu::gemm_accumulate<cpu::Layout::row_major, cpu::Layout::col_major>(batch, Out, In, x, In, weight, In, y, Out);
   if constexpr (!std::is_same_v<Act, fn::Identity>) {
     cpu::parallel_chunks(rows, 8, Out, [&](std::size_t begin, std::size_t end) {
-      for (std::size_t i = begin * Out; i < end * Out; ++i) {
-        if (z_saved != nullptr) z_saved[i] = y[i];
-        y[i] = act(y[i]);
-      }
+      cpu::activation_epilogue(y + begin * Out, z_saved != nullptr ? z_saved + begin * Out : nullptr,
+                               (end - begin) * Out, act);
     });
   }
 }
@@ -1454,25 +2126,86 @@ struct DenseLayer {
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = false;
 
-  // PyTorch's nn.Linear.reset_parameters: kaiming_uniform_(a=sqrt(5)) on W, which is
-  // U(-1/sqrt(IN), 1/sqrt(IN)), and the same bound for b.
   template <class T>
   static void init(T* p, Rng& rng) {
-    const double bound = 1.0 / std::sqrt(static_cast<double>(in_features));
-    for (std::size_t i = 0; i < num_params; ++i) p[i] = static_cast<T>(rng.uniform(-bound, bound));
+    init_fan_in_uniform(p, num_params, in_features, rng);
   }
 
   template <class T, class Device>
-  static void forward(Device device, const T* p, const T* x, T* y, T* saved, int batch) {
+  static void forward(Device device, const Pass<T>&, const T* p, const T* x, T* y, T* saved, int batch) {
     dense_forward<in_features, Out>(device, p, p + params[1].offset, x, y, saved, batch, Act{});
   }
 
   template <class T, class Device>
-  static void backward(Device device, const T* p, T* g, const T* x, const T* y, const T* saved, T* dy,
+  static void backward(Device device, const Pass<T>&, const T* p, T* g, const T* x, const T* y, const T* saved, T* dy,
                        T* dx, int batch) {
     dense_backward<in_features, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, batch,
                                      Act{});
   }
+};
+
+}  // namespace etnn::nn
+// ---- etnn/nn/dropout_layer.hpp ----
+// nn::dropout bound to its input: PyTorch's nn.Dropout(p), p = 0.5 by default
+// (nn::dropout_with<std::ratio<1, 5>> for p = 0.2). Active in training mode only; each training
+// pass draws a fresh mask from the model's seed (see etnn::Model::next_run).
+
+// ---- etnn/cpu/dropout.hpp ----
+// Dropout on the CPU (PyTorch's nn.Dropout(p)): in training mode
+//   y = x m / (1 - p),  m_i = [u(seed, i) >= p]      dx = dy m / (1 - p)
+// and y = x, dx = dy in eval mode. u is a counter-based uniform in [0, 1): the mask is a function
+// of the pass's seed and the element's index, so backward recomputes it (nothing is saved) and
+// the mask does not depend on the number of threads. dx may be dy (in place).
+
+
+namespace etnn {
+
+namespace cpu {
+constexpr double counter_uniform(std::uint64_t seed, std::uint64_t index) {
+  std::uint64_t state = seed + index * 0xD1B54A32D192ED03ull;
+  return static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53;
+}
+}  // namespace cpu
+
+// out = in (.) m / (1 - p) over n values (forward: in = x; backward: in = dy).
+template <class T>
+void dropout_apply(Cpu, double p, std::uint64_t seed, const T* in, T* out, std::size_t n, bool training) {
+  const T scale = static_cast<T>(1.0 / (1.0 - p));
+  cpu::parallel_chunks(n, 1024, 4, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i)
+      out[i] = !training ? in[i] : cpu::counter_uniform(seed, i) >= p ? in[i] * scale : T(0);
+  });
+}
+
+}  // namespace etnn
+
+namespace etnn::nn {
+
+template <ShapeType In, class P, int Index>
+struct DropoutLayer : ParameterFree {
+  static_assert(check::dropout_probability<P::num, P::den>());
+  static constexpr double p = static_cast<double>(P::num) / static_cast<double>(P::den);
+
+  using in_shape = In;
+  using out_shape = In;
+  static constexpr int module_index = Index;
+  static constexpr std::size_t saved_per_sample = 0;
+  static constexpr bool output_aliases_input = false;
+  static constexpr bool backward_in_place = true;
+
+  template <class T, class Device>
+  static void forward(Device device, const Pass<T>& pass, const T*, const T* x, T* y, T*, int batch) {
+    dropout_apply(device, p, pass.seed, x, y, elements(batch), pass.training);
+  }
+
+  template <class T, class Device>
+  static void backward(Device device, const Pass<T>& pass, const T*, T*, const T*, const T*, const T*, T* dy, T* dx,
+                       int batch) {
+    dropout_apply(device, p, pass.seed, dy, dx, elements(batch), pass.training);
+  }
+
+ private:
+  static std::size_t elements(int batch) { return static_cast<std::size_t>(batch) * In::size; }
 };
 
 }  // namespace etnn::nn
@@ -1492,9 +2225,335 @@ struct FlattenLayer : ParameterFree {
   static constexpr bool backward_in_place = true;
 
   template <class T, class Device>
-  static void forward(Device, const T*, const T*, T*, T*, int) {}
+  static void forward(Device, const Pass<T>&, const T*, const T*, T*, T*, int) {}
   template <class T, class Device>
-  static void backward(Device, const T*, T*, const T*, const T*, const T*, T*, T*, int) {}
+  static void backward(Device, const Pass<T>&, const T*, T*, const T*, const T*, const T*, T*, T*, int) {}
+};
+
+}  // namespace etnn::nn
+// ---- etnn/nn/layer_norm_layer.hpp ----
+// nn::layer_norm bound to its input: PyTorch's nn.LayerNorm(shape of the sample), normalising each
+// sample over all its values, with weight = 1 and bias = 0 of the sample's shape.
+
+// ---- etnn/cpu/layer_norm.hpp ----
+// Layer normalisation over each sample's N values on the CPU, PyTorch's nn.LayerNorm(shape) with
+// eps 1e-5 and elementwise affine (gamma, beta of the sample's shape).
+//   mu, var = mean and biased variance of the sample; xhat = (x - mu) / sqrt(var + eps)
+//   y = gamma (.) xhat + beta                                  x, y: (B, N)
+// Backward, with g = dy (.) gamma:
+//   dgamma += sum_b dy (.) xhat,  dbeta += sum_b dy            split by feature across threads
+//   dx = (g - mean(g) - xhat mean(g (.) xhat)) / sqrt(var + eps)   split by sample
+// Forward keeps (mu, 1 / sqrt(var + eps)) per sample in `stats` when training.
+
+
+namespace etnn {
+
+inline constexpr double layer_norm_eps = 1e-5;
+
+template <int N, class T>
+void layer_norm_forward(Cpu, const T* gamma, const T* beta, const T* x, T* y, T* stats, int batch) {
+  cpu::parallel_chunks(static_cast<std::size_t>(batch), 1, 3 * N, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t b = begin; b < end; ++b) {
+      const T* xb = x + b * N;
+      T* yb = y + b * N;
+      double mean = 0, var = 0;
+      for (int j = 0; j < N; ++j) mean += xb[j];
+      mean /= N;
+      for (int j = 0; j < N; ++j) var += (xb[j] - mean) * (xb[j] - mean);
+      const double inv_std = 1.0 / std::sqrt(var / N + layer_norm_eps);
+      for (int j = 0; j < N; ++j) yb[j] = static_cast<T>(gamma[j] * ((xb[j] - mean) * inv_std) + beta[j]);
+      if (stats != nullptr) stats[2 * b] = static_cast<T>(mean), stats[2 * b + 1] = static_cast<T>(inv_std);
+    }
+  });
+}
+
+template <int N, class T>
+void layer_norm_backward(Cpu, const T* gamma, T* gamma_grad, T* beta_grad, const T* x, const T* stats, const T* dy,
+                         T* dx, int batch) {
+  const auto samples = static_cast<std::size_t>(batch);
+  const auto xhat = [&](std::size_t b, int j) { return (x[b * N + j] - stats[2 * b]) * stats[2 * b + 1]; };
+  cpu::parallel_chunks(std::size_t{N}, 16, samples, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t b = 0; b < samples; ++b) {
+      for (auto j = static_cast<int>(begin); j < static_cast<int>(end); ++j) {
+        gamma_grad[j] += dy[b * N + j] * xhat(b, j);
+        beta_grad[j] += dy[b * N + j];
+      }
+    }
+  });
+  if (dx == nullptr) return;
+  cpu::parallel_chunks(samples, 1, 3 * N, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t b = begin; b < end; ++b) {
+      double sum_g = 0, sum_g_xhat = 0;
+      for (int j = 0; j < N; ++j) {
+        const double g = dy[b * N + j] * gamma[j];
+        sum_g += g;
+        sum_g_xhat += g * xhat(b, j);
+      }
+      for (int j = 0; j < N; ++j) {
+        const double g = dy[b * N + j] * gamma[j];
+        dx[b * N + j] = static_cast<T>((g - sum_g / N - xhat(b, j) * sum_g_xhat / N) * stats[2 * b + 1]);
+      }
+    }
+  });
+}
+
+}  // namespace etnn
+
+namespace etnn::nn {
+
+template <ShapeType In, int Index>
+struct LayerNormLayer {
+  static constexpr int width = static_cast<int>(In::size);
+  static constexpr ParamInfo shaped(std::string_view name, std::size_t offset) {
+    ParamInfo info{name, In::rank, {0, 0, 0, 0}, offset};
+    std::copy(In::dims.begin(), In::dims.end(), info.shape.begin());
+    return info;
+  }
+
+  using in_shape = In;
+  using out_shape = In;
+  static constexpr int module_index = Index;
+  static constexpr std::size_t num_params = 2 * In::size;
+  static constexpr std::array<ParamInfo, 2> params{{shaped("weight", 0), shaped("bias", In::size)}};
+  static constexpr std::size_t saved_per_sample = 2;  // mean and 1 / std
+  static constexpr bool output_aliases_input = false;
+  static constexpr bool backward_in_place = false;
+
+  template <class T>
+  static void init(T* p, Rng&) {
+    std::fill_n(p, In::size, T(1));
+    std::fill_n(p + In::size, In::size, T(0));
+  }
+
+  template <class T, class Device>
+  static void forward(Device device, const Pass<T>&, const T* p, const T* x, T* y, T* saved, int batch) {
+    layer_norm_forward<width>(device, p, p + In::size, x, y, saved, batch);
+  }
+
+  template <class T, class Device>
+  static void backward(Device device, const Pass<T>&, const T* p, T* g, const T* x, const T*, const T* saved, T* dy,
+                       T* dx, int batch) {
+    layer_norm_backward<width>(device, p, g, g + In::size, x, saved, dy, dx, batch);
+  }
+};
+
+}  // namespace etnn::nn
+// ---- etnn/nn/pool_layer.hpp ----
+// nn::max_pool2d<K, stride<S>, pad<P>> and nn::avg_pool2d<...> bound to a (C, H, W) input:
+// PyTorch's nn.MaxPool2d(K, S, P) and nn.AvgPool2d(K, S, P) (stride defaults to K).
+//   x: (B, C, H, W)  y: (B, C, OH, OW)
+// ---- etnn/cpu/pool.hpp ----
+// 2-D max and average pooling on the CPU, one (b, c) plane at a time in parallel.
+//   x: (B, C, H, W)  y: (B, C, OH, OW)   geometry G (cpu/window.hpp), padding is virtual
+// Max:      y = max over the window (padding never wins, as PyTorch pads with -inf)
+//           dx = dy routed to the window's first maximal input; backward finds it again by
+//           comparing x with y in the forward's scan order, so nothing is saved
+// Average:  y = sum over the window / K^2 (PyTorch's count_include_pad = true)
+//           dx = dy / K^2 added to every input of the window
+#include <limits>
+
+
+namespace etnn {
+
+namespace cpu {
+
+struct MaxPooling {};
+struct AveragePooling {};
+
+// Calls f(out_index, in_index) for every input pixel inside each output's window, windows in
+// output order and pixels in row-major order within one.
+template <class G, class F>
+void for_each_window(F&& f) {
+  for (int oh = 0; oh < G::out_height; ++oh) {
+    for (int ow = 0; ow < G::out_width; ++ow) {
+      const int out = oh * G::out_width + ow;
+      for (int ki = 0; ki < G::kernel; ++ki) {
+        const int ih = G::in_row(oh, ki);
+        for (int kj = 0; kj < G::kernel; ++kj) {
+          const int iw = G::in_col(ow, kj);
+          if (G::inside(ih, iw)) f(out, ih * G::width + iw);
+        }
+      }
+    }
+  }
+}
+
+template <class G, class F>
+void for_each_plane(int batch, F&& f) {
+  const auto planes = static_cast<std::size_t>(batch) * G::channels;
+  parallel_chunks(planes, 1, G::out_pixels * G::kernel * G::kernel, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t plane = begin; plane < end; ++plane) f(plane * G::in_pixels, plane * G::out_pixels);
+  });
+}
+
+}  // namespace cpu
+
+template <class G, class T>
+void pool2d_forward(Cpu, cpu::MaxPooling, const T* x, T* y, int batch) {
+  cpu::for_each_plane<G>(batch, [&](std::size_t in, std::size_t out) {
+    T* yp = y + out;
+    std::fill_n(yp, G::out_pixels, -std::numeric_limits<T>::infinity());
+    // !(v <= m) also takes a NaN, which then stays: NaN propagates as in PyTorch.
+    cpu::for_each_window<G>([&](int o, int i) {
+      if (!(x[in + i] <= yp[o])) yp[o] = x[in + i];
+    });
+  });
+}
+
+template <class G, class T>
+void pool2d_backward(Cpu, cpu::MaxPooling, const T* x, const T* y, const T* dy, T* dx, int batch) {
+  cpu::for_each_plane<G>(batch, [&](std::size_t in, std::size_t out) {
+    std::fill_n(dx + in, G::in_pixels, T(0));
+    int routed = -1;  // the last output whose gradient went to an input
+    cpu::for_each_window<G>([&](int o, int i) {
+      if (o != routed && x[in + i] == y[out + o]) {
+        dx[in + i] += dy[out + o];
+        routed = o;
+      }
+    });
+  });
+}
+
+template <class G, class T>
+void pool2d_forward(Cpu, cpu::AveragePooling, const T* x, T* y, int batch) {
+  constexpr T scale = T(1) / T(G::kernel * G::kernel);
+  cpu::for_each_plane<G>(batch, [&](std::size_t in, std::size_t out) {
+    T* yp = y + out;
+    std::fill_n(yp, G::out_pixels, T(0));
+    cpu::for_each_window<G>([&](int o, int i) { yp[o] += x[in + i]; });
+    for (int o = 0; o < G::out_pixels; ++o) yp[o] *= scale;
+  });
+}
+
+template <class G, class T>
+void pool2d_backward(Cpu, cpu::AveragePooling, const T*, const T*, const T* dy, T* dx, int batch) {
+  constexpr T scale = T(1) / T(G::kernel * G::kernel);
+  cpu::for_each_plane<G>(batch, [&](std::size_t in, std::size_t out) {
+    std::fill_n(dx + in, G::in_pixels, T(0));
+    cpu::for_each_window<G>([&](int o, int i) { dx[in + i] += scale * dy[out + o]; });
+  });
+}
+
+}  // namespace etnn
+
+namespace etnn::nn {
+
+template <ShapeType In, class Kind, int Kernel, int Stride, int Pad, int Index>
+struct PoolLayer : ParameterFree {
+  static_assert(check::image_input<In>());
+  static_assert(check::window_params<Kernel, Stride, Pad>());
+  static_assert(check::pool_padding<Kernel, Pad>());
+  static_assert(check::window_fits<dim_or_one<In>(1), Kernel, Pad>());
+  static_assert(check::window_fits<dim_or_one<In>(2), Kernel, Pad>());
+  using geometry = cpu::Window<dim_or_one<In>(0), dim_or_one<In>(1), dim_or_one<In>(2), Kernel, Stride, Pad>;
+
+  using in_shape = In;
+  using out_shape = Shape<geometry::channels, geometry::out_height, geometry::out_width>;
+  static constexpr int module_index = Index;
+  static constexpr std::size_t saved_per_sample = 0;
+  static constexpr bool output_aliases_input = false;
+  static constexpr bool backward_in_place = false;
+
+  template <class T, class Device>
+  static void forward(Device device, const Pass<T>&, const T*, const T* x, T* y, T*, int batch) {
+    pool2d_forward<geometry>(device, Kind{}, x, y, batch);
+  }
+
+  template <class T, class Device>
+  static void backward(Device device, const Pass<T>&, const T*, T*, const T* x, const T* y, const T*, T* dy, T* dx,
+                       int batch) {
+    pool2d_backward<geometry>(device, Kind{}, x, y, dy, dx, batch);
+  }
+};
+
+}  // namespace etnn::nn
+// ---- etnn/nn/softmax_layer.hpp ----
+// nn::softmax and nn::log_softmax over a flat input: PyTorch's nn.Softmax(dim=1) and
+// nn.LogSoftmax(dim=1).   x, y: (B, N)
+
+// ---- etnn/cpu/softmax.hpp ----
+// Softmax and log-softmax over each row of (B, N), on the CPU, shifted by the row maximum so that
+// any finite input is safe.
+//   softmax:      y = exp(x - m) / sum exp(x - m)        dx = y (.) (dy - <dy, y>)
+//   log_softmax:  y = x - m - log sum exp(x - m)         dx = dy - exp(y) sum dy
+// Backward may write dx over dy (in place). Rows run in parallel.
+
+
+namespace etnn {
+
+namespace cpu {
+struct Softmax {};
+struct LogSoftmax {};
+
+template <int N, class F>
+void for_each_row(int batch, F&& f) {
+  parallel_chunks(static_cast<std::size_t>(batch), 1, 4 * N, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t r = begin; r < end; ++r) f(r * N);
+  });
+}
+}  // namespace cpu
+
+template <int N, class Kind, class T>
+void softmax_forward(Cpu, Kind, const T* x, T* y, int batch) {
+  cpu::for_each_row<N>(batch, [&](std::size_t row) {
+    const T* xr = x + row;
+    T* yr = y + row;
+    const T m = *std::max_element(xr, xr + N);
+    T sum = 0;
+    for (int j = 0; j < N; ++j) sum += std::exp(xr[j] - m);
+    if constexpr (std::is_same_v<Kind, cpu::Softmax>) {
+      const T inv = T(1) / sum;
+      for (int j = 0; j < N; ++j) yr[j] = std::exp(xr[j] - m) * inv;
+    } else {
+      const T log_sum = std::log(sum);  // subtracted after m: m + log_sum would round at large |m|
+      for (int j = 0; j < N; ++j) yr[j] = (xr[j] - m) - log_sum;
+    }
+  });
+}
+
+template <int N, class Kind, class T>
+void softmax_backward(Cpu, Kind, const T* y, const T* dy, T* dx, int batch) {
+  cpu::for_each_row<N>(batch, [&](std::size_t row) {
+    const T* yr = y + row;
+    const T* dyr = dy + row;
+    T* dxr = dx + row;
+    T sum = 0;
+    if constexpr (std::is_same_v<Kind, cpu::Softmax>) {
+      for (int j = 0; j < N; ++j) sum += dyr[j] * yr[j];
+      for (int j = 0; j < N; ++j) dxr[j] = yr[j] * (dyr[j] - sum);
+    } else {
+      for (int j = 0; j < N; ++j) sum += dyr[j];
+      for (int j = 0; j < N; ++j) dxr[j] = dyr[j] - std::exp(yr[j]) * sum;
+    }
+  });
+}
+
+}  // namespace etnn
+
+namespace etnn::nn {
+
+template <ShapeType In, class Kind, int Index>
+struct SoftmaxLayer : ParameterFree {
+  static_assert(check::softmax_input<In>());
+  static constexpr int width = static_cast<int>(In::size);
+
+  using in_shape = In;
+  using out_shape = In;
+  static constexpr int module_index = Index;
+  static constexpr std::size_t saved_per_sample = 0;
+  static constexpr bool output_aliases_input = false;
+  static constexpr bool backward_in_place = true;
+
+  template <class T, class Device>
+  static void forward(Device device, const Pass<T>&, const T*, const T* x, T* y, T*, int batch) {
+    softmax_forward<width>(device, Kind{}, x, y, batch);
+  }
+
+  template <class T, class Device>
+  static void backward(Device device, const Pass<T>&, const T*, T*, const T*, const T* y, const T*, T* dy, T* dx,
+                       int batch) {
+    softmax_backward<width>(device, Kind{}, y, dy, dx, batch);
+  }
 };
 
 }  // namespace etnn::nn
@@ -1523,9 +2582,111 @@ struct Input : LayerSpec {
 template <int Out>
 struct Linear : LayerSpec {
   static_assert(check::positive_width<Out>());
+  template <ShapeType In, class F, int Index>
+  using bind_fused = DenseLayer<In, Out, F, Index>;
   template <ShapeType In, int Index>
-  using bind = DenseLayer<In, Out, fn::Identity, Index>;
+  using bind = bind_fused<In, fn::Identity, Index>;
   static std::string describe() { return "linear<" + std::to_string(Out) + ">"; }
+};
+
+// Options of conv2d and the pooling layers, written after the kernel size in any order:
+//   nn::conv2d<16, 3, nn::stride<2>, nn::pad<1>>
+template <int S>
+struct stride {};
+template <int P>
+struct pad {};
+
+namespace detail {
+template <int S>
+constexpr int pick_stride(stride<S>, int) { return S; }
+template <class O>
+constexpr int pick_stride(O, int fallback) { return fallback; }
+template <int P>
+constexpr int pick_pad(pad<P>, int) { return P; }
+template <class O>
+constexpr int pick_pad(O, int fallback) { return fallback; }
+template <class O>
+inline constexpr bool is_window_option = false;
+template <int S>
+inline constexpr bool is_window_option<stride<S>> = true;
+template <int P>
+inline constexpr bool is_window_option<pad<P>> = true;
+
+template <int Default, class... Opts>
+constexpr int stride_of() {
+  static_assert(check::window_options<(is_window_option<Opts> && ...)>());
+  int s = Default;
+  ((s = pick_stride(Opts{}, s)), ...);
+  return s;
+}
+template <class... Opts>
+constexpr int pad_of() {
+  int p = 0;
+  ((p = pick_pad(Opts{}, p)), ...);
+  return p;
+}
+
+inline std::string window_description(const char* name, std::initializer_list<int> leading, int stride, int pad) {
+  std::string s = name;
+  s += '<';
+  for (int v : leading) (s += std::to_string(v)) += ',';
+  s += "stride<" + std::to_string(stride) + ">,pad<" + std::to_string(pad) + ">>";
+  return s;
+}
+}  // namespace detail
+
+// PyTorch's nn.Conv2d(C, Out, Kernel, stride=Stride, padding=Pad) on (C, H, W) inputs.
+template <int Out, int Kernel, int Stride, int Pad>
+struct Conv2d : LayerSpec {
+  template <ShapeType In, class F, int Index>
+  using bind_fused = ConvLayer<In, Out, Kernel, Stride, Pad, F, Index>;
+  template <ShapeType In, int Index>
+  using bind = bind_fused<In, fn::Identity, Index>;
+  static std::string describe() { return detail::window_description("conv2d", {Out, Kernel}, Stride, Pad); }
+};
+
+// PyTorch's nn.MaxPool2d / nn.AvgPool2d(Kernel, stride=Stride, padding=Pad).
+template <class Kind, int Kernel, int Stride, int Pad>
+struct Pool2d : LayerSpec {
+  template <ShapeType In, int Index>
+  using bind = PoolLayer<In, Kind, Kernel, Stride, Pad, Index>;
+  static std::string describe() {
+    return detail::window_description(std::is_same_v<Kind, cpu::MaxPooling> ? "max_pool2d" : "avg_pool2d", {Kernel},
+                                      Stride, Pad);
+  }
+};
+
+// A parameter-free or self-describing layer spec bound by one template: batch_norm, layer_norm,
+// softmax, log_softmax.
+template <template <class, int> class Bound, const char* Name>
+struct SimpleSpec : LayerSpec {
+  template <ShapeType In, int Index>
+  using bind = Bound<In, Index>;
+  static std::string describe() { return Name; }
+};
+
+namespace detail {
+inline constexpr char batch_norm_name[] = "batch_norm";
+inline constexpr char layer_norm_name[] = "layer_norm";
+inline constexpr char softmax_name[] = "softmax";
+inline constexpr char log_softmax_name[] = "log_softmax";
+template <ShapeType In, int Index>
+using SoftmaxOf = SoftmaxLayer<In, cpu::Softmax, Index>;
+template <ShapeType In, int Index>
+using LogSoftmaxOf = SoftmaxLayer<In, cpu::LogSoftmax, Index>;
+}  // namespace detail
+
+using BatchNorm = SimpleSpec<BatchNormLayer, detail::batch_norm_name>;
+using LayerNorm = SimpleSpec<LayerNormLayer, detail::layer_norm_name>;
+using Softmax = SimpleSpec<detail::SoftmaxOf, detail::softmax_name>;
+using LogSoftmax = SimpleSpec<detail::LogSoftmaxOf, detail::log_softmax_name>;
+
+// PyTorch's nn.Dropout(p) with p = P::num / P::den.
+template <class P = std::ratio<1, 2>>
+struct Dropout : LayerSpec {
+  template <ShapeType In, int Index>
+  using bind = DropoutLayer<In, P, Index>;
+  static std::string describe() { return "dropout<" + std::to_string(P::num) + "/" + std::to_string(P::den) + ">"; }
 };
 
 // (B, ...) -> (B, prod(...)), PyTorch's nn.Flatten().
@@ -1557,6 +2718,22 @@ inline constexpr Input<Dims...> input{};
 template <int Out>
 inline constexpr Linear<Out> linear{};
 inline constexpr Flatten flatten{};
+template <int Out, int Kernel, class... Opts>
+inline constexpr Conv2d<Out, Kernel, detail::stride_of<1, Opts...>(), detail::pad_of<Opts...>()> conv2d{};
+template <int Kernel, class... Opts>
+inline constexpr Pool2d<cpu::MaxPooling, Kernel, detail::stride_of<Kernel, Opts...>(), detail::pad_of<Opts...>()>
+    max_pool2d{};
+template <int Kernel, class... Opts>
+inline constexpr Pool2d<cpu::AveragePooling, Kernel, detail::stride_of<Kernel, Opts...>(), detail::pad_of<Opts...>()>
+    avg_pool2d{};
+inline constexpr BatchNorm batch_norm{};
+inline constexpr LayerNorm layer_norm{};
+inline constexpr Softmax softmax{};
+inline constexpr LogSoftmax log_softmax{};
+// p = 0.5 as PyTorch; another p: nn::dropout_with<std::ratio<1, 5>>.
+inline constexpr Dropout<> dropout{};
+template <class P>
+inline constexpr Dropout<P> dropout_with{};
 inline constexpr ReLU relu{};
 // Negative slope 0.01 as PyTorch; another slope: nn::leaky_relu_with<std::ratio<1, 5>>.
 inline constexpr LeakyReLU<> leaky_relu{};
@@ -1588,10 +2765,13 @@ struct Plan<In, Index, S, Rest...> {
   using out_shape = typename tail::out_shape;
 };
 
-template <ShapeType In, int Index, int N, class F, class... Rest>
-struct Plan<In, Index, Linear<N>, Activation<F>, Rest...> {
-  using head = DenseLayer<In, N, F, Index>;
-  using tail = Plan<Shape<N>, Index + 2, Rest...>;
+template <class S>
+concept Fusable = requires { typename S::template bind_fused<Shape<1, 1, 1>, fn::Identity, 0>; };
+
+template <ShapeType In, int Index, Fusable S, class F, class... Rest>
+struct Plan<In, Index, S, Activation<F>, Rest...> {
+  using head = typename S::template bind_fused<In, F, Index>;
+  using tail = Plan<typename head::out_shape, Index + 2, Rest...>;
   using layers = Prepend<head, typename tail::layers>;
   using out_shape = typename tail::out_shape;
 };
@@ -1662,6 +2842,288 @@ constexpr auto operator>>(A, B) {
 
 }  // namespace etnn::nn
 
+namespace etnn::nn::detail {
+
+// A block given as one spec or as a chain.
+template <class B>
+struct AsChain {
+  using type = Sequential<B>;
+};
+template <class... S>
+struct AsChain<Sequential<S...>> {
+  using type = Sequential<S...>;
+};
+
+template <ShapeType In, class Chain>
+struct BlockOf;
+
+template <ShapeType In, class... Specs>
+struct BlockOf<In, Sequential<Specs...>> {
+  static_assert(check::block_without_input<!Sequential<Specs...>::is_network>());
+  using plan = Plan<In, 0, Specs...>;
+  using program = Program<typename plan::layers>;
+  using out_shape = typename plan::out_shape;
+};
+
+// "linear<64> >> relu >> linear<64>"
+template <class Chain>
+struct ChainDescription;
+template <class... Specs>
+struct ChainDescription<Sequential<Specs...>> {
+  static std::string describe() {
+    std::string s;
+    ((s += (s.empty() ? "" : " >> ") + Specs::describe()), ...);
+    return s;
+  }
+};
+
+constexpr std::size_t decimal_digits(int v) { return v < 10 ? 1 : 1 + decimal_digits(v / 10); }
+
+// Parameter (or, with Buffers, buffer) descriptions of program P for an enclosing layer: names
+// "Prefix.<index>.<name>" stored at compile time, offsets shifted by Base.
+template <class P, bool Buffers, const char* Prefix, std::size_t Base = 0>
+struct NestedInfos {
+  template <std::size_t I>
+  static constexpr auto infos_of() {
+    using L = typename P::template layer<I>;
+    if constexpr (!Buffers) return L::params;
+    else if constexpr (num_buffers_of<L>() > 0) return L::buffers;
+    else return std::array<ParamInfo, 0>{};
+  }
+  template <std::size_t I>
+  static constexpr std::size_t offset_of() {
+    return Base + (Buffers ? P::buffer_offset[I] : P::param_offset[I]);
+  }
+  template <class F>
+  static constexpr void for_each(F&& f) {  // f(module index, info, offset of the layer's slice)
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ([&] {
+        for (const ParamInfo& info : infos_of<I>()) f(P::template layer<I>::module_index, info, offset_of<I>());
+      }(), ...);
+    }(std::make_index_sequence<P::count>{});
+  }
+  static constexpr std::size_t name_length(int index, const ParamInfo& info) {
+    return std::string_view(Prefix).size() + 1 + decimal_digits(index) + 1 + info.name.size();
+  }
+
+  static constexpr std::size_t count = [] {
+    std::size_t n = 0;
+    for_each([&](int, const ParamInfo&, std::size_t) { ++n; });
+    return n;
+  }();
+  static constexpr std::size_t chars = [] {
+    std::size_t n = 0;
+    for_each([&](int index, const ParamInfo& info, std::size_t) { n += name_length(index, info); });
+    return n;
+  }();
+  // All names back to back: "block.0.weightblock.0.bias..."
+  static constexpr std::array<char, chars> storage = [] {
+    std::array<char, chars> s{};
+    std::size_t at = 0;
+    for_each([&](int index, const ParamInfo& info, std::size_t) {
+      for (char c : std::string_view(Prefix)) s[at++] = c;
+      s[at++] = '.';
+      const std::size_t digits = decimal_digits(index);
+      for (std::size_t d = digits; d > 0; --d, index /= 10) s[at + d - 1] = static_cast<char>('0' + index % 10);
+      at += digits;
+      s[at++] = '.';
+      for (char c : info.name) s[at++] = c;
+    });
+    return s;
+  }();
+  static constexpr std::array<ParamInfo, count> infos = [] {
+    std::array<ParamInfo, count> out{};
+    std::size_t k = 0, at = 0;
+    for_each([&](int index, const ParamInfo& info, std::size_t offset) {
+      const std::size_t length = name_length(index, info);
+      out[k++] = {std::string_view(storage.data() + at, length), info.rank, info.shape, offset + info.offset};
+      at += length;
+    });
+    return out;
+  }();
+};
+
+template <std::size_t A, std::size_t B>
+constexpr std::array<ParamInfo, A + B> join(const std::array<ParamInfo, A>& a, const std::array<ParamInfo, B>& b) {
+  std::array<ParamInfo, A + B> out{};
+  std::copy(a.begin(), a.end(), out.begin());
+  std::copy(b.begin(), b.end(), out.begin() + A);
+  return out;
+}
+
+// Running block P inside a combinator layer, with the combinator's pass (its buffers are the
+// block's, its seed the block's random stream). The block's training workspace is the combinator's
+// saved values (P::workspace_per_sample per sample, laid out for `batch` rows); in inference its
+// ping-pong buffers come first in the scratch, and its layers' scratch follows.
+template <class P>
+struct BlockRun {
+  static constexpr std::size_t scratch_values(int batch) {
+    return 2 * P::max_width * static_cast<std::size_t>(batch) + P::scratch_values(batch);
+  }
+
+  template <class T>
+  static Run<T> run_of(const Pass<T>& pass, const T* params, int batch) {
+    return {params, pass.buffers, pass.scratch + 2 * P::max_width * static_cast<std::size_t>(batch), pass.training,
+            pass.seed};
+  }
+
+  // The block's output for x: in its workspace when training (workspace not null), else in `out`.
+  template <class T, class Device>
+  static const T* forward(Device device, const Pass<T>& pass, const T* params, const T* x, T* workspace, T* out,
+                          int batch) {
+    const Run<T> run = run_of(pass, params, batch);
+    if (workspace == nullptr) {
+      P::forward_infer(device, run, x, pass.scratch, out, batch);
+      return out;
+    }
+    typename P::template Activations<T> act;
+    P::forward_train(device, run, x, workspace, batch, batch, act);
+    return act.back();
+  }
+
+  // Where backward expects dL/d(block output).
+  template <class T>
+  static T* output_gradient(T* workspace, int batch) {
+    return P::output_gradient(workspace, batch);
+  }
+
+  // Accumulates the block's parameter gradients; returns dL/dx when InputGradient, else null.
+  template <bool InputGradient, class T, class Device>
+  static const T* backward(Device device, const Pass<T>& pass, const T* params, T* grads, const T* x, T* workspace,
+                           int batch) {
+    return P::template backward<InputGradient>(device, run_of(pass, params, batch), grads, workspace, batch, batch,
+                                               P::locate(x, workspace, batch), [](std::size_t) {});
+  }
+};
+
+}  // namespace etnn::nn::detail
+
+namespace etnn::nn {
+
+template <ShapeType In, class ChainA, class ChainB, int Index>
+struct ConcatLayer {
+  using block_a = detail::BlockOf<In, ChainA>;
+  using block_b = detail::BlockOf<In, ChainB>;
+  using program_a = typename block_a::program;
+  using program_b = typename block_b::program;
+  using run_a = detail::BlockRun<program_a>;
+  using run_b = detail::BlockRun<program_b>;
+  static_assert(check::concat_shapes<typename block_a::out_shape, typename block_b::out_shape>());
+  static constexpr std::size_t width_a = block_a::out_shape::size, width_b = block_b::out_shape::size;
+  static constexpr char prefix_a[] = "branches.0";
+  static constexpr char prefix_b[] = "branches.1";
+
+  using in_shape = In;
+  using out_shape = Shape<static_cast<int>(width_a + width_b)>;
+  static constexpr int module_index = Index;
+  static constexpr std::size_t num_params = program_a::num_params + program_b::num_params;
+  static constexpr auto params =
+      detail::join(detail::NestedInfos<program_a, false, prefix_a>::infos,
+                   detail::NestedInfos<program_b, false, prefix_b, program_a::num_params>::infos);
+  static constexpr std::size_t num_buffers = program_a::num_buffers + program_b::num_buffers;
+  static constexpr auto buffers =
+      detail::join(detail::NestedInfos<program_a, true, prefix_a>::infos,
+                   detail::NestedInfos<program_b, true, prefix_b, program_a::num_buffers>::infos);
+  // Both branches' workspaces, a's first (laid out for the batch's rows).
+  static constexpr std::size_t saved_per_sample = program_a::workspace_per_sample + program_b::workspace_per_sample;
+  static constexpr bool output_aliases_input = false;
+  static constexpr bool backward_in_place = false;
+  // Inference: both outputs, then the larger branch's own scratch.
+  static constexpr std::size_t scratch_values(int batch) {
+    return (width_a + width_b) * static_cast<std::size_t>(batch) +
+           std::max(run_a::scratch_values(batch), run_b::scratch_values(batch));
+  }
+
+  template <class T>
+  static void init(T* p, Rng& rng) {
+    program_a::init_params(p, rng.next());
+    program_b::init_params(p + program_a::num_params, rng.next());
+  }
+  template <class T>
+  static void init_buffers(T* b) {
+    program_a::init_buffers(b);
+    program_b::init_buffers(b + program_a::num_buffers);
+  }
+
+  template <class T, class Device>
+  static void forward(Device device, const Pass<T>& pass, const T* p, const T* x, T* y, T* saved, int batch) {
+    const auto rows = static_cast<std::size_t>(batch);
+    // Inference outputs go to the scratch; the branches' own scratch follows them.
+    T* out_a = pass.scratch;
+    T* out_b = out_a + width_a * rows;
+    Pass<T> pass_a = pass;
+    pass_a.scratch = out_b + width_b * rows;
+    T* workspace_b = saved != nullptr ? saved + program_a::workspace_per_sample * rows : nullptr;
+    const T* a = run_a::forward(device, pass_a, p, x, saved, out_a, batch);
+    const T* b = run_b::forward(device, branch_b(pass_a), p + program_a::num_params, x, workspace_b, out_b, batch);
+    for (std::size_t r = 0; r < rows; ++r) {
+      std::copy_n(a + r * width_a, width_a, y + r * out_shape::size);
+      std::copy_n(b + r * width_b, width_b, y + r * out_shape::size + width_a);
+    }
+  }
+
+  // dx = a'(x)^T dy_a + b'(x)^T dy_b, dy split by columns; both branches' gradients accumulate.
+  template <class T, class Device>
+  static void backward(Device device, const Pass<T>& pass, const T* p, T* g, const T* x, const T*, const T* saved,
+                       T* dy, T* dx, int batch) {
+    const auto rows = static_cast<std::size_t>(batch);
+    T* workspace_a = const_cast<T*>(saved);  // the branches' own workspaces, which their backward reuses
+    T* workspace_b = workspace_a + program_a::workspace_per_sample * rows;
+    T* dy_a = run_a::output_gradient(workspace_a, batch);
+    T* dy_b = run_b::output_gradient(workspace_b, batch);
+    for (std::size_t r = 0; r < rows; ++r) {
+      std::copy_n(dy + r * out_shape::size, width_a, dy_a + r * width_a);
+      std::copy_n(dy + r * out_shape::size + width_a, width_b, dy_b + r * width_b);
+    }
+    const T* p_b = p + program_a::num_params;
+    T* g_b = g + program_a::num_params;
+    if (dx == nullptr) {
+      run_a::template backward<false>(device, pass, p, g, x, workspace_a, batch);
+      run_b::template backward<false>(device, branch_b(pass), p_b, g_b, x, workspace_b, batch);
+    } else {
+      const T* dx_a = run_a::template backward<true>(device, pass, p, g, x, workspace_a, batch);
+      const T* dx_b = run_b::template backward<true>(device, branch_b(pass), p_b, g_b, x, workspace_b, batch);
+      const std::size_t n = rows * In::size;
+      assign(device, dx, expr::ref(dx_a, n) + expr::ref(dx_b, n));
+    }
+  }
+
+ private:
+  // Branch b's pass: its buffers follow a's, and its random stream differs from a's.
+  template <class T>
+  static Pass<T> branch_b(Pass<T> pass) {
+    if (pass.buffers != nullptr) pass.buffers += program_a::num_buffers;
+    pass.seed = derive_seed(pass.seed, 1);
+    return pass;
+  }
+};
+
+template <class ChainA, class ChainB>
+struct Concat : LayerSpec {
+  template <ShapeType In, int Index>
+  using bind = ConcatLayer<In, ChainA, ChainB, Index>;
+  static std::string describe() {
+    return "concat(" + detail::ChainDescription<ChainA>::describe() + ", " +
+           detail::ChainDescription<ChainB>::describe() + ")";
+  }
+};
+
+template <class A, class B>
+  requires((Spec<A> || detail::IsSequential<A>::value) && (Spec<B> || detail::IsSequential<B>::value))
+constexpr auto concat(A, B) {
+  return Concat<typename detail::AsChain<A>::type, typename detail::AsChain<B>::type>{};
+}
+
+}  // namespace etnn::nn
+// ---- etnn/nn/model.hpp ----
+// etnn::Model<Net, T, Device>: a network type on a device with a scalar type. It owns one flat
+// parameter buffer and one flat gradient buffer; every parameter tensor is a slice at a
+// compile-time offset, named as torch.nn.Sequential.state_dict() names it ("0.weight", ...).
+// Non-trainable state (batch norm's running statistics) lives in a third flat buffer, named the
+// same way ("1.running_mean"). Like a torch.nn.Module it is in training mode until eval().
+#include <vector>
+
+
 namespace etnn {
 
 // One parameter tensor as a slice of the flat buffers.
@@ -1689,28 +3151,60 @@ class Model {
   using output_shape = typename Net::output_shape;
   using program = nn::detail::Program<typename Net::layers>;
   static constexpr std::size_t num_params = Net::num_params;
+  static constexpr std::size_t num_buffers = program::num_buffers;
 
   // Parameters initialised as PyTorch initialises each layer, from a seeded generator: one
   // stream per layer, so a layer's initial values do not depend on the layers before it.
-  explicit Model(std::uint64_t seed = 0) : params_(num_params), grads_(num_params) {
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (init_layer<I>(seed), ...);
-    }(std::make_index_sequence<program::count>{});
+  explicit Model(std::uint64_t seed = 0)
+      : params_(num_params), grads_(num_params), buffers_(num_buffers), seed_(seed) {
+    program::init_params(params_.data(), seed);
+    program::init_buffers(buffers_.data());
     zero_grad();
   }
+
+  // PyTorch's model.train() / model.eval(): batch norm uses batch statistics and updates its
+  // running statistics, and dropout drops, only in training mode. The mode applies to every
+  // forward pass, the Trainer's and forward()'s; etnn::evaluate switches to eval for its duration.
+  void train(bool on = true) noexcept { training_ = on; }
+  void eval() noexcept { training_ = false; }
+  bool training() const noexcept { return training_; }
 
   T* parameters() noexcept { return params_.data(); }
   const T* parameters() const noexcept { return params_.data(); }
   T* gradients() noexcept { return grads_.data(); }
   const T* gradients() const noexcept { return grads_.data(); }
 
+  T* buffers() noexcept { return buffers_.data(); }
+  const T* buffers() const noexcept { return buffers_.data(); }
+
   void zero_grad() { fill(Device{}, grads_.data(), num_params, T(0)); }
+
+  // The network call of the next forward pass. In training mode each one gets a fresh random
+  // stream (dropout masks) from the model's seed and a count of training passes, which training
+  // checkpoints keep; `warm_up` gives an eval-mode call that changes nothing (buffer sizing).
+  nn::detail::Run<T> next_run(T* scratch, bool warm_up = false) {
+    const bool training = training_ && !warm_up;
+    nn::detail::Run<T> run{params_.data(), buffers_.data(), scratch, training, derive_seed(seed_, passes_)};
+    if (training) ++passes_;
+    return run;
+  }
+  std::uint64_t training_passes() const noexcept { return passes_; }
+  void restore_training_passes(std::uint64_t passes) noexcept { passes_ = passes; }
 
   // Every parameter tensor, in state_dict order.
   static std::vector<NamedParameter> named_parameters() {
     std::vector<NamedParameter> out;
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (append_names<I>(out), ...);
+      (append_names<I>(out, program::template layer<I>::params, program::param_offset[I]), ...);
+    }(std::make_index_sequence<program::count>{});
+    return out;
+  }
+
+  // Every buffer (running statistics), in state_dict order; offsets into buffers().
+  static std::vector<NamedParameter> named_buffers() {
+    std::vector<NamedParameter> out;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (append_buffer_names<I>(out), ...);
     }(std::make_index_sequence<program::count>{});
     return out;
   }
@@ -1727,11 +3221,14 @@ class Model {
   // buffers by one pass over zeros, so that forward(x, y) allocates nothing afterwards.
   void reserve(int batch) {
     const auto rows = static_cast<std::size_t>(std::max(batch, 0));
-    if (2 * program::max_width * rows <= scratch_.size()) return;
-    scratch_.reserve_discard(2 * program::max_width * rows);
+    if (batch <= reserved_) return;
+    reserved_ = batch;
+    activations_.reserve_discard(2 * program::max_width * rows);
+    scratch_.reserve_discard(program::scratch_values(batch));
     Buffer<T, Device> zeros(input_shape::size * rows), out(output_shape::size * rows);
     fill(Device{}, zeros.data(), zeros.size(), T(0));
-    program::forward_infer(Device{}, params_.data(), zeros.data(), scratch_.data(), out.data(), batch);
+    program::forward_infer(Device{}, next_run(scratch_.data(), true), zeros.data(), activations_.data(), out.data(),
+                           batch);
   }
 
   // Inference into the caller's tensor; allocates only when the batch exceeds every earlier one
@@ -1746,33 +3243,118 @@ class Model {
       throw ShapeError("etnn::Model::forward: input batch " + std::to_string(in.batch()) +
                        " but output batch " + std::to_string(y.batch()));
     reserve(in.batch());
-    program::forward_infer(Device{}, params_.data(), in.data(), scratch_.data(), y.data(), in.batch());
+    program::forward_infer(Device{}, next_run(scratch_.data()), in.data(), activations_.data(), y.data(), in.batch());
   }
 
  private:
-  template <std::size_t I>
-  void init_layer(std::uint64_t seed) {
+  template <std::size_t I, class Infos>
+  static void append_names(std::vector<NamedParameter>& out, const Infos& infos, std::size_t base) {
     using L = typename program::template layer<I>;
-    Rng rng(derive_seed(seed, static_cast<std::uint64_t>(L::module_index)));
-    L::init(params_.data() + program::param_offset[I], rng);
+    for (const auto& p : infos) {
+      out.push_back({std::to_string(L::module_index) + "." + std::string(p.name),
+                     std::vector<int>(p.shape.begin(), p.shape.begin() + p.rank), base + p.offset, p.numel()});
+    }
   }
 
   template <std::size_t I>
-  static void append_names(std::vector<NamedParameter>& out) {
+  static void append_buffer_names(std::vector<NamedParameter>& out) {
     using L = typename program::template layer<I>;
-    for (const auto& p : L::params) {
-      out.push_back({std::to_string(L::module_index) + "." + std::string(p.name),
-                     std::vector<int>(p.shape.begin(), p.shape.begin() + p.rank),
-                     program::param_offset[I] + p.offset, p.numel()});
-    }
+    if constexpr (nn::num_buffers_of<L>() > 0) append_names<I>(out, L::buffers, program::buffer_offset[I]);
   }
 
   Buffer<T, Device> params_;
   Buffer<T, Device> grads_;
-  Buffer<T, Device> scratch_;  // inference ping-pong buffers
+  Buffer<T, Device> buffers_;
+  std::uint64_t seed_;
+  std::uint64_t passes_ = 0;   // training-mode forward passes so far (dropout streams)
+  bool training_ = true;
+  int reserved_ = 0;             // largest batch reserve() has sized for
+  Buffer<T, Device> activations_;  // inference ping-pong buffers
+  Buffer<T, Device> scratch_;      // layers' scratch
 };
 
 }  // namespace etnn
+// ---- etnn/nn/residual.hpp ----
+// nn::residual(block): y = x + block(x), the block keeping its input's shape (checked at compile
+// time). The PyTorch equivalent is a module holding the block as nn.Sequential `block`:
+//   class Residual(nn.Module):
+//       def __init__(self, *layers): super().__init__(); self.block = nn.Sequential(*layers)
+//       def forward(self, x): return x + self.block(x)
+// so a residual at index 2 names its parameters "2.block.0.weight", ...
+//   constexpr auto net = nn::input<64> >> nn::residual(nn::linear<64> >> nn::relu >> nn::linear<64>) >> nn::linear<10>;
+
+
+namespace etnn::nn {
+
+template <ShapeType In, class Chain, int Index>
+struct ResidualLayer {
+  using block = detail::BlockOf<In, Chain>;
+  using program = typename block::program;
+  using run = detail::BlockRun<program>;
+  static_assert(check::residual_shape<In, typename block::out_shape>());
+  static constexpr char prefix[] = "block";
+
+  using in_shape = In;
+  using out_shape = In;
+  static constexpr int module_index = Index;
+  static constexpr std::size_t num_params = program::num_params;
+  static constexpr auto params = detail::NestedInfos<program, false, prefix>::infos;
+  static constexpr std::size_t num_buffers = program::num_buffers;
+  static constexpr auto buffers = detail::NestedInfos<program, true, prefix>::infos;
+  static constexpr std::size_t saved_per_sample = program::workspace_per_sample;  // the block's workspace
+  static constexpr bool output_aliases_input = false;
+  static constexpr bool backward_in_place = true;
+  static constexpr std::size_t scratch_values(int batch) { return run::scratch_values(batch); }
+
+  template <class T>
+  static void init(T* p, Rng& rng) {
+    program::init_params(p, rng.next());
+  }
+  template <class T>
+  static void init_buffers(T* b) {
+    program::init_buffers(b);
+  }
+
+  template <class T, class Device>
+  static void forward(Device device, const Pass<T>& pass, const T* p, const T* x, T* y, T* saved, int batch) {
+    const T* inner = run::forward(device, pass, p, x, saved, y, batch);
+    const std::size_t n = elements(batch);
+    assign(device, y, expr::ref(x, n) + expr::ref(inner, n));
+  }
+
+  // dx = dy + block'(x)^T dy; the block's parameter gradients accumulate.
+  template <class T, class Device>
+  static void backward(Device device, const Pass<T>& pass, const T* p, T* g, const T* x, const T*, const T* saved,
+                       T* dy, T* dx, int batch) {
+    T* workspace = const_cast<T*>(saved);  // the block's own workspace, which its backward reuses
+    const std::size_t n = elements(batch);
+    assign(device, run::output_gradient(workspace, batch), expr::ref(dy, n));
+    if (dx == nullptr) {
+      run::template backward<false>(device, pass, p, g, x, workspace, batch);
+    } else {
+      const T* inner_dx = run::template backward<true>(device, pass, p, g, x, workspace, batch);
+      assign(device, dx, expr::ref(dy, n) + expr::ref(inner_dx, n));
+    }
+  }
+
+ private:
+  static std::size_t elements(int batch) { return static_cast<std::size_t>(batch) * In::size; }
+};
+
+template <class Chain>
+struct Residual : LayerSpec {
+  template <ShapeType In, int Index>
+  using bind = ResidualLayer<In, Chain, Index>;
+  static std::string describe() { return "residual(" + detail::ChainDescription<Chain>::describe() + ")"; }
+};
+
+template <class Block>
+  requires(Spec<Block> || detail::IsSequential<Block>::value)
+constexpr auto residual(Block) {
+  return Residual<typename detail::AsChain<Block>::type>{};
+}
+
+}  // namespace etnn::nn
 // ---- etnn/nn/summary.hpp ----
 // etnn::summary<Net>(): a table of the network's modules, as torchinfo prints for PyTorch:
 //   #  layer          output shape  params  parameters
@@ -1854,12 +3436,180 @@ std::string summary() {
 }
 
 }  // namespace etnn
-// ---- etnn/loss/cross_entropy.hpp ----
-// Softmax cross-entropy on logits, value and gradient in one pass over the batch.
-//   loss = 1/B sum_b [ logsumexp(z_b) - z_b[y_b] ]                 (PyTorch's CrossEntropyLoss, mean)
-//   dL/dz_b = (softmax(z_b) - onehot(y_b)) / B
-// logsumexp is shifted by the row maximum, so any finite logits are safe.
+// ---- etnn/loss/loss.hpp ----
+// etnn::loss: fused value-and-gradient losses with PyTorch's definitions and reductions.
+//   on class indices: CrossEntropy, NLL, MultiMargin
+//   on targets of the output's shape: MSE, L1, SmoothL1, Huber, BCEWithLogits, BCE, Hinge, KLDiv
+//   on multi-hot targets: MultiLabelSoftMargin
+//   with parameters of their own, on embeddings and class indices: CosFace, ArcFace, SphereFace,
+//   CenterLoss (each trained by its own optimizer, see parametric.hpp)
+// ---- etnn/loss/bce.hpp ----
+// Binary cross-entropy on probabilities (PyTorch's BCELoss), value and gradient in one pass.
+//   x, t: (B, S...), x and t in [0, 1]  (x e.g. after nn::sigmoid; on logits BCEWithLogits is stabler)
+//   l_i = -( t_i max(log x_i, -100) + (1 - t_i) max(log(1 - x_i), -100) )
+//   loss = r sum_i l_i      r = 1/n (mean, n = B * S::size) or 1 (sum)
+//   dL/dx_i = r (x_i - t_i) / max(x_i (1 - x_i), 1e-12)
+// Both clamps are PyTorch's: the logs at -100 keep the value finite at x = 0 or 1, the
+// denominator at 1e-12 (the float nearest it, also in double, as PyTorch) keeps the gradient
+// finite there.
 
+// ---- etnn/loss/reduction.hpp ----
+// What the losses share: the reduction to one number, the checks of targets, labels and class
+// weights, the value_and_grad/value pair, and the loop of element-wise losses.
+//   etnn::loss::L1 loss({.reduction = etnn::loss::Reduction::sum});
+
+
+namespace etnn::loss {
+
+// PyTorch's `reduction`: the mean (default) or the sum of the per-element (or per-sample) losses.
+// PyTorch's 'none' has no counterpart: a loss returns one number.
+enum class Reduction { mean, sum };
+
+namespace detail {
+
+// "who: part part ...", built with += (GCC 12 reports false -Wrestrict on literal + string chains).
+template <class... Parts>
+std::string message(const char* who, const Parts&... parts) {
+  std::string m = who;
+  m += ": ";
+  ((m += parts), ...);
+  return m;
+}
+
+// 1/count for the mean, 1 for the sum.
+template <class T>
+T reduction_scale(Reduction reduction, std::size_t count) {
+  return reduction == Reduction::mean ? T(1) / static_cast<T>(count) : T(1);
+}
+
+// Targets of the output's shape, one row per sample.
+template <class T, ShapeType S, ShapeType TS>
+void check_targets(TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target, const char* who) {
+  static_assert(check::target_shape<TS, S>());
+  if (output.batch() != target.batch())
+    throw ShapeError(message(who, std::to_string(target.batch()), " targets for a batch of ",
+                             std::to_string(output.batch()), "; pass one target row per sample"));
+}
+
+// One class index in [0, classes) per sample.
+inline void check_labels(std::span<const int> labels, int batch, int classes, const char* who) {
+  if (static_cast<int>(labels.size()) != batch)
+    throw ShapeError(message(who, std::to_string(labels.size()), " labels for a batch of ", std::to_string(batch),
+                             "; pass one class index per sample"));
+  for (std::size_t b = 0; b < labels.size(); ++b) {
+    if (labels[b] < 0 || labels[b] >= classes)
+      throw ShapeError(message(who, "label ", std::to_string(labels[b]), " of sample ", std::to_string(b),
+                               " is outside [0, ", std::to_string(classes), "); the network has ",
+                               std::to_string(classes), " outputs"));
+  }
+}
+
+// Every target equals one of the two values a loss takes (0/1 multi-hot, -1/+1 signs).
+template <class T>
+void check_binary_targets(std::span<const T> target, T negative, T positive, const char* who) {
+  for (std::size_t i = 0; i < target.size(); ++i) {
+    if (target[i] != negative && target[i] != positive)
+      throw Error(message(who, "target element ", std::to_string(i), " is ", std::to_string(target[i]),
+                          "; this loss takes targets of ", std::to_string(negative), " or ",
+                          std::to_string(positive)));
+  }
+}
+
+// PyTorch's per-class `weight` (empty: all ones): finite and >= 0, checked at construction.
+inline void validate_weights(const std::vector<float>& weight, const char* who) {
+  for (std::size_t c = 0; c < weight.size(); ++c) {
+    if (!(weight[c] >= 0.0f) || !std::isfinite(weight[c]))
+      throw Error(message(who, "weight[", std::to_string(c), "] is ", std::to_string(weight[c]),
+                          "; class weights must be finite and >= 0"));
+  }
+}
+
+// One weight per class, checked where the class count is known (at each use).
+inline void check_weight_count(const std::vector<float>& weight, int classes, const char* who) {
+  if (!weight.empty() && weight.size() != static_cast<std::size_t>(classes))
+    throw ShapeError(message(who, std::to_string(weight.size()), " class weights for ", std::to_string(classes),
+                             " classes; pass one weight per network output, or none"));
+}
+
+// The weights as a pointer, null for all ones.
+inline const float* weights_or_null(const std::vector<float>& weight) {
+  return weight.empty() ? nullptr : weight.data();
+}
+
+template <class T>
+ETNN_HD T class_weight(const float* weight, int c) {
+  return weight == nullptr ? T(1) : static_cast<T>(weight[c]);
+}
+
+// PyTorch's weighted mean over the batch divides by the targets' weights, sum_b w[y_b]
+// (B without weights); the sum divides by nothing.
+template <class T>
+T weighted_reduction_scale(Reduction reduction, std::span<const int> labels, const float* weight) {
+  if (reduction == Reduction::sum) return T(1);
+  T total = 0;
+  for (int y : labels) total += class_weight<T>(weight, y);
+  return T(1) / total;
+}
+
+// -1, 0 or 1 (PyTorch's sign: 0 at 0).
+template <class T>
+T sign(T x) {
+  return static_cast<T>((x > T(0)) - (x < T(0)));
+}
+
+// The value and gradient of one element-wise term.
+template <class T>
+struct Term {
+  T value;
+  T grad;
+};
+
+// loss = scale sum_i f(y_i, t_i),  dL/dy_i = scale f'(y_i, t_i)   y, t: (B, S...)
+// term(y, t) returns {f, f'}; grad null: the value alone.
+template <class T, ShapeType S, ShapeType TS, class F>
+T elementwise(TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target, T* grad, T scale, F term) {
+  const std::size_t n = output.size();
+  const T* y = output.data();
+  const T* t = target.data();
+  T total = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const Term<T> e = term(y[i], t[i]);
+    total += e.value;
+    if (grad != nullptr) grad[i] = e.grad * scale;
+  }
+  return total * scale;
+}
+
+// The public pair of a loss whose targets are a tensor of the output's shape (RealValues,
+// MultiHot), from its private `compute(output, target, grad)` (grad null: the value alone).
+template <class Loss>
+struct TensorTargetLoss {
+  // Returns the loss; grad (the output's size) receives dL/doutput.
+  template <class T, ShapeType S, ShapeType TS>
+  T value_and_grad(Cpu, TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target, T* grad) const {
+    return static_cast<const Loss&>(*this).compute(output, target, grad);
+  }
+  template <class T, ShapeType S, ShapeType TS>
+  T value(Cpu, TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target) const {
+    return static_cast<const Loss&>(*this).compute(output, target, static_cast<T*>(nullptr));
+  }
+};
+
+// The same pair for a loss whose targets are class indices (ClassIndices).
+template <class Loss>
+struct LabelTargetLoss {
+  template <class T, ShapeType S>
+  T value_and_grad(Cpu, TensorView<const T, S, Cpu> output, std::span<const int> labels, T* grad) const {
+    return static_cast<const Loss&>(*this).compute(output, labels, grad);
+  }
+  template <class T, ShapeType S>
+  T value(Cpu, TensorView<const T, S, Cpu> output, std::span<const int> labels) const {
+    return static_cast<const Loss&>(*this).compute(output, labels, static_cast<T*>(nullptr));
+  }
+};
+
+}  // namespace detail
+}  // namespace etnn::loss
 // ---- etnn/loss/targets.hpp ----
 // What kind of targets a loss takes; the Trainer stages them accordingly.
 namespace etnn::loss {
@@ -1868,130 +3618,1128 @@ namespace etnn::loss {
 struct ClassIndices {};
 // One real value per output element: a TensorView of the output's shape.
 struct RealValues {};
+// One 0 or 1 per output element (multi-label classification): a TensorView of the output's
+// shape, staged like RealValues.
+struct MultiHot {};
 
 }  // namespace etnn::loss
+
+namespace etnn::loss {
+
+struct BceOptions {
+  Reduction reduction = Reduction::mean;
+};
+
+class BCE : public detail::TensorTargetLoss<BCE> {
+ public:
+  using target_kind = RealValues;
+  using Options = BceOptions;
+
+  explicit BCE(Options options = {}) : options_(options) {}
+  const Options& options() const noexcept { return options_; }
+
+ private:
+  friend detail::TensorTargetLoss<BCE>;
+  static constexpr const char* who = "etnn::loss::BCE";
+
+  template <class T, ShapeType S, ShapeType TS>
+  T compute(TensorView<const T, S, Cpu> probs, TensorView<const T, TS, Cpu> target, T* grad) const {
+    detail::check_targets(probs, target, who);
+    const std::span<const T> x = probs.flat();
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      if (!(x[i] >= T(0) && x[i] <= T(1)))
+        throw Error(detail::message(who, "input element ", std::to_string(i), " is ", std::to_string(x[i]),
+                                    "; BCE takes probabilities in [0, 1]; for logits use BCEWithLogits"));
+    }
+    return detail::elementwise(probs, target, grad, detail::reduction_scale<T>(options_.reduction, probs.size()),
+                               [](T p, T t) {
+                                 const T log_p = std::max(std::log(p), T(-100));
+                                 const T log_q = std::max(std::log1p(-p), T(-100));
+                                 return detail::Term<T>{-(t * log_p + (T(1) - t) * log_q),
+                                                        (p - t) / std::max(p * (T(1) - p), T(1e-12f))};
+                               });
+  }
+
+  Options options_;
+};
+
+}  // namespace etnn::loss
+// ---- etnn/loss/bce_with_logits.hpp ----
+// Binary cross-entropy on logits (PyTorch's BCEWithLogitsLoss with a scalar pos_weight), value
+// and gradient in one pass, stable for any finite logit.
+//   z, t: (B, S...), t in [0, 1]   a = 1 + (pos_weight - 1) t   sigma(z) = 1 / (1 + exp(-z))
+//   l_i = (1 - t_i) z_i + a_i softplus(-z_i)        softplus(-z) = max(-z, 0) + log1p(exp(-|z|))
+//       = max(z_i, 0) - z_i t_i + log1p(exp(-|z_i|))   when pos_weight = 1
+//   loss = r sum_i l_i      r = 1/n (mean, n = B * S::size) or 1 (sum)
+//   dL/dz_i = r [ (1 - t_i) - a_i sigma(-z_i) ]    (= r (sigma(z_i) - t_i) when pos_weight = 1)
+// PyTorch's pos_weight is a per-class tensor; here it is one number for every output.
+
 
 namespace etnn::loss {
 
 namespace detail {
-// Loss of one row z (C logits) with label y; writes scale * dL/dz into g when g is not null.
+// l and dl/dz of one logit z with target t (see above), in forms without cancellation:
+//   l     = (1 - t) z + a L                 (z >= 0)      -pos_weight t z + a L          (z < 0)
+//   dl/dz = ((1 - t) - pos_weight t e) / (1 + e)  (z >= 0)  (e (1 - t) - pos_weight t) / (1 + e)  (z < 0)
+// with e = exp(-|z|) in (0, 1] and L = log1p(e).
 template <class T>
-ETNN_HD T cross_entropy_row(const T* z, int classes, int label, T* g, T scale) {
-  T m = z[0];
-  for (int j = 1; j < classes; ++j) m = z[j] > m ? z[j] : m;
-  T sum = 0;
-  for (int j = 0; j < classes; ++j) sum += std::exp(z[j] - m);
-  const T lse = m + std::log(sum);
-  if (g != nullptr) {
-    const T inv = scale / sum;
-    for (int j = 0; j < classes; ++j) g[j] = std::exp(z[j] - m) * inv - (j == label ? scale : T(0));
-  }
-  return lse - z[label];
-}
-
-inline void check_labels(std::span<const int> labels, int batch, int classes, const char* who) {
-  if (static_cast<int>(labels.size()) != batch)
-    throw ShapeError(std::string(who) + ": " + std::to_string(labels.size()) + " labels for a batch of " +
-                     std::to_string(batch) + "; pass one class index per sample");
-  for (std::size_t b = 0; b < labels.size(); ++b) {
-    if (labels[b] < 0 || labels[b] >= classes)
-      throw ShapeError(std::string(who) + ": label " + std::to_string(labels[b]) + " of sample " +
-                       std::to_string(b) + " is outside [0, " + std::to_string(classes) +
-                       "); the network has " + std::to_string(classes) + " outputs");
-  }
+ETNN_HD Term<T> bce_with_logits_term(T z, T t, T pos_weight) {
+  const T e = std::exp(-std::abs(z));
+  const T a = T(1) + (pos_weight - T(1)) * t;
+  const bool positive = z >= T(0);
+  return {(positive ? (T(1) - t) * z : -pos_weight * t * z) + a * std::log1p(e),
+          (positive ? (T(1) - t) - pos_weight * t * e : e * (T(1) - t) - pos_weight * t) / (T(1) + e)};
 }
 }  // namespace detail
 
-struct CrossEntropy {
-  using target_kind = ClassIndices;
+struct BceWithLogitsOptions {
+  Reduction reduction = Reduction::mean;
+  float pos_weight = 1.0f;  // > 1 raises recall, < 1 precision: the positive term is multiplied by it
+};
 
-  // Mean loss over the batch; grad (B, C) receives dL/dlogits.
-  template <class T, ShapeType S>
-  T value_and_grad(Cpu, TensorView<const T, S, Cpu> logits, std::span<const int> labels, T* grad) const {
-    return run(logits, labels, grad);
-  }
+class BCEWithLogits : public detail::TensorTargetLoss<BCEWithLogits> {
+ public:
+  using target_kind = RealValues;
+  using Options = BceWithLogitsOptions;
 
-  template <class T, ShapeType S>
-  T value(Cpu, TensorView<const T, S, Cpu> logits, std::span<const int> labels) const {
-    return run(logits, labels, static_cast<T*>(nullptr));
-  }
+  explicit BCEWithLogits(Options options = {}) : options_(validated(options)) {}
+  const Options& options() const noexcept { return options_; }
 
  private:
-  template <class T, ShapeType S>
-  static T run(TensorView<const T, S, Cpu> logits, std::span<const int> labels, T* grad) {
-    static_assert(check::class_scores<S>());
-    constexpr int classes = S::dims[0];
-    const int batch = logits.batch();
-    detail::check_labels(labels, batch, classes, "etnn::loss::CrossEntropy");
-    const T scale = T(1) / static_cast<T>(batch);
-    T total = 0;
-    for (int b = 0; b < batch; ++b) {
-      T* g = grad != nullptr ? grad + static_cast<std::size_t>(b) * classes : nullptr;
-      total += detail::cross_entropy_row(logits.sample(b), classes, labels[static_cast<std::size_t>(b)], g, scale);
-    }
-    return total * scale;
+  friend detail::TensorTargetLoss<BCEWithLogits>;
+
+  static Options validated(Options options) {
+    if (!(options.pos_weight >= 0.0f) || !std::isfinite(options.pos_weight))
+      throw Error(detail::message("etnn::loss::BCEWithLogits", "pos_weight must be finite and >= 0, got ",
+                                  std::to_string(options.pos_weight)));
+    return options;
   }
+
+  template <class T, ShapeType S, ShapeType TS>
+  T compute(TensorView<const T, S, Cpu> logits, TensorView<const T, TS, Cpu> target, T* grad) const {
+    detail::check_targets(logits, target, "etnn::loss::BCEWithLogits");
+    const T pos_weight = static_cast<T>(options_.pos_weight);
+    return detail::elementwise(logits, target, grad, detail::reduction_scale<T>(options_.reduction, logits.size()),
+                               [pos_weight](T z, T t) { return detail::bce_with_logits_term(z, t, pos_weight); });
+  }
+
+  Options options_;
 };
 
 }  // namespace etnn::loss
-// ---- etnn/loss/mse.hpp ----
-// Mean squared error, value and gradient in one pass.
-//   loss = 1/n sum_i (y_i - t_i)^2          n = B * output size (PyTorch's MSELoss, mean)
-//   dL/dy_i = 2 (y_i - t_i) / n
+// ---- etnn/loss/center_loss.hpp ----
+// CenterLoss (Wen et al. 2016) with learnable centers, a parameter of the loss trained by its own
+// optimizer (loss/parametric.hpp), as the PyTorch implementations do it (autograd gradient and a
+// separate optimizer, not the paper's hand-written center update with alpha):
+//   etnn::loss::CenterLoss<64, 10> center;
+//   etnn::optim::SGD center_opt(center, {.lr = 0.5f});
+//
+//   x: (B, E) embeddings   c: (C, E) centers   y: B class indices
+//   l_b = 1/2 ||x_b - c_{y_b}||^2       loss = r sum_b l_b      r = 1/B (mean) or 1 (sum)
+//   dL/dx_b = r (x_b - c_{y_b})         dL/dc_k = -r sum_{b: y_b = k} (x_b - c_k)
+// The mean is 0.5 * mean_b ||x_b - c_{y_b}||^2, jxgu1016/MNIST_center_loss_pytorch's
+// (feature - centers_batch).pow(2).sum() / 2 / batch_size; KaiyangZhou/pytorch-center-loss omits
+// the 1/2 (and clamps each distance to [1e-12, 1e12]). The embeddings are not normalised. The
+// centers are initialised N(0, 1) (torch.randn) and saved as "centers".
+
+// ---- etnn/loss/parametric.hpp ----
+// Losses with parameters of their own (the margin heads' class weights, CenterLoss's centers), as
+// pytorch-metric-learning has them: the loss owns a flat parameter buffer and a flat gradient
+// buffer, is an optim::ParameterSet, gets its own optimizer and is trained by a Trainer given both:
+//   etnn::loss::ArcFace<64, 10> arcface({.scale = 64, .margin = 0.5f}, /*seed=*/0);
+//   etnn::optim::SGD head_opt(arcface, {.lr = 0.01f});
+//   etnn::Trainer trainer(model, arcface, opt, head_opt);
+// value_and_grad adds gradient_scale() dL/dparams to gradients() (accumulating until zero_grad(),
+// like a model's backward); the Trainer sets the scale to 1/accumulate, as it scales dL/doutput.
+// value() leaves the gradients alone.
+#include <numbers>
 
 
 namespace etnn::loss {
 
-struct MSE {
-  using target_kind = RealValues;
+// A loss the Trainer must zero, scale and update alongside the model.
+template <class L>
+concept ParametricLoss = requires(L& l, typename L::value_type scale) {
+  l.parameters();
+  l.gradients();
+  l.zero_grad();
+  l.set_gradient_scale(scale);
+};
 
-  template <class T, ShapeType S, ShapeType TS>
-  T value_and_grad(Cpu, TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target, T* grad) const {
-    return run(output, target, grad);
+namespace detail {
+
+// One (Rows, Cols) parameter matrix, row-major, with its gradient: the storage of a parametric
+// loss. Initialised N(0, 1) (torch.nn.init.normal_ / torch.randn) from `seed` by Box-Muller.
+template <class T, int Rows, int Cols>
+class ParameterMatrix {
+  static_assert(Rows > 0 && Cols > 0);
+
+ public:
+  using value_type = T;
+  using device = Cpu;
+  static constexpr std::size_t num_params = static_cast<std::size_t>(Rows) * Cols;
+  static constexpr std::array<std::size_t, 1> param_ends{num_params};  // one gradient bucket
+
+  explicit ParameterMatrix(std::uint64_t seed) : params_(num_params), grads_(num_params) {
+    Rng rng(seed);
+    for (std::size_t i = 0; i < num_params; i += 2) {
+      const double radius = std::sqrt(-2.0 * std::log(1.0 - rng.uniform()));  // 1 - u in (0, 1]
+      const double angle = 2.0 * std::numbers::pi * rng.uniform();
+      params_.data()[i] = static_cast<T>(radius * std::cos(angle));
+      if (i + 1 < num_params) params_.data()[i + 1] = static_cast<T>(radius * std::sin(angle));
+    }
+    zero_grad();
   }
 
-  template <class T, ShapeType S, ShapeType TS>
-  T value(Cpu, TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target) const {
-    return run(output, target, static_cast<T*>(nullptr));
+  T* parameters() noexcept { return params_.data(); }
+  const T* parameters() const noexcept { return params_.data(); }
+  T* gradients() noexcept { return grads_.data(); }
+  const T* gradients() const noexcept { return grads_.data(); }
+  void zero_grad() { std::fill_n(grads_.data(), num_params, T(0)); }
+
+  // The factor of dL/dparams added by value_and_grad (the Trainer's 1/accumulate).
+  void set_gradient_scale(T scale) noexcept { gradient_scale_ = scale; }
+  T gradient_scale() const noexcept { return gradient_scale_; }
+
+ private:
+  Buffer<T, Cpu> params_;
+  Buffer<T, Cpu> grads_;
+  T gradient_scale_ = 1;
+};
+
+}  // namespace detail
+}  // namespace etnn::loss
+
+namespace etnn::loss {
+
+struct CenterLossOptions {
+  Reduction reduction = Reduction::mean;
+};
+
+template <int Embedding, int Classes, class T = float>
+class CenterLoss : public detail::ParameterMatrix<T, Classes, Embedding> {
+  using Centers = detail::ParameterMatrix<T, Classes, Embedding>;
+  static constexpr std::size_t width = Embedding;
+
+ public:
+  using target_kind = ClassIndices;
+  using Options = CenterLossOptions;
+  using Centers::num_params;
+
+  explicit CenterLoss(Options options = {}, std::uint64_t seed = 0) : Centers(seed), options_(options) {}
+  const Options& options() const noexcept { return options_; }
+
+  // "centers": (Classes, Embedding).
+  static std::vector<NamedParameter> named_parameters() { return {{"centers", {Classes, Embedding}, 0, num_params}}; }
+  static std::string describe() {
+    std::string d = who;
+    d += "<";
+    d += std::to_string(Embedding);
+    d += ", ";
+    d += std::to_string(Classes);
+    d += ">";
+    return d;
+  }
+
+  // Returns the loss; grad (B, Embedding) receives dL/dx, and gradients() gains gradient_scale() dL/dc.
+  template <ShapeType S>
+  T value_and_grad(Cpu, TensorView<const T, S, Cpu> embeddings, std::span<const int> labels, T* grad) {
+    return compute(embeddings, labels, grad, this->gradients());
+  }
+  template <ShapeType S>
+  T value(Cpu, TensorView<const T, S, Cpu> embeddings, std::span<const int> labels) const {
+    return compute(embeddings, labels, static_cast<T*>(nullptr), static_cast<T*>(nullptr));
   }
 
  private:
-  template <class T, ShapeType S, ShapeType TS>
-  static T run(TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target, T* grad) {
-    static_assert(check::target_shape<TS, S>());
-    if (output.batch() != target.batch())
-      throw ShapeError("etnn::loss::MSE: " + std::to_string(target.batch()) + " targets for a batch of " +
-                       std::to_string(output.batch()));
-    const std::size_t n = output.size();
-    const T inv_n = T(1) / static_cast<T>(n);
-    const T* y = output.data();
-    const T* t = target.data();
+  static constexpr const char* who = "etnn::loss::CenterLoss";
+
+  // grad null: the value alone; otherwise grad receives dL/dx and center_grad gains gradient_scale() dL/dc.
+  template <ShapeType S>
+  T compute(TensorView<const T, S, Cpu> x, std::span<const int> labels, T* grad, T* center_grad) const {
+    static_assert(check::embedding_width<S, Embedding>());
+    const int batch = x.batch();
+    detail::check_labels(labels, batch, Classes, who);
+    const T r = detail::reduction_scale<T>(options_.reduction, static_cast<std::size_t>(batch));
+    const T center_scale = -r * this->gradient_scale();
     T total = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      const T d = y[i] - t[i];
-      total += d * d;
-      if (grad != nullptr) grad[i] = T(2) * d * inv_n;
+    for (int b = 0; b < batch; ++b) {
+      const T* xb = x.sample(b);
+      const std::size_t y = static_cast<std::size_t>(labels[static_cast<std::size_t>(b)]);
+      const T* cy = this->parameters() + y * width;
+      T sum = 0;
+      for (std::size_t e = 0; e < width; ++e) {
+        const T d = xb[e] - cy[e];
+        sum += d * d;
+        if (grad != nullptr) {
+          grad[static_cast<std::size_t>(b) * width + e] = r * d;
+          center_grad[y * width + e] += center_scale * d;
+        }
+      }
+      total += sum / 2;
     }
-    return total * inv_n;
+    return total * r;
   }
+
+  Options options_;
 };
 
 }  // namespace etnn::loss
+// ---- etnn/loss/cross_entropy.hpp ----
+// Softmax cross-entropy on logits (PyTorch's CrossEntropyLoss with class indices), with class
+// weights w and label smoothing eps, value and gradient in one pass over the batch.
+//   z: (B, C) logits   y: B class indices   p_b = softmax(z_b)   -log p_bc = logsumexp(z_b) - z_bc
+//   l_b = (1 - eps) w[y_b] (-log p_b,y_b) + eps/C sum_c w[c] (-log p_bc)
+//   loss = r sum_b l_b      r = 1 / sum_b w[y_b] (mean; 1/B without weights) or 1 (sum)
+//   dL/dz_bj = r [ p_bj ((1 - eps) w[y_b] + eps/C sum_c w[c]) - (1 - eps) w[y_b] [j = y_b] - eps/C w[j] ]
+// This is torch.nn.functional.cross_entropy exactly, including its weighted mean with label
+// smoothing (both terms divided by sum_b w[y_b]). When every target has weight 0 the weighted
+// mean is 0/0 = NaN, as in PyTorch.
+// logsumexp is shifted by the row maximum m and -log p_bc computed as (m - z_bc) + log sum_j exp(z_bj - m),
+// so any finite logits are safe and large ones lose no precision to cancellation.
+
+
+namespace etnn::loss {
+
+namespace detail {
+// l_b of one row z (C logits) with label y; writes scale * dl_b/dz into g when g is not null.
+// weight: C class weights or null (all ones); weight_sum = sum_c w[c].
+template <class T>
+ETNN_HD T cross_entropy_row(const T* z, int classes, int label, const float* weight, T weight_sum, T smoothing,
+                            T* g, T scale) {
+  T m = z[0];
+  for (int j = 1; j < classes; ++j) m = z[j] > m ? z[j] : m;
+  T sum = 0;
+  for (int j = 0; j < classes; ++j) sum += std::exp(z[j] - m);
+  // -log p_j = (m - z_j) + log(sum): the difference of logits first, so nothing cancels.
+  const T log_sum = std::log(sum);
+  const T target_part = (T(1) - smoothing) * class_weight<T>(weight, label);
+  const T smooth_part = smoothing / static_cast<T>(classes);
+  T loss = target_part * ((m - z[label]) + log_sum);
+  if (smoothing != T(0)) {
+    T smooth = 0;
+    for (int j = 0; j < classes; ++j) smooth += class_weight<T>(weight, j) * ((m - z[j]) + log_sum);
+    loss += smooth_part * smooth;
+  }
+  if (g != nullptr) {
+    const T p_scale = scale * (target_part + smooth_part * weight_sum) / sum;
+    for (int j = 0; j < classes; ++j)
+      g[j] = std::exp(z[j] - m) * p_scale - scale * (smooth_part * class_weight<T>(weight, j) +
+                                                     (j == label ? target_part : T(0)));
+  }
+  return loss;
+}
+}  // namespace detail
+
+struct CrossEntropyOptions {
+  Reduction reduction = Reduction::mean;
+  float label_smoothing = 0.0f;  // eps in [0, 1]: the target becomes (1 - eps) onehot + eps / C
+  std::vector<float> weight{};   // C class weights (PyTorch's `weight`), or empty for all ones
+};
+
+class CrossEntropy : public detail::LabelTargetLoss<CrossEntropy> {
+ public:
+  using target_kind = ClassIndices;
+  using Options = CrossEntropyOptions;
+
+  explicit CrossEntropy(Options options = {}) : options_(validated(std::move(options))) {}
+  const Options& options() const noexcept { return options_; }
+
+ private:
+  friend detail::LabelTargetLoss<CrossEntropy>;
+  static constexpr const char* who = "etnn::loss::CrossEntropy";
+
+  static Options validated(Options options) {
+    if (!(options.label_smoothing >= 0.0f && options.label_smoothing <= 1.0f))
+      throw Error(detail::message(who, "label_smoothing must be in [0, 1], got ",
+                                  std::to_string(options.label_smoothing)));
+    detail::validate_weights(options.weight, who);
+    return options;
+  }
+
+  template <class T, ShapeType S>
+  T compute(TensorView<const T, S, Cpu> logits, std::span<const int> labels, T* grad) const {
+    static_assert(check::class_scores<S>());
+    constexpr int classes = S::dims[0];
+    const int batch = logits.batch();
+    detail::check_labels(labels, batch, classes, who);
+    detail::check_weight_count(options_.weight, classes, who);
+    const float* weight = detail::weights_or_null(options_.weight);
+    T weight_sum = 0;
+    for (int j = 0; j < classes; ++j) weight_sum += detail::class_weight<T>(weight, j);
+    const T scale = detail::weighted_reduction_scale<T>(options_.reduction, labels, weight);
+    const T smoothing = static_cast<T>(options_.label_smoothing);
+    T total = 0;
+    for (int b = 0; b < batch; ++b) {
+      T* g = grad != nullptr ? grad + static_cast<std::size_t>(b) * classes : nullptr;
+      total += detail::cross_entropy_row(logits.sample(b), classes, labels[static_cast<std::size_t>(b)], weight,
+                                         weight_sum, smoothing, g, scale);
+    }
+    return total * scale;
+  }
+
+  Options options_;
+};
+
+}  // namespace etnn::loss
+// ---- etnn/loss/hinge.hpp ----
+// Binary hinge loss on scores with targets -1 or +1, value and gradient in one pass.
+//   z, y: (B, S...) (usually (B, 1)), y_i in {-1, +1}
+//   loss = r sum_i max(0, 1 - y_i z_i)       r = 1/n (mean, n = B * S::size) or 1 (sum)
+//   dL/dz_i = -r y_i  where 1 - y_i z_i > 0, else 0
+// PyTorch has no exact equivalent (HingeEmbeddingLoss takes distances, MultiMarginLoss class
+// indices); this is scikit-learn's hinge_loss and the SVM hinge, mean over all outputs.
+
+namespace etnn::loss {
+
+struct HingeOptions {
+  Reduction reduction = Reduction::mean;
+};
+
+class Hinge : public detail::TensorTargetLoss<Hinge> {
+ public:
+  using target_kind = RealValues;
+  using Options = HingeOptions;
+
+  explicit Hinge(Options options = {}) : options_(options) {}
+  const Options& options() const noexcept { return options_; }
+
+ private:
+  friend detail::TensorTargetLoss<Hinge>;
+  static constexpr const char* who = "etnn::loss::Hinge";
+
+  template <class T, ShapeType S, ShapeType TS>
+  T compute(TensorView<const T, S, Cpu> scores, TensorView<const T, TS, Cpu> target, T* grad) const {
+    detail::check_targets(scores, target, who);
+    detail::check_binary_targets(target.flat(), T(-1), T(1), who);
+    return detail::elementwise(scores, target, grad, detail::reduction_scale<T>(options_.reduction, scores.size()),
+                               [](T z, T y) {
+                                 const T h = T(1) - y * z;
+                                 return h > T(0) ? detail::Term<T>{h, -y} : detail::Term<T>{T(0), T(0)};
+                               });
+  }
+
+  Options options_;
+};
+
+}  // namespace etnn::loss
+// ---- etnn/loss/huber.hpp ----
+// Huber loss (PyTorch's HuberLoss), value and gradient in one pass; d_i = y_i - t_i.
+//   l_i = 0.5 d_i^2          if |d_i| < delta,   delta (|d_i| - 0.5 delta)   otherwise
+//   loss = r sum_i l_i       y, t: (B, S...)   r = 1/n (mean, n = B * S::size) or 1 (sum)
+//   dL/dy_i = r d_i          if |d_i| < delta,   r delta sign(d_i)           otherwise
+// Huber(delta) = delta * SmoothL1(beta = delta): the same shape, scaled by delta.
+
+
+namespace etnn::loss {
+
+struct HuberOptions {
+  Reduction reduction = Reduction::mean;
+  float delta = 1.0f;  // > 0: where the quadratic part ends
+};
+
+class Huber : public detail::TensorTargetLoss<Huber> {
+ public:
+  using target_kind = RealValues;
+  using Options = HuberOptions;
+
+  explicit Huber(Options options = {}) : options_(validated(options)) {}
+  const Options& options() const noexcept { return options_; }
+
+ private:
+  friend detail::TensorTargetLoss<Huber>;
+
+  static Options validated(Options options) {
+    if (!(options.delta > 0.0f) || !std::isfinite(options.delta))
+      throw Error(detail::message("etnn::loss::Huber", "delta must be finite and > 0, got ",
+                                  std::to_string(options.delta), "; for L1 use etnn::loss::L1"));
+    return options;
+  }
+
+  template <class T, ShapeType S, ShapeType TS>
+  T compute(TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target, T* grad) const {
+    detail::check_targets(output, target, "etnn::loss::Huber");
+    const T delta = static_cast<T>(options_.delta);
+    return detail::elementwise(output, target, grad, detail::reduction_scale<T>(options_.reduction, output.size()),
+                               [delta](T y, T t) {
+                                 const T d = y - t;
+                                 const T a = std::abs(d);
+                                 return a < delta ? detail::Term<T>{T(0.5) * d * d, d}
+                                                  : detail::Term<T>{delta * (a - T(0.5) * delta), delta * detail::sign(d)};
+                               });
+  }
+
+  Options options_;
+};
+
+}  // namespace etnn::loss
+// ---- etnn/loss/kl_div.hpp ----
+// Kullback-Leibler divergence (PyTorch's KLDivLoss), value and gradient in one pass.
+//   x: (B, S...) log-probabilities (the model's)   t: (B, S...) probabilities, or log-probabilities
+//   with log_target
+//   l_i = t_i log t_i - t_i x_i   (t log t = 0 at t = 0)   log_target: l_i = exp(t_i) (t_i - x_i)
+//   loss = r sum_i l_i    r = 1/B (batchmean, default), 1/n (mean, n = B * S::size) or 1 (sum)
+//   dL/dx_i = -r t_i                                     log_target: -r exp(t_i)
+// batchmean is the KL divergence per sample, sum_i t_i log(t_i / p_i) averaged over the batch;
+// PyTorch defaults to mean (which divides by the class count too) and recommends batchmean.
+
+
+namespace etnn::loss {
+
+// KLDivLoss's reduction: PyTorch's 'batchmean', 'mean' or 'sum'.
+enum class KLDivReduction { batchmean, mean, sum };
+
+struct KLDivOptions {
+  KLDivReduction reduction = KLDivReduction::batchmean;
+  bool log_target = false;  // targets given as log-probabilities
+};
+
+class KLDiv : public detail::TensorTargetLoss<KLDiv> {
+ public:
+  using target_kind = RealValues;
+  using Options = KLDivOptions;
+
+  explicit KLDiv(Options options = {}) : options_(options) {}
+  const Options& options() const noexcept { return options_; }
+
+ private:
+  friend detail::TensorTargetLoss<KLDiv>;
+
+  template <class T, ShapeType S, ShapeType TS>
+  T compute(TensorView<const T, S, Cpu> log_probs, TensorView<const T, TS, Cpu> target, T* grad) const {
+    detail::check_targets(log_probs, target, "etnn::loss::KLDiv");
+    const std::size_t count = options_.reduction == KLDivReduction::batchmean
+                                  ? static_cast<std::size_t>(log_probs.batch())
+                                  : log_probs.size();
+    const T scale = options_.reduction == KLDivReduction::sum ? T(1) : T(1) / static_cast<T>(count);
+    if (options_.log_target)
+      return detail::elementwise(log_probs, target, grad, scale, [](T x, T t) {
+        const T p = std::exp(t);
+        return detail::Term<T>{p * (t - x), -p};
+      });
+    return detail::elementwise(log_probs, target, grad, scale, [](T x, T t) {
+      return detail::Term<T>{(t == T(0) ? T(0) : t * std::log(t)) - t * x, -t};
+    });
+  }
+
+  Options options_;
+};
+
+}  // namespace etnn::loss
+// ---- etnn/loss/l1.hpp ----
+// Mean absolute error (PyTorch's L1Loss), value and gradient in one pass.
+//   loss = r sum_i |y_i - t_i|          y, t: (B, S...)   r = 1/n (mean, n = B * S::size) or 1 (sum)
+//   dL/dy_i = r sign(y_i - t_i)         (0 where y_i = t_i, as PyTorch)
+
+
+namespace etnn::loss {
+
+struct L1Options {
+  Reduction reduction = Reduction::mean;
+};
+
+class L1 : public detail::TensorTargetLoss<L1> {
+ public:
+  using target_kind = RealValues;
+  using Options = L1Options;
+
+  explicit L1(Options options = {}) : options_(options) {}
+  const Options& options() const noexcept { return options_; }
+
+ private:
+  friend detail::TensorTargetLoss<L1>;
+
+  template <class T, ShapeType S, ShapeType TS>
+  T compute(TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target, T* grad) const {
+    detail::check_targets(output, target, "etnn::loss::L1");
+    return detail::elementwise(output, target, grad, detail::reduction_scale<T>(options_.reduction, output.size()),
+                               [](T y, T t) {
+                                 const T d = y - t;
+                                 return detail::Term<T>{std::abs(d), detail::sign(d)};
+                               });
+  }
+
+  Options options_;
+};
+
+}  // namespace etnn::loss
+// ---- etnn/loss/margin_heads.hpp ----
+// Face-recognition margin heads: a softmax cross-entropy over scaled cosines between L2-normalised
+// embeddings and L2-normalised class weight rows, with a margin on the target class's cosine. The
+// weight matrix is a parameter of the loss (loss/parametric.hpp), trained by its own optimizer.
+//   etnn::loss::ArcFace<64, 10> arcface({.scale = 64, .margin = 0.5f}, /*seed=*/0);
+//   etnn::optim::SGD head_opt(arcface, {.lr = 0.01f});
+//   etnn::Trainer trainer(model, arcface, opt, head_opt);
+//
+//   x: (B, E) embeddings   W: (C, E) class weights   y: B class indices
+//   x^_b = x_b / ||x_b||   W^_c = W_c / ||W_c||   (F.normalize: norms below 1e-12 count as 1e-12)
+//   cos_bc = x^_b . W^_c
+//   z_bc = s cos_bc for c != y_b,   z_by = s psi(cos_by)       s: scale, psi: the margin policy
+//   loss = r sum_b CE(z_b, y_b)      r = 1/B (mean) or 1 (sum); CE as loss::CrossEntropy
+// Gradients, with G_bc = dL/dcos_bc = s dL/dz_bc (times psi'(cos_by) for c = y_b):
+//   dL/dx_b = (sum_c G_bc W^_c - (sum_c G_bc cos_bc) x^_b) / ||x_b||
+//   dL/dW_c = (sum_b G_bc x^_b - (sum_b G_bc cos_bc) W^_c) / ||W_c||
+// (through the normalisation, assuming norms above 1e-12).
+//
+// The margin policies, pytorch-metric-learning's CosFaceLoss, ArcFaceLoss and SphereFaceLoss with
+// margins in radians (pml takes ArcFace's in degrees: 28.6 there is 0.5 here):
+//   CosFace    (additive cosine)         psi(c) = c - m                          m = 0.35, s = 64
+//   ArcFace    (additive angular)        psi(c) = cos(acos(clamp(c, -1 + 1e-7, 1 - 1e-7)) + m)
+//                                                                                m = 0.5,  s = 64
+//              no "easy margin" and no fallback where theta + m > pi: psi is cos(theta + m) throughout;
+//              the clamp keeps psi' = sin(theta + m) / sin(theta) finite (0 outside it, as torch.clamp)
+//   SphereFace (multiplicative angular)  psi(c) = (-1)^k cos(m theta) - 2k,  theta = acos(clamp(c, -1, 1)),
+//              k = floor(m theta / pi) (constant in the gradient), integer m = 4, s = 64. A-Softmax's
+//              psi; cos(m theta) and its derivative are Chebyshev polynomials of c. Unlike SphereFace
+//              and pml, the embedding is normalised too (the logits are s psi, not ||x|| psi), and the
+//              original's annealing of the softmax with lambda is left out.
+// The weight is (C, E), torch.nn.Linear's layout (pml stores its transpose), initialised N(0, 1)
+// as pml does; saved as "weight".
+
+
+namespace etnn::loss {
+
+namespace margin {
+
+// psi(c) of the target class's cosine and dpsi/dc.
+template <class T>
+struct Target {
+  T value;
+  T derivative;
+};
+
+// CosFace: psi(c) = c - m.
+struct AdditiveCosine {
+  static constexpr const char* name = "etnn::loss::CosFace";
+  static constexpr float default_scale = 64.0f;
+  static constexpr float default_margin = 0.35f;
+  static void validate(float, const char*) {}
+
+  template <class T>
+  static Target<T> target(T c, T m) {
+    return {c - m, T(1)};
+  }
+};
+
+// ArcFace: psi(c) = cos(theta + m), theta = acos(c) with c clamped to [-1 + 1e-7, 1 - 1e-7].
+struct AdditiveAngular {
+  static constexpr const char* name = "etnn::loss::ArcFace";
+  static constexpr float default_scale = 64.0f;
+  static constexpr float default_margin = 0.5f;
+  static void validate(float, const char*) {}
+
+  template <class T>
+  static Target<T> target(T c, T m) {
+    const T lo = T(-1) + T(1e-7), hi = T(1) - T(1e-7);
+    const T theta = std::acos(std::clamp(c, lo, hi));
+    // d cos(theta + m) / dc = sin(theta + m) / sin(theta); torch.clamp passes the gradient on [lo, hi].
+    const T derivative = c >= lo && c <= hi ? std::sin(theta + m) / std::sin(theta) : T(0);
+    return {std::cos(theta + m), derivative};
+  }
+};
+
+// SphereFace (A-Softmax): psi(c) = (-1)^k cos(m theta) - 2k, k = floor(m theta / pi), integer m.
+struct MultiplicativeAngular {
+  static constexpr const char* name = "etnn::loss::SphereFace";
+  static constexpr float default_scale = 64.0f;
+  static constexpr float default_margin = 4.0f;
+  static void validate(float margin, const char* who) {
+    if (!(margin >= 1.0f && margin <= 64.0f) || margin != std::floor(margin))
+      throw Error(detail::message(who, "margin must be an integer in [1, 64] (the angle's multiplier), got ",
+                                  std::to_string(margin)));
+  }
+
+  template <class T>
+  static Target<T> target(T c, T margin) {
+    const int m = static_cast<int>(margin);
+    // cos(m theta) = T_m(c), d T_m / dc = m U_{m-1}(c): T_{n+1} = 2c T_n - T_{n-1} from T_0 = 1, T_1 = c;
+    // U_{n+1} = 2c U_n - U_{n-1} from U_0 = 1, U_1 = 2c.
+    T t_prev = 1, t = c, u_prev = 0, u = 1;  // T_0, T_1, U_{-1}, U_0
+    for (int n = 1; n < m; ++n) {
+      const T t_next = 2 * c * t - t_prev;
+      const T u_next = 2 * c * u - u_prev;
+      t_prev = t, t = t_next, u_prev = u, u = u_next;
+    }
+    const T theta = std::acos(std::clamp(c, T(-1), T(1)));
+    const T k = std::floor(theta / (std::numbers::pi_v<T> / static_cast<T>(m)));
+    const T sign = static_cast<long long>(k) % 2 == 0 ? T(1) : T(-1);
+    return {sign * t - 2 * k, sign * static_cast<T>(m) * u};
+  }
+};
+
+}  // namespace margin
+
+template <class Margin>
+struct MarginHeadOptions {
+  float scale = Margin::default_scale;    // s
+  float margin = Margin::default_margin;  // m: radians (ArcFace), a cosine (CosFace), a multiplier (SphereFace)
+  Reduction reduction = Reduction::mean;
+};
+using CosFaceOptions = MarginHeadOptions<margin::AdditiveCosine>;
+using ArcFaceOptions = MarginHeadOptions<margin::AdditiveAngular>;
+using SphereFaceOptions = MarginHeadOptions<margin::MultiplicativeAngular>;
+
+// A margin head for embeddings of width Embedding and Classes classes, in scalar type T (the
+// model's).
+template <class Margin, int Embedding, int Classes, class T = float>
+class MarginHead : public detail::ParameterMatrix<T, Classes, Embedding> {
+  using Weight = detail::ParameterMatrix<T, Classes, Embedding>;
+  static constexpr std::size_t width = Embedding, classes = Classes;
+
+ public:
+  using target_kind = ClassIndices;
+  using Options = MarginHeadOptions<Margin>;
+  using Weight::num_params;
+
+  explicit MarginHead(Options options = {}, std::uint64_t seed = 0)
+      : Weight(seed), options_(validated(options)), scratch_(scratch_size) {}
+  const Options& options() const noexcept { return options_; }
+
+  // "weight": (Classes, Embedding).
+  static std::vector<NamedParameter> named_parameters() { return {{"weight", {Classes, Embedding}, 0, num_params}}; }
+  static std::string describe() {
+    std::string d = Margin::name;
+    d += "<";
+    d += std::to_string(Embedding);
+    d += ", ";
+    d += std::to_string(Classes);
+    d += ">";
+    return d;
+  }
+
+  // Returns the loss; grad (B, Embedding) receives dL/dx, and gradients() gains gradient_scale() dL/dW.
+  template <ShapeType S>
+  T value_and_grad(Cpu, TensorView<const T, S, Cpu> embeddings, std::span<const int> labels, T* grad) {
+    return compute(embeddings, labels, grad, this->gradients());
+  }
+  template <ShapeType S>
+  T value(Cpu, TensorView<const T, S, Cpu> embeddings, std::span<const int> labels) const {
+    return compute(embeddings, labels, static_cast<T*>(nullptr), static_cast<T*>(nullptr));
+  }
+
+ private:
+  static constexpr const char* who = Margin::name;
+  // W^ (C, E), 1/||W_c|| (C), and per sample cos (C), z (C), dL/dz (C), sized once.
+  static constexpr std::size_t scratch_size = (width + 4) * classes;
+
+  static Options validated(Options options) {
+    if (!(options.scale > 0.0f) || !std::isfinite(options.scale))
+      throw Error(detail::message(who, "scale must be finite and > 0, got ", std::to_string(options.scale)));
+    if (!std::isfinite(options.margin))
+      throw Error(detail::message(who, "margin must be finite, got ", std::to_string(options.margin)));
+    Margin::validate(options.margin, who);
+    return options;
+  }
+
+  // 1 / max(||v||, 1e-12) of E values.
+  static T inverse_norm(const T* v) {
+    T sum = 0;
+    for (std::size_t e = 0; e < width; ++e) sum += v[e] * v[e];
+    return T(1) / std::max(std::sqrt(sum), T(1e-12));
+  }
+
+  // grad null: the value alone; otherwise grad receives dL/dx and weight_grad gains gradient_scale() dL/dW.
+  template <ShapeType S>
+  T compute(TensorView<const T, S, Cpu> x, std::span<const int> labels, T* grad, T* weight_grad) const {
+    static_assert(check::embedding_width<S, Embedding>());
+    const int batch = x.batch();
+    detail::check_labels(labels, batch, Classes, who);
+    const T* w = this->parameters();
+    T* w_hat = scratch_.data();
+    T* w_inv = w_hat + width * classes;
+    T* cosine = w_inv + classes;
+    T* z = cosine + classes;
+    T* dz = z + classes;
+    for (std::size_t c = 0; c < classes; ++c) {
+      w_inv[c] = inverse_norm(w + c * width);
+      for (std::size_t e = 0; e < width; ++e) w_hat[c * width + e] = w[c * width + e] * w_inv[c];
+    }
+    const T s = static_cast<T>(options_.scale);
+    const T m = static_cast<T>(options_.margin);
+    const T r = detail::reduction_scale<T>(options_.reduction, static_cast<std::size_t>(batch));
+    const T weight_scale = this->gradient_scale();
+    T total = 0;
+    for (int b = 0; b < batch; ++b) {
+      const T* xb = x.sample(b);
+      const T x_inv = inverse_norm(xb);
+      const auto y = static_cast<std::size_t>(labels[static_cast<std::size_t>(b)]);
+      for (std::size_t c = 0; c < classes; ++c) {
+        T dot = 0;
+        for (std::size_t e = 0; e < width; ++e) dot += xb[e] * w_hat[c * width + e];
+        cosine[c] = dot * x_inv;
+        z[c] = s * cosine[c];
+      }
+      const margin::Target<T> target = Margin::template target<T>(cosine[y], m);
+      z[y] = s * target.value;
+      total += detail::cross_entropy_row(z, Classes, static_cast<int>(y), static_cast<const float*>(nullptr),
+                                         T(classes), T(0), grad != nullptr ? dz : nullptr, r);
+      if (grad == nullptr) continue;
+      // dz becomes G = dL/dcos.
+      T g_dot_cos = 0;
+      for (std::size_t c = 0; c < classes; ++c) {
+        dz[c] *= c == y ? s * target.derivative : s;
+        g_dot_cos += dz[c] * cosine[c];
+      }
+      T* gx = grad + static_cast<std::size_t>(b) * width;
+      for (std::size_t e = 0; e < width; ++e) {
+        T sum = 0;
+        for (std::size_t c = 0; c < classes; ++c) sum += dz[c] * w_hat[c * width + e];
+        gx[e] = x_inv * (sum - g_dot_cos * xb[e] * x_inv);
+      }
+      for (std::size_t c = 0; c < classes; ++c) {
+        const T f = weight_scale * dz[c] * w_inv[c];
+        for (std::size_t e = 0; e < width; ++e)
+          weight_grad[c * width + e] += f * (xb[e] * x_inv - cosine[c] * w_hat[c * width + e]);
+      }
+    }
+    return total * r;
+  }
+
+  Options options_;
+  mutable Buffer<T, Cpu> scratch_;
+};
+
+template <int Embedding, int Classes, class T = float>
+using CosFace = MarginHead<margin::AdditiveCosine, Embedding, Classes, T>;
+template <int Embedding, int Classes, class T = float>
+using ArcFace = MarginHead<margin::AdditiveAngular, Embedding, Classes, T>;
+template <int Embedding, int Classes, class T = float>
+using SphereFace = MarginHead<margin::MultiplicativeAngular, Embedding, Classes, T>;
+
+}  // namespace etnn::loss
+// ---- etnn/loss/mse.hpp ----
+// Mean squared error (PyTorch's MSELoss), value and gradient in one pass.
+//   loss = r sum_i (y_i - t_i)^2          y, t: (B, S...)   r = 1/n (mean, n = B * S::size) or 1 (sum)
+//   dL/dy_i = 2 r (y_i - t_i)
+
+namespace etnn::loss {
+
+struct MseOptions {
+  Reduction reduction = Reduction::mean;
+};
+
+class MSE : public detail::TensorTargetLoss<MSE> {
+ public:
+  using target_kind = RealValues;
+  using Options = MseOptions;
+
+  explicit MSE(Options options = {}) : options_(options) {}
+  const Options& options() const noexcept { return options_; }
+
+ private:
+  friend detail::TensorTargetLoss<MSE>;
+
+  template <class T, ShapeType S, ShapeType TS>
+  T compute(TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target, T* grad) const {
+    detail::check_targets(output, target, "etnn::loss::MSE");
+    return detail::elementwise(output, target, grad, detail::reduction_scale<T>(options_.reduction, output.size()),
+                               [](T y, T t) {
+                                 const T d = y - t;
+                                 return detail::Term<T>{d * d, T(2) * d};
+                               });
+  }
+
+  Options options_;
+};
+
+}  // namespace etnn::loss
+// ---- etnn/loss/multi_margin.hpp ----
+// Multi-class margin loss on scores (PyTorch's MultiMarginLoss), value and gradient in one pass.
+//   x: (B, C) scores   y: B class indices   h_bj = margin - x_b,y_b + x_bj   w: class weights
+//   l_b = w[y_b] / C sum_{j != y_b} max(0, h_bj)^p          p = 1 or 2
+//   loss = r sum_b l_b       r = 1/B (mean; PyTorch divides by B even with weights) or 1 (sum)
+//   dL/dx_bj = r w[y_b] / C p max(0, h_bj)^(p-1)  for j != y_b,   dL/dx_b,y_b = -sum_{j != y_b} dL/dx_bj
+
+
+namespace etnn::loss {
+
+struct MultiMarginOptions {
+  Reduction reduction = Reduction::mean;
+  int p = 1;             // 1 or 2: the power of each hinge
+  float margin = 1.0f;   // how far the target's score must lead every other score
+  std::vector<float> weight{};  // C class weights (PyTorch's `weight`), or empty for all ones
+};
+
+class MultiMargin : public detail::LabelTargetLoss<MultiMargin> {
+ public:
+  using target_kind = ClassIndices;
+  using Options = MultiMarginOptions;
+
+  explicit MultiMargin(Options options = {}) : options_(validated(std::move(options))) {}
+  const Options& options() const noexcept { return options_; }
+
+ private:
+  friend detail::LabelTargetLoss<MultiMargin>;
+  static constexpr const char* who = "etnn::loss::MultiMargin";
+
+  static Options validated(Options options) {
+    if (options.p != 1 && options.p != 2)
+      throw Error(detail::message(who, "p must be 1 or 2, got ", std::to_string(options.p)));
+    if (!std::isfinite(options.margin))
+      throw Error(detail::message(who, "margin must be finite, got ", std::to_string(options.margin)));
+    detail::validate_weights(options.weight, who);
+    return options;
+  }
+
+  template <class T, ShapeType S>
+  T compute(TensorView<const T, S, Cpu> scores, std::span<const int> labels, T* grad) const {
+    static_assert(check::class_scores<S>());
+    constexpr int classes = S::dims[0];
+    const int batch = scores.batch();
+    detail::check_labels(labels, batch, classes, who);
+    detail::check_weight_count(options_.weight, classes, who);
+    const float* weight = detail::weights_or_null(options_.weight);
+    const T scale = detail::reduction_scale<T>(options_.reduction, static_cast<std::size_t>(batch));
+    const T margin = static_cast<T>(options_.margin);
+    T total = 0;
+    for (int b = 0; b < batch; ++b) {
+      const T* x = scores.sample(b);
+      const int y = labels[static_cast<std::size_t>(b)];
+      const T w = detail::class_weight<T>(weight, y) / static_cast<T>(classes);
+      T* g = grad != nullptr ? grad + static_cast<std::size_t>(b) * classes : nullptr;
+      T target_grad = 0;
+      for (int j = 0; j < classes; ++j) {
+        if (j == y) continue;
+        const T h = std::max(margin - x[y] + x[j], T(0));
+        total += w * (options_.p == 1 ? h : h * h);
+        if (g != nullptr) {
+          const T d = h > T(0) ? scale * w * (options_.p == 1 ? T(1) : T(2) * h) : T(0);
+          g[j] = d;
+          target_grad -= d;
+        }
+      }
+      if (g != nullptr) g[y] = target_grad;
+    }
+    return total * scale;
+  }
+
+  Options options_;
+};
+
+}  // namespace etnn::loss
+// ---- etnn/loss/multilabel_soft_margin.hpp ----
+// Multi-label one-versus-all loss on logits (PyTorch's MultiLabelSoftMarginLoss), value and
+// gradient in one pass, stable for any finite logit.
+//   z: (B, C) logits   t: (B, C) multi-hot, t_bc in {0, 1}
+//   l_b = -1/C sum_c [ t_bc log sigma(z_bc) + (1 - t_bc) log sigma(-z_bc) ]
+//       =  1/C sum_c [ max(z_bc, 0) - z_bc t_bc + log1p(exp(-|z_bc|)) ]
+//   loss = r sum_b l_b       r = 1/B (mean) or 1 (sum)
+//   dL/dz_bc = r / C (sigma(z_bc) - t_bc)
+// The same terms as BCEWithLogits, averaged over the classes of a sample.
+
+
+namespace etnn::loss {
+
+struct MultiLabelSoftMarginOptions {
+  Reduction reduction = Reduction::mean;
+};
+
+class MultiLabelSoftMargin : public detail::TensorTargetLoss<MultiLabelSoftMargin> {
+ public:
+  using target_kind = MultiHot;
+  using Options = MultiLabelSoftMarginOptions;
+
+  explicit MultiLabelSoftMargin(Options options = {}) : options_(options) {}
+  const Options& options() const noexcept { return options_; }
+
+ private:
+  friend detail::TensorTargetLoss<MultiLabelSoftMargin>;
+  static constexpr const char* who = "etnn::loss::MultiLabelSoftMargin";
+
+  template <class T, ShapeType S, ShapeType TS>
+  T compute(TensorView<const T, S, Cpu> logits, TensorView<const T, TS, Cpu> target, T* grad) const {
+    static_assert(check::class_scores<S>());
+    detail::check_targets(logits, target, who);
+    detail::check_binary_targets(target.flat(), T(0), T(1), who);
+    constexpr auto classes = static_cast<std::size_t>(S::dims[0]);
+    const T scale = detail::reduction_scale<T>(options_.reduction, static_cast<std::size_t>(logits.batch())) /
+                    static_cast<T>(classes);
+    return detail::elementwise(logits, target, grad, scale,
+                               [](T z, T t) { return detail::bce_with_logits_term(z, t, T(1)); });
+  }
+
+  Options options_;
+};
+
+}  // namespace etnn::loss
+// ---- etnn/loss/nll.hpp ----
+// Negative log-likelihood on log-probabilities (PyTorch's NLLLoss), value and gradient in one pass.
+//   x: (B, C) log-probabilities (e.g. after nn::log_softmax)   y: B class indices   w: class weights
+//   loss = -r sum_b w[y_b] x_b,y_b      r = 1 / sum_b w[y_b] (mean; 1/B without weights) or 1 (sum)
+//   dL/dx_bj = -r w[y_b] [j = y_b]
+// When every target has weight 0 the weighted mean is 0/0 = NaN, as in PyTorch.
+
+
+namespace etnn::loss {
+
+struct NllOptions {
+  Reduction reduction = Reduction::mean;
+  std::vector<float> weight{};  // C class weights (PyTorch's `weight`), or empty for all ones
+};
+
+class NLL : public detail::LabelTargetLoss<NLL> {
+ public:
+  using target_kind = ClassIndices;
+  using Options = NllOptions;
+
+  explicit NLL(Options options = {}) : options_(validated(std::move(options))) {}
+  const Options& options() const noexcept { return options_; }
+
+ private:
+  friend detail::LabelTargetLoss<NLL>;
+  static constexpr const char* who = "etnn::loss::NLL";
+
+  static Options validated(Options options) {
+    detail::validate_weights(options.weight, who);
+    return options;
+  }
+
+  template <class T, ShapeType S>
+  T compute(TensorView<const T, S, Cpu> log_probs, std::span<const int> labels, T* grad) const {
+    static_assert(check::class_scores<S>());
+    constexpr int classes = S::dims[0];
+    const int batch = log_probs.batch();
+    detail::check_labels(labels, batch, classes, who);
+    detail::check_weight_count(options_.weight, classes, who);
+    const float* weight = detail::weights_or_null(options_.weight);
+    const T scale = detail::weighted_reduction_scale<T>(options_.reduction, labels, weight);
+    T total = 0;
+    for (int b = 0; b < batch; ++b) {
+      const int y = labels[static_cast<std::size_t>(b)];
+      const T w = detail::class_weight<T>(weight, y);
+      total -= w * log_probs.sample(b)[y];
+      if (grad != nullptr) {
+        T* g = grad + static_cast<std::size_t>(b) * classes;
+        for (int j = 0; j < classes; ++j) g[j] = j == y ? -w * scale : T(0);
+      }
+    }
+    return total * scale;
+  }
+
+  Options options_;
+};
+
+}  // namespace etnn::loss
+// ---- etnn/loss/smooth_l1.hpp ----
+// Smooth L1 (PyTorch's SmoothL1Loss), value and gradient in one pass; d_i = y_i - t_i.
+//   l_i = 0.5 d_i^2 / beta   if |d_i| < beta,   |d_i| - 0.5 beta   otherwise
+//   loss = r sum_i l_i         y, t: (B, S...)   r = 1/n (mean, n = B * S::size) or 1 (sum)
+//   dL/dy_i = r d_i / beta     if |d_i| < beta,   r sign(d_i)        otherwise
+// beta = 0 is L1. Huber (huber.hpp) is beta * SmoothL1 with delta = beta, as in PyTorch.
+
+
+namespace etnn::loss {
+
+struct SmoothL1Options {
+  Reduction reduction = Reduction::mean;
+  float beta = 1.0f;  // >= 0: where the quadratic part ends
+};
+
+class SmoothL1 : public detail::TensorTargetLoss<SmoothL1> {
+ public:
+  using target_kind = RealValues;
+  using Options = SmoothL1Options;
+
+  explicit SmoothL1(Options options = {}) : options_(validated(options)) {}
+  const Options& options() const noexcept { return options_; }
+
+ private:
+  friend detail::TensorTargetLoss<SmoothL1>;
+
+  static Options validated(Options options) {
+    if (!(options.beta >= 0.0f) || !std::isfinite(options.beta))
+      throw Error(detail::message("etnn::loss::SmoothL1", "beta must be finite and >= 0, got ",
+                                  std::to_string(options.beta)));
+    return options;
+  }
+
+  template <class T, ShapeType S, ShapeType TS>
+  T compute(TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target, T* grad) const {
+    detail::check_targets(output, target, "etnn::loss::SmoothL1");
+    const T beta = static_cast<T>(options_.beta);
+    return detail::elementwise(output, target, grad, detail::reduction_scale<T>(options_.reduction, output.size()),
+                               [beta](T y, T t) {
+                                 const T d = y - t;
+                                 const T a = std::abs(d);
+                                 return a < beta ? detail::Term<T>{T(0.5) * d * d / beta, d / beta}
+                                                 : detail::Term<T>{a - T(0.5) * beta, detail::sign(d)};
+                               });
+  }
+
+  Options options_;
+};
+
+}  // namespace etnn::loss
+// ---- etnn/optim/adam.hpp ----
+// Adam and AdamW with the semantics of torch.optim.Adam / torch.optim.AdamW (their single-tensor
+// and foreach implementations). Per parameter, at step t (from 1), with g the mean gradient over
+// ranks (grad_scale * grads[i], clipped when the optimizer clips):
+//   w = w (1 - lr wd)                            AdamW: decoupled weight decay
+//   g = g + wd w                                 Adam: L2 penalty in the gradient
+//   m = beta1 m + (1 - beta1) g                  exp_avg
+//   v = beta2 v + (1 - beta2) g^2                exp_avg_sq
+//   v_max = max(v_max, v)                        max_exp_avg_sq, with amsgrad (then v_max replaces v below)
+//   w = w - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+// The bias corrections and the step size are computed once per step in double, as PyTorch does in
+// Python floats.
+
 // ---- etnn/optim/optimizer.hpp ----
-// Optimizer<Rule, Model, Reducer>: one update rule applied to the model's flat parameter buffer
-// in one fused pass, after the Reducer has summed the flat gradient buffer across ranks (in
-// buckets started during backward); the update divides by the number of ranks, so every rank
-// applies the mean gradient.
+// Optimizer<Rule, Params, Reducer>: one update rule applied to the flat parameter buffer of a
+// ParameterSet (parameter_set.hpp: a model, or a loss with parameters) in one fused pass, after
+// the Reducer has summed the flat gradient buffer across ranks (in buckets started during
+// backward); the update divides by the number of ranks, so every rank applies the mean gradient.
+// The learning rate of each step comes from a schedule (schedule.hpp, constant by default), and
+// the mean gradient may be clipped by its global norm (grad_norm.hpp).
 //
 // A Rule provides
 //   Options                                   hyper-parameters (designated-initialisable)
 //   validate(options)                         throws etnn::Error on a bad value
 //   state_slots(options)                      per-parameter state arrays it needs (momentum, ...)
 //   state_names(options)                      their names, as PyTorch's optimizer state_dict calls them
-//   update<T>(options, params, grads, state, n, step, grad_scale)
+//   update<T>(options, lr, params, grads, state, n, step, grad_scale)
 //                                             -> an ETNN_HD functor f(i) updating index i with
-//                                                the gradient grad_scale * grads[i]
+//                                                the gradient grad_scale * grads[i] and the learning
+//                                                rate lr (options.lr as the schedule sets it for
+//                                                `step`, counted from 1)
 
+// ---- etnn/optim/grad_norm.hpp ----
+// Gradient clipping by global norm, as torch.nn.utils.clip_grad_norm_ (norm_type 2):
+//   norm  = sqrt(sum_i g_i^2)                       g: the mean gradient over ranks, all parameters
+//   scale = min(max_norm / (norm + 1e-6), 1)        multiplies every g_i (NaN when norm is NaN, as torch)
+// The optimizer folds `scale` into the gradient scale of its fused update, so clipping costs one
+// read of the gradients (the norm) and no extra write.
+
+
+namespace etnn::optim::detail {
+
+// sum_i x_i^2 for i < n, accumulated in double in one pass. Chunk c of the threads' chunks sums its
+// range, and the chunk sums are added in order: the same value for the same thread count.
+template <class T>
+double sum_of_squares(Cpu, const T* x, std::size_t n) {
+  constexpr std::size_t max_chunks = 64;
+  const std::size_t chunks =
+      std::min(max_chunks, cpu::chunk_count(n, 4096, static_cast<std::size_t>(num_threads())));
+  std::array<double, max_chunks> partial{};
+  cpu::parallel_chunks(chunks, 1, n / chunks, [&](std::size_t first, std::size_t last) {
+    for (std::size_t c = first; c < last; ++c) {
+      const cpu::ChunkBounds range = cpu::chunk_bounds(n, chunks, c);
+      std::array<double, 4> lanes{};  // independent sums: the adds pipeline
+      std::size_t i = range.begin;
+      for (; i + 4 <= range.end; i += 4)
+        for (std::size_t k = 0; k < 4; ++k) lanes[k] += static_cast<double>(x[i + k]) * static_cast<double>(x[i + k]);
+      for (; i < range.end; ++i) lanes[0] += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+      partial[c] = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+    }
+  });
+  double total = 0.0;
+  for (std::size_t c = 0; c < chunks; ++c) total += partial[c];
+  return total;
+}
+
+// clip_grad_norm_'s factor for a gradient of global norm `norm`.
+inline double clip_scale(double max_norm, double norm) { return std::min(max_norm / (norm + 1e-6), 1.0); }
+
+}  // namespace etnn::optim::detail
 // ---- etnn/optim/gradient_buckets.hpp ----
 // Gradient buckets: the flat gradient buffer cut at layer boundaries into ranges of at least
 // `bucket_bytes` (PyTorch's DistributedDataParallel default, 25 MiB), in reverse layer order, the
@@ -2090,6 +4838,79 @@ class GradientBuckets {
 };
 
 }  // namespace etnn::optim
+// ---- etnn/optim/parameter_set.hpp ----
+// etnn::optim::ParameterSet: what an optimizer (and a checkpoint) needs of the thing whose
+// parameters it updates. An etnn::Model is one; so is a loss with parameters of its own (a margin
+// head's class weights, CenterLoss's centers), which gets its own optimizer as in
+// pytorch-metric-learning:
+//   etnn::optim::Adam opt(model, {.lr = 1e-3f});
+//   etnn::optim::SGD head_opt(arcface, {.lr = 0.01f});
+// A parameter set has
+//   value_type, device                       its scalar type and device
+//   num_params                               the length of its flat parameter and gradient buffers
+//   parameters(), gradients(), zero_grad()   those buffers (the gradients accumulate until zeroed)
+//   named_parameters()                       its tensors as slices of them, named like a state_dict
+// and either is a Model (network, program: the layer ends and the description come from the
+// network type) or names them itself:
+//   param_ends                               end offsets of its gradient buckets, ascending, the last num_params
+//   describe()                               a one-line description (rank agreement, checkpoints)
+// Non-trainable buffers (num_buffers, buffers(), named_buffers()) are optional.
+
+
+namespace etnn::optim {
+
+namespace detail {
+template <class P>
+concept ModelLike = requires {
+  typename P::network;
+  typename P::program;
+};
+template <class P>
+concept SelfDescribed = requires {
+  { P::describe() } -> std::convertible_to<std::string>;
+  { std::span<const std::size_t>(P::param_ends) };
+};
+}  // namespace detail
+
+template <class P>
+concept ParameterSet = requires(P& p) {
+  typename P::value_type;
+  typename P::device;
+  { P::num_params } -> std::convertible_to<std::size_t>;
+  { p.parameters() } -> std::same_as<typename P::value_type*>;
+  { p.gradients() } -> std::same_as<typename P::value_type*>;
+  p.zero_grad();
+  { P::named_parameters() } -> std::same_as<std::vector<NamedParameter>>;
+} && (detail::ModelLike<P> || detail::SelfDescribed<P>);
+
+// The end offset of each gradient bucket unit (a Model's layers), in order.
+template <ParameterSet P>
+constexpr std::span<const std::size_t> parameter_ends() {
+  if constexpr (detail::ModelLike<P>)
+    return P::program::param_ends;
+  else
+    return P::param_ends;
+}
+
+// "nn::input<784> >> ..." for a Model, the set's own description otherwise.
+template <ParameterSet P>
+std::string describe() {
+  if constexpr (detail::ModelLike<P>)
+    return P::network::describe();
+  else
+    return P::describe();
+}
+
+// Values in buffers() (0 when the set has none).
+template <ParameterSet P>
+constexpr std::size_t num_buffers() {
+  if constexpr (requires { P::num_buffers; })
+    return P::num_buffers;
+  else
+    return 0;
+}
+
+}  // namespace etnn::optim
 // ---- etnn/optim/rank_agreement.hpp ----
 // Checks that every rank of a data-parallel job holds the same value (the model's parameter count
 // and a hash of its description) with the Reducer alone: rank 0's value is broadcast, each rank
@@ -2131,38 +4952,175 @@ void require_same_model(R& reducer, std::size_t num_params, const std::string& d
 }
 
 }  // namespace etnn::optim::detail
+// ---- etnn/optim/schedule.hpp ----
+// Learning-rate schedules: the lr of an optimizer step as a pure function of s, the number of
+// steps done before it (s = 0 for the first step), and of base = the optimizer's options().lr.
+// A training state keeps the step count, so a resumed run continues the schedule exactly.
+//   opt.set_schedule(etnn::optim::schedule::CosineWarmup{.warmup = 100, .total = 10000});
+//   opt.learning_rate();   // the lr the next step uses
+//
+//   Constant       lr(s) = base                                                  (the default)
+//   StepDecay      lr(s) = base gamma^floor(s / step_size)         torch StepLR, stepped once per optimizer step
+//   CosineWarmup   lr(s) = base (s + 1) / warmup                   s < warmup
+//                  lr(s) = min_lr + (base - min_lr) (1 + cos(pi (s - warmup) / (total - warmup))) / 2
+//                                                                  warmup <= s < total
+//                  lr(s) = min_lr                                  s >= total
+//                  torch: LinearLR(start_factor = 1/warmup, total_iters = warmup - 1) for the warm-up, then
+//                  CosineAnnealingLR(T_max = total - warmup, eta_min = min_lr), which would rise again past total
+//   OneCycle       torch OneCycleLR's lr (two phases, cosine annealing; ignores base):
+//                  initial = max_lr / div_factor, final = initial / final_div_factor, p = pct_start total - 1
+//                  lr(s) = anneal(initial, max_lr, s / p)                              s <= p
+//                  lr(s) = anneal(max_lr, final, (s - p) / (total - 1 - p))            p < s < total
+//                  lr(s) = final                                                       s >= total (torch raises)
+//                  anneal(a, b, x) = b + (a - b) / 2 (1 + cos(pi x))
+//                  Only the lr cycles: OneCycleLR's momentum (or beta1) cycling is not done.
+// Every schedule is a plain struct; Schedule, their std::variant, allocates nothing.
+#include <variant>
+
+
+namespace etnn::optim::schedule {
+
+namespace detail {
+[[noreturn]] inline void fail(const char* schedule, const std::string& what) {
+  std::string message = "etnn::optim::schedule::";
+  message += schedule;
+  message += ": ";
+  message += what;
+  throw Error(message);
+}
+// "<requirement>, got <value>"
+template <class Value>
+std::string got(const char* requirement, Value value) {
+  std::string text = requirement;
+  text += ", got ";
+  text += std::to_string(value);
+  return text;
+}
+}  // namespace detail
+
+struct Constant {
+  void validate() const {}
+  double lr(double base, std::int64_t) const { return base; }
+};
+
+struct StepDecay {
+  std::int64_t step_size = 0;  // optimizer steps between decays (required)
+  double gamma = 0.1;
+
+  void validate() const {
+    if (step_size < 1) detail::fail("StepDecay", detail::got("step_size must be >= 1", step_size));
+    if (!(gamma >= 0.0)) detail::fail("StepDecay", detail::got("gamma must be >= 0", gamma));
+  }
+  double lr(double base, std::int64_t s) const {
+    return base * std::pow(gamma, static_cast<double>(s / step_size));
+  }
+};
+
+struct CosineWarmup {
+  std::int64_t warmup = 0;  // steps of linear warm-up
+  std::int64_t total = 0;   // steps until min_lr is reached (required, > warmup)
+  double min_lr = 0.0;
+
+  void validate() const {
+    if (warmup < 0) detail::fail("CosineWarmup", detail::got("warmup must be >= 0", warmup));
+    if (total <= warmup) {
+      std::string what = "total (";
+      what += std::to_string(total);
+      what += ") must exceed warmup (";
+      what += std::to_string(warmup);
+      what += "): set .total to the run's optimizer steps";
+      detail::fail("CosineWarmup", what);
+    }
+    if (!(min_lr >= 0.0)) detail::fail("CosineWarmup", detail::got("min_lr must be >= 0", min_lr));
+  }
+  double lr(double base, std::int64_t s) const {
+    if (s < warmup) return base * static_cast<double>(s + 1) / static_cast<double>(warmup);
+    if (s >= total) return min_lr;
+    const double x = static_cast<double>(s - warmup) / static_cast<double>(total - warmup);
+    return min_lr + (base - min_lr) * (1.0 + std::cos(std::numbers::pi * x)) / 2.0;
+  }
+};
+
+struct OneCycle {
+  double max_lr = 0.0;      // required
+  std::int64_t total = 0;   // the run's optimizer steps (required)
+  double pct_start = 0.3;   // fraction of the steps spent rising
+  double div_factor = 25.0;
+  double final_div_factor = 1e4;
+
+  void validate() const {
+    if (!(max_lr > 0.0)) detail::fail("OneCycle", detail::got("max_lr must be > 0", max_lr));
+    if (total < 1) detail::fail("OneCycle", detail::got("total must be >= 1", total));
+    if (!(pct_start > 0.0 && pct_start < 1.0)) detail::fail("OneCycle", detail::got("pct_start must be in (0, 1)", pct_start));
+    if (!(pct_start * static_cast<double>(total) > 1.0))
+      detail::fail("OneCycle", detail::got("pct_start * total must exceed 1 so that the rise lasts more than one step",
+                                           pct_start * static_cast<double>(total)));
+    if (!(div_factor > 0.0)) detail::fail("OneCycle", detail::got("div_factor must be > 0", div_factor));
+    if (!(final_div_factor > 0.0)) detail::fail("OneCycle", detail::got("final_div_factor must be > 0", final_div_factor));
+  }
+  double lr(double, std::int64_t s) const {
+    const double initial = max_lr / div_factor;
+    const double final_lr = initial / final_div_factor;
+    const double peak = pct_start * static_cast<double>(total) - 1.0;  // the step at max_lr
+    const double last = static_cast<double>(total - 1);
+    const double step = static_cast<double>(s < total ? s : total - 1);
+    if (step <= peak) return anneal(initial, max_lr, step / peak);
+    return anneal(max_lr, final_lr, (step - peak) / (last - peak));
+  }
+
+ private:
+  // PyTorch's _annealing_cos, term for term.
+  static double anneal(double start, double end, double pct) {
+    const double cos_out = std::cos(std::numbers::pi * pct) + 1.0;
+    return end + (start - end) / 2.0 * cos_out;
+  }
+};
+
+using Schedule = std::variant<Constant, StepDecay, CosineWarmup, OneCycle>;
+
+inline void validate(const Schedule& schedule) {
+  std::visit([](const auto& s) { s.validate(); }, schedule);
+}
+
+// The lr of the step that follows `steps` steps, for the base lr `base`.
+inline double learning_rate(const Schedule& schedule, double base, std::int64_t steps) {
+  return std::visit([&](const auto& s) { return s.lr(base, steps); }, schedule);
+}
+
+}  // namespace etnn::optim::schedule
 
 namespace etnn::optim {
 
-template <class Rule, class Model, class R = dist::Local>
+template <class Rule, ParameterSet Params, class R = dist::Local>
 class Optimizer {
   static_assert(check::reducer<R>());
 
  public:
   using rule = Rule;
   using Options = typename Rule::Options;
-  using model_type = Model;
+  using model_type = Params;  // the parameter set it updates (a Model, or a loss with parameters)
   using reducer_type = R;
-  using T = typename Model::value_type;
-  using Device = typename Model::device;
+  using T = typename Params::value_type;
+  using Device = typename Params::device;
 
   // A single-process optimizer.
-  Optimizer(Model& model, const Options& options)
+  Optimizer(Params& model, const Options& options)
     requires std::same_as<R, dist::Local>
       : Optimizer(model, options, local_) {}
 
-  // A data-parallel optimizer: parameters are broadcast from rank 0 now, so every rank starts
+  // A data-parallel optimizer: parameters (and buffers) are broadcast from rank 0 now, so every rank starts
   // from the same values whatever its seed; gradients are averaged across ranks at every step.
-  Optimizer(Model& model, const Options& options, R& reducer, BucketOptions buckets = {})
+  Optimizer(Params& model, const Options& options, R& reducer, BucketOptions buckets = {})
       : model_(&model), reducer_(&reducer), options_(options),
-        buckets_(reducer, model.gradients(), Model::program::param_ends, buckets) {
+        buckets_(reducer, model.gradients(), parameter_ends<Params>(), buckets) {
     Rule::validate(options_);
-    detail::require_same_model(reducer, Model::num_params,
-                               Model::network::describe() + " in " + (sizeof(T) == 4 ? "float" : "double"));
+    detail::require_same_model(reducer, Params::num_params,
+                               describe<Params>() + " in " + (sizeof(T) == 4 ? "float" : "double"));
     const std::size_t slots = Rule::state_slots(options_);
-    state_ = Buffer<T, Device>(slots * Model::num_params);
+    state_ = Buffer<T, Device>(slots * Params::num_params);
     fill(Device{}, state_.data(), state_.size(), T(0));
-    reducer_->broadcast(model_->parameters(), Model::num_params, 0);
+    reducer_->broadcast(model_->parameters(), Params::num_params, 0);
+    if constexpr (num_buffers<Params>() > 0) reducer_->broadcast(model_->buffers(), num_buffers<Params>(), 0);
   }
 
   // Called by the Trainer as backward finishes layers: the gradients at offsets >= first_final
@@ -2176,24 +5134,38 @@ class Optimizer {
   // Gradient buckets (each one allreduce per step).
   std::size_t bucket_count() const noexcept { return buckets_.count(); }
 
-  // Sums the gradients across ranks (waiting for the buckets backward started), then updates every
-  // parameter with the mean gradient.
+  // Sums the gradients across ranks (waiting for the buckets backward started), clips the mean
+  // gradient when a maximum norm is set, then updates every parameter with it at the scheduled lr.
   void step() {
     buckets_.reduce_all();
+    T grad_scale = T(1) / static_cast<T>(reducer_->size());  // the gradients hold the sum over ranks
+    last_grad_norm_ = std::numeric_limits<double>::quiet_NaN();
+    if (max_grad_norm_ > 0.0f) {
+      // ||mean|| = ||sum|| / ranks; the clip factor joins the gradient scale of the fused update.
+      const double ranks = static_cast<double>(reducer_->size());
+      last_grad_norm_ = std::sqrt(detail::sum_of_squares(Device{}, model_->gradients(), Params::num_params)) / ranks;
+      const double clip = detail::clip_scale(max_grad_norm_, last_grad_norm_);
+      if (!(clip >= 1.0)) grad_scale = static_cast<T>(clip / ranks);
+    }
+    const double lr = learning_rate();
     ++steps_;
-    const T grad_scale = T(1) / static_cast<T>(reducer_->size());
-    for_each_index(Device{}, Model::num_params,
-                   Rule::template update<T>(options_, model_->parameters(), model_->gradients(),
-                                            state_.data(), Model::num_params, steps_, grad_scale));
+    for_each_index(Device{}, Params::num_params,
+                   Rule::template update<T>(options_, lr, model_->parameters(), model_->gradients(), state_.data(),
+                                            Params::num_params, steps_, grad_scale));
+    // Each rank's forward updated running statistics from its own batch; like DDP's
+    // broadcast_buffers, every rank continues with rank 0's.
+    if constexpr (num_buffers<Params>() > 0)
+      if (reducer_->size() > 1) reducer_->broadcast(model_->buffers(), num_buffers<Params>(), 0);
   }
 
   void zero_grad() { model_->zero_grad(); }
 
-  Model& model() noexcept { return *model_; }
+  Params& model() noexcept { return *model_; }
   R& reducer() noexcept { return *reducer_; }
   const Options& options() const noexcept { return options_; }
-  // Changes hyper-parameters between steps (learning-rate schedules). The per-parameter state
-  // a rule keeps cannot appear or vanish mid-training (e.g. SGD momentum from 0 to 0.9).
+  // Changes hyper-parameters between steps (options().lr is the base lr a schedule scales, see
+  // set_schedule). The per-parameter state a rule keeps cannot appear or vanish mid-training
+  // (e.g. SGD momentum from 0 to 0.9).
   void set_options(const Options& options) {
     Rule::validate(options);
     if (Rule::state_slots(options) != Rule::state_slots(options_))
@@ -2205,6 +5177,33 @@ class Optimizer {
   // Updates done so far (a learning-rate schedule's position).
   std::int64_t steps() const noexcept { return steps_; }
 
+  // The learning-rate schedule, a function of steps() over the base lr options().lr:
+  //   opt.set_schedule(etnn::optim::schedule::CosineWarmup{.warmup = 100, .total = 10000});
+  // Throws etnn::Error on an invalid schedule (and keeps the previous one).
+  void set_schedule(const schedule::Schedule& s) {
+    schedule::validate(s);
+    schedule_ = s;
+  }
+  const schedule::Schedule& schedule() const noexcept { return schedule_; }
+  // The lr the next step uses.
+  double learning_rate() const { return schedule::learning_rate(schedule_, options_.lr, steps_); }
+
+  // Clipping by global norm, as torch.nn.utils.clip_grad_norm_ on the mean gradient before each
+  // update; 0 turns it off (the default), infinity measures the norm without clipping.
+  void set_max_grad_norm(float max_norm) {
+    if (!(max_norm >= 0.0f)) {
+      std::string message = "etnn::optim::Optimizer::set_max_grad_norm: the maximum norm must be >= 0 (0 turns "
+                            "clipping off), got ";
+      message += std::to_string(max_norm);
+      throw Error(message);
+    }
+    max_grad_norm_ = max_norm;
+  }
+  float max_grad_norm() const noexcept { return max_grad_norm_; }
+  // The global norm of the mean gradient at the last step (before clipping); NaN when clipping was
+  // off at that step, or before the first step.
+  double last_grad_norm() const noexcept { return last_grad_norm_; }
+
   // The per-parameter state (Rule::state_names(options)[k] for parameter i at k * num_params + i),
   // and the step count: what a training checkpoint keeps (etnn::io::save_state).
   T* state() noexcept { return state_.data(); }
@@ -2215,13 +5214,151 @@ class Optimizer {
  private:
   static inline dist::Local local_{};
 
-  Model* model_;
+  Params* model_;
   R* reducer_;
   Options options_;
   GradientBuckets<R, T> buckets_;
   Buffer<T, Device> state_;
   std::int64_t steps_ = 0;
+  schedule::Schedule schedule_;
+  float max_grad_norm_ = 0.0f;
+  double last_grad_norm_ = std::numeric_limits<double>::quiet_NaN();
 };
+
+}  // namespace etnn::optim
+
+namespace etnn::optim {
+
+// Adam's and AdamW's hyper-parameters, which differ only in weight decay's meaning and default.
+template <bool Decoupled>
+struct AdamOptionsOf {
+  float lr = 1e-3f;
+  float beta1 = 0.9f;    // torch: betas[0]
+  float beta2 = 0.999f;  // torch: betas[1]
+  float eps = 1e-8f;
+  float weight_decay = Decoupled ? 0.01f : 0.0f;
+  bool amsgrad = false;
+};
+using AdamOptions = AdamOptionsOf<false>;
+using AdamWOptions = AdamOptionsOf<true>;
+
+namespace rules {
+
+template <bool Decoupled>
+struct AdamRule {
+  using Options = AdamOptionsOf<Decoupled>;
+
+  static void validate(const Options& o) {
+    auto fail = [](const std::string& what) {
+      std::string message = Decoupled ? "etnn::optim::AdamW: " : "etnn::optim::Adam: ";
+      message += what;
+      throw Error(message);
+    };
+    auto require = [&](bool ok, const char* what, float value) {
+      if (ok) return;
+      std::string message = what;
+      message += ", got ";
+      message += std::to_string(value);
+      fail(message);
+    };
+    require(o.lr >= 0.0f, "lr must be >= 0", o.lr);
+    require(o.beta1 >= 0.0f && o.beta1 < 1.0f, "beta1 must be in [0, 1)", o.beta1);
+    require(o.beta2 >= 0.0f && o.beta2 < 1.0f, "beta2 must be in [0, 1)", o.beta2);
+    require(o.eps >= 0.0f, "eps must be >= 0", o.eps);
+    require(o.weight_decay >= 0.0f, "weight_decay must be >= 0", o.weight_decay);
+  }
+
+  static std::size_t state_slots(const Options& o) { return o.amsgrad ? 3 : 2; }
+  static std::vector<std::string> state_names(const Options& o) {
+    std::vector<std::string> names{"exp_avg", "exp_avg_sq"};
+    if (o.amsgrad) names.emplace_back("max_exp_avg_sq");
+    return names;
+  }
+
+  template <class T>
+  struct Update {
+    T* w;
+    const T* g;
+    T* exp_avg;
+    T* exp_avg_sq;
+    T* max_exp_avg_sq;  // null without amsgrad
+    T grad_scale;
+    T l2;     // Adam: weight_decay; AdamW: 0
+    T decay;  // AdamW: 1 - lr weight_decay; Adam: 1
+    T beta1, one_minus_beta1, beta2, one_minus_beta2;
+    T bias_correction2_sqrt, step_size, eps;
+
+    ETNN_HD void operator()(std::size_t i) const {
+      const T d = grad_scale * g[i] + l2 * w[i];
+      const T m = beta1 * exp_avg[i] + one_minus_beta1 * d;
+      T v = beta2 * exp_avg_sq[i] + one_minus_beta2 * d * d;
+      exp_avg[i] = m;
+      exp_avg_sq[i] = v;
+      if (max_exp_avg_sq != nullptr) {
+        v = v > max_exp_avg_sq[i] ? v : max_exp_avg_sq[i];
+        max_exp_avg_sq[i] = v;
+      }
+      const T denom = std::sqrt(v) / bias_correction2_sqrt + eps;
+      w[i] = w[i] * decay - step_size * (m / denom);
+    }
+  };
+
+  template <class T>
+  static Update<T> update(const Options& o, double lr, T* w, const T* g, T* state, std::size_t n, std::int64_t step,
+                          T grad_scale) {
+    const double beta1 = o.beta1, beta2 = o.beta2, wd = o.weight_decay, t = static_cast<double>(step);
+    const double bias_correction1 = 1.0 - std::pow(beta1, t);
+    const double bias_correction2 = 1.0 - std::pow(beta2, t);
+    return {w,
+            g,
+            state,
+            state + n,
+            o.amsgrad ? state + 2 * n : nullptr,
+            grad_scale,
+            T(Decoupled ? 0.0 : wd),
+            T(Decoupled ? 1.0 - lr * wd : 1.0),
+            T(beta1),
+            T(1.0 - beta1),
+            T(beta2),
+            T(1.0 - beta2),
+            T(std::sqrt(bias_correction2)),
+            T(lr / bias_correction1),
+            T(o.eps)};
+  }
+};
+
+using Adam = AdamRule<false>;
+using AdamW = AdamRule<true>;
+
+}  // namespace rules
+
+// etnn::optim::Adam opt(model, {.lr = 1e-3f});                             single process
+// etnn::optim::AdamW opt(model, {.lr = 1e-3f, .weight_decay = 0.05f}, world);   data parallel
+template <class Model, class R = dist::Local>
+class Adam : public Optimizer<rules::Adam, Model, R> {
+ public:
+  using Optimizer<rules::Adam, Model, R>::Optimizer;
+};
+
+template <class Model, class R = dist::Local>
+class AdamW : public Optimizer<rules::AdamW, Model, R> {
+ public:
+  using Optimizer<rules::AdamW, Model, R>::Optimizer;
+};
+
+template <class Model>
+Adam(Model&, const AdamOptions&) -> Adam<Model>;
+template <class Model, class R>
+Adam(Model&, const AdamOptions&, R&) -> Adam<Model, R>;
+template <class Model, class R>
+Adam(Model&, const AdamOptions&, R&, BucketOptions) -> Adam<Model, R>;
+
+template <class Model>
+AdamW(Model&, const AdamWOptions&) -> AdamW<Model>;
+template <class Model, class R>
+AdamW(Model&, const AdamWOptions&, R&) -> AdamW<Model, R>;
+template <class Model, class R>
+AdamW(Model&, const AdamWOptions&, R&, BucketOptions) -> AdamW<Model, R>;
 
 }  // namespace etnn::optim
 // ---- etnn/optim/sgd.hpp ----
@@ -2230,7 +5367,7 @@ class Optimizer {
 //   d = g + wd w
 //   v = d on the first step, else mu v + (1 - dampening) d        (when mu != 0)
 //   d = d + mu v if nesterov, else v                              (when mu != 0)
-//   w = w - lr d
+//   w = w - lr d                                                  (lr: options.lr as scheduled)
 
 
 namespace etnn::optim {
@@ -2282,9 +5419,9 @@ struct Sgd {
   };
 
   template <class T>
-  static Update<T> update(const Options& o, T* w, const T* g, T* state, std::size_t, std::int64_t step,
+  static Update<T> update(const Options& o, double lr, T* w, const T* g, T* state, std::size_t, std::int64_t step,
                           T grad_scale) {
-    return {w, g, state_slots(o) > 0 ? state : nullptr, T(o.lr), T(o.momentum), T(o.dampening),
+    return {w, g, state_slots(o) > 0 ? state : nullptr, T(lr), T(o.momentum), T(o.dampening),
             T(o.weight_decay), grad_scale, o.nesterov, step == 1};
   }
 };
@@ -2326,7 +5463,6 @@ SGD(Model&, const SgdOptions&, R&, BucketOptions) -> SGD<Model, R>;
 // ---- etnn/data/sampler.hpp ----
 // Samplers: which samples an epoch visits, and in which order.
 #include <numeric>
-#include <variant>
 
 
 namespace etnn::data {
@@ -2694,7 +5830,6 @@ class DataLoader {
 // Dataset<S>: n labelled samples of the static shape S, held in host memory.
 //   features: n * S::size floats, sample i at [i * S::size, (i + 1) * S::size), row-major in S
 //   labels:   n ints in [0, INT_MAX), class indices
-#include <limits>
 
 
 namespace etnn::data {
@@ -3111,9 +6246,11 @@ Dataset<S> load_idx(const std::filesystem::path& images, const std::filesystem::
 // Model checkpoints in safetensors, named as torch.nn.Sequential.state_dict() names them:
 //   etnn::io::save(model, "mlp.safetensors");
 //   etnn::io::load(model, "mlp.safetensors");   // throws etnn::IoError on any mismatch
-// A checkpoint holds the parameters only, in the model's scalar type (F32 or F64), with metadata
-// "format" = "etnn", "format_version", "network" (the network's description) and "scalar". It does
-// not depend on how the model was trained (devices, ranks). load accepts F64, F32, F16 and BF16
+// Any optim::ParameterSet saves and loads the same way, e.g. a margin head ("weight").
+// A checkpoint holds the parameters and buffers (running statistics), in the model's scalar type
+// (F32 or F64), with metadata "format" = "etnn", "format_version", "network" (the network's
+// description) and "scalar". It does
+// not depend on how the model was trained (devices, ranks). load accepts F64, F32, F16, BF16 and I64
 // tensors and converts them to the model's scalar type (narrowing rounds to nearest), so files
 // written by PyTorch's safetensors load as long as names and shapes match.
 #include <map>
@@ -3547,7 +6684,8 @@ inline std::string quote(std::string_view s) {
 
 namespace etnn::io {
 
-enum class Dtype { f64, f32, f16, bf16 };
+// I64 is read for counters such as batch norm's num_batches_tracked, which PyTorch stores as int64.
+enum class Dtype { f64, f32, f16, bf16, i64 };
 
 constexpr std::string_view dtype_name(Dtype d) {
   switch (d) {
@@ -3555,10 +6693,13 @@ constexpr std::string_view dtype_name(Dtype d) {
     case Dtype::f32: return "F32";
     case Dtype::f16: return "F16";
     case Dtype::bf16: return "BF16";
+    case Dtype::i64: return "I64";
   }
   return "?";
 }
-constexpr std::size_t dtype_size(Dtype d) { return d == Dtype::f64 ? 8 : d == Dtype::f32 ? 4 : 2; }
+constexpr std::size_t dtype_size(Dtype d) {
+  return d == Dtype::f64 || d == Dtype::i64 ? 8 : d == Dtype::f32 ? 4 : 2;
+}
 
 struct TensorRecord {
   std::string name;
@@ -3635,7 +6776,8 @@ class HeaderReader {
     else if (*dtype == "F32") t.dtype = Dtype::f32;
     else if (*dtype == "F16") t.dtype = Dtype::f16;
     else if (*dtype == "BF16") t.dtype = Dtype::bf16;
-    else fail_tensor(name, "unsupported dtype '" + *dtype + "'; etnn reads F64, F32, F16 and BF16");
+    else if (*dtype == "I64") t.dtype = Dtype::i64;
+    else fail_tensor(name, "unsupported dtype '" + *dtype + "'; etnn reads F64, F32, F16, BF16 and I64");
     const json::Array* shape = field("shape").array();
     if (shape == nullptr) fail_tensor(name, "shape must be an array of integers");
     std::uint64_t numel = 1;
@@ -3834,13 +6976,16 @@ constexpr const char* scalar_name() {
 // A parameter's shape as safetensors stores it.
 inline std::vector<std::int64_t> shape_of(const NamedParameter& p) { return {p.shape.begin(), p.shape.end()}; }
 
-// The model's parameters as checkpoint tensors (T const for a const model).
+// The model's parameters and buffers (running statistics) as checkpoint tensors (T const for a const model).
 template <class T, class M>
 std::vector<TensorSlot<T>> parameter_slots(M& model) {
   using Model = std::remove_const_t<M>;
   std::vector<TensorSlot<T>> slots;
   for (const auto& p : Model::named_parameters())
     slots.push_back({p.name, shape_of(p), model.parameters() + p.offset, p.numel});
+  if constexpr (requires { Model::named_buffers(); })
+    for (const auto& b : Model::named_buffers())
+      slots.push_back({b.name, shape_of(b), model.buffers() + b.offset, b.numel});
   return slots;
 }
 
@@ -3848,7 +6993,7 @@ template <class Model>
 std::map<std::string, std::string, std::less<>> model_metadata(const char* format) {
   return {{"format", format},
           {"format_version", checkpoint_format_version},
-          {"network", Model::network::describe()},
+          {"network", optim::describe<Model>()},
           {"scalar", scalar_name<typename Model::value_type>()}};
 }
 
@@ -3891,6 +7036,7 @@ void load_slots(const SafetensorsFile& file, const std::filesystem::path& path, 
         case Dtype::f32: s.data[i] = static_cast<T>(std::bit_cast<float>(read_le<std::uint32_t>(at))); break;
         case Dtype::f16: s.data[i] = static_cast<T>(f16_to_float(read_le<std::uint16_t>(at))); break;
         case Dtype::bf16: s.data[i] = static_cast<T>(bf16_to_float(read_le<std::uint16_t>(at))); break;
+        case Dtype::i64: s.data[i] = static_cast<T>(static_cast<std::int64_t>(read_le<std::uint64_t>(at))); break;
       }
     }
   }
@@ -3909,12 +7055,13 @@ template <class Model>
 void load(Model& model, const std::filesystem::path& path) {
   using T = typename Model::value_type;
   const auto slots = detail::parameter_slots<T>(model);
-  detail::load_slots<T>(read_safetensors(path), path, slots, "the model " + Model::network::describe());
+  detail::load_slots<T>(read_safetensors(path), path, slots, "the model " + optim::describe<Model>());
 }
 
 }  // namespace etnn::io
 // ---- etnn/train/evaluate.hpp ----
 // etnn::evaluate: runs the model over a whole dataset in inference mode and returns a metric.
+// The model is in eval mode meanwhile (running statistics, no dropout) and back in its own after.
 
 // ---- etnn/train/staging.hpp ----
 // Bringing user data to the model: a view of the model's scalar type on the model's device.
@@ -3951,6 +7098,12 @@ double evaluate(Model& model, const Dataset& dataset, Metric metric, int batch =
   if (batch <= 0) throw ShapeError("etnn::evaluate: batch must be positive, got " + std::to_string(batch));
   Tensor<T, typename Model::output_shape, Device> out(batch);
   Buffer<T, Device> staging;
+  struct ModeGuard {
+    Model& m;
+    bool was_training;
+    ~ModeGuard() { m.train(was_training); }
+  } guard{model, model.training()};
+  model.eval();
   const auto labels = dataset.labels();
   const auto features = dataset.features();
   if (features.size() != dataset.size() * S::size || labels.size() != dataset.size())
@@ -3968,13 +7121,39 @@ double evaluate(Model& model, const Dataset& dataset, Metric metric, int batch =
 
 }  // namespace etnn
 // ---- etnn/train/metrics.hpp ----
-// Metrics accumulate over batches of model outputs and targets; etnn::evaluate drives them.
+// Metrics accumulate over batches of model outputs and targets, then give one number. Each is a
+// value type with update(outputs, targets) and result(); etnn::evaluate drives those that take
+// class indices (a Dataset's labels):
 //   float acc = etnn::evaluate(model, test, etnn::metrics::accuracy);
+//   float top5 = etnn::evaluate(model, test, etnn::metrics::top_k_accuracy(5));
+// Those that take targets of the output's shape are driven by the caller:
+//   etnn::metrics::MeanAbsoluteError mae;
+//   for (...) mae.update(etnn::const_view(model.forward(x)), etnn::const_view(y));
+//   double error = mae.result();
 
 
 namespace etnn::metrics {
 
+namespace detail {
+using loss::detail::message;
+
+inline void check_label_count(std::span<const int> labels, int rows, const char* who) {
+  if (labels.size() != static_cast<std::size_t>(rows))
+    throw ShapeError(message(who, std::to_string(labels.size()), " labels for ", std::to_string(rows),
+                             " score rows; pass one label per row"));
+}
+
+template <class T, ShapeType S, class U, ShapeType TS>
+void check_target_rows(TensorView<const T, S, Cpu> outputs, TensorView<const U, TS, Cpu> targets, const char* who) {
+  static_assert(check::target_shape<TS, S>());
+  if (outputs.batch() != targets.batch())
+    throw ShapeError(message(who, std::to_string(targets.batch()), " target rows for ",
+                             std::to_string(outputs.batch()), " output rows; pass one target row per sample"));
+}
+}  // namespace detail
+
 // Fraction of samples whose highest score is the label (ties: the first maximum).
+//   scores: (B, C)   labels: B class indices
 struct Accuracy {
   std::size_t correct = 0;
   std::size_t total = 0;
@@ -3982,9 +7161,7 @@ struct Accuracy {
   template <class T, ShapeType S>
   void update(TensorView<const T, S, Cpu> scores, std::span<const int> labels) {
     static_assert(check::class_scores<S>());
-    if (labels.size() != static_cast<std::size_t>(scores.batch()))
-      throw ShapeError("etnn::metrics::Accuracy: " + std::to_string(labels.size()) + " labels for " +
-                       std::to_string(scores.batch()) + " score rows; pass one label per row");
+    detail::check_label_count(labels, scores.batch(), "etnn::metrics::Accuracy");
     for (int b = 0; b < scores.batch(); ++b) {
       const T* row = scores.sample(b);
       int best = 0;
@@ -3998,6 +7175,97 @@ struct Accuracy {
 };
 
 inline constexpr Accuracy accuracy{};
+
+// Fraction of samples whose label is among the k highest scores. Equal scores rank by class
+// index (a stable sort, descending), so k = 1 is Accuracy; a label outside [0, C) never counts.
+//   scores: (B, C)   labels: B class indices   1 <= k <= C
+struct TopKAccuracy {
+  int k = 5;
+  std::size_t correct = 0;
+  std::size_t total = 0;
+
+  template <class T, ShapeType S>
+  void update(TensorView<const T, S, Cpu> scores, std::span<const int> labels) {
+    static_assert(check::class_scores<S>());
+    constexpr int classes = S::dims[0];
+    if (k < 1 || k > classes)
+      throw Error(detail::message("etnn::metrics::TopKAccuracy", "k = ", std::to_string(k), " is outside [1, ",
+                                  std::to_string(classes), "]; the network has ", std::to_string(classes),
+                                  " outputs"));
+    detail::check_label_count(labels, scores.batch(), "etnn::metrics::TopKAccuracy");
+    for (int b = 0; b < scores.batch(); ++b) {
+      const T* row = scores.sample(b);
+      const int y = labels[static_cast<std::size_t>(b)];
+      if (y < 0 || y >= classes) continue;
+      int rank = 0;  // classes ranked before the label
+      for (int j = 0; j < classes; ++j) rank += row[j] > row[y] || (row[j] == row[y] && j < y) ? 1 : 0;
+      correct += rank < k ? 1 : 0;
+    }
+    total += static_cast<std::size_t>(scores.batch());
+  }
+
+  double result() const { return total == 0 ? 0.0 : static_cast<double>(correct) / static_cast<double>(total); }
+};
+
+inline TopKAccuracy top_k_accuracy(int k) {
+  if (k < 1) throw Error(detail::message("etnn::metrics::top_k_accuracy", "k must be >= 1, got ", std::to_string(k)));
+  return {.k = k};
+}
+
+// Micro-averaged F1 of multi-label predictions: output c of a sample predicts its label c when
+// the logit is > 0 (probability > 0.5 after a sigmoid).
+//   F1 = 2 TP / (2 TP + FP + FN), counted over every (sample, label); 0 when there is nothing to
+//   count (no positive label and no positive prediction), as scikit-learn's zero_division default.
+//   logits: (B, C)   targets: (B, C) of 0 and 1
+struct MultiLabelF1 {
+  std::size_t true_positives = 0;
+  std::size_t false_positives = 0;
+  std::size_t false_negatives = 0;
+
+  template <class T, ShapeType S, class U, ShapeType TS>
+  void update(TensorView<const T, S, Cpu> logits, TensorView<const U, TS, Cpu> targets) {
+    detail::check_target_rows(logits, targets, "etnn::metrics::MultiLabelF1");
+    const T* z = logits.data();
+    const U* t = targets.data();
+    for (std::size_t i = 0; i < logits.size(); ++i) {
+      if (t[i] != U(0) && t[i] != U(1))
+        throw Error(detail::message("etnn::metrics::MultiLabelF1", "target element ", std::to_string(i), " is ",
+                                    std::to_string(t[i]), "; multi-label targets are 0 or 1"));
+      const bool predicted = z[i] > T(0);
+      const bool actual = t[i] == U(1);
+      true_positives += predicted && actual ? 1 : 0;
+      false_positives += predicted && !actual ? 1 : 0;
+      false_negatives += !predicted && actual ? 1 : 0;
+    }
+  }
+
+  double result() const {
+    const std::size_t denominator = 2 * true_positives + false_positives + false_negatives;
+    return denominator == 0 ? 0.0 : 2.0 * static_cast<double>(true_positives) / static_cast<double>(denominator);
+  }
+};
+
+inline constexpr MultiLabelF1 multilabel_f1{};
+
+// Mean of |output - target| over every element of every sample, summed in double.
+//   outputs, targets: (B, S...)
+struct MeanAbsoluteError {
+  double sum = 0;
+  std::size_t count = 0;
+
+  template <class T, ShapeType S, class U, ShapeType TS>
+  void update(TensorView<const T, S, Cpu> outputs, TensorView<const U, TS, Cpu> targets) {
+    detail::check_target_rows(outputs, targets, "etnn::metrics::MeanAbsoluteError");
+    const T* y = outputs.data();
+    const U* t = targets.data();
+    for (std::size_t i = 0; i < outputs.size(); ++i) sum += std::abs(static_cast<double>(y[i]) - static_cast<double>(t[i]));
+    count += outputs.size();
+  }
+
+  double result() const { return count == 0 ? 0.0 : sum / static_cast<double>(count); }
+};
+
+inline constexpr MeanAbsoluteError mean_absolute_error{};
 
 }  // namespace etnn::metrics
 // ---- etnn/train/progress.hpp ----
@@ -4060,6 +7328,9 @@ class ProgressBar {
 //   for (auto batch : loader) trainer.step(batch);
 //   float l = trainer.step(x, y);
 //   etnn::Trainer big(model, loss, opt, {.accumulate = 4});   // 4 micro-batches per update
+// A loss with parameters of its own (loss/parametric.hpp: ArcFace, CenterLoss, ...) comes with
+// their optimizer, which steps after the model's:
+//   etnn::Trainer trainer(model, arcface, opt, head_opt);
 
 
 namespace etnn {
@@ -4068,9 +7339,19 @@ struct TrainerOptions {
   int accumulate = 1;  // micro-batches per optimizer step (gradient accumulation)
 };
 
-template <class Model, class Loss, class Optim>
+namespace detail {
+// The Trainer's LossOptim for a loss without parameters.
+struct NoLossOptimizer {};
+}  // namespace detail
+
+template <class Model, class Loss, class Optim, class LossOptim = detail::NoLossOptimizer>
 class Trainer {
  public:
+  // A loss with parameters of its own (loss/parametric.hpp) needs an optimizer for them.
+  static constexpr bool loss_has_parameters = loss::ParametricLoss<Loss>;
+  static constexpr bool has_loss_optimizer = !std::is_same_v<LossOptim, detail::NoLossOptimizer>;
+  static_assert(check::loss_optimizer<!loss_has_parameters || has_loss_optimizer>());
+
   using T = typename Model::value_type;
   using Device = typename Model::device;
   using program = typename Model::program;
@@ -4080,14 +7361,25 @@ class Trainer {
   Trainer(Model& model, Loss& loss, Optim& optimizer, TrainerOptions options = {})
       : model_(model), loss_(loss), optimizer_(optimizer), options_(checked(options)) {}
 
+  // loss_optimizer updates the loss's own parameters (a parametric loss only).
+  Trainer(Model& model, Loss& loss, Optim& optimizer, LossOptim& loss_optimizer, TrainerOptions options = {})
+    requires has_loss_optimizer
+      : model_(model), loss_(loss), optimizer_(optimizer), loss_optimizer_(&loss_optimizer),
+        options_(checked(options)) {
+    static_assert(check::loss_optimizer_target<
+                  loss_has_parameters && requires { requires std::is_same_v<typename LossOptim::model_type, Loss>; }>());
+  }
+
   // Sizes everything a step needs for batches of up to `batch` samples: the workspace, the
   // buffers that convert float data to the model's scalar type, and the GEMMs' packing buffers
-  // (by one forward and backward pass of zeros, which adds exactly zero to the gradients).
+  // (by one forward and backward pass of zeros, which adds exactly zero to the gradients; it runs in
+  // eval mode, so running statistics and dropout streams are untouched).
   // Steps after it allocate nothing; without it the first step (or a larger batch) does this.
   void reserve(int batch) {
     if (batch <= capacity_) return;
     const auto rows = static_cast<std::size_t>(batch);
     workspace_ = Buffer<T, Device>(program::workspace_per_sample * rows);
+    scratch_ = Buffer<T, Device>(program::scratch_values(batch));
     capacity_ = batch;
     if constexpr (!std::is_same_v<T, float>) {
       input_staging_.reserve_discard(input_shape::size * rows);
@@ -4095,11 +7387,11 @@ class Trainer {
     }
     Buffer<T, Device> zeros(input_shape::size * rows);
     fill(Device{}, zeros.data(), zeros.size(), T(0));
-    program::forward_train(Device{}, model_.parameters(), zeros.data(), workspace_.data(), capacity_, batch,
-                           activations_);
+    const auto run = model_.next_run(scratch_.data(), true);
+    program::forward_train(Device{}, run, zeros.data(), workspace_.data(), capacity_, batch, activations_);
     fill(Device{}, program::output_gradient(workspace_.data(), capacity_), output_shape::size * rows, T(0));
-    program::backward(Device{}, model_.parameters(), model_.gradients(), workspace_.data(), capacity_, batch,
-                      activations_, [](std::size_t) {});
+    program::backward(Device{}, run, model_.gradients(), workspace_.data(), capacity_, batch, activations_,
+                      [](std::size_t) {});
   }
   int capacity() const noexcept { return capacity_; }
 
@@ -4117,7 +7409,10 @@ class Trainer {
   template <class X, class Y>
   T step(const X& x, const Y& y) {
     const bool last = micro_step_ + 1 == options_.accumulate;
-    if (micro_step_ == 0) model_.zero_grad();
+    if (micro_step_ == 0) {
+      model_.zero_grad();
+      if constexpr (loss_has_parameters) loss_.zero_grad();
+    }
     if (!last) {
       const T loss = backward_pass(x, y, [](std::size_t) {});
       ++micro_step_;
@@ -4126,17 +7421,20 @@ class Trainer {
     try {
       const T loss = backward_pass(x, y, [this](std::size_t first) { optimizer_.gradients_ready_from(first); });
       optimizer_.step();
+      if constexpr (has_loss_optimizer) loss_optimizer_->step();
       micro_step_ = 0;
       return loss;
     } catch (...) {
       optimizer_.abandon_step();  // reductions in flight: the job cannot continue consistently
+      if constexpr (has_loss_optimizer) loss_optimizer_->abandon_step();
       throw;
     }
   }
 
   // Forward, loss and backward without an update and without communication: adds to the model's
-  // gradients dL/dparams of this batch's mean loss, divided by `accumulate` (so that k calls sum to
-  // the mean over the k batches). For custom loops; does not move the accumulation window.
+  // gradients (and a parametric loss's) dL/dparams of this batch's mean loss, divided by
+  // `accumulate` (so that k calls sum to the mean over the k batches). For custom loops; does not
+  // move the accumulation window.
   template <class X, class Y>
   T accumulate_gradients(const X& x, const Y& y) {
     return backward_pass(x, y, [](std::size_t) {});
@@ -4153,6 +7451,12 @@ class Trainer {
   }
   Model& model() noexcept { return model_; }
   Optim& optimizer() noexcept { return optimizer_; }
+  // The optimizer of a parametric loss's parameters.
+  LossOptim& loss_optimizer() noexcept
+    requires has_loss_optimizer
+  {
+    return *loss_optimizer_;
+  }
 
  private:
   static TrainerOptions checked(TrainerOptions options) {
@@ -4171,26 +7475,33 @@ class Trainer {
     if (batch <= 0) throw ShapeError("etnn::Trainer: empty batch");
     reserve(batch);
     const auto staged = detail::stage_as<T, Device>(in, input_staging_);
-    program::forward_train(Device{}, model_.parameters(), staged.data(), workspace_.data(), capacity_, batch,
-                           activations_);
+    const auto run = model_.next_run(scratch_.data());
+    program::forward_train(Device{}, run, staged.data(), workspace_.data(), capacity_, batch, activations_);
     const TensorView<const T, output_shape, Device> output(activations_.back(), batch);
     T* output_grad = program::output_gradient(workspace_.data(), capacity_);
+    // A parametric loss adds its parameters' gradients itself: scaled by 1/accumulate as dL/doutput is below.
+    if constexpr (loss_has_parameters) loss_.set_gradient_scale(T(1) / static_cast<T>(options_.accumulate));
     const T loss = loss_value_and_grad(output, y, output_grad);
     if (options_.accumulate > 1) {
       const std::size_t n = static_cast<std::size_t>(batch) * output_shape::size;
       assign(Device{}, output_grad, expr::ref(output_grad, n) * (T(1) / static_cast<T>(options_.accumulate)));
     }
-    program::backward(Device{}, model_.parameters(), model_.gradients(), workspace_.data(), capacity_, batch,
-                      activations_, layer_done);
+    program::backward(Device{}, run, model_.gradients(), workspace_.data(), capacity_, batch, activations_,
+                      layer_done);
     return loss;
   }
 
   template <class Y>
   T loss_value_and_grad(TensorView<const T, output_shape, Device> output, const Y& y, T* grad) {
     using Kind = typename Loss::target_kind;
+    static_assert(check::loss_target_kind<std::is_same_v<Kind, loss::ClassIndices> ||
+                                          std::is_same_v<Kind, loss::RealValues> ||
+                                          std::is_same_v<Kind, loss::MultiHot>>());
     if constexpr (std::is_same_v<Kind, loss::ClassIndices>) {
+      static_assert(check::class_index_targets<std::is_convertible_v<const Y&, std::span<const int>>>());
       return loss_.value_and_grad(Device{}, output, std::span<const int>(y), grad);
-    } else {
+    } else {  // RealValues and MultiHot: a tensor of the output's shape
+      static_assert(check::tensor_targets<requires(const Y& t) { const_view(t); }>());
       const auto staged = detail::stage_as<T, Device>(const_view(y), target_staging_);
       return loss_.value_and_grad(Device{}, output, staged, grad);
     }
@@ -4199,9 +7510,11 @@ class Trainer {
   Model& model_;
   Loss& loss_;
   Optim& optimizer_;
+  LossOptim* loss_optimizer_ = nullptr;  // null without loss parameters
   TrainerOptions options_;
   int micro_step_ = 0;  // position within the current accumulation window
   Buffer<T, Device> workspace_;
+  Buffer<T, Device> scratch_;  // the layers' scratch (im2col columns, per-channel sums)
   int capacity_ = 0;
   Buffer<T, Device> input_staging_;
   Buffer<T, Device> target_staging_;
@@ -4221,8 +7534,11 @@ class Trainer {
 // "optimizer.<state name>.<parameter>" (PyTorch's names, e.g. momentum_buffer), the gradients
 // accumulated so far as "grad.<parameter>" when saved inside an accumulation window, and in the
 // metadata the optimizer's step count (the position of any learning-rate schedule), the trainer's
-// micro-step, the loader's epoch and position, and the number of ranks. Data order, dropout and
-// initialisation derive from seeds and these counters, so no generator state needs saving.
+// micro-step, the model's count of training passes (its dropout streams), the loader's epoch and position, and the number of ranks.
+// A loss with parameters of its own (a margin head) adds the same under "loss.": "loss.weight",
+// "loss.optimizer.exp_avg.weight", "loss.grad.weight", and "loss_optimizer_steps".
+// Data order, dropout and initialisation derive from seeds and these counters, so no generator
+// state needs saving.
 // Resuming gives bitwise the same parameters as the uninterrupted run, with the same number of
 // ranks, accumulation and batches per epoch (checked on load). In a data-parallel job rank 0 saves
 // at an accumulation boundary (then all ranks hold the same state) and every rank loads.
@@ -4234,24 +7550,34 @@ namespace etnn::io {  // the public names stay in etnn::io beside save/load
 
 namespace detail {
 
-// The trainer's tensors: parameters, optimizer state and (inside an accumulation window) the
-// gradients gathered so far.
+// The tensors of one parameter set and its optimizer, names prefixed: parameters, optimizer state
+// and (inside an accumulation window, `partial`) the gradients gathered so far.
+template <class T, class Params, class Optimizer>
+void append_training_slots(std::vector<TensorSlot<T>>& slots, Params& params, Optimizer& optimizer, bool partial,
+                           const std::string& prefix) {
+  for (auto& slot : parameter_slots<T>(params)) {
+    slot.name.insert(0, prefix);
+    slots.push_back(std::move(slot));
+  }
+  const auto named = Params::named_parameters();
+  const auto names = Optimizer::rule::state_names(optimizer.options());
+  for (std::size_t k = 0; k < names.size(); ++k)
+    for (const auto& p : named)
+      slots.push_back({prefix + "optimizer." + names[k] + "." + p.name, shape_of(p),
+                       optimizer.state() + k * Params::num_params + p.offset, p.numel});
+  if (partial)
+    for (const auto& p : named)
+      slots.push_back({prefix + "grad." + p.name, shape_of(p), params.gradients() + p.offset, p.numel});
+}
+
+// The trainer's tensors: the model's, and a parametric loss's under "loss.".
 template <class T, class Trainer>
 std::vector<TensorSlot<T>> training_slots(Trainer& trainer) {
-  auto& model = trainer.model();
-  auto& optimizer = trainer.optimizer();
-  using Model = std::remove_reference_t<decltype(model)>;
-  std::vector<TensorSlot<T>> slots = parameter_slots<T>(model);
-  const auto params = Model::named_parameters();
-  const auto names = std::remove_reference_t<decltype(optimizer)>::rule::state_names(optimizer.options());
-  for (std::size_t k = 0; k < names.size(); ++k)
-    for (const auto& p : params)
-      slots.push_back({"optimizer." + names[k] + "." + p.name, shape_of(p),
-                       optimizer.state() + k * Model::num_params + p.offset, p.numel});
-  if (trainer.micro_step() > 0)
-    for (const auto& p : params)
-      slots.push_back({"grad." + p.name, shape_of(p),
-                       model.gradients() + p.offset, p.numel});
+  std::vector<TensorSlot<T>> slots;
+  append_training_slots(slots, trainer.model(), trainer.optimizer(), trainer.micro_step() > 0, "");
+  if constexpr (requires { trainer.loss_optimizer(); })
+    append_training_slots(slots, trainer.loss_optimizer().model(), trainer.loss_optimizer(), trainer.micro_step() > 0,
+                          "loss.");
   return slots;
 }
 
@@ -4279,7 +7605,10 @@ void save_state(Trainer& trainer, const Loader& loader, const std::filesystem::p
   const auto slots = detail::training_slots<T>(trainer);
   auto metadata = detail::model_metadata<Model>("etnn-training-state");
   metadata["optimizer_steps"] = std::to_string(trainer.optimizer().steps());
+  if constexpr (requires { trainer.loss_optimizer(); })
+    metadata["loss_optimizer_steps"] = std::to_string(trainer.loss_optimizer().steps());
   metadata["micro_step"] = std::to_string(trainer.micro_step());
+  metadata["training_passes"] = std::to_string(trainer.model().training_passes());
   metadata["epoch"] = std::to_string(loader.epoch());
   metadata["position"] = std::to_string(loader.position());
   metadata["ranks"] = std::to_string(trainer.optimizer().reducer().size());
@@ -4313,9 +7642,13 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
   if (scalar == file.metadata.end() || scalar->second != detail::scalar_name<T>())
     fail("saved from a model of another scalar type; resume with the same etnn::Model<Net, T>");
   const int steps = detail::metadata_count(file, path, "optimizer_steps");
+  [[maybe_unused]] int loss_steps = 0;
+  if constexpr (requires { trainer.loss_optimizer(); })
+    loss_steps = detail::metadata_count(file, path, "loss_optimizer_steps");
   const int micro_step = detail::metadata_count(file, path, "micro_step");
   const int epoch = detail::metadata_count(file, path, "epoch");
   const int position = detail::metadata_count(file, path, "position");
+  const int passes = detail::metadata_count(file, path, "training_passes");
   if (micro_step >= trainer.options().accumulate || epoch == INT_MAX)
     fail("metadata out of range (micro step " + std::to_string(micro_step) + ", epoch " + std::to_string(epoch) + ")");
   // The micro-step decides whether accumulated gradients are part of the state.
@@ -4329,6 +7662,8 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
     throw;
   }
   trainer.optimizer().restore_steps(steps);
+  if constexpr (requires { trainer.loss_optimizer(); }) trainer.loss_optimizer().restore_steps(loss_steps);
+  trainer.model().restore_training_passes(static_cast<std::uint64_t>(passes));
   // A finished epoch resumes at the start of the next one.
   if (static_cast<std::size_t>(position) >= loader.size())
     loader.resume(epoch + 1, 0);

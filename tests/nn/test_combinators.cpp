@@ -4,28 +4,13 @@
 
 #include <vector>
 
-#include "support/gradcheck.hpp"
+#include "support/network_gradcheck.hpp"
 
 namespace nn = etnn::nn;
 using etnn::test::fill_uniform;
-using etnn::test::gradcheck;
+using etnn::test::check_network_gradients;
 
 namespace {
-
-template <class Net, class Loss = etnn::loss::CrossEntropy>
-void check_gradients(const char* name, int batch = 3) {
-  etnn::Model<Net, double> model(5);
-  etnn::Tensor<double, typename Net::input_shape> x(batch);
-  fill_uniform(x.data(), x.size(), 77, 1.5);
-  std::vector<int> y;
-  for (int b = 0; b < batch; ++b) y.push_back(b % Net::output_shape::dims[0]);
-  etnn::loss::CrossEntropy loss;
-  const auto r = gradcheck(model, loss, x, y);
-  INFO(std::string(name), ": ", r.first_failure);
-  CHECK(r.checked == Net::num_params);
-  CHECK(r.failed == 0);
-  MESSAGE(std::string(name), " max relative error ", r.max_relative_error);
-}
 
 std::vector<std::string> names_of(const std::vector<etnn::NamedParameter>& params) {
   std::vector<std::string> names;
@@ -90,17 +75,17 @@ TEST_CASE("concat: [a(x), b(x)] per sample, names as nn.ModuleList `branches`") 
 }
 
 TEST_CASE("gradcheck: residual and concat blocks, nested, with conv and batch norm inside") {
-  check_gradients<decltype(nn::input<6> >> nn::linear<5> >>
+  check_network_gradients<decltype(nn::input<6> >> nn::linear<5> >>
                            nn::residual(nn::linear<4> >> nn::gelu >> nn::linear<5>) >> nn::relu >> nn::linear<3>)>(
       "residual MLP");
-  check_gradients<decltype(nn::input<2, 5, 5> >> nn::conv2d<3, 3, nn::pad<1>> >>
+  check_network_gradients<decltype(nn::input<2, 5, 5> >> nn::conv2d<3, 3, nn::pad<1>> >>
                            nn::residual(nn::conv2d<3, 3, nn::pad<1>> >> nn::batch_norm >> nn::relu) >> nn::flatten >>
                            nn::linear<3>)>("residual conv + batch_norm", 4);
-  check_gradients<decltype(nn::input<6> >> nn::linear<5> >>
+  check_network_gradients<decltype(nn::input<6> >> nn::linear<5> >>
                            nn::concat(nn::linear<3> >> nn::sigmoid, nn::residual(nn::linear<5> >> nn::tanh) >> nn::linear<2>) >>
                            nn::linear<3>)>("concat with a residual branch");
   // A residual first in the network: its block's first layer needs no input gradient.
-  check_gradients<decltype(nn::input<4> >> nn::residual(nn::linear<4> >> nn::tanh) >> nn::linear<3>)>(
+  check_network_gradients<decltype(nn::input<4> >> nn::residual(nn::linear<4> >> nn::tanh) >> nn::linear<3>)>(
       "residual first");
 }
 

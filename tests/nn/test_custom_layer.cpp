@@ -12,33 +12,23 @@
 #include <unistd.h>
 
 #include "../../examples/prelu.hpp"
-#include "support/gradcheck.hpp"
+#include "support/network_gradcheck.hpp"
 
 namespace nn = etnn::nn;
 using etnn::test::fill_uniform;
-using etnn::test::gradcheck;
 
 namespace {
 
-// Cross-entropy gradcheck of Net on a random batch, with the PReLU slopes (parameter tensor
-// "<index>.weight" of shape (C)) moved off their common initial value.
+// The gradient check with the PReLU slopes (parameter tensor `slopes`, "<index>.weight" of shape
+// (C)) moved off their common initial value 0.25.
 template <class Net>
 void check_gradients(const char* name, const std::string& slopes, int batch = 3, std::uint64_t seed = 1) {
-  etnn::Model<Net, double> model(seed);
-  int found = 0;
-  for (const auto& p : model.named_parameters())
-    if (p.name == slopes) fill_uniform(model.parameters() + p.offset, p.numel, seed + 50, 0.8), ++found;
-  REQUIRE(found == 1);
-  etnn::Tensor<double, typename Net::input_shape> x(batch);
-  fill_uniform(x.data(), x.size(), seed + 100, 1.5);
-  std::vector<int> y;
-  for (int b = 0; b < batch; ++b) y.push_back(b % Net::output_shape::dims[0]);
-  etnn::loss::CrossEntropy loss;
-  const auto r = gradcheck(model, loss, x, y);
-  INFO(std::string(name), ": ", r.first_failure);
-  CHECK(r.checked == Net::num_params);
-  CHECK(r.failed == 0);
-  MESSAGE(std::string(name), " max relative error ", r.max_relative_error);
+  etnn::test::check_network_gradients<Net>(name, batch, seed, [&](etnn::Model<Net, double>& model) {
+    int found = 0;
+    for (const auto& p : model.named_parameters())
+      if (p.name == slopes) fill_uniform(model.parameters() + p.offset, p.numel, seed + 50, 0.8), ++found;
+    REQUIRE(found == 1);
+  });
 }
 
 }  // namespace

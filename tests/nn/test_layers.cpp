@@ -8,29 +8,14 @@
 #include <limits>
 #include <vector>
 
-#include "support/gradcheck.hpp"
+#include "support/network_gradcheck.hpp"
 
 namespace nn = etnn::nn;
 using etnn::test::fill_uniform;
 using etnn::test::gradcheck;
+using etnn::test::check_network_gradients;
 
 namespace {
-
-// Cross-entropy gradcheck of Net on a random batch; every parameter must pass.
-template <class Net>
-void check_gradients(const char* name, int batch = 3, std::uint64_t seed = 1) {
-  etnn::Model<Net, double> model(seed);
-  etnn::Tensor<double, typename Net::input_shape> x(batch);
-  fill_uniform(x.data(), x.size(), seed + 100, 1.5);
-  std::vector<int> y;
-  for (int b = 0; b < batch; ++b) y.push_back(b % Net::output_shape::dims[0]);
-  etnn::loss::CrossEntropy loss;
-  const auto r = gradcheck(model, loss, x, y);
-  INFO(std::string(name), ": ", r.first_failure);
-  CHECK(r.checked == Net::num_params);
-  CHECK(r.failed == 0);
-  MESSAGE(std::string(name), " max relative error ", r.max_relative_error);
-}
 
 // y[b][o][oh][ow] = bias[o] + sum_{c,ki,kj} w[o][c][ki][kj] x[b][c][oh S - P + ki][ow S - P + kj]
 std::vector<double> naive_conv(const double* x, const double* w, const double* bias, int batch, int c_in, int h,
@@ -133,13 +118,13 @@ TEST_CASE("pooling forward equals the naive window max and mean") {
 }
 
 TEST_CASE("gradcheck: conv2d (strided, padded, fused activations) and pooling") {
-  check_gradients<decltype(nn::input<2, 7, 6> >> nn::conv2d<3, 3, nn::stride<2>, nn::pad<1>> >> nn::tanh >>
+  check_network_gradients<decltype(nn::input<2, 7, 6> >> nn::conv2d<3, 3, nn::stride<2>, nn::pad<1>> >> nn::tanh >>
                            nn::conv2d<2, 2> >> nn::flatten >> nn::linear<3>)>("conv2d + tanh");
-  check_gradients<decltype(nn::input<1, 6, 6> >> nn::conv2d<2, 3, nn::pad<1>> >> nn::gelu >> nn::conv2d<2, 3> >>
+  check_network_gradients<decltype(nn::input<1, 6, 6> >> nn::conv2d<2, 3, nn::pad<1>> >> nn::gelu >> nn::conv2d<2, 3> >>
                            nn::relu >> nn::flatten >> nn::linear<3>)>("conv2d + gelu (keeps Z)");
-  check_gradients<decltype(nn::input<2, 6, 6> >> nn::conv2d<2, 3, nn::pad<1>> >> nn::max_pool2d<3, nn::stride<2>, nn::pad<1>> >>
+  check_network_gradients<decltype(nn::input<2, 6, 6> >> nn::conv2d<2, 3, nn::pad<1>> >> nn::max_pool2d<3, nn::stride<2>, nn::pad<1>> >>
                            nn::flatten >> nn::linear<3>)>("max_pool2d, overlapping windows");
-  check_gradients<decltype(nn::input<2, 6, 6> >> nn::conv2d<2, 3, nn::pad<1>> >> nn::avg_pool2d<2> >>
+  check_network_gradients<decltype(nn::input<2, 6, 6> >> nn::conv2d<2, 3, nn::pad<1>> >> nn::avg_pool2d<2> >>
                            nn::flatten >> nn::linear<3>)>("avg_pool2d");
 }
 
@@ -196,12 +181,12 @@ TEST_CASE("batch_norm refuses batch statistics of a single value") {
 }
 
 TEST_CASE("gradcheck: batch_norm (1d and 2d, training and eval) and layer_norm") {
-  check_gradients<decltype(nn::input<5> >> nn::linear<4> >> nn::batch_norm >> nn::relu >> nn::linear<3>)>(
+  check_network_gradients<decltype(nn::input<5> >> nn::linear<4> >> nn::batch_norm >> nn::relu >> nn::linear<3>)>(
       "batch_norm 1d", 4);
-  check_gradients<decltype(nn::input<2, 5, 5> >> nn::conv2d<3, 3> >> nn::batch_norm >> nn::tanh >> nn::flatten >>
+  check_network_gradients<decltype(nn::input<2, 5, 5> >> nn::conv2d<3, 3> >> nn::batch_norm >> nn::tanh >> nn::flatten >>
                            nn::linear<3>)>("batch_norm 2d", 3);
-  check_gradients<decltype(nn::input<6> >> nn::linear<5> >> nn::layer_norm >> nn::linear<3>)>("layer_norm");
-  check_gradients<decltype(nn::input<2, 4, 4> >> nn::conv2d<2, 3> >> nn::layer_norm >> nn::flatten >>
+  check_network_gradients<decltype(nn::input<6> >> nn::linear<5> >> nn::layer_norm >> nn::linear<3>)>("layer_norm");
+  check_network_gradients<decltype(nn::input<2, 4, 4> >> nn::conv2d<2, 3> >> nn::layer_norm >> nn::flatten >>
                            nn::linear<3>)>("layer_norm over (C, H, W)");
   // eval mode: an affine map with the running statistics.
   using Net = decltype(nn::input<5> >> nn::linear<4> >> nn::batch_norm >> nn::linear<3>);
@@ -261,8 +246,8 @@ TEST_CASE("softmax and log_softmax: rows sum to one even for logits of +-1e4") {
 }
 
 TEST_CASE("gradcheck: softmax and log_softmax") {
-  check_gradients<decltype(nn::input<5> >> nn::linear<4> >> nn::softmax >> nn::linear<3>)>("softmax");
-  check_gradients<decltype(nn::input<5> >> nn::linear<4> >> nn::log_softmax >> nn::linear<3>)>("log_softmax");
+  check_network_gradients<decltype(nn::input<5> >> nn::linear<4> >> nn::softmax >> nn::linear<3>)>("softmax");
+  check_network_gradients<decltype(nn::input<5> >> nn::linear<4> >> nn::log_softmax >> nn::linear<3>)>("log_softmax");
 }
 
 TEST_CASE("dropout: PyTorch's scaling, a fresh seeded mask per training pass, identity in eval") {

@@ -33,43 +33,22 @@ struct CenterLossOptions {
 };
 
 template <int Embedding, int Classes, class T = float>
-class CenterLoss : public detail::ParameterMatrix<T, Classes, Embedding> {
-  using Centers = detail::ParameterMatrix<T, Classes, Embedding>;
+class CenterLoss : public detail::ParameterMatrix<CenterLoss<Embedding, Classes, T>, T, Classes, Embedding> {
+  using Centers = detail::ParameterMatrix<CenterLoss<Embedding, Classes, T>, T, Classes, Embedding>;
+  friend Centers;
   static constexpr std::size_t width = Embedding;
 
  public:
   using target_kind = ClassIndices;
   using Options = CenterLossOptions;
   using Centers::num_params;
+  static constexpr const char* who = "etnn::loss::CenterLoss";
+  static constexpr const char* tensor_name = "centers";
 
   explicit CenterLoss(Options options = {}, std::uint64_t seed = 0) : Centers(seed), options_(options) {}
   const Options& options() const noexcept { return options_; }
 
-  // "centers": (Classes, Embedding).
-  static std::vector<NamedParameter> named_parameters() { return {{"centers", {Classes, Embedding}, 0, num_params}}; }
-  static std::string describe() {
-    std::string d = who;
-    d += "<";
-    d += std::to_string(Embedding);
-    d += ", ";
-    d += std::to_string(Classes);
-    d += ">";
-    return d;
-  }
-
-  // Returns the loss; grad (B, Embedding) receives dL/dx, and gradients() gains gradient_scale() dL/dc.
-  template <ShapeType S>
-  T value_and_grad(Cpu, TensorView<const T, S, Cpu> embeddings, std::span<const int> labels, T* grad) {
-    return compute(embeddings, labels, grad, this->gradients());
-  }
-  template <ShapeType S>
-  T value(Cpu, TensorView<const T, S, Cpu> embeddings, std::span<const int> labels) const {
-    return compute(embeddings, labels, static_cast<T*>(nullptr), static_cast<T*>(nullptr));
-  }
-
  private:
-  static constexpr const char* who = "etnn::loss::CenterLoss";
-
   // grad null: the value alone; otherwise grad receives dL/dx and center_grad gains gradient_scale() dL/dc.
   template <ShapeType S>
   T compute(TensorView<const T, S, Cpu> x, std::span<const int> labels, T* grad, T* center_grad) const {

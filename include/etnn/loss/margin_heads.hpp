@@ -134,43 +134,23 @@ using SphereFaceOptions = MarginHeadOptions<margin::MultiplicativeAngular>;
 // A margin head for embeddings of width Embedding and Classes classes, in scalar type T (the
 // model's).
 template <class Margin, int Embedding, int Classes, class T = float>
-class MarginHead : public detail::ParameterMatrix<T, Classes, Embedding> {
-  using Weight = detail::ParameterMatrix<T, Classes, Embedding>;
+class MarginHead : public detail::ParameterMatrix<MarginHead<Margin, Embedding, Classes, T>, T, Classes, Embedding> {
+  using Weight = detail::ParameterMatrix<MarginHead<Margin, Embedding, Classes, T>, T, Classes, Embedding>;
+  friend Weight;
   static constexpr std::size_t width = Embedding, classes = Classes;
 
  public:
   using target_kind = ClassIndices;
   using Options = MarginHeadOptions<Margin>;
   using Weight::num_params;
+  static constexpr const char* who = Margin::name;
+  static constexpr const char* tensor_name = "weight";
 
   explicit MarginHead(Options options = {}, std::uint64_t seed = 0)
       : Weight(seed), options_(validated(options)), scratch_(scratch_size) {}
   const Options& options() const noexcept { return options_; }
 
-  // "weight": (Classes, Embedding).
-  static std::vector<NamedParameter> named_parameters() { return {{"weight", {Classes, Embedding}, 0, num_params}}; }
-  static std::string describe() {
-    std::string d = Margin::name;
-    d += "<";
-    d += std::to_string(Embedding);
-    d += ", ";
-    d += std::to_string(Classes);
-    d += ">";
-    return d;
-  }
-
-  // Returns the loss; grad (B, Embedding) receives dL/dx, and gradients() gains gradient_scale() dL/dW.
-  template <ShapeType S>
-  T value_and_grad(Cpu, TensorView<const T, S, Cpu> embeddings, std::span<const int> labels, T* grad) {
-    return compute(embeddings, labels, grad, this->gradients());
-  }
-  template <ShapeType S>
-  T value(Cpu, TensorView<const T, S, Cpu> embeddings, std::span<const int> labels) const {
-    return compute(embeddings, labels, static_cast<T*>(nullptr), static_cast<T*>(nullptr));
-  }
-
  private:
-  static constexpr const char* who = Margin::name;
   // W^ (C, E), 1/||W_c|| (C), and per sample cos (C), z (C), dL/dz (C), sized once.
   static constexpr std::size_t scratch_size = (width + 4) * classes;
 

@@ -15,10 +15,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <numbers>
+#include <span>
+#include <string>
+#include <vector>
 
 #include "../core/device.hpp"
 #include "../core/random.hpp"
+#include "../nn/model.hpp"
 #include "../tensor/buffer.hpp"
+#include "../tensor/tensor.hpp"
 
 namespace etnn::loss {
 
@@ -34,8 +39,12 @@ concept ParametricLoss = requires(L& l, typename L::value_type scale) {
 namespace detail {
 
 // One (Rows, Cols) parameter matrix, row-major, with its gradient: the storage of a parametric
-// loss. Initialised N(0, 1) (torch.nn.init.normal_ / torch.randn) from `seed` by Box-Muller.
-template <class T, int Rows, int Cols>
+// loss over Cols-wide embeddings and Rows classes, initialised N(0, 1) (torch.nn.init.normal_ /
+// torch.randn) from `seed` by Box-Muller. Derived names it (Derived::who, the loss's name, and
+// Derived::tensor_name) and computes it: Derived::compute(x, labels, grad, param_grad) returns the
+// loss, writing dL/dx into grad and adding gradient_scale() dL/dparams to param_grad when they are
+// not null.
+template <class Derived, class T, int Rows, int Cols>
 class ParameterMatrix {
   static_assert(Rows > 0 && Cols > 0);
 
@@ -65,6 +74,31 @@ class ParameterMatrix {
   // The factor of dL/dparams added by value_and_grad (the Trainer's 1/accumulate).
   void set_gradient_scale(T scale) noexcept { gradient_scale_ = scale; }
   T gradient_scale() const noexcept { return gradient_scale_; }
+
+  // "<tensor_name>": (Rows, Cols).
+  static std::vector<NamedParameter> named_parameters() {
+    return {{Derived::tensor_name, {Rows, Cols}, 0, num_params}};
+  }
+  // "etnn::loss::ArcFace<64, 10>": the embedding width, then the classes.
+  static std::string describe() {
+    std::string d = Derived::who;
+    d += "<";
+    d += std::to_string(Cols);
+    d += ", ";
+    d += std::to_string(Rows);
+    d += ">";
+    return d;
+  }
+
+  // Returns the loss; grad (B, Cols) receives dL/dx, and gradients() gains gradient_scale() dL/dparams.
+  template <ShapeType S>
+  T value_and_grad(Cpu, TensorView<const T, S, Cpu> x, std::span<const int> labels, T* grad) {
+    return static_cast<const Derived*>(this)->compute(x, labels, grad, gradients());
+  }
+  template <ShapeType S>
+  T value(Cpu, TensorView<const T, S, Cpu> x, std::span<const int> labels) const {
+    return static_cast<const Derived*>(this)->compute(x, labels, static_cast<T*>(nullptr), static_cast<T*>(nullptr));
+  }
 
  private:
   Buffer<T, Cpu> params_;

@@ -23,45 +23,35 @@ namespace etnn {
 
 namespace cpu {
 
+// Calls f(k, i) for every entry k of one image's columns (D, P) in memory order, row (c, ki, kj)
+// by row, column (oh, ow) within a row, with i the input element it reads (c H W + ih W + iw), or
+// -1 where the window covers padding.
+template <class G, class F>
+void for_each_column_entry(F&& f) {
+  std::size_t k = 0;
+  for (int c = 0; c < G::channels; ++c)
+    for (int ki = 0; ki < G::kernel; ++ki)
+      for (int kj = 0; kj < G::kernel; ++kj)
+        for (int oh = 0; oh < G::out_height; ++oh)
+          for (int ow = 0; ow < G::out_width; ++ow, ++k) {
+            const int ih = G::in_row(oh, ki), iw = G::in_col(ow, kj);
+            f(k, G::inside(ih, iw) ? static_cast<std::ptrdiff_t>(c * G::in_pixels + ih * G::width + iw) : -1);
+          }
+}
+
 // cols (D, P) from one image x (C, H, W); zeros where the window covers padding.
 template <class G, class T>
 void im2col(const T* x, T* cols) {
-  T* row = cols;
-  for (int c = 0; c < G::channels; ++c) {
-    const T* plane = x + static_cast<std::size_t>(c) * G::in_pixels;
-    for (int ki = 0; ki < G::kernel; ++ki) {
-      for (int kj = 0; kj < G::kernel; ++kj, row += G::out_pixels) {
-        for (int oh = 0; oh < G::out_height; ++oh) {
-          const int ih = G::in_row(oh, ki);
-          for (int ow = 0; ow < G::out_width; ++ow) {
-            const int iw = G::in_col(ow, kj);
-            row[oh * G::out_width + ow] = G::inside(ih, iw) ? plane[ih * G::width + iw] : T(0);
-          }
-        }
-      }
-    }
-  }
+  for_each_column_entry<G>([&](std::size_t k, std::ptrdiff_t i) { cols[k] = i < 0 ? T(0) : x[i]; });
 }
 
 // dx (C, H, W) = the sum of cols (D, P) back onto the pixels each column entry came from.
 template <class G, class T>
 void col2im(const T* cols, T* dx) {
   std::fill_n(dx, static_cast<std::size_t>(G::channels) * G::in_pixels, T(0));
-  const T* row = cols;
-  for (int c = 0; c < G::channels; ++c) {
-    T* plane = dx + static_cast<std::size_t>(c) * G::in_pixels;
-    for (int ki = 0; ki < G::kernel; ++ki) {
-      for (int kj = 0; kj < G::kernel; ++kj, row += G::out_pixels) {
-        for (int oh = 0; oh < G::out_height; ++oh) {
-          const int ih = G::in_row(oh, ki);
-          for (int ow = 0; ow < G::out_width; ++ow) {
-            const int iw = G::in_col(ow, kj);
-            if (G::inside(ih, iw)) plane[ih * G::width + iw] += row[oh * G::out_width + ow];
-          }
-        }
-      }
-    }
-  }
+  for_each_column_entry<G>([&](std::size_t k, std::ptrdiff_t i) {
+    if (i >= 0) dx[i] += cols[k];
+  });
 }
 
 }  // namespace cpu

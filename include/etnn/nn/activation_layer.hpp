@@ -8,14 +8,7 @@
 namespace etnn::nn {
 
 template <ShapeType In, class F, int Index>
-struct ActivationLayer : ParameterFree {
-  using in_shape = In;
-  using out_shape = In;
-  static constexpr int module_index = Index;
-  static constexpr std::size_t saved_per_sample = 0;
-  static constexpr bool output_aliases_input = false;
-  static constexpr bool backward_in_place = true;
-
+struct ActivationLayer : InPlaceLayer<In, Index> {
   template <class T, class Device>
   static void forward(Device device, const Pass<T>&, const T*, const T* x, T* y, T*, int batch) {
     assign(device, y, expr::apply<F>(expr::ref(x, elements(batch))));

@@ -11,16 +11,9 @@
 namespace etnn::nn {
 
 template <ShapeType In, class P, int Index>
-struct DropoutLayer : ParameterFree {
+struct DropoutLayer : InPlaceLayer<In, Index> {
   static_assert(check::dropout_probability<P::num, P::den>());
   static constexpr double p = static_cast<double>(P::num) / static_cast<double>(P::den);
-
-  using in_shape = In;
-  using out_shape = In;
-  static constexpr int module_index = Index;
-  static constexpr std::size_t saved_per_sample = 0;
-  static constexpr bool output_aliases_input = false;
-  static constexpr bool backward_in_place = true;
 
   template <class T, class Device>
   static void forward(Device device, const Pass<T>& pass, const T*, const T* x, T* y, T*, int batch) {

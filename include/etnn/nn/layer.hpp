@@ -46,6 +46,18 @@ struct ParameterFree {
   template <class T> static void init(T*, Rng&) {}
 };
 
+// Defaults for a parameter-free layer whose output has its input's shape, keeps nothing for
+// backward and may write dx over dy (activations, dropout, softmax).
+template <ShapeType In, int Index>
+struct InPlaceLayer : ParameterFree {
+  using in_shape = In;
+  using out_shape = In;
+  static constexpr int module_index = Index;
+  static constexpr std::size_t saved_per_sample = 0;
+  static constexpr bool output_aliases_input = false;
+  static constexpr bool backward_in_place = true;
+};
+
 // A layer's non-trainable state (0 when it declares none) and its scratch need for a batch.
 template <Layer L>
 constexpr std::size_t num_buffers_of() {

@@ -10,16 +10,9 @@
 namespace etnn::nn {
 
 template <ShapeType In, class Kind, int Index>
-struct SoftmaxLayer : ParameterFree {
+struct SoftmaxLayer : InPlaceLayer<In, Index> {
   static_assert(check::softmax_input<In>());
   static constexpr int width = static_cast<int>(In::size);
-
-  using in_shape = In;
-  using out_shape = In;
-  static constexpr int module_index = Index;
-  static constexpr std::size_t saved_per_sample = 0;
-  static constexpr bool output_aliases_input = false;
-  static constexpr bool backward_in_place = true;
 
   template <class T, class Device>
   static void forward(Device device, const Pass<T>&, const T*, const T* x, T* y, T*, int batch) {

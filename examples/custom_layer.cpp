@@ -6,10 +6,10 @@
 // Pixels are scaled to [0, 1], then normalised with the training set's mean and standard deviation.
 #include <algorithm>
 #include <cstdio>
-#include <string>
 
 #include "prelu.hpp"
 #include "support/cli.hpp"
+#include "support/training.hpp"
 
 namespace nn = etnn::nn;
 
@@ -61,24 +61,10 @@ int train(const Options& opt, const std::array<example::fs::path, 4>& files) {
   slopes();
   double accuracy = 0;
   for (int epoch = 0; epoch < opt.epochs; ++epoch) {
-    loader.set_epoch(epoch);
-    std::string label = "epoch ";
-    label += std::to_string(epoch + 1);
-    label += '/';
-    label += std::to_string(opt.epochs);
-    etnn::ProgressBar bar(label, data.train.size());
-    double loss_sum = 0, samples = 0;
-    for (auto batch : loader) {
-      loss_sum += static_cast<double>(trainer.step(batch)) * batch.x.batch();
-      samples += batch.x.batch();
-      bar.update(static_cast<std::size_t>(samples), loss_sum / samples);
-    }
-    const double seconds = bar.seconds();
-    bar.finish();
+    const auto stats = example::run_epoch(loader, epoch, opt.epochs, data.train.size(),
+                                          [&](const auto& batch) { return trainer.step(batch); });
     accuracy = etnn::evaluate(model, data.test, etnn::metrics::accuracy);
-    std::printf("epoch %2d/%d  train loss %.4f  test accuracy %.4f  %.0f samples/s  %.2f s\n", epoch + 1, opt.epochs,
-                loss_sum / samples, accuracy, samples / seconds, seconds);
-    std::fflush(stdout);
+    example::print_epoch(epoch, opt.epochs, stats, accuracy);
   }
   slopes();
   std::printf("final test accuracy %.4f\n", accuracy);
@@ -93,17 +79,7 @@ int main(int argc, char** argv) {
                        {{"--data", &opt.data}, {"--epochs", &opt.epochs}, {"--batch", &opt.batch},
                         {"--lr", &opt.lr}, {"--threads", &opt.threads}, {"--seed", &opt.seed},
                         {"--limit", &opt.limit}});
-  if (opt.epochs < 0 || opt.batch <= 0 || opt.limit < 0) {
-    std::fputs(usage, stderr);
-    return 2;
-  }
+  if (opt.epochs < 0 || opt.batch <= 0 || opt.limit < 0) example::exit_with_usage(usage, 2);
   etnn::set_num_threads(opt.threads);
-  const auto files = example::find_mnist_files(opt.data, "custom_layer");
-  if (!files) return 2;
-  try {
-    return train(opt, *files);
-  } catch (const etnn::Error& e) {
-    std::fprintf(stderr, "custom_layer: %s\n", e.what());
-    return 1;
-  }
+  return example::run_with_mnist_files("custom_layer", opt.data, [&](const auto& files) { return train(opt, files); });
 }

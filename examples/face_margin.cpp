@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "support/cli.hpp"
+#include "support/training.hpp"
 
 namespace nn = etnn::nn;
 
@@ -128,19 +129,9 @@ int train(const Options& opt, const std::array<example::fs::path, 4>& files) {
   std::printf("data %s: %zu train, %zu test; batch %d, Adam lr %g (head %g), %d threads\n", opt.data.c_str(),
               data.train.size(), data.test.size(), opt.batch, opt.lr, opt.head_lr, etnn::num_threads());
   for (int epoch = 0; epoch < opt.epochs; ++epoch) {
-    loader.set_epoch(epoch);
-    etnn::ProgressBar bar("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(opt.epochs), data.train.size());
-    double loss_sum = 0, samples = 0;
-    for (auto batch : loader) {
-      loss_sum += static_cast<double>(trainer.step(batch)) * batch.x.batch();
-      samples += batch.x.batch();
-      bar.update(static_cast<std::size_t>(samples), loss_sum / samples);
-    }
-    const double seconds = bar.seconds();
-    bar.finish();
-    std::printf("epoch %2d/%d  train loss %.4f  %.0f samples/s  %.2f s\n", epoch + 1, opt.epochs, loss_sum / samples,
-                samples / seconds, seconds);
-    std::fflush(stdout);
+    const auto stats = example::run_epoch(loader, epoch, opt.epochs, data.train.size(),
+                                          [&](const auto& batch) { return trainer.step(batch); });
+    example::print_epoch(epoch, opt.epochs, stats);
   }
   const double accuracy = nearest_center_accuracy(model, data.train, data.test);
   std::printf("nearest-center test accuracy %.4f\n", accuracy);
@@ -158,19 +149,12 @@ int main(int argc, char** argv) {
                         {"--scale", &opt.scale}, {"--margin", &opt.margin},
                         {"--threads", &opt.threads}, {"--seed", &opt.seed}, {"--limit", &opt.limit}});
   if (opt.epochs < 0 || opt.batch <= 1 || opt.limit < 0 ||
-      (opt.head != "arcface" && opt.head != "cosface" && opt.head != "sphereface")) {
-    std::fputs(usage, stderr);
-    return 2;
-  }
+      (opt.head != "arcface" && opt.head != "cosface" && opt.head != "sphereface"))
+    example::exit_with_usage(usage, 2);
   etnn::set_num_threads(opt.threads);
-  const auto files = example::find_mnist_files(opt.data, "face_margin");
-  if (!files) return 2;
-  try {
-    if (opt.head == "cosface") return train<etnn::loss::CosFace<embedding, classes>>(opt, *files);
-    if (opt.head == "sphereface") return train<etnn::loss::SphereFace<embedding, classes>>(opt, *files);
-    return train<etnn::loss::ArcFace<embedding, classes>>(opt, *files);
-  } catch (const etnn::Error& e) {
-    std::fprintf(stderr, "face_margin: %s\n", e.what());
-    return 1;
-  }
+  return example::run_with_mnist_files("face_margin", opt.data, [&](const auto& files) {
+    if (opt.head == "cosface") return train<etnn::loss::CosFace<embedding, classes>>(opt, files);
+    if (opt.head == "sphereface") return train<etnn::loss::SphereFace<embedding, classes>>(opt, files);
+    return train<etnn::loss::ArcFace<embedding, classes>>(opt, files);
+  });
 }

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "support/cli.hpp"
+#include "support/training.hpp"
 
 namespace nn = etnn::nn;
 
@@ -58,20 +59,10 @@ int train(const Options& opt, const std::array<example::fs::path, 4>& files) {
               opt.data.c_str(), data.train.size(), data.test.size(), opt.batch, opt.lr, etnn::num_threads());
   double accuracy = 0;
   for (int epoch = 0; epoch < opt.epochs; ++epoch) {
-    loader.set_epoch(epoch);
-    etnn::ProgressBar bar("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(opt.epochs), data.train.size());
-    double loss_sum = 0, samples = 0;
-    for (auto batch : loader) {
-      loss_sum += static_cast<double>(trainer.step(batch)) * batch.x.batch();
-      samples += batch.x.batch();
-      bar.update(static_cast<std::size_t>(samples), loss_sum / samples);
-    }
-    const double seconds = bar.seconds();
-    bar.finish();
+    const auto stats = example::run_epoch(loader, epoch, opt.epochs, data.train.size(),
+                                          [&](const auto& batch) { return trainer.step(batch); });
     accuracy = etnn::evaluate(model, data.test, etnn::metrics::accuracy);
-    std::printf("epoch %2d/%d  train loss %.4f  test accuracy %.4f  %.0f samples/s  %.2f s\n", epoch + 1, opt.epochs,
-                loss_sum / samples, accuracy, samples / seconds, seconds);
-    std::fflush(stdout);
+    example::print_epoch(epoch, opt.epochs, stats, accuracy);
   }
   std::printf("final test accuracy %.4f\n", accuracy);
   if (!opt.save.empty()) {
@@ -89,17 +80,10 @@ int main(int argc, char** argv) {
                        {{"--data", &opt.data}, {"--epochs", &opt.epochs}, {"--batch", &opt.batch},
                         {"--lr", &opt.lr}, {"--net", &opt.net}, {"--threads", &opt.threads},
                         {"--seed", &opt.seed}, {"--limit", &opt.limit}, {"--save", &opt.save}});
-  if (opt.epochs < 0 || opt.batch <= 1 || opt.limit < 0 || (opt.net != "bn" && opt.net != "plain")) {
-    std::fputs(usage, stderr);
-    return 2;
-  }
+  if (opt.epochs < 0 || opt.batch <= 1 || opt.limit < 0 || (opt.net != "bn" && opt.net != "plain"))
+    example::exit_with_usage(usage, 2);
   etnn::set_num_threads(opt.threads);
-  const auto files = example::find_mnist_files(opt.data, "lenet");
-  if (!files) return 2;
-  try {
-    return opt.net == "bn" ? train<decltype(lenet_bn)>(opt, *files) : train<decltype(lenet)>(opt, *files);
-  } catch (const etnn::Error& e) {
-    std::fprintf(stderr, "lenet: %s\n", e.what());
-    return 1;
-  }
+  return example::run_with_mnist_files("lenet", opt.data, [&](const auto& files) {
+    return opt.net == "bn" ? train<decltype(lenet_bn)>(opt, files) : train<decltype(lenet)>(opt, files);
+  });
 }

@@ -12,11 +12,11 @@
 // t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte), raw or .gz. Pixels are scaled to [0, 1],
 // then normalised with the training set's mean and standard deviation.
 #include "support/cli.hpp"
+#include "support/training.hpp"
 #if defined(ETNN_WITH_MPI)
 #include <etnn/dist/mpi.hpp>
 #endif
 
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -90,27 +90,19 @@ int run(const Options& opt, const std::array<fs::path, 4>& files, World& world) 
   }
   double accuracy = etnn::evaluate(model, test, etnn::metrics::accuracy);
   for (int epoch = loader.epoch(); epoch < opt.epochs; ++epoch) {
-    loader.set_epoch(epoch);
-    etnn::ProgressBar bar("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(opt.epochs),
-                          train.size() / static_cast<std::size_t>(world.size()));
-    double totals[2] = {0, 0};  // loss * samples, samples; summed over ranks after the epoch
-    for (auto batch : loader) {
-      totals[0] += static_cast<double>(trainer.step(batch)) * batch.x.batch();
-      totals[1] += batch.x.batch();
-      if (root) bar.update(static_cast<std::size_t>(totals[1]), totals[0] / totals[1]);
-    }
-    const double seconds = bar.seconds();
-    bar.finish();
+    auto stats = example::run_epoch(
+        loader, epoch, opt.epochs, train.size() / static_cast<std::size_t>(world.size()),
+        [&](const auto& batch) { return trainer.step(batch); }, /*show_progress=*/root);
+    double totals[2] = {stats.loss_sum, stats.samples};  // this rank's; summed over ranks
     auto pending = world.start_allreduce_sum(totals, 2);
     world.wait(pending);
+    stats.loss_sum = totals[0], stats.samples = totals[1];
     accuracy = etnn::evaluate(model, test, etnn::metrics::accuracy);
     if (root) {
-      std::printf("epoch %2d/%d  train loss %.4f  test accuracy %.4f  %.0f samples/s  %.2f s\n", epoch + 1,
-                  opt.epochs, totals[0] / totals[1], accuracy, totals[1] / seconds, seconds);
-      std::fflush(stdout);
+      example::print_epoch(epoch, opt.epochs, stats, accuracy);
       if (log != nullptr) {
         std::fprintf(log, "%d,%lld,%.6f,%.6f,%.1f\n", epoch + 1, static_cast<long long>(sgd.steps()),
-                     totals[0] / totals[1], accuracy, totals[1] / seconds);
+                     stats.mean_loss(), accuracy, stats.samples_per_second());
         std::fflush(log);
       }
       if (!opt.resume.empty()) etnn::io::save_state(trainer, loader, opt.resume);
@@ -133,16 +125,10 @@ int main(int argc, char** argv) {
                         {"--seed", &opt.seed}, {"--limit", &opt.limit}, {"--dist", &opt.dist},
                         {"--save", &opt.save}, {"--load", &opt.load}, {"--resume", &opt.resume},
                         {"--log", &opt.log}});
-  if (opt.epochs < 0 || opt.batch <= 0 || opt.limit < 0 || (opt.dist != "local" && opt.dist != "mpi")) {
-    std::fputs(usage, stderr);
-    return 2;
-  }
+  if (opt.epochs < 0 || opt.batch <= 0 || opt.limit < 0 || (opt.dist != "local" && opt.dist != "mpi"))
+    example::exit_with_usage(usage, 2);
   etnn::set_num_threads(opt.threads);
-  const auto found = example::find_mnist_files(opt.data, "mnist_mlp");
-  if (!found) return 2;
-  const auto& files = *found;
-
-  try {
+  return example::run_with_mnist_files("mnist_mlp", opt.data, [&](const auto& files) {
     if (opt.dist == "mpi") {
 #if defined(ETNN_WITH_MPI)
       etnn::dist::Mpi world(argc, argv);
@@ -154,8 +140,5 @@ int main(int argc, char** argv) {
     }
     etnn::dist::Local local;
     return run(opt, files, local);
-  } catch (const etnn::Error& e) {
-    std::fprintf(stderr, "mnist_mlp: %s\n", e.what());
-    return 1;
-  }
+  });
 }

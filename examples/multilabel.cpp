@@ -30,9 +30,9 @@
 #include <array>
 #include <cstdio>
 #include <span>
-#include <string>
 
 #include "support/cli.hpp"
+#include "support/training.hpp"
 
 namespace nn = etnn::nn;
 
@@ -143,24 +143,13 @@ int train(const Options& opt, const std::array<example::fs::path, 4>& files) {
               etnn::num_threads());
   TestScores s;
   for (int epoch = 0; epoch < opt.epochs; ++epoch) {
-    loader.set_epoch(epoch);
-    std::string label = "epoch ";
-    label += std::to_string(epoch + 1);
-    label += "/";
-    label += std::to_string(opt.epochs);
-    etnn::ProgressBar bar(label, data.train.size());
-    double loss_sum = 0, samples = 0;
-    for (auto batch : loader) {
+    const auto stats = example::run_epoch(loader, epoch, opt.epochs, data.train.size(), [&](const auto& batch) {
       multi_hot(batch.y, targets);
-      loss_sum += static_cast<double>(trainer.step(batch.x, targets)) * batch.x.batch();
-      samples += batch.x.batch();
-      bar.update(static_cast<std::size_t>(samples), loss_sum / samples);
-    }
-    const double seconds = bar.seconds();
-    bar.finish();
+      return trainer.step(batch.x, targets);
+    });
     s = score(model, data.test);
     std::printf("epoch %2d/%d  train loss %.4f  test micro-F1 %.4f  exact match %.4f  %.2f s\n", epoch + 1,
-                opt.epochs, loss_sum / samples, s.micro_f1, s.exact, seconds);
+                opt.epochs, stats.mean_loss(), s.micro_f1, s.exact, stats.seconds);
     std::fflush(stdout);
   }
   if (opt.epochs == 0) s = score(model, data.test);
@@ -178,17 +167,7 @@ int main(int argc, char** argv) {
                        {{"--data", &opt.data}, {"--epochs", &opt.epochs}, {"--batch", &opt.batch},
                         {"--lr", &opt.lr}, {"--threads", &opt.threads}, {"--seed", &opt.seed},
                         {"--limit", &opt.limit}});
-  if (opt.epochs < 0 || opt.batch <= 1 || opt.limit < 0) {
-    std::fputs(usage, stderr);
-    return 2;
-  }
+  if (opt.epochs < 0 || opt.batch <= 1 || opt.limit < 0) example::exit_with_usage(usage, 2);
   etnn::set_num_threads(opt.threads);
-  const auto files = example::find_mnist_files(opt.data, "multilabel");
-  if (!files) return 2;
-  try {
-    return train(opt, *files);
-  } catch (const etnn::Error& e) {
-    std::fprintf(stderr, "multilabel: %s\n", e.what());
-    return 1;
-  }
+  return example::run_with_mnist_files("multilabel", opt.data, [&](const auto& files) { return train(opt, files); });
 }

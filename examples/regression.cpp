@@ -28,10 +28,10 @@
 #include <cmath>
 #include <cstdio>
 #include <numbers>
-#include <string>
 #include <vector>
 
 #include "support/cli.hpp"
+#include "support/training.hpp"
 
 namespace nn = etnn::nn;
 
@@ -135,28 +135,60 @@ Errors fit(const char* name, Loss& loss, const Split& train, const Split& test, 
   etnn::Trainer trainer(model, loss, adam);
   etnn::data::DataLoader loader(train.data, {.batch = opt.batch, .shuffle = true, .seed = opt.seed});
   etnn::Tensor<float, Target> targets(opt.batch);  // the batch's targets, gathered by sample index
-  double loss_sum = 0, samples = 0;
-  etnn::ProgressBar bar(name, static_cast<std::size_t>(opt.epochs) * train.data.size());
+  example::EpochStats last;
+  double seconds = 0;
   for (int epoch = 0; epoch < opt.epochs; ++epoch) {
-    loader.set_epoch(epoch);
-    loss_sum = 0, samples = 0;
-    for (auto batch : loader) {
+    last = example::run_epoch(loader, epoch, opt.epochs, train.data.size(), [&](const auto& batch) {
       const int b = batch.x.batch();
       targets.resize(b);
       for (int r = 0; r < b; ++r) targets(r, 0) = train.targets(batch.y[static_cast<std::size_t>(r)], 0);
-      loss_sum += static_cast<double>(trainer.step(batch.x, targets)) * b;
-      samples += b;
-      bar.update(static_cast<std::size_t>(epoch) * train.data.size() + static_cast<std::size_t>(samples),
-                 loss_sum / samples);
-    }
+      return trainer.step(batch.x, targets);
+    });
+    seconds += last.seconds;
   }
-  const double seconds = bar.seconds();
-  bar.finish();
   const Errors e = test_errors(model, test);
   std::printf("%-5s test MAE %.4f  RMSE %.4f   (last epoch train loss %.4f, %.1f s)\n", name, e.mae, e.rmse,
-              loss_sum / samples, seconds);
+              last.mean_loss(), seconds);
   std::fflush(stdout);
   return e;
+}
+
+// Makes the data, fits the MLP with each loss and says which did better on the clean test set.
+int run(const Options& opt) {
+  etnn::Rng rng(etnn::derive_seed(opt.seed, 1));
+  const Split train = make_split(opt.samples, opt.outliers, rng);
+  const Split test = make_split(opt.samples / 4, 0.0, rng);
+
+  std::printf("etnn regression: %s, %zu parameters\n", Mlp::describe().c_str(), Mlp::num_params);
+  std::fputs(etnn::summary<Mlp>().c_str(), stdout);
+  std::printf("data: %zu train (%ld targets replaced by outliers, %.1f%%), %zu clean test; noise sigma %.2f, "
+              "sigma_f %.3f\n",
+              train.data.size(), train.corrupted, 100.0 * static_cast<double>(train.corrupted) / opt.samples,
+              test.data.size(), noise_sigma, sigma_f);
+  std::printf("%d epochs, batch %d, Adam lr %g, %d threads\n", opt.epochs, opt.batch, opt.lr, etnn::num_threads());
+  {  // For scale: the errors of predicting 0, the mean of f, everywhere.
+    double abs_sum = 0, square_sum = 0;
+    for (int i = 0; i < test.targets.batch(); ++i) {
+      const double t = test.targets(i, 0);
+      abs_sum += std::abs(t), square_sum += t * t;
+    }
+    std::printf("zero  test MAE %.4f  RMSE %.4f   (predicting 0 everywhere)\n", abs_sum / test.targets.batch(),
+                std::sqrt(square_sum / test.targets.batch()));
+  }
+
+  etnn::loss::MSE mse;
+  etnn::loss::Huber huber({.delta = 1.0f});
+  const Errors a = fit("MSE", mse, train, test, opt);
+  const Errors b = fit("Huber", huber, train, test, opt);
+  // Better: lower on both errors by more than 5%.
+  if (a.mae > 1.05 * b.mae && a.rmse > 1.05 * b.rmse) {
+    std::printf("Huber is better: test MAE %.2fx and RMSE %.2fx lower than MSE's\n", a.mae / b.mae, a.rmse / b.rmse);
+  } else if (b.mae > 1.05 * a.mae && b.rmse > 1.05 * a.rmse) {
+    std::printf("MSE is better: test MAE %.2fx and RMSE %.2fx lower than Huber's\n", b.mae / a.mae, b.rmse / a.rmse);
+  } else {
+    std::printf("MSE and Huber are about as good (test errors within 5%%)\n");
+  }
+  return 0;
 }
 
 }  // namespace
@@ -168,48 +200,8 @@ int main(int argc, char** argv) {
                         {"--batch", &opt.batch}, {"--lr", &opt.lr}, {"--threads", &opt.threads},
                         {"--seed", &opt.seed}});
   if (opt.samples < 4 || opt.samples > 100'000'000 || !(opt.outliers >= 0.0f && opt.outliers < 1.0f) ||
-      opt.epochs < 1 || opt.batch < 1) {
-    std::fputs(usage, stderr);
-    return 2;
-  }
+      opt.epochs < 1 || opt.batch < 1)
+    example::exit_with_usage(usage, 2);
   etnn::set_num_threads(opt.threads);
-  try {
-    etnn::Rng rng(etnn::derive_seed(opt.seed, 1));
-    const Split train = make_split(opt.samples, opt.outliers, rng);
-    const Split test = make_split(opt.samples / 4, 0.0, rng);
-
-    std::printf("etnn regression: %s, %zu parameters\n", Mlp::describe().c_str(), Mlp::num_params);
-    std::fputs(etnn::summary<Mlp>().c_str(), stdout);
-    std::printf("data: %zu train (%ld targets replaced by outliers, %.1f%%), %zu clean test; noise sigma %.2f, "
-                "sigma_f %.3f\n",
-                train.data.size(), train.corrupted, 100.0 * static_cast<double>(train.corrupted) / opt.samples,
-                test.data.size(), noise_sigma, sigma_f);
-    std::printf("%d epochs, batch %d, Adam lr %g, %d threads\n", opt.epochs, opt.batch, opt.lr, etnn::num_threads());
-    {  // For scale: the errors of predicting 0, the mean of f, everywhere.
-      double abs_sum = 0, square_sum = 0;
-      for (int i = 0; i < test.targets.batch(); ++i) {
-        const double t = test.targets(i, 0);
-        abs_sum += std::abs(t), square_sum += t * t;
-      }
-      std::printf("zero  test MAE %.4f  RMSE %.4f   (predicting 0 everywhere)\n", abs_sum / test.targets.batch(),
-                  std::sqrt(square_sum / test.targets.batch()));
-    }
-
-    etnn::loss::MSE mse;
-    etnn::loss::Huber huber({.delta = 1.0f});
-    const Errors a = fit("MSE", mse, train, test, opt);
-    const Errors b = fit("Huber", huber, train, test, opt);
-    // Better: lower on both errors by more than 5%.
-    if (a.mae > 1.05 * b.mae && a.rmse > 1.05 * b.rmse) {
-      std::printf("Huber is better: test MAE %.2fx and RMSE %.2fx lower than MSE's\n", a.mae / b.mae, a.rmse / b.rmse);
-    } else if (b.mae > 1.05 * a.mae && b.rmse > 1.05 * a.rmse) {
-      std::printf("MSE is better: test MAE %.2fx and RMSE %.2fx lower than Huber's\n", b.mae / a.mae, b.rmse / a.rmse);
-    } else {
-      std::printf("MSE and Huber are about as good (test errors within 5%%)\n");
-    }
-    return 0;
-  } catch (const etnn::Error& e) {
-    std::fprintf(stderr, "regression: %s\n", e.what());
-    return 1;
-  }
+  return example::run_reporting_errors("regression", [&] { return run(opt); });
 }

@@ -1,5 +1,6 @@
 #pragma once
-// What the examples share: command-line flags and the Fashion-MNIST files.
+// What the examples share: command-line flags, reporting errors, and the Fashion-MNIST files.
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -23,20 +24,23 @@ struct Flag {
   FlagTarget target;
 };
 
+// Prints `usage` (to stdout when status is 0, as for --help; to stderr otherwise) and ends the
+// program with `status`.
+[[noreturn]] inline void exit_with_usage(const char* usage, int status) {
+  std::fputs(usage, status == 0 ? stdout : stderr);
+  std::exit(status);
+}
+
 // Parses `--flag value` pairs into the targets; prints `usage` and exits 0 on --help, 2 on an
 // unknown flag, a missing value or a value that is not a number where one is needed.
 inline void parse_flags(int argc, char** argv, const char* usage, std::initializer_list<Flag> flags) {
-  const auto fail = [&](int code) {
-    std::fputs(usage, code == 0 ? stdout : stderr);
-    std::exit(code);
-  };
   for (int i = 1; i < argc; ++i) {
     const std::string_view name = argv[i];
-    if (name == "--help" || name == "-h") fail(0);
+    if (name == "--help" || name == "-h") exit_with_usage(usage, 0);
     const Flag* flag = nullptr;
     for (const auto& f : flags)
       if (f.name == name) flag = &f;
-    if (flag == nullptr || i + 1 >= argc) fail(2);
+    if (flag == nullptr || i + 1 >= argc) exit_with_usage(usage, 2);
     const char* value = argv[++i];
     try {
       std::visit([&](auto* target) {
@@ -51,6 +55,18 @@ inline void parse_flags(int argc, char** argv, const char* usage, std::initializ
       std::fprintf(stderr, "%s: %s needs a number, got '%s'\n", argv[0], argv[i - 1], value);
       std::exit(2);
     }
+  }
+}
+
+// body()'s exit status; an etnn::Error it throws is printed as "program: what went wrong" and
+// gives status 1.
+template <class Body>
+int run_reporting_errors(const char* program, Body&& body) {
+  try {
+    return body();
+  } catch (const etnn::Error& e) {
+    std::fprintf(stderr, "%s: %s\n", program, e.what());
+    return 1;
   }
 }
 
@@ -77,6 +93,15 @@ inline std::optional<std::array<fs::path, 4>> find_mnist_files(const fs::path& d
     }
   }
   return files;
+}
+
+// body(files)'s exit status for the four files in dir, with errors reported as by
+// run_reporting_errors; 2 when a file is missing.
+template <class Body>
+int run_with_mnist_files(const char* program, const fs::path& dir, Body&& body) {
+  const auto files = find_mnist_files(dir, program);
+  if (!files) return 2;
+  return run_reporting_errors(program, [&] { return body(*files); });
 }
 
 // Training and test sets with pixels in [0, 1] normalised by the training set's mean and

@@ -1243,6 +1243,18 @@ struct ParameterFree {
   template <class T> static void init(T*, Rng&) {}
 };
 
+// Defaults for a parameter-free layer whose output has its input's shape, keeps nothing for
+// backward and may write dx over dy (activations, dropout, softmax).
+template <ShapeType In, int Index>
+struct InPlaceLayer : ParameterFree {
+  using in_shape = In;
+  using out_shape = In;
+  static constexpr int module_index = Index;
+  static constexpr std::size_t saved_per_sample = 0;
+  static constexpr bool output_aliases_input = false;
+  static constexpr bool backward_in_place = true;
+};
+
 // A layer's non-trainable state (0 when it declares none) and its scratch need for a batch.
 template <Layer L>
 constexpr std::size_t num_buffers_of() {
@@ -1496,14 +1508,7 @@ struct Program<TypeList<Ls...>> {
 namespace etnn::nn {
 
 template <ShapeType In, class F, int Index>
-struct ActivationLayer : ParameterFree {
-  using in_shape = In;
-  using out_shape = In;
-  static constexpr int module_index = Index;
-  static constexpr std::size_t saved_per_sample = 0;
-  static constexpr bool output_aliases_input = false;
-  static constexpr bool backward_in_place = true;
-
+struct ActivationLayer : InPlaceLayer<In, Index> {
   template <class T, class Device>
   static void forward(Device device, const Pass<T>&, const T*, const T* x, T* y, T*, int batch) {
     assign(device, y, expr::apply<F>(expr::ref(x, elements(batch))));
@@ -1869,45 +1874,35 @@ namespace etnn {
 
 namespace cpu {
 
+// Calls f(k, i) for every entry k of one image's columns (D, P) in memory order, row (c, ki, kj)
+// by row, column (oh, ow) within a row, with i the input element it reads (c H W + ih W + iw), or
+// -1 where the window covers padding.
+template <class G, class F>
+void for_each_column_entry(F&& f) {
+  std::size_t k = 0;
+  for (int c = 0; c < G::channels; ++c)
+    for (int ki = 0; ki < G::kernel; ++ki)
+      for (int kj = 0; kj < G::kernel; ++kj)
+        for (int oh = 0; oh < G::out_height; ++oh)
+          for (int ow = 0; ow < G::out_width; ++ow, ++k) {
+            const int ih = G::in_row(oh, ki), iw = G::in_col(ow, kj);
+            f(k, G::inside(ih, iw) ? static_cast<std::ptrdiff_t>(c * G::in_pixels + ih * G::width + iw) : -1);
+          }
+}
+
 // cols (D, P) from one image x (C, H, W); zeros where the window covers padding.
 template <class G, class T>
 void im2col(const T* x, T* cols) {
-  T* row = cols;
-  for (int c = 0; c < G::channels; ++c) {
-    const T* plane = x + static_cast<std::size_t>(c) * G::in_pixels;
-    for (int ki = 0; ki < G::kernel; ++ki) {
-      for (int kj = 0; kj < G::kernel; ++kj, row += G::out_pixels) {
-        for (int oh = 0; oh < G::out_height; ++oh) {
-          const int ih = G::in_row(oh, ki);
-          for (int ow = 0; ow < G::out_width; ++ow) {
-            const int iw = G::in_col(ow, kj);
-            row[oh * G::out_width + ow] = G::inside(ih, iw) ? plane[ih * G::width + iw] : T(0);
-          }
-        }
-      }
-    }
-  }
+  for_each_column_entry<G>([&](std::size_t k, std::ptrdiff_t i) { cols[k] = i < 0 ? T(0) : x[i]; });
 }
 
 // dx (C, H, W) = the sum of cols (D, P) back onto the pixels each column entry came from.
 template <class G, class T>
 void col2im(const T* cols, T* dx) {
   std::fill_n(dx, static_cast<std::size_t>(G::channels) * G::in_pixels, T(0));
-  const T* row = cols;
-  for (int c = 0; c < G::channels; ++c) {
-    T* plane = dx + static_cast<std::size_t>(c) * G::in_pixels;
-    for (int ki = 0; ki < G::kernel; ++ki) {
-      for (int kj = 0; kj < G::kernel; ++kj, row += G::out_pixels) {
-        for (int oh = 0; oh < G::out_height; ++oh) {
-          const int ih = G::in_row(oh, ki);
-          for (int ow = 0; ow < G::out_width; ++ow) {
-            const int iw = G::in_col(ow, kj);
-            if (G::inside(ih, iw)) plane[ih * G::width + iw] += row[oh * G::out_width + ow];
-          }
-        }
-      }
-    }
-  }
+  for_each_column_entry<G>([&](std::size_t k, std::ptrdiff_t i) {
+    if (i >= 0) dx[i] += cols[k];
+  });
 }
 
 }  // namespace cpu
@@ -2182,16 +2177,9 @@ void dropout_apply(Cpu, double p, std::uint64_t seed, const T* in, T* out, std::
 namespace etnn::nn {
 
 template <ShapeType In, class P, int Index>
-struct DropoutLayer : ParameterFree {
+struct DropoutLayer : InPlaceLayer<In, Index> {
   static_assert(check::dropout_probability<P::num, P::den>());
   static constexpr double p = static_cast<double>(P::num) / static_cast<double>(P::den);
-
-  using in_shape = In;
-  using out_shape = In;
-  static constexpr int module_index = Index;
-  static constexpr std::size_t saved_per_sample = 0;
-  static constexpr bool output_aliases_input = false;
-  static constexpr bool backward_in_place = true;
 
   template <class T, class Device>
   static void forward(Device device, const Pass<T>& pass, const T*, const T* x, T* y, T*, int batch) {
@@ -2533,16 +2521,9 @@ void softmax_backward(Cpu, Kind, const T* y, const T* dy, T* dx, int batch) {
 namespace etnn::nn {
 
 template <ShapeType In, class Kind, int Index>
-struct SoftmaxLayer : ParameterFree {
+struct SoftmaxLayer : InPlaceLayer<In, Index> {
   static_assert(check::softmax_input<In>());
   static constexpr int width = static_cast<int>(In::size);
-
-  using in_shape = In;
-  using out_shape = In;
-  static constexpr int module_index = Index;
-  static constexpr std::size_t saved_per_sample = 0;
-  static constexpr bool output_aliases_input = false;
-  static constexpr bool backward_in_place = true;
 
   template <class T, class Device>
   static void forward(Device device, const Pass<T>&, const T*, const T* x, T* y, T*, int batch) {
@@ -3769,8 +3750,12 @@ concept ParametricLoss = requires(L& l, typename L::value_type scale) {
 namespace detail {
 
 // One (Rows, Cols) parameter matrix, row-major, with its gradient: the storage of a parametric
-// loss. Initialised N(0, 1) (torch.nn.init.normal_ / torch.randn) from `seed` by Box-Muller.
-template <class T, int Rows, int Cols>
+// loss over Cols-wide embeddings and Rows classes, initialised N(0, 1) (torch.nn.init.normal_ /
+// torch.randn) from `seed` by Box-Muller. Derived names it (Derived::who, the loss's name, and
+// Derived::tensor_name) and computes it: Derived::compute(x, labels, grad, param_grad) returns the
+// loss, writing dL/dx into grad and adding gradient_scale() dL/dparams to param_grad when they are
+// not null.
+template <class Derived, class T, int Rows, int Cols>
 class ParameterMatrix {
   static_assert(Rows > 0 && Cols > 0);
 
@@ -3801,6 +3786,31 @@ class ParameterMatrix {
   void set_gradient_scale(T scale) noexcept { gradient_scale_ = scale; }
   T gradient_scale() const noexcept { return gradient_scale_; }
 
+  // "<tensor_name>": (Rows, Cols).
+  static std::vector<NamedParameter> named_parameters() {
+    return {{Derived::tensor_name, {Rows, Cols}, 0, num_params}};
+  }
+  // "etnn::loss::ArcFace<64, 10>": the embedding width, then the classes.
+  static std::string describe() {
+    std::string d = Derived::who;
+    d += "<";
+    d += std::to_string(Cols);
+    d += ", ";
+    d += std::to_string(Rows);
+    d += ">";
+    return d;
+  }
+
+  // Returns the loss; grad (B, Cols) receives dL/dx, and gradients() gains gradient_scale() dL/dparams.
+  template <ShapeType S>
+  T value_and_grad(Cpu, TensorView<const T, S, Cpu> x, std::span<const int> labels, T* grad) {
+    return static_cast<const Derived*>(this)->compute(x, labels, grad, gradients());
+  }
+  template <ShapeType S>
+  T value(Cpu, TensorView<const T, S, Cpu> x, std::span<const int> labels) const {
+    return static_cast<const Derived*>(this)->compute(x, labels, static_cast<T*>(nullptr), static_cast<T*>(nullptr));
+  }
+
  private:
   Buffer<T, Cpu> params_;
   Buffer<T, Cpu> grads_;
@@ -3817,43 +3827,22 @@ struct CenterLossOptions {
 };
 
 template <int Embedding, int Classes, class T = float>
-class CenterLoss : public detail::ParameterMatrix<T, Classes, Embedding> {
-  using Centers = detail::ParameterMatrix<T, Classes, Embedding>;
+class CenterLoss : public detail::ParameterMatrix<CenterLoss<Embedding, Classes, T>, T, Classes, Embedding> {
+  using Centers = detail::ParameterMatrix<CenterLoss<Embedding, Classes, T>, T, Classes, Embedding>;
+  friend Centers;
   static constexpr std::size_t width = Embedding;
 
  public:
   using target_kind = ClassIndices;
   using Options = CenterLossOptions;
   using Centers::num_params;
+  static constexpr const char* who = "etnn::loss::CenterLoss";
+  static constexpr const char* tensor_name = "centers";
 
   explicit CenterLoss(Options options = {}, std::uint64_t seed = 0) : Centers(seed), options_(options) {}
   const Options& options() const noexcept { return options_; }
 
-  // "centers": (Classes, Embedding).
-  static std::vector<NamedParameter> named_parameters() { return {{"centers", {Classes, Embedding}, 0, num_params}}; }
-  static std::string describe() {
-    std::string d = who;
-    d += "<";
-    d += std::to_string(Embedding);
-    d += ", ";
-    d += std::to_string(Classes);
-    d += ">";
-    return d;
-  }
-
-  // Returns the loss; grad (B, Embedding) receives dL/dx, and gradients() gains gradient_scale() dL/dc.
-  template <ShapeType S>
-  T value_and_grad(Cpu, TensorView<const T, S, Cpu> embeddings, std::span<const int> labels, T* grad) {
-    return compute(embeddings, labels, grad, this->gradients());
-  }
-  template <ShapeType S>
-  T value(Cpu, TensorView<const T, S, Cpu> embeddings, std::span<const int> labels) const {
-    return compute(embeddings, labels, static_cast<T*>(nullptr), static_cast<T*>(nullptr));
-  }
-
  private:
-  static constexpr const char* who = "etnn::loss::CenterLoss";
-
   // grad null: the value alone; otherwise grad receives dL/dx and center_grad gains gradient_scale() dL/dc.
   template <ShapeType S>
   T compute(TensorView<const T, S, Cpu> x, std::span<const int> labels, T* grad, T* center_grad) const {
@@ -4282,43 +4271,23 @@ using SphereFaceOptions = MarginHeadOptions<margin::MultiplicativeAngular>;
 // A margin head for embeddings of width Embedding and Classes classes, in scalar type T (the
 // model's).
 template <class Margin, int Embedding, int Classes, class T = float>
-class MarginHead : public detail::ParameterMatrix<T, Classes, Embedding> {
-  using Weight = detail::ParameterMatrix<T, Classes, Embedding>;
+class MarginHead : public detail::ParameterMatrix<MarginHead<Margin, Embedding, Classes, T>, T, Classes, Embedding> {
+  using Weight = detail::ParameterMatrix<MarginHead<Margin, Embedding, Classes, T>, T, Classes, Embedding>;
+  friend Weight;
   static constexpr std::size_t width = Embedding, classes = Classes;
 
  public:
   using target_kind = ClassIndices;
   using Options = MarginHeadOptions<Margin>;
   using Weight::num_params;
+  static constexpr const char* who = Margin::name;
+  static constexpr const char* tensor_name = "weight";
 
   explicit MarginHead(Options options = {}, std::uint64_t seed = 0)
       : Weight(seed), options_(validated(options)), scratch_(scratch_size) {}
   const Options& options() const noexcept { return options_; }
 
-  // "weight": (Classes, Embedding).
-  static std::vector<NamedParameter> named_parameters() { return {{"weight", {Classes, Embedding}, 0, num_params}}; }
-  static std::string describe() {
-    std::string d = Margin::name;
-    d += "<";
-    d += std::to_string(Embedding);
-    d += ", ";
-    d += std::to_string(Classes);
-    d += ">";
-    return d;
-  }
-
-  // Returns the loss; grad (B, Embedding) receives dL/dx, and gradients() gains gradient_scale() dL/dW.
-  template <ShapeType S>
-  T value_and_grad(Cpu, TensorView<const T, S, Cpu> embeddings, std::span<const int> labels, T* grad) {
-    return compute(embeddings, labels, grad, this->gradients());
-  }
-  template <ShapeType S>
-  T value(Cpu, TensorView<const T, S, Cpu> embeddings, std::span<const int> labels) const {
-    return compute(embeddings, labels, static_cast<T*>(nullptr), static_cast<T*>(nullptr));
-  }
-
  private:
-  static constexpr const char* who = Margin::name;
   // W^ (C, E), 1/||W_c|| (C), and per sample cos (C), z (C), dL/dz (C), sized once.
   static constexpr std::size_t scratch_size = (width + 4) * classes;
 

@@ -62,7 +62,8 @@ double relative_difference(const T* a, const T* b, std::size_t n) {
 // the single-process reference with batch N * b on the same samples; returns the parameters'
 // relative difference. Checks after every step that all ranks hold identical parameters.
 template <class Net, class T>
-double distributed_vs_single(int b, int steps, int accumulate, etnn::optim::BucketOptions buckets) {
+double distributed_vs_single(int b, int steps, int accumulate, etnn::optim::BucketOptions buckets,
+                             bool sync_batch_norm = false) {
   const int ranks = world().size();
   using In = typename etnn::Model<Net, T>::input_shape;
   constexpr int classes = etnn::Model<Net, T>::output_shape::size;
@@ -78,7 +79,7 @@ double distributed_vs_single(int b, int steps, int accumulate, etnn::optim::Buck
   // Each rank starts from a different seed: the optimizer broadcasts rank 0's parameters.
   etnn::Model<Net, T> model(7 + static_cast<std::uint64_t>(world().rank()) * 1000);
   etnn::optim::SGD opt(model, sgd, world(), buckets);
-  etnn::Trainer trainer(model, loss, opt, {.accumulate = accumulate});
+  etnn::Trainer trainer(model, loss, opt, {.accumulate = accumulate, .sync_batch_norm = sync_batch_norm});
   etnn::data::DataLoader loader(data, {.batch = b / accumulate,
                                        .sampler = etnn::data::DistributedSampler(world(), {.seed = 3})});
   REQUIRE(std::equal(model.parameters(), model.parameters() + Net::num_params, reference.parameters()));
@@ -90,6 +91,11 @@ double distributed_vs_single(int b, int steps, int accumulate, etnn::optim::Buck
     if (++micro % accumulate == 0) REQUIRE(identical_across_ranks(model.parameters(), Net::num_params));
   }
   REQUIRE(micro == steps * accumulate);
+  if constexpr (etnn::Model<Net, T>::num_buffers > 0) {  // running statistics of the global batches
+    REQUIRE(identical_across_ranks(model.buffers(), etnn::Model<Net, T>::num_buffers));
+    const double tolerance = std::is_same_v<T, double> ? 1e-10 : 1e-5;
+    CHECK(relative_difference(model.buffers(), reference.buffers(), etnn::Model<Net, T>::num_buffers) <= tolerance);
+  }
   return relative_difference(model.parameters(), reference.parameters(), Net::num_params);
 }
 
@@ -197,6 +203,18 @@ TEST_CASE("batch norm across ranks: each rank normalises its own batch (as DDP),
   MESSAGE("batch norm net, ", ranks, " ranks: max relative parameter difference ", difference);
   CHECK(difference <= 1e-10);
   CHECK(model.buffers()[2 * 16] == doctest::Approx(0.5 + steps));  // num_batches_tracked: rank 0's count
+}
+
+TEST_CASE("synchronised batch norm: N ranks with batch b train exactly like one process with batch N*b") {
+  using BnNet = decltype(nn::input<12> >> nn::linear<16> >> nn::batch_norm >> nn::relu >> nn::linear<8> >>
+                         nn::batch_norm >> nn::tanh >> nn::linear<4>);
+  using ConvBn = decltype(nn::input<2, 6, 6> >> nn::conv2d<4, 3> >> nn::batch_norm >> nn::relu >> nn::flatten >>
+                          nn::linear<3>);
+  const double mlp = distributed_vs_single<BnNet, double>(6, 20, 1, {}, true);
+  MESSAGE("batch norm MLP, ", world().size(), " ranks, sync_batch_norm: max relative parameter difference ", mlp);
+  CHECK(mlp <= 1e-10);
+  CHECK(distributed_vs_single<ConvBn, double>(4, 20, 1, {.bucket_bytes = 256}, true) <= 1e-10);
+  CHECK(distributed_vs_single<BnNet, float>(6, 20, 1, {}, true) <= 1e-5);
 }
 
 TEST_CASE("ranks that build different models stop together with a clear error") {

@@ -2,6 +2,8 @@
 // nn::batch_norm bound to its input: PyTorch's nn.BatchNorm1d(C) after a linear layer (input (C)
 // or (C, L)) and nn.BatchNorm2d(C) after a convolution (input (C, H, W)); C is the first dimension.
 // Parameters weight = 1, bias = 0; buffers running_mean = 0, running_var = 1, num_batches_tracked.
+// In a data-parallel Trainer with sync_batch_norm, batch statistics cover every rank's batch
+// (PyTorch's nn.SyncBatchNorm); otherwise each rank's own (DDP's default).
 #include "../core/static_checks.hpp"
 #include "../cpu/batch_norm.hpp"
 #include "layer.hpp"
@@ -43,13 +45,14 @@ struct BatchNormLayer {
 
   template <class T, class Device>
   static void forward(Device device, const Pass<T>& pass, const T* p, const T* x, T* y, T*, int batch) {
-    batch_norm_forward<channels, spatial>(device, p, p + channels, pass.buffers, x, y, batch, pass.training);
+    batch_norm_forward<channels, spatial>(device, p, p + channels, pass.buffers, x, y, batch, pass.training, pass.sync);
   }
 
   template <class T, class Device>
   static void backward(Device device, const Pass<T>& pass, const T* p, T* g, const T* x, const T*, const T*, T* dy,
                        T* dx, int batch) {
-    batch_norm_backward<channels, spatial>(device, p, g, g + channels, pass.buffers, x, dy, dx, batch, pass.training);
+    batch_norm_backward<channels, spatial>(device, p, g, g + channels, pass.buffers, x, dy, dx, batch, pass.training,
+                                           pass.sync);
   }
 };
 

@@ -3,6 +3,8 @@
 // network executor) fills one per layer and call; backward gets the same values its forward had.
 #include <cstdint>
 
+#include "../core/cross_rank_sum.hpp"
+
 namespace etnn::nn {
 
 template <class T>
@@ -11,6 +13,7 @@ struct Pass {
   T* buffers = nullptr;    // the layer's non-trainable state (running statistics), or null
   T* scratch = nullptr;    // scratch_values(batch) values of the layer's own during the call
   std::uint64_t seed = 0;  // random stream of this forward pass for this layer (dropout masks)
+  CrossRankSum sync{};     // sums over the ranks of a data-parallel step (synchronised batch norm)
 };
 
 }  // namespace etnn::nn

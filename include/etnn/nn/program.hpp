@@ -44,6 +44,7 @@ struct Run {
   T* scratch;                  // Program::scratch_values(batch) values
   bool training = true;
   std::uint64_t seed = 0;      // this pass's random stream; each layer derives its own
+  CrossRankSum sync{};         // global-batch statistics across ranks (sync_batch_norm), else empty
 };
 
 template <class Layers>
@@ -172,7 +173,7 @@ struct Program<TypeList<Ls...>> {
   static Pass<T> pass_of(const Run<T>& run) {
     using L = layer<I>;
     return {run.training, num_buffers_of<L>() > 0 ? run.buffers + buffer_offset[I] : nullptr, run.scratch,
-            derive_seed(run.seed, static_cast<std::uint64_t>(L::module_index))};
+            derive_seed(run.seed, static_cast<std::uint64_t>(L::module_index)), run.sync};
   }
 
   template <std::size_t I, class T>

@@ -13,6 +13,7 @@
 #include <string>
 #include <type_traits>
 
+#include "../core/cross_rank_sum.hpp"
 #include "../core/error.hpp"
 #include "../core/static_checks.hpp"
 #include "../cpu/executor.hpp"
@@ -25,6 +26,10 @@ namespace etnn {
 
 struct TrainerOptions {
   int accumulate = 1;  // micro-batches per optimizer step (gradient accumulation)
+  // Data parallel: batch norm's statistics over the global batch of all ranks (PyTorch's
+  // nn.SyncBatchNorm: N ranks with batch b then train as one process with batch N b), instead of
+  // each rank's own batch (DDP's default). Costs a few small allreduces per batch-norm layer.
+  bool sync_batch_norm = false;
 };
 
 namespace detail {
@@ -163,7 +168,8 @@ class Trainer {
     if (batch <= 0) throw ShapeError("etnn::Trainer: empty batch");
     reserve(batch);
     const auto staged = detail::stage_as<T, Device>(in, input_staging_);
-    const auto run = model_.next_run(scratch_.data());
+    auto run = model_.next_run(scratch_.data());
+    if (options_.sync_batch_norm && optimizer_.reducer().size() > 1) run.sync = CrossRankSum(optimizer_.reducer());
     program::forward_train(Device{}, run, staged.data(), workspace_.data(), capacity_, batch, activations_);
     const TensorView<const T, output_shape, Device> output(activations_.back(), batch);
     T* output_grad = program::output_gradient(workspace_.data(), capacity_);

@@ -3,3 +3,4 @@
 #include "data_loader.hpp"
 #include "dataset.hpp"
 #include "idx.hpp"
+#include "idx_dataset.hpp"

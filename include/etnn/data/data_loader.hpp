@@ -50,13 +50,17 @@ struct Batch {
   std::span<const int> y;
 };
 
-// What a DataLoader reads from: Dataset<S>, or anything with the same indexed access.
+// What a DataLoader reads from: Dataset<S>, IdxDataset<S>, or anything with the same indexed access
+// (a pointer to each sample, or a copy of it into the loader's batch).
 template <class D>
 concept DatasetType = ShapeType<typename D::shape> && requires(const D& data, std::size_t i) {
   { data.size() } -> std::convertible_to<std::size_t>;
-  { data.sample(i) } -> std::convertible_to<const float*>;
   { data.label(i) } -> std::convertible_to<int>;
-};
+} && (requires(const D& data, std::size_t i) {
+  { data.sample(i) } -> std::convertible_to<const float*>;  // in memory
+} || requires(const D& data, std::size_t i, float* out) {
+  data.copy_sample(i, out);  // read as needed (IdxDataset streaming from disk)
+});
 
 // for (auto batch : loader) ...: one iteration at a time; begin() ends any previous one.
 template <DatasetType D>
@@ -209,7 +213,10 @@ class DataLoader {
     const std::size_t count = std::min(batch_size(), order_.size() - first);
     for (std::size_t r = 0; r < count; ++r) {
       const std::size_t i = order_[first + r];
-      std::copy_n(data_->sample(i), shape::size, s.x.data() + r * shape::size);
+      if constexpr (requires { data_->copy_sample(i, s.x.data()); })
+        data_->copy_sample(i, s.x.data() + r * shape::size);
+      else
+        std::copy_n(data_->sample(i), shape::size, s.x.data() + r * shape::size);
       s.y.data()[r] = data_->label(i);
     }
     s.count = static_cast<int>(count);

@@ -14,6 +14,16 @@
 #include "../core/error.hpp"
 #include "../core/shape.hpp"
 
+namespace etnn::detail {
+inline void check_normalization(float mean, float stddev, const char* who) {
+  if (!(stddev > 0.0f) || !std::isfinite(stddev) || !std::isfinite(mean)) {
+    throw Error(std::string(who) + ": mean " + std::to_string(mean) + " and stddev " + std::to_string(stddev) +
+                " must be finite with stddev > 0; compute them with etnn::data::mean and etnn::data::stddev on "
+                "a non-constant training set");
+  }
+}
+}  // namespace etnn::detail
+
 namespace etnn::data {
 
 template <ShapeType S>
@@ -66,11 +76,7 @@ class Dataset {
   // x = (x - mean) / stddev for every feature value, in float, like torchvision's
   // transforms.Normalize((mean,), (stddev,)) on one channel.
   void normalize(float mean, float stddev) {
-    if (!(stddev > 0.0f) || !std::isfinite(stddev) || !std::isfinite(mean)) {
-      throw Error("etnn::data::Dataset::normalize: mean " + std::to_string(mean) + " and stddev " +
-                  std::to_string(stddev) + " must be finite with stddev > 0; compute them with "
-                  "etnn::data::mean and etnn::data::stddev on a non-constant training set");
-    }
+    detail::check_normalization(mean, stddev, "etnn::data::Dataset::normalize");
     for (float& x : features_) x = (x - mean) / stddev;
   }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "../core/error.hpp"
 #include "../tensor/tensor.hpp"
@@ -11,9 +12,9 @@
 
 namespace etnn {
 
-// dataset: anything with a shape, size(), features() (all samples, contiguous) and labels(),
-// such as etnn::data::Dataset. metric: etnn::metrics::accuracy or any type with update() and
-// result().
+// dataset: anything with a shape, size(), labels() and either features() (all samples,
+// contiguous, such as etnn::data::Dataset) or copy_sample(i, out) (etnn::data::IdxDataset).
+// metric: etnn::metrics::accuracy or any type with update() and result().
 template <class Model, class Dataset, class Metric>
 double evaluate(Model& model, const Dataset& dataset, Metric metric, int batch = 256) {
   using T = typename Model::value_type;
@@ -29,15 +30,27 @@ double evaluate(Model& model, const Dataset& dataset, Metric metric, int batch =
   } guard{model, model.training()};
   model.eval();
   const auto labels = dataset.labels();
-  const auto features = dataset.features();
-  if (features.size() != dataset.size() * S::size || labels.size() != dataset.size())
-    throw ShapeError("etnn::evaluate: the dataset's features and labels do not hold size() samples of " +
-                     S::to_string());
+  if (labels.size() != dataset.size())
+    throw ShapeError("etnn::evaluate: the dataset's labels do not hold size() samples");
+  // Samples [first, first + n) as a view: in place when the dataset holds its features contiguously,
+  // else copied (a dataset streamed from disk).
+  std::vector<float> copied;
+  const auto samples = [&](std::size_t first, int n) {
+    if constexpr (requires { dataset.features(); }) {
+      const auto features = dataset.features();
+      if (features.size() != dataset.size() * S::size)
+        throw ShapeError("etnn::evaluate: the dataset's features do not hold size() samples of " + S::to_string());
+      return TensorView<const float, S, Cpu>(features.data() + first * S::size, n);
+    } else {
+      copied.resize(static_cast<std::size_t>(n) * S::size);
+      for (int r = 0; r < n; ++r) dataset.copy_sample(first + static_cast<std::size_t>(r), copied.data() + r * S::size);
+      return TensorView<const float, S, Cpu>(copied.data(), n);
+    }
+  };
   for (std::size_t first = 0; first < dataset.size(); first += static_cast<std::size_t>(batch)) {
     const int n = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(batch), dataset.size() - first));
-    const TensorView<const float, S, Cpu> x(features.data() + first * S::size, n);
     out.resize(n);
-    model.forward(detail::stage_as<T, Device>(x, staging), out.view());
+    model.forward(detail::stage_as<T, Device>(samples(first, n), staging), out.view());
     metric.update(const_view(out), labels.subspan(first, static_cast<std::size_t>(n)));
   }
   return metric.result();

@@ -1,0 +1,187 @@
+#pragma once
+// IdxDataset<S>: an IDX image/label pair (raw or gzipped, as load_idx reads them) that stays on
+// disk when its features would take more memory than a cap: each sample is then read by offset
+// (pread at header + i * item bytes) when a DataLoader gathers it. Below the cap it is loaded whole,
+// as load_idx loads it. Either way a DataLoader gives the same batches, bit for bit.
+//   etnn::data::IdxDataset<etnn::Shape<1, 28, 28>> train(images, labels, {.num_classes = 10,
+//                                                        .memory_cap = 256 << 20});
+//   train.normalize(etnn::data::mean(train), etnn::data::stddev(train));   // one pass over the file
+//   etnn::data::DataLoader loader(train, {.batch = 64, .shuffle = true});
+// Labels (one int per sample) are always in memory. A gzipped image file that must stream is
+// inflated once into an unnamed temporary file (deleted when the dataset is), since compressed data
+// cannot be read by offset.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <array>
+#include <bit>
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "../core/error.hpp"
+#include "../core/file.hpp"
+#include "idx.hpp"
+
+namespace etnn::data {
+
+struct IdxOptions {
+  int num_classes = 0;                         // > 0: every label must lie in [0, num_classes)
+  std::uint64_t memory_cap = std::uint64_t{1} << 30;  // bytes of float features kept in memory at most
+};
+
+template <ShapeType S>
+class IdxDataset {
+ public:
+  using shape = S;
+
+  IdxDataset(const std::filesystem::path& images, const std::filesystem::path& labels, IdxOptions options = {}) {
+    detail::IdxFile image_file(images);
+    header_ = detail::read_idx_header(image_file, detail::IdxKind::images);
+    const std::uint64_t feature_bytes = header_.count() * S::size * sizeof(float);
+    if (header_.item_values != S::size || feature_bytes <= options.memory_cap) {
+      in_memory_ = load_idx<S>(images, labels, options.num_classes);  // its checks and messages
+      return;
+    }
+    labels_ = load_idx_labels(labels, header_.count(), image_file.where(), options.num_classes);
+    for (int label : labels_) num_classes_ = std::max(num_classes_, label + 1);
+    open_stream(images, image_file);
+  }
+
+  std::size_t size() const noexcept { return in_memory_ ? in_memory_->size() : labels_.size(); }
+  int label(std::size_t i) const noexcept { return in_memory_ ? in_memory_->label(i) : labels_[i]; }
+  int num_classes() const noexcept { return in_memory_ ? in_memory_->num_classes() : num_classes_; }
+  std::span<const int> labels() const noexcept { return in_memory_ ? in_memory_->labels() : labels_; }
+  // True when samples are read from disk as they are needed.
+  bool streaming() const noexcept { return !in_memory_; }
+
+  // The S::size values of sample i (normalised if normalize() was called), into out. Safe to call
+  // from several threads at once.
+  void copy_sample(std::size_t i, float* out) const {
+    if (in_memory_) {
+      std::copy_n(in_memory_->sample(i), S::size, out);
+      return;
+    }
+    std::array<unsigned char, S::size * 4> bytes;
+    const std::size_t n = S::size * header_.value_bytes();
+    const auto offset = static_cast<off_t>(data_offset_ + i * n);
+    for (std::size_t done = 0; done < n;) {
+      const ssize_t got = ::pread(fileno(file_.get()), bytes.data() + done, n - done, offset + static_cast<off_t>(done));
+      if (got <= 0) {
+        if (got < 0 && errno == EINTR) continue;
+        throw IoError(where_ + ": cannot read sample " + std::to_string(i) + " (" +
+                      (got < 0 ? std::string(std::strerror(errno)) : std::string("unexpected end of file")) +
+                      "); was the file changed while training?");
+      }
+      done += static_cast<std::size_t>(got);
+    }
+    for (std::size_t v = 0; v < S::size; ++v) {
+      const float x = header_.type == 0x08 ? static_cast<float>(bytes[v]) / 255.0f
+                                           : std::bit_cast<float>(detail::load_be32(bytes.data() + 4 * v));
+      out[v] = normalized_ ? (x - mean_) / stddev_ : x;
+    }
+  }
+
+  // x = (x - mean) / stddev, as Dataset::normalize (applied as samples are read when streaming).
+  void normalize(float mean, float stddev) {
+    if (in_memory_) return in_memory_->normalize(mean, stddev);
+    detail::check_normalization(mean, stddev, "etnn::data::IdxDataset::normalize");
+    if (normalized_) {
+      throw Error("etnn::data::IdxDataset::normalize: a streamed dataset is normalised once; "
+                  "combine the statistics into one call");
+    }
+    mean_ = mean, stddev_ = stddev, normalized_ = true;
+  }
+
+ private:
+  // The label file of a dataset whose images are streamed: loaded and checked like load_idx's.
+  static std::vector<int> load_idx_labels(const std::filesystem::path& labels, std::uint64_t count,
+                                          const std::string& images_where, int num_classes) {
+    detail::IdxFile label_file(labels);
+    const auto header = detail::read_idx_header(label_file, detail::IdxKind::labels);
+    if (header.count() != count) {
+      throw IoError(images_where + " holds " + std::to_string(count) + " images but '" + labels.string() +
+                    "' holds " + std::to_string(header.count()) + " labels; pass the matching pair");
+    }
+    auto classes = detail::read_idx_data<int>(label_file, header, [](const unsigned char* p) { return int{*p}; });
+    for (std::size_t i = 0; i < classes.size(); ++i)
+      if (num_classes > 0 && classes[i] >= num_classes)
+        label_file.fail("label " + std::to_string(classes[i]) + " of item " + std::to_string(i) + " is outside [0, " +
+                        std::to_string(num_classes) + ")");
+    return classes;
+  }
+
+  // A raw file is read in place after its header; gzipped data is inflated into a temporary file.
+  void open_stream(const std::filesystem::path& images, detail::IdxFile& image_file) {
+    where_ = image_file.where();
+    if (const auto remaining = image_file.remaining()) {
+      if (*remaining != header_.data_bytes)
+        image_file.fail("the header " + header_.dims_string() + " promises " + std::to_string(header_.data_bytes) +
+                        " data bytes but " + std::to_string(*remaining) + " follow it; the file is damaged");
+      file_ = open_for_reading(images);
+      data_offset_ = 4 + 4 * static_cast<std::uint64_t>(header_.rank);
+    } else {
+      file_ = UniqueFile(std::tmpfile());
+      if (!file_) image_file.fail("cannot create a temporary file to inflate into (" + std::string(std::strerror(errno)) + ")");
+      std::array<unsigned char, detail::idx_chunk> chunk;
+      std::uint64_t written = 0;
+      while (written < header_.data_bytes) {
+        const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(chunk.size(), header_.data_bytes - written));
+        const std::size_t got = image_file.read(chunk.data(), want);
+        if (got < want) image_file.fail("truncated: the gzipped data ends before the header's " + header_.dims_string());
+        if (std::fwrite(chunk.data(), 1, got, file_.get()) != got || std::fflush(file_.get()) != 0)
+          image_file.fail("cannot write the inflated data to a temporary file (" + std::string(std::strerror(errno)) + ")");
+        written += got;
+      }
+      unsigned char extra = 0;
+      if (image_file.read(&extra, 1) != 0) image_file.fail("trailing bytes after the header's " + header_.dims_string());
+      data_offset_ = 0;
+    }
+    if (!file_) image_file.fail("cannot open the file again to stream it (" + std::string(std::strerror(errno)) + ")");
+  }
+
+  std::optional<Dataset<S>> in_memory_;  // below the cap: everything, as load_idx gives it
+  detail::IdxHeader header_;
+  std::vector<int> labels_;              // streaming: the labels
+  int num_classes_ = 0;
+  UniqueFile file_;                      // streaming: the image data
+  std::uint64_t data_offset_ = 0;
+  std::string where_;
+  bool normalized_ = false;
+  float mean_ = 0, stddev_ = 1;
+};
+
+// Mean and population standard deviation of a streamed dataset's values, in one pass each over
+// the samples (in the order Dataset's versions sum, so the results are the same).
+template <ShapeType S>
+double mean(const IdxDataset<S>& data) {
+  if (data.size() == 0) throw Error("etnn::data::mean: the dataset is empty; there is no statistic to compute");
+  std::array<float, S::size> x;
+  double sum = 0.0;
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    data.copy_sample(i, x.data());
+    for (float v : x) sum += v;
+  }
+  return sum / static_cast<double>(data.size() * S::size);
+}
+
+template <ShapeType S>
+double stddev(const IdxDataset<S>& data) {
+  const double m = mean(data);
+  std::array<float, S::size> x;
+  double sum = 0.0;
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    data.copy_sample(i, x.data());
+    for (float v : x) sum += (v - m) * (v - m);
+  }
+  return std::sqrt(sum / static_cast<double>(data.size() * S::size));
+}
+
+}  // namespace etnn::data

@@ -1,6 +1,7 @@
 // Data parallelism over MPI, run by ctest under mpirun with 1, 2 and 4 ranks: collectives,
 // parameter broadcast, equivalence of N ranks with local batch b to one process with batch N*b,
-// gradient accumulation, bucketing with and without overlap, and model agreement across ranks.
+// gradient accumulation, bucketing with and without overlap, model agreement across ranks, and the
+// non-finite guard (a NaN on one rank skips every rank's step).
 #include <doctest/doctest.h>
 
 #include <unistd.h>
@@ -9,7 +10,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -303,4 +306,114 @@ TEST_CASE("a data-parallel training state is saved at accumulation boundaries on
   }
   CHECK_THROWS_WITH_AS(etnn::io::save_state(trainer, loader, "/tmp/etnn-never-written.safetensors"),
                        doctest::Contains("accumulation boundary"), etnn::Error);
+}
+
+namespace {
+// A cross-entropy whose value is infinite (its gradient stays cross-entropy's, finite) while `infinite`.
+struct InfiniteLoss : etnn::loss::CrossEntropy {
+  bool infinite = false;
+  template <class View>
+  float value_and_grad(etnn::Cpu device, View output, std::span<const int> labels, float* grad) const {
+    const float v = CrossEntropy::value_and_grad(device, output, labels, grad);
+    return infinite ? std::numeric_limits<float>::infinity() : v;
+  }
+};
+
+// This rank's batch of `n` random samples (different on every rank) with labels below 5.
+struct RankBatch {
+  std::vector<float> x;
+  std::vector<int> y;
+};
+RankBatch rank_batch(int n, std::size_t features, std::uint64_t seed) {
+  RankBatch b{std::vector<float>(static_cast<std::size_t>(n) * features), std::vector<int>(static_cast<std::size_t>(n))};
+  etnn::test::fill_uniform(b.x.data(), b.x.size(), seed + 100 * static_cast<std::uint64_t>(world().rank()));
+  for (int i = 0; i < n; ++i) b.y[static_cast<std::size_t>(i)] = (i + world().rank()) % 5;
+  return b;
+}
+}  // namespace
+
+TEST_CASE("non-finite guard: a NaN in one rank's gradient skips the step on every rank, the error names the tensor") {
+  etnn::Model<Deep> model(static_cast<std::uint64_t>(world().rank()));
+  etnn::loss::CrossEntropy loss;
+  etnn::optim::SGD opt(model, {.lr = 0.05f, .momentum = 0.9f}, world(), {.bucket_bytes = 4096});
+  etnn::Trainer trainer(model, loss, opt, {.accumulate = 2, .max_non_finite_in_a_row = 3});
+  const bool poisoned = world().rank() == world().size() - 1;
+  std::size_t offset = 0;
+  for (const auto& p : etnn::Model<Deep>::named_parameters())
+    if (p.name == "2.weight") offset = p.offset + 7;
+  const auto window = [&](std::uint64_t seed, bool inject) {
+    const RankBatch a = rank_batch(6, 20, seed), b = rank_batch(6, 20, seed + 1);
+    trainer.step(etnn::TensorView<const float, etnn::Shape<20>>(a.x.data(), 6), a.y);
+    if (inject && poisoned) model.gradients()[offset] = std::numeric_limits<float>::quiet_NaN();
+    trainer.step(etnn::TensorView<const float, etnn::Shape<20>>(b.x.data(), 6), b.y);
+  };
+  window(1, false);
+  window(3, false);
+  REQUIRE(opt.steps() == 2);
+  const std::vector<float> params(model.parameters(), model.parameters() + Deep::num_params);
+  const std::vector<float> momentum(opt.state(), opt.state() + opt.state_size());
+  for (std::uint64_t k = 0; k < 2; ++k) {
+    window(5 + 2 * k, true);
+    CHECK(std::memcmp(params.data(), model.parameters(), params.size() * sizeof(float)) == 0);
+    CHECK(std::memcmp(momentum.data(), opt.state(), momentum.size() * sizeof(float)) == 0);
+    CHECK(opt.steps() == 2);
+    CHECK(trainer.skipped_steps() == static_cast<std::int64_t>(k + 1));
+  }
+  CHECK_THROWS_WITH_AS(window(9, true),
+                       doctest::Contains("3 steps in a row with non-finite gradients (each skipped: the parameters are "
+                                         "those before the first); first non-finite: '2.weight'"),
+                       etnn::NonFiniteError);
+  CHECK(std::memcmp(params.data(), model.parameters(), params.size() * sizeof(float)) == 0);
+  CHECK(identical_across_ranks(model.parameters(), Deep::num_params));
+  window(11, false);  // the ranks still agree on their collectives, and train on
+  CHECK(opt.steps() == 3);
+  CHECK(trainer.non_finite_in_a_row() == 0);
+  CHECK(identical_across_ranks(model.parameters(), Deep::num_params));
+  CHECK(std::memcmp(params.data(), model.parameters(), params.size() * sizeof(float)) != 0);
+}
+
+TEST_CASE("non-finite guard: a NaN sample on one rank, or a non-finite loss on one rank alone, skips every rank's step") {
+  SUBCASE("a NaN sample: its gradients reach every rank through the sum") {
+    using TanhNet = decltype(nn::input<20> >> nn::linear<16> >> nn::tanh >> nn::linear<5>);
+    etnn::Model<TanhNet> model(static_cast<std::uint64_t>(world().rank()));
+    etnn::loss::CrossEntropy loss;
+    etnn::optim::Adam opt(model, {.lr = 1e-2f}, world());
+    etnn::Trainer trainer(model, loss, opt, {.max_non_finite_in_a_row = 2});
+    RankBatch b = rank_batch(8, 20, 21);
+    trainer.step(etnn::TensorView<const float, etnn::Shape<20>>(b.x.data(), 8), b.y);
+    const std::vector<float> params(model.parameters(), model.parameters() + TanhNet::num_params);
+    const std::vector<float> moments(opt.state(), opt.state() + opt.state_size());
+    if (world().rank() == world().size() - 1) b.x[45] = std::numeric_limits<float>::quiet_NaN();
+    const etnn::TensorView<const float, etnn::Shape<20>> x(b.x.data(), 8);
+    trainer.step(x, b.y);
+    CHECK(trainer.skipped_steps() == 1);
+    CHECK(opt.steps() == 1);
+    CHECK(std::memcmp(params.data(), model.parameters(), params.size() * sizeof(float)) == 0);
+    CHECK(std::memcmp(moments.data(), opt.state(), moments.size() * sizeof(float)) == 0);
+    std::string expected = "first non-finite: '2.weight' (of the gradients backward computed, the first with a NaN or "
+                           "an infinity); the loss was non-finite on 1 of ";
+    expected += std::to_string(world().size());
+    CHECK_THROWS_WITH_AS(trainer.step(x, b.y), doctest::Contains(expected.c_str()), etnn::NonFiniteError);
+    CHECK(identical_across_ranks(model.parameters(), TanhNet::num_params));
+  }
+  SUBCASE("an infinite loss with finite gradients on one rank: the all-reduced flag") {
+    etnn::Model<Deep> model(0);
+    InfiniteLoss loss;
+    etnn::optim::SGD opt(model, {.lr = 0.05f}, world());
+    etnn::Trainer trainer(model, loss, opt, {.max_non_finite_in_a_row = 1});
+    const RankBatch b = rank_batch(4, 20, 31);
+    const etnn::TensorView<const float, etnn::Shape<20>> x(b.x.data(), 4);
+    trainer.step(x, b.y);
+    const std::vector<float> params(model.parameters(), model.parameters() + Deep::num_params);
+    loss.infinite = world().rank() == world().size() - 1;
+    std::string expected = "first non-finite: the loss (the gradients were finite); the loss was non-finite on 1 of ";
+    expected += std::to_string(world().size());
+    CHECK_THROWS_WITH_AS(trainer.step(x, b.y), doctest::Contains(expected.c_str()), etnn::NonFiniteError);
+    CHECK(std::memcmp(params.data(), model.parameters(), params.size() * sizeof(float)) == 0);
+    CHECK(opt.steps() == 1);
+    loss.infinite = false;
+    trainer.step(x, b.y);
+    CHECK(opt.steps() == 2);
+    CHECK(identical_across_ranks(model.parameters(), Deep::num_params));
+  }
 }

@@ -8,56 +8,17 @@
 #include <limits>
 #include <vector>
 
+#include "support/naive_reference.hpp"
 #include "support/network_gradcheck.hpp"
 
 namespace nn = etnn::nn;
 using etnn::test::fill_uniform;
 using etnn::test::gradcheck;
 using etnn::test::check_network_gradients;
+using etnn::test::naive_conv;
+using etnn::test::naive_pool;
 
 namespace {
-
-// y[b][o][oh][ow] = bias[o] + sum_{c,ki,kj} w[o][c][ki][kj] x[b][c][oh S - P + ki][ow S - P + kj]
-std::vector<double> naive_conv(const double* x, const double* w, const double* bias, int batch, int c_in, int h,
-                               int wd, int out, int k, int stride, int pad) {
-  const int oh_n = (h + 2 * pad - k) / stride + 1, ow_n = (wd + 2 * pad - k) / stride + 1;
-  std::vector<double> y(static_cast<std::size_t>(batch * out * oh_n * ow_n));
-  for (int b = 0; b < batch; ++b)
-    for (int o = 0; o < out; ++o)
-      for (int oh = 0; oh < oh_n; ++oh)
-        for (int ow = 0; ow < ow_n; ++ow) {
-          double s = bias[o];
-          for (int c = 0; c < c_in; ++c)
-            for (int ki = 0; ki < k; ++ki)
-              for (int kj = 0; kj < k; ++kj) {
-                const int ih = oh * stride - pad + ki, iw = ow * stride - pad + kj;
-                if (ih < 0 || ih >= h || iw < 0 || iw >= wd) continue;
-                s += w[((o * c_in + c) * k + ki) * k + kj] * x[((b * c_in + c) * h + ih) * wd + iw];
-              }
-          y[static_cast<std::size_t>(((b * out + o) * oh_n + oh) * ow_n + ow)] = s;
-        }
-  return y;
-}
-
-// max or mean over each window (padding excluded from max, counted as zero in the mean).
-std::vector<double> naive_pool(const double* x, int planes, int h, int wd, int k, int stride, int pad, bool max) {
-  const int oh_n = (h + 2 * pad - k) / stride + 1, ow_n = (wd + 2 * pad - k) / stride + 1;
-  std::vector<double> y;
-  for (int p = 0; p < planes; ++p)
-    for (int oh = 0; oh < oh_n; ++oh)
-      for (int ow = 0; ow < ow_n; ++ow) {
-        double acc = max ? -std::numeric_limits<double>::infinity() : 0.0;
-        for (int ki = 0; ki < k; ++ki)
-          for (int kj = 0; kj < k; ++kj) {
-            const int ih = oh * stride - pad + ki, iw = ow * stride - pad + kj;
-            if (ih < 0 || ih >= h || iw < 0 || iw >= wd) continue;
-            const double v = x[(p * h + ih) * wd + iw];
-            acc = max ? std::max(acc, v) : acc + v;
-          }
-        y.push_back(max ? acc : acc / (k * k));
-      }
-  return y;
-}
 
 template <class Y>
 void check_close(const Y& got, const std::vector<double>& want, double tol = 1e-12) {

@@ -25,6 +25,11 @@ struct DistError : Error {
   using Error::Error;
 };
 
+// Training met NaN or infinity it could not skip past (the Trainer's non-finite guard).
+struct NonFiniteError : Error {
+  using Error::Error;
+};
+
 // A requested feature or device is not available in this build or on this machine.
 struct UnavailableError : Error {
   using Error::Error;

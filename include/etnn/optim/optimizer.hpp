@@ -73,15 +73,41 @@ class Optimizer {
 
   // After an exception between gradients_ready_from() and step(): ends the job if reductions are
   // in flight (see GradientBuckets::abandon); a single process just forgets them.
-  void abandon_step() noexcept { buckets_.abandon(); }
+  void abandon_step() noexcept {
+    buckets_.abandon();
+    reduced_ = false;
+  }
+
+  // Sums the gradients across ranks, waiting for the buckets backward started. step() and
+  // skip_step() do it unless it was done for this step; calling it first lets the caller read the
+  // reduced gradients (the sum over ranks, the same on every rank) and choose between them, as the
+  // Trainer's non-finite guard does. Every rank must then make the same choice.
+  void reduce_gradients() {
+    if (reduced_) return;
+    buckets_.reduce_all();
+    reduced_ = true;
+  }
+
+  // Ends the step without an update, as torch.cuda.amp.GradScaler skips optimizer.step() on an
+  // inf/NaN gradient: the gradients are reduced (every rank takes part in the same collectives),
+  // and the parameters, the optimizer's state and its step count (the schedule's position) are left
+  // as they were. Buffers are broadcast from rank 0, as after an update.
+  void skip_step() {
+    reduce_gradients();
+    reduced_ = false;
+    if constexpr (num_buffers<Params>() > 0)
+      if (reducer_->size() > 1) reducer_->broadcast(model_->buffers(), num_buffers<Params>(), 0);
+  }
 
   // Gradient buckets (each one allreduce per step).
   std::size_t bucket_count() const noexcept { return buckets_.count(); }
 
-  // Sums the gradients across ranks (waiting for the buckets backward started), clips the mean
+  // Sums the gradients across ranks (waiting for the buckets backward started; unless
+  // reduce_gradients() already did), clips the mean
   // gradient when a maximum norm is set, then updates every parameter with it at the scheduled lr.
   void step() {
-    buckets_.reduce_all();
+    reduce_gradients();
+    reduced_ = false;
     T grad_scale = T(1) / static_cast<T>(reducer_->size());  // the gradients hold the sum over ranks
     last_grad_norm_ = std::numeric_limits<double>::quiet_NaN();
     if (max_grad_norm_ > 0.0f) {
@@ -167,6 +193,7 @@ class Optimizer {
   schedule::Schedule schedule_;
   float max_grad_norm_ = 0.0f;
   double last_grad_norm_ = std::numeric_limits<double>::quiet_NaN();
+  bool reduced_ = false;  // reduce_gradients() ran for the step in progress
 };
 
 }  // namespace etnn::optim

@@ -9,6 +9,12 @@
 // A loss with parameters of its own (loss/parametric.hpp: ArcFace, CenterLoss, ...) comes with
 // their optimizer, which steps after the model's:
 //   etnn::Trainer trainer(model, arcface, opt, head_opt);
+// A step whose loss or reduced gradient holds a NaN or an infinity is skipped (the non-finite
+// guard, on by default): parameters, optimizer state and buffers stay as they were, and after
+// max_non_finite_in_a_row such steps in a row the step throws etnn::NonFiniteError.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -19,6 +25,8 @@
 #include "../cpu/executor.hpp"
 #include "../loss/parametric.hpp"
 #include "../loss/targets.hpp"
+#include "../optim/non_finite.hpp"
+#include "../optim/parameter_set.hpp"
 #include "../tensor/tensor.hpp"
 #include "staging.hpp"
 
@@ -30,6 +38,14 @@ struct TrainerOptions {
   // nn.SyncBatchNorm: N ranks with batch b then train as one process with batch N b), instead of
   // each rank's own batch (DDP's default). Costs a few small allreduces per batch-norm layer.
   bool sync_batch_norm = false;
+  // The non-finite guard: before each update, the loss of every micro-batch on every rank (one
+  // all-reduced count) and the gradients summed across ranks (one read) are tested; a NaN or an
+  // infinity skips the update (Optimizer::skip_step) and restores the model's buffers (batch
+  // norm's running statistics) to the start of the step.
+  bool skip_non_finite = true;
+  // Skipped steps in a row after which step() throws etnn::NonFiniteError naming the first
+  // parameter tensor backward gave a non-finite gradient; 0 never throws.
+  int max_non_finite_in_a_row = 3;
 };
 
 namespace detail {
@@ -50,6 +66,7 @@ class Trainer {
   using program = typename Model::program;
   using input_shape = typename Model::input_shape;
   using output_shape = typename Model::output_shape;
+  using reducer_type = typename Optim::reducer_type;
 
   Trainer(Model& model, Loss& loss, Optim& optimizer, TrainerOptions options = {})
       : model_(model), loss_(loss), optimizer_(optimizer), options_(checked(options)) {}
@@ -102,26 +119,41 @@ class Trainer {
   template <class X, class Y>
   T step(const X& x, const Y& y) {
     const bool last = micro_step_ + 1 == options_.accumulate;
-    if (micro_step_ == 0) {
-      model_.zero_grad();
-      if constexpr (loss_has_parameters) loss_.zero_grad();
-    }
+    if (micro_step_ == 0) start_window();
     if (!last) {
       const T loss = backward_pass(x, y, [](std::size_t) {});
+      loss_non_finite_ |= !std::isfinite(loss);
       ++micro_step_;
       return loss;
     }
+    T loss{};
+    bool skipped = false;
     try {
-      const T loss = backward_pass(x, y, [this](std::size_t first) { optimizer_.gradients_ready_from(first); });
-      optimizer_.step();
-      if constexpr (has_loss_optimizer) loss_optimizer_->step();
+      loss = backward_pass(x, y, [this](std::size_t first) { optimizer_.gradients_ready_from(first); });
+      loss_non_finite_ |= !std::isfinite(loss);
+      skipped = options_.skip_non_finite && non_finite_step();
+      if (skipped) {
+        if constexpr (Model::num_buffers > 0)
+          if (buffers_saved_)
+            assign(Device{}, model_.buffers(), expr::ref(saved_buffers_.data(), Model::num_buffers));
+        optimizer_.skip_step();
+        if constexpr (has_loss_optimizer) loss_optimizer_->skip_step();
+      } else {
+        optimizer_.step();
+        if constexpr (has_loss_optimizer) loss_optimizer_->step();
+      }
       micro_step_ = 0;
-      return loss;
     } catch (...) {
       optimizer_.abandon_step();  // reductions in flight: the job cannot continue consistently
       if constexpr (has_loss_optimizer) loss_optimizer_->abandon_step();
+      if (flag_in_flight_) optimizer_.reducer().abort("the non-finite guard's reduction was abandoned by an exception");
       throw;
     }
+    if (skipped)
+      count_skipped();
+    else
+      non_finite_in_a_row_ = 0;
+    return loss;
   }
 
   // Forward, loss and backward without an update and without communication: adds to the model's
@@ -141,7 +173,13 @@ class Trainer {
       throw Error("etnn::Trainer: micro step " + std::to_string(micro_step) + " outside [0, " +
                   std::to_string(options_.accumulate) + ")");
     micro_step_ = micro_step;
+    buffers_saved_ = false;  // a window resumed midway has no copy of its starting buffers
   }
+
+  // Steps the non-finite guard has skipped so far, and how many of the latest ones in a row (0
+  // after an update, and after the error that a run of max_non_finite_in_a_row ends with).
+  std::int64_t skipped_steps() const noexcept { return skipped_steps_; }
+  int non_finite_in_a_row() const noexcept { return non_finite_in_a_row_; }
   Model& model() noexcept { return model_; }
   Optim& optimizer() noexcept { return optimizer_; }
   // The optimizer of a parametric loss's parameters.
@@ -155,7 +193,112 @@ class Trainer {
   static TrainerOptions checked(TrainerOptions options) {
     if (options.accumulate < 1)
       throw Error("etnn::Trainer: accumulate must be >= 1, got " + std::to_string(options.accumulate));
+    if (options.max_non_finite_in_a_row < 0)
+      throw Error("etnn::Trainer: max_non_finite_in_a_row must be >= 0 (0: never throw), got " +
+                  std::to_string(options.max_non_finite_in_a_row));
     return options;
+  }
+
+  // The first micro-batch of an accumulation window: gradients zeroed; for the guard, the buffers
+  // kept (the forward passes update running statistics) and the window's loss flag cleared.
+  void start_window() {
+    model_.zero_grad();
+    if constexpr (loss_has_parameters) loss_.zero_grad();
+    loss_non_finite_ = false;
+    if constexpr (Model::num_buffers > 0) {
+      if (options_.skip_non_finite) {
+        assign(Device{}, saved_buffers_.data(), expr::ref(model_.buffers(), Model::num_buffers));
+        buffers_saved_ = true;
+      }
+    }
+  }
+
+  // The guard's test, after backward: whether any rank's loss in this window was non-finite (a
+  // count summed across ranks, its allreduce overlapping the gradients') or the gradients summed
+  // across ranks hold a NaN or an infinity (the same sum on every rank: a NaN on one rank reaches
+  // all, so this needs no extra collective). Every rank reaches the same verdict. Reduces the
+  // gradients (Optimizer::reduce_gradients).
+  bool non_finite_step() {
+    auto& reducer = optimizer_.reducer();
+    ranks_with_non_finite_loss_ = loss_non_finite_ ? 1.0 : 0.0;
+    const bool distributed = reducer.size() > 1;
+    if (distributed) {
+      flag_pending_ = reducer.start_allreduce_sum(&ranks_with_non_finite_loss_, 1);
+      flag_in_flight_ = true;
+    }
+    optimizer_.reduce_gradients();
+    if constexpr (has_loss_optimizer) loss_optimizer_->reduce_gradients();
+    if (distributed) {
+      reducer.wait(flag_pending_);
+      flag_in_flight_ = false;
+    }
+    bool gradients_finite =
+        optim::detail::last_non_finite(Device{}, model_.gradients(), Model::num_params) == Model::num_params;
+    if constexpr (has_loss_optimizer)
+      gradients_finite = gradients_finite && optim::detail::last_non_finite(Device{}, loss_.gradients(),
+                                                                            Loss::num_params) == Loss::num_params;
+    if (gradients_finite && ranks_with_non_finite_loss_ == 0.0) return false;
+    if (non_finite_in_a_row_ == 0) {  // the first of a run: what the error will report
+      first_ranks_with_non_finite_loss_ = static_cast<int>(ranks_with_non_finite_loss_);
+      first_non_finite_ = gradients_finite ? std::string() : first_non_finite_gradient();
+    }
+    return true;
+  }
+
+  // The parameter tensor whose gradient backward computed first among those holding a NaN or an
+  // infinity: a parametric loss's (computed before the model's backward), else the model's layer
+  // nearest the output with one (backward runs from the output; a NaN arising in a layer reaches
+  // every layer before it), and within that layer its first such tensor.
+  std::string first_non_finite_gradient() const {
+    if constexpr (has_loss_optimizer) {
+      std::string name = non_finite_tensor<Loss>(loss_.gradients());
+      if (!name.empty()) return name.insert(0, "loss.");
+    }
+    return non_finite_tensor<Model>(model_.gradients());
+  }
+
+  template <class Params>
+  static std::string non_finite_tensor(const T* gradients) {
+    const std::size_t last = optim::detail::last_non_finite(Device{}, gradients, Params::num_params);
+    if (last == Params::num_params) return {};
+    const auto ends = optim::parameter_ends<Params>();
+    const auto layer_end = std::upper_bound(ends.begin(), ends.end(), last);
+    const std::size_t begin = layer_end == ends.begin() ? 0 : *(layer_end - 1);
+    const std::size_t first = optim::detail::first_non_finite(Device{}, gradients, begin, last + 1);
+    for (const auto& p : Params::named_parameters())
+      if (first >= p.offset && first < p.offset + p.numel) return p.name;
+    return "element " + std::to_string(first);
+  }
+
+  // A skipped step: counted; a run of max_non_finite_in_a_row of them ends in an error.
+  void count_skipped() {
+    ++skipped_steps_;
+    ++non_finite_in_a_row_;
+    if (options_.max_non_finite_in_a_row == 0 || non_finite_in_a_row_ < options_.max_non_finite_in_a_row) return;
+    std::string message = "etnn::Trainer: ";
+    message += std::to_string(non_finite_in_a_row_);
+    message += " steps in a row with non-finite ";
+    message += first_non_finite_.empty() ? "losses" : "gradients";
+    message += " (each skipped: the parameters are those before the first); first non-finite: ";
+    if (first_non_finite_.empty()) {
+      message += "the loss (the gradients were finite)";
+    } else {
+      message += "'";
+      message += first_non_finite_;
+      message += "' (of the gradients backward computed, the first with a NaN or an infinity)";
+    }
+    if (first_ranks_with_non_finite_loss_ > 0) {
+      const int ranks = optimizer_.reducer().size();
+      message += "; the loss was non-finite on ";
+      message += std::to_string(first_ranks_with_non_finite_loss_);
+      message += " of ";
+      message += std::to_string(ranks);
+      message += ranks == 1 ? " rank" : " ranks";
+    }
+    message += ". Lower the learning rate, clip gradients (Optimizer::set_max_grad_norm), look for NaN or "
+               "infinity in the data, or raise TrainerOptions::max_non_finite_in_a_row";
+    non_finite_in_a_row_ = 0;
+    throw NonFiniteError(message);
   }
 
   // Forward, loss (its gradient divided by `accumulate`) and backward, calling layer_done as
@@ -207,6 +350,17 @@ class Trainer {
   LossOptim* loss_optimizer_ = nullptr;  // null without loss parameters
   TrainerOptions options_;
   int micro_step_ = 0;  // position within the current accumulation window
+  // The non-finite guard.
+  bool loss_non_finite_ = false;             // a micro-batch of this window had a non-finite loss
+  double ranks_with_non_finite_loss_ = 0.0;  // summed across ranks in place
+  typename reducer_type::Pending flag_pending_{};
+  bool flag_in_flight_ = false;
+  Buffer<T, Device> saved_buffers_{Model::num_buffers};  // the model's buffers at the start of the window
+  bool buffers_saved_ = false;
+  std::int64_t skipped_steps_ = 0;
+  int non_finite_in_a_row_ = 0;
+  std::string first_non_finite_;  // in the run's first step: the tensor; empty when only the loss was
+  int first_ranks_with_non_finite_loss_ = 0;
   Buffer<T, Device> workspace_;
   Buffer<T, Device> scratch_;  // the layers' scratch (im2col columns, per-channel sums)
   int capacity_ = 0;

@@ -43,3 +43,10 @@ TEST_CASE("activation derivatives against finite differences") {
   check_derivative(etnn::fn::Gelu{});
   check_derivative(etnn::fn::Silu{});
 }
+
+TEST_CASE("relu keeps a NaN, as torch.relu does") {
+  CHECK(std::isnan(etnn::fn::Relu{}(std::nan(""))));
+  CHECK(std::isnan(etnn::fn::Relu{}(std::nanf(""))));
+  CHECK(etnn::fn::Relu{}(-2.0f) == 0.0f);
+  CHECK(etnn::fn::Relu{}(3.0) == 3.0);
+}

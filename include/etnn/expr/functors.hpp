@@ -24,7 +24,8 @@ struct Identity {
 struct Relu {
   static constexpr const char* name = "relu";
   static constexpr bool derivative_needs_input = false;
-  template <class T> ETNN_HD T operator()(T x) const { return x > T(0) ? x : T(0); }
+  // NaN stays NaN, as torch.relu keeps it (the NaN guard must see it downstream).
+  template <class T> ETNN_HD T operator()(T x) const { return x < T(0) ? T(0) : x; }
   template <class T> ETNN_HD T derivative(T, T y) const { return y > T(0) ? T(1) : T(0); }
 };
 

@@ -1,9 +1,14 @@
 // One training step (forward, cross-entropy, backward, SGD update) per iteration, on synthetic
-// data held in memory, warm-up excluded. Counters: samples/s, and GFLOP/s of the GEMM work.
+// data held in memory, warm-up excluded. Counters: samples/s, GFLOP/s of the GEMM work, threads,
+// and the process's peak resident memory so far (MiB; per configuration when only one runs).
 //   build/release/benchmarks/bench_train --benchmark_counters_tabular=true
+// One configuration (what scripts/compare.sh does), with machine-readable output:
+//   build/release/benchmarks/bench_train --benchmark_filter='^mlp784/64/' --benchmark_format=json
 #include <benchmark/benchmark.h>
 
 #include <etnn/etnn.hpp>
+
+#include <sys/resource.h>
 
 #include <vector>
 
@@ -67,6 +72,9 @@ void train_step(benchmark::State& state) {
   state.counters["samples/s"] = benchmark::Counter(samples, benchmark::Counter::kIsRate);
   state.counters["GFLOP/s"] = benchmark::Counter(samples * flops_per_sample<Net>() / 1e9, benchmark::Counter::kIsRate);
   state.counters["threads"] = etnn::num_threads();
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);  // ru_maxrss: KiB on Linux
+  state.counters["peak_rss_MiB"] = static_cast<double>(usage.ru_maxrss) / 1024.0;
 }
 
 }  // namespace

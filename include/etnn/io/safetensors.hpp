@@ -5,7 +5,8 @@
 //            "name": {"dtype": "F32", "shape": [10, 512], "data_offsets": [begin, end]}, ...}
 //   offsets are relative to the data section; the tensors tile it exactly, without gaps or
 //   overlaps, in offset order; data is little-endian and row-major.
-// read_safetensors validates all of it before anything is sized from the file's numbers.
+// read_safetensors (a file) and parse_safetensors (its bytes in memory) validate all of it before
+// anything is sized from the file's numbers.
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -79,11 +80,10 @@ inline std::string shape_string(const std::vector<std::int64_t>& shape) {
 
 class HeaderReader {
  public:
-  explicit HeaderReader(const std::filesystem::path& path) : path_(path) {}
+  // source names the bytes in messages: a file's path, or what the caller calls a buffer.
+  explicit HeaderReader(const std::string& source) : where_("etnn::io::load: '" + source + "': ") {}
 
-  [[noreturn]] void fail(const std::string& what) const {
-    throw IoError("etnn::io::load: '" + path_.string() + "': " + what);
-  }
+  [[noreturn]] void fail(const std::string& what) const { throw IoError(where_ + what); }
   [[noreturn]] void fail_tensor(const std::string& name, const std::string& what) const {
     fail("tensor '" + name + "': " + what);
   }
@@ -142,7 +142,7 @@ class HeaderReader {
   }
 
  private:
-  std::filesystem::path path_;
+  std::string where_;
 };
 
 }  // namespace detail
@@ -163,27 +163,24 @@ inline void little_endian_u64(unsigned char* out, std::uint64_t v) {
 
 }  // namespace detail
 
-// Reads and validates a whole safetensors file; throws etnn::IoError naming the file (and the
-// tensor) for anything malformed.
-inline SafetensorsFile read_safetensors(const std::filesystem::path& path) {
-  detail::HeaderReader reader(path);
-  const UniqueFile file = open_for_reading(path);
-  struct stat info {};
-  // The size of the opened file itself: a concurrent atomic replace cannot pair two files.
-  if (!file || ::fstat(::fileno(file.get()), &info) != 0 || !S_ISREG(info.st_mode)) reader.fail("cannot read the file");
-  const auto file_size = static_cast<std::uint64_t>(info.st_size);
-  unsigned char size_bytes[8];
-  if (file_size < 8 || std::fread(size_bytes, 1, 8, file.get()) != 8)
-    reader.fail("truncated: shorter than the 8-byte header length");
+namespace detail {
+
+// The header length stored in the first 8 bytes of a file of total_size bytes, checked against
+// the reference implementation's limit and against the bytes that follow it.
+inline std::uint64_t header_length(const unsigned char* size_bytes, std::uint64_t total_size,
+                                   const HeaderReader& reader) {
   const auto header_size = read_le<std::uint64_t>(size_bytes);
   if (header_size > max_header_bytes)
     reader.fail("header length " + std::to_string(header_size) + " exceeds the 100 MB limit");
-  if (header_size > file_size - 8)
+  if (header_size > total_size - 8)
     reader.fail("header length " + std::to_string(header_size) + " runs past the end of the file (" +
-                std::to_string(file_size) + " bytes)");
-  std::string header(header_size, '\0');
-  if (std::fread(header.data(), 1, header_size, file.get()) != header_size) reader.fail("cannot read the header");
+                std::to_string(total_size) + " bytes)");
+  return header_size;
+}
 
+// The tensors and metadata of a JSON header, validated against a data section of data_size bytes
+// (the tensors must tile it exactly); out.data is left empty for the caller to fill.
+inline SafetensorsFile parse_header(std::string_view header, std::uint64_t data_size, const HeaderReader& reader) {
   json::Value root;
   try {
     root = json::parse(header);
@@ -216,15 +213,49 @@ inline SafetensorsFile read_safetensors(const std::filesystem::path& path) {
     if (t.begin > expected) reader.fail_tensor(t.name, "gap of " + std::to_string(t.begin - expected) + " bytes before its data");
     expected = t.end;
   }
-  const std::uint64_t data_size = file_size - 8 - header_size;
   if (expected > data_size)
     reader.fail("truncated: the tensors need " + std::to_string(expected) + " data bytes but the file holds " +
                 std::to_string(data_size));
   if (expected < data_size)
     reader.fail("trailing bytes: " + std::to_string(data_size - expected) + " bytes after the last tensor's data");
+  return out;
+}
+
+}  // namespace detail
+
+// Reads and validates a whole safetensors file; throws etnn::IoError naming the file (and the
+// tensor) for anything malformed.
+inline SafetensorsFile read_safetensors(const std::filesystem::path& path) {
+  const detail::HeaderReader reader(path.string());
+  const UniqueFile file = open_for_reading(path);
+  struct stat info {};
+  // The size of the opened file itself: a concurrent atomic replace cannot pair two files.
+  if (!file || ::fstat(::fileno(file.get()), &info) != 0 || !S_ISREG(info.st_mode)) reader.fail("cannot read the file");
+  const auto file_size = static_cast<std::uint64_t>(info.st_size);
+  unsigned char size_bytes[8];
+  if (file_size < 8 || std::fread(size_bytes, 1, 8, file.get()) != 8)
+    reader.fail("truncated: shorter than the 8-byte header length");
+  const std::uint64_t header_size = detail::header_length(size_bytes, file_size, reader);
+  std::string header(header_size, '\0');
+  if (std::fread(header.data(), 1, header_size, file.get()) != header_size) reader.fail("cannot read the header");
+  const std::uint64_t data_size = file_size - 8 - header_size;
+  SafetensorsFile out = detail::parse_header(header, data_size, reader);
   out.data.resize(data_size);
   if (data_size > 0 && std::fread(out.data.data(), 1, data_size, file.get()) != data_size)
     reader.fail("cannot read the tensor data");
+  return out;
+}
+
+// The same from the bytes of a whole safetensors file in memory (a download, a memory-mapped
+// file, a fuzzer's input); source names them in messages.
+inline SafetensorsFile parse_safetensors(std::span<const unsigned char> bytes, const std::string& source = "<memory>") {
+  const detail::HeaderReader reader(source);
+  if (bytes.size() < 8) reader.fail("truncated: shorter than the 8-byte header length");
+  const std::uint64_t header_size = detail::header_length(bytes.data(), bytes.size(), reader);
+  const std::string_view header(reinterpret_cast<const char*>(bytes.data()) + 8, static_cast<std::size_t>(header_size));
+  const auto data = bytes.subspan(8 + static_cast<std::size_t>(header_size));
+  SafetensorsFile out = detail::parse_header(header, data.size(), reader);
+  out.data.assign(data.begin(), data.end());
   return out;
 }
 

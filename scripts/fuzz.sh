@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets in fuzz/ with clang (-fsanitize=fuzzer,address,undefined) and runs
+# each for SECONDS (default 60), starting from seed corpora written by etnn's own writers
+# (fuzz/make_seeds.cpp). Corpora grow in build/fuzz/corpus/<target>; a crashing input is saved in
+# build/fuzz/artifacts/ and the script fails.   Usage: bash scripts/fuzz.sh [SECONDS] [TARGET...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-60}
+shift || true
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_idx fuzz_safetensors)
+
+bash scripts/install-deps.sh  # clang-14 and libclang-rt-14-dev (libFuzzer) among them
+cxx=$(command -v clang++-14 || command -v clang++ || true)
+[ -n "$cxx" ] || { echo "scripts/fuzz.sh: clang++ not found; run scripts/install-deps.sh" >&2; exit 1; }
+out=build/fuzz
+mkdir -p "$out/artifacts"
+launcher=()
+command -v ccache >/dev/null && launcher=(ccache)
+flags=(-std=c++20 -O1 -g -fno-omit-frame-pointer -Wall -Wextra -Wpedantic -Iinclude -isystem /usr/include/eigen3
+       -DETNN_WITH_ZLIB=1 -pthread)
+sanitize=(-fsanitize=address,undefined -fno-sanitize-recover=all)
+
+# The seed writer (no libFuzzer main), then fresh seeds merged into each target's corpus.
+"${launcher[@]}" "$cxx" "${flags[@]}" "${sanitize[@]}" fuzz/make_seeds.cpp -o "$out/make_seeds" -lz
+rm -rf "$out/seeds"
+"$out/make_seeds" "$out/seeds"
+declare -A seeds=([fuzz_idx]=idx [fuzz_safetensors]=safetensors)
+declare -A options=([fuzz_idx]="" [fuzz_safetensors]="-dict=fuzz/safetensors.dict")
+
+for t in "${targets[@]}"; do
+  echo "== $t: building"
+  "${launcher[@]}" "$cxx" "${flags[@]}" "${sanitize[@]}" -fsanitize=fuzzer "fuzz/$t.cpp" -o "$out/$t" -lz
+  mkdir -p "$out/corpus/$t"
+  cp -n "$out/seeds/${seeds[$t]}"/* "$out/corpus/$t/"
+  echo "== $t: fuzzing for $seconds s"
+  # -rss_limit_mb: an input that makes a reader allocate far beyond its size is a finding too.
+  set +e
+  # shellcheck disable=SC2086
+  "$out/$t" ${options[$t]} -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=65536 -timeout=20 \
+            -print_final_stats=1 -artifact_prefix="$out/artifacts/$t-" "$out/corpus/$t" 2>&1 |
+    grep -v -E '^#[0-9]+\s+(NEW|REDUCE|pulse)|^\s+NEW_FUNC|^"|Recommended dictionary'
+  status=${PIPESTATUS[0]}
+  set -e
+  if [ "$status" -ne 0 ]; then
+    echo "scripts/fuzz.sh: $t found a crash (exit $status); the input is in $out/artifacts/" >&2
+    exit "$status"
+  fi
+done

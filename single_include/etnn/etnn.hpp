@@ -6256,6 +6256,29 @@ std::vector<T> read_idx_data(IdxFile& file, const IdxHeader& header, Convert con
   return out;
 }
 
+// The labels of an IDX label file that must hold `count` items (the images of images_where), each
+// in [0, num_classes) when num_classes > 0.
+inline std::vector<int> read_idx_labels(const std::filesystem::path& labels, std::uint64_t count,
+                                        const std::string& images_where, int num_classes) {
+  IdxFile label_file(labels);
+  const IdxHeader label_header = read_idx_header(label_file, IdxKind::labels);
+  if (count != label_header.count()) {
+    throw IoError(images_where + " holds " + std::to_string(count) + " images but '" + labels.string() + "' holds " +
+                  std::to_string(label_header.count()) +
+                  " labels; pass the matching pair (train-images with train-labels, t10k-images with t10k-labels)");
+  }
+  std::vector<int> classes =
+      read_idx_data<int>(label_file, label_header, [](const unsigned char* p) { return int{*p}; });
+  if (num_classes > 0) {
+    const auto bad = std::find_if(classes.begin(), classes.end(), [&](int c) { return c >= num_classes; });
+    if (bad != classes.end())
+      label_file.fail("label " + std::to_string(*bad) + " of item " + std::to_string(bad - classes.begin()) +
+                      " is outside [0, " + std::to_string(num_classes) + "); is this the label file of a dataset with " +
+                      std::to_string(num_classes) + " classes?");
+  }
+  return classes;
+}
+
 // The requested shape as the user spells it: "etnn::Shape<1, 28, 28>".
 template <ShapeType S>
 std::string shape_name() {
@@ -6284,13 +6307,6 @@ Dataset<S> load_idx(const std::filesystem::path& images, const std::filesystem::
                     "; request a shape of that many values, e.g. etnn::Shape<" +
                     std::to_string(image_header.item_values) + ">");
   }
-  IdxFile label_file(labels);
-  const detail::IdxHeader label_header = detail::read_idx_header(label_file, IdxKind::labels);
-  if (image_header.count() != label_header.count()) {
-    throw IoError(image_file.where() + " holds " + std::to_string(image_header.count()) + " images but '" +
-                  labels.string() + "' holds " + std::to_string(label_header.count()) +
-                  " labels; pass the matching pair (train-images with train-labels, t10k-images with t10k-labels)");
-  }
   std::vector<float> features =
       image_header.type == 0x08
           ? detail::read_idx_data<float>(image_file, image_header,
@@ -6298,15 +6314,7 @@ Dataset<S> load_idx(const std::filesystem::path& images, const std::filesystem::
           : detail::read_idx_data<float>(image_file, image_header, [](const unsigned char* p) {
               return std::bit_cast<float>(detail::load_be32(p));
             });
-  std::vector<int> classes =
-      detail::read_idx_data<int>(label_file, label_header, [](const unsigned char* p) { return int{*p}; });
-  if (num_classes > 0) {
-    const auto bad = std::find_if(classes.begin(), classes.end(), [&](int c) { return c >= num_classes; });
-    if (bad != classes.end())
-      label_file.fail("label " + std::to_string(*bad) + " of item " + std::to_string(bad - classes.begin()) +
-                      " is outside [0, " + std::to_string(num_classes) + "); is this the label file of a dataset with " +
-                      std::to_string(num_classes) + " classes?");
-  }
+  std::vector<int> classes = detail::read_idx_labels(labels, image_header.count(), image_file.where(), num_classes);
   return Dataset<S>(std::move(features), std::move(classes));
 }
 
@@ -6348,7 +6356,7 @@ class IdxDataset {
       in_memory_ = load_idx<S>(images, labels, options.num_classes);  // its checks and messages
       return;
     }
-    labels_ = load_idx_labels(labels, header_.count(), image_file.where(), options.num_classes);
+    labels_ = detail::read_idx_labels(labels, header_.count(), image_file.where(), options.num_classes);
     for (int label : labels_) num_classes_ = std::max(num_classes_, label + 1);
     open_stream(images, image_file);
   }
@@ -6399,23 +6407,6 @@ class IdxDataset {
   }
 
  private:
-  // The label file of a dataset whose images are streamed: loaded and checked like load_idx's.
-  static std::vector<int> load_idx_labels(const std::filesystem::path& labels, std::uint64_t count,
-                                          const std::string& images_where, int num_classes) {
-    detail::IdxFile label_file(labels);
-    const auto header = detail::read_idx_header(label_file, detail::IdxKind::labels);
-    if (header.count() != count) {
-      throw IoError(images_where + " holds " + std::to_string(count) + " images but '" + labels.string() +
-                    "' holds " + std::to_string(header.count()) + " labels; pass the matching pair");
-    }
-    auto classes = detail::read_idx_data<int>(label_file, header, [](const unsigned char* p) { return int{*p}; });
-    for (std::size_t i = 0; i < classes.size(); ++i)
-      if (num_classes > 0 && classes[i] >= num_classes)
-        label_file.fail("label " + std::to_string(classes[i]) + " of item " + std::to_string(i) + " is outside [0, " +
-                        std::to_string(num_classes) + ")");
-    return classes;
-  }
-
   // A raw file is read in place after its header; gzipped data is inflated into a temporary file.
   void open_stream(const std::filesystem::path& images, detail::IdxFile& image_file) {
     where_ = image_file.where();

@@ -50,7 +50,7 @@ class IdxDataset {
       in_memory_ = load_idx<S>(images, labels, options.num_classes);  // its checks and messages
       return;
     }
-    labels_ = load_idx_labels(labels, header_.count(), image_file.where(), options.num_classes);
+    labels_ = detail::read_idx_labels(labels, header_.count(), image_file.where(), options.num_classes);
     for (int label : labels_) num_classes_ = std::max(num_classes_, label + 1);
     open_stream(images, image_file);
   }
@@ -101,23 +101,6 @@ class IdxDataset {
   }
 
  private:
-  // The label file of a dataset whose images are streamed: loaded and checked like load_idx's.
-  static std::vector<int> load_idx_labels(const std::filesystem::path& labels, std::uint64_t count,
-                                          const std::string& images_where, int num_classes) {
-    detail::IdxFile label_file(labels);
-    const auto header = detail::read_idx_header(label_file, detail::IdxKind::labels);
-    if (header.count() != count) {
-      throw IoError(images_where + " holds " + std::to_string(count) + " images but '" + labels.string() +
-                    "' holds " + std::to_string(header.count()) + " labels; pass the matching pair");
-    }
-    auto classes = detail::read_idx_data<int>(label_file, header, [](const unsigned char* p) { return int{*p}; });
-    for (std::size_t i = 0; i < classes.size(); ++i)
-      if (num_classes > 0 && classes[i] >= num_classes)
-        label_file.fail("label " + std::to_string(classes[i]) + " of item " + std::to_string(i) + " is outside [0, " +
-                        std::to_string(num_classes) + ")");
-    return classes;
-  }
-
   // A raw file is read in place after its header; gzipped data is inflated into a temporary file.
   void open_stream(const std::filesystem::path& images, detail::IdxFile& image_file) {
     where_ = image_file.where();

@@ -4,16 +4,27 @@ function(etnn_program name)
   add_executable(${name} ${ARGN})
   target_link_libraries(${name} PRIVATE etnn::etnn)
   if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
-    target_compile_options(${name} PRIVATE -Wall -Wextra -Wpedantic)
+    target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic>
+                                           $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra>)
+  endif()
+  if(TARGET etnn::cuda)
+    # A .cu source makes a CUDA program: nvcc, the CUDA runtime and cuBLASLt.
+    foreach(source IN LISTS ARGN)
+      if(source MATCHES "\\.cu$")
+        target_link_libraries(${name} PRIVATE etnn::cuda)
+        break()
+      endif()
+    endforeach()
   endif()
   # GCC 12 reports a false "iteration ... invokes undefined behavior" inside Eigen's GEMV kernel
   # (Eigen/src/Core/products/GeneralMatrixVector.h) when it inlines it with a run-time row count.
   if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
-    target_compile_options(${name} PRIVATE -Wno-aggressive-loop-optimizations)
+    target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wno-aggressive-loop-optimizations>)
   endif()
   # GCC 12 also reports "'__Y' may be used uninitialized" inside its own avx512fintrin.h when
   # Eigen's AVX-512 kernels are inlined (-march=native on AVX-512 machines; GCC bug 105593).
   if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
-    target_compile_options(${name} PRIVATE -Wno-maybe-uninitialized)
+    target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wno-maybe-uninitialized>
+                                           $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wno-maybe-uninitialized>)
   endif()
 endfunction()

@@ -1,13 +1,15 @@
 // The default example: a 784-512-10 ReLU MLP trained with SGD on Fashion-MNIST.
 //   mnist_mlp [--data DIR] [--epochs 10] [--batch 64] [--lr 0.01] [--momentum 0] [--threads 0]
 //             [--seed 0] [--limit N] [--dist local|mpi] [--save PATH] [--load PATH]
-//             [--resume PATH] [--log FILE.csv]
+//             [--resume PATH] [--log FILE.csv] [--device auto|cpu|cuda]
 // --load PATH starts from saved weights (with --epochs 0 it only evaluates them); --save PATH
 // writes the trained weights (safetensors, PyTorch state_dict names). --resume PATH continues
 // from the training state in PATH if it exists and saves the state there after every epoch, so
 // a run that stops resumes where it was. --log appends a CSV row per epoch (scripts/plot_training.py
 // draws it).
 // Data parallel: mpirun -np 2 mnist_mlp --dist mpi --threads 1   (--batch is per rank; rank 0 prints)
+// --device: built by nvcc (mnist_mlp_cuda), auto trains on the GPU when one is usable and says why
+// not otherwise; cuda insists (exit 2 without a GPU). The MPI reducer works on the CPU.
 // DIR holds the four MNIST-format files (train-images-idx3-ubyte, train-labels-idx1-ubyte,
 // t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte), raw or .gz. Pixels are scaled to [0, 1],
 // then normalised with the training set's mean and standard deviation.
@@ -20,6 +22,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <type_traits>
 
 namespace nn = etnn::nn;
 namespace fs = std::filesystem;
@@ -42,23 +45,25 @@ struct Options {
   fs::path save, load;  // checkpoints (empty: none)
   fs::path resume;      // training state, read if present and written after every epoch
   fs::path log;         // CSV of per-epoch metrics
+  std::string device = "auto";
 };
 
 constexpr const char* usage =
     "usage: mnist_mlp [--data DIR] [--epochs N] [--batch N] [--lr X] [--momentum X]\n"
     "                 [--threads N] [--seed N] [--limit N] [--dist local|mpi]\n"
-    "                 [--save PATH] [--load PATH] [--resume PATH] [--log FILE.csv]\n";
+    "                 [--save PATH] [--load PATH] [--resume PATH] [--log FILE.csv]\n"
+    "                 [--device auto|cpu|cuda]\n";
 
 }  // namespace
 
 // Loads the data, trains and evaluates; `world` is dist::Local or dist::Mpi. Every rank trains on
 // its share; rank 0 prints.
-template <class World>
+template <class Device, class World>
 int run(const Options& opt, const std::array<fs::path, 4>& files, World& world) {
   const bool root = world.rank() == 0;
   auto [train, test, mean, stddev] = example::load_mnist<etnn::Shape<784>>(files, opt.limit);
 
-  etnn::Model<Mlp, float, etnn::Cpu> model{opt.seed};
+  etnn::Model<Mlp, float, Device> model{opt.seed};
   if (!opt.load.empty()) etnn::io::load(model, opt.load);  // every rank; the optimizer broadcasts rank 0's anyway
   etnn::loss::CrossEntropy loss;
   etnn::optim::SGD sgd(model, {.lr = opt.lr, .momentum = opt.momentum}, world);
@@ -71,9 +76,10 @@ int run(const Options& opt, const std::array<fs::path, 4>& files, World& world) 
     std::printf("etnn mnist_mlp: %s, %zu parameters\n", Mlp::describe().c_str(), Mlp::num_params);
     std::fputs(etnn::summary<Mlp>().c_str(), stdout);
     std::printf("data %s: %zu train, %zu test (normalised with mean %.4f, std %.4f); batch %d, lr %g, "
-                "momentum %g, %d threads",
+                "momentum %g, on %s",
                 opt.data.c_str(), train.size(), test.size(), mean, stddev, opt.batch, opt.lr, opt.momentum,
-                etnn::num_threads());
+                Device::name.data());
+    if constexpr (std::is_same_v<Device, etnn::Cpu>) std::printf(" with %d threads", etnn::num_threads());
     if (world.size() > 1) std::printf(" x %d ranks (batch per rank)", world.size());
     std::printf("\n");
   }
@@ -124,21 +130,27 @@ int main(int argc, char** argv) {
                         {"--lr", &opt.lr}, {"--momentum", &opt.momentum}, {"--threads", &opt.threads},
                         {"--seed", &opt.seed}, {"--limit", &opt.limit}, {"--dist", &opt.dist},
                         {"--save", &opt.save}, {"--load", &opt.load}, {"--resume", &opt.resume},
-                        {"--log", &opt.log}});
+                        {"--log", &opt.log}, {"--device", &opt.device}});
   if (opt.epochs < 0 || opt.batch <= 0 || opt.limit < 0 || (opt.dist != "local" && opt.dist != "mpi"))
     example::exit_with_usage(usage, 2);
   etnn::set_num_threads(opt.threads);
+  const etnn::DeviceKind device =
+      opt.dist == "mpi" ? etnn::DeviceKind::cpu : example::parse_device(opt.device, "mnist_mlp", usage);
+  if (opt.dist == "mpi" && opt.device == "cuda") {
+    std::fprintf(stderr, "mnist_mlp: --dist mpi trains on the CPU; leave out --device cuda\n");
+    return 2;
+  }
   return example::run_with_mnist_files("mnist_mlp", opt.data, [&](const auto& files) {
     if (opt.dist == "mpi") {
 #if defined(ETNN_WITH_MPI)
       etnn::dist::Mpi world(argc, argv);
-      return run(opt, files, world);
+      return run<etnn::Cpu>(opt, files, world);
 #else
       std::fprintf(stderr, "mnist_mlp: --dist mpi needs a build with MPI (install libopenmpi-dev and rebuild)\n");
       return 2;
 #endif
     }
     etnn::dist::Local local;
-    return run(opt, files, local);
+    return etnn::dispatch(device, [&]<class Device>(Device) { return run<Device>(opt, files, local); });
   });
 }

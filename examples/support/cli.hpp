@@ -70,6 +70,22 @@ int run_reporting_errors(const char* program, Body&& body) {
   }
 }
 
+// --device auto|cpu|cuda as a device kind: auto is etnn::best_device() (CUDA when this binary has
+// it and a usable GPU is present, else the CPU with one line saying why); cuda where it cannot run
+// prints why and exits 2, as does an unknown name (after `usage`).
+inline etnn::DeviceKind parse_device(const std::string& name, const char* program, const char* usage) {
+  if (name == "auto") return etnn::best_device();
+  if (name == "cpu") return etnn::DeviceKind::cpu;
+  if (name != "cuda") exit_with_usage(usage, 2);
+  try {
+    etnn::dispatch(etnn::DeviceKind::cuda, [](auto) {});
+  } catch (const etnn::UnavailableError& e) {
+    std::fprintf(stderr, "%s: %s\n", program, e.what());
+    std::exit(2);
+  }
+  return etnn::DeviceKind::cuda;
+}
+
 inline constexpr const char* default_data_dir = "/usr/share/datasets/fashion-mnist";
 
 // The four MNIST-format files in dir (raw or .gz): train images, train labels, test images, test

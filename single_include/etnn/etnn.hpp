@@ -46,10 +46,26 @@ struct Cpu {
   static void deallocate(void* p) noexcept { std::free(p); }
 };
 
-// NVIDIA GPU through CUDA; its memory functions live in cuda/ and exist only under nvcc.
+// NVIDIA GPU through CUDA. Its memory functions are defined in cuda/memory.hpp and exist only
+// under nvcc: outside a CUDA build, naming etnn::Cuda in a Model is a compile error
+// (ETNN_DEVICE_UNAVAILABLE), never a link error.
 struct Cuda {
   static constexpr std::string_view name = "cuda";
+#if defined(__CUDACC__)
+  // 256-byte alignment, as cudaMalloc gives: every tensor-core and vector load is aligned.
+  static constexpr std::size_t alignment = 256;
+  static void* allocate(std::size_t bytes);   // stream-ordered on etnn's stream
+  static void deallocate(void* p) noexcept;
+#endif
 };
+
+// Whether this build has a device's kernels (Cuda only under nvcc).
+template <class D>
+inline constexpr bool device_compiled = std::is_same_v<D, Cpu>
+#if defined(__CUDACC__)
+                                        || std::is_same_v<D, Cuda>
+#endif
+    ;
 
 template <class D>
 concept DeviceType = std::is_same_v<D, Cpu> || std::is_same_v<D, Cuda>;
@@ -58,12 +74,60 @@ concept DeviceType = std::is_same_v<D, Cpu> || std::is_same_v<D, Cuda>;
 // ---- etnn/core/device_select.hpp ----
 // Run-time choice among the compile-time devices.
 //   etnn::dispatch(etnn::best_device(), [&]<class Device>(Device) { run<Device>(); });
+#include <cstdio>
+#include <string>
 #include <utility>
 
+// ---- etnn/core/cuda_probe.hpp ----
+// Whether this CUDA binary can run kernels here: a device is present, the driver is usable and
+// one of the binary's architectures (CMAKE_CUDA_ARCHITECTURES) runs on it. nvcc only.
+#if defined(__CUDACC__)
+#include <cuda_runtime.h>
+
+#include <string>
+
+namespace etnn::detail {
+
+// A kernel that does nothing: asking for its attributes loads the module, which fails when no
+// architecture of this binary fits the device.
+template <int = 0>
+__global__ void cuda_probe_kernel() {}
+
+// Empty when CUDA kernels can run on the current device; otherwise why not, in a few words.
+inline std::string cuda_unavailable_reason() {
+  int count = 0;
+  cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    (void)cudaGetLastError();
+    std::string why = "no usable CUDA device (";
+    why += cudaGetErrorString(status);
+    why += ")";
+    return why;
+  }
+  if (count == 0) return "no CUDA device";
+  cudaFuncAttributes attributes{};
+  status = cudaFuncGetAttributes(&attributes, cuda_probe_kernel<>);
+  if (status != cudaSuccess) {
+    (void)cudaGetLastError();
+    int device = 0, major = 0, minor = 0;
+    (void)cudaGetDevice(&device);
+    (void)cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+    (void)cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+    std::string why = "the GPU (sm_";
+    why += std::to_string(major * 10 + minor);
+    why += ") cannot run this binary's kernels (";
+    why += cudaGetErrorString(status);
+    why += "); rebuild with CMAKE_CUDA_ARCHITECTURES including it";
+    return why;
+  }
+  return {};
+}
+
+}  // namespace etnn::detail
+#endif
 // ---- etnn/core/error.hpp ----
 // Runtime errors. Every message says what went wrong, where, and how to fix it.
 #include <stdexcept>
-#include <string>
 
 namespace etnn {
 
@@ -92,6 +156,11 @@ struct NonFiniteError : Error {
   using Error::Error;
 };
 
+// A device call failed (a CUDA, cuBLAS or NCCL error): the message names the call.
+struct DeviceError : Error {
+  using Error::Error;
+};
+
 // A requested feature or device is not available in this build or on this machine.
 struct UnavailableError : Error {
   using Error::Error;
@@ -103,17 +172,42 @@ namespace etnn {
 
 enum class DeviceKind { cpu, cuda };
 
-// The fastest device this binary can use here. A build without CUDA always answers Cpu
-// and never mentions CUDA.
-inline DeviceKind best_device() { return DeviceKind::cpu; }
+// The fastest device this binary can use here. A CUDA build answers Cuda when a usable GPU is
+// present, else Cpu after printing one line to stderr saying why (once per process). A build
+// without CUDA always answers Cpu and never mentions CUDA.
+inline DeviceKind best_device() {
+#if defined(__CUDACC__)
+  static const DeviceKind kind = [] {
+    const std::string why = detail::cuda_unavailable_reason();
+    if (why.empty()) return DeviceKind::cuda;
+    std::fprintf(stderr, "etnn: %s; running on the CPU\n", why.c_str());
+    return DeviceKind::cpu;
+  }();
+  return kind;
+#else
+  return DeviceKind::cpu;
+#endif
+}
 
-// Calls f(Device{}) for the device named by kind; f is a generic lambda.
+// Calls f(Device{}) for the device named by kind; f is a generic lambda. Asking for CUDA where it
+// cannot run throws etnn::UnavailableError saying why.
 template <class F>
 decltype(auto) dispatch(DeviceKind kind, F&& f) {
   if (kind == DeviceKind::cuda) {
+#if defined(__CUDACC__)
+    const std::string why = detail::cuda_unavailable_reason();
+    if (!why.empty()) {
+      std::string message = "etnn::dispatch: the CUDA device was requested but ";
+      message += why;
+      message += "; use etnn::DeviceKind::cpu or etnn::best_device()";
+      throw UnavailableError(message);
+    }
+    return std::forward<F>(f)(Cuda{});
+#else
     throw UnavailableError(
         "etnn::dispatch: the CUDA device was requested but this binary was built without CUDA; "
         "rebuild with nvcc and -DETNN_WITH_CUDA=ON, or use etnn::DeviceKind::cpu");
+#endif
   }
   return std::forward<F>(f)(Cpu{});
 }
@@ -209,6 +303,7 @@ class Rng {
 // the node that needs it writes `static_assert(check::something<...>());`.
 // tests/compile_fail/ holds one program per message.
 
+
 namespace etnn::check {
 
 template <int... Dims>
@@ -240,11 +335,27 @@ consteval bool leaky_slope() {
   return true;
 }
 
-template <class Device, class Cpu>
+template <class Device>
 consteval bool device_available() {
-  static_assert(std::is_same_v<Device, Cpu>,
+  static_assert(device_compiled<Device>,
                 "ETNN_DEVICE_UNAVAILABLE: this device's backend is not part of the build; etnn::Cuda "
                 "needs nvcc and -DETNN_WITH_CUDA=ON (the CUDA backend), otherwise use etnn::Cpu");
+  return true;
+}
+
+template <bool ReducerReadsThisMemory>
+consteval bool reducer_device() {
+  static_assert(ReducerReadsThisMemory,
+                "ETNN_REDUCER_DEVICE: this reducer sums host memory; a device model trains in one process "
+                "(etnn::dist::Local) until the NCCL reducer comes");
+  return true;
+}
+
+template <bool AllLayersHaveKernels>
+consteval bool layers_on_device() {
+  static_assert(AllLayersHaveKernels,
+                "ETNN_DEVICE_LAYER: a layer of this network has no kernels for this device yet (on etnn::Cuda: "
+                "linear, the activations and flatten); run it on etnn::Cpu");
   return true;
 }
 
@@ -617,6 +728,14 @@ class Buffer {
 };
 
 }  // namespace etnn
+// ---- etnn/tensor/copy.hpp ----
+// Copies between host memory and a device's memory, by device tag: code written once for every
+// device reads and writes a model's values through these (checkpoints, evaluation, staging).
+// The host's own are plain copies; the CUDA ones live in cuda/memory.hpp.
+//   etnn::copy_to_host(Device{}, host, device_values, n);
+//   auto on_host = etnn::to_host(model.forward(x));   // a Tensor in host memory
+#include <algorithm>
+
 // ---- etnn/tensor/tensor.hpp ----
 // Tensor<T, Shape, Device> owns a batch of samples of a static Shape; TensorView<T, Shape, Device>
 // refers to one. Layout is row-major with the batch outermost: element (b, i0, i1, ...) lives at
@@ -731,6 +850,30 @@ TensorView<const T, S, Device> const_view(const Tensor<T, S, Device>& t) noexcep
 template <class T, ShapeType S, class Device>
 TensorView<const T, S, Device> const_view(TensorView<T, S, Device> v) noexcept {
   return v;
+}
+
+}  // namespace etnn
+
+namespace etnn {
+
+template <class T>
+void copy_to_host(Cpu, T* host, const T* values, std::size_t n) {
+  std::copy_n(values, n, host);
+}
+
+template <class T>
+void copy_from_host(Cpu, T* values, const T* host, std::size_t n) {
+  std::copy_n(host, n, values);
+}
+
+// A host copy of a tensor or view on any device.
+template <class X>
+auto to_host(const X& x) {
+  const auto view = const_view(x);
+  using V = decltype(view);
+  Tensor<typename V::value_type, typename V::shape, Cpu> out(view.batch());
+  copy_to_host(typename V::device{}, out.data(), view.data(), view.size());
+  return out;
 }
 
 }  // namespace etnn
@@ -1002,7 +1145,6 @@ auto derivative(const X& x, const Y& y, F f = F{}) {
 // ---- etnn/cpu/executor.hpp ----
 // The CPU executor: evaluates an elementwise expression into memory in one fused loop, and runs
 // an ETNN_HD functor over an index range (used by the optimizers' update rules).
-#include <algorithm>
 
 // ---- etnn/cpu/parallel.hpp ----
 // Threading of CPU loops: OpenMP when the build has it, a plain loop otherwise.
@@ -1121,6 +1263,541 @@ void for_each_index(Cpu, std::size_t n, const F& f) {
 }
 
 }  // namespace etnn
+#if defined(__CUDACC__)
+// ---- etnn/cuda/runtime.hpp ----
+// The CUDA runtime as etnn uses it: every call checked, all work on one stream.
+//   ETNN_CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, etnn::cuda::stream()));
+// A failed call throws etnn::DeviceError naming the call, the error and where it was made.
+// Kernels, copies, cuBLASLt and (in a data-parallel job) NCCL's reductions are ordered on
+// etnn::cuda::stream(), so the host waits only where it reads a result (a loss value, a norm).
+#include <cuda_runtime.h>
+
+
+
+namespace etnn::cuda {
+
+namespace detail {
+
+[[noreturn]] inline void fail(const char* library, const char* call, const char* error, const char* file, int line) {
+  std::string message = "etnn: ";
+  message += library;
+  message += " call ";
+  message += call;
+  message += " failed: ";
+  message += error;
+  message += " (";
+  message += file;
+  message += ":";
+  message += std::to_string(line);
+  message += ")";
+  throw DeviceError(message);
+}
+
+inline void check(cudaError_t status, const char* call, const char* file, int line) {
+  if (status == cudaSuccess) return;
+  (void)cudaGetLastError();  // clears the error unless the context is lost
+  std::string error = cudaGetErrorName(status);
+  error += ": ";
+  error += cudaGetErrorString(status);
+  fail("CUDA", call, error.c_str(), file, line);
+}
+
+}  // namespace detail
+
+#define ETNN_CHECK_CUDA(call) ::etnn::cuda::detail::check((call), #call, __FILE__, __LINE__)
+
+// The stream all of etnn's device work goes to, created on first use. It is never destroyed:
+// the process's exit releases it with the context.
+inline cudaStream_t stream() {
+  static const cudaStream_t s = [] {
+    cudaStream_t created = nullptr;
+    ETNN_CHECK_CUDA(cudaStreamCreateWithFlags(&created, cudaStreamNonBlocking));
+    return created;
+  }();
+  return s;
+}
+
+// Waits until the device has finished everything on etnn's stream.
+inline void synchronize() { ETNN_CHECK_CUDA(cudaStreamSynchronize(stream())); }
+
+// After a kernel launch: a bad configuration (or an earlier asynchronous failure) as an error
+// naming the kernel.
+inline void check_launch(const char* kernel) {
+  const cudaError_t status = cudaGetLastError();
+  if (status != cudaSuccess) {
+    std::string call = "launch of ";
+    call += kernel;
+    detail::check(status, call.c_str(), __FILE__, __LINE__);
+  }
+}
+
+// Blocks for a grid-stride loop over n items, threads_per_block each: enough to fill the device,
+// capped so that each thread does several items on large arrays.
+inline unsigned grid_blocks(std::size_t n, unsigned threads_per_block = 256) {
+  constexpr std::size_t max_blocks = 4096;
+  const std::size_t wanted = (n + threads_per_block - 1) / threads_per_block;
+  return static_cast<unsigned>(wanted < 1 ? 1 : (wanted > max_blocks ? max_blocks : wanted));
+}
+
+}  // namespace etnn::cuda
+// ---- etnn/cuda/memory.hpp ----
+// Device memory: stream-ordered allocation on etnn's stream (cudaMallocAsync draws from the
+// device's memory pool, so a Trainer's buffers come and go without synchronising the device), and
+// copies between host and device memory.
+
+
+namespace etnn {
+
+inline void* Cuda::allocate(std::size_t bytes) {
+  if (bytes == 0) return nullptr;
+  void* p = nullptr;
+  const cudaError_t status = cudaMallocAsync(&p, bytes, cuda::stream());
+  if (status == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();
+    throw std::bad_alloc();
+  }
+  ETNN_CHECK_CUDA(status);
+  return p;
+}
+
+inline void Cuda::deallocate(void* p) noexcept {
+  // Errors are ignored: this runs in destructors, possibly after the context is gone at exit.
+  if (cudaFreeAsync(p, cuda::stream()) != cudaSuccess) (void)cudaGetLastError();
+}
+
+// n values from device memory into host memory; returns when they have arrived.
+template <class T>
+void copy_to_host(Cuda, T* host, const T* device, std::size_t n) {
+  if (n == 0) return;
+  ETNN_CHECK_CUDA(cudaMemcpyAsync(host, device, n * sizeof(T), cudaMemcpyDeviceToHost, cuda::stream()));
+  cuda::synchronize();
+}
+
+// n values from host memory into device memory, ordered on etnn's stream. The host memory may be
+// reused on return: from pageable memory (all etnn passes) cudaMemcpyAsync returns once the values
+// are staged for the transfer, so no wait for the device is needed.
+template <class T>
+void copy_from_host(Cuda, T* device, const T* host, std::size_t n) {
+  if (n == 0) return;
+  ETNN_CHECK_CUDA(cudaMemcpyAsync(device, host, n * sizeof(T), cudaMemcpyHostToDevice, cuda::stream()));
+}
+
+}  // namespace etnn
+// ---- etnn/cuda/executor.hpp ----
+// The CUDA executor: an elementwise expression tree is passed by value into one grid-stride
+// kernel, so a whole fused expression is one launch and one pass over memory. The functors are
+// the ETNN_HD ones the CPU executor runs (expr/functors.hpp), so both devices compute the same math.
+
+
+namespace etnn {
+
+namespace cuda::detail {
+
+template <class T, class E>
+__global__ void assign_kernel(T* dst, E e, std::size_t n) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+    dst[i] = e[i];
+}
+
+template <class T>
+__global__ void fill_kernel(T* dst, std::size_t n, T value) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+    dst[i] = value;
+}
+
+template <class F>
+__global__ void for_each_index_kernel(std::size_t n, F f) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+    f(i);
+}
+
+}  // namespace cuda::detail
+
+// dst[i] = e[i] for i < e.size(), on the device. dst may alias an operand read at the same index.
+template <class T, expr::Expression E>
+void assign(Cuda, T* dst, const E& e) {
+  static_assert(check::sized_expression<E::sized>());
+  const std::size_t n = e.size();
+  if (n == 0) return;
+  cuda::detail::assign_kernel<<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(dst, e, n);
+  cuda::check_launch("etnn::assign");
+}
+
+// dst[i] = value for i < n, on the device.
+template <class T>
+void fill(Cuda, T* dst, std::size_t n, T value) {
+  if (n == 0) return;
+  cuda::detail::fill_kernel<<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(dst, n, value);
+  cuda::check_launch("etnn::fill");
+}
+
+// f(i) for i < n, on the device; f is an ETNN_HD functor (an optimizer's update rule), copied
+// by value into the kernel.
+template <class F>
+void for_each_index(Cuda, std::size_t n, const F& f) {
+  if (n == 0) return;
+  cuda::detail::for_each_index_kernel<<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(n, f);
+  cuda::check_launch("etnn::for_each_index");
+}
+
+}  // namespace etnn
+// ---- etnn/cuda/reduce.hpp ----
+// Reductions the optimizer and the non-finite guard need, on the device. Results are the same
+// whatever the launch: sums go through a fixed number of block partials added on the host in
+// order, and index searches take a maximum or minimum.
+
+
+namespace etnn {
+
+namespace cuda::detail {
+
+inline constexpr unsigned reduction_blocks = 256;
+inline constexpr unsigned reduction_threads = 256;
+
+// partial[block] = sum of x[i]^2 over the block's grid-stride share, in double.
+template <class T>
+__global__ void sum_of_squares_kernel(const T* x, std::size_t n, double* partial) {
+  __shared__ double lane[reduction_threads];
+  double sum = 0.0;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+    sum += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+  lane[threadIdx.x] = sum;
+  __syncthreads();
+  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) lane[threadIdx.x] += lane[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) partial[blockIdx.x] = lane[0];
+}
+
+// found = max over non-finite x[i], i in [begin, end), of i + 1 (found starts at 0), or the
+// minimum of i (found starts at end) when `first`.
+template <class T>
+__global__ void non_finite_index_kernel(const T* x, std::size_t begin, std::size_t end, bool first,
+                                        unsigned long long* found) {
+  for (std::size_t i = begin + blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < end;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    if (!isfinite(x[i])) {
+      if (first)
+        atomicMin(found, static_cast<unsigned long long>(i));
+      else
+        atomicMax(found, static_cast<unsigned long long>(i + 1));
+    }
+  }
+}
+
+// Device memory for the partial results above, allocated once per process.
+inline double* reduction_partials() {
+  static Buffer<double, Cuda> partials(reduction_blocks);
+  return partials.data();
+}
+inline unsigned long long* reduction_index() {
+  static Buffer<unsigned long long, Cuda> index(1);
+  return index.data();
+}
+
+inline std::size_t search_non_finite(auto* x, std::size_t begin, std::size_t end, bool first) {
+  if (begin >= end) return first ? end : 0;
+  unsigned long long found = first ? end : 0;
+  unsigned long long* on_device = reduction_index();
+  ETNN_CHECK_CUDA(cudaMemcpyAsync(on_device, &found, sizeof found, cudaMemcpyHostToDevice, stream()));
+  non_finite_index_kernel<<<grid_blocks(end - begin), 256, 0, stream()>>>(x, begin, end, first, on_device);
+  check_launch("etnn::optim non_finite_index");
+  copy_to_host(Cuda{}, &found, on_device, 1);
+  return static_cast<std::size_t>(found);
+}
+
+}  // namespace cuda::detail
+
+namespace optim::detail {
+
+// sum_i x[i]^2 in double (the global gradient norm).
+template <class T>
+double sum_of_squares(Cuda, const T* x, std::size_t n) {
+  if (n == 0) return 0.0;
+  double* partial = cuda::detail::reduction_partials();
+  cuda::detail::sum_of_squares_kernel<<<cuda::detail::reduction_blocks, cuda::detail::reduction_threads, 0,
+                                        cuda::stream()>>>(x, n, partial);
+  cuda::check_launch("etnn::optim sum_of_squares");
+  double host[cuda::detail::reduction_blocks];
+  copy_to_host(Cuda{}, host, partial, cuda::detail::reduction_blocks);
+  double total = 0.0;
+  for (double p : host) total += p;
+  return total;
+}
+
+// The last i < n with x[i] NaN or infinite; n when there is none.
+template <class T>
+std::size_t last_non_finite(Cuda, const T* x, std::size_t n) {
+  const std::size_t last_plus_one = cuda::detail::search_non_finite(x, 0, n, false);
+  return last_plus_one == 0 ? n : last_plus_one - 1;
+}
+
+// The first i in [begin, end) with x[i] NaN or infinite; end when there is none.
+template <class T>
+std::size_t first_non_finite(Cuda, const T* x, std::size_t begin, std::size_t end) {
+  return cuda::detail::search_non_finite(x, begin, end, true);
+}
+
+}  // namespace optim::detail
+}  // namespace etnn
+// ---- etnn/cuda/blas.hpp ----
+// Matrix products through cuBLASLt, with its fused epilogues (bias, bias + ReLU).
+// cuBLASLt is column-major; etnn's row-major (R, C) matrix is a column-major (C, R) one, and
+// cuda/dense.hpp states each product in those terms. A product's descriptors and algorithm are
+// chosen once per shape and kept (a plan), so a training step costs one cublasLtMatmul per GEMM.
+// fp32 products accumulate in fp32 without TF32 (PyTorch's default), so results match the CPU's
+// to rounding; fp64 in fp64.
+#include <cublasLt.h>
+
+#include <map>
+#include <tuple>
+
+
+namespace etnn::cuda {
+
+namespace detail {
+inline void check(cublasStatus_t status, const char* call, const char* file, int line) {
+  if (status != CUBLAS_STATUS_SUCCESS) fail("cuBLAS", call, cublasLtGetStatusString(status), file, line);
+}
+}  // namespace detail
+
+#define ETNN_CHECK_CUBLAS(call) ::etnn::cuda::detail::check((call), #call, __FILE__, __LINE__)
+
+enum class Epilogue { none, bias, bias_relu };
+
+// The process's cuBLASLt handle, its workspace, and the plans made so far.
+class Blas {
+ public:
+  static Blas& instance() {
+    static Blas blas;
+    return blas;
+  }
+
+  // C = alpha op(A) op(B) + beta C [+ bias, relu], column-major: C is m x n (ldc), op(A) m x k,
+  // op(B) k x n; bias has m values (one per row of C).
+  template <class T>
+  void matmul(bool transpose_a, bool transpose_b, int m, int n, int k, const T* a, int lda, const T* b, int ldb,
+              T* c, int ldc, T beta, Epilogue epilogue = Epilogue::none, const T* bias = nullptr) {
+    static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
+    if (m == 0 || n == 0) return;
+    const Key key{transpose_a, transpose_b, m, n, k, lda, ldb, ldc, epilogue, sizeof(T), beta == T(0)};
+    auto it = plans_.find(key);
+    if (it == plans_.end()) it = plans_.emplace(key, make_plan<T>(key)).first;
+    Plan& plan = it->second;
+    if (epilogue != Epilogue::none)
+      ETNN_CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                       sizeof bias));
+    const T alpha = T(1);
+    ETNN_CHECK_CUBLAS(cublasLtMatmul(handle_, plan.operation, &alpha, a, plan.a, b, plan.b, &beta, c, plan.c, c,
+                                     plan.c, &plan.algorithm, workspace_.data(), workspace_.size(), stream()));
+  }
+
+  Blas(const Blas&) = delete;
+  Blas& operator=(const Blas&) = delete;
+
+ private:
+  using Key = std::tuple<bool, bool, int, int, int, int, int, int, Epilogue, std::size_t, bool>;
+  struct Plan {
+    cublasLtMatmulDesc_t operation{};
+    cublasLtMatrixLayout_t a{}, b{}, c{};
+    cublasLtMatmulAlgo_t algorithm{};
+  };
+
+  static constexpr std::size_t workspace_bytes = std::size_t{32} << 20;  // cuBLAS's advice for Hopper
+
+  Blas() : workspace_(workspace_bytes) { ETNN_CHECK_CUBLAS(cublasLtCreate(&handle_)); }
+  // The handle, plans and workspace live until exit, when the context goes with them.
+  ~Blas() = default;
+
+  template <class T>
+  Plan make_plan(const Key& key) {
+    const auto [transpose_a, transpose_b, m, n, k, lda, ldb, ldc, epilogue, size, beta_zero] = key;
+    constexpr bool is_float = std::is_same_v<T, float>;
+    const cudaDataType_t type = is_float ? CUDA_R_32F : CUDA_R_64F;
+    Plan plan;
+    ETNN_CHECK_CUBLAS(cublasLtMatmulDescCreate(&plan.operation, is_float ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F,
+                                               type));
+    const cublasOperation_t op_a = transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t op_b = transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    ETNN_CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a));
+    ETNN_CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b));
+    const cublasLtEpilogue_t lt_epilogue = epilogue == Epilogue::bias_relu ? CUBLASLT_EPILOGUE_RELU_BIAS
+                                           : epilogue == Epilogue::bias    ? CUBLASLT_EPILOGUE_BIAS
+                                                                           : CUBLASLT_EPILOGUE_DEFAULT;
+    ETNN_CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE, &lt_epilogue,
+                                                     sizeof lt_epilogue));
+    // Stored shapes: op(A) is m x k, so A is k x m when transposed.
+    ETNN_CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&plan.a, type, transpose_a ? k : m, transpose_a ? m : k, lda));
+    ETNN_CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&plan.b, type, transpose_b ? n : k, transpose_b ? k : n, ldb));
+    ETNN_CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&plan.c, type, m, n, ldc));
+    cublasLtMatmulPreference_t preference{};
+    ETNN_CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&preference));
+    const std::size_t workspace = workspace_.size();
+    ETNN_CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                           &workspace, sizeof workspace));
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle_, plan.operation, plan.a, plan.b, plan.c,
+                                                                 plan.c, preference, 1, &result, &found);
+    cublasLtMatmulPreferenceDestroy(preference);
+    ETNN_CHECK_CUBLAS(status);
+    if (found == 0) {
+      std::string what = "no cuBLASLt algorithm for a ";
+      what += std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+      what += beta_zero ? " product" : " accumulating product";
+      detail::fail("cuBLAS", "cublasLtMatmulAlgoGetHeuristic", what.c_str(), __FILE__, __LINE__);
+    }
+    plan.algorithm = result.algo;
+    return plan;
+  }
+
+  cublasLtHandle_t handle_{};
+  Buffer<unsigned char, Cuda> workspace_;
+  std::map<Key, Plan> plans_;
+};
+
+}  // namespace etnn::cuda
+// ---- etnn/cuda/dense.hpp ----
+// Fully connected layer with a fused activation, on the device.
+//
+// Forward:   Z = X W^T + b,  Y = f(Z)          X: (B, IN)  W: (OUT, IN)  b: (OUT)  Y, Z: (B, OUT)
+//            In cuBLASLt's column-major terms Y^T (OUT x B) = W (stored IN x OUT, transposed) X^T
+//            (stored IN x B). For fp32 with identity or ReLU that one call also adds b and applies
+//            f (its BIAS / RELU_BIAS epilogue); otherwise one elementwise kernel follows it, keeping
+//            Z when f' needs its input.
+// Backward:  dZ = dY (.) f'(Z, Y) written over dY, db += sum_b dZ     one kernel + a tiny one
+//            dW += dZ^T X:  dW^T (IN x OUT) += X^T (IN x B) dZ (B x OUT)     cuBLASLt, beta = 1
+//            dX  = dZ W:    dX^T (IN x B)   = W^T (IN x OUT) dZ^T (OUT x B)  skipped for the first layer
+// The bias gradient is summed per column in fixed row chunks and the chunks in order, so it is the
+// same on every run.
+
+
+namespace etnn {
+
+namespace cuda::detail {
+
+// y = f(y + b) over (rows, cols), keeping the pre-activation in z_saved when not null; b may be
+// null (already added by the GEMM's epilogue).
+template <class Act, class T>
+__global__ void bias_activation_kernel(T* y, T* z_saved, const T* bias, std::size_t rows, int cols, Act act) {
+  const std::size_t n = rows * static_cast<std::size_t>(cols);
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    T z = y[i];
+    if (bias != nullptr) z += bias[i % static_cast<std::size_t>(cols)];
+    if (z_saved != nullptr) z_saved[i] = z;
+    y[i] = act(z);
+  }
+}
+
+inline constexpr int column_tile = 32;  // columns per block: one warp across a row
+inline constexpr int row_lanes = 8;     // rows a block works on at once
+
+// dZ = dY (.) f'(Z, Y) over dY; partial[chunk * cols + j] = sum of dZ(:, j) over the chunk's rows.
+// Grid: (column tiles, chunks); block: (column_tile, row_lanes).
+template <class Act, class T>
+__global__ void activation_gradient_kernel(T* dy, const T* y, const T* z_saved, int rows, int cols, int rows_per_chunk,
+                                           T* partial, Act act) {
+  __shared__ T lane_sum[row_lanes][column_tile];
+  const int j = blockIdx.x * column_tile + threadIdx.x;
+  const int begin = blockIdx.y * rows_per_chunk;
+  const int end = min(rows, begin + rows_per_chunk);
+  T sum = 0;
+  if (j < cols) {
+    for (int r = begin + static_cast<int>(threadIdx.y); r < end; r += row_lanes) {
+      const std::size_t i = static_cast<std::size_t>(r) * cols + j;
+      T g = dy[i];
+      if constexpr (!std::is_same_v<Act, fn::Identity>) {
+        g *= act.derivative(z_saved != nullptr ? z_saved[i] : y[i], y[i]);
+        dy[i] = g;
+      }
+      sum += g;
+    }
+  }
+  lane_sum[threadIdx.y][threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.y == 0 && j < cols) {
+    T total = 0;
+    for (int l = 0; l < row_lanes; ++l) total += lane_sum[l][threadIdx.x];
+    partial[static_cast<std::size_t>(blockIdx.y) * cols + j] = total;
+  }
+}
+
+// bias_grad[j] += sum over chunks of partial[chunk * cols + j], chunks in order.
+template <class T>
+__global__ void add_chunk_sums_kernel(T* bias_grad, const T* partial, int chunks, int cols) {
+  const int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= cols) return;
+  T total = 0;
+  for (int c = 0; c < chunks; ++c) total += partial[static_cast<std::size_t>(c) * cols + j];
+  bias_grad[j] += total;
+}
+
+// How the bias gradient's column sums split the batch: `count` chunks of `rows` rows (the last
+// may be shorter), each at least 256 rows (32 per row lane) when the batch allows, at most 512.
+struct RowChunks {
+  int count;
+  int rows;
+};
+inline RowChunks row_chunks(int batch) {
+  constexpr int min_rows = row_lanes * 32;
+  const int count = std::clamp((batch + min_rows - 1) / min_rows, 1, 512);
+  return {count, (batch + count - 1) / count};
+}
+
+// Device scratch for per-chunk column sums, grown as needed (sized by the Trainer's warm-up pass,
+// so a captured step never reallocates it).
+template <class T>
+T* column_partials(std::size_t values) {
+  static Buffer<T, Cuda> partials;
+  partials.reserve_discard(values);
+  return partials.data();
+}
+
+}  // namespace cuda::detail
+
+template <int In, int Out, class Act, class T>
+void dense_forward(Cuda, const T* weight, const T* bias, const T* x, T* y, T* z_saved, int batch, Act act) {
+  constexpr bool epilogue_activation =
+      std::is_same_v<T, float> && (std::is_same_v<Act, fn::Identity> || std::is_same_v<Act, fn::Relu>);
+  constexpr bool epilogue_bias = std::is_same_v<T, float>;
+  const cuda::Epilogue epilogue = !epilogue_bias                    ? cuda::Epilogue::none
+                                  : std::is_same_v<Act, fn::Relu>   ? cuda::Epilogue::bias_relu
+                                                                    : cuda::Epilogue::bias;
+  cuda::Blas::instance().matmul<T>(true, false, Out, batch, In, weight, In, x, In, y, Out, T(0), epilogue,
+                                   epilogue_bias ? bias : nullptr);
+  if constexpr (!epilogue_activation) {
+    const std::size_t n = static_cast<std::size_t>(batch) * Out;
+    cuda::detail::bias_activation_kernel<<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(
+        y, z_saved, epilogue_bias ? static_cast<const T*>(nullptr) : bias, static_cast<std::size_t>(batch), Out, act);
+    cuda::check_launch("etnn::dense_forward bias_activation");
+  }
+}
+
+template <int In, int Out, class Act, class T>
+void dense_backward(Cuda, const T* weight, T* weight_grad, T* bias_grad, const T* x, const T* y, const T* z_saved,
+                    T* dy, T* dx, int batch, Act act) {
+  using namespace cuda::detail;
+  const RowChunks chunks = row_chunks(batch);
+  T* partial = column_partials<T>(static_cast<std::size_t>(chunks.count) * Out);
+  const dim3 grid((Out + column_tile - 1) / column_tile, static_cast<unsigned>(chunks.count));
+  activation_gradient_kernel<<<grid, dim3(column_tile, row_lanes), 0, cuda::stream()>>>(dy, y, z_saved, batch, Out,
+                                                                                       chunks.rows, partial, act);
+  cuda::check_launch("etnn::dense_backward activation_gradient");
+  add_chunk_sums_kernel<<<(Out + 127) / 128, 128, 0, cuda::stream()>>>(bias_grad, partial, chunks.count, Out);
+  cuda::check_launch("etnn::dense_backward add_chunk_sums");
+  auto& blas = cuda::Blas::instance();
+  blas.matmul<T>(false, true, In, Out, batch, x, In, dy, Out, weight_grad, In, T(1));
+  if (dx != nullptr) blas.matmul<T>(false, false, In, batch, Out, weight, In, dy, Out, dx, In, T(0));
+}
+
+}  // namespace etnn
+#endif
 // ---- etnn/nn/concat.hpp ----
 // nn::concat(a, b): two blocks applied to the same input, their flat outputs joined per sample:
 //   y = [a(x), b(x)]      a(x): (B, N)  b(x): (B, M)  y: (B, N + M)
@@ -1148,7 +1825,6 @@ void for_each_index(Cpu, std::size_t n, const F& f) {
 // first one with parameters are never run backward, and that layer skips its input gradient.
 // Besides the workspace a call takes the model's buffers (running statistics, one flat array with
 // compile-time offsets like the parameters) and a scratch array that layers use in turn.
-#include <tuple>
 
 // ---- etnn/core/type_list.hpp ----
 // A compile-time list of types, with the few operations the network plan needs.
@@ -1172,6 +1848,8 @@ template <class T, class List>
 using Prepend = typename detail::Prepend<T, List>::type;
 
 }  // namespace etnn
+#if defined(__CUDACC__)
+#endif
 // ---- etnn/nn/layer.hpp ----
 // The Layer concept: a layer spec bound to its input shape and its position in the network.
 // The network executor (nn/program.hpp) runs any type that models it, built-in or user-defined.
@@ -1191,6 +1869,7 @@ using Prepend = typename detail::Prepend<T, List>::type;
 //   num_buffers, buffers, init_buffers(buffers)   non-trainable state saved with the model
 //                                                 (batch norm's running statistics)
 //   scratch_values(batch)                         temporary values needed during one call
+//   cuda_kernels                                  true when forward/backward have etnn::Cuda overloads
 
 // ---- etnn/nn/param_info.hpp ----
 // Description of one parameter tensor of a layer: its PyTorch name suffix ("weight", "bias"),
@@ -1293,6 +1972,11 @@ struct InPlaceLayer : ParameterFree {
   static constexpr bool backward_in_place = true;
 };
 
+// Whether a layer has kernels for a device: every layer runs on the CPU; one with CUDA kernels
+// (cuda/) says so with `static constexpr bool cuda_kernels = true`.
+template <class L, class Device>
+inline constexpr bool runs_on = std::is_same_v<Device, Cpu> || requires { requires L::cuda_kernels; };
+
 // A layer's non-trainable state (0 when it declares none) and its scratch need for a batch.
 template <Layer L>
 constexpr std::size_t num_buffers_of() {
@@ -1365,6 +2049,10 @@ struct Program<TypeList<Ls...>> {
   static constexpr std::size_t scratch_values(int batch) {
     return std::max({std::size_t{0}, scratch_values_of<Ls>(batch)...});
   }
+
+  // Whether every layer has kernels for Device.
+  template <class Device>
+  static constexpr bool runs_on = (nn::runs_on<Ls, Device> && ...);
 
   static constexpr std::size_t first_trainable = [] {
     constexpr std::array<bool, count + 1> has{(Ls::num_params > 0)..., true};
@@ -1543,11 +2231,14 @@ struct Program<TypeList<Ls...>> {
 // ---- etnn/nn/activation_layer.hpp ----
 // A standalone elementwise activation (one not fused into a preceding linear layer).
 //   y = f(x);   dx = dy (.) f'(x, y), written over dy
+#if defined(__CUDACC__)
+#endif
 
 namespace etnn::nn {
 
 template <ShapeType In, class F, int Index>
 struct ActivationLayer : InPlaceLayer<In, Index> {
+  static constexpr bool cuda_kernels = true;  // the expression executor of each device
   template <class T, class Device>
   static void forward(Device device, const Pass<T>&, const T*, const T* x, T* y, T*, int batch) {
     assign(device, y, expr::apply<F>(expr::ref(x, elements(batch))));
@@ -2161,6 +2852,8 @@ void dense_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T*
 }
 
 }  // namespace etnn
+#if defined(__CUDACC__)
+#endif
 
 namespace etnn::nn {
 
@@ -2182,6 +2875,7 @@ struct DenseLayer {
   static constexpr std::size_t saved_per_sample = Act::derivative_needs_input ? Out : 0;
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = false;
+  static constexpr bool cuda_kernels = true;  // cuda/dense.hpp
 
   template <class T>
   static void init(T* p, Rng& rng) {
@@ -2273,6 +2967,7 @@ struct FlattenLayer : ParameterFree {
   static constexpr std::size_t saved_per_sample = 0;
   static constexpr bool output_aliases_input = true;
   static constexpr bool backward_in_place = true;
+  static constexpr bool cuda_kernels = true;  // no work on any device
 
   template <class T, class Device>
   static void forward(Device, const Pass<T>&, const T*, const T*, T*, T*, int) {}
@@ -3166,6 +3861,41 @@ constexpr auto concat(A, B) {
 // same way ("1.running_mean"). Like a torch.nn.Module it is in training mode until eval().
 #include <vector>
 
+// ---- etnn/tensor/staging.hpp ----
+// Bringing user data to the model: a view of the model's scalar type on the model's device.
+// Data already in that form passes through untouched; otherwise it is converted (and, for a
+// device model, copied from host memory) into a buffer that grows to the largest batch seen and is
+// then reused: no allocation per step.
+
+
+namespace etnn::detail {
+
+template <class T, class Device, class U, ShapeType S, class Src>
+TensorView<const T, S, Device> stage_as(TensorView<const U, S, Src> v, Buffer<T, Device>& staging) {
+  static_assert(std::is_same_v<Src, Device> || std::is_same_v<Src, Cpu>,
+                "etnn: data on one device cannot feed a model on another; pass host data or data on the model's device");
+  if constexpr (std::is_same_v<T, U> && std::is_same_v<Device, Src>) {
+    return v;
+  } else if constexpr (std::is_same_v<Device, Src>) {  // host data of another scalar type
+    staging.reserve_discard(v.size());
+    std::transform(v.data(), v.data() + v.size(), staging.data(), [](U u) { return static_cast<T>(u); });
+    return {staging.data(), v.batch()};
+  } else {  // host data for a device model
+    staging.reserve_discard(v.size());
+    if constexpr (std::is_same_v<T, U>) {
+      copy_from_host(Device{}, staging.data(), v.data(), v.size());
+    } else {
+      thread_local std::vector<T> converted;
+      converted.assign(v.data(), v.data() + v.size());
+      copy_from_host(Device{}, staging.data(), converted.data(), converted.size());
+    }
+    return {staging.data(), v.batch()};
+  }
+}
+
+}  // namespace etnn::detail
+#if defined(__CUDACC__)
+#endif
 
 namespace etnn {
 
@@ -3184,7 +3914,7 @@ class Model {
   static_assert(check::network_has_input<nn::Network<Net>>());
   static_assert(check::network_has_layers<(Net::layers::size > 0)>());
   static_assert(check::model_scalar<T>());
-  static_assert(check::device_available<Device, Cpu>());
+  static_assert(check::device_available<Device>());
 
  public:
   using network = Net;
@@ -3195,13 +3925,19 @@ class Model {
   using program = nn::detail::Program<typename Net::layers>;
   static constexpr std::size_t num_params = Net::num_params;
   static constexpr std::size_t num_buffers = program::num_buffers;
+  static_assert(check::layers_on_device<!device_compiled<Device> || program::template runs_on<Device>>());
 
   // Parameters initialised as PyTorch initialises each layer, from a seeded generator: one
   // stream per layer, so a layer's initial values do not depend on the layers before it.
+  // A device model is initialised on the host and copied over, so it starts where a CPU model
+  // with the same seed starts.
   explicit Model(std::uint64_t seed = 0)
       : params_(num_params), grads_(num_params), buffers_(num_buffers), seed_(seed) {
-    program::init_params(params_.data(), seed);
-    program::init_buffers(buffers_.data());
+    Buffer<T, Cpu> params(num_params), buffers(num_buffers);
+    program::init_params(params.data(), seed);
+    program::init_buffers(buffers.data());
+    copy_from_host(Device{}, params_.data(), params.data(), num_params);
+    copy_from_host(Device{}, buffers_.data(), buffers.data(), num_buffers);
     zero_grad();
   }
 
@@ -3252,7 +3988,8 @@ class Model {
     return out;
   }
 
-  // Inference: y = net(x) for x's batch, into a new tensor.
+  // Inference: y = net(x) for x's batch, into a new tensor on the model's device (etnn::to_host
+  // brings a device's to the host). x may be host data for a device model.
   template <class X>
   Tensor<T, output_shape, Device> forward(const X& x) {
     Tensor<T, output_shape, Device> y(const_view(x).batch());
@@ -3278,10 +4015,10 @@ class Model {
   // (and reserve()). The buffers belong to the model: one thread at a time runs a model's forward.
   template <class X>
   void forward(const X& x, TensorView<T, output_shape, Device> y) {
-    const auto in = const_view(x);
+    const auto in = detail::stage_as<T, Device>(const_view(x), input_staging_);
     using In = decltype(in);
     static_assert(check::input_shape<typename In::shape, input_shape>());
-    static_assert(check::input_scalar<typename In::value_type, T>());
+    static_assert(check::input_scalar<typename decltype(const_view(x))::value_type, T>());
     if (in.batch() != y.batch())
       throw ShapeError("etnn::Model::forward: input batch " + std::to_string(in.batch()) +
                        " but output batch " + std::to_string(y.batch()));
@@ -3314,6 +4051,7 @@ class Model {
   int reserved_ = 0;             // largest batch reserve() has sized for
   Buffer<T, Device> activations_;  // inference ping-pong buffers
   Buffer<T, Device> scratch_;      // layers' scratch
+  Buffer<T, Device> input_staging_;  // host input copied to the device
 };
 
 }  // namespace etnn
@@ -3407,7 +4145,6 @@ constexpr auto residual(Block) {
 //   2  linear<10>     (10)            5130  2.weight (10, 512), 2.bias (10)
 //   total: 407050 parameters (1.55 MiB in float32)
 // Rows are the modules as written (before fusion), numbered as torch.nn.Sequential numbers them.
-#include <cstdio>
 
 
 namespace etnn {
@@ -3501,6 +4238,8 @@ std::string summary() {
 // weights, the value_and_grad/value pair, and the loop of element-wise losses.
 //   etnn::loss::L1 loss({.reduction = etnn::loss::Reduction::sum});
 
+#if defined(__CUDACC__)
+#endif
 
 namespace etnn::loss {
 
@@ -3525,9 +4264,9 @@ T reduction_scale(Reduction reduction, std::size_t count) {
   return reduction == Reduction::mean ? T(1) / static_cast<T>(count) : T(1);
 }
 
-// Targets of the output's shape, one row per sample.
-template <class T, ShapeType S, ShapeType TS>
-void check_targets(TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target, const char* who) {
+// Targets of the output's shape, one row per sample (on any device: only the shapes are read).
+template <class T, ShapeType S, ShapeType TS, class Device>
+void check_targets(TensorView<const T, S, Device> output, TensorView<const T, TS, Device> target, const char* who) {
   static_assert(check::target_shape<TS, S>());
   if (output.batch() != target.batch())
     throw ShapeError(message(who, std::to_string(target.batch()), " targets for a batch of ",
@@ -3623,6 +4362,77 @@ T elementwise(TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> t
   return total * scale;
 }
 
+#if defined(__CUDACC__)
+// partial[block] = sum of term values over the block's grid-stride share (in double), and
+// grad[i] = scale f'(y_i, t_i) when grad is not null.
+template <class T, class F>
+__global__ void elementwise_kernel(const T* y, const T* t, std::size_t n, T* grad, T scale, F term, double* partial) {
+  __shared__ double lane[cuda::detail::reduction_threads];
+  double sum = 0.0;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const Term<T> e = term(y[i], t[i]);
+    sum += static_cast<double>(e.value);
+    if (grad != nullptr) grad[i] = e.grad * scale;
+  }
+  lane[threadIdx.x] = sum;
+  __syncthreads();
+  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) lane[threadIdx.x] += lane[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) partial[blockIdx.x] = lane[0];
+}
+
+// The same on the device, for a term that is an ETNN_HD functor: one kernel, the sum through a
+// fixed number of block partials (the same result on every run; it may differ from the host's
+// sequential sum in the last bits).
+template <class T, ShapeType S, ShapeType TS, class F>
+T elementwise(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T, TS, Cuda> target, T* grad, T scale,
+              F term) {
+  const std::size_t n = output.size();
+  if (n == 0) return T(0);
+  double* partial = cuda::detail::reduction_partials();
+  elementwise_kernel<<<cuda::detail::reduction_blocks, cuda::detail::reduction_threads, 0, cuda::stream()>>>(
+      output.data(), target.data(), n, grad, scale, term, partial);
+  cuda::check_launch("etnn::loss elementwise");
+  double host[cuda::detail::reduction_blocks];
+  copy_to_host(Cuda{}, host, partial, cuda::detail::reduction_blocks);
+  double total = 0.0;
+  for (double p : host) total += p;
+  return static_cast<T>(total) * scale;
+}
+#endif
+
+#if defined(__CUDACC__)
+// A loss without a device kernel, on a device model: the outputs (and targets) are copied to the
+// host, the loss and its gradient computed there, and the gradient copied back. Correct for every
+// loss; it costs two copies of the output per step, which a device kernel (CrossEntropy's) avoids.
+// compute(host_output, host_grad) -> value, host_grad null for the value alone.
+template <class T, ShapeType S, class Compute>
+T computed_on_host(TensorView<const T, S, Cuda> output, T* grad, Compute&& compute) {
+  thread_local std::vector<T> host_output, host_grad;
+  host_output.resize(output.size());
+  copy_to_host(Cuda{}, host_output.data(), output.data(), output.size());
+  T* g = nullptr;
+  if (grad != nullptr) {
+    host_grad.resize(output.size());
+    g = host_grad.data();
+  }
+  const T value = compute(TensorView<const T, S, Cpu>(host_output.data(), output.batch()), g);
+  if (grad != nullptr) copy_from_host(Cuda{}, grad, g, output.size());
+  return value;
+}
+
+template <class T, ShapeType S>
+TensorView<const T, S, Cpu> host_copy(TensorView<const T, S, Cuda> target) {
+  thread_local std::vector<T> host;
+  host.resize(target.size());
+  copy_to_host(Cuda{}, host.data(), target.data(), target.size());
+  return {host.data(), target.batch()};
+}
+#endif
+
 // The public pair of a loss whose targets are a tensor of the output's shape (RealValues,
 // MultiHot), from its private `compute(output, target, grad)` (grad null: the value alone).
 template <class Loss>
@@ -3636,6 +4446,25 @@ struct TensorTargetLoss {
   T value(Cpu, TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target) const {
     return static_cast<const Loss&>(*this).compute(output, target, static_cast<T*>(nullptr));
   }
+#if defined(__CUDACC__)
+  // On the device through the loss's own kernel (compute(Cuda, ...)) when it has one.
+  template <class T, ShapeType S, ShapeType TS>
+  T value_and_grad(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T, TS, Cuda> target, T* grad) const {
+    const Loss& loss = static_cast<const Loss&>(*this);
+    if constexpr (requires { loss.compute(Cuda{}, output, target, grad); }) {
+      return loss.compute(Cuda{}, output, target, grad);
+    } else {
+      const auto host_target = host_copy(target);
+      return computed_on_host(output, grad, [&](TensorView<const T, S, Cpu> host_output, T* host_grad) {
+        return loss.compute(host_output, host_target, host_grad);
+      });
+    }
+  }
+  template <class T, ShapeType S, ShapeType TS>
+  T value(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T, TS, Cuda> target) const {
+    return value_and_grad(Cuda{}, output, target, static_cast<T*>(nullptr));
+  }
+#endif
 };
 
 // The same pair for a loss whose targets are class indices (ClassIndices).
@@ -3649,6 +4478,24 @@ struct LabelTargetLoss {
   T value(Cpu, TensorView<const T, S, Cpu> output, std::span<const int> labels) const {
     return static_cast<const Loss&>(*this).compute(output, labels, static_cast<T*>(nullptr));
   }
+#if defined(__CUDACC__)
+  // On the device through the loss's own kernel (compute(Cuda, ...)) when it has one.
+  template <class T, ShapeType S>
+  T value_and_grad(Cuda, TensorView<const T, S, Cuda> output, std::span<const int> labels, T* grad) const {
+    const Loss& loss = static_cast<const Loss&>(*this);
+    if constexpr (requires { loss.compute(Cuda{}, output, labels, grad); }) {
+      return loss.compute(Cuda{}, output, labels, grad);
+    } else {
+      return computed_on_host(output, grad, [&](TensorView<const T, S, Cpu> host_output, T* host_grad) {
+        return loss.compute(host_output, labels, host_grad);
+      });
+    }
+  }
+  template <class T, ShapeType S>
+  T value(Cuda, TensorView<const T, S, Cuda> output, std::span<const int> labels) const {
+    return value_and_grad(Cuda{}, output, labels, static_cast<T*>(nullptr));
+  }
+#endif
 };
 
 }  // namespace detail
@@ -3949,6 +4796,8 @@ class CenterLoss : public detail::ParameterMatrix<CenterLoss<Embedding, Classes,
 // logsumexp is shifted by the row maximum m and -log p_bc computed as (m - z_bc) + log sum_j exp(z_bj - m),
 // so any finite logits are safe and large ones lose no precision to cancellation.
 
+#if defined(__CUDACC__)
+#endif
 
 namespace etnn::loss {
 
@@ -3980,6 +4829,18 @@ ETNN_HD T cross_entropy_row(const T* z, int classes, int label, const float* wei
   }
   return loss;
 }
+#if defined(__CUDACC__)
+// One thread per row: row_loss[b] = l_b, grad row b = scale dl_b/dz_b.
+template <class T>
+__global__ void cross_entropy_kernel(const T* logits, int batch, int classes, const int* labels, const float* weight,
+                                     T weight_sum, T smoothing, T* grad, T scale, double* row_loss) {
+  const int b = blockIdx.x * blockDim.x + threadIdx.x;
+  if (b >= batch) return;
+  const std::size_t row = static_cast<std::size_t>(b) * classes;
+  row_loss[b] = static_cast<double>(cross_entropy_row(logits + row, classes, labels[b], weight, weight_sum, smoothing,
+                                                      grad != nullptr ? grad + row : nullptr, scale));
+}
+#endif
 }  // namespace detail
 
 struct CrossEntropyOptions {
@@ -4008,18 +4869,29 @@ class CrossEntropy : public detail::LabelTargetLoss<CrossEntropy> {
     return options;
   }
 
-  template <class T, ShapeType S>
-  T compute(TensorView<const T, S, Cpu> logits, std::span<const int> labels, T* grad) const {
-    static_assert(check::class_scores<S>());
-    constexpr int classes = S::dims[0];
-    const int batch = logits.batch();
+  // What both devices compute from the labels on the host: checks, sum_c w[c] and the reduction scale.
+  template <class T>
+  struct Prepared {
+    const float* weight;  // host weights or null
+    T weight_sum, scale, smoothing;
+  };
+  template <class T>
+  Prepared<T> prepare(std::span<const int> labels, int batch, int classes) const {
     detail::check_labels(labels, batch, classes, who);
     detail::check_weight_count(options_.weight, classes, who);
     const float* weight = detail::weights_or_null(options_.weight);
     T weight_sum = 0;
     for (int j = 0; j < classes; ++j) weight_sum += detail::class_weight<T>(weight, j);
-    const T scale = detail::weighted_reduction_scale<T>(options_.reduction, labels, weight);
-    const T smoothing = static_cast<T>(options_.label_smoothing);
+    return {weight, weight_sum, detail::weighted_reduction_scale<T>(options_.reduction, labels, weight),
+            static_cast<T>(options_.label_smoothing)};
+  }
+
+  template <class T, ShapeType S>
+  T compute(TensorView<const T, S, Cpu> logits, std::span<const int> labels, T* grad) const {
+    static_assert(check::class_scores<S>());
+    constexpr int classes = S::dims[0];
+    const int batch = logits.batch();
+    const auto [weight, weight_sum, scale, smoothing] = prepare<T>(labels, batch, classes);
     T total = 0;
     for (int b = 0; b < batch; ++b) {
       T* g = grad != nullptr ? grad + static_cast<std::size_t>(b) * classes : nullptr;
@@ -4028,6 +4900,41 @@ class CrossEntropy : public detail::LabelTargetLoss<CrossEntropy> {
     }
     return total * scale;
   }
+
+#if defined(__CUDACC__)
+  // On the device: labels and weights are copied over, one kernel computes every row's loss and
+  // gradient, and the row losses are summed on the host in order (B values).
+  template <class T, ShapeType S>
+  T compute(Cuda, TensorView<const T, S, Cuda> logits, std::span<const int> labels, T* grad) const {
+    static_assert(check::class_scores<S>());
+    constexpr int classes = S::dims[0];
+    const int batch = logits.batch();
+    const auto [weight, weight_sum, scale, smoothing] = prepare<T>(labels, batch, classes);
+    device_labels_.reserve_discard(labels.size());
+    copy_from_host(Cuda{}, device_labels_.data(), labels.data(), labels.size());
+    if (weight != nullptr) {
+      device_weight_.reserve_discard(classes);
+      copy_from_host(Cuda{}, device_weight_.data(), weight, classes);
+    }
+    row_loss_.reserve_discard(static_cast<std::size_t>(batch));
+    detail::cross_entropy_kernel<<<(batch + 127) / 128, 128, 0, cuda::stream()>>>(
+        logits.data(), batch, classes, device_labels_.data(), weight != nullptr ? device_weight_.data() : nullptr,
+        weight_sum, smoothing, grad, scale, row_loss_.data());
+    cuda::check_launch("etnn::loss::CrossEntropy");
+    host_row_loss_.resize(static_cast<std::size_t>(batch));
+    copy_to_host(Cuda{}, host_row_loss_.data(), row_loss_.data(), host_row_loss_.size());
+    T total = 0;
+    for (double l : host_row_loss_) total += static_cast<T>(l);
+    return total * scale;
+  }
+
+  // Device scratch, grown to the largest batch. Row losses travel as double, which holds a float or
+  // a double exactly, and are summed in T in row order, as the CPU sums them.
+  mutable Buffer<int, Cuda> device_labels_;
+  mutable Buffer<float, Cuda> device_weight_;
+  mutable Buffer<double, Cuda> row_loss_;
+  mutable std::vector<double> host_row_loss_;
+#endif
 
   Options options_;
 };
@@ -4445,6 +5352,17 @@ using SphereFace = MarginHead<margin::MultiplicativeAngular, Embedding, Classes,
 
 namespace etnn::loss {
 
+namespace detail {
+// (y - t)^2 and its derivative 2 (y - t).
+struct SquaredError {
+  template <class T>
+  ETNN_HD Term<T> operator()(T y, T t) const {
+    const T d = y - t;
+    return {d * d, T(2) * d};
+  }
+};
+}  // namespace detail
+
 struct MseOptions {
   Reduction reduction = Reduction::mean;
 };
@@ -4464,11 +5382,17 @@ class MSE : public detail::TensorTargetLoss<MSE> {
   T compute(TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target, T* grad) const {
     detail::check_targets(output, target, "etnn::loss::MSE");
     return detail::elementwise(output, target, grad, detail::reduction_scale<T>(options_.reduction, output.size()),
-                               [](T y, T t) {
-                                 const T d = y - t;
-                                 return detail::Term<T>{d * d, T(2) * d};
-                               });
+                               detail::SquaredError{});
   }
+
+#if defined(__CUDACC__)
+  template <class T, ShapeType S, ShapeType TS>
+  T compute(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T, TS, Cuda> target, T* grad) const {
+    detail::check_targets(output, target, "etnn::loss::MSE");
+    return detail::elementwise(Cuda{}, output, target, grad,
+                               detail::reduction_scale<T>(options_.reduction, output.size()), detail::SquaredError{});
+  }
+#endif
 
   Options options_;
 };
@@ -4733,6 +5657,8 @@ class SmoothL1 : public detail::TensorTargetLoss<SmoothL1> {
 //                                                rate lr (options.lr as the schedule sets it for
 //                                                `step`, counted from 1)
 
+#if defined(__CUDACC__)
+#endif
 // ---- etnn/optim/grad_norm.hpp ----
 // Gradient clipping by global norm, as torch.nn.utils.clip_grad_norm_ (norm_type 2):
 //   norm  = sqrt(sum_i g_i^2)                       g: the mean gradient over ranks, all parameters
@@ -5133,6 +6059,7 @@ class Optimizer {
   using reducer_type = R;
   using T = typename Params::value_type;
   using Device = typename Params::device;
+  static_assert(check::reducer_device<std::is_same_v<Device, Cpu> || std::is_same_v<R, dist::Local>>());
 
   // A single-process optimizer.
   Optimizer(Params& model, const Options& options)
@@ -6487,7 +7414,6 @@ double stddev(const IdxDataset<S>& data) {
 // not depend on how the model was trained (devices, ranks). load accepts F64, F32, F16, BF16 and I64
 // tensors and converts them to the model's scalar type (narrowing rounds to nearest), so files
 // written by PyTorch's safetensors load as long as names and shapes match.
-#include <map>
 #include <set>
 
 // ---- etnn/io/half.hpp ----
@@ -7252,6 +8178,36 @@ std::vector<TensorSlot<T>> parameter_slots(M& model) {
   return slots;
 }
 
+// The slots of a model on Device in host memory, where files are read and written: a host model's
+// are used in place; a device model's are copied to the host, and after a load write_back() copies
+// them to the device.
+template <class Device, class T>
+class HostSlots {
+ public:
+  explicit HostSlots(std::vector<TensorSlot<T>> slots) : slots_(std::move(slots)) {
+    if constexpr (!std::is_same_v<Device, Cpu>) {
+      device_.reserve(slots_.size());
+      host_.reserve(slots_.size());
+      for (auto& s : slots_) {
+        device_.push_back(s.data);
+        auto& values = host_.emplace_back(s.numel);
+        copy_to_host(Device{}, values.data(), s.data, s.numel);
+        s.data = values.data();
+      }
+    }
+  }
+  std::span<const TensorSlot<T>> slots() const noexcept { return slots_; }
+  void write_back() const {
+    if constexpr (!std::is_same_v<Device, Cpu>)
+      for (std::size_t i = 0; i < slots_.size(); ++i) copy_from_host(Device{}, device_[i], slots_[i].data, slots_[i].numel);
+  }
+
+ private:
+  std::vector<TensorSlot<T>> slots_;
+  std::vector<T*> device_;
+  std::vector<std::vector<std::remove_const_t<T>>> host_;
+};
+
 template <class Model>
 std::map<std::string, std::string, std::less<>> model_metadata(const char* format) {
   return {{"format", format},
@@ -7310,15 +8266,16 @@ void load_slots(const SafetensorsFile& file, const std::filesystem::path& path, 
 template <class Model>
 void save(const Model& model, const std::filesystem::path& path) {
   using T = typename Model::value_type;
-  const auto slots = detail::parameter_slots<const T>(model);
-  detail::save_slots<const T>(path, slots, detail::model_metadata<Model>("etnn"));
+  const detail::HostSlots<typename Model::device, const T> host(detail::parameter_slots<const T>(model));
+  detail::save_slots<const T>(path, host.slots(), detail::model_metadata<Model>("etnn"));
 }
 
 template <class Model>
 void load(Model& model, const std::filesystem::path& path) {
   using T = typename Model::value_type;
-  const auto slots = detail::parameter_slots<T>(model);
-  detail::load_slots<T>(read_safetensors(path), path, slots, "the model " + optim::describe<Model>());
+  const detail::HostSlots<typename Model::device, T> host(detail::parameter_slots<T>(model));
+  detail::load_slots<T>(read_safetensors(path), path, host.slots(), "the model " + optim::describe<Model>());
+  host.write_back();
 }
 
 }  // namespace etnn::io
@@ -7326,27 +8283,6 @@ void load(Model& model, const std::filesystem::path& path) {
 // etnn::evaluate: runs the model over a whole dataset in inference mode and returns a metric.
 // The model is in eval mode meanwhile (running statistics, no dropout) and back in its own after.
 
-// ---- etnn/train/staging.hpp ----
-// Bringing user data to the model: a view of the model's scalar type on the model's device.
-// Data already in that form passes through untouched; otherwise it is converted into a buffer
-// that grows to the largest batch seen and is then reused (no allocation per step).
-// Host data only: copies between devices come with the CUDA backend.
-
-
-namespace etnn::detail {
-
-template <class T, class Device, class U, ShapeType S, class Src>
-TensorView<const T, S, Device> stage_as(TensorView<const U, S, Src> v, Buffer<T, Device>& staging) {
-  if constexpr (std::is_same_v<T, U> && std::is_same_v<Device, Src>) {
-    return v;
-  } else {
-    staging.reserve_discard(v.size());
-    std::transform(v.data(), v.data() + v.size(), staging.data(), [](U u) { return static_cast<T>(u); });
-    return {staging.data(), v.batch()};
-  }
-}
-
-}  // namespace etnn::detail
 
 namespace etnn {
 
@@ -7361,6 +8297,7 @@ double evaluate(Model& model, const Dataset& dataset, Metric metric, int batch =
   if (batch <= 0) throw ShapeError("etnn::evaluate: batch must be positive, got " + std::to_string(batch));
   Tensor<T, typename Model::output_shape, Device> out(batch);
   Buffer<T, Device> staging;
+  Tensor<T, typename Model::output_shape, Cpu> out_on_host;  // a device model's outputs, for the metric
   struct ModeGuard {
     Model& m;
     bool was_training;
@@ -7389,7 +8326,14 @@ double evaluate(Model& model, const Dataset& dataset, Metric metric, int batch =
     const int n = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(batch), dataset.size() - first));
     out.resize(n);
     model.forward(detail::stage_as<T, Device>(samples(first, n), staging), out.view());
-    metric.update(const_view(out), labels.subspan(first, static_cast<std::size_t>(n)));
+    const auto batch_labels = labels.subspan(first, static_cast<std::size_t>(n));
+    if constexpr (std::is_same_v<Device, Cpu>) {
+      metric.update(const_view(out), batch_labels);
+    } else {  // metrics read host memory
+      out_on_host.resize(n);
+      copy_to_host(Device{}, out_on_host.data(), out.data(), out.size());
+      metric.update(const_view(out_on_host), batch_labels);
+    }
   }
   return metric.result();
 }
@@ -7610,6 +8554,98 @@ class ProgressBar {
 // guard, on by default): parameters, optimizer state and buffers stay as they were, and after
 // max_non_finite_in_a_row such steps in a row the step throws etnn::NonFiniteError.
 
+#if defined(__CUDACC__)
+// ---- etnn/cuda/graph.hpp ----
+// CUDA graphs for the training step: the forward and backward passes of a static network launch
+// the same GEMMs and kernels on the same pointers at every step of a given batch size, so each is
+// recorded once into a graph and replayed with one launch (no per-kernel launch cost on the host).
+//
+//   GraphCache graphs;
+//   graphs.run({part, batch, input}, [&] { program::forward_train(...); });
+//
+// The first run for a key records work() (nothing executes while recording) and launches the
+// graph; later runs launch it again without calling work(). If recording fails (work() did
+// something a graph cannot hold), the cache turns itself off, says why (reason()), and from then
+// on calls work() directly: never a wrong result, at worst the eager speed.
+
+
+namespace etnn::cuda {
+
+class GraphCache {
+ public:
+  // part: which piece of the step (forward, backward); batch and input: what the work depends on
+  // that may change between steps (every other pointer belongs to the trainer and stays put).
+  using Key = std::tuple<int, int, const void*>;
+
+  explicit GraphCache(bool enabled = true) : enabled_(enabled) {
+    if (!enabled) reason_ = "turned off";
+  }
+  GraphCache(const GraphCache&) = delete;
+  GraphCache& operator=(const GraphCache&) = delete;
+  ~GraphCache() {
+    for (auto& [key, graph] : graphs_) (void)cudaGraphExecDestroy(graph);
+  }
+
+  template <class Work>
+  void run(const Key& key, Work&& work) {
+    if (!enabled_) {
+      work();
+      return;
+    }
+    auto it = graphs_.find(key);
+    if (it == graphs_.end()) {
+      cudaGraphExec_t graph = record(work);
+      if (graph == nullptr) {
+        work();
+        return;
+      }
+      it = graphs_.emplace(key, graph).first;
+    }
+    ETNN_CHECK_CUDA(cudaGraphLaunch(it->second, stream()));
+    ++replays_;
+  }
+
+  bool enabled() const noexcept { return enabled_; }
+  // Why graphs are off ("" while they are on).
+  const std::string& reason() const noexcept { return reason_; }
+  std::size_t recorded() const noexcept { return graphs_.size(); }
+  std::int64_t launches() const noexcept { return replays_; }
+
+ private:
+  // work() recorded into an executable graph, or null (and the cache off) when it cannot be.
+  template <class Work>
+  cudaGraphExec_t record(Work& work) {
+    ETNN_CHECK_CUDA(cudaStreamBeginCapture(stream(), cudaStreamCaptureModeThreadLocal));
+    std::string failure;
+    try {
+      work();
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+    cudaGraph_t graph = nullptr;
+    const cudaError_t ended = cudaStreamEndCapture(stream(), &graph);
+    if (failure.empty() && ended != cudaSuccess) failure = cudaGetErrorString(ended);
+    cudaGraphExec_t executable = nullptr;
+    if (failure.empty()) {
+      const cudaError_t made = cudaGraphInstantiate(&executable, graph, 0);
+      if (made != cudaSuccess) failure = cudaGetErrorString(made);
+    }
+    if (graph != nullptr) (void)cudaGraphDestroy(graph);
+    if (failure.empty()) return executable;
+    (void)cudaGetLastError();
+    enabled_ = false;
+    reason_ = "recording failed: " + failure;
+    return nullptr;
+  }
+
+  bool enabled_;
+  std::string reason_;
+  std::map<Key, cudaGraphExec_t> graphs_;
+  std::int64_t replays_ = 0;
+};
+
+}  // namespace etnn::cuda
+#endif
 // ---- etnn/optim/non_finite.hpp ----
 // The scan behind the Trainer's non-finite guard: where a gradient buffer holds a NaN or an
 // infinity, in one read of it. x - x is +0 for a finite x and NaN for a NaN or an infinity, so a
@@ -7688,11 +8724,31 @@ struct TrainerOptions {
   // Skipped steps in a row after which step() throws etnn::NonFiniteError naming the first
   // parameter tensor backward gave a non-finite gradient; 0 never throws.
   int max_non_finite_in_a_row = 3;
+  // On etnn::Cuda: record the forward and the backward pass of each batch size into CUDA graphs
+  // and replay them (cuda/graph.hpp); false launches every kernel each step.
+  bool cuda_graphs = true;
 };
 
 namespace detail {
 // The Trainer's LossOptim for a loss without parameters.
 struct NoLossOptimizer {};
+
+// How a host model runs the pieces of a step that a device model may record (cuda::GraphCache).
+struct EagerSteps {
+  explicit EagerSteps(bool) {}
+  template <class Key, class Work>
+  void run(const Key&, Work&& work) {
+    work();
+  }
+};
+
+#if defined(__CUDACC__)
+template <class Device>
+using StepGraphs = std::conditional_t<std::is_same_v<Device, Cuda>, cuda::GraphCache, EagerSteps>;
+#else
+template <class Device>
+using StepGraphs = EagerSteps;
+#endif
 }  // namespace detail
 
 template <class Model, class Loss, class Optim, class LossOptim = detail::NoLossOptimizer>
@@ -7711,13 +8767,13 @@ class Trainer {
   using reducer_type = typename Optim::reducer_type;
 
   Trainer(Model& model, Loss& loss, Optim& optimizer, TrainerOptions options = {})
-      : model_(model), loss_(loss), optimizer_(optimizer), options_(checked(options)) {}
+      : model_(model), loss_(loss), optimizer_(optimizer), options_(checked(options)), graphs_(options.cuda_graphs) {}
 
   // loss_optimizer updates the loss's own parameters (a parametric loss only).
   Trainer(Model& model, Loss& loss, Optim& optimizer, LossOptim& loss_optimizer, TrainerOptions options = {})
     requires has_loss_optimizer
       : model_(model), loss_(loss), optimizer_(optimizer), loss_optimizer_(&loss_optimizer),
-        options_(checked(options)) {
+        options_(checked(options)), graphs_(options.cuda_graphs) {
     static_assert(check::loss_optimizer_target<
                   loss_has_parameters && requires { requires std::is_same_v<typename LossOptim::model_type, Loss>; }>());
   }
@@ -7824,6 +8880,8 @@ class Trainer {
   int non_finite_in_a_row() const noexcept { return non_finite_in_a_row_; }
   Model& model() noexcept { return model_; }
   Optim& optimizer() noexcept { return optimizer_; }
+  // On CUDA, the recorded graphs of the step (cuda::GraphCache: how many, whether on, and why not).
+  const detail::StepGraphs<Device>& step_graphs() const noexcept { return graphs_; }
   // The optimizer of a parametric loss's parameters.
   LossOptim& loss_optimizer() noexcept
     requires has_loss_optimizer
@@ -7955,7 +9013,11 @@ class Trainer {
     const auto staged = detail::stage_as<T, Device>(in, input_staging_);
     auto run = model_.next_run(scratch_.data());
     if (options_.sync_batch_norm && optimizer_.reducer().size() > 1) run.sync = CrossRankSum(optimizer_.reducer());
-    program::forward_train(Device{}, run, staged.data(), workspace_.data(), capacity_, batch, activations_);
+    // Where the activations are does not depend on the pass, so a replayed graph needs only this.
+    activations_ = program::locate(staged.data(), workspace_.data(), capacity_);
+    graphs_.run(step_key(0, batch, staged.data()), [&] {
+      program::forward_train(Device{}, run, staged.data(), workspace_.data(), capacity_, batch, activations_);
+    });
     const TensorView<const T, output_shape, Device> output(activations_.back(), batch);
     T* output_grad = program::output_gradient(workspace_.data(), capacity_);
     // A parametric loss adds its parameters' gradients itself: scaled by 1/accumulate as dL/doutput is below.
@@ -7965,9 +9027,20 @@ class Trainer {
       const std::size_t n = static_cast<std::size_t>(batch) * output_shape::size;
       assign(Device{}, output_grad, expr::ref(output_grad, n) * (T(1) / static_cast<T>(options_.accumulate)));
     }
-    program::backward(Device{}, run, model_.gradients(), workspace_.data(), capacity_, batch, activations_,
-                      layer_done);
+    graphs_.run(step_key(1, batch, staged.data()), [&] {
+      program::backward(Device{}, run, model_.gradients(), workspace_.data(), capacity_, batch, activations_,
+                        layer_done);
+    });
     return loss;
+  }
+
+  // A graph of the step (part 0 forward, 1 backward) holds pointers and sizes: the input's address
+  // and the batch, besides the trainer's and the model's own buffers, which stay put. Nothing else
+  // a pass reads changes between steps on CUDA: the layers that use the pass's mode, random seed
+  // or buffers (dropout, batch norm) have no CUDA kernels yet, and a device model trains with
+  // dist::Local, whose bucket callbacks do nothing.
+  static std::tuple<int, int, const void*> step_key(int part, int batch, const void* input) {
+    return {part, batch, input};
   }
 
   template <class Y>
@@ -8009,6 +9082,7 @@ class Trainer {
   Buffer<T, Device> input_staging_;
   Buffer<T, Device> target_staging_;
   typename program::template Activations<T> activations_{};
+  detail::StepGraphs<Device> graphs_;
 };
 
 }  // namespace etnn
@@ -8092,7 +9166,7 @@ void save_state(Trainer& trainer, const Loader& loader, const std::filesystem::p
   if (trainer.micro_step() > 0 && trainer.optimizer().reducer().size() > 1)
     throw Error("etnn::io::save_state: inside an accumulation window each rank holds its own unreduced gradients; "
                 "save at an accumulation boundary (micro step 0) in a data-parallel job");
-  const auto slots = detail::training_slots<T>(trainer);
+  const detail::HostSlots<typename Model::device, T> host(detail::training_slots<T>(trainer));
   auto metadata = detail::model_metadata<Model>("etnn-training-state");
   metadata["optimizer_steps"] = std::to_string(trainer.optimizer().steps());
   if constexpr (requires { trainer.loss_optimizer(); })
@@ -8104,7 +9178,7 @@ void save_state(Trainer& trainer, const Loader& loader, const std::filesystem::p
   metadata["ranks"] = std::to_string(trainer.optimizer().reducer().size());
   metadata["accumulate"] = std::to_string(trainer.options().accumulate);
   metadata["batches_per_epoch"] = std::to_string(loader.size());
-  detail::save_slots<T>(path, slots, metadata);
+  detail::save_slots<T>(path, host.slots(), metadata);
 }
 
 template <class Trainer, class Loader>
@@ -8145,8 +9219,9 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
   const int previous_micro_step = trainer.micro_step();
   trainer.restore_micro_step(micro_step);
   try {
-    const auto slots = detail::training_slots<T>(trainer);
-    detail::load_slots<T>(file, path, slots, "the training state of " + Model::network::describe());
+    const detail::HostSlots<typename Model::device, T> host(detail::training_slots<T>(trainer));
+    detail::load_slots<T>(file, path, host.slots(), "the training state of " + Model::network::describe());
+    host.write_back();
   } catch (...) {
     trainer.restore_micro_step(previous_micro_step);
     throw;

@@ -24,10 +24,26 @@ struct Cpu {
   static void deallocate(void* p) noexcept { std::free(p); }
 };
 
-// NVIDIA GPU through CUDA; its memory functions live in cuda/ and exist only under nvcc.
+// NVIDIA GPU through CUDA. Its memory functions are defined in cuda/memory.hpp and exist only
+// under nvcc: outside a CUDA build, naming etnn::Cuda in a Model is a compile error
+// (ETNN_DEVICE_UNAVAILABLE), never a link error.
 struct Cuda {
   static constexpr std::string_view name = "cuda";
+#if defined(__CUDACC__)
+  // 256-byte alignment, as cudaMalloc gives: every tensor-core and vector load is aligned.
+  static constexpr std::size_t alignment = 256;
+  static void* allocate(std::size_t bytes);   // stream-ordered on etnn's stream
+  static void deallocate(void* p) noexcept;
+#endif
 };
+
+// Whether this build has a device's kernels (Cuda only under nvcc).
+template <class D>
+inline constexpr bool device_compiled = std::is_same_v<D, Cpu>
+#if defined(__CUDACC__)
+                                        || std::is_same_v<D, Cuda>
+#endif
+    ;
 
 template <class D>
 concept DeviceType = std::is_same_v<D, Cpu> || std::is_same_v<D, Cuda>;

@@ -30,6 +30,11 @@ struct NonFiniteError : Error {
   using Error::Error;
 };
 
+// A device call failed (a CUDA, cuBLAS or NCCL error): the message names the call.
+struct DeviceError : Error {
+  using Error::Error;
+};
+
 // A requested feature or device is not available in this build or on this machine.
 struct UnavailableError : Error {
   using Error::Error;

@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <type_traits>
 
+#include "device.hpp"
+
 namespace etnn::check {
 
 template <int... Dims>
@@ -38,11 +40,27 @@ consteval bool leaky_slope() {
   return true;
 }
 
-template <class Device, class Cpu>
+template <class Device>
 consteval bool device_available() {
-  static_assert(std::is_same_v<Device, Cpu>,
+  static_assert(device_compiled<Device>,
                 "ETNN_DEVICE_UNAVAILABLE: this device's backend is not part of the build; etnn::Cuda "
                 "needs nvcc and -DETNN_WITH_CUDA=ON (the CUDA backend), otherwise use etnn::Cpu");
+  return true;
+}
+
+template <bool ReducerReadsThisMemory>
+consteval bool reducer_device() {
+  static_assert(ReducerReadsThisMemory,
+                "ETNN_REDUCER_DEVICE: this reducer sums host memory; a device model trains in one process "
+                "(etnn::dist::Local) until the NCCL reducer comes");
+  return true;
+}
+
+template <bool AllLayersHaveKernels>
+consteval bool layers_on_device() {
+  static_assert(AllLayersHaveKernels,
+                "ETNN_DEVICE_LAYER: a layer of this network has no kernels for this device yet (on etnn::Cuda: "
+                "linear, the activations and flatten); run it on etnn::Cpu");
   return true;
 }
 

@@ -21,6 +21,7 @@
 
 #include "../core/error.hpp"
 #include "../nn/model.hpp"
+#include "../tensor/copy.hpp"
 #include "../optim/parameter_set.hpp"
 #include "half.hpp"
 #include "safetensors.hpp"
@@ -68,6 +69,36 @@ std::vector<TensorSlot<T>> parameter_slots(M& model) {
       slots.push_back({b.name, shape_of(b), model.buffers() + b.offset, b.numel});
   return slots;
 }
+
+// The slots of a model on Device in host memory, where files are read and written: a host model's
+// are used in place; a device model's are copied to the host, and after a load write_back() copies
+// them to the device.
+template <class Device, class T>
+class HostSlots {
+ public:
+  explicit HostSlots(std::vector<TensorSlot<T>> slots) : slots_(std::move(slots)) {
+    if constexpr (!std::is_same_v<Device, Cpu>) {
+      device_.reserve(slots_.size());
+      host_.reserve(slots_.size());
+      for (auto& s : slots_) {
+        device_.push_back(s.data);
+        auto& values = host_.emplace_back(s.numel);
+        copy_to_host(Device{}, values.data(), s.data, s.numel);
+        s.data = values.data();
+      }
+    }
+  }
+  std::span<const TensorSlot<T>> slots() const noexcept { return slots_; }
+  void write_back() const {
+    if constexpr (!std::is_same_v<Device, Cpu>)
+      for (std::size_t i = 0; i < slots_.size(); ++i) copy_from_host(Device{}, device_[i], slots_[i].data, slots_[i].numel);
+  }
+
+ private:
+  std::vector<TensorSlot<T>> slots_;
+  std::vector<T*> device_;
+  std::vector<std::vector<std::remove_const_t<T>>> host_;
+};
 
 template <class Model>
 std::map<std::string, std::string, std::less<>> model_metadata(const char* format) {
@@ -127,15 +158,16 @@ void load_slots(const SafetensorsFile& file, const std::filesystem::path& path, 
 template <class Model>
 void save(const Model& model, const std::filesystem::path& path) {
   using T = typename Model::value_type;
-  const auto slots = detail::parameter_slots<const T>(model);
-  detail::save_slots<const T>(path, slots, detail::model_metadata<Model>("etnn"));
+  const detail::HostSlots<typename Model::device, const T> host(detail::parameter_slots<const T>(model));
+  detail::save_slots<const T>(path, host.slots(), detail::model_metadata<Model>("etnn"));
 }
 
 template <class Model>
 void load(Model& model, const std::filesystem::path& path) {
   using T = typename Model::value_type;
-  const auto slots = detail::parameter_slots<T>(model);
-  detail::load_slots<T>(read_safetensors(path), path, slots, "the model " + optim::describe<Model>());
+  const detail::HostSlots<typename Model::device, T> host(detail::parameter_slots<T>(model));
+  detail::load_slots<T>(read_safetensors(path), path, host.slots(), "the model " + optim::describe<Model>());
+  host.write_back();
 }
 
 }  // namespace etnn::io

@@ -24,6 +24,10 @@
 #include "../tensor/tensor.hpp"
 #include "reduction.hpp"
 #include "targets.hpp"
+#if defined(__CUDACC__)
+#include "../cuda/memory.hpp"
+#include "../tensor/buffer.hpp"
+#endif
 
 namespace etnn::loss {
 
@@ -55,6 +59,18 @@ ETNN_HD T cross_entropy_row(const T* z, int classes, int label, const float* wei
   }
   return loss;
 }
+#if defined(__CUDACC__)
+// One thread per row: row_loss[b] = l_b, grad row b = scale dl_b/dz_b.
+template <class T>
+__global__ void cross_entropy_kernel(const T* logits, int batch, int classes, const int* labels, const float* weight,
+                                     T weight_sum, T smoothing, T* grad, T scale, double* row_loss) {
+  const int b = blockIdx.x * blockDim.x + threadIdx.x;
+  if (b >= batch) return;
+  const std::size_t row = static_cast<std::size_t>(b) * classes;
+  row_loss[b] = static_cast<double>(cross_entropy_row(logits + row, classes, labels[b], weight, weight_sum, smoothing,
+                                                      grad != nullptr ? grad + row : nullptr, scale));
+}
+#endif
 }  // namespace detail
 
 struct CrossEntropyOptions {
@@ -83,18 +99,29 @@ class CrossEntropy : public detail::LabelTargetLoss<CrossEntropy> {
     return options;
   }
 
-  template <class T, ShapeType S>
-  T compute(TensorView<const T, S, Cpu> logits, std::span<const int> labels, T* grad) const {
-    static_assert(check::class_scores<S>());
-    constexpr int classes = S::dims[0];
-    const int batch = logits.batch();
+  // What both devices compute from the labels on the host: checks, sum_c w[c] and the reduction scale.
+  template <class T>
+  struct Prepared {
+    const float* weight;  // host weights or null
+    T weight_sum, scale, smoothing;
+  };
+  template <class T>
+  Prepared<T> prepare(std::span<const int> labels, int batch, int classes) const {
     detail::check_labels(labels, batch, classes, who);
     detail::check_weight_count(options_.weight, classes, who);
     const float* weight = detail::weights_or_null(options_.weight);
     T weight_sum = 0;
     for (int j = 0; j < classes; ++j) weight_sum += detail::class_weight<T>(weight, j);
-    const T scale = detail::weighted_reduction_scale<T>(options_.reduction, labels, weight);
-    const T smoothing = static_cast<T>(options_.label_smoothing);
+    return {weight, weight_sum, detail::weighted_reduction_scale<T>(options_.reduction, labels, weight),
+            static_cast<T>(options_.label_smoothing)};
+  }
+
+  template <class T, ShapeType S>
+  T compute(TensorView<const T, S, Cpu> logits, std::span<const int> labels, T* grad) const {
+    static_assert(check::class_scores<S>());
+    constexpr int classes = S::dims[0];
+    const int batch = logits.batch();
+    const auto [weight, weight_sum, scale, smoothing] = prepare<T>(labels, batch, classes);
     T total = 0;
     for (int b = 0; b < batch; ++b) {
       T* g = grad != nullptr ? grad + static_cast<std::size_t>(b) * classes : nullptr;
@@ -103,6 +130,41 @@ class CrossEntropy : public detail::LabelTargetLoss<CrossEntropy> {
     }
     return total * scale;
   }
+
+#if defined(__CUDACC__)
+  // On the device: labels and weights are copied over, one kernel computes every row's loss and
+  // gradient, and the row losses are summed on the host in order (B values).
+  template <class T, ShapeType S>
+  T compute(Cuda, TensorView<const T, S, Cuda> logits, std::span<const int> labels, T* grad) const {
+    static_assert(check::class_scores<S>());
+    constexpr int classes = S::dims[0];
+    const int batch = logits.batch();
+    const auto [weight, weight_sum, scale, smoothing] = prepare<T>(labels, batch, classes);
+    device_labels_.reserve_discard(labels.size());
+    copy_from_host(Cuda{}, device_labels_.data(), labels.data(), labels.size());
+    if (weight != nullptr) {
+      device_weight_.reserve_discard(classes);
+      copy_from_host(Cuda{}, device_weight_.data(), weight, classes);
+    }
+    row_loss_.reserve_discard(static_cast<std::size_t>(batch));
+    detail::cross_entropy_kernel<<<(batch + 127) / 128, 128, 0, cuda::stream()>>>(
+        logits.data(), batch, classes, device_labels_.data(), weight != nullptr ? device_weight_.data() : nullptr,
+        weight_sum, smoothing, grad, scale, row_loss_.data());
+    cuda::check_launch("etnn::loss::CrossEntropy");
+    host_row_loss_.resize(static_cast<std::size_t>(batch));
+    copy_to_host(Cuda{}, host_row_loss_.data(), row_loss_.data(), host_row_loss_.size());
+    T total = 0;
+    for (double l : host_row_loss_) total += static_cast<T>(l);
+    return total * scale;
+  }
+
+  // Device scratch, grown to the largest batch. Row losses travel as double, which holds a float or
+  // a double exactly, and are summed in T in row order, as the CPU sums them.
+  mutable Buffer<int, Cuda> device_labels_;
+  mutable Buffer<float, Cuda> device_weight_;
+  mutable Buffer<double, Cuda> row_loss_;
+  mutable std::vector<double> host_row_loss_;
+#endif
 
   Options options_;
 };

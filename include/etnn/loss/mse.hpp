@@ -2,12 +2,24 @@
 // Mean squared error (PyTorch's MSELoss), value and gradient in one pass.
 //   loss = r sum_i (y_i - t_i)^2          y, t: (B, S...)   r = 1/n (mean, n = B * S::size) or 1 (sum)
 //   dL/dy_i = 2 r (y_i - t_i)
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "../tensor/tensor.hpp"
 #include "reduction.hpp"
 #include "targets.hpp"
 
 namespace etnn::loss {
+
+namespace detail {
+// (y - t)^2 and its derivative 2 (y - t).
+struct SquaredError {
+  template <class T>
+  ETNN_HD Term<T> operator()(T y, T t) const {
+    const T d = y - t;
+    return {d * d, T(2) * d};
+  }
+};
+}  // namespace detail
 
 struct MseOptions {
   Reduction reduction = Reduction::mean;
@@ -28,11 +40,17 @@ class MSE : public detail::TensorTargetLoss<MSE> {
   T compute(TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target, T* grad) const {
     detail::check_targets(output, target, "etnn::loss::MSE");
     return detail::elementwise(output, target, grad, detail::reduction_scale<T>(options_.reduction, output.size()),
-                               [](T y, T t) {
-                                 const T d = y - t;
-                                 return detail::Term<T>{d * d, T(2) * d};
-                               });
+                               detail::SquaredError{});
   }
+
+#if defined(__CUDACC__)
+  template <class T, ShapeType S, ShapeType TS>
+  T compute(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T, TS, Cuda> target, T* grad) const {
+    detail::check_targets(output, target, "etnn::loss::MSE");
+    return detail::elementwise(Cuda{}, output, target, grad,
+                               detail::reduction_scale<T>(options_.reduction, output.size()), detail::SquaredError{});
+  }
+#endif
 
   Options options_;
 };

@@ -12,7 +12,12 @@
 #include "../core/device.hpp"
 #include "../core/error.hpp"
 #include "../core/static_checks.hpp"
+#include "../tensor/copy.hpp"
 #include "../tensor/tensor.hpp"
+#if defined(__CUDACC__)
+#include "../cuda/memory.hpp"
+#include "../cuda/reduce.hpp"
+#endif
 
 namespace etnn::loss {
 
@@ -37,9 +42,9 @@ T reduction_scale(Reduction reduction, std::size_t count) {
   return reduction == Reduction::mean ? T(1) / static_cast<T>(count) : T(1);
 }
 
-// Targets of the output's shape, one row per sample.
-template <class T, ShapeType S, ShapeType TS>
-void check_targets(TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target, const char* who) {
+// Targets of the output's shape, one row per sample (on any device: only the shapes are read).
+template <class T, ShapeType S, ShapeType TS, class Device>
+void check_targets(TensorView<const T, S, Device> output, TensorView<const T, TS, Device> target, const char* who) {
   static_assert(check::target_shape<TS, S>());
   if (output.batch() != target.batch())
     throw ShapeError(message(who, std::to_string(target.batch()), " targets for a batch of ",
@@ -135,6 +140,77 @@ T elementwise(TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> t
   return total * scale;
 }
 
+#if defined(__CUDACC__)
+// partial[block] = sum of term values over the block's grid-stride share (in double), and
+// grad[i] = scale f'(y_i, t_i) when grad is not null.
+template <class T, class F>
+__global__ void elementwise_kernel(const T* y, const T* t, std::size_t n, T* grad, T scale, F term, double* partial) {
+  __shared__ double lane[cuda::detail::reduction_threads];
+  double sum = 0.0;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const Term<T> e = term(y[i], t[i]);
+    sum += static_cast<double>(e.value);
+    if (grad != nullptr) grad[i] = e.grad * scale;
+  }
+  lane[threadIdx.x] = sum;
+  __syncthreads();
+  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) lane[threadIdx.x] += lane[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) partial[blockIdx.x] = lane[0];
+}
+
+// The same on the device, for a term that is an ETNN_HD functor: one kernel, the sum through a
+// fixed number of block partials (the same result on every run; it may differ from the host's
+// sequential sum in the last bits).
+template <class T, ShapeType S, ShapeType TS, class F>
+T elementwise(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T, TS, Cuda> target, T* grad, T scale,
+              F term) {
+  const std::size_t n = output.size();
+  if (n == 0) return T(0);
+  double* partial = cuda::detail::reduction_partials();
+  elementwise_kernel<<<cuda::detail::reduction_blocks, cuda::detail::reduction_threads, 0, cuda::stream()>>>(
+      output.data(), target.data(), n, grad, scale, term, partial);
+  cuda::check_launch("etnn::loss elementwise");
+  double host[cuda::detail::reduction_blocks];
+  copy_to_host(Cuda{}, host, partial, cuda::detail::reduction_blocks);
+  double total = 0.0;
+  for (double p : host) total += p;
+  return static_cast<T>(total) * scale;
+}
+#endif
+
+#if defined(__CUDACC__)
+// A loss without a device kernel, on a device model: the outputs (and targets) are copied to the
+// host, the loss and its gradient computed there, and the gradient copied back. Correct for every
+// loss; it costs two copies of the output per step, which a device kernel (CrossEntropy's) avoids.
+// compute(host_output, host_grad) -> value, host_grad null for the value alone.
+template <class T, ShapeType S, class Compute>
+T computed_on_host(TensorView<const T, S, Cuda> output, T* grad, Compute&& compute) {
+  thread_local std::vector<T> host_output, host_grad;
+  host_output.resize(output.size());
+  copy_to_host(Cuda{}, host_output.data(), output.data(), output.size());
+  T* g = nullptr;
+  if (grad != nullptr) {
+    host_grad.resize(output.size());
+    g = host_grad.data();
+  }
+  const T value = compute(TensorView<const T, S, Cpu>(host_output.data(), output.batch()), g);
+  if (grad != nullptr) copy_from_host(Cuda{}, grad, g, output.size());
+  return value;
+}
+
+template <class T, ShapeType S>
+TensorView<const T, S, Cpu> host_copy(TensorView<const T, S, Cuda> target) {
+  thread_local std::vector<T> host;
+  host.resize(target.size());
+  copy_to_host(Cuda{}, host.data(), target.data(), target.size());
+  return {host.data(), target.batch()};
+}
+#endif
+
 // The public pair of a loss whose targets are a tensor of the output's shape (RealValues,
 // MultiHot), from its private `compute(output, target, grad)` (grad null: the value alone).
 template <class Loss>
@@ -148,6 +224,25 @@ struct TensorTargetLoss {
   T value(Cpu, TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target) const {
     return static_cast<const Loss&>(*this).compute(output, target, static_cast<T*>(nullptr));
   }
+#if defined(__CUDACC__)
+  // On the device through the loss's own kernel (compute(Cuda, ...)) when it has one.
+  template <class T, ShapeType S, ShapeType TS>
+  T value_and_grad(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T, TS, Cuda> target, T* grad) const {
+    const Loss& loss = static_cast<const Loss&>(*this);
+    if constexpr (requires { loss.compute(Cuda{}, output, target, grad); }) {
+      return loss.compute(Cuda{}, output, target, grad);
+    } else {
+      const auto host_target = host_copy(target);
+      return computed_on_host(output, grad, [&](TensorView<const T, S, Cpu> host_output, T* host_grad) {
+        return loss.compute(host_output, host_target, host_grad);
+      });
+    }
+  }
+  template <class T, ShapeType S, ShapeType TS>
+  T value(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T, TS, Cuda> target) const {
+    return value_and_grad(Cuda{}, output, target, static_cast<T*>(nullptr));
+  }
+#endif
 };
 
 // The same pair for a loss whose targets are class indices (ClassIndices).
@@ -161,6 +256,24 @@ struct LabelTargetLoss {
   T value(Cpu, TensorView<const T, S, Cpu> output, std::span<const int> labels) const {
     return static_cast<const Loss&>(*this).compute(output, labels, static_cast<T*>(nullptr));
   }
+#if defined(__CUDACC__)
+  // On the device through the loss's own kernel (compute(Cuda, ...)) when it has one.
+  template <class T, ShapeType S>
+  T value_and_grad(Cuda, TensorView<const T, S, Cuda> output, std::span<const int> labels, T* grad) const {
+    const Loss& loss = static_cast<const Loss&>(*this);
+    if constexpr (requires { loss.compute(Cuda{}, output, labels, grad); }) {
+      return loss.compute(Cuda{}, output, labels, grad);
+    } else {
+      return computed_on_host(output, grad, [&](TensorView<const T, S, Cpu> host_output, T* host_grad) {
+        return loss.compute(host_output, labels, host_grad);
+      });
+    }
+  }
+  template <class T, ShapeType S>
+  T value(Cuda, TensorView<const T, S, Cuda> output, std::span<const int> labels) const {
+    return value_and_grad(Cuda{}, output, labels, static_cast<T*>(nullptr));
+  }
+#endif
 };
 
 }  // namespace detail

@@ -2,6 +2,9 @@
 // A standalone elementwise activation (one not fused into a preceding linear layer).
 //   y = f(x);   dx = dy (.) f'(x, y), written over dy
 #include "../cpu/executor.hpp"
+#if defined(__CUDACC__)
+#include "../cuda/executor.hpp"
+#endif
 #include "../expr/expression.hpp"
 #include "layer.hpp"
 
@@ -9,6 +12,7 @@ namespace etnn::nn {
 
 template <ShapeType In, class F, int Index>
 struct ActivationLayer : InPlaceLayer<In, Index> {
+  static constexpr bool cuda_kernels = true;  // the expression executor of each device
   template <class T, class Device>
   static void forward(Device device, const Pass<T>&, const T*, const T* x, T* y, T*, int batch) {
     assign(device, y, expr::apply<F>(expr::ref(x, elements(batch))));

@@ -3,6 +3,9 @@
 //   y = f(x W^T + b)    x: (B, IN)  W: (OUT, IN)  b: (OUT)  y: (B, OUT)
 #include "../core/static_checks.hpp"
 #include "../cpu/dense.hpp"
+#if defined(__CUDACC__)
+#include "../cuda/dense.hpp"
+#endif
 #include "init.hpp"
 #include "layer.hpp"
 
@@ -26,6 +29,7 @@ struct DenseLayer {
   static constexpr std::size_t saved_per_sample = Act::derivative_needs_input ? Out : 0;
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = false;
+  static constexpr bool cuda_kernels = true;  // cuda/dense.hpp
 
   template <class T>
   static void init(T* p, Rng& rng) {

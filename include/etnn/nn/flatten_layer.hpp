@@ -13,6 +13,7 @@ struct FlattenLayer : ParameterFree {
   static constexpr std::size_t saved_per_sample = 0;
   static constexpr bool output_aliases_input = true;
   static constexpr bool backward_in_place = true;
+  static constexpr bool cuda_kernels = true;  // no work on any device
 
   template <class T, class Device>
   static void forward(Device, const Pass<T>&, const T*, const T*, T*, T*, int) {}

@@ -17,9 +17,12 @@
 //   num_buffers, buffers, init_buffers(buffers)   non-trainable state saved with the model
 //                                                 (batch norm's running statistics)
 //   scratch_values(batch)                         temporary values needed during one call
+//   cuda_kernels                                  true when forward/backward have etnn::Cuda overloads
 #include <concepts>
 #include <cstddef>
+#include <type_traits>
 
+#include "../core/device.hpp"
 #include "../core/random.hpp"
 #include "../core/shape.hpp"
 #include "param_info.hpp"
@@ -57,6 +60,11 @@ struct InPlaceLayer : ParameterFree {
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = true;
 };
+
+// Whether a layer has kernels for a device: every layer runs on the CPU; one with CUDA kernels
+// (cuda/) says so with `static constexpr bool cuda_kernels = true`.
+template <class L, class Device>
+inline constexpr bool runs_on = std::is_same_v<Device, Cpu> || requires { requires L::cuda_kernels; };
 
 // A layer's non-trainable state (0 when it declares none) and its scratch need for a batch.
 template <Layer L>

@@ -14,8 +14,14 @@
 #include "../core/error.hpp"
 #include "../core/random.hpp"
 #include "../core/static_checks.hpp"
+#include "../tensor/copy.hpp"
+#include "../tensor/staging.hpp"
 #include "../tensor/tensor.hpp"
 #include "program.hpp"
+#if defined(__CUDACC__)
+#include "../cuda/executor.hpp"
+#include "../cuda/memory.hpp"
+#endif
 #include "sequential.hpp"
 
 namespace etnn {
@@ -35,7 +41,7 @@ class Model {
   static_assert(check::network_has_input<nn::Network<Net>>());
   static_assert(check::network_has_layers<(Net::layers::size > 0)>());
   static_assert(check::model_scalar<T>());
-  static_assert(check::device_available<Device, Cpu>());
+  static_assert(check::device_available<Device>());
 
  public:
   using network = Net;
@@ -46,13 +52,19 @@ class Model {
   using program = nn::detail::Program<typename Net::layers>;
   static constexpr std::size_t num_params = Net::num_params;
   static constexpr std::size_t num_buffers = program::num_buffers;
+  static_assert(check::layers_on_device<!device_compiled<Device> || program::template runs_on<Device>>());
 
   // Parameters initialised as PyTorch initialises each layer, from a seeded generator: one
   // stream per layer, so a layer's initial values do not depend on the layers before it.
+  // A device model is initialised on the host and copied over, so it starts where a CPU model
+  // with the same seed starts.
   explicit Model(std::uint64_t seed = 0)
       : params_(num_params), grads_(num_params), buffers_(num_buffers), seed_(seed) {
-    program::init_params(params_.data(), seed);
-    program::init_buffers(buffers_.data());
+    Buffer<T, Cpu> params(num_params), buffers(num_buffers);
+    program::init_params(params.data(), seed);
+    program::init_buffers(buffers.data());
+    copy_from_host(Device{}, params_.data(), params.data(), num_params);
+    copy_from_host(Device{}, buffers_.data(), buffers.data(), num_buffers);
     zero_grad();
   }
 
@@ -103,7 +115,8 @@ class Model {
     return out;
   }
 
-  // Inference: y = net(x) for x's batch, into a new tensor.
+  // Inference: y = net(x) for x's batch, into a new tensor on the model's device (etnn::to_host
+  // brings a device's to the host). x may be host data for a device model.
   template <class X>
   Tensor<T, output_shape, Device> forward(const X& x) {
     Tensor<T, output_shape, Device> y(const_view(x).batch());
@@ -129,10 +142,10 @@ class Model {
   // (and reserve()). The buffers belong to the model: one thread at a time runs a model's forward.
   template <class X>
   void forward(const X& x, TensorView<T, output_shape, Device> y) {
-    const auto in = const_view(x);
+    const auto in = detail::stage_as<T, Device>(const_view(x), input_staging_);
     using In = decltype(in);
     static_assert(check::input_shape<typename In::shape, input_shape>());
-    static_assert(check::input_scalar<typename In::value_type, T>());
+    static_assert(check::input_scalar<typename decltype(const_view(x))::value_type, T>());
     if (in.batch() != y.batch())
       throw ShapeError("etnn::Model::forward: input batch " + std::to_string(in.batch()) +
                        " but output batch " + std::to_string(y.batch()));
@@ -165,6 +178,7 @@ class Model {
   int reserved_ = 0;             // largest batch reserve() has sized for
   Buffer<T, Device> activations_;  // inference ping-pong buffers
   Buffer<T, Device> scratch_;      // layers' scratch
+  Buffer<T, Device> input_staging_;  // host input copied to the device
 };
 
 }  // namespace etnn

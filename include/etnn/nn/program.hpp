@@ -20,6 +20,9 @@
 #include "../core/random.hpp"
 #include "../core/type_list.hpp"
 #include "../cpu/executor.hpp"
+#if defined(__CUDACC__)
+#include "../cuda/executor.hpp"
+#endif
 #include "layer.hpp"
 
 namespace etnn::nn::detail {
@@ -80,6 +83,10 @@ struct Program<TypeList<Ls...>> {
   static constexpr std::size_t scratch_values(int batch) {
     return std::max({std::size_t{0}, scratch_values_of<Ls>(batch)...});
   }
+
+  // Whether every layer has kernels for Device.
+  template <class Device>
+  static constexpr bool runs_on = (nn::runs_on<Ls, Device> && ...);
 
   static constexpr std::size_t first_trainable = [] {
     constexpr std::array<bool, count + 1> has{(Ls::num_params > 0)..., true};

@@ -21,11 +21,16 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
 
 #include "../core/error.hpp"
 #include "../core/reducer.hpp"
 #include "../core/static_checks.hpp"
 #include "../cpu/executor.hpp"
+#if defined(__CUDACC__)
+#include "../cuda/executor.hpp"
+#include "../cuda/reduce.hpp"
+#endif
 #include "../tensor/buffer.hpp"
 #include "grad_norm.hpp"
 #include "gradient_buckets.hpp"
@@ -46,6 +51,7 @@ class Optimizer {
   using reducer_type = R;
   using T = typename Params::value_type;
   using Device = typename Params::device;
+  static_assert(check::reducer_device<std::is_same_v<Device, Cpu> || std::is_same_v<R, dist::Local>>());
 
   // A single-process optimizer.
   Optimizer(Params& model, const Options& options)

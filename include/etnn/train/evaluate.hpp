@@ -4,11 +4,13 @@
 #include <algorithm>
 #include <cstddef>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "../core/error.hpp"
+#include "../tensor/copy.hpp"
 #include "../tensor/tensor.hpp"
-#include "staging.hpp"
+#include "../tensor/staging.hpp"
 
 namespace etnn {
 
@@ -23,6 +25,7 @@ double evaluate(Model& model, const Dataset& dataset, Metric metric, int batch =
   if (batch <= 0) throw ShapeError("etnn::evaluate: batch must be positive, got " + std::to_string(batch));
   Tensor<T, typename Model::output_shape, Device> out(batch);
   Buffer<T, Device> staging;
+  Tensor<T, typename Model::output_shape, Cpu> out_on_host;  // a device model's outputs, for the metric
   struct ModeGuard {
     Model& m;
     bool was_training;
@@ -51,7 +54,14 @@ double evaluate(Model& model, const Dataset& dataset, Metric metric, int batch =
     const int n = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(batch), dataset.size() - first));
     out.resize(n);
     model.forward(detail::stage_as<T, Device>(samples(first, n), staging), out.view());
-    metric.update(const_view(out), labels.subspan(first, static_cast<std::size_t>(n)));
+    const auto batch_labels = labels.subspan(first, static_cast<std::size_t>(n));
+    if constexpr (std::is_same_v<Device, Cpu>) {
+      metric.update(const_view(out), batch_labels);
+    } else {  // metrics read host memory
+      out_on_host.resize(n);
+      copy_to_host(Device{}, out_on_host.data(), out.data(), out.size());
+      metric.update(const_view(out_on_host), batch_labels);
+    }
   }
   return metric.result();
 }

@@ -17,18 +17,24 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <tuple>
 #include <type_traits>
 
 #include "../core/cross_rank_sum.hpp"
 #include "../core/error.hpp"
 #include "../core/static_checks.hpp"
 #include "../cpu/executor.hpp"
+#if defined(__CUDACC__)
+#include "../cuda/executor.hpp"
+#include "../cuda/graph.hpp"
+#include "../cuda/reduce.hpp"
+#endif
 #include "../loss/parametric.hpp"
 #include "../loss/targets.hpp"
 #include "../optim/non_finite.hpp"
 #include "../optim/parameter_set.hpp"
 #include "../tensor/tensor.hpp"
-#include "staging.hpp"
+#include "../tensor/staging.hpp"
 
 namespace etnn {
 
@@ -46,11 +52,31 @@ struct TrainerOptions {
   // Skipped steps in a row after which step() throws etnn::NonFiniteError naming the first
   // parameter tensor backward gave a non-finite gradient; 0 never throws.
   int max_non_finite_in_a_row = 3;
+  // On etnn::Cuda: record the forward and the backward pass of each batch size into CUDA graphs
+  // and replay them (cuda/graph.hpp); false launches every kernel each step.
+  bool cuda_graphs = true;
 };
 
 namespace detail {
 // The Trainer's LossOptim for a loss without parameters.
 struct NoLossOptimizer {};
+
+// How a host model runs the pieces of a step that a device model may record (cuda::GraphCache).
+struct EagerSteps {
+  explicit EagerSteps(bool) {}
+  template <class Key, class Work>
+  void run(const Key&, Work&& work) {
+    work();
+  }
+};
+
+#if defined(__CUDACC__)
+template <class Device>
+using StepGraphs = std::conditional_t<std::is_same_v<Device, Cuda>, cuda::GraphCache, EagerSteps>;
+#else
+template <class Device>
+using StepGraphs = EagerSteps;
+#endif
 }  // namespace detail
 
 template <class Model, class Loss, class Optim, class LossOptim = detail::NoLossOptimizer>
@@ -69,13 +95,13 @@ class Trainer {
   using reducer_type = typename Optim::reducer_type;
 
   Trainer(Model& model, Loss& loss, Optim& optimizer, TrainerOptions options = {})
-      : model_(model), loss_(loss), optimizer_(optimizer), options_(checked(options)) {}
+      : model_(model), loss_(loss), optimizer_(optimizer), options_(checked(options)), graphs_(options.cuda_graphs) {}
 
   // loss_optimizer updates the loss's own parameters (a parametric loss only).
   Trainer(Model& model, Loss& loss, Optim& optimizer, LossOptim& loss_optimizer, TrainerOptions options = {})
     requires has_loss_optimizer
       : model_(model), loss_(loss), optimizer_(optimizer), loss_optimizer_(&loss_optimizer),
-        options_(checked(options)) {
+        options_(checked(options)), graphs_(options.cuda_graphs) {
     static_assert(check::loss_optimizer_target<
                   loss_has_parameters && requires { requires std::is_same_v<typename LossOptim::model_type, Loss>; }>());
   }
@@ -182,6 +208,8 @@ class Trainer {
   int non_finite_in_a_row() const noexcept { return non_finite_in_a_row_; }
   Model& model() noexcept { return model_; }
   Optim& optimizer() noexcept { return optimizer_; }
+  // On CUDA, the recorded graphs of the step (cuda::GraphCache: how many, whether on, and why not).
+  const detail::StepGraphs<Device>& step_graphs() const noexcept { return graphs_; }
   // The optimizer of a parametric loss's parameters.
   LossOptim& loss_optimizer() noexcept
     requires has_loss_optimizer
@@ -313,7 +341,11 @@ class Trainer {
     const auto staged = detail::stage_as<T, Device>(in, input_staging_);
     auto run = model_.next_run(scratch_.data());
     if (options_.sync_batch_norm && optimizer_.reducer().size() > 1) run.sync = CrossRankSum(optimizer_.reducer());
-    program::forward_train(Device{}, run, staged.data(), workspace_.data(), capacity_, batch, activations_);
+    // Where the activations are does not depend on the pass, so a replayed graph needs only this.
+    activations_ = program::locate(staged.data(), workspace_.data(), capacity_);
+    graphs_.run(step_key(0, batch, staged.data()), [&] {
+      program::forward_train(Device{}, run, staged.data(), workspace_.data(), capacity_, batch, activations_);
+    });
     const TensorView<const T, output_shape, Device> output(activations_.back(), batch);
     T* output_grad = program::output_gradient(workspace_.data(), capacity_);
     // A parametric loss adds its parameters' gradients itself: scaled by 1/accumulate as dL/doutput is below.
@@ -323,9 +355,20 @@ class Trainer {
       const std::size_t n = static_cast<std::size_t>(batch) * output_shape::size;
       assign(Device{}, output_grad, expr::ref(output_grad, n) * (T(1) / static_cast<T>(options_.accumulate)));
     }
-    program::backward(Device{}, run, model_.gradients(), workspace_.data(), capacity_, batch, activations_,
-                      layer_done);
+    graphs_.run(step_key(1, batch, staged.data()), [&] {
+      program::backward(Device{}, run, model_.gradients(), workspace_.data(), capacity_, batch, activations_,
+                        layer_done);
+    });
     return loss;
+  }
+
+  // A graph of the step (part 0 forward, 1 backward) holds pointers and sizes: the input's address
+  // and the batch, besides the trainer's and the model's own buffers, which stay put. Nothing else
+  // a pass reads changes between steps on CUDA: the layers that use the pass's mode, random seed
+  // or buffers (dropout, batch norm) have no CUDA kernels yet, and a device model trains with
+  // dist::Local, whose bucket callbacks do nothing.
+  static std::tuple<int, int, const void*> step_key(int part, int batch, const void* input) {
+    return {part, batch, input};
   }
 
   template <class Y>
@@ -367,6 +410,7 @@ class Trainer {
   Buffer<T, Device> input_staging_;
   Buffer<T, Device> target_staging_;
   typename program::template Activations<T> activations_{};
+  detail::StepGraphs<Device> graphs_;
 };
 
 }  // namespace etnn

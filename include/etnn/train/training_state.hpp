@@ -83,7 +83,7 @@ void save_state(Trainer& trainer, const Loader& loader, const std::filesystem::p
   if (trainer.micro_step() > 0 && trainer.optimizer().reducer().size() > 1)
     throw Error("etnn::io::save_state: inside an accumulation window each rank holds its own unreduced gradients; "
                 "save at an accumulation boundary (micro step 0) in a data-parallel job");
-  const auto slots = detail::training_slots<T>(trainer);
+  const detail::HostSlots<typename Model::device, T> host(detail::training_slots<T>(trainer));
   auto metadata = detail::model_metadata<Model>("etnn-training-state");
   metadata["optimizer_steps"] = std::to_string(trainer.optimizer().steps());
   if constexpr (requires { trainer.loss_optimizer(); })
@@ -95,7 +95,7 @@ void save_state(Trainer& trainer, const Loader& loader, const std::filesystem::p
   metadata["ranks"] = std::to_string(trainer.optimizer().reducer().size());
   metadata["accumulate"] = std::to_string(trainer.options().accumulate);
   metadata["batches_per_epoch"] = std::to_string(loader.size());
-  detail::save_slots<T>(path, slots, metadata);
+  detail::save_slots<T>(path, host.slots(), metadata);
 }
 
 template <class Trainer, class Loader>
@@ -136,8 +136,9 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
   const int previous_micro_step = trainer.micro_step();
   trainer.restore_micro_step(micro_step);
   try {
-    const auto slots = detail::training_slots<T>(trainer);
-    detail::load_slots<T>(file, path, slots, "the training state of " + Model::network::describe());
+    const detail::HostSlots<typename Model::device, T> host(detail::training_slots<T>(trainer));
+    detail::load_slots<T>(file, path, host.slots(), "the training state of " + Model::network::describe());
+    host.write_back();
   } catch (...) {
     trainer.restore_micro_step(previous_micro_step);
     throw;

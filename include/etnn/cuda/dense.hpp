@@ -1,0 +1,143 @@
+#pragma once
+// Fully connected layer with a fused activation, on the device.
+//
+// Forward:   Z = X W^T + b,  Y = f(Z)          X: (B, IN)  W: (OUT, IN)  b: (OUT)  Y, Z: (B, OUT)
+//            In cuBLASLt's column-major terms Y^T (OUT x B) = W (stored IN x OUT, transposed) X^T
+//            (stored IN x B). For fp32 with identity or ReLU that one call also adds b and applies
+//            f (its BIAS / RELU_BIAS epilogue); otherwise one elementwise kernel follows it, keeping
+//            Z when f' needs its input.
+// Backward:  dZ = dY (.) f'(Z, Y) written over dY, db += sum_b dZ     one kernel + a tiny one
+//            dW += dZ^T X:  dW^T (IN x OUT) += X^T (IN x B) dZ (B x OUT)     cuBLASLt, beta = 1
+//            dX  = dZ W:    dX^T (IN x B)   = W^T (IN x OUT) dZ^T (OUT x B)  skipped for the first layer
+// The bias gradient is summed per column in fixed row chunks and the chunks in order, so it is the
+// same on every run.
+#include <algorithm>
+#include <cstddef>
+#include <type_traits>
+
+#include "../core/device.hpp"
+#include "../expr/functors.hpp"
+#include "../tensor/buffer.hpp"
+#include "blas.hpp"
+#include "runtime.hpp"
+
+namespace etnn {
+
+namespace cuda::detail {
+
+// y = f(y + b) over (rows, cols), keeping the pre-activation in z_saved when not null; b may be
+// null (already added by the GEMM's epilogue).
+template <class Act, class T>
+__global__ void bias_activation_kernel(T* y, T* z_saved, const T* bias, std::size_t rows, int cols, Act act) {
+  const std::size_t n = rows * static_cast<std::size_t>(cols);
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    T z = y[i];
+    if (bias != nullptr) z += bias[i % static_cast<std::size_t>(cols)];
+    if (z_saved != nullptr) z_saved[i] = z;
+    y[i] = act(z);
+  }
+}
+
+inline constexpr int column_tile = 32;  // columns per block: one warp across a row
+inline constexpr int row_lanes = 8;     // rows a block works on at once
+
+// dZ = dY (.) f'(Z, Y) over dY; partial[chunk * cols + j] = sum of dZ(:, j) over the chunk's rows.
+// Grid: (column tiles, chunks); block: (column_tile, row_lanes).
+template <class Act, class T>
+__global__ void activation_gradient_kernel(T* dy, const T* y, const T* z_saved, int rows, int cols, int rows_per_chunk,
+                                           T* partial, Act act) {
+  __shared__ T lane_sum[row_lanes][column_tile];
+  const int j = blockIdx.x * column_tile + threadIdx.x;
+  const int begin = blockIdx.y * rows_per_chunk;
+  const int end = min(rows, begin + rows_per_chunk);
+  T sum = 0;
+  if (j < cols) {
+    for (int r = begin + static_cast<int>(threadIdx.y); r < end; r += row_lanes) {
+      const std::size_t i = static_cast<std::size_t>(r) * cols + j;
+      T g = dy[i];
+      if constexpr (!std::is_same_v<Act, fn::Identity>) {
+        g *= act.derivative(z_saved != nullptr ? z_saved[i] : y[i], y[i]);
+        dy[i] = g;
+      }
+      sum += g;
+    }
+  }
+  lane_sum[threadIdx.y][threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.y == 0 && j < cols) {
+    T total = 0;
+    for (int l = 0; l < row_lanes; ++l) total += lane_sum[l][threadIdx.x];
+    partial[static_cast<std::size_t>(blockIdx.y) * cols + j] = total;
+  }
+}
+
+// bias_grad[j] += sum over chunks of partial[chunk * cols + j], chunks in order.
+template <class T>
+__global__ void add_chunk_sums_kernel(T* bias_grad, const T* partial, int chunks, int cols) {
+  const int j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= cols) return;
+  T total = 0;
+  for (int c = 0; c < chunks; ++c) total += partial[static_cast<std::size_t>(c) * cols + j];
+  bias_grad[j] += total;
+}
+
+// How the bias gradient's column sums split the batch: `count` chunks of `rows` rows (the last
+// may be shorter), each at least 256 rows (32 per row lane) when the batch allows, at most 512.
+struct RowChunks {
+  int count;
+  int rows;
+};
+inline RowChunks row_chunks(int batch) {
+  constexpr int min_rows = row_lanes * 32;
+  const int count = std::clamp((batch + min_rows - 1) / min_rows, 1, 512);
+  return {count, (batch + count - 1) / count};
+}
+
+// Device scratch for per-chunk column sums, grown as needed (sized by the Trainer's warm-up pass,
+// so a captured step never reallocates it).
+template <class T>
+T* column_partials(std::size_t values) {
+  static Buffer<T, Cuda> partials;
+  partials.reserve_discard(values);
+  return partials.data();
+}
+
+}  // namespace cuda::detail
+
+template <int In, int Out, class Act, class T>
+void dense_forward(Cuda, const T* weight, const T* bias, const T* x, T* y, T* z_saved, int batch, Act act) {
+  constexpr bool epilogue_activation =
+      std::is_same_v<T, float> && (std::is_same_v<Act, fn::Identity> || std::is_same_v<Act, fn::Relu>);
+  constexpr bool epilogue_bias = std::is_same_v<T, float>;
+  const cuda::Epilogue epilogue = !epilogue_bias                    ? cuda::Epilogue::none
+                                  : std::is_same_v<Act, fn::Relu>   ? cuda::Epilogue::bias_relu
+                                                                    : cuda::Epilogue::bias;
+  cuda::Blas::instance().matmul<T>(true, false, Out, batch, In, weight, In, x, In, y, Out, T(0), epilogue,
+                                   epilogue_bias ? bias : nullptr);
+  if constexpr (!epilogue_activation) {
+    const std::size_t n = static_cast<std::size_t>(batch) * Out;
+    cuda::detail::bias_activation_kernel<<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(
+        y, z_saved, epilogue_bias ? static_cast<const T*>(nullptr) : bias, static_cast<std::size_t>(batch), Out, act);
+    cuda::check_launch("etnn::dense_forward bias_activation");
+  }
+}
+
+template <int In, int Out, class Act, class T>
+void dense_backward(Cuda, const T* weight, T* weight_grad, T* bias_grad, const T* x, const T* y, const T* z_saved,
+                    T* dy, T* dx, int batch, Act act) {
+  using namespace cuda::detail;
+  const RowChunks chunks = row_chunks(batch);
+  T* partial = column_partials<T>(static_cast<std::size_t>(chunks.count) * Out);
+  const dim3 grid((Out + column_tile - 1) / column_tile, static_cast<unsigned>(chunks.count));
+  activation_gradient_kernel<<<grid, dim3(column_tile, row_lanes), 0, cuda::stream()>>>(dy, y, z_saved, batch, Out,
+                                                                                       chunks.rows, partial, act);
+  cuda::check_launch("etnn::dense_backward activation_gradient");
+  add_chunk_sums_kernel<<<(Out + 127) / 128, 128, 0, cuda::stream()>>>(bias_grad, partial, chunks.count, Out);
+  cuda::check_launch("etnn::dense_backward add_chunk_sums");
+  auto& blas = cuda::Blas::instance();
+  blas.matmul<T>(false, true, In, Out, batch, x, In, dy, Out, weight_grad, In, T(1));
+  if (dx != nullptr) blas.matmul<T>(false, false, In, batch, Out, weight, In, dy, Out, dx, In, T(0));
+}
+
+}  // namespace etnn

@@ -1,0 +1,66 @@
+#pragma once
+// The CUDA executor: an elementwise expression tree is passed by value into one grid-stride
+// kernel, so a whole fused expression is one launch and one pass over memory. The functors are
+// the ETNN_HD ones the CPU executor runs (expr/functors.hpp), so both devices compute the same math.
+#include <cstddef>
+
+#include "../core/device.hpp"
+#include "../core/static_checks.hpp"
+#include "../expr/expression.hpp"
+#include "runtime.hpp"
+
+namespace etnn {
+
+namespace cuda::detail {
+
+template <class T, class E>
+__global__ void assign_kernel(T* dst, E e, std::size_t n) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+    dst[i] = e[i];
+}
+
+template <class T>
+__global__ void fill_kernel(T* dst, std::size_t n, T value) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+    dst[i] = value;
+}
+
+template <class F>
+__global__ void for_each_index_kernel(std::size_t n, F f) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+    f(i);
+}
+
+}  // namespace cuda::detail
+
+// dst[i] = e[i] for i < e.size(), on the device. dst may alias an operand read at the same index.
+template <class T, expr::Expression E>
+void assign(Cuda, T* dst, const E& e) {
+  static_assert(check::sized_expression<E::sized>());
+  const std::size_t n = e.size();
+  if (n == 0) return;
+  cuda::detail::assign_kernel<<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(dst, e, n);
+  cuda::check_launch("etnn::assign");
+}
+
+// dst[i] = value for i < n, on the device.
+template <class T>
+void fill(Cuda, T* dst, std::size_t n, T value) {
+  if (n == 0) return;
+  cuda::detail::fill_kernel<<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(dst, n, value);
+  cuda::check_launch("etnn::fill");
+}
+
+// f(i) for i < n, on the device; f is an ETNN_HD functor (an optimizer's update rule), copied
+// by value into the kernel.
+template <class F>
+void for_each_index(Cuda, std::size_t n, const F& f) {
+  if (n == 0) return;
+  cuda::detail::for_each_index_kernel<<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(n, f);
+  cuda::check_launch("etnn::for_each_index");
+}
+
+}  // namespace etnn

@@ -1,0 +1,95 @@
+#pragma once
+// CUDA graphs for the training step: the forward and backward passes of a static network launch
+// the same GEMMs and kernels on the same pointers at every step of a given batch size, so each is
+// recorded once into a graph and replayed with one launch (no per-kernel launch cost on the host).
+//
+//   GraphCache graphs;
+//   graphs.run({part, batch, input}, [&] { program::forward_train(...); });
+//
+// The first run for a key records work() (nothing executes while recording) and launches the
+// graph; later runs launch it again without calling work(). If recording fails (work() did
+// something a graph cannot hold), the cache turns itself off, says why (reason()), and from then
+// on calls work() directly: never a wrong result, at worst the eager speed.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+
+#include "runtime.hpp"
+
+namespace etnn::cuda {
+
+class GraphCache {
+ public:
+  // part: which piece of the step (forward, backward); batch and input: what the work depends on
+  // that may change between steps (every other pointer belongs to the trainer and stays put).
+  using Key = std::tuple<int, int, const void*>;
+
+  explicit GraphCache(bool enabled = true) : enabled_(enabled) {
+    if (!enabled) reason_ = "turned off";
+  }
+  GraphCache(const GraphCache&) = delete;
+  GraphCache& operator=(const GraphCache&) = delete;
+  ~GraphCache() {
+    for (auto& [key, graph] : graphs_) (void)cudaGraphExecDestroy(graph);
+  }
+
+  template <class Work>
+  void run(const Key& key, Work&& work) {
+    if (!enabled_) {
+      work();
+      return;
+    }
+    auto it = graphs_.find(key);
+    if (it == graphs_.end()) {
+      cudaGraphExec_t graph = record(work);
+      if (graph == nullptr) {
+        work();
+        return;
+      }
+      it = graphs_.emplace(key, graph).first;
+    }
+    ETNN_CHECK_CUDA(cudaGraphLaunch(it->second, stream()));
+    ++replays_;
+  }
+
+  bool enabled() const noexcept { return enabled_; }
+  // Why graphs are off ("" while they are on).
+  const std::string& reason() const noexcept { return reason_; }
+  std::size_t recorded() const noexcept { return graphs_.size(); }
+  std::int64_t launches() const noexcept { return replays_; }
+
+ private:
+  // work() recorded into an executable graph, or null (and the cache off) when it cannot be.
+  template <class Work>
+  cudaGraphExec_t record(Work& work) {
+    ETNN_CHECK_CUDA(cudaStreamBeginCapture(stream(), cudaStreamCaptureModeThreadLocal));
+    std::string failure;
+    try {
+      work();
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+    cudaGraph_t graph = nullptr;
+    const cudaError_t ended = cudaStreamEndCapture(stream(), &graph);
+    if (failure.empty() && ended != cudaSuccess) failure = cudaGetErrorString(ended);
+    cudaGraphExec_t executable = nullptr;
+    if (failure.empty()) {
+      const cudaError_t made = cudaGraphInstantiate(&executable, graph, 0);
+      if (made != cudaSuccess) failure = cudaGetErrorString(made);
+    }
+    if (graph != nullptr) (void)cudaGraphDestroy(graph);
+    if (failure.empty()) return executable;
+    (void)cudaGetLastError();
+    enabled_ = false;
+    reason_ = "recording failed: " + failure;
+    return nullptr;
+  }
+
+  bool enabled_;
+  std::string reason_;
+  std::map<Key, cudaGraphExec_t> graphs_;
+  std::int64_t replays_ = 0;
+};
+
+}  // namespace etnn::cuda

@@ -1,0 +1,48 @@
+#pragma once
+// Device memory: stream-ordered allocation on etnn's stream (cudaMallocAsync draws from the
+// device's memory pool, so a Trainer's buffers come and go without synchronising the device), and
+// copies between host and device memory.
+#include <cstddef>
+#include <new>
+
+#include "../core/device.hpp"
+#include "../tensor/copy.hpp"
+#include "runtime.hpp"
+
+namespace etnn {
+
+inline void* Cuda::allocate(std::size_t bytes) {
+  if (bytes == 0) return nullptr;
+  void* p = nullptr;
+  const cudaError_t status = cudaMallocAsync(&p, bytes, cuda::stream());
+  if (status == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();
+    throw std::bad_alloc();
+  }
+  ETNN_CHECK_CUDA(status);
+  return p;
+}
+
+inline void Cuda::deallocate(void* p) noexcept {
+  // Errors are ignored: this runs in destructors, possibly after the context is gone at exit.
+  if (cudaFreeAsync(p, cuda::stream()) != cudaSuccess) (void)cudaGetLastError();
+}
+
+// n values from device memory into host memory; returns when they have arrived.
+template <class T>
+void copy_to_host(Cuda, T* host, const T* device, std::size_t n) {
+  if (n == 0) return;
+  ETNN_CHECK_CUDA(cudaMemcpyAsync(host, device, n * sizeof(T), cudaMemcpyDeviceToHost, cuda::stream()));
+  cuda::synchronize();
+}
+
+// n values from host memory into device memory, ordered on etnn's stream. The host memory may be
+// reused on return: from pageable memory (all etnn passes) cudaMemcpyAsync returns once the values
+// are staged for the transfer, so no wait for the device is needed.
+template <class T>
+void copy_from_host(Cuda, T* device, const T* host, std::size_t n) {
+  if (n == 0) return;
+  ETNN_CHECK_CUDA(cudaMemcpyAsync(device, host, n * sizeof(T), cudaMemcpyHostToDevice, cuda::stream()));
+}
+
+}  // namespace etnn

@@ -1,0 +1,411 @@
+// The CUDA backend. Host-side cases run everywhere (device choice and fallback, launch and tiling
+// arithmetic, which layers have kernels); device cases compare every CUDA kernel and a whole
+// training run with the CPU path, and are reported as skipped where no usable GPU is present.
+// Parity: fp32 within 1e-4 elementwise (1e-3 for GEMM-sized reductions), fp64 within 1e-12.
+#include <doctest/doctest.h>
+
+#include <etnn/etnn.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace nn = etnn::nn;
+
+namespace {
+
+bool gpu() {
+  static const bool usable = etnn::detail::cuda_unavailable_reason().empty();
+  return usable;
+}
+
+template <class T>
+std::vector<T> random_values(std::size_t n, std::uint64_t seed, double scale = 1.0) {
+  etnn::Rng rng(seed);
+  std::vector<T> v(n);
+  for (auto& x : v) x = static_cast<T>(rng.uniform(-scale, scale));
+  return v;
+}
+
+template <class T>
+std::vector<T> to_host(const etnn::Buffer<T, etnn::Cuda>& b) {
+  std::vector<T> v(b.size());
+  etnn::copy_to_host(etnn::Cuda{}, v.data(), b.data(), b.size());
+  return v;
+}
+
+template <class T>
+etnn::Buffer<T, etnn::Cuda> to_device(const std::vector<T>& v) {
+  etnn::Buffer<T, etnn::Cuda> b(v.size());
+  etnn::copy_from_host(etnn::Cuda{}, b.data(), v.data(), v.size());
+  return b;
+}
+
+// max_i |a_i - b_i| / max(1, |b_i|)
+template <class T>
+double max_relative_error(std::span<const T> a, std::span<const T> b) {
+  REQUIRE(a.size() == b.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    worst = std::max(worst, std::abs(static_cast<double>(a[i]) - static_cast<double>(b[i])) /
+                                std::max(1.0, std::abs(static_cast<double>(b[i]))));
+  return worst;
+}
+template <class T>
+double max_relative_error(const std::vector<T>& a, const std::vector<T>& b) {
+  return max_relative_error<T>(std::span<const T>(a), std::span<const T>(b));
+}
+
+template <class T>
+constexpr double tolerance = std::is_same_v<T, float> ? 1e-4 : 1e-12;
+
+}  // namespace
+
+// ---- Host side: no device needed --------------------------------------------------------------
+
+TEST_CASE("best_device answers CUDA exactly when a usable GPU is present, and says why not once") {
+  const std::string why = etnn::detail::cuda_unavailable_reason();
+  CHECK((etnn::best_device() == etnn::DeviceKind::cuda) == why.empty());
+  if (!why.empty()) MESSAGE("no GPU here: " << why);
+}
+
+TEST_CASE("dispatch to CUDA without a usable GPU throws UnavailableError naming the reason") {
+  if (gpu()) {
+    CHECK(etnn::dispatch(etnn::DeviceKind::cuda, []<class D>(D) { return std::string(D::name); }) == "cuda");
+    return;
+  }
+  try {
+    etnn::dispatch(etnn::DeviceKind::cuda, []<class D>(D) { return 0; });
+    FAIL("dispatch did not throw");
+  } catch (const etnn::UnavailableError& e) {
+    const std::string message = e.what();
+    CHECK(message.find("the CUDA device was requested but") != std::string::npos);
+    CHECK(message.find(etnn::detail::cuda_unavailable_reason()) != std::string::npos);
+  }
+  CHECK(etnn::dispatch(etnn::DeviceKind::cpu, []<class D>(D) { return std::string(D::name); }) == "cpu");
+}
+
+TEST_CASE("grid-stride launches cover any size with a bounded grid") {
+  CHECK(etnn::cuda::grid_blocks(0) == 1);
+  CHECK(etnn::cuda::grid_blocks(1) == 1);
+  CHECK(etnn::cuda::grid_blocks(256) == 1);
+  CHECK(etnn::cuda::grid_blocks(257) == 2);
+  CHECK(etnn::cuda::grid_blocks(std::size_t{1} << 40) == 4096);
+}
+
+TEST_CASE("bias-gradient row chunks cover the batch exactly once") {
+  for (int batch : {1, 7, 64, 255, 256, 257, 4096, 12345, 1 << 18, 1 << 22}) {
+    const auto chunks = etnn::cuda::detail::row_chunks(batch);
+    CAPTURE(batch);
+    CHECK(chunks.count >= 1);
+    CHECK(chunks.count <= 512);
+    CHECK(static_cast<long long>(chunks.count) * chunks.rows >= batch);           // every row in a chunk
+    CHECK(static_cast<long long>(chunks.count - 1) * chunks.rows < batch);        // no empty chunk
+  }
+}
+
+TEST_CASE("which layers have CUDA kernels is known at compile time") {
+  using Mlp = decltype(nn::input<8> >> nn::linear<4> >> nn::gelu >> nn::flatten >> nn::linear<2>);
+  using Cnn = decltype(nn::input<1, 8, 8> >> nn::conv2d<2, 3> >> nn::flatten >> nn::linear<2>);
+  static_assert(nn::detail::Program<typename Mlp::layers>::runs_on<etnn::Cuda>);
+  static_assert(!nn::detail::Program<typename Cnn::layers>::runs_on<etnn::Cuda>);
+  static_assert(nn::detail::Program<typename Cnn::layers>::runs_on<etnn::Cpu>);
+  CHECK(true);
+}
+
+TEST_CASE("a CUDA build trains on the CPU through best_device when no GPU is present") {
+  using Net = decltype(nn::input<4> >> nn::linear<8> >> nn::relu >> nn::linear<3>);
+  const auto x = random_values<float>(16 * 4, 1);
+  std::vector<int> y(16);  // the largest of a sample's first three features: learnable
+  for (std::size_t i = 0; i < 16; ++i)
+    y[i] = static_cast<int>(std::max_element(x.begin() + 4 * i, x.begin() + 4 * i + 3) - (x.begin() + 4 * i));
+  const float loss = etnn::dispatch(etnn::best_device(), [&]<class Device>(Device) {
+    etnn::Model<Net, float, Device> model(0);
+    etnn::loss::CrossEntropy ce;
+    etnn::optim::SGD opt(model, {.lr = 0.1f});
+    etnn::Trainer trainer(model, ce, opt);
+    float last = 0;
+    for (int i = 0; i < 100; ++i) last = trainer.step(etnn::TensorView<const float, etnn::Shape<4>>(x.data(), 16), y);
+    return last;
+  });
+  CHECK(std::isfinite(loss));
+  CHECK(loss < 0.75f);  // from ln 3 = 1.10
+}
+
+TEST_CASE("a graph cache that is off runs the work every time and records nothing") {
+  etnn::cuda::GraphCache graphs(false);
+  int calls = 0;
+  for (int i = 0; i < 3; ++i) graphs.run({0, 64, nullptr}, [&] { ++calls; });
+  CHECK(calls == 3);
+  CHECK(graphs.recorded() == 0);
+  CHECK(graphs.launches() == 0);
+  CHECK_FALSE(graphs.enabled());
+  CHECK(graphs.reason() == "turned off");
+}
+
+// ---- Device: CUDA against the CPU -------------------------------------------------------------
+
+TEST_CASE_TEMPLATE("expression executor, fill and for_each_index match the host" * doctest::skip(!gpu()), T, float,
+                   double) {
+  const std::size_t n = 100003;
+  const auto a = random_values<T>(n, 2), b = random_values<T>(n, 3);
+  auto da = to_device(a), db = to_device(b);
+  etnn::Buffer<T, etnn::Cuda> out(n);
+  using namespace etnn::expr;
+  etnn::assign(etnn::Cuda{}, out.data(),
+               apply<etnn::fn::Gelu>(ref(da.data(), n)) * ref(db.data(), n) + scalar(T(0.5)));
+  std::vector<T> expected(n);
+  etnn::assign(etnn::Cpu{}, expected.data(), apply<etnn::fn::Gelu>(ref(a.data(), n)) * ref(b.data(), n) + scalar(T(0.5)));
+  CHECK(max_relative_error(to_host(out), expected) <= tolerance<T>);
+  etnn::fill(etnn::Cuda{}, out.data(), n, T(3));
+  const auto filled = to_host(out);
+  CHECK(std::all_of(filled.begin(), filled.end(), [](T v) { return v == T(3); }));
+}
+
+TEST_CASE_TEMPLATE("device reductions: sum of squares and the non-finite search" * doctest::skip(!gpu()), T, float,
+                   double) {
+  const std::size_t n = 1000001;
+  auto v = random_values<T>(n, 4);
+  double expected = 0;
+  for (T x : v) expected += static_cast<double>(x) * static_cast<double>(x);
+  auto dv = to_device(v);
+  CHECK(etnn::optim::detail::sum_of_squares(etnn::Cuda{}, dv.data(), n) == doctest::Approx(expected).epsilon(1e-12));
+  CHECK(etnn::optim::detail::last_non_finite(etnn::Cuda{}, dv.data(), n) == n);
+  v[17] = std::numeric_limits<T>::quiet_NaN();
+  v[99999] = std::numeric_limits<T>::infinity();
+  dv = to_device(v);
+  CHECK(etnn::optim::detail::last_non_finite(etnn::Cuda{}, dv.data(), n) == 99999);
+  CHECK(etnn::optim::detail::first_non_finite(etnn::Cuda{}, dv.data(), 0, n) == 17);
+  CHECK(etnn::optim::detail::first_non_finite(etnn::Cuda{}, dv.data(), 18, n) == 99999);
+  CHECK(etnn::optim::detail::first_non_finite(etnn::Cuda{}, dv.data(), 18, 99999) == 99999);
+}
+
+namespace {
+// A dense layer forward and backward on both devices, every output compared.
+template <class T, int In, int Out, class Act>
+void check_dense(int batch, double gemm_tolerance) {
+  CAPTURE(In);
+  CAPTURE(Out);
+  CAPTURE(batch);
+  CAPTURE(Act::name);
+  const std::size_t rows = static_cast<std::size_t>(batch);
+  const auto w = random_values<T>(std::size_t{Out} * In, 5, 1.0 / std::sqrt(In));
+  const auto b = random_values<T>(Out, 6, 0.5);
+  const auto x = random_values<T>(rows * In, 7);
+  const auto dy = random_values<T>(rows * Out, 8);
+  const auto g0 = random_values<T>(std::size_t{Out} * In + Out, 9);  // gradients accumulate onto these
+  const bool keep_z = Act::derivative_needs_input;
+
+  std::vector<T> y(rows * Out), z(keep_z ? rows * Out : 0), dy_cpu = dy, dx(rows * In), g = g0;
+  etnn::dense_forward<In, Out>(etnn::Cpu{}, w.data(), b.data(), x.data(), y.data(), keep_z ? z.data() : nullptr,
+                               batch, Act{});
+  etnn::dense_backward<In, Out>(etnn::Cpu{}, w.data(), g.data(), g.data() + std::size_t{Out} * In, x.data(), y.data(),
+                                keep_z ? z.data() : nullptr, dy_cpu.data(), dx.data(), batch, Act{});
+
+  auto dw = to_device(w), db = to_device(b), dxin = to_device(x), ddy = to_device(dy), dg = to_device(g0);
+  etnn::Buffer<T, etnn::Cuda> dev_y(rows * Out), dev_z(z.size()), dev_dx(rows * In);
+  etnn::dense_forward<In, Out>(etnn::Cuda{}, dw.data(), db.data(), dxin.data(), dev_y.data(),
+                               keep_z ? dev_z.data() : nullptr, batch, Act{});
+  etnn::dense_backward<In, Out>(etnn::Cuda{}, dw.data(), dg.data(), dg.data() + std::size_t{Out} * In, dxin.data(),
+                                dev_y.data(), keep_z ? dev_z.data() : nullptr, ddy.data(), dev_dx.data(), batch, Act{});
+  CHECK(max_relative_error(to_host(dev_y), y) <= gemm_tolerance);
+  CHECK(max_relative_error(to_host(ddy), dy_cpu) <= gemm_tolerance);  // dZ, written over dY
+  CHECK(max_relative_error(to_host(dev_dx), dx) <= gemm_tolerance);
+  CHECK(max_relative_error(to_host(dg), g) <= gemm_tolerance);  // dW and db, accumulated
+}
+}  // namespace
+
+TEST_CASE_TEMPLATE("dense layers forward and backward match the CPU for every activation" * doctest::skip(!gpu()), T,
+                   float, double) {
+  const double tol = std::is_same_v<T, float> ? 1e-4 : 1e-12;
+  for (int batch : {1, 37, 256, 1000}) {
+    check_dense<T, 20, 10, etnn::fn::Identity>(batch, tol);
+    check_dense<T, 20, 33, etnn::fn::Relu>(batch, tol);
+    check_dense<T, 64, 64, etnn::fn::Tanh>(batch, tol);
+    check_dense<T, 64, 16, etnn::fn::Gelu>(batch, tol);
+    check_dense<T, 16, 64, etnn::fn::Sigmoid>(batch, tol);
+    check_dense<T, 31, 17, etnn::fn::Silu>(batch, tol);
+    check_dense<T, 8, 40, etnn::fn::LeakyRelu<>>(batch, tol);
+  }
+  // K >= 1024: the GEMMs' sums are long.
+  check_dense<T, 1024, 64, etnn::fn::Relu>(2048, std::is_same_v<T, float> ? 1e-3 : 1e-12);
+}
+
+TEST_CASE_TEMPLATE("losses on the device match the CPU: cross-entropy's kernel and the host bridge" *
+                       doctest::skip(!gpu()),
+                   T, float, double) {
+  constexpr int classes = 7;
+  const int batch = 300;
+  using S = etnn::Shape<classes>;
+  const auto logits = random_values<T>(std::size_t{classes} * batch, 10, 5.0);
+  std::vector<int> labels(static_cast<std::size_t>(batch));
+  for (int i = 0; i < batch; ++i) labels[static_cast<std::size_t>(i)] = (i * 5) % classes;
+  auto dlogits = to_device(logits);
+  etnn::TensorView<const T, S> host(logits.data(), batch);
+  etnn::TensorView<const T, S, etnn::Cuda> device(dlogits.data(), batch);
+  for (const auto& options : {etnn::loss::CrossEntropyOptions{},
+                              etnn::loss::CrossEntropyOptions{.reduction = etnn::loss::Reduction::sum,
+                                                              .label_smoothing = 0.1f,
+                                                              .weight = {1, 2, 0.5f, 1, 1, 3, 0.25f}}}) {
+    etnn::loss::CrossEntropy ce(options);
+    std::vector<T> grad(logits.size());
+    etnn::Buffer<T, etnn::Cuda> dgrad(logits.size());
+    const T expected = ce.value_and_grad(etnn::Cpu{}, host, labels, grad.data());
+    const T got = ce.value_and_grad(etnn::Cuda{}, device, labels, dgrad.data());
+    CHECK(std::abs(static_cast<double>(got - expected)) <= tolerance<T> * std::max(1.0, std::abs(double(expected))));
+    CHECK(max_relative_error(to_host(dgrad), grad) <= tolerance<T>);
+  }
+  // A label out of range is caught on the host before anything runs on the device.
+  labels[3] = classes;
+  etnn::loss::CrossEntropy ce;
+  CHECK_THROWS_AS(ce.value_and_grad(etnn::Cuda{}, device, labels, static_cast<T*>(nullptr)), etnn::ShapeError);
+  // A loss without a device kernel goes through the host: same value and gradient.
+  const auto target = random_values<T>(logits.size(), 11);
+  auto dtarget = to_device(target);
+  etnn::loss::Huber huber;
+  std::vector<T> grad(logits.size());
+  etnn::Buffer<T, etnn::Cuda> dgrad(logits.size());
+  const T expected = huber.value_and_grad(etnn::Cpu{}, host, etnn::TensorView<const T, S>(target.data(), batch), grad.data());
+  const T got = huber.value_and_grad(etnn::Cuda{}, device, etnn::TensorView<const T, S, etnn::Cuda>(dtarget.data(), batch),
+                                     dgrad.data());
+  CHECK(got == expected);
+  CHECK(max_relative_error(to_host(dgrad), grad) == 0.0);
+  // MSE has a device kernel: its sum goes through block partials, so it matches to rounding.
+  etnn::loss::MSE mse;
+  const T mse_expected = mse.value_and_grad(etnn::Cpu{}, host, etnn::TensorView<const T, S>(target.data(), batch),
+                                            grad.data());
+  const T mse_got = mse.value_and_grad(etnn::Cuda{}, device,
+                                       etnn::TensorView<const T, S, etnn::Cuda>(dtarget.data(), batch), dgrad.data());
+  CHECK(std::abs(static_cast<double>(mse_got - mse_expected)) <= tolerance<T> * std::abs(double(mse_expected)));
+  CHECK(max_relative_error(to_host(dgrad), grad) <= tolerance<T>);
+}
+
+namespace {
+using Mlp = decltype(nn::input<64> >> nn::linear<128> >> nn::relu >> nn::linear<64> >> nn::tanh >> nn::linear<10>);
+
+enum class Rule { sgd_momentum, adam_clipped_scheduled };
+
+// Trains the same model on both devices for `steps` steps and compares the parameters.
+template <class T>
+void check_training(Rule rule, int steps, double tol) {
+  const int batch = 48;
+  const auto x = random_values<float>(std::size_t{64} * batch * steps, 12);
+  std::vector<int> y(static_cast<std::size_t>(batch) * steps);
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<int>((i * 7) % 10);
+  auto train = [&]<class Device>(Device) {
+    etnn::Model<Mlp, T, Device> model(3);
+    etnn::loss::CrossEntropy ce;
+    std::vector<double> losses;
+    auto train_with = [&](auto& opt) {
+      etnn::Trainer trainer(model, ce, opt);
+      for (int s = 0; s < steps; ++s) {
+        const std::size_t first = static_cast<std::size_t>(s) * batch;
+        losses.push_back(trainer.step(etnn::TensorView<const float, etnn::Shape<64>>(x.data() + first * 64, batch),
+                                      std::span<const int>(y).subspan(first, batch)));
+      }
+    };
+    if (rule == Rule::sgd_momentum) {
+      etnn::optim::SGD opt(model, {.lr = 0.05f, .momentum = 0.9f});
+      train_with(opt);
+    } else {
+      etnn::optim::Adam opt(model, {.lr = 1e-3f});
+      opt.set_max_grad_norm(0.5f);
+      opt.set_schedule(etnn::optim::schedule::CosineWarmup{.warmup = 3, .total = 10});
+      train_with(opt);
+    }
+    std::vector<T> params(Mlp::num_params);
+    etnn::copy_to_host(Device{}, params.data(), model.parameters(), params.size());
+    return std::pair(params, losses);
+  };
+  const auto [cpu_params, cpu_losses] = train(etnn::Cpu{});
+  const auto [cuda_params, cuda_losses] = train(etnn::Cuda{});
+  CHECK(max_relative_error(cuda_params, cpu_params) <= tol);
+  CHECK(max_relative_error(cuda_losses, cpu_losses) <= tol);
+}
+}  // namespace
+
+TEST_CASE_TEMPLATE("training on the device follows the CPU step for step (SGD with momentum, Adam, clipping)" *
+                       doctest::skip(!gpu()),
+                   T, float, double) {
+  const double tol = std::is_same_v<T, float> ? 1e-4 : 1e-10;
+  check_training<T>(Rule::sgd_momentum, 10, tol);
+  check_training<T>(Rule::adam_clipped_scheduled, 10, tol);
+}
+
+TEST_CASE("CUDA graphs replay the step: the same parameters as launching every kernel" * doctest::skip(!gpu())) {
+  const int batch = 32, steps = 6;
+  const auto x = random_values<float>(std::size_t{64} * batch, 15);
+  std::vector<int> y(batch);
+  for (int i = 0; i < batch; ++i) y[static_cast<std::size_t>(i)] = i % 10;
+  auto train = [&](bool graphs) {
+    etnn::Model<Mlp, float, etnn::Cuda> model(4);
+    etnn::loss::CrossEntropy ce;
+    etnn::optim::Adam opt(model, {.lr = 1e-3f});
+    etnn::Trainer trainer(model, ce, opt, {.cuda_graphs = graphs});
+    for (int s = 0; s < steps; ++s) {
+      // Two batch sizes in turn: one graph pair each.
+      const int b = s % 2 == 0 ? batch : batch / 2;
+      trainer.step(etnn::TensorView<const float, etnn::Shape<64>>(x.data(), b), std::span<const int>(y).first(b));
+    }
+    const auto& recorded = trainer.step_graphs();
+    CHECK(recorded.enabled() == graphs);
+    CHECK(recorded.reason() == (graphs ? "" : "turned off"));
+    CHECK(recorded.recorded() == (graphs ? 4u : 0u));
+    CHECK(recorded.launches() == (graphs ? 2 * steps : 0));
+    std::vector<float> params(Mlp::num_params);
+    etnn::copy_to_host(etnn::Cuda{}, params.data(), model.parameters(), params.size());
+    return params;
+  };
+  CHECK(train(true) == train(false));
+}
+
+TEST_CASE("a device model's checkpoint loads on the CPU and back, and evaluates the same" * doctest::skip(!gpu())) {
+  etnn::Model<Mlp, float, etnn::Cuda> on_gpu(5);
+  const auto path = std::filesystem::temp_directory_path() / "etnn_cuda_checkpoint.safetensors";
+  etnn::io::save(on_gpu, path);
+  etnn::Model<Mlp, float, etnn::Cpu> on_cpu(99);
+  etnn::io::load(on_cpu, path);
+  std::vector<float> gpu_params(Mlp::num_params);
+  etnn::copy_to_host(etnn::Cuda{}, gpu_params.data(), on_gpu.parameters(), Mlp::num_params);
+  CHECK(std::equal(gpu_params.begin(), gpu_params.end(), on_cpu.parameters()));
+  etnn::Model<Mlp, float, etnn::Cuda> reloaded(7);
+  etnn::io::load(reloaded, path);
+  std::vector<float> reloaded_params(Mlp::num_params);
+  etnn::copy_to_host(etnn::Cuda{}, reloaded_params.data(), reloaded.parameters(), Mlp::num_params);
+  CHECK(reloaded_params == gpu_params);
+  std::filesystem::remove(path);
+
+  const int n = 500;
+  auto features = random_values<float>(std::size_t{64} * n, 13);
+  std::vector<int> labels(n);
+  for (int i = 0; i < n; ++i) labels[static_cast<std::size_t>(i)] = i % 10;
+  etnn::data::Dataset<etnn::Shape<64>> data(std::move(features), std::move(labels));
+  // Logits agree to rounding, so at most a near-tie in a sample or two may go the other way.
+  CHECK(std::abs(etnn::evaluate(on_gpu, data, etnn::metrics::accuracy, 128) -
+                 etnn::evaluate(on_cpu, data, etnn::metrics::accuracy, 128)) <= 2.0 / n);
+  const auto logits_gpu = etnn::to_host(on_gpu.forward(etnn::TensorView<const float, etnn::Shape<64>>(data.features().data(), n)));
+  const auto logits_cpu = on_cpu.forward(etnn::TensorView<const float, etnn::Shape<64>>(data.features().data(), n));
+  CHECK(max_relative_error<float>(std::span<const float>(logits_gpu.data(), logits_gpu.size()),
+                                  std::span<const float>(logits_cpu.data(), logits_cpu.size())) <= 1e-4);
+}
+
+TEST_CASE("the non-finite guard skips a step on the device as on the CPU" * doctest::skip(!gpu())) {
+  etnn::Model<Mlp, float, etnn::Cuda> model(1);
+  etnn::loss::CrossEntropy ce;
+  etnn::optim::SGD opt(model, {.lr = 0.1f});
+  etnn::Trainer trainer(model, ce, opt);
+  auto x = random_values<float>(64 * 8, 14);
+  std::vector<int> y(8, 1);
+  trainer.step(etnn::TensorView<const float, etnn::Shape<64>>(x.data(), 8), y);
+  std::vector<float> before(Mlp::num_params), after(Mlp::num_params);
+  etnn::copy_to_host(etnn::Cuda{}, before.data(), model.parameters(), Mlp::num_params);
+  x[5] = std::numeric_limits<float>::quiet_NaN();
+  trainer.step(etnn::TensorView<const float, etnn::Shape<64>>(x.data(), 8), y);
+  etnn::copy_to_host(etnn::Cuda{}, after.data(), model.parameters(), Mlp::num_params);
+  CHECK(trainer.skipped_steps() == 1);
+  CHECK(before == after);
+}

@@ -2,7 +2,8 @@
 """Generates single_include/etnn/etnn.hpp from include/etnn/etnn.hpp.
 
 Every project header reached through a quoted #include is inlined once, in include order;
-system includes outside any #if are kept once each (those inside an #if are kept as written);
+system includes outside any #if are kept once each (those inside an #if, including an #if around
+the #include of the header that has them, are kept as written);
 `#pragma once` lines are dropped except the first.
 With --check, exits 1 when the committed single header differs from what would be generated.
 """
@@ -21,7 +22,8 @@ CONDITIONAL_OPEN = re.compile(r"^\s*#\s*if")
 CONDITIONAL_CLOSE = re.compile(r"^\s*#\s*endif")
 
 
-def inline(path, seen, system_seen, out):
+def inline(path, seen, system_seen, out, outer_depth=0):
+    """outer_depth: the #if nesting around the #include that reached this file."""
     path = path.resolve()
     if path in seen:
         return
@@ -34,10 +36,10 @@ def inline(path, seen, system_seen, out):
         depth += 1 if CONDITIONAL_OPEN.match(line) else -1 if CONDITIONAL_CLOSE.match(line) else 0
         local = LOCAL.match(line)
         if local:
-            inline(path.parent / local.group(1), seen, system_seen, out)
+            inline(path.parent / local.group(1), seen, system_seen, out, outer_depth + depth)
             continue
         system = SYSTEM.match(line)
-        if system and depth == 0:
+        if system and outer_depth + depth == 0:
             if system.group(1) in system_seen:
                 continue
             system_seen.add(system.group(1))

@@ -14,6 +14,7 @@
 //                                          a single process has nothing to end and returns
 #include <concepts>
 #include <cstddef>
+#include <type_traits>
 
 #include "static_checks.hpp"
 
@@ -31,6 +32,18 @@ concept Reducer = requires(R& r, float* f, double* d, std::size_t n, typename R:
   r.wait(pending);
   r.abort("reason");
 };
+
+// Whether reducer R sums memory of Device: one that names its memory (dist::Mpi the host's,
+// dist::Nccl the GPU's) takes models on that device only; one that does not (dist::Local) any.
+template <class R, class Device>
+consteval bool reducer_takes_device() {
+  if constexpr (requires { typename R::memory; })
+    return std::is_same_v<typename R::memory, Device>;
+  else
+    return true;
+}
+template <class R, class Device>
+inline constexpr bool reducer_takes = reducer_takes_device<R, Device>();
 
 namespace dist {
 

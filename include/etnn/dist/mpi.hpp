@@ -27,6 +27,7 @@
 #include <thread>
 #include <type_traits>
 
+#include "../core/device.hpp"
 #include "../core/error.hpp"
 
 namespace etnn::dist {
@@ -58,6 +59,7 @@ inline bool env_flag(const char* name) {
 
 class Mpi {
  public:
+  using memory = Cpu;  // it sums host memory (Optimizer checks the model's device)
   // A started non-blocking collective.
   struct Pending {
     MPI_Request request = MPI_REQUEST_NULL;

@@ -51,7 +51,7 @@ class Optimizer {
   using reducer_type = R;
   using T = typename Params::value_type;
   using Device = typename Params::device;
-  static_assert(check::reducer_device<std::is_same_v<Device, Cpu> || std::is_same_v<R, dist::Local>>());
+  static_assert(check::reducer_device<reducer_takes<R, Device>>());
 
   // A single-process optimizer.
   Optimizer(Params& model, const Options& options)

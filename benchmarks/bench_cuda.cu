@@ -4,15 +4,14 @@
 // Models (one step: forward, loss, backward, update; data already on the device; warm-up excluded):
 //   mlp784   784-512-10 ReLU, cross-entropy, SGD lr 0.01           batch 64 and 4096
 //   mlp64x4  64 -> 4 x (64, ReLU) -> 16, MSE, Adam lr 1e-3         batch 2^14 and 2^18
-// each with the step recorded into CUDA graphs and without (every kernel launched); mlp64x4 also
-// through the fully fused kernels (cuda/fused_mlp.hpp: bf16 tensor cores, fp32 master weights and
-// Adam), mode fused_bf16. Then Adam over
+// each with the step recorded into CUDA graphs and without (every kernel launched); mlp64x4 also as
+// etnn::Model<Net, etnn::bf16, Cuda>, which runs the fully fused kernels (bf16 tensor cores, fp32
+// master weights and Adam), modes fused_bf16_graphs and fused_bf16_eager. Then Adam over
 // one flat buffer of 2^26 parameters, in GB/s (p, g, m, v read; p, m, v written: 28 bytes per
 // parameter), against a device-to-device copy of 256 MiB (read + write) in the same run.
 // Prints one line per measurement:
 //   result library=etnn device=cuda model=M batch=B mode=graphs samples_per_s=S step_ms=T steps=N
 // Exits 77 (skipped) where no usable GPU is present.
-#include <etnn/cuda/fused_mlp.hpp>
 #include <etnn/etnn.hpp>
 
 #include <chrono>
@@ -21,6 +20,7 @@
 #include <cstring>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace nn = etnn::nn;
@@ -84,8 +84,9 @@ void mlp784(int batch, bool graphs, double seconds) {
   report("mlp784", batch, graphs ? "graphs" : "eager", steps, elapsed);
 }
 
+template <class Scalar>
 void mlp64x4(int batch, bool graphs, double seconds) {
-  etnn::Model<Mlp64x4, float, etnn::Cuda> model(0);
+  etnn::Model<Mlp64x4, Scalar, etnn::Cuda> model(0);
   etnn::loss::MSE loss;
   etnn::optim::Adam opt(model, {.lr = 1e-3f});
   etnn::Trainer trainer(model, loss, opt, {.cuda_graphs = graphs});
@@ -94,30 +95,9 @@ void mlp64x4(int batch, bool graphs, double seconds) {
   const etnn::TensorView<const float, etnn::Shape<64>, etnn::Cuda> xv(x.data(), batch);
   const etnn::TensorView<const float, etnn::Shape<16>, etnn::Cuda> tv(t.data(), batch);
   const auto [steps, elapsed] = time_steps(seconds, [&] { trainer.step(xv, tv); });
-  report("mlp64x4", batch, graphs ? "graphs" : "eager", steps, elapsed);
-}
-
-// The mlp64x4 step with forward and backward each one fully fused pass (three launches backward).
-void mlp64x4_fused(int batch, double seconds) {
-  using Fused = etnn::cuda::FusedMlp<64, 64, 64, 64, 64, 16>;
-  static_assert(Fused::num_params == Mlp64x4::num_params);  // the same flat layout
-  etnn::Model<Mlp64x4, float, etnn::Cuda> model(0);
-  etnn::loss::MSE loss;
-  etnn::optim::Adam opt(model, {.lr = 1e-3f});
-  const auto x = on_device(uniform(std::size_t{64} * batch, 2));
-  const auto t = on_device(uniform(std::size_t{16} * batch, 3));
-  etnn::Tensor<float, etnn::Shape<16>, etnn::Cuda> y(batch), dy(batch);
-  etnn::Buffer<unsigned char, etnn::Cuda> saved(Fused::saved_bytes(batch));
-  const etnn::TensorView<const float, etnn::Shape<16>, etnn::Cuda> tv(t.data(), batch);
-  const auto [steps, elapsed] = time_steps(seconds, [&] {
-    model.zero_grad();
-    Fused::forward(model.parameters(), x.data(), y.data(), saved.data(), batch, etnn::cuda::stream());
-    loss.value_and_grad(etnn::Cuda{}, const_view(y), tv, dy.data());
-    Fused::backward(model.parameters(), model.gradients(), x.data(), saved.data(), dy.data(), batch,
-                    etnn::cuda::stream());
-    opt.step();
-  });
-  report("mlp64x4", batch, "fused_bf16", steps, elapsed);
+  const bool fused = std::is_same_v<Scalar, etnn::bf16>;
+  report("mlp64x4", batch, fused ? (graphs ? "fused_bf16_graphs" : "fused_bf16_eager") : (graphs ? "graphs" : "eager"),
+         steps, elapsed);
 }
 
 // Adam's fused update over 2^26 parameters against a device-to-device copy.
@@ -161,11 +141,11 @@ int main(int argc, char** argv) {
     for (bool graphs : {true, false}) {
       mlp784(64, graphs, seconds);
       mlp784(4096, graphs, seconds);
-      mlp64x4(1 << 14, graphs, seconds);
-      mlp64x4(1 << 18, graphs, seconds);
+      mlp64x4<float>(1 << 14, graphs, seconds);
+      mlp64x4<float>(1 << 18, graphs, seconds);
+      mlp64x4<etnn::bf16>(1 << 14, graphs, seconds);
+      mlp64x4<etnn::bf16>(1 << 18, graphs, seconds);
     }
-    mlp64x4_fused(1 << 14, seconds);
-    mlp64x4_fused(1 << 18, seconds);
     optimizer_bandwidth(seconds);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_cuda: %s\n", e.what());

@@ -42,12 +42,29 @@ t0=$(date +%s)
 p1=$!
 "$NVCC" "${flags[@]}" benchmarks/bench_cuda.cu -o "$bin/bench_cuda" > "$out/build_bench_cuda.log" 2>&1 &
 p2=$!
-p3=
-if [[ -f tests/cuda/fused_mlp_check.cu ]]; then
-  "$NVCC" "${flags[@]}" tests/cuda/fused_mlp_check.cu -o "$bin/fused_mlp_check" > "$out/build_fused_mlp.log" 2>&1 &
-  p3=$!
+"$NVCC" "${flags[@]}" tests/cuda/fused_mlp_check.cu -o "$bin/fused_mlp_check" > "$out/build_fused_mlp.log" 2>&1 &
+p3=$!
+# NCCL: from the toolkit, the system, or the pip package PyTorch brings (nvidia-nccl).
+nccl_flags=()
+for dir in "$(dirname "$NVCC")/.." /usr /usr/local \
+           $("$PYTHON" -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null); do
+  lib=$(ls "$dir"/lib*/libnccl.so* "$dir"/lib/x86_64-linux-gnu/libnccl.so* 2>/dev/null | head -1)
+  if [[ -f "$dir/include/nccl.h" && -n "$lib" ]]; then
+    nccl_flags=(-I"$dir/include" -L"$(dirname "$lib")" -l:"$(basename "$lib")" -Xlinker -rpath -Xlinker "$(dirname "$lib")")
+    break
+  fi
+done
+p4=
+if [[ "${ETNN_GPU_CHECK_NCCL:-1}" == 0 ]]; then
+  note "test_nccl skipped (ETNN_GPU_CHECK_NCCL=0)"
+elif (( ${#nccl_flags[@]} )); then
+  timeout 180 "$NVCC" "${flags[@]}" "${nccl_flags[@]}" tests/cuda/test_nccl.cu -x cu tests/main.cpp \
+    -o "$bin/test_nccl" > "$out/build_test_nccl.log" 2>&1 &
+  p4=$!
+else
+  note "NCCL not found (no nccl.h with libnccl): test_nccl not built"
 fi
-for p in $p1 $p2 $p3; do wait "$p" || status=1; done
+for p in $p1 $p2 $p3 $p4; do wait "$p" || status=1; done
 note "build: $(( $(date +%s) - t0 )) s, status $status"
 tail -n 20 "$out"/build_*.log | grep -E "error" | head -20
 
@@ -62,6 +79,7 @@ run() {  # run NAME TIMEOUT COMMAND...: output to $out/NAME.log, one summary lin
 
 [[ -x "$bin/test_cuda" ]] && { run test_cuda 120 "$bin/test_cuda" || status=1; }
 [[ -x "$bin/fused_mlp_check" ]] && { run fused_mlp_check 60 "$bin/fused_mlp_check" || status=1; }
+[[ -x "$bin/test_nccl" ]] && { run test_nccl 60 "$bin/test_nccl" || status=1; }
 SANITIZER=$(command -v compute-sanitizer || echo "$(dirname "$NVCC")/compute-sanitizer")
 if [[ -x "$bin/test_cuda" && -x "$SANITIZER" ]]; then
   # The device cases only (the host-side ones launch nothing).

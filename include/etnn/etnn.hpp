@@ -7,6 +7,7 @@
 #include "core/device.hpp"
 #include "core/device_select.hpp"
 #include "core/error.hpp"
+#include "core/precision.hpp"
 #include "core/random.hpp"
 #include "core/reducer.hpp"
 #include "core/shape.hpp"

@@ -213,6 +213,22 @@ decltype(auto) dispatch(DeviceKind kind, F&& f) {
 }
 
 }  // namespace etnn
+// ---- etnn/core/precision.hpp ----
+// Model scalar types. float and double compute in their own precision. etnn::bf16 is mixed
+// precision, as torch.autocast(dtype=torch.bfloat16) with fp32 master weights: parameters,
+// gradients, optimizer state, inputs and outputs stay fp32, and the network computes in bfloat16
+// with fp32 accumulation on tensor cores (CUDA only).
+//   etnn::Model<Net, etnn::bf16, etnn::Cuda> model(0);   // model.parameters() is float*
+
+namespace etnn {
+
+struct bf16 {};
+
+// The type a model keeps its parameters (and takes its data) in.
+template <class Scalar>
+using master_t = std::conditional_t<std::is_same_v<Scalar, bf16>, float, Scalar>;
+
+}  // namespace etnn
 // ---- etnn/core/random.hpp ----
 // Seeded random numbers that give the same sequence on every platform and standard library
 // (std::uniform_*_distribution do not). Used for initialisation, shuffling and dropout.
@@ -343,11 +359,19 @@ consteval bool device_available() {
   return true;
 }
 
+template <bool Fusable>
+consteval bool mixed_precision_network() {
+  static_assert(Fusable,
+                "ETNN_BF16_NETWORK: etnn::bf16 runs fully fused MLPs: linear layers with relu between them "
+                "and every width (input and output included) 16, 32, 64 or 128; use float for other networks");
+  return true;
+}
+
 template <bool ReducerReadsThisMemory>
 consteval bool reducer_device() {
   static_assert(ReducerReadsThisMemory,
-                "ETNN_REDUCER_DEVICE: this reducer sums host memory; a device model trains in one process "
-                "(etnn::dist::Local) until the NCCL reducer comes");
+                "ETNN_REDUCER_DEVICE: this reducer sums another device's memory than the model's: "
+                "etnn::dist::Mpi takes etnn::Cpu models, etnn::dist::Nccl takes etnn::Cuda models");
   return true;
 }
 
@@ -486,10 +510,10 @@ consteval bool input_scalar() {
   return true;
 }
 
-template <class T>
+template <class T, bool MixedPrecisionAllowed>
 consteval bool model_scalar() {
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
-                "ETNN_SCALAR_TYPE: etnn::Model's scalar type must be float or double");
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double> || MixedPrecisionAllowed,
+                "ETNN_SCALAR_TYPE: etnn::Model's scalar type must be float or double (or etnn::bf16 on etnn::Cuda)");
   return true;
 }
 
@@ -619,6 +643,18 @@ concept Reducer = requires(R& r, float* f, double* d, std::size_t n, typename R:
   r.wait(pending);
   r.abort("reason");
 };
+
+// Whether reducer R sums memory of Device: one that names its memory (dist::Mpi the host's,
+// dist::Nccl the GPU's) takes models on that device only; one that does not (dist::Local) any.
+template <class R, class Device>
+consteval bool reducer_takes_device() {
+  if constexpr (requires { typename R::memory; })
+    return std::is_same_v<typename R::memory, Device>;
+  else
+    return true;
+}
+template <class R, class Device>
+inline constexpr bool reducer_takes = reducer_takes_device<R, Device>();
 
 namespace dist {
 
@@ -1272,6 +1308,7 @@ void for_each_index(Cpu, std::size_t n, const F& f) {
 // etnn::cuda::stream(), so the host waits only where it reads a result (a loss value, a norm).
 #include <cuda_runtime.h>
 
+#include <string>
 
 
 namespace etnn::cuda {
@@ -1331,10 +1368,11 @@ inline void check_launch(const char* kernel) {
   }
 }
 
-// Blocks for a grid-stride loop over n items, threads_per_block each: enough to fill the device,
-// capped so that each thread does several items on large arrays.
+// Blocks for a grid-stride loop over n items, threads_per_block each: one item per thread up to
+// 2^28 items (a bandwidth-bound update wants every load it can have in flight; a thread's items
+// cannot overlap, as its loads may alias its stores), then several per thread.
 inline unsigned grid_blocks(std::size_t n, unsigned threads_per_block = 256) {
-  constexpr std::size_t max_blocks = 4096;
+  constexpr std::size_t max_blocks = std::size_t{1} << 20;
   const std::size_t wanted = (n + threads_per_block - 1) / threads_per_block;
   return static_cast<unsigned>(wanted < 1 ? 1 : (wanted > max_blocks ? max_blocks : wanted));
 }
@@ -1344,6 +1382,8 @@ inline unsigned grid_blocks(std::size_t n, unsigned threads_per_block = 256) {
 // Device memory: stream-ordered allocation on etnn's stream (cudaMallocAsync draws from the
 // device's memory pool, so a Trainer's buffers come and go without synchronising the device), and
 // copies between host and device memory.
+#include <cstddef>
+#include <new>
 
 
 namespace etnn {
@@ -1387,6 +1427,7 @@ void copy_from_host(Cuda, T* device, const T* host, std::size_t n) {
 // The CUDA executor: an elementwise expression tree is passed by value into one grid-stride
 // kernel, so a whole fused expression is one launch and one pass over memory. The functors are
 // the ETNN_HD ones the CPU executor runs (expr/functors.hpp), so both devices compute the same math.
+#include <cstddef>
 
 
 namespace etnn {
@@ -1448,6 +1489,8 @@ void for_each_index(Cuda, std::size_t n, const F& f) {
 // Reductions the optimizer and the non-finite guard need, on the device. Results are the same
 // whatever the launch: sums go through a fixed number of block partials added on the host in
 // order, and index searches take a maximum or minimum.
+#include <cmath>
+#include <cstddef>
 
 
 namespace etnn {
@@ -1554,8 +1597,11 @@ std::size_t first_non_finite(Cuda, const T* x, std::size_t begin, std::size_t en
 // to rounding; fp64 in fp64.
 #include <cublasLt.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <map>
 #include <tuple>
+#include <type_traits>
 
 
 namespace etnn::cuda {
@@ -1675,6 +1721,9 @@ class Blas {
 //            dX  = dZ W:    dX^T (IN x B)   = W^T (IN x OUT) dZ^T (OUT x B)  skipped for the first layer
 // The bias gradient is summed per column in fixed row chunks and the chunks in order, so it is the
 // same on every run.
+#include <algorithm>
+#include <cstddef>
+#include <type_traits>
 
 
 namespace etnn {
@@ -1825,6 +1874,7 @@ void dense_backward(Cuda, const T* weight, T* weight_grad, T* bias_grad, const T
 // first one with parameters are never run backward, and that layer skips its input gradient.
 // Besides the workspace a call takes the model's buffers (running statistics, one flat array with
 // compile-time offsets like the parameters) and a scratch array that layers use in turn.
+#include <tuple>
 
 // ---- etnn/core/type_list.hpp ----
 // A compile-time list of types, with the few operations the network plan needs.
@@ -2149,6 +2199,26 @@ struct Program<TypeList<Ls...>> {
             derive_seed(run.seed, static_cast<std::uint64_t>(L::module_index)), run.sync};
   }
 
+  // Runs a layer's pass; on a device, a failed device call's error also names the layer.
+  template <std::size_t I, class Device, class Call>
+  static void naming_layer(Device, Call&& call) {
+    if constexpr (std::is_same_v<Device, Cpu>) {
+      call();
+    } else {
+      try {
+        call();
+      } catch (const DeviceError& e) {
+        std::string message = e.what();
+        message += "; in layer ";
+        message += std::to_string(layer<I>::module_index);
+        message += " of the network (parameters '";
+        message += std::to_string(layer<I>::module_index);
+        message += ".*')";
+        throw DeviceError(message);
+      }
+    }
+  }
+
   template <std::size_t I, class T>
   static void init_layer_params(T* params, std::uint64_t seed) {
     Rng rng(derive_seed(seed, static_cast<std::uint64_t>(layer<I>::module_index)));
@@ -2166,7 +2236,9 @@ struct Program<TypeList<Ls...>> {
     if constexpr (!L::output_aliases_input) {
       T* y = workspace + storage_offset[I] * static_cast<std::size_t>(capacity);
       T* saved = L::saved_per_sample > 0 ? y + L::out_shape::size * static_cast<std::size_t>(capacity) : nullptr;
-      L::forward(device, pass_of<I>(run), run.params + param_offset[I], act[I], y, saved, batch);
+      naming_layer<I>(device, [&] {
+        L::forward(device, pass_of<I>(run), run.params + param_offset[I], act[I], y, saved, batch);
+      });
     }
   }
 
@@ -2181,8 +2253,10 @@ struct Program<TypeList<Ls...>> {
                            ? workspace + storage_offset[I] * static_cast<std::size_t>(capacity) +
                                  L::out_shape::size * static_cast<std::size_t>(capacity)
                            : nullptr;
-      L::backward(device, pass_of<I>(run), run.params + param_offset[I], grads + param_offset[I], act[I],
-                  act[I + 1], saved, dy, dx, batch);
+      naming_layer<I>(device, [&] {
+        L::backward(device, pass_of<I>(run), run.params + param_offset[I], grads + param_offset[I], act[I],
+                    act[I + 1], saved, dy, dx, batch);
+      });
       if constexpr (needs_dx && !L::backward_in_place) std::swap(dy, spare);
     }
   }
@@ -2193,7 +2267,9 @@ struct Program<TypeList<Ls...>> {
     using L = layer<I>;
     if constexpr (!L::output_aliases_input) {
       T* y = I == last_computing ? out : scratch + static_cast<std::size_t>(toggle) * max_width * static_cast<std::size_t>(batch);
-      L::forward(device, pass_of<I>(run), run.params + param_offset[I], current, y, static_cast<T*>(nullptr), batch);
+      naming_layer<I>(device, [&] {
+        L::forward(device, pass_of<I>(run), run.params + param_offset[I], current, y, static_cast<T*>(nullptr), batch);
+      });
       current = y;
       toggle ^= 1;
     }
@@ -3895,6 +3971,791 @@ TensorView<const T, S, Device> stage_as(TensorView<const U, S, Src> v, Buffer<T,
 
 }  // namespace etnn::detail
 #if defined(__CUDACC__)
+// ---- etnn/nn/fused_mlp_program.hpp ----
+// The network executor of a mixed-precision model on CUDA (etnn::Model<Net, etnn::bf16, Cuda>):
+// a chain of linear layers with ReLU between them and every width in {16, 32, 64, 128} runs as
+// the fully fused kernels of cuda/fused_mlp.hpp, one forward launch and three backward ones,
+// activations on chip in bf16. It is Program with forward and backward replaced: the parameter
+// layout, names and initialisation are the same, so checkpoints and optimizers do not change.
+//
+// Training workspace per sample: [ output (out) | dL/doutput (out) ]; the kernels' saved
+// activations and backward scratch are the layers' scratch (scratch_values(batch)).
+#include <cstddef>
+#include <tuple>
+#include <type_traits>
+
+// ---- etnn/cuda/fused_mlp.hpp ----
+// Fully fused narrow MLP on bf16 tensor cores (the tiny-cuda-nn idea).
+//
+//   y = W_{L-1} f(... f(W_0 x + b_0) ...) + b_{L-1}     widths {w_0 = in, w_1, ..., w_L = out}
+//   f = ReLU on every hidden layer, identity on the output layer; every width in {16, 32, 64, 128}.
+//
+// Notation (0-based, layer l maps width w_l to w_{l+1}):
+//   A_0 = x                           (batch, w_0)
+//   Z_l = A_l W_l^T + b_l             A_l: (batch, w_l)  W_l: (w_{l+1}, w_l)  Z_l: (batch, w_{l+1})
+//   A_{l+1} = relu(Z_l)  for l < L-1,  y = Z_{L-1}
+// Backward, with dZ_{L-1} = dy:
+//   dW_l += dZ_l^T A_l                (w_{l+1}, batch) x (batch, w_l)
+//   db_l += sum over rows of dZ_l
+//   dZ_{l-1} = (dZ_l W_l) (.) [A_l > 0]      for l >= 1 (dL/dx is not computed)
+//
+// Kernels (256 threads = 8 warps per block; a block carries a tile of 128 batch rows and each
+// warp owns 16 consecutive rows of it, so activations between layers stay warp-private):
+//   forward:  fused_mlp_forward_kernel, one launch, one block per 128-row tile, all layers. The
+//             tile's activations stay in shared memory as bf16 (overwritten layer by layer); each
+//             layer's weights are converted fp32 -> bf16 into shared memory; bias and ReLU are
+//             applied in fp32 before rounding. Hidden activations A_1..A_{L-1} go to `saved`.
+//   backward: 1. fused_mlp_chain_kernel (only when L >= 2): one block per tile, dZ_{L-1} = dy down
+//                to dZ_0 through all layers, tile-local; dZ_0..dZ_{L-2} go to `saved` (bf16).
+//             2. fused_mlp_weight_grad_kernel: grid (chunks, L); block (c, l) computes
+//                dW_l and db_l over the rows of chunk c (a run of whole tiles) into its own slot of
+//                a per-chunk partial buffer laid out like the parameters.
+//             3. fused_mlp_reduce_kernel: grads[p] += sum over chunks of partial[c][p], chunks in
+//                order. Every sum has a fixed order, so the result is the same on every run.
+// Precision: bf16 operands (x, weights, activations, dZ), fp32 accumulation, fp32 bias/ReLU.
+//
+// `saved` (saved_bytes(batch) bytes, 256-byte aligned, e.g. from cudaMalloc) holds the hidden
+// activations written by forward and, after them, the scratch backward writes (dZ, partials):
+// backward leaves the activations untouched, so it may be called again with the same `saved`.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <mma.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+namespace etnn::cuda {
+
+template <int... W>
+inline constexpr bool fused_mlp_widths_ok = ((W == 16 || W == 32 || W == 64 || W == 128) && ...);
+
+namespace fused_mlp_detail {
+
+using bf16 = __nv_bfloat16;
+namespace wmma = nvcuda::wmma;
+
+inline constexpr int frag = 16;                   // WMMA fragment edge: 16x16x16 tiles
+inline constexpr int warps = 8;                   // per block
+inline constexpr int threads = warps * 32;        // per block
+inline constexpr int tile_rows = warps * frag;    // batch rows per block: 16 per warp
+inline constexpr int smem_pad = 8;                // bf16 elements (16 bytes) added to each shared row:
+                                                  // keeps ldm a multiple of 8 and staggers banks
+inline constexpr int max_chunks = 128;            // row chunks of the weight-gradient split
+inline constexpr std::size_t region_align = 256;  // bytes; alignment of every region of `saved`
+
+// Every WMMA pointer below is base + (16 i) * ld + 16 j elements with ld a multiple of 8, so it is
+// 32-byte aligned whenever its base is; every shared base is a multiple of 256 bytes from the
+// (128-byte aligned) start of dynamic shared memory.
+
+template <int... W>
+__host__ __device__ constexpr int width_at(int i) {
+  constexpr int list[] = {W...};
+  return list[i];
+}
+
+// Parameters of layers 0..l-1: sum of w_{m+1} * w_m (weight) + w_{m+1} (bias).
+template <int... W>
+__host__ __device__ constexpr std::size_t params_before(int l) {
+  std::size_t n = 0;
+  for (int m = 0; m < l; ++m)
+    n += static_cast<std::size_t>(width_at<W...>(m + 1)) * static_cast<std::size_t>(width_at<W...>(m) + 1);
+  return n;
+}
+
+template <int... W>
+__host__ __device__ constexpr int max_width_of() {
+  int widest = 0;
+  for (int i = 0; i < static_cast<int>(sizeof...(W)); ++i)
+    widest = width_at<W...>(i) > widest ? width_at<W...>(i) : widest;
+  return widest;
+}
+
+// Largest shared copy of one layer's weights: w_{l+1} rows of (w_l + smem_pad) bf16.
+template <int... W>
+__host__ __device__ constexpr std::size_t max_weight_elems() {
+  std::size_t most = 0;
+  for (int l = 0; l + 1 < static_cast<int>(sizeof...(W)); ++l) {
+    const std::size_t n = static_cast<std::size_t>(width_at<W...>(l + 1)) * (width_at<W...>(l) + smem_pad);
+    most = n > most ? n : most;
+  }
+  return most;
+}
+
+// Largest shared footprint of the weight-gradient kernel: a dZ_l tile (128, w_{l+1}) and an A_l
+// tile (128, w_l), both bf16 with padded rows, plus one float per thread for the bias sums.
+template <int... W>
+__host__ __device__ constexpr std::size_t max_weight_grad_smem() {
+  std::size_t most = 0;
+  for (int l = 0; l + 1 < static_cast<int>(sizeof...(W)); ++l) {
+    const std::size_t n =
+        static_cast<std::size_t>(tile_rows) * (width_at<W...>(l + 1) + smem_pad + width_at<W...>(l) + smem_pad);
+    most = n > most ? n : most;
+  }
+  return most * sizeof(bf16) + threads * sizeof(float);
+}
+
+// Device pointers into `saved` (unused slots are null).
+template <int Layers>
+struct SavedBuffers {
+  bf16* activation[Layers + 1];  // activation[h] = A_h (batch, w_h) for 1 <= h < Layers
+  bf16* dz[Layers];              // dz[l] = dZ_l (batch, w_{l+1}) for 0 <= l < Layers - 1 (dZ_{Layers-1} is dy)
+  float* partial;                // (chunks, num_params): chunk c's parameter gradients, params' layout
+  int chunks;                    // row chunks of the weight-gradient split
+  int chunk_rows;                // rows per chunk, a multiple of tile_rows
+};
+
+inline int ceil_div(int a, int b) { return a / b + (a % b != 0 ? 1 : 0); }
+
+inline std::size_t round_up(std::size_t n, std::size_t multiple) { return (n + multiple - 1) / multiple * multiple; }
+
+struct ChunkPlan {
+  int chunks;
+  int chunk_rows;
+};
+
+// At most max_chunks chunks of whole tiles covering rows [0, batch); every chunk holds at least one
+// row: (chunks - 1) * chunk_rows < batch <= chunks * chunk_rows.
+inline ChunkPlan plan_chunks(int batch) {
+  const int tiles = ceil_div(batch, tile_rows);
+  const int tiles_per_chunk = ceil_div(tiles, max_chunks);
+  return {ceil_div(tiles, tiles_per_chunk), tiles_per_chunk * tile_rows};
+}
+
+inline void check_launch(const char* kernel) {
+  const cudaError_t status = cudaGetLastError();
+  if (status != cudaSuccess)
+    throw std::runtime_error(std::string("etnn fused_mlp: launch of ") + kernel +
+                             " failed: " + cudaGetErrorName(status) + ": " + cudaGetErrorString(status));
+}
+
+template <class Kernel>
+void allow_dynamic_smem(Kernel* kernel, std::size_t bytes, const char* name) {
+  const cudaError_t status =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+  if (status != cudaSuccess)
+    throw std::runtime_error(std::string("etnn fused_mlp: cannot give ") + name + " " + std::to_string(bytes) +
+                             " bytes of shared memory: " + cudaGetErrorName(status) + ": " +
+                             cudaGetErrorString(status));
+}
+
+// ---- small device helpers -------------------------------------------------------------------
+
+// Copies rows [row0, row0 + tile_rows) of a (rows, Width) row-major fp32 matrix into shared memory
+// as bf16 with row pitch dst_ld; rows at or past row_end become zeros. The whole block takes part.
+template <int Width>
+__device__ void load_tile_rows(bf16* dst, int dst_ld, const float* src, int row0, int row_end) {
+  for (int e = static_cast<int>(threadIdx.x); e < tile_rows * Width; e += threads) {
+    const int r = e / Width;
+    const int c = e % Width;
+    const int row = row0 + r;
+    const float value = row < row_end ? src[static_cast<std::size_t>(row) * Width + c] : 0.0f;
+    dst[r * dst_ld + c] = __float2bfloat16(value);
+  }
+}
+
+// Same for a bf16 source inside `saved` (16-byte aligned rows): 8 elements per 16-byte access.
+template <int Width>
+__device__ void load_tile_rows(bf16* dst, int dst_ld, const bf16* src, int row0, int row_end) {
+  constexpr int vectors_per_row = Width / 8;
+  for (int e = static_cast<int>(threadIdx.x); e < tile_rows * vectors_per_row; e += threads) {
+    const int r = e / vectors_per_row;
+    const int c = (e % vectors_per_row) * 8;
+    const int row = row0 + r;
+    uint4 bits = make_uint4(0u, 0u, 0u, 0u);  // bf16 zeros
+    if (row < row_end) bits = *reinterpret_cast<const uint4*>(src + static_cast<std::size_t>(row) * Width + c);
+    *reinterpret_cast<uint4*>(dst + r * dst_ld + c) = bits;
+  }
+}
+
+// W (Out, In) row-major fp32 in global memory -> shared bf16 with row pitch In + smem_pad.
+template <int Out, int In>
+__device__ void load_weights(bf16* dst, const float* w) {
+  for (int e = static_cast<int>(threadIdx.x); e < Out * In; e += threads)
+    dst[(e / In) * (In + smem_pad) + e % In] = __float2bfloat16(w[e]);
+}
+
+__device__ inline uint4 pack_bf16x8(const float (&v)[8]) {
+  __nv_bfloat162 pairs[4];
+  for (int i = 0; i < 4; ++i) pairs[i] = __floats2bfloat162_rn(v[2 * i], v[2 * i + 1]);  // .x = lower address
+  static_assert(sizeof(pairs) == sizeof(uint4));
+  uint4 bits;
+  memcpy(&bits, pairs, sizeof(bits));
+  return bits;
+}
+
+__device__ inline void unpack_bf16x8(uint4 bits, float (&v)[8]) {
+  __nv_bfloat162 pairs[4];
+  memcpy(pairs, &bits, sizeof(bits));
+  for (int i = 0; i < 4; ++i) {
+    v[2 * i] = __low2float(pairs[i]);
+    v[2 * i + 1] = __high2float(pairs[i]);
+  }
+}
+
+// Epilogue mapping of a 16x16 fp32 fragment stored row-major (ldm 16) in a warp's scratch: lane
+// handles row lane / 2, columns (lane % 2) * 8 .. + 7.
+__device__ inline int lane_row(int lane) { return lane >> 1; }
+__device__ inline int lane_col(int lane) { return (lane & 1) * 8; }
+
+__device__ inline void read_lane_values(const float* warp_scratch, int lane, float (&v)[8]) {
+  const float4* p = reinterpret_cast<const float4*>(warp_scratch + lane_row(lane) * frag + lane_col(lane));
+  const float4 lo = p[0];
+  const float4 hi = p[1];
+  v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w;
+  v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
+}
+
+using AccumulatorFrag = wmma::fragment<wmma::accumulator, frag, frag, frag, float>;
+using RowMajorAFrag = wmma::fragment<wmma::matrix_a, frag, frag, frag, bf16, wmma::row_major>;
+using ColMajorAFrag = wmma::fragment<wmma::matrix_a, frag, frag, frag, bf16, wmma::col_major>;
+using RowMajorBFrag = wmma::fragment<wmma::matrix_b, frag, frag, frag, bf16, wmma::row_major>;
+using ColMajorBFrag = wmma::fragment<wmma::matrix_b, frag, frag, frag, bf16, wmma::col_major>;
+
+// ---- the network ----------------------------------------------------------------------------
+
+template <int... W>
+struct Net {
+  static constexpr int layers = static_cast<int>(sizeof...(W)) - 1;
+  static constexpr std::size_t num_params = params_before<W...>(layers);
+  using Buffers = SavedBuffers<layers>;
+
+  template <int l>
+  struct Layer {
+    static constexpr int in = width_at<W...>(l);
+    static constexpr int out = width_at<W...>(l + 1);
+    static constexpr bool hidden = l + 1 < layers;  // ReLU, and its output is saved
+    static constexpr std::size_t weight_offset = params_before<W...>(l);
+    static constexpr std::size_t bias_offset = weight_offset + static_cast<std::size_t>(out) * in;
+    static constexpr int weight_ld = in + smem_pad;  // shared row pitch of W_l (out, in)
+  };
+
+  // Shared layout of the forward and chain kernels: a (128, max width) bf16 activation/gradient
+  // tile, one layer's weights, and a 16x16 fp32 scratch per warp.
+  static constexpr int tile_ld = max_width_of<W...>() + smem_pad;
+  static constexpr std::size_t tile_elems = static_cast<std::size_t>(tile_rows) * tile_ld;
+  static constexpr std::size_t weight_elems = max_weight_elems<W...>();
+  static constexpr std::size_t tile_smem_bytes =
+      (tile_elems + weight_elems) * sizeof(bf16) + static_cast<std::size_t>(warps) * frag * frag * sizeof(float);
+  static_assert(tile_elems * sizeof(bf16) % 256 == 0 && weight_elems * sizeof(bf16) % 256 == 0,
+                "shared regions must keep 256-byte alignment");
+
+  static constexpr std::size_t weight_grad_smem_bytes = max_weight_grad_smem<W...>();
+
+  // ---- forward ----
+
+  // One layer for the warp's 16 rows `strip` (row pitch tile_ld):
+  //   Z = A W^T + b     A: (16, in) bf16 shared   W: (out, in) bf16 shared   Z: (16, out) fp32
+  // Hidden layer: A_next = relu(Z) as bf16 written over the strip (columns 0..out-1) and to
+  // saved_activation (batch, out) for rows < batch. Output layer: y (batch, out) = Z in fp32.
+  template <int l>
+  __device__ static void forward_layer(bf16* tile, bf16* weights, float* scratch, const float* params,
+                                       bf16* saved_activation, float* y, int row0, int batch) {
+    using L = Layer<l>;
+    __syncthreads();  // every warp is done with the previous weights; the input tile is complete
+    load_weights<L::out, L::in>(weights, params + L::weight_offset);
+    __syncthreads();  // the weights are visible to every warp
+
+    const int warp = static_cast<int>(threadIdx.x) / 32;
+    const int lane = static_cast<int>(threadIdx.x) % 32;
+    bf16* strip = tile + warp * frag * tile_ld;
+
+    // acc[n] = Z[:, 16n .. 16n+15] = sum_k A[:, 16k..] (16x16) * W^T[16k.., 16n..] (16x16).
+    // W^T (in, out) is W (out, in) row-major read as column-major: element (k, n) = W[n][k].
+    AccumulatorFrag acc[L::out / frag];
+#pragma unroll
+    for (int n = 0; n < L::out / frag; ++n) wmma::fill_fragment(acc[n], 0.0f);
+#pragma unroll
+    for (int k = 0; k < L::in / frag; ++k) {
+      RowMajorAFrag a;
+      wmma::load_matrix_sync(a, strip + k * frag, tile_ld);
+#pragma unroll
+      for (int n = 0; n < L::out / frag; ++n) {
+        ColMajorBFrag w_t;
+        wmma::load_matrix_sync(w_t, weights + n * frag * L::weight_ld + k * frag, L::weight_ld);
+        wmma::mma_sync(acc[n], a, w_t, acc[n]);
+      }
+    }
+    __syncwarp();  // every lane has read the strip: it may now be overwritten by this layer's output
+
+    float* warp_scratch = scratch + warp * frag * frag;
+    const int r = lane_row(lane);
+    const int row = row0 + warp * frag + r;
+#pragma unroll
+    for (int n = 0; n < L::out / frag; ++n) {
+      wmma::store_matrix_sync(warp_scratch, acc[n], frag, wmma::mem_row_major);
+      __syncwarp();  // the fragment is in scratch
+      const int col = n * frag + lane_col(lane);
+      float v[8];
+      read_lane_values(warp_scratch, lane, v);
+      for (int t = 0; t < 8; ++t) v[t] += params[L::bias_offset + col + t];
+      if constexpr (L::hidden) {
+        for (int t = 0; t < 8; ++t) v[t] = v[t] > 0.0f ? v[t] : 0.0f;
+        const uint4 bits = pack_bf16x8(v);
+        *reinterpret_cast<uint4*>(strip + r * tile_ld + col) = bits;
+        if (row < batch)
+          *reinterpret_cast<uint4*>(saved_activation + static_cast<std::size_t>(row) * L::out + col) = bits;
+      } else {
+        if (row < batch)
+          for (int t = 0; t < 8; ++t) y[static_cast<std::size_t>(row) * L::out + col + t] = v[t];
+      }
+      __syncwarp();  // every lane has read scratch before the next fragment is stored there
+    }
+  }
+
+  template <int l>
+  __device__ static void forward_layers(bf16* tile, bf16* weights, float* scratch, const float* params,
+                                        const Buffers& saved, float* y, int row0, int batch) {
+    forward_layer<l>(tile, weights, scratch, params, saved.activation[l + 1], y, row0, batch);
+    if constexpr (l + 1 < layers) forward_layers<l + 1>(tile, weights, scratch, params, saved, y, row0, batch);
+  }
+
+  __device__ static void forward_tile(unsigned char* smem, const float* params, const float* x, float* y,
+                                      const Buffers& saved, int batch) {
+    bf16* tile = reinterpret_cast<bf16*>(smem);
+    bf16* weights = tile + tile_elems;
+    float* scratch = reinterpret_cast<float*>(weights + weight_elems);
+    const int row0 = static_cast<int>(blockIdx.x) * tile_rows;
+    load_tile_rows<Layer<0>::in>(tile, tile_ld, x, row0, batch);  // A_0 = x, zero rows past the batch
+    forward_layers<0>(tile, weights, scratch, params, saved, y, row0, batch);
+  }
+
+  // ---- backward 1: the dZ chain ----
+
+  // For the warp's 16 rows `strip` holding dZ_l (16, out):
+  //   dA_l = dZ_l W_l      dZ_l: (16, out) bf16 shared   W_l: (out, in) bf16 shared row-major
+  //   dZ_{l-1} = dA_l (.) [A_l > 0]     A_l from saved_activation (batch, in)
+  // dZ_{l-1} (16, in) is written as bf16 over the strip and to dz_prev (batch, in) for rows < batch.
+  template <int l>
+  __device__ static void backprop_layer(bf16* tile, bf16* weights, float* scratch, const float* params,
+                                        const bf16* saved_activation, bf16* dz_prev, int row0, int batch) {
+    static_assert(l >= 1, "layer 0 has no dZ below it");
+    using L = Layer<l>;
+    __syncthreads();  // every warp is done with the previous weights; the dy tile is complete
+    load_weights<L::out, L::in>(weights, params + L::weight_offset);
+    __syncthreads();  // the weights are visible to every warp
+
+    const int warp = static_cast<int>(threadIdx.x) / 32;
+    const int lane = static_cast<int>(threadIdx.x) % 32;
+    bf16* strip = tile + warp * frag * tile_ld;
+
+    // acc[n] = dA[:, 16n..] = sum_k dZ[:, 16k..] (16x16) * W[16k.., 16n..] (16x16), W row-major.
+    AccumulatorFrag acc[L::in / frag];
+#pragma unroll
+    for (int n = 0; n < L::in / frag; ++n) wmma::fill_fragment(acc[n], 0.0f);
+#pragma unroll
+    for (int k = 0; k < L::out / frag; ++k) {
+      RowMajorAFrag dz;
+      wmma::load_matrix_sync(dz, strip + k * frag, tile_ld);
+#pragma unroll
+      for (int n = 0; n < L::in / frag; ++n) {
+        RowMajorBFrag w;
+        wmma::load_matrix_sync(w, weights + k * frag * L::weight_ld + n * frag, L::weight_ld);
+        wmma::mma_sync(acc[n], dz, w, acc[n]);
+      }
+    }
+    __syncwarp();  // every lane has read the strip: it may now be overwritten by dZ_{l-1}
+
+    float* warp_scratch = scratch + warp * frag * frag;
+    const int r = lane_row(lane);
+    const int row = row0 + warp * frag + r;
+#pragma unroll
+    for (int n = 0; n < L::in / frag; ++n) {
+      wmma::store_matrix_sync(warp_scratch, acc[n], frag, wmma::mem_row_major);
+      __syncwarp();  // the fragment is in scratch
+      const int col = n * frag + lane_col(lane);
+      float v[8];
+      read_lane_values(warp_scratch, lane, v);
+      float a[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};  // rows past the batch: gradient 0
+      if (row < batch)
+        unpack_bf16x8(*reinterpret_cast<const uint4*>(saved_activation + static_cast<std::size_t>(row) * L::in + col),
+                      a);
+      for (int t = 0; t < 8; ++t) v[t] = a[t] > 0.0f ? v[t] : 0.0f;
+      const uint4 bits = pack_bf16x8(v);
+      *reinterpret_cast<uint4*>(strip + r * tile_ld + col) = bits;
+      if (row < batch) *reinterpret_cast<uint4*>(dz_prev + static_cast<std::size_t>(row) * L::in + col) = bits;
+      __syncwarp();  // every lane has read scratch before the next fragment is stored there
+    }
+  }
+
+  template <int l>
+  __device__ static void backprop_layers(bf16* tile, bf16* weights, float* scratch, const float* params,
+                                         const Buffers& saved, int row0, int batch) {
+    backprop_layer<l>(tile, weights, scratch, params, saved.activation[l], saved.dz[l - 1], row0, batch);
+    if constexpr (l > 1) backprop_layers<l - 1>(tile, weights, scratch, params, saved, row0, batch);
+  }
+
+  __device__ static void chain_tile(unsigned char* smem, const float* params, const float* dy, const Buffers& saved,
+                                    int batch) {
+    if constexpr (layers >= 2) {
+      bf16* tile = reinterpret_cast<bf16*>(smem);
+      bf16* weights = tile + tile_elems;
+      float* scratch = reinterpret_cast<float*>(weights + weight_elems);
+      const int row0 = static_cast<int>(blockIdx.x) * tile_rows;
+      load_tile_rows<Layer<layers - 1>::out>(tile, tile_ld, dy, row0, batch);  // dZ_{L-1} = dy
+      backprop_layers<layers - 1>(tile, weights, scratch, params, saved, row0, batch);
+    }
+  }
+
+  // ---- backward 2: per-chunk weight and bias gradients ----
+
+  // Over the rows [begin, end) of chunk blockIdx.x:
+  //   dW_l = dZ_l^T A_l    dZ_l^T: (out, rows) = dZ_l (rows, out) read column-major   A_l: (rows, in)
+  //   db_l = sum over rows of dZ_l
+  // into partial[chunk][weight_offset .. bias_offset + out). 16x16 output fragments are dealt to
+  // the warps round-robin; each accumulates over the chunk, 128 rows (8 k-steps) at a time.
+  template <int l>
+  __device__ static void weight_grad_chunk(unsigned char* smem, const float* x, const float* dy, const Buffers& saved,
+                                           int batch) {
+    using L = Layer<l>;
+    constexpr int dz_ld = L::out + smem_pad;
+    constexpr int a_ld = L::in + smem_pad;
+    bf16* dz_tile = reinterpret_cast<bf16*>(smem);                              // (128, out)
+    bf16* a_tile = dz_tile + tile_rows * dz_ld;                                 // (128, in)
+    float* bias_partial = reinterpret_cast<float*>(a_tile + tile_rows * a_ld);  // one per thread
+
+    const int tid = static_cast<int>(threadIdx.x);
+    const int warp = tid / 32;
+    const int chunk = static_cast<int>(blockIdx.x);
+    const int begin = chunk * saved.chunk_rows;
+    const int end = min(batch, begin + saved.chunk_rows);
+
+    constexpr int frag_cols = L::in / frag;
+    constexpr int frag_count = (L::out / frag) * frag_cols;
+    constexpr int frags_per_warp = (frag_count + warps - 1) / warps;  // warp's fragments: warp + i * warps
+    AccumulatorFrag acc[frags_per_warp];
+#pragma unroll
+    for (int i = 0; i < frags_per_warp; ++i) wmma::fill_fragment(acc[i], 0.0f);
+
+    // Bias: thread tid sums column tid % out over rows tid / out, + threads_per_col, ...
+    constexpr int threads_per_col = threads / L::out;
+    const int bias_col = tid % L::out;
+    float bias_sum = 0.0f;
+
+    for (int row0 = begin; row0 < end; row0 += tile_rows) {
+      __syncthreads();  // every warp is done with the previous sub-tile
+      if constexpr (l == layers - 1)
+        load_tile_rows<L::out>(dz_tile, dz_ld, dy, row0, end);  // dZ_{L-1} = dy
+      else
+        load_tile_rows<L::out>(dz_tile, dz_ld, static_cast<const bf16*>(saved.dz[l]), row0, end);
+      if constexpr (l == 0)
+        load_tile_rows<L::in>(a_tile, a_ld, x, row0, end);  // A_0 = x
+      else
+        load_tile_rows<L::in>(a_tile, a_ld, static_cast<const bf16*>(saved.activation[l]), row0, end);
+      __syncthreads();  // the sub-tile is complete
+
+      for (int r = tid / L::out; r < tile_rows; r += threads_per_col)
+        bias_sum += __bfloat162float(dz_tile[r * dz_ld + bias_col]);
+
+#pragma unroll
+      for (int i = 0; i < frags_per_warp; ++i) {
+        const int f = warp + i * warps;
+        if (f < frag_count) {            // uniform across the warp
+          const int fi = f / frag_cols;  // output rows 16 fi .. (index into out)
+          const int fj = f % frag_cols;  // output cols 16 fj .. (index into in)
+#pragma unroll
+          for (int k = 0; k < tile_rows / frag; ++k) {
+            ColMajorAFrag dz_t;  // dZ^T (out, rows): element (i, k) = dz_tile[k][i]
+            wmma::load_matrix_sync(dz_t, dz_tile + k * frag * dz_ld + fi * frag, dz_ld);
+            RowMajorBFrag a;
+            wmma::load_matrix_sync(a, a_tile + k * frag * a_ld + fj * frag, a_ld);
+            wmma::mma_sync(acc[i], dz_t, a, acc[i]);
+          }
+        }
+      }
+    }
+
+    float* partial = saved.partial + static_cast<std::size_t>(chunk) * num_params;
+#pragma unroll
+    for (int i = 0; i < frags_per_warp; ++i) {
+      const int f = warp + i * warps;
+      if (f < frag_count) {
+        const int fi = f / frag_cols;
+        const int fj = f % frag_cols;
+        wmma::store_matrix_sync(partial + L::weight_offset + static_cast<std::size_t>(fi * frag) * L::in + fj * frag,
+                                acc[i], L::in, wmma::mem_row_major);
+      }
+    }
+    bias_partial[tid] = bias_sum;
+    __syncthreads();
+    if (tid < L::out) {
+      float total = 0.0f;
+      for (int p = 0; p < threads_per_col; ++p) total += bias_partial[p * L::out + tid];
+      partial[L::bias_offset + tid] = total;
+    }
+  }
+
+  template <int l>
+  __device__ static void weight_grad_dispatch(int layer, unsigned char* smem, const float* x, const float* dy,
+                                              const Buffers& saved, int batch) {
+    if (layer == l)
+      weight_grad_chunk<l>(smem, x, dy, saved, batch);
+    else if constexpr (l + 1 < layers)
+      weight_grad_dispatch<l + 1>(layer, smem, x, dy, saved, batch);
+  }
+};
+
+// ---- kernels --------------------------------------------------------------------------------
+// bf16 WMMA needs sm_80; for older targets the bodies compile to a trap (the launchers refuse
+// devices below compute capability 8.0 before launching).
+
+template <class N>
+__global__ void __launch_bounds__(threads)
+    fused_mlp_forward_kernel(const float* params, const float* x, float* y, typename N::Buffers saved, int batch) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+  extern __shared__ __align__(128) unsigned char fused_mlp_smem[];
+  N::forward_tile(fused_mlp_smem, params, x, y, saved, batch);
+#else
+  __trap();
+#endif
+}
+
+template <class N>
+__global__ void __launch_bounds__(threads)
+    fused_mlp_chain_kernel(const float* params, const float* dy, typename N::Buffers saved, int batch) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+  extern __shared__ __align__(128) unsigned char fused_mlp_smem[];
+  N::chain_tile(fused_mlp_smem, params, dy, saved, batch);
+#else
+  __trap();
+#endif
+}
+
+// Grid (chunks, layers).
+template <class N>
+__global__ void __launch_bounds__(threads)
+    fused_mlp_weight_grad_kernel(const float* x, const float* dy, typename N::Buffers saved, int batch) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+  extern __shared__ __align__(128) unsigned char fused_mlp_smem[];
+  N::template weight_grad_dispatch<0>(static_cast<int>(blockIdx.y), fused_mlp_smem, x, dy, saved, batch);
+#else
+  __trap();
+#endif
+}
+
+// grads[p] += sum over c in 0..chunks-1 of partial[c * num_params + p], in that order.
+template <class N>
+__global__ void __launch_bounds__(threads) fused_mlp_reduce_kernel(float* grads, const float* partial, int chunks) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t p = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; p < N::num_params;
+       p += stride) {
+    float total = 0.0f;
+    for (int c = 0; c < chunks; ++c) total += partial[static_cast<std::size_t>(c) * N::num_params + p];
+    grads[p] += total;
+  }
+}
+
+}  // namespace fused_mlp_detail
+
+template <int... Widths>
+struct FusedMlp {
+  static_assert(sizeof...(Widths) >= 2, "ETNN_FUSED_MLP_WIDTH: a fused MLP needs an input and an output width");
+  static_assert(fused_mlp_widths_ok<Widths...>, "ETNN_FUSED_MLP_WIDTH: every width must be 16, 32, 64 or 128");
+
+ private:
+  using Net = fused_mlp_detail::Net<Widths...>;
+  using Buffers = typename Net::Buffers;
+
+ public:
+  static constexpr int layers = Net::layers;
+  static constexpr std::size_t num_params = Net::num_params;
+
+  // Bytes of `saved` at this batch: hidden activations A_1..A_{L-1} (bf16, kept from forward to
+  // backward), then backward's scratch: dZ_0..dZ_{L-2} (bf16) and the per-chunk partial gradients.
+  static std::size_t saved_bytes(int batch) {
+    check_batch(batch);
+    return layout(batch, nullptr).bytes;
+  }
+
+  // Training forward: x (batch, in) fp32 row-major -> y (batch, out) fp32 row-major; keeps the
+  // hidden activations in `saved` (saved_bytes(batch) bytes, 256-byte aligned). One launch.
+  static void forward(const float* params, const float* x, float* y, void* saved, int batch, cudaStream_t stream) {
+    check_batch(batch);
+    if (batch == 0) return;
+    check_device_and_saved(saved);
+    const Buffers buffers = layout(batch, saved).buffers;
+    constexpr auto kernel = fused_mlp_detail::fused_mlp_forward_kernel<Net>;
+    fused_mlp_detail::allow_dynamic_smem(kernel, Net::tile_smem_bytes, "fused_mlp_forward_kernel");
+    kernel<<<fused_mlp_detail::ceil_div(batch, fused_mlp_detail::tile_rows), fused_mlp_detail::threads,
+             Net::tile_smem_bytes, stream>>>(params, x, y, buffers, batch);
+    fused_mlp_detail::check_launch("fused_mlp_forward_kernel");
+  }
+
+  // Backward after forward(params, x, ., saved, batch): dy (batch, out) fp32 = dL/dy.
+  // ACCUMULATES (+=) dL/dparams into grads (params' layout). dL/dx is not computed. `saved`'s
+  // scratch part is overwritten (its activations are not). Three launches (two when L = 1).
+  static void backward(const float* params, float* grads, const float* x, void* saved, const float* dy, int batch,
+                       cudaStream_t stream) {
+    check_batch(batch);
+    if (batch == 0) return;
+    check_device_and_saved(saved);
+    const Buffers buffers = layout(batch, saved).buffers;
+    if constexpr (layers >= 2) {
+      constexpr auto kernel = fused_mlp_detail::fused_mlp_chain_kernel<Net>;
+      fused_mlp_detail::allow_dynamic_smem(kernel, Net::tile_smem_bytes, "fused_mlp_chain_kernel");
+      kernel<<<fused_mlp_detail::ceil_div(batch, fused_mlp_detail::tile_rows), fused_mlp_detail::threads,
+               Net::tile_smem_bytes, stream>>>(params, dy, buffers, batch);
+      fused_mlp_detail::check_launch("fused_mlp_chain_kernel");
+    }
+    {
+      constexpr auto kernel = fused_mlp_detail::fused_mlp_weight_grad_kernel<Net>;
+      fused_mlp_detail::allow_dynamic_smem(kernel, Net::weight_grad_smem_bytes, "fused_mlp_weight_grad_kernel");
+      const dim3 grid(static_cast<unsigned>(buffers.chunks), static_cast<unsigned>(layers));
+      kernel<<<grid, fused_mlp_detail::threads, Net::weight_grad_smem_bytes, stream>>>(x, dy, buffers, batch);
+      fused_mlp_detail::check_launch("fused_mlp_weight_grad_kernel");
+    }
+    {
+      constexpr int blocks = static_cast<int>((num_params + fused_mlp_detail::threads - 1) / fused_mlp_detail::threads);
+      fused_mlp_detail::fused_mlp_reduce_kernel<Net>
+          <<<blocks, fused_mlp_detail::threads, 0, stream>>>(grads, buffers.partial, buffers.chunks);
+      fused_mlp_detail::check_launch("fused_mlp_reduce_kernel");
+    }
+  }
+
+ private:
+  struct Layout {
+    std::size_t bytes;
+    Buffers buffers;  // null pointers when laid out without a base
+  };
+
+  // Regions in order, each starting on a region_align boundary:
+  //   A_h (batch, w_h) bf16 for 1 <= h < L;  dZ_l (batch, w_{l+1}) bf16 for 0 <= l < L-1;
+  //   partial (chunks, num_params) fp32.
+  static Layout layout(int batch, void* base) {
+    constexpr int widths[] = {Widths...};
+    unsigned char* bytes = static_cast<unsigned char*>(base);
+    std::size_t offset = 0;
+    auto take = [&](std::size_t size) -> unsigned char* {
+      unsigned char* at = bytes == nullptr ? nullptr : bytes + offset;
+      offset = fused_mlp_detail::round_up(offset + size, fused_mlp_detail::region_align);
+      return at;
+    };
+    const std::size_t rows = static_cast<std::size_t>(batch);
+    Buffers buffers{};
+    for (int h = 1; h < layers; ++h)
+      buffers.activation[h] = reinterpret_cast<__nv_bfloat16*>(take(rows * widths[h] * sizeof(__nv_bfloat16)));
+    for (int l = 0; l + 1 < layers; ++l)
+      buffers.dz[l] = reinterpret_cast<__nv_bfloat16*>(take(rows * widths[l + 1] * sizeof(__nv_bfloat16)));
+    const fused_mlp_detail::ChunkPlan plan = fused_mlp_detail::plan_chunks(batch < 1 ? 1 : batch);
+    buffers.chunks = plan.chunks;
+    buffers.chunk_rows = plan.chunk_rows;
+    buffers.partial =
+        reinterpret_cast<float*>(take(static_cast<std::size_t>(plan.chunks) * num_params * sizeof(float)));
+    return {offset, buffers};
+  }
+
+  static void check_batch(int batch) {
+    if (batch < 0) throw std::invalid_argument("etnn fused_mlp: negative batch " + std::to_string(batch));
+  }
+
+  static void check_device_and_saved(const void* saved) {
+    if (saved == nullptr || reinterpret_cast<std::uintptr_t>(saved) % fused_mlp_detail::region_align != 0)
+      throw std::invalid_argument(
+          "etnn fused_mlp: `saved` must be a 256-byte aligned device buffer of saved_bytes(batch)");
+    int device = 0;
+    int major = 0;
+    cudaError_t status = cudaGetDevice(&device);
+    if (status == cudaSuccess) status = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+    if (status != cudaSuccess)
+      throw std::runtime_error(std::string("etnn fused_mlp: cannot query the device: ") + cudaGetErrorString(status));
+    if (major < 8) throw std::runtime_error("etnn fused_mlp: bf16 tensor cores need compute capability 8.0 or newer");
+  }
+};
+
+}  // namespace etnn::cuda
+
+namespace etnn::nn::detail {
+
+// What the fused kernels need to know of a layer: a linear layer's widths and activation.
+template <class L>
+struct FusedLayer {
+  static constexpr bool dense = false;
+};
+template <ShapeType In, int Out, class Act, int Index>
+struct FusedLayer<DenseLayer<In, Out, Act, Index>> {
+  static constexpr bool dense = true;
+  static constexpr int in = In::dims[0];
+  static constexpr int out = Out;
+  static constexpr bool relu = std::is_same_v<Act, fn::Relu>;
+  static constexpr bool identity = std::is_same_v<Act, fn::Identity>;
+};
+
+// Linear layers only, ReLU after each but the last, none after the last, every width fusable.
+template <class... Ls>
+consteval bool fusable_mlp() {
+  constexpr std::size_t n = sizeof...(Ls);
+  constexpr bool dense[] = {FusedLayer<Ls>::dense...};
+  constexpr bool relu[] = {FusedLayer<Ls>::relu...};
+  constexpr bool identity[] = {FusedLayer<Ls>::identity...};
+  for (std::size_t i = 0; i < n; ++i)
+    if (!dense[i] || (i + 1 < n ? !relu[i] : !identity[i])) return false;
+  using First = std::tuple_element_t<0, std::tuple<Ls...>>;
+  return cuda::fused_mlp_widths_ok<FusedLayer<First>::in, FusedLayer<Ls>::out...>;
+}
+
+template <class Layers>
+struct FusedMlpProgram;
+
+template <Layer... Ls>
+struct FusedMlpProgram<TypeList<Ls...>> : Program<TypeList<Ls...>> {
+  using base = Program<TypeList<Ls...>>;
+  static_assert(check::mixed_precision_network<fusable_mlp<Ls...>()>());
+  using First = std::tuple_element_t<0, std::tuple<Ls...>>;
+  using kernels = cuda::FusedMlp<FusedLayer<First>::in, FusedLayer<Ls>::out...>;
+  static constexpr std::size_t out_width = base::template layer<base::count - 1>::out_shape::size;
+
+  static constexpr std::size_t storage_per_sample = out_width;
+  static constexpr std::size_t workspace_per_sample = 2 * out_width;
+  template <class Device>
+  static constexpr bool runs_on = std::is_same_v<Device, Cuda>;
+
+  // The kernels' saved activations and backward scratch, in floats.
+  static std::size_t scratch_values(int batch) {
+    return (kernels::saved_bytes(batch) + sizeof(float) - 1) / sizeof(float);
+  }
+
+  template <class T>
+  using Activations = typename base::template Activations<T>;
+
+  template <class T>
+  static T* output_gradient(T* workspace, int capacity) {
+    return workspace + out_width * static_cast<std::size_t>(capacity);
+  }
+
+  // act[0] = input, act[count] = output; the hidden activations live in the kernels' scratch.
+  template <class T>
+  static Activations<T> locate(const T* x, T* workspace, int) {
+    Activations<T> act{};
+    act.front() = x;
+    act.back() = workspace;
+    return act;
+  }
+
+  static void forward_train(Cuda, const Run<float>& run, const float* x, float* workspace, int capacity, int batch,
+                            Activations<float>& act) {
+    act = locate(x, workspace, capacity);
+    kernels::forward(run.params, x, workspace, run.scratch, batch, cuda::stream());
+  }
+
+  // Every gradient is final when the last kernel is: layer_done(0) once.
+  template <bool InputGradient = false, class LayerDone>
+  static const float* backward(Cuda, const Run<float>& run, float* grads, float* workspace, int capacity, int batch,
+                               const Activations<float>& act, LayerDone&& layer_done) {
+    static_assert(!InputGradient, "a fused MLP computes no input gradient (it is not a block inside another)");
+    kernels::backward(run.params, grads, act.front(), run.scratch, output_gradient(workspace, capacity), batch,
+                      cuda::stream());
+    layer_done(std::size_t{0});
+    return nullptr;
+  }
+
+  static void forward_infer(Cuda, const Run<float>& run, const float* x, float*, float* out, int batch) {
+    kernels::forward(run.params, x, out, run.scratch, batch, cuda::stream());
+  }
+};
+
+}  // namespace etnn::nn::detail
 #endif
 
 namespace etnn {
@@ -3907,22 +4768,40 @@ struct NamedParameter {
   std::size_t numel;
 };
 
-// Net may be spelled decltype(net) for a constexpr net, which is const-qualified.
-template <class NetSpelled, class T = float, class Device = Cpu>
+namespace nn::detail {
+// The executor of a network for a model's scalar type: Program, or for etnn::bf16 the fully
+// fused kernels (nn/fused_mlp_program.hpp).
+template <class Net, class Scalar>
+struct ProgramFor {
+  using type = Program<typename Net::layers>;
+};
+#if defined(__CUDACC__)
+template <class Net>
+struct ProgramFor<Net, bf16> {
+  using type = FusedMlpProgram<typename Net::layers>;
+};
+#endif
+}  // namespace nn::detail
+
+// Net may be spelled decltype(net) for a constexpr net, which is const-qualified. Scalar is float,
+// double, or etnn::bf16 (mixed precision on CUDA: fp32 parameters, bf16 compute; core/precision.hpp).
+template <class NetSpelled, class Scalar = float, class Device = Cpu>
 class Model {
   using Net = std::remove_cv_t<NetSpelled>;
+  using T = master_t<Scalar>;
   static_assert(check::network_has_input<nn::Network<Net>>());
   static_assert(check::network_has_layers<(Net::layers::size > 0)>());
-  static_assert(check::model_scalar<T>());
+  static_assert(check::model_scalar<Scalar, std::is_same_v<Scalar, bf16> && std::is_same_v<Device, Cuda>>());
   static_assert(check::device_available<Device>());
 
  public:
   using network = Net;
-  using value_type = T;
+  using scalar_type = Scalar;
+  using value_type = T;  // of parameters, gradients, inputs and outputs
   using device = Device;
   using input_shape = typename Net::input_shape;
   using output_shape = typename Net::output_shape;
-  using program = nn::detail::Program<typename Net::layers>;
+  using program = typename nn::detail::ProgramFor<Net, Scalar>::type;
   static constexpr std::size_t num_params = Net::num_params;
   static constexpr std::size_t num_buffers = program::num_buffers;
   static_assert(check::layers_on_device<!device_compiled<Device> || program::template runs_on<Device>>());
@@ -6059,7 +6938,7 @@ class Optimizer {
   using reducer_type = R;
   using T = typename Params::value_type;
   using Device = typename Params::device;
-  static_assert(check::reducer_device<std::is_same_v<Device, Cpu> || std::is_same_v<R, dist::Local>>());
+  static_assert(check::reducer_device<reducer_takes<R, Device>>());
 
   // A single-process optimizer.
   Optimizer(Params& model, const Options& options)
@@ -7414,6 +8293,7 @@ double stddev(const IdxDataset<S>& data) {
 // not depend on how the model was trained (devices, ranks). load accepts F64, F32, F16, BF16 and I64
 // tensors and converts them to the model's scalar type (narrowing rounds to nearest), so files
 // written by PyTorch's safetensors load as long as names and shapes match.
+#include <map>
 #include <set>
 
 // ---- etnn/io/half.hpp ----
@@ -8567,6 +9447,10 @@ class ProgressBar {
 // graph; later runs launch it again without calling work(). If recording fails (work() did
 // something a graph cannot hold), the cache turns itself off, says why (reason()), and from then
 // on calls work() directly: never a wrong result, at worst the eager speed.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
 
 
 namespace etnn::cuda {
@@ -8767,13 +9651,14 @@ class Trainer {
   using reducer_type = typename Optim::reducer_type;
 
   Trainer(Model& model, Loss& loss, Optim& optimizer, TrainerOptions options = {})
-      : model_(model), loss_(loss), optimizer_(optimizer), options_(checked(options)), graphs_(options.cuda_graphs) {}
+      : model_(model), loss_(loss), optimizer_(optimizer), options_(checked(options)),
+        graphs_(graphs_allowed(options, optimizer)) {}
 
   // loss_optimizer updates the loss's own parameters (a parametric loss only).
   Trainer(Model& model, Loss& loss, Optim& optimizer, LossOptim& loss_optimizer, TrainerOptions options = {})
     requires has_loss_optimizer
       : model_(model), loss_(loss), optimizer_(optimizer), loss_optimizer_(&loss_optimizer),
-        options_(checked(options)), graphs_(options.cuda_graphs) {
+        options_(checked(options)), graphs_(graphs_allowed(options, optimizer)) {
     static_assert(check::loss_optimizer_target<
                   loss_has_parameters && requires { requires std::is_same_v<typename LossOptim::model_type, Loss>; }>());
   }
@@ -9034,11 +9919,17 @@ class Trainer {
     return loss;
   }
 
+  // Graphs record what a pass launches, not the host's part of it: a data-parallel step starts its
+  // allreduces from backward's callbacks, so it launches eagerly.
+  static bool graphs_allowed(const TrainerOptions& options, Optim& optimizer) {
+    return options.cuda_graphs && optimizer.reducer().size() == 1;
+  }
+
   // A graph of the step (part 0 forward, 1 backward) holds pointers and sizes: the input's address
   // and the batch, besides the trainer's and the model's own buffers, which stay put. Nothing else
   // a pass reads changes between steps on CUDA: the layers that use the pass's mode, random seed
-  // or buffers (dropout, batch norm) have no CUDA kernels yet, and a device model trains with
-  // dist::Local, whose bucket callbacks do nothing.
+  // or buffers (dropout, batch norm) have no CUDA kernels yet, and in one process the bucket
+  // callbacks do nothing.
   static std::tuple<int, int, const void*> step_key(int part, int batch, const void* input) {
     return {part, batch, input};
   }

@@ -48,11 +48,19 @@ consteval bool device_available() {
   return true;
 }
 
+template <bool Fusable>
+consteval bool mixed_precision_network() {
+  static_assert(Fusable,
+                "ETNN_BF16_NETWORK: etnn::bf16 runs fully fused MLPs: linear layers with relu between them "
+                "and every width (input and output included) 16, 32, 64 or 128; use float for other networks");
+  return true;
+}
+
 template <bool ReducerReadsThisMemory>
 consteval bool reducer_device() {
   static_assert(ReducerReadsThisMemory,
-                "ETNN_REDUCER_DEVICE: this reducer sums host memory; a device model trains in one process "
-                "(etnn::dist::Local) until the NCCL reducer comes");
+                "ETNN_REDUCER_DEVICE: this reducer sums another device's memory than the model's: "
+                "etnn::dist::Mpi takes etnn::Cpu models, etnn::dist::Nccl takes etnn::Cuda models");
   return true;
 }
 
@@ -191,10 +199,10 @@ consteval bool input_scalar() {
   return true;
 }
 
-template <class T>
+template <class T, bool MixedPrecisionAllowed>
 consteval bool model_scalar() {
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
-                "ETNN_SCALAR_TYPE: etnn::Model's scalar type must be float or double");
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double> || MixedPrecisionAllowed,
+                "ETNN_SCALAR_TYPE: etnn::Model's scalar type must be float or double (or etnn::bf16 on etnn::Cuda)");
   return true;
 }
 

@@ -67,10 +67,11 @@ inline void check_launch(const char* kernel) {
   }
 }
 
-// Blocks for a grid-stride loop over n items, threads_per_block each: enough to fill the device,
-// capped so that each thread does several items on large arrays.
+// Blocks for a grid-stride loop over n items, threads_per_block each: one item per thread up to
+// 2^28 items (a bandwidth-bound update wants every load it can have in flight; a thread's items
+// cannot overlap, as its loads may alias its stores), then several per thread.
 inline unsigned grid_blocks(std::size_t n, unsigned threads_per_block = 256) {
-  constexpr std::size_t max_blocks = 4096;
+  constexpr std::size_t max_blocks = std::size_t{1} << 20;
   const std::size_t wanted = (n + threads_per_block - 1) / threads_per_block;
   return static_cast<unsigned>(wanted < 1 ? 1 : (wanted > max_blocks ? max_blocks : wanted));
 }

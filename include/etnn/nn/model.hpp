@@ -12,6 +12,7 @@
 
 #include "../core/device.hpp"
 #include "../core/error.hpp"
+#include "../core/precision.hpp"
 #include "../core/random.hpp"
 #include "../core/static_checks.hpp"
 #include "../tensor/copy.hpp"
@@ -21,6 +22,7 @@
 #if defined(__CUDACC__)
 #include "../cuda/executor.hpp"
 #include "../cuda/memory.hpp"
+#include "fused_mlp_program.hpp"
 #endif
 #include "sequential.hpp"
 
@@ -34,22 +36,40 @@ struct NamedParameter {
   std::size_t numel;
 };
 
-// Net may be spelled decltype(net) for a constexpr net, which is const-qualified.
-template <class NetSpelled, class T = float, class Device = Cpu>
+namespace nn::detail {
+// The executor of a network for a model's scalar type: Program, or for etnn::bf16 the fully
+// fused kernels (nn/fused_mlp_program.hpp).
+template <class Net, class Scalar>
+struct ProgramFor {
+  using type = Program<typename Net::layers>;
+};
+#if defined(__CUDACC__)
+template <class Net>
+struct ProgramFor<Net, bf16> {
+  using type = FusedMlpProgram<typename Net::layers>;
+};
+#endif
+}  // namespace nn::detail
+
+// Net may be spelled decltype(net) for a constexpr net, which is const-qualified. Scalar is float,
+// double, or etnn::bf16 (mixed precision on CUDA: fp32 parameters, bf16 compute; core/precision.hpp).
+template <class NetSpelled, class Scalar = float, class Device = Cpu>
 class Model {
   using Net = std::remove_cv_t<NetSpelled>;
+  using T = master_t<Scalar>;
   static_assert(check::network_has_input<nn::Network<Net>>());
   static_assert(check::network_has_layers<(Net::layers::size > 0)>());
-  static_assert(check::model_scalar<T>());
+  static_assert(check::model_scalar<Scalar, std::is_same_v<Scalar, bf16> && std::is_same_v<Device, Cuda>>());
   static_assert(check::device_available<Device>());
 
  public:
   using network = Net;
-  using value_type = T;
+  using scalar_type = Scalar;
+  using value_type = T;  // of parameters, gradients, inputs and outputs
   using device = Device;
   using input_shape = typename Net::input_shape;
   using output_shape = typename Net::output_shape;
-  using program = nn::detail::Program<typename Net::layers>;
+  using program = typename nn::detail::ProgramFor<Net, Scalar>::type;
   static constexpr std::size_t num_params = Net::num_params;
   static constexpr std::size_t num_buffers = program::num_buffers;
   static_assert(check::layers_on_device<!device_compiled<Device> || program::template runs_on<Device>>());

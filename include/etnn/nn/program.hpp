@@ -14,9 +14,13 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
+#include "../core/device.hpp"
+#include "../core/error.hpp"
 #include "../core/random.hpp"
 #include "../core/type_list.hpp"
 #include "../cpu/executor.hpp"
@@ -183,6 +187,26 @@ struct Program<TypeList<Ls...>> {
             derive_seed(run.seed, static_cast<std::uint64_t>(L::module_index)), run.sync};
   }
 
+  // Runs a layer's pass; on a device, a failed device call's error also names the layer.
+  template <std::size_t I, class Device, class Call>
+  static void naming_layer(Device, Call&& call) {
+    if constexpr (std::is_same_v<Device, Cpu>) {
+      call();
+    } else {
+      try {
+        call();
+      } catch (const DeviceError& e) {
+        std::string message = e.what();
+        message += "; in layer ";
+        message += std::to_string(layer<I>::module_index);
+        message += " of the network (parameters '";
+        message += std::to_string(layer<I>::module_index);
+        message += ".*')";
+        throw DeviceError(message);
+      }
+    }
+  }
+
   template <std::size_t I, class T>
   static void init_layer_params(T* params, std::uint64_t seed) {
     Rng rng(derive_seed(seed, static_cast<std::uint64_t>(layer<I>::module_index)));
@@ -200,7 +224,9 @@ struct Program<TypeList<Ls...>> {
     if constexpr (!L::output_aliases_input) {
       T* y = workspace + storage_offset[I] * static_cast<std::size_t>(capacity);
       T* saved = L::saved_per_sample > 0 ? y + L::out_shape::size * static_cast<std::size_t>(capacity) : nullptr;
-      L::forward(device, pass_of<I>(run), run.params + param_offset[I], act[I], y, saved, batch);
+      naming_layer<I>(device, [&] {
+        L::forward(device, pass_of<I>(run), run.params + param_offset[I], act[I], y, saved, batch);
+      });
     }
   }
 
@@ -215,8 +241,10 @@ struct Program<TypeList<Ls...>> {
                            ? workspace + storage_offset[I] * static_cast<std::size_t>(capacity) +
                                  L::out_shape::size * static_cast<std::size_t>(capacity)
                            : nullptr;
-      L::backward(device, pass_of<I>(run), run.params + param_offset[I], grads + param_offset[I], act[I],
-                  act[I + 1], saved, dy, dx, batch);
+      naming_layer<I>(device, [&] {
+        L::backward(device, pass_of<I>(run), run.params + param_offset[I], grads + param_offset[I], act[I],
+                    act[I + 1], saved, dy, dx, batch);
+      });
       if constexpr (needs_dx && !L::backward_in_place) std::swap(dy, spare);
     }
   }
@@ -227,7 +255,9 @@ struct Program<TypeList<Ls...>> {
     using L = layer<I>;
     if constexpr (!L::output_aliases_input) {
       T* y = I == last_computing ? out : scratch + static_cast<std::size_t>(toggle) * max_width * static_cast<std::size_t>(batch);
-      L::forward(device, pass_of<I>(run), run.params + param_offset[I], current, y, static_cast<T*>(nullptr), batch);
+      naming_layer<I>(device, [&] {
+        L::forward(device, pass_of<I>(run), run.params + param_offset[I], current, y, static_cast<T*>(nullptr), batch);
+      });
       current = y;
       toggle ^= 1;
     }

@@ -95,13 +95,14 @@ class Trainer {
   using reducer_type = typename Optim::reducer_type;
 
   Trainer(Model& model, Loss& loss, Optim& optimizer, TrainerOptions options = {})
-      : model_(model), loss_(loss), optimizer_(optimizer), options_(checked(options)), graphs_(options.cuda_graphs) {}
+      : model_(model), loss_(loss), optimizer_(optimizer), options_(checked(options)),
+        graphs_(graphs_allowed(options, optimizer)) {}
 
   // loss_optimizer updates the loss's own parameters (a parametric loss only).
   Trainer(Model& model, Loss& loss, Optim& optimizer, LossOptim& loss_optimizer, TrainerOptions options = {})
     requires has_loss_optimizer
       : model_(model), loss_(loss), optimizer_(optimizer), loss_optimizer_(&loss_optimizer),
-        options_(checked(options)), graphs_(options.cuda_graphs) {
+        options_(checked(options)), graphs_(graphs_allowed(options, optimizer)) {
     static_assert(check::loss_optimizer_target<
                   loss_has_parameters && requires { requires std::is_same_v<typename LossOptim::model_type, Loss>; }>());
   }
@@ -362,11 +363,17 @@ class Trainer {
     return loss;
   }
 
+  // Graphs record what a pass launches, not the host's part of it: a data-parallel step starts its
+  // allreduces from backward's callbacks, so it launches eagerly.
+  static bool graphs_allowed(const TrainerOptions& options, Optim& optimizer) {
+    return options.cuda_graphs && optimizer.reducer().size() == 1;
+  }
+
   // A graph of the step (part 0 forward, 1 backward) holds pointers and sizes: the input's address
   // and the batch, besides the trainer's and the model's own buffers, which stay put. Nothing else
   // a pass reads changes between steps on CUDA: the layers that use the pass's mode, random seed
-  // or buffers (dropout, batch norm) have no CUDA kernels yet, and a device model trains with
-  // dist::Local, whose bucket callbacks do nothing.
+  // or buffers (dropout, batch norm) have no CUDA kernels yet, and in one process the bucket
+  // callbacks do nothing.
   static std::tuple<int, int, const void*> step_key(int part, int batch, const void* input) {
     return {part, batch, input};
   }

@@ -1500,14 +1500,10 @@ namespace cuda::detail {
 inline constexpr unsigned reduction_blocks = 256;
 inline constexpr unsigned reduction_threads = 256;
 
-// partial[block] = sum of x[i]^2 over the block's grid-stride share, in double.
-template <class T>
-__global__ void sum_of_squares_kernel(const T* x, std::size_t n, double* partial) {
+// partial[blockIdx.x] = the sum of every thread's `sum` in the block (reduction_threads of them),
+// in a fixed tree order. Every thread of the block must call it.
+__device__ inline void store_block_sum(double sum, double* partial) {
   __shared__ double lane[reduction_threads];
-  double sum = 0.0;
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
-    sum += static_cast<double>(x[i]) * static_cast<double>(x[i]);
   lane[threadIdx.x] = sum;
   __syncthreads();
   for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
@@ -1515,6 +1511,25 @@ __global__ void sum_of_squares_kernel(const T* x, std::size_t n, double* partial
     __syncthreads();
   }
   if (threadIdx.x == 0) partial[blockIdx.x] = lane[0];
+}
+
+// The sum of a launch's block partials, added on the host in block order.
+inline double sum_of_partials(const double* partial) {
+  double host[reduction_blocks];
+  copy_to_host(Cuda{}, host, partial, reduction_blocks);
+  double total = 0.0;
+  for (double p : host) total += p;
+  return total;
+}
+
+// partial[block] = sum of x[i]^2 over the block's grid-stride share, in double.
+template <class T>
+__global__ void sum_of_squares_kernel(const T* x, std::size_t n, double* partial) {
+  double sum = 0.0;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+    sum += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+  store_block_sum(sum, partial);
 }
 
 // found = max over non-finite x[i], i in [begin, end), of i + 1 (found starts at 0), or the
@@ -1566,11 +1581,7 @@ double sum_of_squares(Cuda, const T* x, std::size_t n) {
   cuda::detail::sum_of_squares_kernel<<<cuda::detail::reduction_blocks, cuda::detail::reduction_threads, 0,
                                         cuda::stream()>>>(x, n, partial);
   cuda::check_launch("etnn::optim sum_of_squares");
-  double host[cuda::detail::reduction_blocks];
-  copy_to_host(Cuda{}, host, partial, cuda::detail::reduction_blocks);
-  double total = 0.0;
-  for (double p : host) total += p;
-  return total;
+  return cuda::detail::sum_of_partials(partial);
 }
 
 // The last i < n with x[i] NaN or infinite; n when there is none.
@@ -5246,7 +5257,6 @@ T elementwise(TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> t
 // grad[i] = scale f'(y_i, t_i) when grad is not null.
 template <class T, class F>
 __global__ void elementwise_kernel(const T* y, const T* t, std::size_t n, T* grad, T scale, F term, double* partial) {
-  __shared__ double lane[cuda::detail::reduction_threads];
   double sum = 0.0;
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
@@ -5254,13 +5264,7 @@ __global__ void elementwise_kernel(const T* y, const T* t, std::size_t n, T* gra
     sum += static_cast<double>(e.value);
     if (grad != nullptr) grad[i] = e.grad * scale;
   }
-  lane[threadIdx.x] = sum;
-  __syncthreads();
-  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) lane[threadIdx.x] += lane[threadIdx.x + half];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) partial[blockIdx.x] = lane[0];
+  cuda::detail::store_block_sum(sum, partial);
 }
 
 // The same on the device, for a term that is an ETNN_HD functor: one kernel, the sum through a
@@ -5275,11 +5279,7 @@ T elementwise(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T, TS,
   elementwise_kernel<<<cuda::detail::reduction_blocks, cuda::detail::reduction_threads, 0, cuda::stream()>>>(
       output.data(), target.data(), n, grad, scale, term, partial);
   cuda::check_launch("etnn::loss elementwise");
-  double host[cuda::detail::reduction_blocks];
-  copy_to_host(Cuda{}, host, partial, cuda::detail::reduction_blocks);
-  double total = 0.0;
-  for (double p : host) total += p;
-  return static_cast<T>(total) * scale;
+  return static_cast<T>(cuda::detail::sum_of_partials(partial)) * scale;
 }
 #endif
 

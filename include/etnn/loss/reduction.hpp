@@ -145,7 +145,6 @@ T elementwise(TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> t
 // grad[i] = scale f'(y_i, t_i) when grad is not null.
 template <class T, class F>
 __global__ void elementwise_kernel(const T* y, const T* t, std::size_t n, T* grad, T scale, F term, double* partial) {
-  __shared__ double lane[cuda::detail::reduction_threads];
   double sum = 0.0;
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
@@ -153,13 +152,7 @@ __global__ void elementwise_kernel(const T* y, const T* t, std::size_t n, T* gra
     sum += static_cast<double>(e.value);
     if (grad != nullptr) grad[i] = e.grad * scale;
   }
-  lane[threadIdx.x] = sum;
-  __syncthreads();
-  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) lane[threadIdx.x] += lane[threadIdx.x + half];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) partial[blockIdx.x] = lane[0];
+  cuda::detail::store_block_sum(sum, partial);
 }
 
 // The same on the device, for a term that is an ETNN_HD functor: one kernel, the sum through a
@@ -174,11 +167,7 @@ T elementwise(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T, TS,
   elementwise_kernel<<<cuda::detail::reduction_blocks, cuda::detail::reduction_threads, 0, cuda::stream()>>>(
       output.data(), target.data(), n, grad, scale, term, partial);
   cuda::check_launch("etnn::loss elementwise");
-  double host[cuda::detail::reduction_blocks];
-  copy_to_host(Cuda{}, host, partial, cuda::detail::reduction_blocks);
-  double total = 0.0;
-  for (double p : host) total += p;
-  return static_cast<T>(total) * scale;
+  return static_cast<T>(cuda::detail::sum_of_partials(partial)) * scale;
 }
 #endif
 

@@ -26,6 +26,8 @@
 #include "cuda/reduce.hpp"
 #include "cuda/blas.hpp"
 #include "cuda/dense.hpp"
+#include "cuda/conv.hpp"
+#include "cuda/pool.hpp"
 #endif
 #include "nn/concat.hpp"
 #include "nn/model.hpp"

@@ -379,7 +379,7 @@ template <bool AllLayersHaveKernels>
 consteval bool layers_on_device() {
   static_assert(AllLayersHaveKernels,
                 "ETNN_DEVICE_LAYER: a layer of this network has no kernels for this device yet (on etnn::Cuda: "
-                "linear, the activations and flatten); run it on etnn::Cpu");
+                "linear, conv2d, the pools, the activations and flatten); run it on etnn::Cpu");
   return true;
 }
 
@@ -1500,9 +1500,9 @@ namespace cuda::detail {
 inline constexpr unsigned reduction_blocks = 256;
 inline constexpr unsigned reduction_threads = 256;
 
-// partial[blockIdx.x] = the sum of every thread's `sum` in the block (reduction_threads of them),
-// in a fixed tree order. Every thread of the block must call it.
-__device__ inline void store_block_sum(double sum, double* partial) {
+// The sum of every thread's `sum` in the block (reduction_threads of them), in a fixed tree
+// order; the result is thread 0's. Every thread of the block must call it.
+__device__ inline double block_sum(double sum) {
   __shared__ double lane[reduction_threads];
   lane[threadIdx.x] = sum;
   __syncthreads();
@@ -1510,7 +1510,13 @@ __device__ inline void store_block_sum(double sum, double* partial) {
     if (threadIdx.x < half) lane[threadIdx.x] += lane[threadIdx.x + half];
     __syncthreads();
   }
-  if (threadIdx.x == 0) partial[blockIdx.x] = lane[0];
+  return lane[0];
+}
+
+// partial[blockIdx.x] = block_sum(sum).
+__device__ inline void store_block_sum(double sum, double* partial) {
+  const double total = block_sum(sum);
+  if (threadIdx.x == 0) partial[blockIdx.x] = total;
 }
 
 // The sum of a launch's block partials, added on the host in block order.
@@ -1854,6 +1860,434 @@ void dense_backward(Cuda, const T* weight, T* weight_grad, T* bias_grad, const T
   auto& blas = cuda::Blas::instance();
   blas.matmul<T>(false, true, In, Out, batch, x, In, dy, Out, weight_grad, In, T(1));
   if (dx != nullptr) blas.matmul<T>(false, false, In, batch, Out, weight, In, dy, Out, dx, In, T(0));
+}
+
+}  // namespace etnn
+// ---- etnn/cuda/conv.hpp ----
+// 2-D convolution with a fused activation on the device: im2col over the whole batch and one
+// GEMM, where the CPU runs one GEMM per sample (cpu/conv.hpp has the same math).
+//   x: (B, C, H, W)  W: (OUT, D) with D = C K K  b: (OUT)  y: (B, OUT, OH, OW)  P = OH OW
+//   cols (D, B P): column (b, p) holds sample b's window at output pixel p  (the layer's scratch)
+// Forward:   Z' (OUT, B P) = W cols                            one cuBLASLt GEMM
+//            y[b, o, p] = f(Z'[o, b P + p] + b[o])            one kernel: bias, f, back to NCHW
+// Backward:  dZ'[o, b P + p] = dy[b, o, p] f'(z, y)           one kernel: f' and to (OUT, B P)
+//            db[o] += sum of row o of dZ'                     one block per channel, fixed order
+//            dW += dZ' cols^T                                 cuBLASLt, beta = 1
+//            dcols = W^T dZ',  dx = col2im(dcols)             skipped for the first layer; col2im
+//                                                             gathers per input pixel in the CPU's order
+// Z' and dZ' live in a device buffer of the backend's, grown to the largest batch (sized by the
+// Trainer's warm-up pass, so a recorded step never reallocates it).
+#include <cstddef>
+#include <type_traits>
+
+
+namespace etnn {
+
+namespace cuda::detail {
+
+template <class G>
+inline constexpr int conv_depth = G::channels * G::kernel * G::kernel;
+
+// cols[k, b P + p] for k = (c, ki, kj): x[b, c, in_row(oh, ki), in_col(ow, kj)] or 0 in padding.
+template <class G, class T>
+__global__ void im2col_kernel(const T* x, T* cols, int batch) {
+  const std::size_t columns = static_cast<std::size_t>(batch) * G::out_pixels;
+  const std::size_t n = columns * conv_depth<G>;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const int k = static_cast<int>(i / columns);
+    const std::size_t column = i % columns;
+    const std::size_t b = column / G::out_pixels;
+    const int p = static_cast<int>(column % G::out_pixels);
+    const int c = k / (G::kernel * G::kernel), ki = (k / G::kernel) % G::kernel, kj = k % G::kernel;
+    const int ih = G::in_row(p / G::out_width, ki), iw = G::in_col(p % G::out_width, kj);
+    cols[i] = G::inside(ih, iw) ? x[(b * G::channels + c) * G::in_pixels + ih * G::width + iw] : T(0);
+  }
+}
+
+// y[b, o, p] = f(z'[o, b P + p] + bias[o]), keeping the pre-activation in z_saved (NCHW) if asked.
+template <class G, int Out, class Act, class T>
+__global__ void conv_bias_activation_kernel(const T* z, const T* bias, T* y, T* z_saved, int batch, Act act) {
+  const std::size_t n = static_cast<std::size_t>(batch) * Out * G::out_pixels;
+  const std::size_t columns = static_cast<std::size_t>(batch) * G::out_pixels;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const std::size_t b = i / (static_cast<std::size_t>(Out) * G::out_pixels);
+    const int o = static_cast<int>(i / G::out_pixels % Out);
+    const std::size_t p = i % G::out_pixels;
+    const T pre = z[o * columns + b * G::out_pixels + p] + bias[o];
+    if (z_saved != nullptr) z_saved[i] = pre;
+    y[i] = act(pre);
+  }
+}
+
+// dz'[o, b P + p] = dy[b, o, p] f'(z, y).
+template <class G, int Out, class Act, class T>
+__global__ void conv_activation_gradient_kernel(const T* dy, const T* y, const T* z_saved, T* dz, int batch, Act act) {
+  const std::size_t n = static_cast<std::size_t>(batch) * Out * G::out_pixels;
+  const std::size_t columns = static_cast<std::size_t>(batch) * G::out_pixels;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const std::size_t b = i / (static_cast<std::size_t>(Out) * G::out_pixels);
+    const int o = static_cast<int>(i / G::out_pixels % Out);
+    const std::size_t p = i % G::out_pixels;
+    T g = dy[i];
+    if constexpr (!std::is_same_v<Act, fn::Identity>) g *= act.derivative(z_saved != nullptr ? z_saved[i] : y[i], y[i]);
+    dz[o * columns + b * G::out_pixels + p] = g;
+  }
+}
+
+// bias_grad[o] += sum of row o of rows (cols values each): one block per row, a fixed order.
+template <class T>
+__global__ void add_row_sums_kernel(const T* rows, std::size_t cols, T* bias_grad) {
+  double sum = 0.0;
+  const T* row = rows + blockIdx.x * cols;
+  for (std::size_t j = threadIdx.x; j < cols; j += blockDim.x) sum += static_cast<double>(row[j]);
+  const double total = block_sum(sum);
+  if (threadIdx.x == 0) bias_grad[blockIdx.x] += static_cast<T>(total);
+}
+
+// dx[b, c, ih, iw] = sum over (ki, kj) in order of dcols[(c, ki, kj), b P + p] for the output pixel
+// p whose window puts (ki, kj) on (ih, iw): the CPU's col2im, gathered.
+template <class G, class T>
+__global__ void col2im_kernel(const T* dcols, T* dx, int batch) {
+  const std::size_t n = static_cast<std::size_t>(batch) * G::channels * G::in_pixels;
+  const std::size_t columns = static_cast<std::size_t>(batch) * G::out_pixels;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const std::size_t b = i / (static_cast<std::size_t>(G::channels) * G::in_pixels);
+    const int c = static_cast<int>(i / G::in_pixels % G::channels);
+    const int pixel = static_cast<int>(i % G::in_pixels), ih = pixel / G::width, iw = pixel % G::width;
+    T sum = 0;
+    for (int ki = 0; ki < G::kernel; ++ki) {
+      const int rows = ih + G::pad - ki;  // = oh S
+      if (rows < 0 || rows % G::stride != 0 || rows / G::stride >= G::out_height) continue;
+      for (int kj = 0; kj < G::kernel; ++kj) {
+        const int columns_in = iw + G::pad - kj;  // = ow S
+        if (columns_in < 0 || columns_in % G::stride != 0 || columns_in / G::stride >= G::out_width) continue;
+        const int k = (c * G::kernel + ki) * G::kernel + kj;
+        const int p = rows / G::stride * G::out_width + columns_in / G::stride;
+        sum += dcols[static_cast<std::size_t>(k) * columns + b * G::out_pixels + p];
+      }
+    }
+    dx[i] = sum;
+  }
+}
+
+// Z' or dZ' (OUT, B P), grown as needed.
+template <class T>
+T* conv_staging(std::size_t values) {
+  static Buffer<T, Cuda> staging;
+  staging.reserve_discard(values);
+  return staging.data();
+}
+
+}  // namespace cuda::detail
+
+template <class G, int Out, class Act, class T>
+void conv2d_forward(Cuda, const T* weight, const T* bias, const T* x, T* y, T* z_saved, T* columns, int batch,
+                    Act act) {
+  using namespace cuda::detail;
+  constexpr int depth = conv_depth<G>;
+  const int width = batch * G::out_pixels;  // B P
+  const std::size_t cols = static_cast<std::size_t>(depth) * width, outputs = static_cast<std::size_t>(Out) * width;
+  if (batch == 0) return;
+  T* z = conv_staging<T>(outputs);
+  im2col_kernel<G><<<cuda::grid_blocks(cols), 256, 0, cuda::stream()>>>(x, columns, batch);
+  cuda::check_launch("etnn::conv2d_forward im2col");
+  // Z'^T (B P x OUT) = cols^T (B P x D) W^T (D x OUT), column-major.
+  cuda::Blas::instance().matmul<T>(false, false, width, Out, depth, columns, width, weight, depth, z, width, T(0));
+  conv_bias_activation_kernel<G, Out><<<cuda::grid_blocks(outputs), 256, 0, cuda::stream()>>>(z, bias, y, z_saved,
+                                                                                            batch, act);
+  cuda::check_launch("etnn::conv2d_forward bias_activation");
+}
+
+template <class G, int Out, class Act, class T>
+void conv2d_backward(Cuda, const T* weight, T* weight_grad, T* bias_grad, const T* x, const T* y, const T* z_saved,
+                     T* dy, T* dx, T* columns, int batch, Act act) {
+  using namespace cuda::detail;
+  constexpr int depth = conv_depth<G>;
+  const int width = batch * G::out_pixels;
+  const std::size_t cols = static_cast<std::size_t>(depth) * width, outputs = static_cast<std::size_t>(Out) * width;
+  if (batch == 0) return;
+  T* dz = conv_staging<T>(outputs);
+  conv_activation_gradient_kernel<G, Out><<<cuda::grid_blocks(outputs), 256, 0, cuda::stream()>>>(dy, y, z_saved, dz,
+                                                                                               batch, act);
+  cuda::check_launch("etnn::conv2d_backward activation_gradient");
+  add_row_sums_kernel<<<Out, reduction_threads, 0, cuda::stream()>>>(dz, static_cast<std::size_t>(width), bias_grad);
+  cuda::check_launch("etnn::conv2d_backward bias_gradient");
+  im2col_kernel<G><<<cuda::grid_blocks(cols), 256, 0, cuda::stream()>>>(x, columns, batch);
+  cuda::check_launch("etnn::conv2d_backward im2col");
+  auto& blas = cuda::Blas::instance();
+  // dW^T (D x OUT) += cols (D x B P) dZ'^T (B P x OUT), column-major.
+  blas.matmul<T>(true, false, depth, Out, width, columns, width, dz, width, weight_grad, depth, T(1));
+  if (dx == nullptr) return;
+  // dcols^T (B P x D) = dZ'^T (B P x OUT) W (OUT x D), column-major; over the columns.
+  blas.matmul<T>(false, true, width, depth, Out, dz, width, weight, depth, columns, width, T(0));
+  const std::size_t inputs = static_cast<std::size_t>(batch) * G::channels * G::in_pixels;
+  col2im_kernel<G><<<cuda::grid_blocks(inputs), 256, 0, cuda::stream()>>>(columns, dx, batch);
+  cuda::check_launch("etnn::conv2d_backward col2im");
+}
+
+}  // namespace etnn
+// ---- etnn/cuda/pool.hpp ----
+// 2-D max and average pooling on the device, with the CPU's semantics (cpu/pool.hpp): padding
+// never wins a max, a window's gradient goes to the first input in scan order equal to its
+// output, averages count padding. Forward is one thread per output; backward is one thread per
+// input, which gathers from the windows covering it in output order, as the CPU adds them: no
+// atomics, the same sums in the same order.
+#include <cstddef>
+#include <limits>
+#include <type_traits>
+
+// ---- etnn/cpu/pool.hpp ----
+// 2-D max and average pooling on the CPU, one (b, c) plane at a time in parallel.
+//   x: (B, C, H, W)  y: (B, C, OH, OW)   geometry G (cpu/window.hpp), padding is virtual
+// Max:      y = max over the window (padding never wins, as PyTorch pads with -inf)
+//           dx = dy routed to the window's first maximal input; backward finds it again by
+//           comparing x with y in the forward's scan order, so nothing is saved
+// Average:  y = sum over the window / K^2 (PyTorch's count_include_pad = true)
+//           dx = dy / K^2 added to every input of the window
+#include <algorithm>
+#include <cstddef>
+#include <limits>
+
+// ---- etnn/cpu/window.hpp ----
+// The geometry of a sliding window (convolution kernel or pooling window) over a (C, H, W) image,
+// as PyTorch defines it: out = floor((in + 2 pad - kernel) / stride) + 1, padding is virtual.
+namespace etnn::cpu {
+
+template <int Channels, int Height, int Width, int Kernel, int Stride, int Pad>
+struct Window {
+  static constexpr int channels = Channels;
+  static constexpr int height = Height;
+  static constexpr int width = Width;
+  static constexpr int kernel = Kernel;
+  static constexpr int stride = Stride;
+  static constexpr int pad = Pad;
+  static constexpr int out_height = (Height + 2 * Pad - Kernel) / Stride + 1;
+  static constexpr int out_width = (Width + 2 * Pad - Kernel) / Stride + 1;
+  static constexpr int out_pixels = out_height * out_width;
+  static constexpr int in_pixels = Height * Width;
+
+  // Input row of window row ki at output row oh (may be outside [0, height): padding).
+  static constexpr int in_row(int oh, int ki) { return oh * Stride - Pad + ki; }
+  static constexpr int in_col(int ow, int kj) { return ow * Stride - Pad + kj; }
+  static constexpr bool inside(int row, int col) { return row >= 0 && row < Height && col >= 0 && col < Width; }
+};
+
+}  // namespace etnn::cpu
+
+namespace etnn {
+
+namespace cpu {
+
+struct MaxPooling {};
+struct AveragePooling {};
+
+// Calls f(out_index, in_index) for every input pixel inside each output's window, windows in
+// output order and pixels in row-major order within one.
+template <class G, class F>
+void for_each_window(F&& f) {
+  for (int oh = 0; oh < G::out_height; ++oh) {
+    for (int ow = 0; ow < G::out_width; ++ow) {
+      const int out = oh * G::out_width + ow;
+      for (int ki = 0; ki < G::kernel; ++ki) {
+        const int ih = G::in_row(oh, ki);
+        for (int kj = 0; kj < G::kernel; ++kj) {
+          const int iw = G::in_col(ow, kj);
+          if (G::inside(ih, iw)) f(out, ih * G::width + iw);
+        }
+      }
+    }
+  }
+}
+
+template <class G, class F>
+void for_each_plane(int batch, F&& f) {
+  const auto planes = static_cast<std::size_t>(batch) * G::channels;
+  parallel_chunks(planes, 1, G::out_pixels * G::kernel * G::kernel, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t plane = begin; plane < end; ++plane) f(plane * G::in_pixels, plane * G::out_pixels);
+  });
+}
+
+}  // namespace cpu
+
+template <class G, class T>
+void pool2d_forward(Cpu, cpu::MaxPooling, const T* x, T* y, int batch) {
+  cpu::for_each_plane<G>(batch, [&](std::size_t in, std::size_t out) {
+    T* yp = y + out;
+    std::fill_n(yp, G::out_pixels, -std::numeric_limits<T>::infinity());
+    // !(v <= m) also takes a NaN, which then stays: NaN propagates as in PyTorch.
+    cpu::for_each_window<G>([&](int o, int i) {
+      if (!(x[in + i] <= yp[o])) yp[o] = x[in + i];
+    });
+  });
+}
+
+template <class G, class T>
+void pool2d_backward(Cpu, cpu::MaxPooling, const T* x, const T* y, const T* dy, T* dx, int batch) {
+  cpu::for_each_plane<G>(batch, [&](std::size_t in, std::size_t out) {
+    std::fill_n(dx + in, G::in_pixels, T(0));
+    int routed = -1;  // the last output whose gradient went to an input
+    cpu::for_each_window<G>([&](int o, int i) {
+      if (o != routed && x[in + i] == y[out + o]) {
+        dx[in + i] += dy[out + o];
+        routed = o;
+      }
+    });
+  });
+}
+
+template <class G, class T>
+void pool2d_forward(Cpu, cpu::AveragePooling, const T* x, T* y, int batch) {
+  constexpr T scale = T(1) / T(G::kernel * G::kernel);
+  cpu::for_each_plane<G>(batch, [&](std::size_t in, std::size_t out) {
+    T* yp = y + out;
+    std::fill_n(yp, G::out_pixels, T(0));
+    cpu::for_each_window<G>([&](int o, int i) { yp[o] += x[in + i]; });
+    for (int o = 0; o < G::out_pixels; ++o) yp[o] *= scale;
+  });
+}
+
+template <class G, class T>
+void pool2d_backward(Cpu, cpu::AveragePooling, const T*, const T*, const T* dy, T* dx, int batch) {
+  constexpr T scale = T(1) / T(G::kernel * G::kernel);
+  cpu::for_each_plane<G>(batch, [&](std::size_t in, std::size_t out) {
+    std::fill_n(dx + in, G::in_pixels, T(0));
+    cpu::for_each_window<G>([&](int o, int i) { dx[in + i] += scale * dy[out + o]; });
+  });
+}
+
+}  // namespace etnn
+
+namespace etnn {
+
+namespace cuda::detail {
+
+// The output rows (or columns) whose window covers input row ih: [first, last], possibly empty.
+template <class G>
+__device__ inline void covering(int in, int outs, int& first, int& last) {
+  // in = o S - P + k for some k in [0, K)  <=>  (in + P - K + 1) / S <= o <= (in + P) / S
+  const int low = in + G::pad - G::kernel + 1;
+  first = low <= 0 ? 0 : (low + G::stride - 1) / G::stride;
+  last = (in + G::pad) / G::stride;
+  if (last > outs - 1) last = outs - 1;
+}
+
+// The max of window (oh, ow) of one plane, scanned as the CPU scans it.
+template <class G, class T>
+__device__ inline T window_max(const T* plane, int oh, int ow) {
+  T max = -std::numeric_limits<T>::infinity();
+  for (int ki = 0; ki < G::kernel; ++ki)
+    for (int kj = 0; kj < G::kernel; ++kj) {
+      const int ih = G::in_row(oh, ki), iw = G::in_col(ow, kj);
+      if (!G::inside(ih, iw)) continue;
+      const T v = plane[ih * G::width + iw];
+      if (!(v <= max)) max = v;  // also takes a NaN
+    }
+  return max;
+}
+
+// The first input of window (oh, ow) in scan order equal to the window's output (its plane
+// index), or -1: where the CPU routes the window's gradient.
+template <class G, class T>
+__device__ inline int first_equal(const T* plane, int oh, int ow, T value) {
+  for (int ki = 0; ki < G::kernel; ++ki)
+    for (int kj = 0; kj < G::kernel; ++kj) {
+      const int ih = G::in_row(oh, ki), iw = G::in_col(ow, kj);
+      if (G::inside(ih, iw) && plane[ih * G::width + iw] == value) return ih * G::width + iw;
+    }
+  return -1;
+}
+
+template <class G, class T>
+__global__ void max_pool_forward_kernel(const T* x, T* y, std::size_t outputs) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < outputs;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const std::size_t plane = i / G::out_pixels;
+    const int o = static_cast<int>(i % G::out_pixels);
+    y[i] = window_max<G>(x + plane * G::in_pixels, o / G::out_width, o % G::out_width);
+  }
+}
+
+// dx at input (plane, ih, iw) = sum of dy over the windows covering it, in output order: every
+// window when averaging (times 1/K^2), only those whose first maximum it is for max pooling.
+template <class G, bool Max, class T>
+__global__ void pool_backward_kernel(const T* x, const T* y, const T* dy, T* dx, std::size_t inputs) {
+  constexpr T scale = T(1) / T(G::kernel * G::kernel);
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < inputs;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const std::size_t plane = i / G::in_pixels;
+    const int pixel = static_cast<int>(i % G::in_pixels), ih = pixel / G::width, iw = pixel % G::width;
+    int oh_first, oh_last, ow_first, ow_last;
+    covering<G>(ih, G::out_height, oh_first, oh_last);
+    covering<G>(iw, G::out_width, ow_first, ow_last);
+    T sum = 0;
+    for (int oh = oh_first; oh <= oh_last; ++oh)
+      for (int ow = ow_first; ow <= ow_last; ++ow) {
+        const std::size_t o = plane * G::out_pixels + static_cast<std::size_t>(oh * G::out_width + ow);
+        if constexpr (Max) {
+          if (first_equal<G>(x + plane * G::in_pixels, oh, ow, y[o]) == pixel) sum += dy[o];
+        } else {
+          sum += scale * dy[o];
+        }
+      }
+    dx[i] = sum;
+  }
+}
+
+template <class G, class T>
+__global__ void average_pool_forward_kernel(const T* x, T* y, std::size_t outputs) {
+  constexpr T scale = T(1) / T(G::kernel * G::kernel);
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < outputs;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const std::size_t plane = i / G::out_pixels;
+    const int o = static_cast<int>(i % G::out_pixels), oh = o / G::out_width, ow = o % G::out_width;
+    T sum = 0;
+    for (int ki = 0; ki < G::kernel; ++ki)
+      for (int kj = 0; kj < G::kernel; ++kj) {
+        const int ih = G::in_row(oh, ki), iw = G::in_col(ow, kj);
+        if (G::inside(ih, iw)) sum += x[plane * G::in_pixels + ih * G::width + iw];
+      }
+    y[i] = sum * scale;
+  }
+}
+
+template <class G>
+std::size_t pool_outputs(int batch) {
+  return static_cast<std::size_t>(batch) * G::channels * G::out_pixels;
+}
+template <class G>
+std::size_t pool_inputs(int batch) {
+  return static_cast<std::size_t>(batch) * G::channels * G::in_pixels;
+}
+
+}  // namespace cuda::detail
+
+template <class G, class T>
+void pool2d_forward(Cuda, cpu::MaxPooling, const T* x, T* y, int batch) {
+  const std::size_t n = cuda::detail::pool_outputs<G>(batch);
+  if (n == 0) return;
+  cuda::detail::max_pool_forward_kernel<G><<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(x, y, n);
+  cuda::check_launch("etnn::pool2d_forward max");
+}
+
+template <class G, class T>
+void pool2d_forward(Cuda, cpu::AveragePooling, const T* x, T* y, int batch) {
+  const std::size_t n = cuda::detail::pool_outputs<G>(batch);
+  if (n == 0) return;
+  cuda::detail::average_pool_forward_kernel<G><<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(x, y, n);
+  cuda::check_launch("etnn::pool2d_forward average");
+}
+
+template <class G, class Kind, class T>
+void pool2d_backward(Cuda, Kind, const T* x, const T* y, const T* dy, T* dx, int batch) {
+  const std::size_t n = cuda::detail::pool_inputs<G>(batch);
+  if (n == 0) return;
+  constexpr bool max = std::is_same_v<Kind, cpu::MaxPooling>;
+  cuda::detail::pool_backward_kernel<G, max><<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(x, y, dy, dx, n);
+  cuda::check_launch("etnn::pool2d_backward");
 }
 
 }  // namespace etnn
@@ -2684,31 +3118,6 @@ void gemm_accumulate_serial(int m, int n, int k, const T* a, int lda, const T* b
 }
 
 }  // namespace etnn::cpu
-// ---- etnn/cpu/window.hpp ----
-// The geometry of a sliding window (convolution kernel or pooling window) over a (C, H, W) image,
-// as PyTorch defines it: out = floor((in + 2 pad - kernel) / stride) + 1, padding is virtual.
-namespace etnn::cpu {
-
-template <int Channels, int Height, int Width, int Kernel, int Stride, int Pad>
-struct Window {
-  static constexpr int channels = Channels;
-  static constexpr int height = Height;
-  static constexpr int width = Width;
-  static constexpr int kernel = Kernel;
-  static constexpr int stride = Stride;
-  static constexpr int pad = Pad;
-  static constexpr int out_height = (Height + 2 * Pad - Kernel) / Stride + 1;
-  static constexpr int out_width = (Width + 2 * Pad - Kernel) / Stride + 1;
-  static constexpr int out_pixels = out_height * out_width;
-  static constexpr int in_pixels = Height * Width;
-
-  // Input row of window row ki at output row oh (may be outside [0, height): padding).
-  static constexpr int in_row(int oh, int ki) { return oh * Stride - Pad + ki; }
-  static constexpr int in_col(int ow, int kj) { return ow * Stride - Pad + kj; }
-  static constexpr bool inside(int row, int col) { return row >= 0 && row < Height && col >= 0 && col < Width; }
-};
-
-}  // namespace etnn::cpu
 
 namespace etnn {
 
@@ -2811,6 +3220,8 @@ void conv2d_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T
 }
 
 }  // namespace etnn
+#if defined(__CUDACC__)
+#endif
 // ---- etnn/nn/init.hpp ----
 // PyTorch's default initialisation of nn.Linear and nn.Conv2d (reset_parameters): weights by
 // kaiming_uniform_(a = sqrt(5)), which is U(-1/sqrt(fan_in), 1/sqrt(fan_in)), and the bias from
@@ -2853,6 +3264,7 @@ struct ConvLayer {
   static constexpr std::size_t saved_per_sample = Act::derivative_needs_input ? out_shape::size : 0;
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = false;
+  static constexpr bool cuda_kernels = true;  // cuda/conv.hpp
   // The im2col columns of every sample of the batch.
   static constexpr std::size_t scratch_values(int batch) {
     return static_cast<std::size_t>(batch) * fan_in * geometry::out_pixels;
@@ -3174,99 +3586,8 @@ struct LayerNormLayer {
 // nn::max_pool2d<K, stride<S>, pad<P>> and nn::avg_pool2d<...> bound to a (C, H, W) input:
 // PyTorch's nn.MaxPool2d(K, S, P) and nn.AvgPool2d(K, S, P) (stride defaults to K).
 //   x: (B, C, H, W)  y: (B, C, OH, OW)
-// ---- etnn/cpu/pool.hpp ----
-// 2-D max and average pooling on the CPU, one (b, c) plane at a time in parallel.
-//   x: (B, C, H, W)  y: (B, C, OH, OW)   geometry G (cpu/window.hpp), padding is virtual
-// Max:      y = max over the window (padding never wins, as PyTorch pads with -inf)
-//           dx = dy routed to the window's first maximal input; backward finds it again by
-//           comparing x with y in the forward's scan order, so nothing is saved
-// Average:  y = sum over the window / K^2 (PyTorch's count_include_pad = true)
-//           dx = dy / K^2 added to every input of the window
-#include <limits>
-
-
-namespace etnn {
-
-namespace cpu {
-
-struct MaxPooling {};
-struct AveragePooling {};
-
-// Calls f(out_index, in_index) for every input pixel inside each output's window, windows in
-// output order and pixels in row-major order within one.
-template <class G, class F>
-void for_each_window(F&& f) {
-  for (int oh = 0; oh < G::out_height; ++oh) {
-    for (int ow = 0; ow < G::out_width; ++ow) {
-      const int out = oh * G::out_width + ow;
-      for (int ki = 0; ki < G::kernel; ++ki) {
-        const int ih = G::in_row(oh, ki);
-        for (int kj = 0; kj < G::kernel; ++kj) {
-          const int iw = G::in_col(ow, kj);
-          if (G::inside(ih, iw)) f(out, ih * G::width + iw);
-        }
-      }
-    }
-  }
-}
-
-template <class G, class F>
-void for_each_plane(int batch, F&& f) {
-  const auto planes = static_cast<std::size_t>(batch) * G::channels;
-  parallel_chunks(planes, 1, G::out_pixels * G::kernel * G::kernel, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t plane = begin; plane < end; ++plane) f(plane * G::in_pixels, plane * G::out_pixels);
-  });
-}
-
-}  // namespace cpu
-
-template <class G, class T>
-void pool2d_forward(Cpu, cpu::MaxPooling, const T* x, T* y, int batch) {
-  cpu::for_each_plane<G>(batch, [&](std::size_t in, std::size_t out) {
-    T* yp = y + out;
-    std::fill_n(yp, G::out_pixels, -std::numeric_limits<T>::infinity());
-    // !(v <= m) also takes a NaN, which then stays: NaN propagates as in PyTorch.
-    cpu::for_each_window<G>([&](int o, int i) {
-      if (!(x[in + i] <= yp[o])) yp[o] = x[in + i];
-    });
-  });
-}
-
-template <class G, class T>
-void pool2d_backward(Cpu, cpu::MaxPooling, const T* x, const T* y, const T* dy, T* dx, int batch) {
-  cpu::for_each_plane<G>(batch, [&](std::size_t in, std::size_t out) {
-    std::fill_n(dx + in, G::in_pixels, T(0));
-    int routed = -1;  // the last output whose gradient went to an input
-    cpu::for_each_window<G>([&](int o, int i) {
-      if (o != routed && x[in + i] == y[out + o]) {
-        dx[in + i] += dy[out + o];
-        routed = o;
-      }
-    });
-  });
-}
-
-template <class G, class T>
-void pool2d_forward(Cpu, cpu::AveragePooling, const T* x, T* y, int batch) {
-  constexpr T scale = T(1) / T(G::kernel * G::kernel);
-  cpu::for_each_plane<G>(batch, [&](std::size_t in, std::size_t out) {
-    T* yp = y + out;
-    std::fill_n(yp, G::out_pixels, T(0));
-    cpu::for_each_window<G>([&](int o, int i) { yp[o] += x[in + i]; });
-    for (int o = 0; o < G::out_pixels; ++o) yp[o] *= scale;
-  });
-}
-
-template <class G, class T>
-void pool2d_backward(Cpu, cpu::AveragePooling, const T*, const T*, const T* dy, T* dx, int batch) {
-  constexpr T scale = T(1) / T(G::kernel * G::kernel);
-  cpu::for_each_plane<G>(batch, [&](std::size_t in, std::size_t out) {
-    std::fill_n(dx + in, G::in_pixels, T(0));
-    cpu::for_each_window<G>([&](int o, int i) { dx[in + i] += scale * dy[out + o]; });
-  });
-}
-
-}  // namespace etnn
+#if defined(__CUDACC__)
+#endif
 
 namespace etnn::nn {
 
@@ -3285,6 +3606,7 @@ struct PoolLayer : ParameterFree {
   static constexpr std::size_t saved_per_sample = 0;
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = false;
+  static constexpr bool cuda_kernels = true;  // cuda/pool.hpp
 
   template <class T, class Device>
   static void forward(Device device, const Pass<T>&, const T*, const T* x, T* y, T*, int batch) {
@@ -6535,6 +6857,7 @@ class SmoothL1 : public detail::TensorTargetLoss<SmoothL1> {
 //                                                the gradient grad_scale * grads[i] and the learning
 //                                                rate lr (options.lr as the schedule sets it for
 //                                                `step`, counted from 1)
+#include <limits>
 
 #if defined(__CUDACC__)
 #endif

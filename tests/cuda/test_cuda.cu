@@ -109,12 +109,42 @@ TEST_CASE("bias-gradient row chunks cover the batch exactly once") {
   }
 }
 
+namespace {
+// covering() against brute force: the output rows whose window contains each input row.
+template <int H, int K, int S, int P>
+void check_covering() {
+  using G = etnn::cpu::Window<1, H, H, K, S, P>;
+  for (int in = 0; in < H; ++in) {
+    int first = 0, last = 0;
+    etnn::cuda::detail::covering<G>(in, G::out_height, first, last);
+    for (int o = 0; o < G::out_height; ++o) {
+      bool covers = false;
+      for (int k = 0; k < K; ++k) covers = covers || G::in_row(o, k) == in;
+      CAPTURE(in);
+      CAPTURE(o);
+      CHECK(covers == (o >= first && o <= last));
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("pooling's backward gathers from exactly the windows that cover an input") {
+  check_covering<8, 2, 2, 0>();
+  check_covering<9, 3, 2, 1>();
+  check_covering<7, 3, 3, 1>();
+  check_covering<10, 3, 1, 1>();
+  check_covering<11, 5, 2, 2>();
+  check_covering<6, 1, 2, 0>();
+}
+
 TEST_CASE("which layers have CUDA kernels is known at compile time") {
   using Mlp = decltype(nn::input<8> >> nn::linear<4> >> nn::gelu >> nn::flatten >> nn::linear<2>);
-  using Cnn = decltype(nn::input<1, 8, 8> >> nn::conv2d<2, 3> >> nn::flatten >> nn::linear<2>);
+  using Cnn = decltype(nn::input<1, 8, 8> >> nn::conv2d<2, 3> >> nn::max_pool2d<2> >> nn::flatten >> nn::linear<2>);
+  using Normalised = decltype(nn::input<1, 8, 8> >> nn::conv2d<2, 3> >> nn::batch_norm >> nn::flatten >> nn::linear<2>);
   static_assert(nn::detail::Program<typename Mlp::layers>::runs_on<etnn::Cuda>);
-  static_assert(!nn::detail::Program<typename Cnn::layers>::runs_on<etnn::Cuda>);
-  static_assert(nn::detail::Program<typename Cnn::layers>::runs_on<etnn::Cpu>);
+  static_assert(nn::detail::Program<typename Cnn::layers>::runs_on<etnn::Cuda>);
+  static_assert(!nn::detail::Program<typename Normalised::layers>::runs_on<etnn::Cuda>);
+  static_assert(nn::detail::Program<typename Normalised::layers>::runs_on<etnn::Cpu>);
   CHECK(true);
 }
 
@@ -257,6 +287,103 @@ TEST_CASE_TEMPLATE("dense layers forward and backward match the CPU for every ac
   }
   // K >= 1024: the GEMMs' sums are long.
   check_dense<T, 1024, 64, etnn::fn::Relu>(2048, std::is_same_v<T, float> ? 1e-3 : 1e-12);
+}
+
+namespace {
+// A convolution forward and backward on both devices, every output compared.
+template <class T, int C, int H, int K, int S, int P, int Out, class Act>
+void check_conv(int batch) {
+  using G = etnn::cpu::Window<C, H, H, K, S, P>;
+  CAPTURE(C);
+  CAPTURE(H);
+  CAPTURE(K);
+  CAPTURE(S);
+  CAPTURE(P);
+  CAPTURE(batch);
+  constexpr std::size_t depth = C * K * K;
+  const std::size_t in = std::size_t{C} * G::in_pixels * batch, out = std::size_t{Out} * G::out_pixels * batch;
+  const std::size_t columns = depth * G::out_pixels * batch;
+  const auto w = random_values<T>(Out * depth, 20, 1.0 / std::sqrt(double(depth)));
+  const auto b = random_values<T>(Out, 21, 0.5);
+  const auto x = random_values<T>(in, 22);
+  const auto dy = random_values<T>(out, 23);
+  const auto g0 = random_values<T>(Out * depth + Out, 24);
+  const bool keep_z = Act::derivative_needs_input;
+  std::vector<T> y(out), z(keep_z ? out : 0), dy_cpu = dy, dx(in), g = g0, cols(columns);
+  etnn::conv2d_forward<G, Out>(etnn::Cpu{}, w.data(), b.data(), x.data(), y.data(), keep_z ? z.data() : nullptr,
+                               cols.data(), batch, Act{});
+  etnn::conv2d_backward<G, Out>(etnn::Cpu{}, w.data(), g.data(), g.data() + Out * depth, x.data(), y.data(),
+                                keep_z ? z.data() : nullptr, dy_cpu.data(), dx.data(), cols.data(), batch, Act{});
+  auto dw = to_device(w), db = to_device(b), dxin = to_device(x), ddy = to_device(dy), dg = to_device(g0);
+  etnn::Buffer<T, etnn::Cuda> dev_y(out), dev_z(z.size()), dev_dx(in), dev_cols(columns);
+  etnn::conv2d_forward<G, Out>(etnn::Cuda{}, dw.data(), db.data(), dxin.data(), dev_y.data(),
+                               keep_z ? dev_z.data() : nullptr, dev_cols.data(), batch, Act{});
+  etnn::conv2d_backward<G, Out>(etnn::Cuda{}, dw.data(), dg.data(), dg.data() + Out * depth, dxin.data(),
+                                dev_y.data(), keep_z ? dev_z.data() : nullptr, ddy.data(), dev_dx.data(),
+                                dev_cols.data(), batch, Act{});
+  CHECK(max_relative_error(to_host(dev_y), y) <= tolerance<T>);
+  CHECK(max_relative_error(to_host(dev_dx), dx) <= tolerance<T>);
+  CHECK(max_relative_error(to_host(dg), g) <= (std::is_same_v<T, float> ? 1e-3 : 1e-12));  // sums over B P
+}
+
+// A pooling layer forward and backward on both devices; integer-valued inputs make ties, which
+// must route the same way.
+template <class T, class Kind, int H, int K, int S, int P>
+void check_pool(int batch) {
+  using G = etnn::cpu::Window<3, H, H, K, S, P>;
+  CAPTURE(H);
+  CAPTURE(K);
+  CAPTURE(S);
+  CAPTURE(P);
+  const std::size_t in = std::size_t{3} * G::in_pixels * batch, out = std::size_t{3} * G::out_pixels * batch;
+  auto x = random_values<T>(in, 25, 4.0);
+  for (auto& v : x) v = std::round(v);
+  const auto dy = random_values<T>(out, 26);
+  std::vector<T> y(out), dx(in);
+  etnn::pool2d_forward<G>(etnn::Cpu{}, Kind{}, x.data(), y.data(), batch);
+  etnn::pool2d_backward<G>(etnn::Cpu{}, Kind{}, x.data(), y.data(), dy.data(), dx.data(), batch);
+  auto dxin = to_device(x), ddy = to_device(dy);
+  etnn::Buffer<T, etnn::Cuda> dev_y(out), dev_dx(in);
+  etnn::pool2d_forward<G>(etnn::Cuda{}, Kind{}, dxin.data(), dev_y.data(), batch);
+  etnn::pool2d_backward<G>(etnn::Cuda{}, Kind{}, dxin.data(), dev_y.data(), ddy.data(), dev_dx.data(), batch);
+  CHECK(to_host(dev_y) == y);    // the same comparisons and sums in the same order: bitwise
+  CHECK(to_host(dev_dx) == dx);
+}
+}  // namespace
+
+TEST_CASE_TEMPLATE("convolution and pooling forward and backward match the CPU" * doctest::skip(!gpu()), T, float,
+                   double) {
+  for (int batch : {1, 5, 64}) {
+    check_conv<T, 1, 28, 5, 1, 2, 6, etnn::fn::Relu>(batch);
+    check_conv<T, 6, 14, 5, 1, 0, 16, etnn::fn::Identity>(batch);
+    check_conv<T, 3, 9, 3, 2, 1, 8, etnn::fn::Gelu>(batch);
+    check_conv<T, 2, 7, 3, 3, 2, 4, etnn::fn::Tanh>(batch);
+    check_pool<T, etnn::cpu::MaxPooling, 8, 2, 2, 0>(batch);
+    check_pool<T, etnn::cpu::MaxPooling, 9, 3, 2, 1>(batch);
+    check_pool<T, etnn::cpu::AveragePooling, 8, 2, 2, 0>(batch);
+    check_pool<T, etnn::cpu::AveragePooling, 9, 3, 2, 1>(batch);
+  }
+}
+
+TEST_CASE("LeNet-5 trains on the device as on the CPU" * doctest::skip(!gpu())) {
+  using Lenet = decltype(nn::input<1, 28, 28> >> nn::conv2d<6, 5, nn::pad<2>> >> nn::relu >> nn::max_pool2d<2> >>
+                         nn::conv2d<16, 5> >> nn::relu >> nn::max_pool2d<2> >> nn::flatten >> nn::linear<120> >>
+                         nn::relu >> nn::linear<84> >> nn::relu >> nn::linear<10>);
+  const int batch = 32, steps = 5;
+  const auto x = random_values<float>(std::size_t{784} * batch, 27);
+  std::vector<int> y(batch);
+  for (int i = 0; i < batch; ++i) y[static_cast<std::size_t>(i)] = i % 10;
+  auto train = [&]<class Device>(Device) {
+    etnn::Model<Lenet, float, Device> model(2);
+    etnn::loss::CrossEntropy ce;
+    etnn::optim::SGD opt(model, {.lr = 0.05f, .momentum = 0.9f});
+    etnn::Trainer trainer(model, ce, opt);
+    for (int s = 0; s < steps; ++s) trainer.step(etnn::TensorView<const float, etnn::Shape<1, 28, 28>>(x.data(), batch), y);
+    std::vector<float> params(Lenet::num_params);
+    etnn::copy_to_host(Device{}, params.data(), model.parameters(), params.size());
+    return params;
+  };
+  CHECK(max_relative_error(train(etnn::Cuda{}), train(etnn::Cpu{})) <= 1e-4);
 }
 
 TEST_CASE_TEMPLATE("losses on the device match the CPU: cross-entropy's kernel and the host bridge" *

@@ -68,7 +68,7 @@ template <bool AllLayersHaveKernels>
 consteval bool layers_on_device() {
   static_assert(AllLayersHaveKernels,
                 "ETNN_DEVICE_LAYER: a layer of this network has no kernels for this device yet (on etnn::Cuda: "
-                "linear, the activations and flatten); run it on etnn::Cpu");
+                "linear, conv2d, the pools, the activations and flatten); run it on etnn::Cpu");
   return true;
 }
 

@@ -17,9 +17,9 @@ namespace cuda::detail {
 inline constexpr unsigned reduction_blocks = 256;
 inline constexpr unsigned reduction_threads = 256;
 
-// partial[blockIdx.x] = the sum of every thread's `sum` in the block (reduction_threads of them),
-// in a fixed tree order. Every thread of the block must call it.
-__device__ inline void store_block_sum(double sum, double* partial) {
+// The sum of every thread's `sum` in the block (reduction_threads of them), in a fixed tree
+// order; the result is thread 0's. Every thread of the block must call it.
+__device__ inline double block_sum(double sum) {
   __shared__ double lane[reduction_threads];
   lane[threadIdx.x] = sum;
   __syncthreads();
@@ -27,7 +27,13 @@ __device__ inline void store_block_sum(double sum, double* partial) {
     if (threadIdx.x < half) lane[threadIdx.x] += lane[threadIdx.x + half];
     __syncthreads();
   }
-  if (threadIdx.x == 0) partial[blockIdx.x] = lane[0];
+  return lane[0];
+}
+
+// partial[blockIdx.x] = block_sum(sum).
+__device__ inline void store_block_sum(double sum, double* partial) {
+  const double total = block_sum(sum);
+  if (threadIdx.x == 0) partial[blockIdx.x] = total;
 }
 
 // The sum of a launch's block partials, added on the host in block order.

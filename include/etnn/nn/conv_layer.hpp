@@ -4,6 +4,9 @@
 //   y = f(conv(x, W) + b)   x: (B, C, H, W)  W: (Out, C, K, K)  b: (Out)  y: (B, Out, OH, OW)
 #include "../core/static_checks.hpp"
 #include "../cpu/conv.hpp"
+#if defined(__CUDACC__)
+#include "../cuda/conv.hpp"
+#endif
 #include "init.hpp"
 #include "layer.hpp"
 
@@ -33,6 +36,7 @@ struct ConvLayer {
   static constexpr std::size_t saved_per_sample = Act::derivative_needs_input ? out_shape::size : 0;
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = false;
+  static constexpr bool cuda_kernels = true;  // cuda/conv.hpp
   // The im2col columns of every sample of the batch.
   static constexpr std::size_t scratch_values(int batch) {
     return static_cast<std::size_t>(batch) * fan_in * geometry::out_pixels;

@@ -4,6 +4,9 @@
 //   x: (B, C, H, W)  y: (B, C, OH, OW)
 #include "../core/static_checks.hpp"
 #include "../cpu/pool.hpp"
+#if defined(__CUDACC__)
+#include "../cuda/pool.hpp"
+#endif
 #include "layer.hpp"
 
 namespace etnn::nn {
@@ -23,6 +26,7 @@ struct PoolLayer : ParameterFree {
   static constexpr std::size_t saved_per_sample = 0;
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = false;
+  static constexpr bool cuda_kernels = true;  // cuda/pool.hpp
 
   template <class T, class Device>
   static void forward(Device device, const Pass<T>&, const T*, const T* x, T* y, T*, int batch) {

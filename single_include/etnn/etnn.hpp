@@ -2167,7 +2167,7 @@ namespace cuda::detail {
 
 // The output rows (or columns) whose window covers input row ih: [first, last], possibly empty.
 template <class G>
-__device__ inline void covering(int in, int outs, int& first, int& last) {
+__host__ __device__ inline void covering(int in, int outs, int& first, int& last) {
   // in = o S - P + k for some k in [0, K)  <=>  (in + P - K + 1) / S <= o <= (in + P) / S
   const int low = in + G::pad - G::kernel + 1;
   first = low <= 0 ? 0 : (low + G::stride - 1) / G::stride;

@@ -22,12 +22,20 @@ CONDITIONAL_OPEN = re.compile(r"^\s*#\s*if")
 CONDITIONAL_CLOSE = re.compile(r"^\s*#\s*endif")
 
 
-def inline(path, seen, system_seen, out, outer_depth=0):
-    """outer_depth: the #if nesting around the #include that reached this file."""
+def inline(path, seen, system_seen, out, outer_depth=0, conditional=None):
+    """outer_depth: the #if nesting around the #include that reached this file. conditional: the
+    headers first inlined inside an #if; one of them included again outside any #if would be
+    missing from builds where the #if is false, so that is an error."""
+    conditional = set() if conditional is None else conditional
     path = path.resolve()
     if path in seen:
+        if outer_depth == 0 and path in conditional:
+            sys.exit(f"amalgamate: {path.relative_to(ROOT)} is first reached inside an #if; include it "
+                     "unconditionally before that #if in include/etnn/etnn.hpp")
         return
     seen.add(path)
+    if outer_depth > 0:
+        conditional.add(path)
     out.append(f"// ---- {path.relative_to(ROOT / 'include').as_posix()} ----\n")
     depth = 0  # #if nesting within this file
     for line in path.read_text().splitlines(keepends=True):
@@ -36,7 +44,7 @@ def inline(path, seen, system_seen, out, outer_depth=0):
         depth += 1 if CONDITIONAL_OPEN.match(line) else -1 if CONDITIONAL_CLOSE.match(line) else 0
         local = LOCAL.match(line)
         if local:
-            inline(path.parent / local.group(1), seen, system_seen, out, outer_depth + depth)
+            inline(path.parent / local.group(1), seen, system_seen, out, outer_depth + depth, conditional)
             continue
         system = SYSTEM.match(line)
         if system and outer_depth + depth == 0:

@@ -18,7 +18,9 @@
 #include "expr/expression.hpp"
 #include "expr/functors.hpp"
 #include "cpu/executor.hpp"
+#include "cpu/conv.hpp"
 #include "cpu/parallel.hpp"
+#include "cpu/pool.hpp"
 #if defined(__CUDACC__)
 #include "cuda/runtime.hpp"
 #include "cuda/memory.hpp"

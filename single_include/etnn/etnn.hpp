@@ -1299,6 +1299,379 @@ void for_each_index(Cpu, std::size_t n, const F& f) {
 }
 
 }  // namespace etnn
+// ---- etnn/cpu/conv.hpp ----
+// 2-D convolution with a fused activation on the CPU: im2col and one GEMM per sample.
+//   x: (B, C, H, W)  W: (OUT, C, K, K) read as (OUT, D) with D = C K K  b: (OUT)  y: (B, OUT, OH, OW)
+//   cols_b = im2col(x_b)                      (D, P) with P = OH OW, one row per (c, ki, kj)
+// Forward:   Z_b = W cols_b + b,  Y_b = f(Z_b)        Y_b is (OUT, P): NCHW needs no transpose
+// Backward:  dZ_b = dY_b (.) f'(Z_b, Y_b)             over dY in place
+//            db += sum_{b,p} dZ_b,  dW += sum_b dZ_b cols_b^T
+//            dX_b = col2im(W^T dZ_b)                  skipped for the first layer
+// Samples run in parallel; the weight gradient is split by output channel instead (at GEMM panel
+// boundaries), each summing the samples in order, so results do not depend on the number of
+// threads. `columns` is scratch of B D P values.
+
+// ---- etnn/cpu/epilogue.hpp ----
+// The activation step fused after a GEMM (dense and convolution layers), on the CPU.
+//   forward:  y = f(z) over z in place, keeping z when f' needs its input (z_saved not null)
+//   backward: dz = dy (.) f'(z, y) over dy in place
+
+
+namespace etnn::cpu {
+
+template <class Act, class T>
+void activation_epilogue(T* y, T* z_saved, std::size_t n, Act act) {
+  if constexpr (!std::is_same_v<Act, fn::Identity>) {
+    for (std::size_t i = 0; i < n; ++i) {
+      if (z_saved != nullptr) z_saved[i] = y[i];
+      y[i] = act(y[i]);
+    }
+  }
+}
+
+template <class Act, class T>
+void activation_gradient(T* dy, const T* y, const T* z_saved, std::size_t n, Act act) {
+  if constexpr (!std::is_same_v<Act, fn::Identity>) {
+    for (std::size_t i = 0; i < n; ++i) dy[i] *= act.derivative(z_saved != nullptr ? z_saved[i] : y[i], y[i]);
+  }
+}
+
+}  // namespace etnn::cpu
+// ---- etnn/cpu/gemm.hpp ----
+// General matrix multiply on the CPU: C += A B with Eigen's packed, cache-blocked kernel (gebp).
+//   A: (M, K)   B: (K, N)   C: (M, N) row-major, leading dimension ldc
+// A and B may each be row- or column-major (a transposed operand is the other layout, no copy).
+//
+// Two things differ from writing `C.noalias() += A * B` with Eigen maps:
+//  - Packing buffers belong to the calling thread and grow to the largest product it has seen,
+//    so that after the first training step a GEMM allocates nothing (Eigen allocates them for
+//    every product above its 128 KiB stack limit).
+//  - Threading is ours: the larger of M and N is split across the OpenMP threads, each running a
+//    sequential GEMM on its block, when the product is large enough to pay for it.
+// This uses Eigen's internal GEMM entry point (Eigen 3.4: general_matrix_matrix_product).
+
+#include <Eigen/Core>
+
+
+#if !EIGEN_VERSION_AT_LEAST(3, 4, 0)
+#error "etnn needs Eigen 3.4 or newer"
+#endif
+
+namespace etnn::cpu {
+
+enum class Layout { row_major, col_major };
+
+namespace detail {
+
+// Eigen's cache blocking for one product, with packing buffers taken from the calling thread's
+// reusable storage instead of the heap.
+template <class T>
+class ReusedBlocking : public Eigen::internal::level3_blocking<T, T> {
+ public:
+  // rows, cols, depth of a product with a row-major result; Eigen computes it transposed, so its
+  // "m" is our cols and its "n" our rows (as gemm_blocking_space does for row-major results).
+  ReusedBlocking(Eigen::Index rows, Eigen::Index cols, Eigen::Index depth) {
+    this->m_mc = cols;
+    this->m_nc = rows;
+    this->m_kc = depth;
+    Eigen::internal::computeProductBlockingSizes<T, T, 1>(this->m_kc, this->m_mc, this->m_nc, Eigen::Index{1});
+    thread_local Buffer<T, Cpu> packed_a;
+    thread_local Buffer<T, Cpu> packed_b;
+    packed_a.reserve_discard(static_cast<std::size_t>(this->m_mc * this->m_kc));
+    packed_b.reserve_discard(static_cast<std::size_t>(this->m_kc * this->m_nc));
+    this->m_blockA = packed_a.data();
+    this->m_blockB = packed_b.data();
+  }
+};
+
+constexpr int eigen_order(Layout layout) { return layout == Layout::row_major ? Eigen::RowMajor : Eigen::ColMajor; }
+
+// Element (i, j) of a matrix with the given layout and leading dimension.
+template <Layout L, class T>
+const T* at(const T* m, std::ptrdiff_t ld, std::ptrdiff_t i, std::ptrdiff_t j) {
+  return L == Layout::row_major ? m + i * ld + j : m + j * ld + i;
+}
+
+template <Layout LA, Layout LB, class T>
+void gemm_block(Eigen::Index m, Eigen::Index n, Eigen::Index k, const T* a, Eigen::Index lda, const T* b,
+                Eigen::Index ldb, T* c, Eigen::Index ldc) {
+  using Product = Eigen::internal::general_matrix_matrix_product<Eigen::Index, T, eigen_order(LA), false, T,
+                                                                 eigen_order(LB), false, Eigen::RowMajor, 1>;
+  ReusedBlocking<T> blocking(m, n, k);
+  Product::run(m, n, k, a, lda, b, ldb, c, 1, ldc, T(1), blocking, nullptr);
+}
+
+}  // namespace detail
+
+// Where threads may split a row-major GEMM result without changing any element's arithmetic: at
+// multiples of Eigen's register panels (it computes the transposed product, so its nr-column
+// panels are our rows and its mr-row panels our columns). A split elsewhere moves some elements
+// into a remainder panel, which sums in another order: results would depend on the thread count.
+template <class T>
+inline constexpr std::size_t gemm_row_panel = Eigen::internal::gebp_traits<T, T>::nr;
+template <class T>
+inline constexpr std::size_t gemm_column_panel = Eigen::internal::gebp_traits<T, T>::mr;
+
+// parallel_chunks over [0, n) with chunk boundaries at multiples of `panel`, each chunk at least
+// `grain` indices (and one panel).
+template <class F>
+void parallel_panels(std::size_t n, std::size_t panel, std::size_t grain, std::size_t work_per_index, F&& f) {
+  const std::size_t panels = (n + panel - 1) / panel;
+  parallel_chunks(panels, std::max<std::size_t>(1, grain / panel), work_per_index * panel,
+                  [&](std::size_t first, std::size_t last) { f(first * panel, std::min(n, last * panel)); });
+}
+
+// Products smaller than this many multiply-adds run on one thread.
+inline constexpr std::size_t gemm_parallel_threshold = std::size_t{1} << 18;
+
+template <Layout LA, Layout LB, class T>
+void gemm_accumulate(int m, int n, int k, const T* a, int lda, const T* b, int ldb, T* c, int ldc) {
+  if (m == 0 || n == 0 || k == 0) return;
+  const std::size_t work = static_cast<std::size_t>(m) * static_cast<std::size_t>(n) * static_cast<std::size_t>(k);
+  const bool split_rows = m >= n;
+  const std::size_t dim = split_rows ? static_cast<std::size_t>(m) : static_cast<std::size_t>(n);
+  const std::size_t panel = split_rows ? gemm_row_panel<T> : gemm_column_panel<T>;
+  parallel_panels(dim, panel, 16, work >= gemm_parallel_threshold ? work / dim : 0,
+                  [&](std::size_t begin, std::size_t end) {
+    const auto first = static_cast<std::ptrdiff_t>(begin);
+    const auto count = static_cast<Eigen::Index>(end - begin);
+    if (split_rows) {
+      detail::gemm_block<LA, LB>(count, n, k, detail::at<LA>(a, lda, first, 0), lda, b, ldb, c + first * ldc, ldc);
+    } else {
+      detail::gemm_block<LA, LB>(m, count, k, a, lda, detail::at<LB>(b, ldb, 0, first), ldb, c + first, ldc);
+    }
+  });
+}
+
+// The same product on the calling thread only, for callers that parallelise over something else
+// (convolution runs one product per sample).
+template <Layout LA, Layout LB, class T>
+void gemm_accumulate_serial(int m, int n, int k, const T* a, int lda, const T* b, int ldb, T* c, int ldc) {
+  if (m == 0 || n == 0 || k == 0) return;
+  detail::gemm_block<LA, LB>(m, n, k, a, lda, b, ldb, c, ldc);
+}
+
+}  // namespace etnn::cpu
+// ---- etnn/cpu/window.hpp ----
+// The geometry of a sliding window (convolution kernel or pooling window) over a (C, H, W) image,
+// as PyTorch defines it: out = floor((in + 2 pad - kernel) / stride) + 1, padding is virtual.
+namespace etnn::cpu {
+
+template <int Channels, int Height, int Width, int Kernel, int Stride, int Pad>
+struct Window {
+  static constexpr int channels = Channels;
+  static constexpr int height = Height;
+  static constexpr int width = Width;
+  static constexpr int kernel = Kernel;
+  static constexpr int stride = Stride;
+  static constexpr int pad = Pad;
+  static constexpr int out_height = (Height + 2 * Pad - Kernel) / Stride + 1;
+  static constexpr int out_width = (Width + 2 * Pad - Kernel) / Stride + 1;
+  static constexpr int out_pixels = out_height * out_width;
+  static constexpr int in_pixels = Height * Width;
+
+  // Input row of window row ki at output row oh (may be outside [0, height): padding).
+  static constexpr int in_row(int oh, int ki) { return oh * Stride - Pad + ki; }
+  static constexpr int in_col(int ow, int kj) { return ow * Stride - Pad + kj; }
+  static constexpr bool inside(int row, int col) { return row >= 0 && row < Height && col >= 0 && col < Width; }
+};
+
+}  // namespace etnn::cpu
+
+namespace etnn {
+
+namespace cpu {
+
+// Calls f(k, i) for every entry k of one image's columns (D, P) in memory order, row (c, ki, kj)
+// by row, column (oh, ow) within a row, with i the input element it reads (c H W + ih W + iw), or
+// -1 where the window covers padding.
+template <class G, class F>
+void for_each_column_entry(F&& f) {
+  std::size_t k = 0;
+  for (int c = 0; c < G::channels; ++c)
+    for (int ki = 0; ki < G::kernel; ++ki)
+      for (int kj = 0; kj < G::kernel; ++kj)
+        for (int oh = 0; oh < G::out_height; ++oh)
+          for (int ow = 0; ow < G::out_width; ++ow, ++k) {
+            const int ih = G::in_row(oh, ki), iw = G::in_col(ow, kj);
+            f(k, G::inside(ih, iw) ? static_cast<std::ptrdiff_t>(c * G::in_pixels + ih * G::width + iw) : -1);
+          }
+}
+
+// cols (D, P) from one image x (C, H, W); zeros where the window covers padding.
+template <class G, class T>
+void im2col(const T* x, T* cols) {
+  for_each_column_entry<G>([&](std::size_t k, std::ptrdiff_t i) { cols[k] = i < 0 ? T(0) : x[i]; });
+}
+
+// dx (C, H, W) = the sum of cols (D, P) back onto the pixels each column entry came from.
+template <class G, class T>
+void col2im(const T* cols, T* dx) {
+  std::fill_n(dx, static_cast<std::size_t>(G::channels) * G::in_pixels, T(0));
+  for_each_column_entry<G>([&](std::size_t k, std::ptrdiff_t i) {
+    if (i >= 0) dx[i] += cols[k];
+  });
+}
+
+}  // namespace cpu
+
+template <class G, int Out, class Act, class T>
+void conv2d_forward(Cpu, const T* weight, const T* bias, const T* x, T* y, T* z_saved, T* columns, int batch,
+                    Act act) {
+  constexpr int depth = G::channels * G::kernel * G::kernel;
+  constexpr std::size_t pixels = G::out_pixels, cols_size = depth * pixels, out_size = Out * pixels;
+  cpu::parallel_chunks(static_cast<std::size_t>(batch), 1, out_size * depth, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t b = begin; b < end; ++b) {
+      T* cols = columns + b * cols_size;
+      T* yb = y + b * out_size;
+      cpu::im2col<G>(x + b * G::channels * G::in_pixels, cols);
+      for (int o = 0; o < Out; ++o) std::fill_n(yb + o * pixels, pixels, bias[o]);
+      cpu::gemm_accumulate_serial<cpu::Layout::row_major, cpu::Layout::row_major>(Out, int{pixels}, depth, weight,
+                                                                                  depth, cols, int{pixels}, yb,
+                                                                                  int{pixels});
+      cpu::activation_epilogue(yb, z_saved != nullptr ? z_saved + b * out_size : nullptr, out_size, act);
+    }
+  });
+}
+
+template <class G, int Out, class Act, class T>
+void conv2d_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T* x, const T* y, const T* z_saved,
+                     T* dy, T* dx, T* columns, int batch, Act act) {
+  constexpr int depth = G::channels * G::kernel * G::kernel;
+  constexpr std::size_t pixels = G::out_pixels, cols_size = depth * pixels, out_size = Out * pixels;
+  const auto samples = static_cast<std::size_t>(batch);
+  // cols_b and dZ_b, per sample.
+  cpu::parallel_chunks(samples, 1, cols_size, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t b = begin; b < end; ++b) {
+      cpu::im2col<G>(x + b * G::channels * G::in_pixels, columns + b * cols_size);
+      cpu::activation_gradient(dy + b * out_size, y + b * out_size,
+                               z_saved != nullptr ? z_saved + b * out_size : nullptr, out_size, act);
+    }
+  });
+  // db and dW += dZ_b cols_b^T per output channel range (whole GEMM panels, see gemm.hpp);
+  // cols_b^T is cols_b read column-major.
+  cpu::parallel_panels(std::size_t{Out}, cpu::gemm_row_panel<T>, 1, samples * pixels * depth,
+                       [&](std::size_t begin, std::size_t end) {
+    const int first = static_cast<int>(begin), count = static_cast<int>(end - begin);
+    for (std::size_t b = 0; b < samples; ++b) {
+      const T* dz = dy + b * out_size + begin * pixels;
+      for (int o = 0; o < count; ++o) {
+        T sum = 0;
+        for (std::size_t p = 0; p < pixels; ++p) sum += dz[static_cast<std::size_t>(o) * pixels + p];
+        bias_grad[first + o] += sum;
+      }
+      cpu::gemm_accumulate_serial<cpu::Layout::row_major, cpu::Layout::col_major>(
+          count, depth, int{pixels}, dz, int{pixels}, columns + b * cols_size, int{pixels},
+          weight_grad + begin * depth, depth);
+    }
+  });
+  if (dx == nullptr) return;
+  // dcols_b = W^T dZ_b (W^T is W read column-major) over cols_b, then dX_b = col2im(dcols_b).
+  cpu::parallel_chunks(samples, 1, out_size * depth, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t b = begin; b < end; ++b) {
+      T* dcols = columns + b * cols_size;
+      std::fill_n(dcols, cols_size, T(0));
+      cpu::gemm_accumulate_serial<cpu::Layout::col_major, cpu::Layout::row_major>(
+          depth, int{pixels}, Out, weight, depth, dy + b * out_size, int{pixels}, dcols, int{pixels});
+      cpu::col2im<G>(dcols, dx + b * G::channels * G::in_pixels);
+    }
+  });
+}
+
+}  // namespace etnn
+// ---- etnn/cpu/pool.hpp ----
+// 2-D max and average pooling on the CPU, one (b, c) plane at a time in parallel.
+//   x: (B, C, H, W)  y: (B, C, OH, OW)   geometry G (cpu/window.hpp), padding is virtual
+// Max:      y = max over the window (padding never wins, as PyTorch pads with -inf)
+//           dx = dy routed to the window's first maximal input; backward finds it again by
+//           comparing x with y in the forward's scan order, so nothing is saved
+// Average:  y = sum over the window / K^2 (PyTorch's count_include_pad = true)
+//           dx = dy / K^2 added to every input of the window
+#include <limits>
+
+
+namespace etnn {
+
+namespace cpu {
+
+struct MaxPooling {};
+struct AveragePooling {};
+
+// Calls f(out_index, in_index) for every input pixel inside each output's window, windows in
+// output order and pixels in row-major order within one.
+template <class G, class F>
+void for_each_window(F&& f) {
+  for (int oh = 0; oh < G::out_height; ++oh) {
+    for (int ow = 0; ow < G::out_width; ++ow) {
+      const int out = oh * G::out_width + ow;
+      for (int ki = 0; ki < G::kernel; ++ki) {
+        const int ih = G::in_row(oh, ki);
+        for (int kj = 0; kj < G::kernel; ++kj) {
+          const int iw = G::in_col(ow, kj);
+          if (G::inside(ih, iw)) f(out, ih * G::width + iw);
+        }
+      }
+    }
+  }
+}
+
+template <class G, class F>
+void for_each_plane(int batch, F&& f) {
+  const auto planes = static_cast<std::size_t>(batch) * G::channels;
+  parallel_chunks(planes, 1, G::out_pixels * G::kernel * G::kernel, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t plane = begin; plane < end; ++plane) f(plane * G::in_pixels, plane * G::out_pixels);
+  });
+}
+
+}  // namespace cpu
+
+template <class G, class T>
+void pool2d_forward(Cpu, cpu::MaxPooling, const T* x, T* y, int batch) {
+  cpu::for_each_plane<G>(batch, [&](std::size_t in, std::size_t out) {
+    T* yp = y + out;
+    std::fill_n(yp, G::out_pixels, -std::numeric_limits<T>::infinity());
+    // !(v <= m) also takes a NaN, which then stays: NaN propagates as in PyTorch.
+    cpu::for_each_window<G>([&](int o, int i) {
+      if (!(x[in + i] <= yp[o])) yp[o] = x[in + i];
+    });
+  });
+}
+
+template <class G, class T>
+void pool2d_backward(Cpu, cpu::MaxPooling, const T* x, const T* y, const T* dy, T* dx, int batch) {
+  cpu::for_each_plane<G>(batch, [&](std::size_t in, std::size_t out) {
+    std::fill_n(dx + in, G::in_pixels, T(0));
+    int routed = -1;  // the last output whose gradient went to an input
+    cpu::for_each_window<G>([&](int o, int i) {
+      if (o != routed && x[in + i] == y[out + o]) {
+        dx[in + i] += dy[out + o];
+        routed = o;
+      }
+    });
+  });
+}
+
+template <class G, class T>
+void pool2d_forward(Cpu, cpu::AveragePooling, const T* x, T* y, int batch) {
+  constexpr T scale = T(1) / T(G::kernel * G::kernel);
+  cpu::for_each_plane<G>(batch, [&](std::size_t in, std::size_t out) {
+    T* yp = y + out;
+    std::fill_n(yp, G::out_pixels, T(0));
+    cpu::for_each_window<G>([&](int o, int i) { yp[o] += x[in + i]; });
+    for (int o = 0; o < G::out_pixels; ++o) yp[o] *= scale;
+  });
+}
+
+template <class G, class T>
+void pool2d_backward(Cpu, cpu::AveragePooling, const T*, const T*, const T* dy, T* dx, int batch) {
+  constexpr T scale = T(1) / T(G::kernel * G::kernel);
+  cpu::for_each_plane<G>(batch, [&](std::size_t in, std::size_t out) {
+    std::fill_n(dx + in, G::in_pixels, T(0));
+    cpu::for_each_window<G>([&](int o, int i) { dx[in + i] += scale * dy[out + o]; });
+  });
+}
+
+}  // namespace etnn
 #if defined(__CUDACC__)
 // ---- etnn/cuda/runtime.hpp ----
 // The CUDA runtime as etnn uses it: every call checked, all work on one stream.
@@ -2040,126 +2413,6 @@ void conv2d_backward(Cuda, const T* weight, T* weight_grad, T* bias_grad, const 
 #include <limits>
 #include <type_traits>
 
-// ---- etnn/cpu/pool.hpp ----
-// 2-D max and average pooling on the CPU, one (b, c) plane at a time in parallel.
-//   x: (B, C, H, W)  y: (B, C, OH, OW)   geometry G (cpu/window.hpp), padding is virtual
-// Max:      y = max over the window (padding never wins, as PyTorch pads with -inf)
-//           dx = dy routed to the window's first maximal input; backward finds it again by
-//           comparing x with y in the forward's scan order, so nothing is saved
-// Average:  y = sum over the window / K^2 (PyTorch's count_include_pad = true)
-//           dx = dy / K^2 added to every input of the window
-#include <algorithm>
-#include <cstddef>
-#include <limits>
-
-// ---- etnn/cpu/window.hpp ----
-// The geometry of a sliding window (convolution kernel or pooling window) over a (C, H, W) image,
-// as PyTorch defines it: out = floor((in + 2 pad - kernel) / stride) + 1, padding is virtual.
-namespace etnn::cpu {
-
-template <int Channels, int Height, int Width, int Kernel, int Stride, int Pad>
-struct Window {
-  static constexpr int channels = Channels;
-  static constexpr int height = Height;
-  static constexpr int width = Width;
-  static constexpr int kernel = Kernel;
-  static constexpr int stride = Stride;
-  static constexpr int pad = Pad;
-  static constexpr int out_height = (Height + 2 * Pad - Kernel) / Stride + 1;
-  static constexpr int out_width = (Width + 2 * Pad - Kernel) / Stride + 1;
-  static constexpr int out_pixels = out_height * out_width;
-  static constexpr int in_pixels = Height * Width;
-
-  // Input row of window row ki at output row oh (may be outside [0, height): padding).
-  static constexpr int in_row(int oh, int ki) { return oh * Stride - Pad + ki; }
-  static constexpr int in_col(int ow, int kj) { return ow * Stride - Pad + kj; }
-  static constexpr bool inside(int row, int col) { return row >= 0 && row < Height && col >= 0 && col < Width; }
-};
-
-}  // namespace etnn::cpu
-
-namespace etnn {
-
-namespace cpu {
-
-struct MaxPooling {};
-struct AveragePooling {};
-
-// Calls f(out_index, in_index) for every input pixel inside each output's window, windows in
-// output order and pixels in row-major order within one.
-template <class G, class F>
-void for_each_window(F&& f) {
-  for (int oh = 0; oh < G::out_height; ++oh) {
-    for (int ow = 0; ow < G::out_width; ++ow) {
-      const int out = oh * G::out_width + ow;
-      for (int ki = 0; ki < G::kernel; ++ki) {
-        const int ih = G::in_row(oh, ki);
-        for (int kj = 0; kj < G::kernel; ++kj) {
-          const int iw = G::in_col(ow, kj);
-          if (G::inside(ih, iw)) f(out, ih * G::width + iw);
-        }
-      }
-    }
-  }
-}
-
-template <class G, class F>
-void for_each_plane(int batch, F&& f) {
-  const auto planes = static_cast<std::size_t>(batch) * G::channels;
-  parallel_chunks(planes, 1, G::out_pixels * G::kernel * G::kernel, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t plane = begin; plane < end; ++plane) f(plane * G::in_pixels, plane * G::out_pixels);
-  });
-}
-
-}  // namespace cpu
-
-template <class G, class T>
-void pool2d_forward(Cpu, cpu::MaxPooling, const T* x, T* y, int batch) {
-  cpu::for_each_plane<G>(batch, [&](std::size_t in, std::size_t out) {
-    T* yp = y + out;
-    std::fill_n(yp, G::out_pixels, -std::numeric_limits<T>::infinity());
-    // !(v <= m) also takes a NaN, which then stays: NaN propagates as in PyTorch.
-    cpu::for_each_window<G>([&](int o, int i) {
-      if (!(x[in + i] <= yp[o])) yp[o] = x[in + i];
-    });
-  });
-}
-
-template <class G, class T>
-void pool2d_backward(Cpu, cpu::MaxPooling, const T* x, const T* y, const T* dy, T* dx, int batch) {
-  cpu::for_each_plane<G>(batch, [&](std::size_t in, std::size_t out) {
-    std::fill_n(dx + in, G::in_pixels, T(0));
-    int routed = -1;  // the last output whose gradient went to an input
-    cpu::for_each_window<G>([&](int o, int i) {
-      if (o != routed && x[in + i] == y[out + o]) {
-        dx[in + i] += dy[out + o];
-        routed = o;
-      }
-    });
-  });
-}
-
-template <class G, class T>
-void pool2d_forward(Cpu, cpu::AveragePooling, const T* x, T* y, int batch) {
-  constexpr T scale = T(1) / T(G::kernel * G::kernel);
-  cpu::for_each_plane<G>(batch, [&](std::size_t in, std::size_t out) {
-    T* yp = y + out;
-    std::fill_n(yp, G::out_pixels, T(0));
-    cpu::for_each_window<G>([&](int o, int i) { yp[o] += x[in + i]; });
-    for (int o = 0; o < G::out_pixels; ++o) yp[o] *= scale;
-  });
-}
-
-template <class G, class T>
-void pool2d_backward(Cpu, cpu::AveragePooling, const T*, const T*, const T* dy, T* dx, int batch) {
-  constexpr T scale = T(1) / T(G::kernel * G::kernel);
-  cpu::for_each_plane<G>(batch, [&](std::size_t in, std::size_t out) {
-    std::fill_n(dx + in, G::in_pixels, T(0));
-    cpu::for_each_window<G>([&](int o, int i) { dx[in + i] += scale * dy[out + o]; });
-  });
-}
-
-}  // namespace etnn
 
 namespace etnn {
 
@@ -2965,261 +3218,6 @@ struct BatchNormLayer {
 // nn::conv2d<Out, K, stride<S>, pad<P>> bound to a (C, H, W) input, optionally fused with the
 // activation that follows it: PyTorch's nn.Conv2d(C, Out, K, stride=S, padding=P).
 //   y = f(conv(x, W) + b)   x: (B, C, H, W)  W: (Out, C, K, K)  b: (Out)  y: (B, Out, OH, OW)
-// ---- etnn/cpu/conv.hpp ----
-// 2-D convolution with a fused activation on the CPU: im2col and one GEMM per sample.
-//   x: (B, C, H, W)  W: (OUT, C, K, K) read as (OUT, D) with D = C K K  b: (OUT)  y: (B, OUT, OH, OW)
-//   cols_b = im2col(x_b)                      (D, P) with P = OH OW, one row per (c, ki, kj)
-// Forward:   Z_b = W cols_b + b,  Y_b = f(Z_b)        Y_b is (OUT, P): NCHW needs no transpose
-// Backward:  dZ_b = dY_b (.) f'(Z_b, Y_b)             over dY in place
-//            db += sum_{b,p} dZ_b,  dW += sum_b dZ_b cols_b^T
-//            dX_b = col2im(W^T dZ_b)                  skipped for the first layer
-// Samples run in parallel; the weight gradient is split by output channel instead (at GEMM panel
-// boundaries), each summing the samples in order, so results do not depend on the number of
-// threads. `columns` is scratch of B D P values.
-
-// ---- etnn/cpu/epilogue.hpp ----
-// The activation step fused after a GEMM (dense and convolution layers), on the CPU.
-//   forward:  y = f(z) over z in place, keeping z when f' needs its input (z_saved not null)
-//   backward: dz = dy (.) f'(z, y) over dy in place
-
-
-namespace etnn::cpu {
-
-template <class Act, class T>
-void activation_epilogue(T* y, T* z_saved, std::size_t n, Act act) {
-  if constexpr (!std::is_same_v<Act, fn::Identity>) {
-    for (std::size_t i = 0; i < n; ++i) {
-      if (z_saved != nullptr) z_saved[i] = y[i];
-      y[i] = act(y[i]);
-    }
-  }
-}
-
-template <class Act, class T>
-void activation_gradient(T* dy, const T* y, const T* z_saved, std::size_t n, Act act) {
-  if constexpr (!std::is_same_v<Act, fn::Identity>) {
-    for (std::size_t i = 0; i < n; ++i) dy[i] *= act.derivative(z_saved != nullptr ? z_saved[i] : y[i], y[i]);
-  }
-}
-
-}  // namespace etnn::cpu
-// ---- etnn/cpu/gemm.hpp ----
-// General matrix multiply on the CPU: C += A B with Eigen's packed, cache-blocked kernel (gebp).
-//   A: (M, K)   B: (K, N)   C: (M, N) row-major, leading dimension ldc
-// A and B may each be row- or column-major (a transposed operand is the other layout, no copy).
-//
-// Two things differ from writing `C.noalias() += A * B` with Eigen maps:
-//  - Packing buffers belong to the calling thread and grow to the largest product it has seen,
-//    so that after the first training step a GEMM allocates nothing (Eigen allocates them for
-//    every product above its 128 KiB stack limit).
-//  - Threading is ours: the larger of M and N is split across the OpenMP threads, each running a
-//    sequential GEMM on its block, when the product is large enough to pay for it.
-// This uses Eigen's internal GEMM entry point (Eigen 3.4: general_matrix_matrix_product).
-
-#include <Eigen/Core>
-
-
-#if !EIGEN_VERSION_AT_LEAST(3, 4, 0)
-#error "etnn needs Eigen 3.4 or newer"
-#endif
-
-namespace etnn::cpu {
-
-enum class Layout { row_major, col_major };
-
-namespace detail {
-
-// Eigen's cache blocking for one product, with packing buffers taken from the calling thread's
-// reusable storage instead of the heap.
-template <class T>
-class ReusedBlocking : public Eigen::internal::level3_blocking<T, T> {
- public:
-  // rows, cols, depth of a product with a row-major result; Eigen computes it transposed, so its
-  // "m" is our cols and its "n" our rows (as gemm_blocking_space does for row-major results).
-  ReusedBlocking(Eigen::Index rows, Eigen::Index cols, Eigen::Index depth) {
-    this->m_mc = cols;
-    this->m_nc = rows;
-    this->m_kc = depth;
-    Eigen::internal::computeProductBlockingSizes<T, T, 1>(this->m_kc, this->m_mc, this->m_nc, Eigen::Index{1});
-    thread_local Buffer<T, Cpu> packed_a;
-    thread_local Buffer<T, Cpu> packed_b;
-    packed_a.reserve_discard(static_cast<std::size_t>(this->m_mc * this->m_kc));
-    packed_b.reserve_discard(static_cast<std::size_t>(this->m_kc * this->m_nc));
-    this->m_blockA = packed_a.data();
-    this->m_blockB = packed_b.data();
-  }
-};
-
-constexpr int eigen_order(Layout layout) { return layout == Layout::row_major ? Eigen::RowMajor : Eigen::ColMajor; }
-
-// Element (i, j) of a matrix with the given layout and leading dimension.
-template <Layout L, class T>
-const T* at(const T* m, std::ptrdiff_t ld, std::ptrdiff_t i, std::ptrdiff_t j) {
-  return L == Layout::row_major ? m + i * ld + j : m + j * ld + i;
-}
-
-template <Layout LA, Layout LB, class T>
-void gemm_block(Eigen::Index m, Eigen::Index n, Eigen::Index k, const T* a, Eigen::Index lda, const T* b,
-                Eigen::Index ldb, T* c, Eigen::Index ldc) {
-  using Product = Eigen::internal::general_matrix_matrix_product<Eigen::Index, T, eigen_order(LA), false, T,
-                                                                 eigen_order(LB), false, Eigen::RowMajor, 1>;
-  ReusedBlocking<T> blocking(m, n, k);
-  Product::run(m, n, k, a, lda, b, ldb, c, 1, ldc, T(1), blocking, nullptr);
-}
-
-}  // namespace detail
-
-// Where threads may split a row-major GEMM result without changing any element's arithmetic: at
-// multiples of Eigen's register panels (it computes the transposed product, so its nr-column
-// panels are our rows and its mr-row panels our columns). A split elsewhere moves some elements
-// into a remainder panel, which sums in another order: results would depend on the thread count.
-template <class T>
-inline constexpr std::size_t gemm_row_panel = Eigen::internal::gebp_traits<T, T>::nr;
-template <class T>
-inline constexpr std::size_t gemm_column_panel = Eigen::internal::gebp_traits<T, T>::mr;
-
-// parallel_chunks over [0, n) with chunk boundaries at multiples of `panel`, each chunk at least
-// `grain` indices (and one panel).
-template <class F>
-void parallel_panels(std::size_t n, std::size_t panel, std::size_t grain, std::size_t work_per_index, F&& f) {
-  const std::size_t panels = (n + panel - 1) / panel;
-  parallel_chunks(panels, std::max<std::size_t>(1, grain / panel), work_per_index * panel,
-                  [&](std::size_t first, std::size_t last) { f(first * panel, std::min(n, last * panel)); });
-}
-
-// Products smaller than this many multiply-adds run on one thread.
-inline constexpr std::size_t gemm_parallel_threshold = std::size_t{1} << 18;
-
-template <Layout LA, Layout LB, class T>
-void gemm_accumulate(int m, int n, int k, const T* a, int lda, const T* b, int ldb, T* c, int ldc) {
-  if (m == 0 || n == 0 || k == 0) return;
-  const std::size_t work = static_cast<std::size_t>(m) * static_cast<std::size_t>(n) * static_cast<std::size_t>(k);
-  const bool split_rows = m >= n;
-  const std::size_t dim = split_rows ? static_cast<std::size_t>(m) : static_cast<std::size_t>(n);
-  const std::size_t panel = split_rows ? gemm_row_panel<T> : gemm_column_panel<T>;
-  parallel_panels(dim, panel, 16, work >= gemm_parallel_threshold ? work / dim : 0,
-                  [&](std::size_t begin, std::size_t end) {
-    const auto first = static_cast<std::ptrdiff_t>(begin);
-    const auto count = static_cast<Eigen::Index>(end - begin);
-    if (split_rows) {
-      detail::gemm_block<LA, LB>(count, n, k, detail::at<LA>(a, lda, first, 0), lda, b, ldb, c + first * ldc, ldc);
-    } else {
-      detail::gemm_block<LA, LB>(m, count, k, a, lda, detail::at<LB>(b, ldb, 0, first), ldb, c + first, ldc);
-    }
-  });
-}
-
-// The same product on the calling thread only, for callers that parallelise over something else
-// (convolution runs one product per sample).
-template <Layout LA, Layout LB, class T>
-void gemm_accumulate_serial(int m, int n, int k, const T* a, int lda, const T* b, int ldb, T* c, int ldc) {
-  if (m == 0 || n == 0 || k == 0) return;
-  detail::gemm_block<LA, LB>(m, n, k, a, lda, b, ldb, c, ldc);
-}
-
-}  // namespace etnn::cpu
-
-namespace etnn {
-
-namespace cpu {
-
-// Calls f(k, i) for every entry k of one image's columns (D, P) in memory order, row (c, ki, kj)
-// by row, column (oh, ow) within a row, with i the input element it reads (c H W + ih W + iw), or
-// -1 where the window covers padding.
-template <class G, class F>
-void for_each_column_entry(F&& f) {
-  std::size_t k = 0;
-  for (int c = 0; c < G::channels; ++c)
-    for (int ki = 0; ki < G::kernel; ++ki)
-      for (int kj = 0; kj < G::kernel; ++kj)
-        for (int oh = 0; oh < G::out_height; ++oh)
-          for (int ow = 0; ow < G::out_width; ++ow, ++k) {
-            const int ih = G::in_row(oh, ki), iw = G::in_col(ow, kj);
-            f(k, G::inside(ih, iw) ? static_cast<std::ptrdiff_t>(c * G::in_pixels + ih * G::width + iw) : -1);
-          }
-}
-
-// cols (D, P) from one image x (C, H, W); zeros where the window covers padding.
-template <class G, class T>
-void im2col(const T* x, T* cols) {
-  for_each_column_entry<G>([&](std::size_t k, std::ptrdiff_t i) { cols[k] = i < 0 ? T(0) : x[i]; });
-}
-
-// dx (C, H, W) = the sum of cols (D, P) back onto the pixels each column entry came from.
-template <class G, class T>
-void col2im(const T* cols, T* dx) {
-  std::fill_n(dx, static_cast<std::size_t>(G::channels) * G::in_pixels, T(0));
-  for_each_column_entry<G>([&](std::size_t k, std::ptrdiff_t i) {
-    if (i >= 0) dx[i] += cols[k];
-  });
-}
-
-}  // namespace cpu
-
-template <class G, int Out, class Act, class T>
-void conv2d_forward(Cpu, const T* weight, const T* bias, const T* x, T* y, T* z_saved, T* columns, int batch,
-                    Act act) {
-  constexpr int depth = G::channels * G::kernel * G::kernel;
-  constexpr std::size_t pixels = G::out_pixels, cols_size = depth * pixels, out_size = Out * pixels;
-  cpu::parallel_chunks(static_cast<std::size_t>(batch), 1, out_size * depth, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t b = begin; b < end; ++b) {
-      T* cols = columns + b * cols_size;
-      T* yb = y + b * out_size;
-      cpu::im2col<G>(x + b * G::channels * G::in_pixels, cols);
-      for (int o = 0; o < Out; ++o) std::fill_n(yb + o * pixels, pixels, bias[o]);
-      cpu::gemm_accumulate_serial<cpu::Layout::row_major, cpu::Layout::row_major>(Out, int{pixels}, depth, weight,
-                                                                                  depth, cols, int{pixels}, yb,
-                                                                                  int{pixels});
-      cpu::activation_epilogue(yb, z_saved != nullptr ? z_saved + b * out_size : nullptr, out_size, act);
-    }
-  });
-}
-
-template <class G, int Out, class Act, class T>
-void conv2d_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T* x, const T* y, const T* z_saved,
-                     T* dy, T* dx, T* columns, int batch, Act act) {
-  constexpr int depth = G::channels * G::kernel * G::kernel;
-  constexpr std::size_t pixels = G::out_pixels, cols_size = depth * pixels, out_size = Out * pixels;
-  const auto samples = static_cast<std::size_t>(batch);
-  // cols_b and dZ_b, per sample.
-  cpu::parallel_chunks(samples, 1, cols_size, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t b = begin; b < end; ++b) {
-      cpu::im2col<G>(x + b * G::channels * G::in_pixels, columns + b * cols_size);
-      cpu::activation_gradient(dy + b * out_size, y + b * out_size,
-                               z_saved != nullptr ? z_saved + b * out_size : nullptr, out_size, act);
-    }
-  });
-  // db and dW += dZ_b cols_b^T per output channel range (whole GEMM panels, see gemm.hpp);
-  // cols_b^T is cols_b read column-major.
-  cpu::parallel_panels(std::size_t{Out}, cpu::gemm_row_panel<T>, 1, samples * pixels * depth,
-                       [&](std::size_t begin, std::size_t end) {
-    const int first = static_cast<int>(begin), count = static_cast<int>(end - begin);
-    for (std::size_t b = 0; b < samples; ++b) {
-      const T* dz = dy + b * out_size + begin * pixels;
-      for (int o = 0; o < count; ++o) {
-        T sum = 0;
-        for (std::size_t p = 0; p < pixels; ++p) sum += dz[static_cast<std::size_t>(o) * pixels + p];
-        bias_grad[first + o] += sum;
-      }
-      cpu::gemm_accumulate_serial<cpu::Layout::row_major, cpu::Layout::col_major>(
-          count, depth, int{pixels}, dz, int{pixels}, columns + b * cols_size, int{pixels},
-          weight_grad + begin * depth, depth);
-    }
-  });
-  if (dx == nullptr) return;
-  // dcols_b = W^T dZ_b (W^T is W read column-major) over cols_b, then dX_b = col2im(dcols_b).
-  cpu::parallel_chunks(samples, 1, out_size * depth, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t b = begin; b < end; ++b) {
-      T* dcols = columns + b * cols_size;
-      std::fill_n(dcols, cols_size, T(0));
-      cpu::gemm_accumulate_serial<cpu::Layout::col_major, cpu::Layout::row_major>(
-          depth, int{pixels}, Out, weight, depth, dy + b * out_size, int{pixels}, dcols, int{pixels});
-      cpu::col2im<G>(dcols, dx + b * G::channels * G::in_pixels);
-    }
-  });
-}
-
-}  // namespace etnn
 #if defined(__CUDACC__)
 #endif
 // ---- etnn/nn/init.hpp ----
@@ -6857,7 +6855,6 @@ class SmoothL1 : public detail::TensorTargetLoss<SmoothL1> {
 //                                                the gradient grad_scale * grads[i] and the learning
 //                                                rate lr (options.lr as the schedule sets it for
 //                                                `step`, counted from 1)
-#include <limits>
 
 #if defined(__CUDACC__)
 #endif

@@ -1,6 +1,6 @@
 // The default example: a 784-512-10 ReLU MLP trained with SGD on Fashion-MNIST.
 //   mnist_mlp [--data DIR] [--epochs 10] [--batch 64] [--lr 0.01] [--momentum 0] [--threads 0]
-//             [--seed 0] [--limit N] [--dist local|mpi] [--save PATH] [--load PATH]
+//             [--seed 0] [--limit N] [--dist local|mpi|nccl] [--save PATH] [--load PATH]
 //             [--resume PATH] [--log FILE.csv] [--device auto|cpu|cuda]
 // --load PATH starts from saved weights (with --epochs 0 it only evaluates them); --save PATH
 // writes the trained weights (safetensors, PyTorch state_dict names). --resume PATH continues
@@ -8,6 +8,7 @@
 // a run that stops resumes where it was. --log appends a CSV row per epoch (scripts/plot_training.py
 // draws it).
 // Data parallel: mpirun -np 2 mnist_mlp --dist mpi --threads 1   (--batch is per rank; rank 0 prints)
+// On GPUs: mpirun -np 2 mnist_mlp_cuda --dist nccl                 (one GPU per rank, NCCL reduces)
 // --device: built by nvcc (mnist_mlp_cuda), auto trains on the GPU when one is usable and says why
 // not otherwise; cuda insists (exit 2 without a GPU). The MPI reducer works on the CPU.
 // DIR holds the four MNIST-format files (train-images-idx3-ubyte, train-labels-idx1-ubyte,
@@ -17,6 +18,9 @@
 #include "support/training.hpp"
 #if defined(ETNN_WITH_MPI)
 #include <etnn/dist/mpi.hpp>
+#endif
+#if defined(ETNN_WITH_NCCL)
+#include <etnn/dist/nccl.hpp>
 #endif
 
 #include <cstdio>
@@ -50,23 +54,24 @@ struct Options {
 
 constexpr const char* usage =
     "usage: mnist_mlp [--data DIR] [--epochs N] [--batch N] [--lr X] [--momentum X]\n"
-    "                 [--threads N] [--seed N] [--limit N] [--dist local|mpi]\n"
+    "                 [--threads N] [--seed N] [--limit N] [--dist local|mpi|nccl]\n"
     "                 [--save PATH] [--load PATH] [--resume PATH] [--log FILE.csv]\n"
     "                 [--device auto|cpu|cuda]\n";
 
 }  // namespace
 
-// Loads the data, trains and evaluates; `world` is dist::Local or dist::Mpi. Every rank trains on
-// its share; rank 0 prints.
-template <class Device, class World>
-int run(const Options& opt, const std::array<fs::path, 4>& files, World& world) {
+// Loads the data, trains and evaluates; `world` is dist::Local or dist::Mpi (ranks, data shares,
+// the epoch's statistics), `reducer` what sums the gradients: the world itself, or dist::Nccl on
+// GPUs. Every rank trains on its share; rank 0 prints.
+template <class Device, class World, class Reducer>
+int run(const Options& opt, const std::array<fs::path, 4>& files, World& world, Reducer& reducer) {
   const bool root = world.rank() == 0;
   auto [train, test, mean, stddev] = example::load_mnist<etnn::Shape<784>>(files, opt.limit);
 
   etnn::Model<Mlp, float, Device> model{opt.seed};
   if (!opt.load.empty()) etnn::io::load(model, opt.load);  // every rank; the optimizer broadcasts rank 0's anyway
   etnn::loss::CrossEntropy loss;
-  etnn::optim::SGD sgd(model, {.lr = opt.lr, .momentum = opt.momentum}, world);
+  etnn::optim::SGD sgd(model, {.lr = opt.lr, .momentum = opt.momentum}, reducer);
   etnn::Trainer trainer(model, loss, sgd);
   etnn::data::DataLoader loader(
       train, {.batch = opt.batch,
@@ -131,26 +136,39 @@ int main(int argc, char** argv) {
                         {"--seed", &opt.seed}, {"--limit", &opt.limit}, {"--dist", &opt.dist},
                         {"--save", &opt.save}, {"--load", &opt.load}, {"--resume", &opt.resume},
                         {"--log", &opt.log}, {"--device", &opt.device}});
-  if (opt.epochs < 0 || opt.batch <= 0 || opt.limit < 0 || (opt.dist != "local" && opt.dist != "mpi"))
+  if (opt.epochs < 0 || opt.batch <= 0 || opt.limit < 0 ||
+      (opt.dist != "local" && opt.dist != "mpi" && opt.dist != "nccl"))
     example::exit_with_usage(usage, 2);
   etnn::set_num_threads(opt.threads);
-  const etnn::DeviceKind device =
-      opt.dist == "mpi" ? etnn::DeviceKind::cpu : example::parse_device(opt.device, "mnist_mlp", usage);
-  if (opt.dist == "mpi" && opt.device == "cuda") {
-    std::fprintf(stderr, "mnist_mlp: --dist mpi trains on the CPU; leave out --device cuda\n");
+  if ((opt.dist == "mpi" && opt.device == "cuda") || (opt.dist == "nccl" && opt.device == "cpu")) {
+    std::fprintf(stderr, "mnist_mlp: --dist mpi trains on the CPU and --dist nccl on GPUs; leave out --device\n");
     return 2;
   }
+  // --dist nccl needs a usable GPU (else it exits 2 saying why), --dist mpi the CPU.
+  const etnn::DeviceKind device = opt.dist == "mpi"    ? etnn::DeviceKind::cpu
+                                  : opt.dist == "nccl" ? example::parse_device("cuda", "mnist_mlp", usage)
+                                                       : example::parse_device(opt.device, "mnist_mlp", usage);
   return example::run_with_mnist_files("mnist_mlp", opt.data, [&](const auto& files) {
     if (opt.dist == "mpi") {
 #if defined(ETNN_WITH_MPI)
       etnn::dist::Mpi world(argc, argv);
-      return run<etnn::Cpu>(opt, files, world);
+      return run<etnn::Cpu>(opt, files, world, world);
 #else
       std::fprintf(stderr, "mnist_mlp: --dist mpi needs a build with MPI (install libopenmpi-dev and rebuild)\n");
       return 2;
 #endif
     }
+    if (opt.dist == "nccl") {
+#if defined(ETNN_WITH_MPI) && defined(ETNN_WITH_NCCL)
+      etnn::dist::Mpi world(argc, argv);
+      etnn::dist::Nccl nccl(world);  // before the model: picks this rank's GPU
+      return run<etnn::Cuda>(opt, files, world, nccl);
+#else
+      std::fprintf(stderr, "mnist_mlp: --dist nccl needs the nvcc build (mnist_mlp_cuda) with MPI and NCCL\n");
+      return 2;
+#endif
+    }
     etnn::dist::Local local;
-    return etnn::dispatch(device, [&]<class Device>(Device) { return run<Device>(opt, files, local); });
+    return etnn::dispatch(device, [&]<class Device>(Device) { return run<Device>(opt, files, local, local); });
   });
 }

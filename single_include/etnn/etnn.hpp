@@ -2278,17 +2278,28 @@ __global__ void im2col_kernel(const T* x, T* cols, int batch) {
   }
 }
 
+// Where NCHW element i = (b, o, p) of a (B, Out, P) tensor sits in the channel-major (Out, B P)
+// layout of the GEMM, and its channel o.
+struct ChannelMajor {
+  std::size_t index;
+  int channel;
+};
+template <class G, int Out>
+__device__ inline ChannelMajor channel_major(std::size_t i, int batch) {
+  const std::size_t b = i / (static_cast<std::size_t>(Out) * G::out_pixels);
+  const int o = static_cast<int>(i / G::out_pixels % Out);
+  const std::size_t columns = static_cast<std::size_t>(batch) * G::out_pixels;
+  return {o * columns + b * G::out_pixels + i % G::out_pixels, o};
+}
+
 // y[b, o, p] = f(z'[o, b P + p] + bias[o]), keeping the pre-activation in z_saved (NCHW) if asked.
 template <class G, int Out, class Act, class T>
 __global__ void conv_bias_activation_kernel(const T* z, const T* bias, T* y, T* z_saved, int batch, Act act) {
   const std::size_t n = static_cast<std::size_t>(batch) * Out * G::out_pixels;
-  const std::size_t columns = static_cast<std::size_t>(batch) * G::out_pixels;
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    const std::size_t b = i / (static_cast<std::size_t>(Out) * G::out_pixels);
-    const int o = static_cast<int>(i / G::out_pixels % Out);
-    const std::size_t p = i % G::out_pixels;
-    const T pre = z[o * columns + b * G::out_pixels + p] + bias[o];
+    const auto at = channel_major<G, Out>(i, batch);
+    const T pre = z[at.index] + bias[at.channel];
     if (z_saved != nullptr) z_saved[i] = pre;
     y[i] = act(pre);
   }
@@ -2298,15 +2309,11 @@ __global__ void conv_bias_activation_kernel(const T* z, const T* bias, T* y, T* 
 template <class G, int Out, class Act, class T>
 __global__ void conv_activation_gradient_kernel(const T* dy, const T* y, const T* z_saved, T* dz, int batch, Act act) {
   const std::size_t n = static_cast<std::size_t>(batch) * Out * G::out_pixels;
-  const std::size_t columns = static_cast<std::size_t>(batch) * G::out_pixels;
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    const std::size_t b = i / (static_cast<std::size_t>(Out) * G::out_pixels);
-    const int o = static_cast<int>(i / G::out_pixels % Out);
-    const std::size_t p = i % G::out_pixels;
     T g = dy[i];
     if constexpr (!std::is_same_v<Act, fn::Identity>) g *= act.derivative(z_saved != nullptr ? z_saved[i] : y[i], y[i]);
-    dz[o * columns + b * G::out_pixels + p] = g;
+    dz[channel_major<G, Out>(i, batch).index] = g;
   }
 }
 
@@ -5143,11 +5150,16 @@ class Model {
   // with the same seed starts.
   explicit Model(std::uint64_t seed = 0)
       : params_(num_params), grads_(num_params), buffers_(num_buffers), seed_(seed) {
-    Buffer<T, Cpu> params(num_params), buffers(num_buffers);
-    program::init_params(params.data(), seed);
-    program::init_buffers(buffers.data());
-    copy_from_host(Device{}, params_.data(), params.data(), num_params);
-    copy_from_host(Device{}, buffers_.data(), buffers.data(), num_buffers);
+    if constexpr (std::is_same_v<Device, Cpu>) {
+      program::init_params(params_.data(), seed);
+      program::init_buffers(buffers_.data());
+    } else {
+      Buffer<T, Cpu> params(num_params), buffers(num_buffers);
+      program::init_params(params.data(), seed);
+      program::init_buffers(buffers.data());
+      copy_from_host(Device{}, params_.data(), params.data(), num_params);
+      copy_from_host(Device{}, buffers_.data(), buffers.data(), num_buffers);
+    }
     zero_grad();
   }
 

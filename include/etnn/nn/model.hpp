@@ -80,11 +80,16 @@ class Model {
   // with the same seed starts.
   explicit Model(std::uint64_t seed = 0)
       : params_(num_params), grads_(num_params), buffers_(num_buffers), seed_(seed) {
-    Buffer<T, Cpu> params(num_params), buffers(num_buffers);
-    program::init_params(params.data(), seed);
-    program::init_buffers(buffers.data());
-    copy_from_host(Device{}, params_.data(), params.data(), num_params);
-    copy_from_host(Device{}, buffers_.data(), buffers.data(), num_buffers);
+    if constexpr (std::is_same_v<Device, Cpu>) {
+      program::init_params(params_.data(), seed);
+      program::init_buffers(buffers_.data());
+    } else {
+      Buffer<T, Cpu> params(num_params), buffers(num_buffers);
+      program::init_params(params.data(), seed);
+      program::init_buffers(buffers.data());
+      copy_from_host(Device{}, params_.data(), params.data(), num_params);
+      copy_from_host(Device{}, buffers_.data(), buffers.data(), num_buffers);
+    }
     zero_grad();
   }
 

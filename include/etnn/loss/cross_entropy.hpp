@@ -33,14 +33,19 @@ namespace etnn::loss {
 
 namespace detail {
 // l_b of one row z (C logits) with label y; writes scale * dl_b/dz into g when g is not null.
-// weight: C class weights or null (all ones); weight_sum = sum_c w[c].
+// weight: C class weights or null (all ones); weight_sum = sum_c w[c]. g must not alias z.
 template <class T>
 ETNN_HD T cross_entropy_row(const T* z, int classes, int label, const float* weight, T weight_sum, T smoothing,
                             T* g, T scale) {
   T m = z[0];
   for (int j = 1; j < classes; ++j) m = z[j] > m ? z[j] : m;
+  // sum_j exp(z_j - m); each exp is kept in g, when there is one, for the gradient below.
   T sum = 0;
-  for (int j = 0; j < classes; ++j) sum += std::exp(z[j] - m);
+  if (g != nullptr) {
+    for (int j = 0; j < classes; ++j) sum += (g[j] = std::exp(z[j] - m));
+  } else {
+    for (int j = 0; j < classes; ++j) sum += std::exp(z[j] - m);
+  }
   // -log p_j = (m - z_j) + log(sum): the difference of logits first, so nothing cancels.
   const T log_sum = std::log(sum);
   const T target_part = (T(1) - smoothing) * class_weight<T>(weight, label);
@@ -54,8 +59,7 @@ ETNN_HD T cross_entropy_row(const T* z, int classes, int label, const float* wei
   if (g != nullptr) {
     const T p_scale = scale * (target_part + smooth_part * weight_sum) / sum;
     for (int j = 0; j < classes; ++j)
-      g[j] = std::exp(z[j] - m) * p_scale - scale * (smooth_part * class_weight<T>(weight, j) +
-                                                     (j == label ? target_part : T(0)));
+      g[j] = g[j] * p_scale - scale * (smooth_part * class_weight<T>(weight, j) + (j == label ? target_part : T(0)));
   }
   return loss;
 }

@@ -131,8 +131,9 @@ constexpr std::array<ParamInfo, A + B> join(const std::array<ParamInfo, A>& a, c
 // ping-pong buffers come first in the scratch, and its layers' scratch follows.
 template <class P>
 struct BlockRun {
+  template <class Device>
   static constexpr std::size_t scratch_values(int batch) {
-    return 2 * P::max_width * static_cast<std::size_t>(batch) + P::scratch_values(batch);
+    return 2 * P::max_width * static_cast<std::size_t>(batch) + P::template scratch_values<Device>(batch);
   }
 
   template <class T>

@@ -41,9 +41,10 @@ struct ConcatLayer {
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = false;
   // Inference: both outputs, then the larger branch's own scratch.
+  template <class Device>
   static constexpr std::size_t scratch_values(int batch) {
     return (width_a + width_b) * static_cast<std::size_t>(batch) +
-           std::max(run_a::scratch_values(batch), run_b::scratch_values(batch));
+           std::max(run_a::template scratch_values<Device>(batch), run_b::template scratch_values<Device>(batch));
   }
 
   template <class T>

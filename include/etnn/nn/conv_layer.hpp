@@ -2,6 +2,9 @@
 // nn::conv2d<Out, K, stride<S>, pad<P>> bound to a (C, H, W) input, optionally fused with the
 // activation that follows it: PyTorch's nn.Conv2d(C, Out, K, stride=S, padding=P).
 //   y = f(conv(x, W) + b)   x: (B, C, H, W)  W: (Out, C, K, K)  b: (Out)  y: (B, Out, OH, OW)
+#include <cstddef>
+#include <type_traits>
+
 #include "../core/static_checks.hpp"
 #include "../cpu/conv.hpp"
 #if defined(__CUDACC__)
@@ -37,9 +40,11 @@ struct ConvLayer {
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = false;
   static constexpr bool cuda_kernels = true;  // cuda/conv.hpp
-  // The im2col columns of every sample of the batch.
+  // On a GPU the im2col columns of every sample of the batch (one GEMM over all of them); the CPU
+  // converts one image at a time into a buffer of each thread's own (cpu/conv.hpp).
+  template <class Device>
   static constexpr std::size_t scratch_values(int batch) {
-    return static_cast<std::size_t>(batch) * fan_in * geometry::out_pixels;
+    return std::is_same_v<Device, Cuda> ? static_cast<std::size_t>(batch) * fan_in * geometry::out_pixels : 0;
   }
 
   template <class T>

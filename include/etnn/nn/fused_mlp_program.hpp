@@ -66,6 +66,7 @@ struct FusedMlpProgram<TypeList<Ls...>> : Program<TypeList<Ls...>> {
   static constexpr bool runs_on = std::is_same_v<Device, Cuda>;
 
   // The kernels' saved activations and backward scratch, in floats.
+  template <class Device>
   static std::size_t scratch_values(int batch) {
     return (kernels::saved_bytes(batch) + sizeof(float) - 1) / sizeof(float);
   }

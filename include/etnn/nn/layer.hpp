@@ -16,7 +16,8 @@
 // Optional members, zero or absent when not given:
 //   num_buffers, buffers, init_buffers(buffers)   non-trainable state saved with the model
 //                                                 (batch norm's running statistics)
-//   scratch_values(batch)                         temporary values needed during one call
+//   scratch_values(batch)                         temporary values needed during one call, or
+//   scratch_values<Device>(batch)                 the same where it depends on the device
 //   cuda_kernels                                  true when forward/backward have etnn::Cuda overloads
 #include <concepts>
 #include <cstddef>
@@ -72,9 +73,10 @@ constexpr std::size_t num_buffers_of() {
   if constexpr (requires { L::num_buffers; }) return L::num_buffers;
   else return 0;
 }
-template <Layer L>
+template <Layer L, class Device>
 constexpr std::size_t scratch_values_of(int batch) {
-  if constexpr (requires { L::scratch_values(batch); }) return L::scratch_values(batch);
+  if constexpr (requires { L::template scratch_values<Device>(batch); }) return L::template scratch_values<Device>(batch);
+  else if constexpr (requires { L::scratch_values(batch); }) return L::scratch_values(batch);
   else return 0;
 }
 

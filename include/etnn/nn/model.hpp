@@ -156,7 +156,7 @@ class Model {
     if (batch <= reserved_) return;
     reserved_ = batch;
     activations_.reserve_discard(2 * program::max_width * rows);
-    scratch_.reserve_discard(program::scratch_values(batch));
+    scratch_.reserve_discard(program::template scratch_values<Device>(batch));
     Buffer<T, Device> zeros(input_shape::size * rows), out(output_shape::size * rows);
     fill(Device{}, zeros.data(), zeros.size(), T(0));
     program::forward_infer(Device{}, next_run(scratch_.data(), true), zeros.data(), activations_.data(), out.data(),

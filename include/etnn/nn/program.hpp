@@ -48,7 +48,7 @@ template <class T>
 struct Run {
   const T* params;
   T* buffers;                  // Program::num_buffers values
-  T* scratch;                  // Program::scratch_values(batch) values
+  T* scratch;                  // Program::scratch_values<Device>(batch) values
   bool training = true;
   std::uint64_t seed = 0;      // this pass's random stream; each layer derives its own
   CrossRankSum sync{};         // global-batch statistics across ranks (sync_batch_norm), else empty
@@ -84,8 +84,9 @@ struct Program<TypeList<Ls...>> {
   static constexpr std::size_t workspace_per_sample = storage_per_sample + 2 * max_width;
 
   // Scratch shared by the layers (each uses it only during its own call).
+  template <class Device>
   static constexpr std::size_t scratch_values(int batch) {
-    return std::max({std::size_t{0}, scratch_values_of<Ls>(batch)...});
+    return std::max({std::size_t{0}, scratch_values_of<Ls, Device>(batch)...});
   }
 
   // Whether every layer has kernels for Device.

@@ -30,7 +30,10 @@ struct ResidualLayer {
   static constexpr std::size_t saved_per_sample = program::workspace_per_sample;  // the block's workspace
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = true;
-  static constexpr std::size_t scratch_values(int batch) { return run::scratch_values(batch); }
+  template <class Device>
+  static constexpr std::size_t scratch_values(int batch) {
+    return run::template scratch_values<Device>(batch);
+  }
 
   template <class T>
   static void init(T* p, Rng& rng) {

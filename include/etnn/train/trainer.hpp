@@ -116,7 +116,7 @@ class Trainer {
     if (batch <= capacity_) return;
     const auto rows = static_cast<std::size_t>(batch);
     workspace_ = Buffer<T, Device>(program::workspace_per_sample * rows);
-    scratch_ = Buffer<T, Device>(program::scratch_values(batch));
+    scratch_ = Buffer<T, Device>(program::template scratch_values<Device>(batch));
     capacity_ = batch;
     if constexpr (!std::is_same_v<T, float>) {
       input_staging_.reserve_discard(input_shape::size * rows);

@@ -3,10 +3,11 @@
 # (forward, cross-entropy, backward, SGD lr 0.01 on synthetic in-memory data, PyTorch-default
 # initialization, warm-up excluded) on this machine, in the same run.
 #
-#   bash scripts/compare.sh [--quick] [--preset release|native] [--rounds N] [--seconds S]
+#   bash scripts/compare.sh [--quick] [--preset native|release] [--rounds N] [--seconds S]
 #
 # Builds bench_train, gemm_rate and (when CMake finds LibTorch) libtorch_train at the preset
-# (default release), then per round measures Eigen's GEMM rate and, per configuration and thread
+# (default native: -march=native, as a benchmark of this machine is built; release is the portable
+# SSE2 build), then per round measures Eigen's GEMM rate and, per configuration and thread
 # count (1, 2; OMP/MKL/OPENBLAS_NUM_THREADS set for every program, and torch/at::set_num_threads),
 # runs etnn, LibTorch and PyTorch one after the other for S seconds each (default 3 rounds of 2 s;
 # --quick: 1 round of 0.5 s and only mnist_mlp's compile time). Then it times g++ -O2 -c on each
@@ -19,14 +20,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-preset=release rounds=3 seconds=2 quick=0
+preset=native rounds=3 seconds=2 quick=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 rounds=1 seconds=0.5 ;;
     --preset) preset=$2; shift ;;
     --rounds) rounds=$2; shift ;;
     --seconds) seconds=$2; shift ;;
-    *) echo "usage: $0 [--quick] [--preset release|native] [--rounds N] [--seconds S]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--quick] [--preset native|release] [--rounds N] [--seconds S]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -110,7 +111,7 @@ rm -f "$work/compile.o"
 echo "machine cpu=\"$(lscpu | sed -n 's/^Model name: *//p')\" cores=$(nproc) load_after=\"$(cut -d' ' -f1-3 /proc/loadavg)\"" >>"$results"
 
 out=docs/benchmarks  # README's; another preset's beside it; the quick version's beside the raw results
-[ "$preset" = release ] || out+=-$preset
+[ "$preset" = native ] || out+=-$preset
 [ $quick = 1 ] && out=$work/benchmarks
 mkdir -p "$(dirname "$out")"
 "$python" scripts/plot_compare.py "$results" --preset "$preset" --rounds "$rounds" --seconds "$seconds" \

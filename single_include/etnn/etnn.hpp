@@ -363,7 +363,8 @@ template <bool Fusable>
 consteval bool mixed_precision_network() {
   static_assert(Fusable,
                 "ETNN_BF16_NETWORK: etnn::bf16 runs fully fused MLPs: linear layers with relu between them "
-                "and every width (input and output included) 16, 32, 64 or 128; use float for other networks");
+                "and every width (input and output included) at most 128 (padded to 16, 32, 64 or 128); use float "
+                "for other networks");
   return true;
 }
 
@@ -1309,7 +1310,9 @@ void for_each_index(Cpu, std::size_t n, const F& f) {
 //            dX_b = col2im(W^T dZ_b)                  skipped for the first layer
 // Samples run in parallel; the weight gradient is split by output channel instead (at GEMM panel
 // boundaries), each summing the samples in order, so results do not depend on the number of
-// threads. `columns` is scratch of B D P values.
+// threads. A thread converts one image at a time into columns of its own (D P values, reused), so
+// they stay in its cache: a batch's columns would stream through memory twice per pass (LeNet-5's
+// first layer: 5 MB at batch 64). Backward converts again rather than keeping them.
 
 // ---- etnn/cpu/epilogue.hpp ----
 // The activation step fused after a GEMM (dense and convolution layers), on the CPU.
@@ -1482,47 +1485,83 @@ namespace etnn {
 
 namespace cpu {
 
-// Calls f(k, i) for every entry k of one image's columns (D, P) in memory order, row (c, ki, kj)
-// by row, column (oh, ow) within a row, with i the input element it reads (c H W + ih W + iw), or
-// -1 where the window covers padding.
+// The output columns ow whose window column kj reads inside the image, [first, last): padding
+// covers the others. Input column in_col(ow, kj) = ow S - pad + kj.
+template <class G>
+constexpr std::pair<int, int> inside_columns(int kj) {
+  int first = 0, last = G::out_width;
+  while (first < last && G::in_col(first, kj) < 0) ++first;
+  while (last > first && G::in_col(last - 1, kj) >= G::width) --last;
+  return {first, last};
+}
+
+// Calls f(k, i, first, last) for every run of one image's columns (D, P) that one window position
+// (c, ki, kj) takes from one output row oh, in memory order: the run is cols[k .. k + OW), its
+// entries first .. last - 1 read x[i], x[i + S], ... and the others (and all of it when i < 0,
+// a padding row) are zeros. Runs, not entries, keep the bounds tests out of the inner loops.
 template <class G, class F>
-void for_each_column_entry(F&& f) {
+void for_each_column_run(F&& f) {
   std::size_t k = 0;
   for (int c = 0; c < G::channels; ++c)
     for (int ki = 0; ki < G::kernel; ++ki)
-      for (int kj = 0; kj < G::kernel; ++kj)
-        for (int oh = 0; oh < G::out_height; ++oh)
-          for (int ow = 0; ow < G::out_width; ++ow, ++k) {
-            const int ih = G::in_row(oh, ki), iw = G::in_col(ow, kj);
-            f(k, G::inside(ih, iw) ? static_cast<std::ptrdiff_t>(c * G::in_pixels + ih * G::width + iw) : -1);
-          }
+      for (int kj = 0; kj < G::kernel; ++kj) {
+        const auto [first, last] = inside_columns<G>(kj);
+        for (int oh = 0; oh < G::out_height; ++oh, k += G::out_width) {
+          const int ih = G::in_row(oh, ki);
+          const bool row_inside = ih >= 0 && ih < G::height && first < last;
+          f(k, row_inside ? static_cast<std::ptrdiff_t>(c * G::in_pixels + ih * G::width + G::in_col(first, kj)) : -1,
+            first, last);
+        }
+      }
 }
 
 // cols (D, P) from one image x (C, H, W); zeros where the window covers padding.
 template <class G, class T>
 void im2col(const T* x, T* cols) {
-  for_each_column_entry<G>([&](std::size_t k, std::ptrdiff_t i) { cols[k] = i < 0 ? T(0) : x[i]; });
+  for_each_column_run<G>([&](std::size_t k, std::ptrdiff_t i, int first, int last) {
+    T* run = cols + k;
+    if (i < 0) {
+      std::fill_n(run, G::out_width, T(0));
+      return;
+    }
+    std::fill_n(run, first, T(0));
+    for (int ow = first; ow < last; ++ow) run[ow] = x[i + (ow - first) * G::stride];
+    std::fill(run + last, run + G::out_width, T(0));
+  });
 }
 
-// dx (C, H, W) = the sum of cols (D, P) back onto the pixels each column entry came from.
+// dx (C, H, W) = the sum of cols (D, P) back onto the pixels each column entry came from, added
+// in column order.
 template <class G, class T>
 void col2im(const T* cols, T* dx) {
   std::fill_n(dx, static_cast<std::size_t>(G::channels) * G::in_pixels, T(0));
-  for_each_column_entry<G>([&](std::size_t k, std::ptrdiff_t i) {
-    if (i >= 0) dx[i] += cols[k];
+  for_each_column_run<G>([&](std::size_t k, std::ptrdiff_t i, int first, int last) {
+    if (i < 0) return;
+    const T* run = cols + k;
+    for (int ow = first; ow < last; ++ow) dx[i + (ow - first) * G::stride] += run[ow];
   });
+}
+
+// One image's columns for the calling thread: a buffer of its own that grows to the largest
+// request and is reused (as the GEMM's packing buffers are), so a pass allocates nothing.
+template <class T>
+T* thread_columns(std::size_t values) {
+  thread_local Buffer<T, Cpu> columns;
+  columns.reserve_discard(values);
+  return columns.data();
 }
 
 }  // namespace cpu
 
+// The GPU's batch columns are not used here (the layer asks for none on the CPU).
 template <class G, int Out, class Act, class T>
-void conv2d_forward(Cpu, const T* weight, const T* bias, const T* x, T* y, T* z_saved, T* columns, int batch,
-                    Act act) {
+void conv2d_forward(Cpu, const T* weight, const T* bias, const T* x, T* y, T* z_saved, T* /*batch columns*/,
+                    int batch, Act act) {
   constexpr int depth = G::channels * G::kernel * G::kernel;
   constexpr std::size_t pixels = G::out_pixels, cols_size = depth * pixels, out_size = Out * pixels;
   cpu::parallel_chunks(static_cast<std::size_t>(batch), 1, out_size * depth, [&](std::size_t begin, std::size_t end) {
+    T* cols = cpu::thread_columns<T>(cols_size);
     for (std::size_t b = begin; b < end; ++b) {
-      T* cols = columns + b * cols_size;
       T* yb = y + b * out_size;
       cpu::im2col<G>(x + b * G::channels * G::in_pixels, cols);
       for (int o = 0; o < Out; ++o) std::fill_n(yb + o * pixels, pixels, bias[o]);
@@ -1536,40 +1575,36 @@ void conv2d_forward(Cpu, const T* weight, const T* bias, const T* x, T* y, T* z_
 
 template <class G, int Out, class Act, class T>
 void conv2d_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T* x, const T* y, const T* z_saved,
-                     T* dy, T* dx, T* columns, int batch, Act act) {
+                     T* dy, T* dx, T* /*batch columns*/, int batch, Act act) {
   constexpr int depth = G::channels * G::kernel * G::kernel;
   constexpr std::size_t pixels = G::out_pixels, cols_size = depth * pixels, out_size = Out * pixels;
   const auto samples = static_cast<std::size_t>(batch);
-  // cols_b and dZ_b, per sample.
-  cpu::parallel_chunks(samples, 1, cols_size, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t b = begin; b < end; ++b) {
-      cpu::im2col<G>(x + b * G::channels * G::in_pixels, columns + b * cols_size);
-      cpu::activation_gradient(dy + b * out_size, y + b * out_size,
-                               z_saved != nullptr ? z_saved + b * out_size : nullptr, out_size, act);
-    }
-  });
-  // db and dW += dZ_b cols_b^T per output channel range (whole GEMM panels, see gemm.hpp);
-  // cols_b^T is cols_b read column-major.
+  // Per output channel range (whole GEMM panels, see gemm.hpp), samples in order: dZ_b over dY_b
+  // for these channels, db, and dW += dZ_b cols_b^T (cols_b^T is cols_b read column-major).
   cpu::parallel_panels(std::size_t{Out}, cpu::gemm_row_panel<T>, 1, samples * pixels * depth,
                        [&](std::size_t begin, std::size_t end) {
     const int first = static_cast<int>(begin), count = static_cast<int>(end - begin);
+    T* cols = cpu::thread_columns<T>(cols_size);
     for (std::size_t b = 0; b < samples; ++b) {
-      const T* dz = dy + b * out_size + begin * pixels;
+      const std::size_t channels_at = b * out_size + begin * pixels;
+      T* dz = dy + channels_at;
+      cpu::activation_gradient(dz, y + channels_at, z_saved != nullptr ? z_saved + channels_at : nullptr,
+                               static_cast<std::size_t>(count) * pixels, act);
       for (int o = 0; o < count; ++o) {
         T sum = 0;
         for (std::size_t p = 0; p < pixels; ++p) sum += dz[static_cast<std::size_t>(o) * pixels + p];
         bias_grad[first + o] += sum;
       }
+      cpu::im2col<G>(x + b * G::channels * G::in_pixels, cols);
       cpu::gemm_accumulate_serial<cpu::Layout::row_major, cpu::Layout::col_major>(
-          count, depth, int{pixels}, dz, int{pixels}, columns + b * cols_size, int{pixels},
-          weight_grad + begin * depth, depth);
+          count, depth, int{pixels}, dz, int{pixels}, cols, int{pixels}, weight_grad + begin * depth, depth);
     }
   });
   if (dx == nullptr) return;
-  // dcols_b = W^T dZ_b (W^T is W read column-major) over cols_b, then dX_b = col2im(dcols_b).
+  // dcols_b = W^T dZ_b (W^T is W read column-major), then dX_b = col2im(dcols_b).
   cpu::parallel_chunks(samples, 1, out_size * depth, [&](std::size_t begin, std::size_t end) {
+    T* dcols = cpu::thread_columns<T>(cols_size);
     for (std::size_t b = begin; b < end; ++b) {
-      T* dcols = columns + b * cols_size;
       std::fill_n(dcols, cols_size, T(0));
       cpu::gemm_accumulate_serial<cpu::Layout::col_major, cpu::Layout::row_major>(
           depth, int{pixels}, Out, weight, depth, dy + b * out_size, int{pixels}, dcols, int{pixels});
@@ -1597,29 +1632,38 @@ namespace cpu {
 struct MaxPooling {};
 struct AveragePooling {};
 
-// Calls f(out_index, in_index) for every input pixel inside each output's window, windows in
-// output order and pixels in row-major order within one.
+// Calls f(out, inputs, count) for every output pixel of output rows [first_row, last_row) in
+// order, with inputs[0 .. count) the input pixels inside its window, row-major (padding left out).
+// The window is clamped to the image once per output (never without padding, so that the count
+// is known at compile time) rather than testing each pixel, and its indices are gathered first,
+// so that f's loop over them keeps its state in registers (measured: 4x faster than visiting each
+// pixel through a callback).
 template <class G, class F>
-void for_each_window(F&& f) {
-  for (int oh = 0; oh < G::out_height; ++oh) {
+void for_each_window(F&& f, int first_row = 0, int last_row = G::out_height) {
+  constexpr bool clamp = G::pad > 0;  // without padding every window lies inside the image
+  std::array<int, G::kernel * G::kernel> inputs;
+  for (int oh = first_row; oh < last_row; ++oh) {
+    const int top = G::in_row(oh, 0);
+    const int row_begin = clamp ? std::max(top, 0) : top;
+    const int row_end = clamp ? std::min(top + G::kernel, G::height) : top + G::kernel;
     for (int ow = 0; ow < G::out_width; ++ow) {
-      const int out = oh * G::out_width + ow;
-      for (int ki = 0; ki < G::kernel; ++ki) {
-        const int ih = G::in_row(oh, ki);
-        for (int kj = 0; kj < G::kernel; ++kj) {
-          const int iw = G::in_col(ow, kj);
-          if (G::inside(ih, iw)) f(out, ih * G::width + iw);
-        }
-      }
+      const int left = G::in_col(ow, 0);
+      const int col_begin = clamp ? std::max(left, 0) : left;
+      const int col_end = clamp ? std::min(left + G::kernel, G::width) : left + G::kernel;
+      int count = 0;
+      for (int row = row_begin; row < row_end; ++row)
+        for (int col = col_begin; col < col_end; ++col) inputs[count++] = row * G::width + col;
+      f(oh * G::out_width + ow, inputs.data(), count);
     }
   }
 }
 
-template <class G, class F>
-void for_each_plane(int batch, F&& f) {
+// Calls f(x, y) with the input and output planes of every (b, c), planes in parallel.
+template <class G, class X, class Y, class F>
+void for_each_plane(X* x, Y* y, int batch, F&& f) {
   const auto planes = static_cast<std::size_t>(batch) * G::channels;
   parallel_chunks(planes, 1, G::out_pixels * G::kernel * G::kernel, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t plane = begin; plane < end; ++plane) f(plane * G::in_pixels, plane * G::out_pixels);
+    for (std::size_t plane = begin; plane < end; ++plane) f(x + plane * G::in_pixels, y + plane * G::out_pixels);
   });
 }
 
@@ -1627,47 +1671,63 @@ void for_each_plane(int batch, F&& f) {
 
 template <class G, class T>
 void pool2d_forward(Cpu, cpu::MaxPooling, const T* x, T* y, int batch) {
-  cpu::for_each_plane<G>(batch, [&](std::size_t in, std::size_t out) {
-    T* yp = y + out;
-    std::fill_n(yp, G::out_pixels, -std::numeric_limits<T>::infinity());
-    // !(v <= m) also takes a NaN, which then stays: NaN propagates as in PyTorch.
-    cpu::for_each_window<G>([&](int o, int i) {
-      if (!(x[in + i] <= yp[o])) yp[o] = x[in + i];
+  cpu::for_each_plane<G>(x, y, batch, [](const T* xp, T* yp) {
+    cpu::for_each_window<G>([&](int o, const int* inputs, int count) {
+      // !(v <= m) also takes a NaN, which then stays: NaN propagates as in PyTorch.
+      T m = -std::numeric_limits<T>::infinity();
+      for (int n = 0; n < count; ++n) m = !(xp[inputs[n]] <= m) ? xp[inputs[n]] : m;
+      yp[o] = m;
     });
   });
 }
 
+// Each output's gradient goes to the first input of its window equal to its maximum (none for a
+// NaN maximum, which equals no input). That comparison is unpredictable, so the inputs are chosen
+// for a block of output rows first, by masks, and routed after, in output order.
 template <class G, class T>
 void pool2d_backward(Cpu, cpu::MaxPooling, const T* x, const T* y, const T* dy, T* dx, int batch) {
-  cpu::for_each_plane<G>(batch, [&](std::size_t in, std::size_t out) {
-    std::fill_n(dx + in, G::in_pixels, T(0));
-    int routed = -1;  // the last output whose gradient went to an input
-    cpu::for_each_window<G>([&](int o, int i) {
-      if (o != routed && x[in + i] == y[out + o]) {
-        dx[in + i] += dy[out + o];
-        routed = o;
-      }
-    });
+  constexpr int block_rows = std::max(1, 1024 / G::out_width);
+  cpu::for_each_plane<G>(dx, y, batch, [&](T* dxp, const T* yp) {
+    const T* xp = x + (dxp - dx);
+    const T* dyp = dy + (yp - y);
+    std::array<int, block_rows * G::out_width> routed_to;  // input of each output in the block, or -1
+    std::fill_n(dxp, G::in_pixels, T(0));
+    for (int row = 0; row < G::out_height; row += block_rows) {
+      const int block_begin = row * G::out_width, last_row = std::min(G::out_height, row + block_rows);
+      cpu::for_each_window<G>([&](int o, const int* inputs, int count) {
+        int pick = -1;
+        for (int n = count; n-- > 0;) {  // from the back: the first equal input is chosen last
+          const int take = -static_cast<int>(xp[inputs[n]] == yp[o]);  // all ones or zero: no branch
+          pick = (inputs[n] & take) | (pick & ~take);
+        }
+        routed_to[o - block_begin] = pick;
+      }, row, last_row);
+      for (int o = block_begin; o < last_row * G::out_width; ++o)
+        if (routed_to[o - block_begin] >= 0) dxp[routed_to[o - block_begin]] += dyp[o];
+    }
   });
 }
 
 template <class G, class T>
 void pool2d_forward(Cpu, cpu::AveragePooling, const T* x, T* y, int batch) {
   constexpr T scale = T(1) / T(G::kernel * G::kernel);
-  cpu::for_each_plane<G>(batch, [&](std::size_t in, std::size_t out) {
-    T* yp = y + out;
-    std::fill_n(yp, G::out_pixels, T(0));
-    cpu::for_each_window<G>([&](int o, int i) { yp[o] += x[in + i]; });
-    for (int o = 0; o < G::out_pixels; ++o) yp[o] *= scale;
+  cpu::for_each_plane<G>(x, y, batch, [](const T* xp, T* yp) {
+    cpu::for_each_window<G>([&](int o, const int* inputs, int count) {
+      T sum = 0;
+      for (int n = 0; n < count; ++n) sum += xp[inputs[n]];
+      yp[o] = sum * scale;
+    });
   });
 }
 
 template <class G, class T>
 void pool2d_backward(Cpu, cpu::AveragePooling, const T*, const T*, const T* dy, T* dx, int batch) {
   constexpr T scale = T(1) / T(G::kernel * G::kernel);
-  cpu::for_each_plane<G>(batch, [&](std::size_t in, std::size_t out) {
-    std::fill_n(dx + in, G::in_pixels, T(0));
-    cpu::for_each_window<G>([&](int o, int i) { dx[in + i] += scale * dy[out + o]; });
+  cpu::for_each_plane<G>(dx, dy, batch, [](T* dxp, const T* dyp) {
+    std::fill_n(dxp, G::in_pixels, T(0));
+    cpu::for_each_window<G>([&](int o, const int* inputs, int count) {
+      for (int n = 0; n < count; ++n) dxp[inputs[n]] += scale * dyp[o];
+    });
   });
 }
 
@@ -2623,7 +2683,8 @@ using Prepend = typename detail::Prepend<T, List>::type;
 // Optional members, zero or absent when not given:
 //   num_buffers, buffers, init_buffers(buffers)   non-trainable state saved with the model
 //                                                 (batch norm's running statistics)
-//   scratch_values(batch)                         temporary values needed during one call
+//   scratch_values(batch)                         temporary values needed during one call, or
+//   scratch_values<Device>(batch)                 the same where it depends on the device
 //   cuda_kernels                                  true when forward/backward have etnn::Cuda overloads
 
 // ---- etnn/nn/param_info.hpp ----
@@ -2738,9 +2799,10 @@ constexpr std::size_t num_buffers_of() {
   if constexpr (requires { L::num_buffers; }) return L::num_buffers;
   else return 0;
 }
-template <Layer L>
+template <Layer L, class Device>
 constexpr std::size_t scratch_values_of(int batch) {
-  if constexpr (requires { L::scratch_values(batch); }) return L::scratch_values(batch);
+  if constexpr (requires { L::template scratch_values<Device>(batch); }) return L::template scratch_values<Device>(batch);
+  else if constexpr (requires { L::scratch_values(batch); }) return L::scratch_values(batch);
   else return 0;
 }
 
@@ -2765,7 +2827,7 @@ template <class T>
 struct Run {
   const T* params;
   T* buffers;                  // Program::num_buffers values
-  T* scratch;                  // Program::scratch_values(batch) values
+  T* scratch;                  // Program::scratch_values<Device>(batch) values
   bool training = true;
   std::uint64_t seed = 0;      // this pass's random stream; each layer derives its own
   CrossRankSum sync{};         // global-batch statistics across ranks (sync_batch_norm), else empty
@@ -2801,8 +2863,9 @@ struct Program<TypeList<Ls...>> {
   static constexpr std::size_t workspace_per_sample = storage_per_sample + 2 * max_width;
 
   // Scratch shared by the layers (each uses it only during its own call).
+  template <class Device>
   static constexpr std::size_t scratch_values(int batch) {
-    return std::max({std::size_t{0}, scratch_values_of<Ls>(batch)...});
+    return std::max({std::size_t{0}, scratch_values_of<Ls, Device>(batch)...});
   }
 
   // Whether every layer has kernels for Device.
@@ -3225,6 +3288,7 @@ struct BatchNormLayer {
 // nn::conv2d<Out, K, stride<S>, pad<P>> bound to a (C, H, W) input, optionally fused with the
 // activation that follows it: PyTorch's nn.Conv2d(C, Out, K, stride=S, padding=P).
 //   y = f(conv(x, W) + b)   x: (B, C, H, W)  W: (Out, C, K, K)  b: (Out)  y: (B, Out, OH, OW)
+
 #if defined(__CUDACC__)
 #endif
 // ---- etnn/nn/init.hpp ----
@@ -3270,9 +3334,11 @@ struct ConvLayer {
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = false;
   static constexpr bool cuda_kernels = true;  // cuda/conv.hpp
-  // The im2col columns of every sample of the batch.
+  // On a GPU the im2col columns of every sample of the batch (one GEMM over all of them); the CPU
+  // converts one image at a time into a buffer of each thread's own (cpu/conv.hpp).
+  template <class Device>
   static constexpr std::size_t scratch_values(int batch) {
-    return static_cast<std::size_t>(batch) * fan_in * geometry::out_pixels;
+    return std::is_same_v<Device, Cuda> ? static_cast<std::size_t>(batch) * fan_in * geometry::out_pixels : 0;
   }
 
   template <class T>
@@ -4109,8 +4175,9 @@ constexpr std::array<ParamInfo, A + B> join(const std::array<ParamInfo, A>& a, c
 // ping-pong buffers come first in the scratch, and its layers' scratch follows.
 template <class P>
 struct BlockRun {
+  template <class Device>
   static constexpr std::size_t scratch_values(int batch) {
-    return 2 * P::max_width * static_cast<std::size_t>(batch) + P::scratch_values(batch);
+    return 2 * P::max_width * static_cast<std::size_t>(batch) + P::template scratch_values<Device>(batch);
   }
 
   template <class T>
@@ -4181,9 +4248,10 @@ struct ConcatLayer {
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = false;
   // Inference: both outputs, then the larger branch's own scratch.
+  template <class Device>
   static constexpr std::size_t scratch_values(int batch) {
     return (width_a + width_b) * static_cast<std::size_t>(batch) +
-           std::max(run_a::scratch_values(batch), run_b::scratch_values(batch));
+           std::max(run_a::template scratch_values<Device>(batch), run_b::template scratch_values<Device>(batch));
   }
 
   template <class T>
@@ -4311,13 +4379,17 @@ TensorView<const T, S, Device> stage_as(TensorView<const U, S, Src> v, Buffer<T,
 #if defined(__CUDACC__)
 // ---- etnn/nn/fused_mlp_program.hpp ----
 // The network executor of a mixed-precision model on CUDA (etnn::Model<Net, etnn::bf16, Cuda>):
-// a chain of linear layers with ReLU between them and every width in {16, 32, 64, 128} runs as
-// the fully fused kernels of cuda/fused_mlp.hpp, one forward launch and three backward ones,
-// activations on chip in bf16. It is Program with forward and backward replaced: the parameter
-// layout, names and initialisation are the same, so checkpoints and optimizers do not change.
+// a chain of linear layers with ReLU between them and every width at most 128 runs as the fully
+// fused kernels of cuda/fused_mlp.hpp, one forward launch and three backward ones, activations on
+// chip in bf16. Widths other than 16, 32, 64 and 128 are padded with zeros to the next of them
+// (nn/fused_mlp_padding.hpp): then the parameters, the input and the output gradient are copied
+// into padded buffers first, and the output and the parameter gradients copied back. It is
+// Program with forward and backward replaced: the parameter layout, names and initialisation are
+// the same, so checkpoints and optimizers do not change.
 //
-// Training workspace per sample: [ output (out) | dL/doutput (out) ]; the kernels' saved
-// activations and backward scratch are the layers' scratch (scratch_values(batch)).
+// Training workspace per sample: [ output (out) | dL/doutput (out) ]; the layers' scratch
+// (scratch_values(batch)) holds the kernels' saved activations and backward scratch, then, when
+// padded, the padded parameters, their gradients, input, output and output gradient.
 #include <cstddef>
 #include <tuple>
 #include <type_traits>
@@ -4362,8 +4434,8 @@ TensorView<const T, S, Device> stage_as(TensorView<const U, S, Src> v, Buffer<T,
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <stdexcept>
 #include <string>
+
 
 namespace etnn::cuda {
 
@@ -4462,21 +4534,10 @@ inline ChunkPlan plan_chunks(int batch) {
   return {ceil_div(tiles, tiles_per_chunk), tiles_per_chunk * tile_rows};
 }
 
-inline void check_launch(const char* kernel) {
-  const cudaError_t status = cudaGetLastError();
-  if (status != cudaSuccess)
-    throw std::runtime_error(std::string("etnn fused_mlp: launch of ") + kernel +
-                             " failed: " + cudaGetErrorName(status) + ": " + cudaGetErrorString(status));
-}
-
+// Lets `kernel` use `bytes` of dynamic shared memory (above the default 48 KiB).
 template <class Kernel>
-void allow_dynamic_smem(Kernel* kernel, std::size_t bytes, const char* name) {
-  const cudaError_t status =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
-  if (status != cudaSuccess)
-    throw std::runtime_error(std::string("etnn fused_mlp: cannot give ") + name + " " + std::to_string(bytes) +
-                             " bytes of shared memory: " + cudaGetErrorName(status) + ": " +
-                             cudaGetErrorString(status));
+void allow_dynamic_smem(Kernel* kernel, std::size_t bytes) {
+  ETNN_CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
 }
 
 // ---- small device helpers -------------------------------------------------------------------
@@ -4915,10 +4976,10 @@ struct FusedMlp {
     check_device_and_saved(saved);
     const Buffers buffers = layout(batch, saved).buffers;
     constexpr auto kernel = fused_mlp_detail::fused_mlp_forward_kernel<Net>;
-    fused_mlp_detail::allow_dynamic_smem(kernel, Net::tile_smem_bytes, "fused_mlp_forward_kernel");
+    fused_mlp_detail::allow_dynamic_smem(kernel, Net::tile_smem_bytes);
     kernel<<<fused_mlp_detail::ceil_div(batch, fused_mlp_detail::tile_rows), fused_mlp_detail::threads,
              Net::tile_smem_bytes, stream>>>(params, x, y, buffers, batch);
-    fused_mlp_detail::check_launch("fused_mlp_forward_kernel");
+    check_launch("fused_mlp_forward_kernel");
   }
 
   // Backward after forward(params, x, ., saved, batch): dy (batch, out) fp32 = dL/dy.
@@ -4932,23 +4993,23 @@ struct FusedMlp {
     const Buffers buffers = layout(batch, saved).buffers;
     if constexpr (layers >= 2) {
       constexpr auto kernel = fused_mlp_detail::fused_mlp_chain_kernel<Net>;
-      fused_mlp_detail::allow_dynamic_smem(kernel, Net::tile_smem_bytes, "fused_mlp_chain_kernel");
+      fused_mlp_detail::allow_dynamic_smem(kernel, Net::tile_smem_bytes);
       kernel<<<fused_mlp_detail::ceil_div(batch, fused_mlp_detail::tile_rows), fused_mlp_detail::threads,
                Net::tile_smem_bytes, stream>>>(params, dy, buffers, batch);
-      fused_mlp_detail::check_launch("fused_mlp_chain_kernel");
+      check_launch("fused_mlp_chain_kernel");
     }
     {
       constexpr auto kernel = fused_mlp_detail::fused_mlp_weight_grad_kernel<Net>;
-      fused_mlp_detail::allow_dynamic_smem(kernel, Net::weight_grad_smem_bytes, "fused_mlp_weight_grad_kernel");
+      fused_mlp_detail::allow_dynamic_smem(kernel, Net::weight_grad_smem_bytes);
       const dim3 grid(static_cast<unsigned>(buffers.chunks), static_cast<unsigned>(layers));
       kernel<<<grid, fused_mlp_detail::threads, Net::weight_grad_smem_bytes, stream>>>(x, dy, buffers, batch);
-      fused_mlp_detail::check_launch("fused_mlp_weight_grad_kernel");
+      check_launch("fused_mlp_weight_grad_kernel");
     }
     {
       constexpr int blocks = static_cast<int>((num_params + fused_mlp_detail::threads - 1) / fused_mlp_detail::threads);
       fused_mlp_detail::fused_mlp_reduce_kernel<Net>
           <<<blocks, fused_mlp_detail::threads, 0, stream>>>(grads, buffers.partial, buffers.chunks);
-      fused_mlp_detail::check_launch("fused_mlp_reduce_kernel");
+      check_launch("fused_mlp_reduce_kernel");
     }
   }
 
@@ -4985,24 +5046,115 @@ struct FusedMlp {
   }
 
   static void check_batch(int batch) {
-    if (batch < 0) throw std::invalid_argument("etnn fused_mlp: negative batch " + std::to_string(batch));
+    if (batch < 0) throw Error("etnn fused_mlp: negative batch " + std::to_string(batch));
   }
 
   static void check_device_and_saved(const void* saved) {
     if (saved == nullptr || reinterpret_cast<std::uintptr_t>(saved) % fused_mlp_detail::region_align != 0)
-      throw std::invalid_argument(
-          "etnn fused_mlp: `saved` must be a 256-byte aligned device buffer of saved_bytes(batch)");
+      throw Error("etnn fused_mlp: `saved` must be a 256-byte aligned device buffer of saved_bytes(batch)");
     int device = 0;
     int major = 0;
-    cudaError_t status = cudaGetDevice(&device);
-    if (status == cudaSuccess) status = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
-    if (status != cudaSuccess)
-      throw std::runtime_error(std::string("etnn fused_mlp: cannot query the device: ") + cudaGetErrorString(status));
-    if (major < 8) throw std::runtime_error("etnn fused_mlp: bf16 tensor cores need compute capability 8.0 or newer");
+    ETNN_CHECK_CUDA(cudaGetDevice(&device));
+    ETNN_CHECK_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    if (major < 8) throw DeviceError("etnn fused_mlp: bf16 tensor cores need compute capability 8.0 or newer");
   }
 };
 
 }  // namespace etnn::cuda
+// ---- etnn/nn/fused_mlp_padding.hpp ----
+// Padding a narrow MLP to the fully fused kernels' widths (16, 32, 64 or 128), so that any chain of
+// linear layers with ReLU between them and every width at most 128 runs fused: an input of 20
+// features or 10 classes out is carried as 32 and 16.
+//
+// Widths W_0 .. W_L (W_0 the input), padded P_l = fused_width(W_l). Parameters are laid out per
+// layer as etnn and PyTorch do, weight (W_{l+1}, W_l) row-major then bias (W_{l+1}); the padded
+// network's the same way with P. Padding is zeros: the padded network computes the same function
+// on the true features, because
+//   - a padded input column meets only zero weights;
+//   - a padded hidden unit has zero weights in and zero bias, so it is ReLU(0) = 0, and its
+//     weights out are zero too;
+//   - a padded output is 0 and, given a zero gradient (dy padded with zeros), sends nothing back.
+// Its true parameters' gradients are therefore the true network's, and its padding's are zero.
+// The maps below are between true and padded parameter indices; they run on the host (tests) and
+// on the device (nn/fused_mlp_program.hpp's copy kernels).
+#include <cstddef>
+
+
+namespace etnn::nn::detail {
+
+// The smallest fused kernel width that holds w features: 16, 32, 64 or 128; 0 when w > 128.
+ETNN_HD constexpr int fused_width(int w) {
+  return w <= 16 ? 16 : w <= 32 ? 32 : w <= 64 ? 64 : w <= 128 ? 128 : 0;
+}
+
+template <int... Widths>
+struct PaddedMlp {
+  static_assert(sizeof...(Widths) >= 2, "a chain of linear layers has an input and an output width");
+  static constexpr int layers = static_cast<int>(sizeof...(Widths)) - 1;
+  static constexpr bool fits = ((Widths > 0 && fused_width(Widths) != 0) && ...);
+  static constexpr bool needed = ((fused_width(Widths) != Widths) || ...);
+
+  // Parameters of the chain, true or padded: sum_l w_{l+1} (w_l + 1).
+  static constexpr std::size_t params_of(bool padded) {
+    constexpr int widths[] = {Widths...};
+    const auto width = [&](int l) { return std::size_t(padded ? fused_width(widths[l]) : widths[l]); };
+    std::size_t total = 0;
+    for (int l = 0; l < layers; ++l) total += width(l + 1) * (width(l) + 1);
+    return total;
+  }
+  static constexpr std::size_t num_params = params_of(false);
+  static constexpr std::size_t padded_params = params_of(true);
+
+  // Where true parameter i (< num_params) lives in the padded layout.
+  ETNN_HD static constexpr std::size_t padded_index(std::size_t i) {
+    constexpr int widths[] = {Widths...};
+    std::size_t at = 0, padded_at = 0;
+    for (int l = 0; l < layers; ++l) {
+      const std::size_t in = std::size_t(widths[l]), out = std::size_t(widths[l + 1]);
+      const std::size_t in_p = std::size_t(fused_width(widths[l])), out_p = std::size_t(fused_width(widths[l + 1]));
+      if (i < at + out * (in + 1)) {
+        const std::size_t k = i - at;
+        return k < out * in ? padded_at + k / in * in_p + k % in : padded_at + out_p * in_p + (k - out * in);
+      }
+      at += out * (in + 1);
+      padded_at += out_p * (in_p + 1);
+    }
+    return padded_params;
+  }
+
+  // The true parameter at padded index j (< padded_params), or num_params where j is padding.
+  ETNN_HD static constexpr std::size_t true_index(std::size_t j) {
+    constexpr int widths[] = {Widths...};
+    std::size_t at = 0, padded_at = 0;
+    for (int l = 0; l < layers; ++l) {
+      const std::size_t in = std::size_t(widths[l]), out = std::size_t(widths[l + 1]);
+      const std::size_t in_p = std::size_t(fused_width(widths[l])), out_p = std::size_t(fused_width(widths[l + 1]));
+      if (j < padded_at + out_p * (in_p + 1)) {
+        const std::size_t k = j - padded_at;
+        if (k < out_p * in_p) {
+          const std::size_t row = k / in_p, col = k % in_p;
+          return row < out && col < in ? at + row * in + col : num_params;
+        }
+        const std::size_t row = k - out_p * in_p;
+        return row < out ? at + out * in + row : num_params;
+      }
+      at += out * (in + 1);
+      padded_at += out_p * (in_p + 1);
+    }
+    return num_params;
+  }
+};
+
+// Element `index` of a (rows, to_cols) row-major matrix copied from a (rows, from_cols) one:
+// the same element where column < from_cols, else 0. Pads columns (to_cols > from_cols) or drops
+// them (to_cols < from_cols).
+template <class T>
+ETNN_HD constexpr T column_copy_element(const T* from, int from_cols, int to_cols, std::size_t index) {
+  const std::size_t row = index / std::size_t(to_cols), col = index % std::size_t(to_cols);
+  return col < std::size_t(from_cols) ? from[row * std::size_t(from_cols) + col] : T(0);
+}
+
+}  // namespace etnn::nn::detail
 
 namespace etnn::nn::detail {
 
@@ -5030,7 +5182,33 @@ consteval bool fusable_mlp() {
   for (std::size_t i = 0; i < n; ++i)
     if (!dense[i] || (i + 1 < n ? !relu[i] : !identity[i])) return false;
   using First = std::tuple_element_t<0, std::tuple<Ls...>>;
-  return cuda::fused_mlp_widths_ok<FusedLayer<First>::in, FusedLayer<Ls>::out...>;
+  return PaddedMlp<FusedLayer<First>::in, FusedLayer<Ls>::out...>::fits;
+}
+
+// The copies around padded kernels, one thread per element written.
+template <class Padding>
+__global__ void pad_parameters_kernel(const float* params, float* padded) {
+  const std::size_t j = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (j >= Padding::padded_params) return;
+  const std::size_t i = Padding::true_index(j);
+  padded[j] = i < Padding::num_params ? params[i] : 0.0f;
+}
+template <class Padding>
+__global__ void add_true_gradients_kernel(const float* padded_grads, float* grads) {
+  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < Padding::num_params) grads[i] += padded_grads[Padding::padded_index(i)];
+}
+__global__ inline void copy_columns_kernel(const float* from, int from_cols, float* to, int to_cols, std::size_t n) {
+  const std::size_t index = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (index < n) to[index] = column_copy_element(from, from_cols, to_cols, index);
+}
+
+// (rows, from_cols) -> (rows, to_cols) on etnn's stream, columns padded with zeros or dropped.
+inline void copy_columns(const float* from, int from_cols, float* to, int to_cols, int rows) {
+  const std::size_t n = std::size_t(rows) * std::size_t(to_cols);
+  if (n == 0) return;
+  copy_columns_kernel<<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(from, from_cols, to, to_cols, n);
+  cuda::check_launch("etnn fused MLP copy_columns_kernel");
 }
 
 template <class Layers>
@@ -5041,17 +5219,54 @@ struct FusedMlpProgram<TypeList<Ls...>> : Program<TypeList<Ls...>> {
   using base = Program<TypeList<Ls...>>;
   static_assert(check::mixed_precision_network<fusable_mlp<Ls...>()>());
   using First = std::tuple_element_t<0, std::tuple<Ls...>>;
-  using kernels = cuda::FusedMlp<FusedLayer<First>::in, FusedLayer<Ls>::out...>;
+  using padding = PaddedMlp<FusedLayer<First>::in, FusedLayer<Ls>::out...>;
+  using kernels = cuda::FusedMlp<fused_width(FusedLayer<First>::in), fused_width(FusedLayer<Ls>::out)...>;
+  static constexpr int in_width = FusedLayer<First>::in;
   static constexpr std::size_t out_width = base::template layer<base::count - 1>::out_shape::size;
+  static constexpr int padded_in = fused_width(in_width);
+  static constexpr int padded_out = fused_width(static_cast<int>(out_width));
 
   static constexpr std::size_t storage_per_sample = out_width;
   static constexpr std::size_t workspace_per_sample = 2 * out_width;
   template <class Device>
   static constexpr bool runs_on = std::is_same_v<Device, Cuda>;
 
-  // The kernels' saved activations and backward scratch, in floats.
+  // The scratch's regions: the kernels' `saved` first (256-byte aligned, as the scratch is), then
+  // when padded each region on a 256-byte boundary.
+  struct Regions {
+    void* saved;
+    float* params;  // padded_params, the padded parameters
+    float* grads;   // padded_params, their gradients
+    float* x;       // (batch, padded_in)
+    float* y;       // (batch, padded_out)
+    float* dy;      // (batch, padded_out)
+    std::size_t floats;
+  };
+  static Regions regions(float* scratch, int batch) {
+    constexpr std::size_t align = 256 / sizeof(float);
+    std::size_t at = 0;
+    const auto take = [&](std::size_t floats) {
+      float* region = scratch == nullptr ? nullptr : scratch + at;
+      at += (floats + align - 1) / align * align;
+      return region;
+    };
+    const auto rows = static_cast<std::size_t>(batch);
+    Regions r{};
+    r.saved = take((kernels::saved_bytes(batch) + sizeof(float) - 1) / sizeof(float));
+    if constexpr (padding::needed) {
+      r.params = take(padding::padded_params);
+      r.grads = take(padding::padded_params);
+      r.x = take(rows * padded_in);
+      r.y = take(rows * padded_out);
+      r.dy = take(rows * padded_out);
+    }
+    r.floats = at;
+    return r;
+  }
+
+  template <class Device>
   static std::size_t scratch_values(int batch) {
-    return (kernels::saved_bytes(batch) + sizeof(float) - 1) / sizeof(float);
+    return regions(nullptr, batch).floats;
   }
 
   template <class T>
@@ -5074,7 +5289,7 @@ struct FusedMlpProgram<TypeList<Ls...>> : Program<TypeList<Ls...>> {
   static void forward_train(Cuda, const Run<float>& run, const float* x, float* workspace, int capacity, int batch,
                             Activations<float>& act) {
     act = locate(x, workspace, capacity);
-    kernels::forward(run.params, x, workspace, run.scratch, batch, cuda::stream());
+    fused_forward(run, x, workspace, batch);
   }
 
   // Every gradient is final when the last kernel is: layer_done(0) once.
@@ -5082,14 +5297,41 @@ struct FusedMlpProgram<TypeList<Ls...>> : Program<TypeList<Ls...>> {
   static const float* backward(Cuda, const Run<float>& run, float* grads, float* workspace, int capacity, int batch,
                                const Activations<float>& act, LayerDone&& layer_done) {
     static_assert(!InputGradient, "a fused MLP computes no input gradient (it is not a block inside another)");
-    kernels::backward(run.params, grads, act.front(), run.scratch, output_gradient(workspace, capacity), batch,
-                      cuda::stream());
+    const Regions r = regions(run.scratch, batch);
+    const float* dy = output_gradient(workspace, capacity);
+    if constexpr (padding::needed) {
+      // forward left the padded parameters and input in the scratch.
+      copy_columns(dy, static_cast<int>(out_width), r.dy, padded_out, batch);
+      ETNN_CHECK_CUDA(cudaMemsetAsync(r.grads, 0, padding::padded_params * sizeof(float), cuda::stream()));
+      kernels::backward(r.params, r.grads, r.x, r.saved, r.dy, batch, cuda::stream());
+      constexpr std::size_t n = padding::num_params;
+      add_true_gradients_kernel<padding><<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(r.grads, grads);
+      cuda::check_launch("etnn fused MLP add_true_gradients_kernel");
+    } else {
+      kernels::backward(run.params, grads, act.front(), r.saved, dy, batch, cuda::stream());
+    }
     layer_done(std::size_t{0});
     return nullptr;
   }
 
   static void forward_infer(Cuda, const Run<float>& run, const float* x, float*, float* out, int batch) {
-    kernels::forward(run.params, x, out, run.scratch, batch, cuda::stream());
+    fused_forward(run, x, out, batch);
+  }
+
+ private:
+  // x (batch, in) -> y (batch, out) through the kernels, padded when the widths need it.
+  static void fused_forward(const Run<float>& run, const float* x, float* y, int batch) {
+    const Regions r = regions(run.scratch, batch);
+    if constexpr (padding::needed) {
+      constexpr std::size_t n = padding::padded_params;
+      pad_parameters_kernel<padding><<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(run.params, r.params);
+      cuda::check_launch("etnn fused MLP pad_parameters_kernel");
+      copy_columns(x, in_width, r.x, padded_in, batch);
+      kernels::forward(r.params, r.x, r.y, r.saved, batch, cuda::stream());
+      copy_columns(r.y, padded_out, y, static_cast<int>(out_width), batch);
+    } else {
+      kernels::forward(run.params, x, y, r.saved, batch, cuda::stream());
+    }
   }
 };
 
@@ -5226,7 +5468,7 @@ class Model {
     if (batch <= reserved_) return;
     reserved_ = batch;
     activations_.reserve_discard(2 * program::max_width * rows);
-    scratch_.reserve_discard(program::scratch_values(batch));
+    scratch_.reserve_discard(program::template scratch_values<Device>(batch));
     Buffer<T, Device> zeros(input_shape::size * rows), out(output_shape::size * rows);
     fill(Device{}, zeros.data(), zeros.size(), T(0));
     program::forward_infer(Device{}, next_run(scratch_.data(), true), zeros.data(), activations_.data(), out.data(),
@@ -5307,7 +5549,10 @@ struct ResidualLayer {
   static constexpr std::size_t saved_per_sample = program::workspace_per_sample;  // the block's workspace
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = true;
-  static constexpr std::size_t scratch_values(int batch) { return run::scratch_values(batch); }
+  template <class Device>
+  static constexpr std::size_t scratch_values(int batch) {
+    return run::template scratch_values<Device>(batch);
+  }
 
   template <class T>
   static void init(T* p, Rng& rng) {
@@ -6014,14 +6259,19 @@ namespace etnn::loss {
 
 namespace detail {
 // l_b of one row z (C logits) with label y; writes scale * dl_b/dz into g when g is not null.
-// weight: C class weights or null (all ones); weight_sum = sum_c w[c].
+// weight: C class weights or null (all ones); weight_sum = sum_c w[c]. g must not alias z.
 template <class T>
 ETNN_HD T cross_entropy_row(const T* z, int classes, int label, const float* weight, T weight_sum, T smoothing,
                             T* g, T scale) {
   T m = z[0];
   for (int j = 1; j < classes; ++j) m = z[j] > m ? z[j] : m;
+  // sum_j exp(z_j - m); each exp is kept in g, when there is one, for the gradient below.
   T sum = 0;
-  for (int j = 0; j < classes; ++j) sum += std::exp(z[j] - m);
+  if (g != nullptr) {
+    for (int j = 0; j < classes; ++j) sum += (g[j] = std::exp(z[j] - m));
+  } else {
+    for (int j = 0; j < classes; ++j) sum += std::exp(z[j] - m);
+  }
   // -log p_j = (m - z_j) + log(sum): the difference of logits first, so nothing cancels.
   const T log_sum = std::log(sum);
   const T target_part = (T(1) - smoothing) * class_weight<T>(weight, label);
@@ -6035,8 +6285,7 @@ ETNN_HD T cross_entropy_row(const T* z, int classes, int label, const float* wei
   if (g != nullptr) {
     const T p_scale = scale * (target_part + smooth_part * weight_sum) / sum;
     for (int j = 0; j < classes; ++j)
-      g[j] = std::exp(z[j] - m) * p_scale - scale * (smooth_part * class_weight<T>(weight, j) +
-                                                     (j == label ? target_part : T(0)));
+      g[j] = g[j] * p_scale - scale * (smooth_part * class_weight<T>(weight, j) + (j == label ? target_part : T(0)));
   }
   return loss;
 }
@@ -9864,25 +10113,27 @@ class GraphCache {
 #endif
 // ---- etnn/optim/non_finite.hpp ----
 // The scan behind the Trainer's non-finite guard: where a gradient buffer holds a NaN or an
-// infinity, in one read of it. x - x is +0 for a finite x and NaN for a NaN or an infinity, so a
-// sum of x - x is 0 exactly when every x is finite; summed in independent lanes it vectorises
-// (about 20 GB/s on one core), where an elementwise isfinite does not.
+// infinity, in one read of it. A float is NaN or infinite exactly when its exponent bits are all
+// ones, the largest value they can take; so the buffer is finite exactly when the maximum of its
+// masked exponents is below that. An integer maximum may be taken in any order, so it vectorises
+// (a floating-point sum would be kept in order by the compiler, and isfinite branches).
 
 
 namespace etnn::optim::detail {
 
-// Whether x[0 .. n) are all finite: sum_i (x_i - x_i) == 0, in lanes.
+// Whether x[0 .. n) are all finite: max_i (bits(x_i) & exponent) < exponent.
 template <class T>
 bool all_finite(const T* x, std::size_t n) {
-  constexpr std::size_t lanes = 32 / sizeof(T);
-  T sum[lanes] = {};
-  std::size_t i = 0;
-  for (; i + lanes <= n; i += lanes)
-    for (std::size_t k = 0; k < lanes; ++k) sum[k] += x[i + k] - x[i + k];
-  T total = 0;
-  for (; i < n; ++i) total += x[i] - x[i];
-  for (std::size_t k = 0; k < lanes; ++k) total += sum[k];
-  return total == T(0);
+  static_assert(std::numeric_limits<T>::is_iec559 && (sizeof(T) == 4 || sizeof(T) == 8));
+  using Bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+  constexpr Bits exponent = static_cast<Bits>(sizeof(T) == 4 ? 0x7f800000ull : 0x7ff0000000000000ull);
+  Bits largest = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    Bits bits;
+    std::memcpy(&bits, x + i, sizeof bits);
+    largest = std::max(largest, bits & exponent);
+  }
+  return largest < exponent;
 }
 
 // The largest i in range with x[i] NaN or infinite (there is one).
@@ -10004,7 +10255,7 @@ class Trainer {
     if (batch <= capacity_) return;
     const auto rows = static_cast<std::size_t>(batch);
     workspace_ = Buffer<T, Device>(program::workspace_per_sample * rows);
-    scratch_ = Buffer<T, Device>(program::scratch_values(batch));
+    scratch_ = Buffer<T, Device>(program::template scratch_values<Device>(batch));
     capacity_ = batch;
     if constexpr (!std::is_same_v<T, float>) {
       input_staging_.reserve_discard(input_shape::size * rows);

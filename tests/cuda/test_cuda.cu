@@ -179,8 +179,9 @@ TEST_CASE("which networks the fully fused kernels take (etnn::bf16) is decided a
   static_assert(fusable<decltype(nn::input<16> >> nn::linear<128> >> nn::relu >> nn::linear<32> >> nn::relu >>
                                  nn::linear<128>)>);
   static_assert(fusable<decltype(nn::input<32> >> nn::linear<16>)>);
-  static_assert(!fusable<decltype(nn::input<64> >> nn::linear<48> >> nn::relu >> nn::linear<16>)>);   // width 48
+  static_assert(fusable<decltype(nn::input<20> >> nn::linear<48> >> nn::relu >> nn::linear<10>)>);  // padded
   static_assert(!fusable<decltype(nn::input<784> >> nn::linear<64> >> nn::relu >> nn::linear<16>)>);  // input 784
+  static_assert(!fusable<decltype(nn::input<64> >> nn::linear<200> >> nn::relu >> nn::linear<16>)>);  // width 200
   static_assert(!fusable<decltype(nn::input<64> >> nn::linear<64> >> nn::tanh >> nn::linear<16>)>);   // not relu
   static_assert(!fusable<decltype(nn::input<64> >> nn::linear<64> >> nn::relu >> nn::linear<16> >> nn::relu)>);
   using Fused = etnn::Model<decltype(nn::input<64> >> nn::linear<64> >> nn::relu >> nn::linear<16>), etnn::bf16,
@@ -516,17 +517,21 @@ TEST_CASE("CUDA graphs replay the step: the same parameters as launching every k
 
 namespace {
 using Narrow = decltype(nn::input<32> >> nn::linear<64> >> nn::relu >> nn::linear<64> >> nn::relu >> nn::linear<16>);
-}
+// Input 20 and output 10 run padded to 32 and 16, the hidden 48 to 64 (nn/fused_mlp_padding.hpp).
+using Padded = decltype(nn::input<20> >> nn::linear<48> >> nn::relu >> nn::linear<10>);
 
-TEST_CASE("mixed precision: the fused bf16 model follows the fp32 CPU model within bf16 rounding" *
-          doctest::skip(!gpu())) {
+// The fused bf16 model of Net against the fp32 CPU model from the same initial parameters:
+// outputs, 5 Adam steps of MSE, graphs recorded, and a checkpoint that loads into the CPU model.
+template <class Net>
+void check_mixed_follows_cpu() {
+  constexpr int in = Net::input_shape::size, out = Net::output_shape::size;
   const int batch = 300, steps = 5;
-  const auto x = random_values<float>(std::size_t{32} * batch, 16);
-  const auto t = random_values<float>(std::size_t{16} * batch, 17);
-  const etnn::TensorView<const float, etnn::Shape<32>> xv(x.data(), batch);
-  const etnn::TensorView<const float, etnn::Shape<16>> tv(t.data(), batch);
-  etnn::Model<Narrow, etnn::bf16, etnn::Cuda> mixed(8);
-  etnn::Model<Narrow, float, etnn::Cpu> reference(8);
+  const auto x = random_values<float>(std::size_t{in} * batch, 16);
+  const auto t = random_values<float>(std::size_t{out} * batch, 17);
+  const etnn::TensorView<const float, etnn::Shape<in>> xv(x.data(), batch);
+  const etnn::TensorView<const float, etnn::Shape<out>> tv(t.data(), batch);
+  etnn::Model<Net, etnn::bf16, etnn::Cuda> mixed(8);
+  etnn::Model<Net, float, etnn::Cpu> reference(8);
   // Same initial parameters (fp32 in both), outputs within bf16 rounding.
   const auto out_mixed = etnn::to_host(mixed.forward(xv));
   const auto out_ref = reference.forward(xv);
@@ -549,10 +554,10 @@ TEST_CASE("mixed precision: the fused bf16 model follows the fp32 CPU model with
     const float l_mixed = train_mixed.step(xv, tv), l_ref = train_ref.step(xv, tv);
     CHECK(std::abs(l_mixed - l_ref) <= 2e-2 * l_ref);
   }
-  std::vector<float> p_mixed(Narrow::num_params);
+  std::vector<float> p_mixed(Net::num_params);
   etnn::copy_to_host(etnn::Cuda{}, p_mixed.data(), mixed.parameters(), p_mixed.size());
   CHECK(max_relative_error<float>(std::span<const float>(p_mixed),
-                                  std::span<const float>(reference.parameters(), Narrow::num_params)) <=
+                                  std::span<const float>(reference.parameters(), Net::num_params)) <=
         2 * 1e-3 * steps);
   const auto& graphs = train_mixed.step_graphs();
   CHECK_MESSAGE(graphs.enabled(), graphs.reason());
@@ -563,6 +568,17 @@ TEST_CASE("mixed precision: the fused bf16 model follows the fp32 CPU model with
   etnn::io::load(reference, path);
   std::filesystem::remove(path);
   CHECK(std::equal(p_mixed.begin(), p_mixed.end(), reference.parameters()));
+}
+}  // namespace
+
+TEST_CASE("mixed precision: the fused bf16 model follows the fp32 CPU model within bf16 rounding" *
+          doctest::skip(!gpu())) {
+  check_mixed_follows_cpu<Narrow>();
+}
+
+TEST_CASE("mixed precision with padded widths (20 -> 48 -> 10 run as 32 -> 64 -> 16) follows the CPU model too" *
+          doctest::skip(!gpu())) {
+  check_mixed_follows_cpu<Padded>();
 }
 
 TEST_CASE("a device model's checkpoint loads on the CPU and back, and evaluates the same" * doctest::skip(!gpu())) {

@@ -52,7 +52,8 @@ template <bool Fusable>
 consteval bool mixed_precision_network() {
   static_assert(Fusable,
                 "ETNN_BF16_NETWORK: etnn::bf16 runs fully fused MLPs: linear layers with relu between them "
-                "and every width (input and output included) 16, 32, 64 or 128; use float for other networks");
+                "and every width (input and output included) at most 128 (padded to 16, 32, 64 or 128); use float "
+                "for other networks");
   return true;
 }
 

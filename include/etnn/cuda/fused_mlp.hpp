@@ -38,8 +38,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <stdexcept>
 #include <string>
+
+#include "../core/error.hpp"
+#include "runtime.hpp"
 
 namespace etnn::cuda {
 
@@ -138,21 +140,10 @@ inline ChunkPlan plan_chunks(int batch) {
   return {ceil_div(tiles, tiles_per_chunk), tiles_per_chunk * tile_rows};
 }
 
-inline void check_launch(const char* kernel) {
-  const cudaError_t status = cudaGetLastError();
-  if (status != cudaSuccess)
-    throw std::runtime_error(std::string("etnn fused_mlp: launch of ") + kernel +
-                             " failed: " + cudaGetErrorName(status) + ": " + cudaGetErrorString(status));
-}
-
+// Lets `kernel` use `bytes` of dynamic shared memory (above the default 48 KiB).
 template <class Kernel>
-void allow_dynamic_smem(Kernel* kernel, std::size_t bytes, const char* name) {
-  const cudaError_t status =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
-  if (status != cudaSuccess)
-    throw std::runtime_error(std::string("etnn fused_mlp: cannot give ") + name + " " + std::to_string(bytes) +
-                             " bytes of shared memory: " + cudaGetErrorName(status) + ": " +
-                             cudaGetErrorString(status));
+void allow_dynamic_smem(Kernel* kernel, std::size_t bytes) {
+  ETNN_CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
 }
 
 // ---- small device helpers -------------------------------------------------------------------
@@ -591,10 +582,10 @@ struct FusedMlp {
     check_device_and_saved(saved);
     const Buffers buffers = layout(batch, saved).buffers;
     constexpr auto kernel = fused_mlp_detail::fused_mlp_forward_kernel<Net>;
-    fused_mlp_detail::allow_dynamic_smem(kernel, Net::tile_smem_bytes, "fused_mlp_forward_kernel");
+    fused_mlp_detail::allow_dynamic_smem(kernel, Net::tile_smem_bytes);
     kernel<<<fused_mlp_detail::ceil_div(batch, fused_mlp_detail::tile_rows), fused_mlp_detail::threads,
              Net::tile_smem_bytes, stream>>>(params, x, y, buffers, batch);
-    fused_mlp_detail::check_launch("fused_mlp_forward_kernel");
+    check_launch("fused_mlp_forward_kernel");
   }
 
   // Backward after forward(params, x, ., saved, batch): dy (batch, out) fp32 = dL/dy.
@@ -608,23 +599,23 @@ struct FusedMlp {
     const Buffers buffers = layout(batch, saved).buffers;
     if constexpr (layers >= 2) {
       constexpr auto kernel = fused_mlp_detail::fused_mlp_chain_kernel<Net>;
-      fused_mlp_detail::allow_dynamic_smem(kernel, Net::tile_smem_bytes, "fused_mlp_chain_kernel");
+      fused_mlp_detail::allow_dynamic_smem(kernel, Net::tile_smem_bytes);
       kernel<<<fused_mlp_detail::ceil_div(batch, fused_mlp_detail::tile_rows), fused_mlp_detail::threads,
                Net::tile_smem_bytes, stream>>>(params, dy, buffers, batch);
-      fused_mlp_detail::check_launch("fused_mlp_chain_kernel");
+      check_launch("fused_mlp_chain_kernel");
     }
     {
       constexpr auto kernel = fused_mlp_detail::fused_mlp_weight_grad_kernel<Net>;
-      fused_mlp_detail::allow_dynamic_smem(kernel, Net::weight_grad_smem_bytes, "fused_mlp_weight_grad_kernel");
+      fused_mlp_detail::allow_dynamic_smem(kernel, Net::weight_grad_smem_bytes);
       const dim3 grid(static_cast<unsigned>(buffers.chunks), static_cast<unsigned>(layers));
       kernel<<<grid, fused_mlp_detail::threads, Net::weight_grad_smem_bytes, stream>>>(x, dy, buffers, batch);
-      fused_mlp_detail::check_launch("fused_mlp_weight_grad_kernel");
+      check_launch("fused_mlp_weight_grad_kernel");
     }
     {
       constexpr int blocks = static_cast<int>((num_params + fused_mlp_detail::threads - 1) / fused_mlp_detail::threads);
       fused_mlp_detail::fused_mlp_reduce_kernel<Net>
           <<<blocks, fused_mlp_detail::threads, 0, stream>>>(grads, buffers.partial, buffers.chunks);
-      fused_mlp_detail::check_launch("fused_mlp_reduce_kernel");
+      check_launch("fused_mlp_reduce_kernel");
     }
   }
 
@@ -661,20 +652,17 @@ struct FusedMlp {
   }
 
   static void check_batch(int batch) {
-    if (batch < 0) throw std::invalid_argument("etnn fused_mlp: negative batch " + std::to_string(batch));
+    if (batch < 0) throw Error("etnn fused_mlp: negative batch " + std::to_string(batch));
   }
 
   static void check_device_and_saved(const void* saved) {
     if (saved == nullptr || reinterpret_cast<std::uintptr_t>(saved) % fused_mlp_detail::region_align != 0)
-      throw std::invalid_argument(
-          "etnn fused_mlp: `saved` must be a 256-byte aligned device buffer of saved_bytes(batch)");
+      throw Error("etnn fused_mlp: `saved` must be a 256-byte aligned device buffer of saved_bytes(batch)");
     int device = 0;
     int major = 0;
-    cudaError_t status = cudaGetDevice(&device);
-    if (status == cudaSuccess) status = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
-    if (status != cudaSuccess)
-      throw std::runtime_error(std::string("etnn fused_mlp: cannot query the device: ") + cudaGetErrorString(status));
-    if (major < 8) throw std::runtime_error("etnn fused_mlp: bf16 tensor cores need compute capability 8.0 or newer");
+    ETNN_CHECK_CUDA(cudaGetDevice(&device));
+    ETNN_CHECK_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    if (major < 8) throw DeviceError("etnn fused_mlp: bf16 tensor cores need compute capability 8.0 or newer");
   }
 };
 

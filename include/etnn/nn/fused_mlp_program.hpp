@@ -1,12 +1,16 @@
 #pragma once
 // The network executor of a mixed-precision model on CUDA (etnn::Model<Net, etnn::bf16, Cuda>):
-// a chain of linear layers with ReLU between them and every width in {16, 32, 64, 128} runs as
-// the fully fused kernels of cuda/fused_mlp.hpp, one forward launch and three backward ones,
-// activations on chip in bf16. It is Program with forward and backward replaced: the parameter
-// layout, names and initialisation are the same, so checkpoints and optimizers do not change.
+// a chain of linear layers with ReLU between them and every width at most 128 runs as the fully
+// fused kernels of cuda/fused_mlp.hpp, one forward launch and three backward ones, activations on
+// chip in bf16. Widths other than 16, 32, 64 and 128 are padded with zeros to the next of them
+// (nn/fused_mlp_padding.hpp): then the parameters, the input and the output gradient are copied
+// into padded buffers first, and the output and the parameter gradients copied back. It is
+// Program with forward and backward replaced: the parameter layout, names and initialisation are
+// the same, so checkpoints and optimizers do not change.
 //
-// Training workspace per sample: [ output (out) | dL/doutput (out) ]; the kernels' saved
-// activations and backward scratch are the layers' scratch (scratch_values(batch)).
+// Training workspace per sample: [ output (out) | dL/doutput (out) ]; the layers' scratch
+// (scratch_values(batch)) holds the kernels' saved activations and backward scratch, then, when
+// padded, the padded parameters, their gradients, input, output and output gradient.
 #include <cstddef>
 #include <tuple>
 #include <type_traits>
@@ -18,6 +22,7 @@
 #include "../cuda/runtime.hpp"
 #include "../expr/functors.hpp"
 #include "dense_layer.hpp"
+#include "fused_mlp_padding.hpp"
 #include "program.hpp"
 
 namespace etnn::nn::detail {
@@ -46,7 +51,33 @@ consteval bool fusable_mlp() {
   for (std::size_t i = 0; i < n; ++i)
     if (!dense[i] || (i + 1 < n ? !relu[i] : !identity[i])) return false;
   using First = std::tuple_element_t<0, std::tuple<Ls...>>;
-  return cuda::fused_mlp_widths_ok<FusedLayer<First>::in, FusedLayer<Ls>::out...>;
+  return PaddedMlp<FusedLayer<First>::in, FusedLayer<Ls>::out...>::fits;
+}
+
+// The copies around padded kernels, one thread per element written.
+template <class Padding>
+__global__ void pad_parameters_kernel(const float* params, float* padded) {
+  const std::size_t j = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (j >= Padding::padded_params) return;
+  const std::size_t i = Padding::true_index(j);
+  padded[j] = i < Padding::num_params ? params[i] : 0.0f;
+}
+template <class Padding>
+__global__ void add_true_gradients_kernel(const float* padded_grads, float* grads) {
+  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < Padding::num_params) grads[i] += padded_grads[Padding::padded_index(i)];
+}
+__global__ inline void copy_columns_kernel(const float* from, int from_cols, float* to, int to_cols, std::size_t n) {
+  const std::size_t index = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (index < n) to[index] = column_copy_element(from, from_cols, to_cols, index);
+}
+
+// (rows, from_cols) -> (rows, to_cols) on etnn's stream, columns padded with zeros or dropped.
+inline void copy_columns(const float* from, int from_cols, float* to, int to_cols, int rows) {
+  const std::size_t n = std::size_t(rows) * std::size_t(to_cols);
+  if (n == 0) return;
+  copy_columns_kernel<<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(from, from_cols, to, to_cols, n);
+  cuda::check_launch("etnn fused MLP copy_columns_kernel");
 }
 
 template <class Layers>
@@ -57,18 +88,54 @@ struct FusedMlpProgram<TypeList<Ls...>> : Program<TypeList<Ls...>> {
   using base = Program<TypeList<Ls...>>;
   static_assert(check::mixed_precision_network<fusable_mlp<Ls...>()>());
   using First = std::tuple_element_t<0, std::tuple<Ls...>>;
-  using kernels = cuda::FusedMlp<FusedLayer<First>::in, FusedLayer<Ls>::out...>;
+  using padding = PaddedMlp<FusedLayer<First>::in, FusedLayer<Ls>::out...>;
+  using kernels = cuda::FusedMlp<fused_width(FusedLayer<First>::in), fused_width(FusedLayer<Ls>::out)...>;
+  static constexpr int in_width = FusedLayer<First>::in;
   static constexpr std::size_t out_width = base::template layer<base::count - 1>::out_shape::size;
+  static constexpr int padded_in = fused_width(in_width);
+  static constexpr int padded_out = fused_width(static_cast<int>(out_width));
 
   static constexpr std::size_t storage_per_sample = out_width;
   static constexpr std::size_t workspace_per_sample = 2 * out_width;
   template <class Device>
   static constexpr bool runs_on = std::is_same_v<Device, Cuda>;
 
-  // The kernels' saved activations and backward scratch, in floats.
+  // The scratch's regions: the kernels' `saved` first (256-byte aligned, as the scratch is), then
+  // when padded each region on a 256-byte boundary.
+  struct Regions {
+    void* saved;
+    float* params;  // padded_params, the padded parameters
+    float* grads;   // padded_params, their gradients
+    float* x;       // (batch, padded_in)
+    float* y;       // (batch, padded_out)
+    float* dy;      // (batch, padded_out)
+    std::size_t floats;
+  };
+  static Regions regions(float* scratch, int batch) {
+    constexpr std::size_t align = 256 / sizeof(float);
+    std::size_t at = 0;
+    const auto take = [&](std::size_t floats) {
+      float* region = scratch == nullptr ? nullptr : scratch + at;
+      at += (floats + align - 1) / align * align;
+      return region;
+    };
+    const auto rows = static_cast<std::size_t>(batch);
+    Regions r{};
+    r.saved = take((kernels::saved_bytes(batch) + sizeof(float) - 1) / sizeof(float));
+    if constexpr (padding::needed) {
+      r.params = take(padding::padded_params);
+      r.grads = take(padding::padded_params);
+      r.x = take(rows * padded_in);
+      r.y = take(rows * padded_out);
+      r.dy = take(rows * padded_out);
+    }
+    r.floats = at;
+    return r;
+  }
+
   template <class Device>
   static std::size_t scratch_values(int batch) {
-    return (kernels::saved_bytes(batch) + sizeof(float) - 1) / sizeof(float);
+    return regions(nullptr, batch).floats;
   }
 
   template <class T>
@@ -91,7 +158,7 @@ struct FusedMlpProgram<TypeList<Ls...>> : Program<TypeList<Ls...>> {
   static void forward_train(Cuda, const Run<float>& run, const float* x, float* workspace, int capacity, int batch,
                             Activations<float>& act) {
     act = locate(x, workspace, capacity);
-    kernels::forward(run.params, x, workspace, run.scratch, batch, cuda::stream());
+    fused_forward(run, x, workspace, batch);
   }
 
   // Every gradient is final when the last kernel is: layer_done(0) once.
@@ -99,14 +166,41 @@ struct FusedMlpProgram<TypeList<Ls...>> : Program<TypeList<Ls...>> {
   static const float* backward(Cuda, const Run<float>& run, float* grads, float* workspace, int capacity, int batch,
                                const Activations<float>& act, LayerDone&& layer_done) {
     static_assert(!InputGradient, "a fused MLP computes no input gradient (it is not a block inside another)");
-    kernels::backward(run.params, grads, act.front(), run.scratch, output_gradient(workspace, capacity), batch,
-                      cuda::stream());
+    const Regions r = regions(run.scratch, batch);
+    const float* dy = output_gradient(workspace, capacity);
+    if constexpr (padding::needed) {
+      // forward left the padded parameters and input in the scratch.
+      copy_columns(dy, static_cast<int>(out_width), r.dy, padded_out, batch);
+      ETNN_CHECK_CUDA(cudaMemsetAsync(r.grads, 0, padding::padded_params * sizeof(float), cuda::stream()));
+      kernels::backward(r.params, r.grads, r.x, r.saved, r.dy, batch, cuda::stream());
+      constexpr std::size_t n = padding::num_params;
+      add_true_gradients_kernel<padding><<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(r.grads, grads);
+      cuda::check_launch("etnn fused MLP add_true_gradients_kernel");
+    } else {
+      kernels::backward(run.params, grads, act.front(), r.saved, dy, batch, cuda::stream());
+    }
     layer_done(std::size_t{0});
     return nullptr;
   }
 
   static void forward_infer(Cuda, const Run<float>& run, const float* x, float*, float* out, int batch) {
-    kernels::forward(run.params, x, out, run.scratch, batch, cuda::stream());
+    fused_forward(run, x, out, batch);
+  }
+
+ private:
+  // x (batch, in) -> y (batch, out) through the kernels, padded when the widths need it.
+  static void fused_forward(const Run<float>& run, const float* x, float* y, int batch) {
+    const Regions r = regions(run.scratch, batch);
+    if constexpr (padding::needed) {
+      constexpr std::size_t n = padding::padded_params;
+      pad_parameters_kernel<padding><<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(run.params, r.params);
+      cuda::check_launch("etnn fused MLP pad_parameters_kernel");
+      copy_columns(x, in_width, r.x, padded_in, batch);
+      kernels::forward(r.params, r.x, r.y, r.saved, batch, cuda::stream());
+      copy_columns(r.y, padded_out, y, static_cast<int>(out_width), batch);
+    } else {
+      kernels::forward(run.params, x, y, r.saved, batch, cuda::stream());
+    }
   }
 };
 

@@ -5802,7 +5802,7 @@ T weighted_reduction_scale(Reduction reduction, std::span<const int> labels, con
 
 // -1, 0 or 1 (PyTorch's sign: 0 at 0).
 template <class T>
-T sign(T x) {
+ETNN_HD T sign(T x) {
   return static_cast<T>((x > T(0)) - (x < T(0)));
 }
 
@@ -5814,9 +5814,11 @@ struct Term {
 };
 
 // loss = scale sum_i f(y_i, t_i),  dL/dy_i = scale f'(y_i, t_i)   y, t: (B, S...)
-// term(y, t) returns {f, f'}; grad null: the value alone.
+// term(y, t) returns {f, f'}; grad null: the value alone. A term that is an ETNN_HD functor runs
+// on either device (the Cuda overload below).
 template <class T, ShapeType S, ShapeType TS, class F>
-T elementwise(TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target, T* grad, T scale, F term) {
+T elementwise(Cpu, TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target, T* grad, T scale,
+              F term) {
   const std::size_t n = output.size();
   const T* y = output.data();
   const T* t = target.data();
@@ -5890,17 +5892,18 @@ TensorView<const T, S, Cpu> host_copy(TensorView<const T, S, Cuda> target) {
 #endif
 
 // The public pair of a loss whose targets are a tensor of the output's shape (RealValues,
-// MultiHot), from its private `compute(output, target, grad)` (grad null: the value alone).
+// MultiHot), from its private `compute(device, output, target, grad)` (grad null: the value
+// alone), which a loss defines for Cpu, or for any device.
 template <class Loss>
 struct TensorTargetLoss {
   // Returns the loss; grad (the output's size) receives dL/doutput.
   template <class T, ShapeType S, ShapeType TS>
   T value_and_grad(Cpu, TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target, T* grad) const {
-    return static_cast<const Loss&>(*this).compute(output, target, grad);
+    return static_cast<const Loss&>(*this).compute(Cpu{}, output, target, grad);
   }
   template <class T, ShapeType S, ShapeType TS>
   T value(Cpu, TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target) const {
-    return static_cast<const Loss&>(*this).compute(output, target, static_cast<T*>(nullptr));
+    return static_cast<const Loss&>(*this).compute(Cpu{}, output, target, static_cast<T*>(nullptr));
   }
 #if defined(__CUDACC__)
   // On the device through the loss's own kernel (compute(Cuda, ...)) when it has one.
@@ -5912,7 +5915,7 @@ struct TensorTargetLoss {
     } else {
       const auto host_target = host_copy(target);
       return computed_on_host(output, grad, [&](TensorView<const T, S, Cpu> host_output, T* host_grad) {
-        return loss.compute(host_output, host_target, host_grad);
+        return loss.compute(Cpu{}, host_output, host_target, host_grad);
       });
     }
   }
@@ -5989,7 +5992,7 @@ class BCE : public detail::TensorTargetLoss<BCE> {
   static constexpr const char* who = "etnn::loss::BCE";
 
   template <class T, ShapeType S, ShapeType TS>
-  T compute(TensorView<const T, S, Cpu> probs, TensorView<const T, TS, Cpu> target, T* grad) const {
+  T compute(Cpu, TensorView<const T, S, Cpu> probs, TensorView<const T, TS, Cpu> target, T* grad) const {
     detail::check_targets(probs, target, who);
     const std::span<const T> x = probs.flat();
     for (std::size_t i = 0; i < x.size(); ++i) {
@@ -5997,7 +6000,7 @@ class BCE : public detail::TensorTargetLoss<BCE> {
         throw Error(detail::message(who, "input element ", std::to_string(i), " is ", std::to_string(x[i]),
                                     "; BCE takes probabilities in [0, 1]; for logits use BCEWithLogits"));
     }
-    return detail::elementwise(probs, target, grad, detail::reduction_scale<T>(options_.reduction, probs.size()),
+    return detail::elementwise(Cpu{}, probs, target, grad, detail::reduction_scale<T>(options_.reduction, probs.size()),
                                [](T p, T t) {
                                  const T log_p = std::max(std::log(p), T(-100));
                                  const T log_q = std::max(std::log1p(-p), T(-100));
@@ -6036,6 +6039,11 @@ ETNN_HD Term<T> bce_with_logits_term(T z, T t, T pos_weight) {
   return {(positive ? (T(1) - t) * z : -pos_weight * t * z) + a * std::log1p(e),
           (positive ? (T(1) - t) - pos_weight * t * e : e * (T(1) - t) - pos_weight * t) / (T(1) + e)};
 }
+template <class T>
+struct BceWithLogitsTerm {
+  T pos_weight;
+  ETNN_HD Term<T> operator()(T z, T t) const { return bce_with_logits_term(z, t, pos_weight); }
+};
 }  // namespace detail
 
 struct BceWithLogitsOptions {
@@ -6061,12 +6069,12 @@ class BCEWithLogits : public detail::TensorTargetLoss<BCEWithLogits> {
     return options;
   }
 
-  template <class T, ShapeType S, ShapeType TS>
-  T compute(TensorView<const T, S, Cpu> logits, TensorView<const T, TS, Cpu> target, T* grad) const {
+  template <class Device, class T, ShapeType S, ShapeType TS>
+  T compute(Device device, TensorView<const T, S, Device> logits, TensorView<const T, TS, Device> target, T* grad) const {
     detail::check_targets(logits, target, "etnn::loss::BCEWithLogits");
-    const T pos_weight = static_cast<T>(options_.pos_weight);
-    return detail::elementwise(logits, target, grad, detail::reduction_scale<T>(options_.reduction, logits.size()),
-                               [pos_weight](T z, T t) { return detail::bce_with_logits_term(z, t, pos_weight); });
+    return detail::elementwise(device, logits, target, grad,
+                               detail::reduction_scale<T>(options_.reduction, logits.size()),
+                               detail::BceWithLogitsTerm<T>{static_cast<T>(options_.pos_weight)});
   }
 
   Options options_;
@@ -6427,10 +6435,10 @@ class Hinge : public detail::TensorTargetLoss<Hinge> {
   static constexpr const char* who = "etnn::loss::Hinge";
 
   template <class T, ShapeType S, ShapeType TS>
-  T compute(TensorView<const T, S, Cpu> scores, TensorView<const T, TS, Cpu> target, T* grad) const {
+  T compute(Cpu, TensorView<const T, S, Cpu> scores, TensorView<const T, TS, Cpu> target, T* grad) const {
     detail::check_targets(scores, target, who);
     detail::check_binary_targets(target.flat(), T(-1), T(1), who);
-    return detail::elementwise(scores, target, grad, detail::reduction_scale<T>(options_.reduction, scores.size()),
+    return detail::elementwise(Cpu{}, scores, target, grad, detail::reduction_scale<T>(options_.reduction, scores.size()),
                                [](T z, T y) {
                                  const T h = T(1) - y * z;
                                  return h > T(0) ? detail::Term<T>{h, -y} : detail::Term<T>{T(0), T(0)};
@@ -6450,6 +6458,19 @@ class Hinge : public detail::TensorTargetLoss<Hinge> {
 
 
 namespace etnn::loss {
+
+namespace detail {
+// Huber's term with threshold delta: quadratic within delta of the target, linear beyond.
+template <class T>
+struct HuberTerm {
+  T delta;
+  ETNN_HD Term<T> operator()(T y, T t) const {
+    const T d = y - t;
+    const T a = std::abs(d);
+    return a < delta ? Term<T>{T(0.5) * d * d, d} : Term<T>{delta * (a - T(0.5) * delta), delta * sign(d)};
+  }
+};
+}  // namespace detail
 
 struct HuberOptions {
   Reduction reduction = Reduction::mean;
@@ -6474,17 +6495,12 @@ class Huber : public detail::TensorTargetLoss<Huber> {
     return options;
   }
 
-  template <class T, ShapeType S, ShapeType TS>
-  T compute(TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target, T* grad) const {
+  template <class Device, class T, ShapeType S, ShapeType TS>
+  T compute(Device device, TensorView<const T, S, Device> output, TensorView<const T, TS, Device> target, T* grad) const {
     detail::check_targets(output, target, "etnn::loss::Huber");
-    const T delta = static_cast<T>(options_.delta);
-    return detail::elementwise(output, target, grad, detail::reduction_scale<T>(options_.reduction, output.size()),
-                               [delta](T y, T t) {
-                                 const T d = y - t;
-                                 const T a = std::abs(d);
-                                 return a < delta ? detail::Term<T>{T(0.5) * d * d, d}
-                                                  : detail::Term<T>{delta * (a - T(0.5) * delta), delta * detail::sign(d)};
-                               });
+    return detail::elementwise(device, output, target, grad,
+                               detail::reduction_scale<T>(options_.reduction, output.size()),
+                               detail::HuberTerm<T>{static_cast<T>(options_.delta)});
   }
 
   Options options_;
@@ -6503,6 +6519,23 @@ class Huber : public detail::TensorTargetLoss<Huber> {
 
 
 namespace etnn::loss {
+
+namespace detail {
+// The terms for targets t given as probabilities and as log-probabilities (x: log-probabilities).
+struct KlTarget {
+  template <class T>
+  ETNN_HD Term<T> operator()(T x, T t) const {
+    return {(t == T(0) ? T(0) : t * std::log(t)) - t * x, -t};
+  }
+};
+struct KlLogTarget {
+  template <class T>
+  ETNN_HD Term<T> operator()(T x, T t) const {
+    const T p = std::exp(t);
+    return {p * (t - x), -p};
+  }
+};
+}  // namespace detail
 
 // KLDivLoss's reduction: PyTorch's 'batchmean', 'mean' or 'sum'.
 enum class KLDivReduction { batchmean, mean, sum };
@@ -6523,21 +6556,15 @@ class KLDiv : public detail::TensorTargetLoss<KLDiv> {
  private:
   friend detail::TensorTargetLoss<KLDiv>;
 
-  template <class T, ShapeType S, ShapeType TS>
-  T compute(TensorView<const T, S, Cpu> log_probs, TensorView<const T, TS, Cpu> target, T* grad) const {
+  template <class Device, class T, ShapeType S, ShapeType TS>
+  T compute(Device device, TensorView<const T, S, Device> log_probs, TensorView<const T, TS, Device> target, T* grad) const {
     detail::check_targets(log_probs, target, "etnn::loss::KLDiv");
     const std::size_t count = options_.reduction == KLDivReduction::batchmean
                                   ? static_cast<std::size_t>(log_probs.batch())
                                   : log_probs.size();
     const T scale = options_.reduction == KLDivReduction::sum ? T(1) : T(1) / static_cast<T>(count);
-    if (options_.log_target)
-      return detail::elementwise(log_probs, target, grad, scale, [](T x, T t) {
-        const T p = std::exp(t);
-        return detail::Term<T>{p * (t - x), -p};
-      });
-    return detail::elementwise(log_probs, target, grad, scale, [](T x, T t) {
-      return detail::Term<T>{(t == T(0) ? T(0) : t * std::log(t)) - t * x, -t};
-    });
+    if (options_.log_target) return detail::elementwise(device, log_probs, target, grad, scale, detail::KlLogTarget{});
+    return detail::elementwise(device, log_probs, target, grad, scale, detail::KlTarget{});
   }
 
   Options options_;
@@ -6551,6 +6578,17 @@ class KLDiv : public detail::TensorTargetLoss<KLDiv> {
 
 
 namespace etnn::loss {
+
+namespace detail {
+// |y - t| and its derivative sign(y - t).
+struct AbsoluteError {
+  template <class T>
+  ETNN_HD Term<T> operator()(T y, T t) const {
+    const T d = y - t;
+    return {std::abs(d), sign(d)};
+  }
+};
+}  // namespace detail
 
 struct L1Options {
   Reduction reduction = Reduction::mean;
@@ -6567,14 +6605,11 @@ class L1 : public detail::TensorTargetLoss<L1> {
  private:
   friend detail::TensorTargetLoss<L1>;
 
-  template <class T, ShapeType S, ShapeType TS>
-  T compute(TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target, T* grad) const {
+  template <class Device, class T, ShapeType S, ShapeType TS>
+  T compute(Device device, TensorView<const T, S, Device> output, TensorView<const T, TS, Device> target, T* grad) const {
     detail::check_targets(output, target, "etnn::loss::L1");
-    return detail::elementwise(output, target, grad, detail::reduction_scale<T>(options_.reduction, output.size()),
-                               [](T y, T t) {
-                                 const T d = y - t;
-                                 return detail::Term<T>{std::abs(d), detail::sign(d)};
-                               });
+    return detail::elementwise(device, output, target, grad,
+                               detail::reduction_scale<T>(options_.reduction, output.size()), detail::AbsoluteError{});
   }
 
   Options options_;
@@ -6838,21 +6873,12 @@ class MSE : public detail::TensorTargetLoss<MSE> {
  private:
   friend detail::TensorTargetLoss<MSE>;
 
-  template <class T, ShapeType S, ShapeType TS>
-  T compute(TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target, T* grad) const {
+  template <class Device, class T, ShapeType S, ShapeType TS>
+  T compute(Device device, TensorView<const T, S, Device> output, TensorView<const T, TS, Device> target, T* grad) const {
     detail::check_targets(output, target, "etnn::loss::MSE");
-    return detail::elementwise(output, target, grad, detail::reduction_scale<T>(options_.reduction, output.size()),
-                               detail::SquaredError{});
-  }
-
-#if defined(__CUDACC__)
-  template <class T, ShapeType S, ShapeType TS>
-  T compute(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T, TS, Cuda> target, T* grad) const {
-    detail::check_targets(output, target, "etnn::loss::MSE");
-    return detail::elementwise(Cuda{}, output, target, grad,
+    return detail::elementwise(device, output, target, grad,
                                detail::reduction_scale<T>(options_.reduction, output.size()), detail::SquaredError{});
   }
-#endif
 
   Options options_;
 };
@@ -6962,14 +6988,14 @@ class MultiLabelSoftMargin : public detail::TensorTargetLoss<MultiLabelSoftMargi
   static constexpr const char* who = "etnn::loss::MultiLabelSoftMargin";
 
   template <class T, ShapeType S, ShapeType TS>
-  T compute(TensorView<const T, S, Cpu> logits, TensorView<const T, TS, Cpu> target, T* grad) const {
+  T compute(Cpu, TensorView<const T, S, Cpu> logits, TensorView<const T, TS, Cpu> target, T* grad) const {
     static_assert(check::class_scores<S>());
     detail::check_targets(logits, target, who);
     detail::check_binary_targets(target.flat(), T(0), T(1), who);
     constexpr auto classes = static_cast<std::size_t>(S::dims[0]);
     const T scale = detail::reduction_scale<T>(options_.reduction, static_cast<std::size_t>(logits.batch())) /
                     static_cast<T>(classes);
-    return detail::elementwise(logits, target, grad, scale,
+    return detail::elementwise(Cpu{}, logits, target, grad, scale,
                                [](T z, T t) { return detail::bce_with_logits_term(z, t, T(1)); });
   }
 
@@ -7045,6 +7071,19 @@ class NLL : public detail::LabelTargetLoss<NLL> {
 
 namespace etnn::loss {
 
+namespace detail {
+// SmoothL1's term with threshold beta: quadratic (divided by beta) within beta, linear beyond.
+template <class T>
+struct SmoothL1Term {
+  T beta;
+  ETNN_HD Term<T> operator()(T y, T t) const {
+    const T d = y - t;
+    const T a = std::abs(d);
+    return a < beta ? Term<T>{T(0.5) * d * d / beta, d / beta} : Term<T>{a - T(0.5) * beta, sign(d)};
+  }
+};
+}  // namespace detail
+
 struct SmoothL1Options {
   Reduction reduction = Reduction::mean;
   float beta = 1.0f;  // >= 0: where the quadratic part ends
@@ -7068,17 +7107,12 @@ class SmoothL1 : public detail::TensorTargetLoss<SmoothL1> {
     return options;
   }
 
-  template <class T, ShapeType S, ShapeType TS>
-  T compute(TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target, T* grad) const {
+  template <class Device, class T, ShapeType S, ShapeType TS>
+  T compute(Device device, TensorView<const T, S, Device> output, TensorView<const T, TS, Device> target, T* grad) const {
     detail::check_targets(output, target, "etnn::loss::SmoothL1");
-    const T beta = static_cast<T>(options_.beta);
-    return detail::elementwise(output, target, grad, detail::reduction_scale<T>(options_.reduction, output.size()),
-                               [beta](T y, T t) {
-                                 const T d = y - t;
-                                 const T a = std::abs(d);
-                                 return a < beta ? detail::Term<T>{T(0.5) * d * d / beta, d / beta}
-                                                 : detail::Term<T>{a - T(0.5) * beta, detail::sign(d)};
-                               });
+    return detail::elementwise(device, output, target, grad,
+                               detail::reduction_scale<T>(options_.reduction, output.size()),
+                               detail::SmoothL1Term<T>{static_cast<T>(options_.beta)});
   }
 
   Options options_;

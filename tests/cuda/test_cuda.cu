@@ -387,7 +387,7 @@ TEST_CASE("LeNet-5 trains on the device as on the CPU" * doctest::skip(!gpu())) 
   CHECK(max_relative_error(train(etnn::Cuda{}), train(etnn::Cpu{})) <= 1e-4);
 }
 
-TEST_CASE_TEMPLATE("losses on the device match the CPU: cross-entropy's kernel and the host bridge" *
+TEST_CASE_TEMPLATE("losses on the device match the CPU: cross-entropy's and the element-wise kernels, the host bridge" *
                        doctest::skip(!gpu()),
                    T, float, double) {
   constexpr int classes = 7;
@@ -416,24 +416,38 @@ TEST_CASE_TEMPLATE("losses on the device match the CPU: cross-entropy's kernel a
   etnn::loss::CrossEntropy ce;
   CHECK_THROWS_AS(ce.value_and_grad(etnn::Cuda{}, device, labels, static_cast<T*>(nullptr)), etnn::ShapeError);
   // A loss without a device kernel goes through the host: same value and gradient.
-  const auto target = random_values<T>(logits.size(), 11);
-  auto dtarget = to_device(target);
-  etnn::loss::Huber huber;
+  auto multi_hot = random_values<T>(logits.size(), 11);
+  for (auto& t : multi_hot) t = t > T(0) ? T(1) : T(0);
+  auto dmulti_hot = to_device(multi_hot);
+  etnn::loss::MultiLabelSoftMargin soft_margin;
   std::vector<T> grad(logits.size());
   etnn::Buffer<T, etnn::Cuda> dgrad(logits.size());
-  const T expected = huber.value_and_grad(etnn::Cpu{}, host, etnn::TensorView<const T, S>(target.data(), batch), grad.data());
-  const T got = huber.value_and_grad(etnn::Cuda{}, device, etnn::TensorView<const T, S, etnn::Cuda>(dtarget.data(), batch),
-                                     dgrad.data());
+  const T expected = soft_margin.value_and_grad(etnn::Cpu{}, host, etnn::TensorView<const T, S>(multi_hot.data(), batch),
+                                                grad.data());
+  const T got = soft_margin.value_and_grad(
+      etnn::Cuda{}, device, etnn::TensorView<const T, S, etnn::Cuda>(dmulti_hot.data(), batch), dgrad.data());
   CHECK(got == expected);
   CHECK(max_relative_error(to_host(dgrad), grad) == 0.0);
-  // MSE has a device kernel: its sum goes through block partials, so it matches to rounding.
-  etnn::loss::MSE mse;
-  const T mse_expected = mse.value_and_grad(etnn::Cpu{}, host, etnn::TensorView<const T, S>(target.data(), batch),
-                                            grad.data());
-  const T mse_got = mse.value_and_grad(etnn::Cuda{}, device,
+  // The element-wise losses run as one kernel: their sums go through block partials, so they
+  // match to rounding. KLDiv's targets are probabilities (log_target: any log-probabilities).
+  auto target = random_values<T>(logits.size(), 12);
+  for (auto& t : target) t = std::abs(t);
+  auto dtarget = to_device(target);
+  const auto check_kernel = [&](const auto& loss, const char* name) {
+    INFO(name);
+    const T want = loss.value_and_grad(etnn::Cpu{}, host, etnn::TensorView<const T, S>(target.data(), batch), grad.data());
+    const T have = loss.value_and_grad(etnn::Cuda{}, device,
                                        etnn::TensorView<const T, S, etnn::Cuda>(dtarget.data(), batch), dgrad.data());
-  CHECK(std::abs(static_cast<double>(mse_got - mse_expected)) <= tolerance<T> * std::abs(double(mse_expected)));
-  CHECK(max_relative_error(to_host(dgrad), grad) <= tolerance<T>);
+    CHECK(std::abs(static_cast<double>(have - want)) <= tolerance<T> * std::max(1.0, std::abs(double(want))));
+    CHECK(max_relative_error(to_host(dgrad), grad) <= tolerance<T>);
+  };
+  check_kernel(etnn::loss::MSE{}, "MSE");
+  check_kernel(etnn::loss::L1({.reduction = etnn::loss::Reduction::sum}), "L1");
+  check_kernel(etnn::loss::SmoothL1({.beta = 0.5f}), "SmoothL1");
+  check_kernel(etnn::loss::Huber({.delta = 0.7f}), "Huber");
+  check_kernel(etnn::loss::BCEWithLogits({.pos_weight = 2.0f}), "BCEWithLogits");
+  check_kernel(etnn::loss::KLDiv{}, "KLDiv");
+  check_kernel(etnn::loss::KLDiv({.log_target = true}), "KLDiv log_target");
 }
 
 namespace {

@@ -36,7 +36,7 @@ class BCE : public detail::TensorTargetLoss<BCE> {
   static constexpr const char* who = "etnn::loss::BCE";
 
   template <class T, ShapeType S, ShapeType TS>
-  T compute(TensorView<const T, S, Cpu> probs, TensorView<const T, TS, Cpu> target, T* grad) const {
+  T compute(Cpu, TensorView<const T, S, Cpu> probs, TensorView<const T, TS, Cpu> target, T* grad) const {
     detail::check_targets(probs, target, who);
     const std::span<const T> x = probs.flat();
     for (std::size_t i = 0; i < x.size(); ++i) {
@@ -44,7 +44,7 @@ class BCE : public detail::TensorTargetLoss<BCE> {
         throw Error(detail::message(who, "input element ", std::to_string(i), " is ", std::to_string(x[i]),
                                     "; BCE takes probabilities in [0, 1]; for logits use BCEWithLogits"));
     }
-    return detail::elementwise(probs, target, grad, detail::reduction_scale<T>(options_.reduction, probs.size()),
+    return detail::elementwise(Cpu{}, probs, target, grad, detail::reduction_scale<T>(options_.reduction, probs.size()),
                                [](T p, T t) {
                                  const T log_p = std::max(std::log(p), T(-100));
                                  const T log_q = std::max(std::log1p(-p), T(-100));

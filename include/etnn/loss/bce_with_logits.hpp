@@ -31,6 +31,11 @@ ETNN_HD Term<T> bce_with_logits_term(T z, T t, T pos_weight) {
   return {(positive ? (T(1) - t) * z : -pos_weight * t * z) + a * std::log1p(e),
           (positive ? (T(1) - t) - pos_weight * t * e : e * (T(1) - t) - pos_weight * t) / (T(1) + e)};
 }
+template <class T>
+struct BceWithLogitsTerm {
+  T pos_weight;
+  ETNN_HD Term<T> operator()(T z, T t) const { return bce_with_logits_term(z, t, pos_weight); }
+};
 }  // namespace detail
 
 struct BceWithLogitsOptions {
@@ -56,12 +61,12 @@ class BCEWithLogits : public detail::TensorTargetLoss<BCEWithLogits> {
     return options;
   }
 
-  template <class T, ShapeType S, ShapeType TS>
-  T compute(TensorView<const T, S, Cpu> logits, TensorView<const T, TS, Cpu> target, T* grad) const {
+  template <class Device, class T, ShapeType S, ShapeType TS>
+  T compute(Device device, TensorView<const T, S, Device> logits, TensorView<const T, TS, Device> target, T* grad) const {
     detail::check_targets(logits, target, "etnn::loss::BCEWithLogits");
-    const T pos_weight = static_cast<T>(options_.pos_weight);
-    return detail::elementwise(logits, target, grad, detail::reduction_scale<T>(options_.reduction, logits.size()),
-                               [pos_weight](T z, T t) { return detail::bce_with_logits_term(z, t, pos_weight); });
+    return detail::elementwise(device, logits, target, grad,
+                               detail::reduction_scale<T>(options_.reduction, logits.size()),
+                               detail::BceWithLogitsTerm<T>{static_cast<T>(options_.pos_weight)});
   }
 
   Options options_;

@@ -29,10 +29,10 @@ class Hinge : public detail::TensorTargetLoss<Hinge> {
   static constexpr const char* who = "etnn::loss::Hinge";
 
   template <class T, ShapeType S, ShapeType TS>
-  T compute(TensorView<const T, S, Cpu> scores, TensorView<const T, TS, Cpu> target, T* grad) const {
+  T compute(Cpu, TensorView<const T, S, Cpu> scores, TensorView<const T, TS, Cpu> target, T* grad) const {
     detail::check_targets(scores, target, who);
     detail::check_binary_targets(target.flat(), T(-1), T(1), who);
-    return detail::elementwise(scores, target, grad, detail::reduction_scale<T>(options_.reduction, scores.size()),
+    return detail::elementwise(Cpu{}, scores, target, grad, detail::reduction_scale<T>(options_.reduction, scores.size()),
                                [](T z, T y) {
                                  const T h = T(1) - y * z;
                                  return h > T(0) ? detail::Term<T>{h, -y} : detail::Term<T>{T(0), T(0)};

@@ -7,12 +7,26 @@
 #include <cmath>
 #include <string>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "../tensor/tensor.hpp"
 #include "reduction.hpp"
 #include "targets.hpp"
 
 namespace etnn::loss {
+
+namespace detail {
+// Huber's term with threshold delta: quadratic within delta of the target, linear beyond.
+template <class T>
+struct HuberTerm {
+  T delta;
+  ETNN_HD Term<T> operator()(T y, T t) const {
+    const T d = y - t;
+    const T a = std::abs(d);
+    return a < delta ? Term<T>{T(0.5) * d * d, d} : Term<T>{delta * (a - T(0.5) * delta), delta * sign(d)};
+  }
+};
+}  // namespace detail
 
 struct HuberOptions {
   Reduction reduction = Reduction::mean;
@@ -37,17 +51,12 @@ class Huber : public detail::TensorTargetLoss<Huber> {
     return options;
   }
 
-  template <class T, ShapeType S, ShapeType TS>
-  T compute(TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target, T* grad) const {
+  template <class Device, class T, ShapeType S, ShapeType TS>
+  T compute(Device device, TensorView<const T, S, Device> output, TensorView<const T, TS, Device> target, T* grad) const {
     detail::check_targets(output, target, "etnn::loss::Huber");
-    const T delta = static_cast<T>(options_.delta);
-    return detail::elementwise(output, target, grad, detail::reduction_scale<T>(options_.reduction, output.size()),
-                               [delta](T y, T t) {
-                                 const T d = y - t;
-                                 const T a = std::abs(d);
-                                 return a < delta ? detail::Term<T>{T(0.5) * d * d, d}
-                                                  : detail::Term<T>{delta * (a - T(0.5) * delta), delta * detail::sign(d)};
-                               });
+    return detail::elementwise(device, output, target, grad,
+                               detail::reduction_scale<T>(options_.reduction, output.size()),
+                               detail::HuberTerm<T>{static_cast<T>(options_.delta)});
   }
 
   Options options_;

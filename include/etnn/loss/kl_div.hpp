@@ -10,12 +10,30 @@
 #include <cmath>
 #include <cstddef>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "../tensor/tensor.hpp"
 #include "reduction.hpp"
 #include "targets.hpp"
 
 namespace etnn::loss {
+
+namespace detail {
+// The terms for targets t given as probabilities and as log-probabilities (x: log-probabilities).
+struct KlTarget {
+  template <class T>
+  ETNN_HD Term<T> operator()(T x, T t) const {
+    return {(t == T(0) ? T(0) : t * std::log(t)) - t * x, -t};
+  }
+};
+struct KlLogTarget {
+  template <class T>
+  ETNN_HD Term<T> operator()(T x, T t) const {
+    const T p = std::exp(t);
+    return {p * (t - x), -p};
+  }
+};
+}  // namespace detail
 
 // KLDivLoss's reduction: PyTorch's 'batchmean', 'mean' or 'sum'.
 enum class KLDivReduction { batchmean, mean, sum };
@@ -36,21 +54,15 @@ class KLDiv : public detail::TensorTargetLoss<KLDiv> {
  private:
   friend detail::TensorTargetLoss<KLDiv>;
 
-  template <class T, ShapeType S, ShapeType TS>
-  T compute(TensorView<const T, S, Cpu> log_probs, TensorView<const T, TS, Cpu> target, T* grad) const {
+  template <class Device, class T, ShapeType S, ShapeType TS>
+  T compute(Device device, TensorView<const T, S, Device> log_probs, TensorView<const T, TS, Device> target, T* grad) const {
     detail::check_targets(log_probs, target, "etnn::loss::KLDiv");
     const std::size_t count = options_.reduction == KLDivReduction::batchmean
                                   ? static_cast<std::size_t>(log_probs.batch())
                                   : log_probs.size();
     const T scale = options_.reduction == KLDivReduction::sum ? T(1) : T(1) / static_cast<T>(count);
-    if (options_.log_target)
-      return detail::elementwise(log_probs, target, grad, scale, [](T x, T t) {
-        const T p = std::exp(t);
-        return detail::Term<T>{p * (t - x), -p};
-      });
-    return detail::elementwise(log_probs, target, grad, scale, [](T x, T t) {
-      return detail::Term<T>{(t == T(0) ? T(0) : t * std::log(t)) - t * x, -t};
-    });
+    if (options_.log_target) return detail::elementwise(device, log_probs, target, grad, scale, detail::KlLogTarget{});
+    return detail::elementwise(device, log_probs, target, grad, scale, detail::KlTarget{});
   }
 
   Options options_;

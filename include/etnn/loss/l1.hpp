@@ -4,12 +4,24 @@
 //   dL/dy_i = r sign(y_i - t_i)         (0 where y_i = t_i, as PyTorch)
 #include <cmath>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "../tensor/tensor.hpp"
 #include "reduction.hpp"
 #include "targets.hpp"
 
 namespace etnn::loss {
+
+namespace detail {
+// |y - t| and its derivative sign(y - t).
+struct AbsoluteError {
+  template <class T>
+  ETNN_HD Term<T> operator()(T y, T t) const {
+    const T d = y - t;
+    return {std::abs(d), sign(d)};
+  }
+};
+}  // namespace detail
 
 struct L1Options {
   Reduction reduction = Reduction::mean;
@@ -26,14 +38,11 @@ class L1 : public detail::TensorTargetLoss<L1> {
  private:
   friend detail::TensorTargetLoss<L1>;
 
-  template <class T, ShapeType S, ShapeType TS>
-  T compute(TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target, T* grad) const {
+  template <class Device, class T, ShapeType S, ShapeType TS>
+  T compute(Device device, TensorView<const T, S, Device> output, TensorView<const T, TS, Device> target, T* grad) const {
     detail::check_targets(output, target, "etnn::loss::L1");
-    return detail::elementwise(output, target, grad, detail::reduction_scale<T>(options_.reduction, output.size()),
-                               [](T y, T t) {
-                                 const T d = y - t;
-                                 return detail::Term<T>{std::abs(d), detail::sign(d)};
-                               });
+    return detail::elementwise(device, output, target, grad,
+                               detail::reduction_scale<T>(options_.reduction, output.size()), detail::AbsoluteError{});
   }
 
   Options options_;

@@ -36,21 +36,12 @@ class MSE : public detail::TensorTargetLoss<MSE> {
  private:
   friend detail::TensorTargetLoss<MSE>;
 
-  template <class T, ShapeType S, ShapeType TS>
-  T compute(TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target, T* grad) const {
+  template <class Device, class T, ShapeType S, ShapeType TS>
+  T compute(Device device, TensorView<const T, S, Device> output, TensorView<const T, TS, Device> target, T* grad) const {
     detail::check_targets(output, target, "etnn::loss::MSE");
-    return detail::elementwise(output, target, grad, detail::reduction_scale<T>(options_.reduction, output.size()),
-                               detail::SquaredError{});
-  }
-
-#if defined(__CUDACC__)
-  template <class T, ShapeType S, ShapeType TS>
-  T compute(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T, TS, Cuda> target, T* grad) const {
-    detail::check_targets(output, target, "etnn::loss::MSE");
-    return detail::elementwise(Cuda{}, output, target, grad,
+    return detail::elementwise(device, output, target, grad,
                                detail::reduction_scale<T>(options_.reduction, output.size()), detail::SquaredError{});
   }
-#endif
 
   Options options_;
 };

@@ -35,14 +35,14 @@ class MultiLabelSoftMargin : public detail::TensorTargetLoss<MultiLabelSoftMargi
   static constexpr const char* who = "etnn::loss::MultiLabelSoftMargin";
 
   template <class T, ShapeType S, ShapeType TS>
-  T compute(TensorView<const T, S, Cpu> logits, TensorView<const T, TS, Cpu> target, T* grad) const {
+  T compute(Cpu, TensorView<const T, S, Cpu> logits, TensorView<const T, TS, Cpu> target, T* grad) const {
     static_assert(check::class_scores<S>());
     detail::check_targets(logits, target, who);
     detail::check_binary_targets(target.flat(), T(0), T(1), who);
     constexpr auto classes = static_cast<std::size_t>(S::dims[0]);
     const T scale = detail::reduction_scale<T>(options_.reduction, static_cast<std::size_t>(logits.batch())) /
                     static_cast<T>(classes);
-    return detail::elementwise(logits, target, grad, scale,
+    return detail::elementwise(Cpu{}, logits, target, grad, scale,
                                [](T z, T t) { return detail::bce_with_logits_term(z, t, T(1)); });
   }
 

@@ -113,7 +113,7 @@ T weighted_reduction_scale(Reduction reduction, std::span<const int> labels, con
 
 // -1, 0 or 1 (PyTorch's sign: 0 at 0).
 template <class T>
-T sign(T x) {
+ETNN_HD T sign(T x) {
   return static_cast<T>((x > T(0)) - (x < T(0)));
 }
 
@@ -125,9 +125,11 @@ struct Term {
 };
 
 // loss = scale sum_i f(y_i, t_i),  dL/dy_i = scale f'(y_i, t_i)   y, t: (B, S...)
-// term(y, t) returns {f, f'}; grad null: the value alone.
+// term(y, t) returns {f, f'}; grad null: the value alone. A term that is an ETNN_HD functor runs
+// on either device (the Cuda overload below).
 template <class T, ShapeType S, ShapeType TS, class F>
-T elementwise(TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target, T* grad, T scale, F term) {
+T elementwise(Cpu, TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target, T* grad, T scale,
+              F term) {
   const std::size_t n = output.size();
   const T* y = output.data();
   const T* t = target.data();
@@ -201,17 +203,18 @@ TensorView<const T, S, Cpu> host_copy(TensorView<const T, S, Cuda> target) {
 #endif
 
 // The public pair of a loss whose targets are a tensor of the output's shape (RealValues,
-// MultiHot), from its private `compute(output, target, grad)` (grad null: the value alone).
+// MultiHot), from its private `compute(device, output, target, grad)` (grad null: the value
+// alone), which a loss defines for Cpu, or for any device.
 template <class Loss>
 struct TensorTargetLoss {
   // Returns the loss; grad (the output's size) receives dL/doutput.
   template <class T, ShapeType S, ShapeType TS>
   T value_and_grad(Cpu, TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target, T* grad) const {
-    return static_cast<const Loss&>(*this).compute(output, target, grad);
+    return static_cast<const Loss&>(*this).compute(Cpu{}, output, target, grad);
   }
   template <class T, ShapeType S, ShapeType TS>
   T value(Cpu, TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target) const {
-    return static_cast<const Loss&>(*this).compute(output, target, static_cast<T*>(nullptr));
+    return static_cast<const Loss&>(*this).compute(Cpu{}, output, target, static_cast<T*>(nullptr));
   }
 #if defined(__CUDACC__)
   // On the device through the loss's own kernel (compute(Cuda, ...)) when it has one.
@@ -223,7 +226,7 @@ struct TensorTargetLoss {
     } else {
       const auto host_target = host_copy(target);
       return computed_on_host(output, grad, [&](TensorView<const T, S, Cpu> host_output, T* host_grad) {
-        return loss.compute(host_output, host_target, host_grad);
+        return loss.compute(Cpu{}, host_output, host_target, host_grad);
       });
     }
   }

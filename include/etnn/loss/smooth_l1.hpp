@@ -7,12 +7,26 @@
 #include <cmath>
 #include <string>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "../tensor/tensor.hpp"
 #include "reduction.hpp"
 #include "targets.hpp"
 
 namespace etnn::loss {
+
+namespace detail {
+// SmoothL1's term with threshold beta: quadratic (divided by beta) within beta, linear beyond.
+template <class T>
+struct SmoothL1Term {
+  T beta;
+  ETNN_HD Term<T> operator()(T y, T t) const {
+    const T d = y - t;
+    const T a = std::abs(d);
+    return a < beta ? Term<T>{T(0.5) * d * d / beta, d / beta} : Term<T>{a - T(0.5) * beta, sign(d)};
+  }
+};
+}  // namespace detail
 
 struct SmoothL1Options {
   Reduction reduction = Reduction::mean;
@@ -37,17 +51,12 @@ class SmoothL1 : public detail::TensorTargetLoss<SmoothL1> {
     return options;
   }
 
-  template <class T, ShapeType S, ShapeType TS>
-  T compute(TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target, T* grad) const {
+  template <class Device, class T, ShapeType S, ShapeType TS>
+  T compute(Device device, TensorView<const T, S, Device> output, TensorView<const T, TS, Device> target, T* grad) const {
     detail::check_targets(output, target, "etnn::loss::SmoothL1");
-    const T beta = static_cast<T>(options_.beta);
-    return detail::elementwise(output, target, grad, detail::reduction_scale<T>(options_.reduction, output.size()),
-                               [beta](T y, T t) {
-                                 const T d = y - t;
-                                 const T a = std::abs(d);
-                                 return a < beta ? detail::Term<T>{T(0.5) * d * d / beta, d / beta}
-                                                 : detail::Term<T>{a - T(0.5) * beta, detail::sign(d)};
-                               });
+    return detail::elementwise(device, output, target, grad,
+                               detail::reduction_scale<T>(options_.reduction, output.size()),
+                               detail::SmoothL1Term<T>{static_cast<T>(options_.beta)});
   }
 
   Options options_;

@@ -12,8 +12,9 @@
 # runs etnn, LibTorch and PyTorch one after the other for S seconds each (default 3 rounds of 2 s;
 # --quick: 1 round of 0.5 s and only mnist_mlp's compile time). Then it times g++ -O2 -c on each
 # example and on the single-header smoke program, and prints markdown tables of the medians, also
-# written to docs/benchmarks.md with the chart docs/benchmarks.png (scripts/plot_compare.py; another
-# preset to docs/benchmarks-PRESET.*, --quick to build/PRESET/compare/ instead).
+# written to docs/benchmarks.md with the chart docs/benchmarks.png and into README.md's tables
+# (scripts/plot_compare.py; another preset to docs/benchmarks-PRESET.* only, --quick to
+# build/PRESET/compare/ instead).
 # A missing LibTorch (libtorch-dev) or PyTorch (python3-torch) is skipped with a message.
 # JOBS (default 2) sets the build's parallelism. About 9 minutes on a 2-core machine once built
 # (quick: 2), plus the first build's few minutes.
@@ -114,6 +115,8 @@ out=docs/benchmarks  # README's; another preset's beside it; the quick version's
 [ "$preset" = native ] || out+=-$preset
 [ $quick = 1 ] && out=$work/benchmarks
 mkdir -p "$(dirname "$out")"
+readme=()  # the default preset's full run also rewrites README's tables
+[ "$preset" = native ] && [ $quick = 0 ] && readme=(--readme README.md)
 "$python" scripts/plot_compare.py "$results" --preset "$preset" --rounds "$rounds" --seconds "$seconds" \
-  --markdown "$out.md" --png "$out.png"
+  --markdown "$out.md" --png "$out.png" "${readme[@]}"
 echo "compare.sh: $(($(date +%s) - start)) s in all; raw results in $results" >&2

@@ -11,6 +11,7 @@ RESULTS holds one record a line, `KIND key=value ...` (values may be double-quot
 Medians over the rounds are printed as markdown (and written to --markdown), the chart to --png.
 """
 import argparse
+import sys
 import collections
 import shlex
 import statistics
@@ -178,6 +179,23 @@ def chart(summary, target, preset):
     figure.savefig(target, dpi=100)
 
 
+README_BEGIN = "<!-- compare.sh: begin -->"
+README_END = "<!-- compare.sh: end -->"
+
+
+def splice_into_readme(path, text):
+    """Replaces what lies between README's markers with the tables (compile times left out)."""
+    with open(path) as f:
+        readme = f.read()
+    begin, end = readme.find(README_BEGIN), readme.find(README_END)
+    if begin < 0 or end < begin:
+        sys.exit(f"plot_compare.py: {path} has no {README_BEGIN} ... {README_END} block")
+    block = text.split("\nCompile time,")[0].rstrip("\n")
+    readme = readme[: begin + len(README_BEGIN)] + "\n" + block + "\n" + readme[end:]
+    with open(path, "w") as f:
+        f.write(readme)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("results")
@@ -186,6 +204,7 @@ def main():
     parser.add_argument("--preset", default="release")
     parser.add_argument("--rounds", default="?")
     parser.add_argument("--seconds", default="?")
+    parser.add_argument("--readme", help="also replace the tables between README's compare.sh markers")
     args = parser.parse_args()
     summary = summarize(parse(args.results))
     text = tables(args, summary)
@@ -194,6 +213,9 @@ def main():
         with open(args.markdown, "w") as f:
             f.write(text)
         print(f"wrote {args.markdown}")
+    if args.readme:
+        splice_into_readme(args.readme, text)
+        print(f"updated {args.readme}")
     if args.png:
         chart(summary, args.png, args.preset)
         print(f"wrote {args.png}")

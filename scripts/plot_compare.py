@@ -60,12 +60,15 @@ def summarize(records):
     gflops = collections.defaultdict(list)  # etnn's, same key
     rss = collections.defaultdict(list)  # (library, model, batch) -> peak RSS MiB, all thread counts
     gemm = collections.defaultdict(list)  # threads -> GFLOP/s
+    adjacent = collections.defaultdict(lambda: {"gemm": [], "wide": None})  # round -> around etnn's wide/256/2
     compile_times, machine = [], {}
     for kind, r in records:
         if kind == "machine":
             machine.update(r)
         elif kind == "compile":
             compile_times.append((r["source"], float(r["seconds"])))
+        elif kind == "result" and r["library"] == "eigen-gemm" and "adjacent" in r:
+            adjacent[r["round"]]["gemm"].append(float(r["gflops"]))
         elif kind == "result" and r["library"] == "eigen-gemm":
             gemm[int(r["threads"])].append(float(r["gflops"]))
             machine["gemm_n"] = r["n"]
@@ -75,6 +78,11 @@ def summarize(records):
             if "gflops" in r:
                 gflops[key].append(float(r["gflops"]))
             rss[key[:3]].append(float(r["peak_rss_mb"]))
+            if "round" in r:
+                adjacent[r["round"]]["wide"] = float(r["gflops"])
+    # wide/256 on 2 threads over the mean GEMM rate measured just before and after it, per round.
+    shares = [a["wide"] / statistics.mean(a["gemm"]) for a in adjacent.values() if a["wide"] and a["gemm"]]
+    machine["wide_share"] = median(shares)
     return ({k: median(v) for k, v in samples.items()}, {k: median(v) for k, v in gflops.items()},
             {k: median(v) for k, v in rss.items()}, {k: median(v) for k, v in gemm.items()}, compile_times, machine)
 
@@ -125,12 +133,11 @@ def tables(args, summary):
             row += [number(g), number(ratio(g, gemm.get(t)) and 100 * ratio(g, gemm.get(t)), "{:.0f}%")]
         row += [number(rss.get((lib, model, batch)), "{:.0f}") for lib, _ in LIBRARIES]
         out.append("| " + " | ".join(row) + " |")
-    wide = gflops.get(("etnn", "wide", 256, 2))
-    share = ratio(wide, gemm.get(2))
+    share = machine.get("wide_share")
     if share is not None:
         verdict = "met" if share >= WIDE_GEMM_TARGET else "not met"
-        out += ["", f"wide/256 on 2 threads: {100 * share:.0f}% of the 2-thread GEMM rate "
-                f"(target >= {100 * WIDE_GEMM_TARGET:.0f}%: {verdict})."]
+        out += ["", f"wide/256 on 2 threads: {100 * share:.0f}% of the 2-thread GEMM rate measured just before and "
+                f"after it (median over rounds; target >= {100 * WIDE_GEMM_TARGET:.0f}%: {verdict})."]
 
     if compile_times:
         out += ["", "Compile time, `g++ -std=c++20 -O2 -fopenmp -c` (no ccache; mnist_mlp without MPI):", "",

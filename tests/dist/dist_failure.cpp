@@ -2,6 +2,7 @@
 // (expect_failure.sh checks the exit, the time it took and the message):
 //   kill      rank 1 kills itself with SIGKILL during training
 //   stall     rank 1 stops taking part; rank 0's allreduce times out (ETNN_DIST_TIMEOUT)
+//   stall-large  the same with a buffer large enough for the shared-memory sum
 //   mismatch  rank 1 reduces one element more than rank 0 (caught with ETNN_DIST_DEBUG=1)
 //   abort     rank 1 meets an ordinary error (a bad label) and ends the job with world.abort()
 #include <algorithm>
@@ -22,19 +23,20 @@ int main(int argc, char** argv) {
   const std::string_view mode = argc > 1 ? argv[1] : "";
   try {
     if (mode == "kill") {
-      etnn::Model<decltype(nn::input<64> >> nn::linear<64> >> nn::relu >> nn::linear<10>)> model(0);
+      // 50k parameters: gradients large enough to be summed through shared memory.
+      etnn::Model<decltype(nn::input<784> >> nn::linear<64> >> nn::relu >> nn::linear<10>)> model(0);
       etnn::loss::CrossEntropy loss;
       etnn::optim::SGD opt(model, {.lr = 0.01f}, world);
       etnn::Trainer trainer(model, loss, opt);
-      etnn::Tensor<float, etnn::Shape<64>> x(16);
+      etnn::Tensor<float, etnn::Shape<784>> x(16);
       std::fill(x.data(), x.data() + x.size(), 0.5f);
       const std::vector<int> y(16, 1);
       for (int step = 0; step < 1000000; ++step) {
         if (step == 5 && world.rank() == 1) std::raise(SIGKILL);
         trainer.step(x, y);
       }
-    } else if (mode == "stall") {
-      std::vector<float> g(10, 1.0f);
+    } else if (mode == "stall" || mode == "stall-large") {
+      std::vector<float> g(mode == "stall" ? 10 : 1 << 20, 1.0f);
       if (world.rank() == 1) std::this_thread::sleep_for(std::chrono::seconds(60));
       world.allreduce_sum(g.data(), g.size());
     } else if (mode == "abort") {

@@ -130,6 +130,24 @@ TEST_CASE("collectives: broadcast, allreduce, barrier, point to point") {
   CHECK(world().local_rank() < world().local_size());
 }
 
+TEST_CASE_TEMPLATE("large sums (through shared memory on one machine) are exact across chunks and shares", T, float,
+                   double) {
+  // Past several 2 MiB chunks, with an odd tail: every element checked, every rank the same bits.
+  const std::size_t slot_values = etnn::dist::detail::SharedMemorySum::slot_bytes / sizeof(T);
+  const int rank = world().rank(), size = world().size();
+  for (const std::size_t n : {std::size_t{20000}, 3 * slot_values + 17}) {
+    std::vector<T> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<T>(i % 1000) + static_cast<T>(rank) * T(0.5);
+    world().allreduce_sum(v.data(), n);
+    const T ranks_half = static_cast<T>(size * (size - 1)) * T(0.25);
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < n; ++i)
+      wrong += v[i] != static_cast<T>(size) * static_cast<T>(i % 1000) + ranks_half ? 1 : 0;
+    CHECK(wrong == 0);
+    CHECK(identical_across_ranks(v.data(), n));
+  }
+}
+
 TEST_CASE("N ranks with batch b train exactly like one process with batch N*b (float)") {
   const double difference = distributed_vs_single<Mlp784, float>(8, 20, 1, {});
   MESSAGE("mlp784 float, ", world().size(), " ranks: max relative parameter difference ", difference);

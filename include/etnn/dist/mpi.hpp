@@ -29,12 +29,15 @@
 
 #include "../core/device.hpp"
 #include "../core/error.hpp"
+#include "shared_memory_sum.hpp"
 
 namespace etnn::dist {
 
 struct MpiOptions {
   double timeout_seconds = 300;  // longest wait for one collective before the job is ended
   bool debug = false;            // check element counts across ranks before each collective
+  bool shared_memory = true;     // sum large float/double buffers through shared memory when every
+                                 // rank is on one machine (dist/shared_memory_sum.hpp)
 };
 
 namespace detail {
@@ -79,11 +82,13 @@ class Mpi {
   // exception, ends the whole job instead: the other ranks may be blocked in a collective.
   ~Mpi() {
     if (failed_ || std::uncaught_exceptions() > 0) abort("an error ended this rank");
+    shared_.release();
     if (local_ != MPI_COMM_NULL) MPI_Comm_free(&local_);
     if (owns_mpi_) MPI_Finalize();
   }
 
-  // MpiOptions from ETNN_DIST_TIMEOUT (seconds, > 0) and ETNN_DIST_DEBUG=1.
+  // MpiOptions from ETNN_DIST_TIMEOUT (seconds, > 0), ETNN_DIST_DEBUG=1 and
+  // ETNN_DIST_SHARED_MEMORY=0 (MPI's own allreduce even on one machine).
   static MpiOptions from_environment() {
     MpiOptions o;
     if (const char* t = std::getenv("ETNN_DIST_TIMEOUT")) {
@@ -94,6 +99,7 @@ class Mpi {
                         "' is not a positive number of seconds");
     }
     o.debug = detail::env_flag("ETNN_DIST_DEBUG");
+    if (const char* s = std::getenv("ETNN_DIST_SHARED_MEMORY")) o.shared_memory = s[0] != '0';
     return o;
   }
 
@@ -120,9 +126,21 @@ class Mpi {
     wait(p);
   }
 
-  // data = sum over ranks of data, started now; finish with poll() or wait().
+  // data = sum over ranks of data, started now; finish with poll() or wait(). Large float and
+  // double buffers on one machine are summed through shared memory, complete on return.
   template <class T>
   Pending start_allreduce_sum(T* data, std::size_t n) {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (shared_.takes(n * sizeof(T))) {
+        Pending p = start("allreduce (shared memory)", n);
+        shared_.sum(data, n, [&] {
+          Pending step{MPI_REQUEST_NULL, p.operation, n};
+          check(MPI_Ibarrier(local_, &step.request), p.operation);
+          wait(step);
+        });
+        return p;
+      }
+    }
     Pending p = start("MPI_Iallreduce", n);
     check(MPI_Iallreduce(MPI_IN_PLACE, data, count_of(n, p.operation), detail::mpi_type<T>(), MPI_SUM, comm(),
                          &p.request),
@@ -204,6 +222,7 @@ class Mpi {
       abort("MPI_Comm_split_type failed while setting up etnn::dist::Mpi");
     MPI_Comm_rank(local_, &local_rank_);
     MPI_Comm_size(local_, &local_size_);
+    if (options_.shared_memory && local_size_ == size_ && size_ > 1) shared_.create(local_);
   }
 
   // A Pending for `operation`; in debug mode, first checks (with the usual deadline) that every
@@ -250,6 +269,7 @@ class Mpi {
   MPI_Comm local_ = MPI_COMM_NULL;
   int local_rank_ = 0;
   int local_size_ = 1;
+  detail::SharedMemorySum shared_;
 };
 
 }  // namespace etnn::dist

@@ -68,7 +68,8 @@ def summarize(records):
         elif kind == "compile":
             compile_times.append((r["source"], float(r["seconds"])))
         elif kind == "result" and r["library"] == "eigen-gemm" and "adjacent" in r:
-            adjacent[r["round"]]["gemm"].append(float(r["gflops"]))
+            if r["threads"] == "2":
+                adjacent[r["round"]]["gemm"].append(float(r["gflops"]))
         elif kind == "result" and r["library"] == "eigen-gemm":
             gemm[int(r["threads"])].append(float(r["gflops"]))
             machine["gemm_n"] = r["n"]
@@ -83,6 +84,7 @@ def summarize(records):
     # wide/256 on 2 threads over the mean GEMM rate measured just before and after it, per round.
     shares = [a["wide"] / statistics.mean(a["gemm"]) for a in adjacent.values() if a["wide"] and a["gemm"]]
     machine["wide_share"] = median(shares)
+    machine["wide_shares"] = shares
     return ({k: median(v) for k, v in samples.items()}, {k: median(v) for k, v in gflops.items()},
             {k: median(v) for k, v in rss.items()}, {k: median(v) for k, v in gemm.items()}, compile_times, machine)
 
@@ -136,8 +138,9 @@ def tables(args, summary):
     share = machine.get("wide_share")
     if share is not None:
         verdict = "met" if share >= WIDE_GEMM_TARGET else "not met"
+        rounds = ", ".join(f"{100 * x:.0f}%" for x in machine["wide_shares"])
         out += ["", f"wide/256 on 2 threads: {100 * share:.0f}% of the 2-thread GEMM rate measured just before and "
-                f"after it (median over rounds; target >= {100 * WIDE_GEMM_TARGET:.0f}%: {verdict})."]
+                f"after it (median of the rounds' {rounds}; target >= {100 * WIDE_GEMM_TARGET:.0f}%: {verdict})."]
 
     if compile_times:
         out += ["", "Compile time, `g++ -std=c++20 -O2 -fopenmp -c` (no ccache; mnist_mlp without MPI):", "",

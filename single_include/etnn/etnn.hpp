@@ -5862,7 +5862,71 @@ T elementwise(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T, TS,
 }
 #endif
 
+// A loss on class indices whose rows are independent (CrossEntropy, NLL), on the host:
+// scale * sum_b row(x_b, C, y_b, weight, g_b, scale) in row order, where row also writes
+// scale * dl_b/dx_b into g_b when grad is not null. Labels and weights are checked by the caller.
+template <class T, class Row>
+T label_rows(const T* x, int batch, int classes, std::span<const int> labels, const float* weight, T* grad, T scale,
+             Row row) {
+  T total = 0;
+  for (int b = 0; b < batch; ++b) {
+    const std::size_t at = static_cast<std::size_t>(b) * classes;
+    total += row(x + at, classes, labels[static_cast<std::size_t>(b)], weight, grad != nullptr ? grad + at : nullptr,
+                 scale);
+  }
+  return total * scale;
+}
+
 #if defined(__CUDACC__)
+// One thread per row b of a (B, C) output with class indices: row_loss[b] = row(x_b, C, y_b,
+// weight, g_b, scale), where row also writes scale * dl_b/dx_b into g_b when g_b is not null.
+template <class T, class Row>
+__global__ void label_rows_kernel(const T* x, int batch, int classes, const int* labels, const float* weight,
+                                  T* grad, T scale, Row row, double* row_loss) {
+  const int b = blockIdx.x * blockDim.x + threadIdx.x;
+  if (b >= batch) return;
+  const std::size_t at = static_cast<std::size_t>(b) * classes;
+  row_loss[b] = static_cast<double>(row(x + at, classes, labels[b], weight, grad != nullptr ? grad + at : nullptr,
+                                        scale));
+}
+
+// The same on the device: the labels and class weights (checked on the host) are copied over, one
+// kernel computes every row, and the row losses come back and are summed in T in row order, as
+// label_rows sums them. Row losses
+// travel as double, which holds a float or a double exactly. Its buffers grow to the largest batch.
+class DeviceLabelRows {
+ public:
+  // scale * sum_b row_b.
+  template <class T, class Row>
+  T run(const T* x, int batch, int classes, std::span<const int> labels, const float* weight, T* grad, T scale,
+        Row row, const char* who) {
+    labels_.reserve_discard(labels.size());
+    copy_from_host(Cuda{}, labels_.data(), labels.data(), labels.size());
+    if (weight != nullptr) {
+      weight_.reserve_discard(static_cast<std::size_t>(classes));
+      copy_from_host(Cuda{}, weight_.data(), weight, static_cast<std::size_t>(classes));
+    }
+    row_loss_.reserve_discard(static_cast<std::size_t>(batch));
+    if (batch > 0) {
+      label_rows_kernel<<<(batch + 127) / 128, 128, 0, cuda::stream()>>>(
+          x, batch, classes, labels_.data(), weight != nullptr ? weight_.data() : nullptr, grad, scale, row,
+          row_loss_.data());
+      cuda::check_launch(who);
+    }
+    host_row_loss_.resize(static_cast<std::size_t>(batch));
+    copy_to_host(Cuda{}, host_row_loss_.data(), row_loss_.data(), host_row_loss_.size());
+    T total = 0;
+    for (double l : host_row_loss_) total += static_cast<T>(l);
+    return total * scale;
+  }
+
+ private:
+  Buffer<int, Cuda> labels_;
+  Buffer<float, Cuda> weight_;
+  Buffer<double, Cuda> row_loss_;
+  std::vector<double> host_row_loss_;
+};
+
 // A loss without a device kernel, on a device model: the outputs (and targets) are copied to the
 // host, the loss and its gradient computed there, and the gradient copied back. Correct for every
 // loss; it costs two copies of the output per step, which a device kernel (CrossEntropy's) avoids.
@@ -6260,8 +6324,6 @@ class CenterLoss : public detail::ParameterMatrix<CenterLoss<Embedding, Classes,
 // logsumexp is shifted by the row maximum m and -log p_bc computed as (m - z_bc) + log sum_j exp(z_bj - m),
 // so any finite logits are safe and large ones lose no precision to cancellation.
 
-#if defined(__CUDACC__)
-#endif
 
 namespace etnn::loss {
 
@@ -6297,18 +6359,14 @@ ETNN_HD T cross_entropy_row(const T* z, int classes, int label, const float* wei
   }
   return loss;
 }
-#if defined(__CUDACC__)
-// One thread per row: row_loss[b] = l_b, grad row b = scale dl_b/dz_b.
+// cross_entropy_row as the row functor of both devices' loops.
 template <class T>
-__global__ void cross_entropy_kernel(const T* logits, int batch, int classes, const int* labels, const float* weight,
-                                     T weight_sum, T smoothing, T* grad, T scale, double* row_loss) {
-  const int b = blockIdx.x * blockDim.x + threadIdx.x;
-  if (b >= batch) return;
-  const std::size_t row = static_cast<std::size_t>(b) * classes;
-  row_loss[b] = static_cast<double>(cross_entropy_row(logits + row, classes, labels[b], weight, weight_sum, smoothing,
-                                                      grad != nullptr ? grad + row : nullptr, scale));
-}
-#endif
+struct CrossEntropyRow {
+  T weight_sum, smoothing;
+  ETNN_HD T operator()(const T* z, int classes, int label, const float* weight, T* g, T scale) const {
+    return cross_entropy_row(z, classes, label, weight, weight_sum, smoothing, g, scale);
+  }
+};
 }  // namespace detail
 
 struct CrossEntropyOptions {
@@ -6360,48 +6418,21 @@ class CrossEntropy : public detail::LabelTargetLoss<CrossEntropy> {
     constexpr int classes = S::dims[0];
     const int batch = logits.batch();
     const auto [weight, weight_sum, scale, smoothing] = prepare<T>(labels, batch, classes);
-    T total = 0;
-    for (int b = 0; b < batch; ++b) {
-      T* g = grad != nullptr ? grad + static_cast<std::size_t>(b) * classes : nullptr;
-      total += detail::cross_entropy_row(logits.sample(b), classes, labels[static_cast<std::size_t>(b)], weight,
-                                         weight_sum, smoothing, g, scale);
-    }
-    return total * scale;
+    return detail::label_rows(logits.data(), batch, classes, labels, weight, grad, scale,
+                              detail::CrossEntropyRow<T>{weight_sum, smoothing});
   }
 
 #if defined(__CUDACC__)
-  // On the device: labels and weights are copied over, one kernel computes every row's loss and
-  // gradient, and the row losses are summed on the host in order (B values).
   template <class T, ShapeType S>
   T compute(Cuda, TensorView<const T, S, Cuda> logits, std::span<const int> labels, T* grad) const {
     static_assert(check::class_scores<S>());
     constexpr int classes = S::dims[0];
     const int batch = logits.batch();
     const auto [weight, weight_sum, scale, smoothing] = prepare<T>(labels, batch, classes);
-    device_labels_.reserve_discard(labels.size());
-    copy_from_host(Cuda{}, device_labels_.data(), labels.data(), labels.size());
-    if (weight != nullptr) {
-      device_weight_.reserve_discard(classes);
-      copy_from_host(Cuda{}, device_weight_.data(), weight, classes);
-    }
-    row_loss_.reserve_discard(static_cast<std::size_t>(batch));
-    detail::cross_entropy_kernel<<<(batch + 127) / 128, 128, 0, cuda::stream()>>>(
-        logits.data(), batch, classes, device_labels_.data(), weight != nullptr ? device_weight_.data() : nullptr,
-        weight_sum, smoothing, grad, scale, row_loss_.data());
-    cuda::check_launch("etnn::loss::CrossEntropy");
-    host_row_loss_.resize(static_cast<std::size_t>(batch));
-    copy_to_host(Cuda{}, host_row_loss_.data(), row_loss_.data(), host_row_loss_.size());
-    T total = 0;
-    for (double l : host_row_loss_) total += static_cast<T>(l);
-    return total * scale;
+    return device_.run(logits.data(), batch, classes, labels, weight, grad, scale,
+                       detail::CrossEntropyRow<T>{weight_sum, smoothing}, who);
   }
-
-  // Device scratch, grown to the largest batch. Row losses travel as double, which holds a float or
-  // a double exactly, and are summed in T in row order, as the CPU sums them.
-  mutable Buffer<int, Cuda> device_labels_;
-  mutable Buffer<float, Cuda> device_weight_;
-  mutable Buffer<double, Cuda> row_loss_;
-  mutable std::vector<double> host_row_loss_;
+  mutable detail::DeviceLabelRows device_;
 #endif
 
   Options options_;
@@ -7013,6 +7044,19 @@ class MultiLabelSoftMargin : public detail::TensorTargetLoss<MultiLabelSoftMargi
 
 namespace etnn::loss {
 
+namespace detail {
+// One row: l = -w[y] x_y; g_j = -scale w[y] [j = y].
+struct NllRow {
+  template <class T>
+  ETNN_HD T operator()(const T* x, int classes, int y, const float* weight, T* g, T scale) const {
+    const T w = class_weight<T>(weight, y);
+    if (g != nullptr)
+      for (int j = 0; j < classes; ++j) g[j] = j == y ? -w * scale : T(0);
+    return -w * x[y];
+  }
+};
+}  // namespace detail
+
 struct NllOptions {
   Reduction reduction = Reduction::mean;
   std::vector<float> weight{};  // C class weights (PyTorch's `weight`), or empty for all ones
@@ -7035,27 +7079,33 @@ class NLL : public detail::LabelTargetLoss<NLL> {
     return options;
   }
 
-  template <class T, ShapeType S>
-  T compute(TensorView<const T, S, Cpu> log_probs, std::span<const int> labels, T* grad) const {
-    static_assert(check::class_scores<S>());
-    constexpr int classes = S::dims[0];
-    const int batch = log_probs.batch();
+  // Checks; the class weights (or null) and the reduction's scale.
+  template <class T>
+  std::pair<const float*, T> prepare(std::span<const int> labels, int batch, int classes) const {
     detail::check_labels(labels, batch, classes, who);
     detail::check_weight_count(options_.weight, classes, who);
     const float* weight = detail::weights_or_null(options_.weight);
-    const T scale = detail::weighted_reduction_scale<T>(options_.reduction, labels, weight);
-    T total = 0;
-    for (int b = 0; b < batch; ++b) {
-      const int y = labels[static_cast<std::size_t>(b)];
-      const T w = detail::class_weight<T>(weight, y);
-      total -= w * log_probs.sample(b)[y];
-      if (grad != nullptr) {
-        T* g = grad + static_cast<std::size_t>(b) * classes;
-        for (int j = 0; j < classes; ++j) g[j] = j == y ? -w * scale : T(0);
-      }
-    }
-    return total * scale;
+    return {weight, detail::weighted_reduction_scale<T>(options_.reduction, labels, weight)};
   }
+
+  template <class T, ShapeType S>
+  T compute(TensorView<const T, S, Cpu> log_probs, std::span<const int> labels, T* grad) const {
+    static_assert(check::class_scores<S>());
+    const auto [weight, scale] = prepare<T>(labels, log_probs.batch(), S::dims[0]);
+    return detail::label_rows(log_probs.data(), log_probs.batch(), S::dims[0], labels, weight, grad, scale,
+                              detail::NllRow{});
+  }
+
+#if defined(__CUDACC__)
+  template <class T, ShapeType S>
+  T compute(Cuda, TensorView<const T, S, Cuda> log_probs, std::span<const int> labels, T* grad) const {
+    static_assert(check::class_scores<S>());
+    const auto [weight, scale] = prepare<T>(labels, log_probs.batch(), S::dims[0]);
+    return device_.run(log_probs.data(), log_probs.batch(), S::dims[0], labels, weight, grad, scale,
+                       detail::NllRow{}, who);
+  }
+  mutable detail::DeviceLabelRows device_;
+#endif
 
   Options options_;
 };

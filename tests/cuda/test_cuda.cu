@@ -387,7 +387,7 @@ TEST_CASE("LeNet-5 trains on the device as on the CPU" * doctest::skip(!gpu())) 
   CHECK(max_relative_error(train(etnn::Cuda{}), train(etnn::Cpu{})) <= 1e-4);
 }
 
-TEST_CASE_TEMPLATE("losses on the device match the CPU: cross-entropy's and the element-wise kernels, the host bridge" *
+TEST_CASE_TEMPLATE("losses on the device match the CPU: cross-entropy, NLL, the element-wise kernels, the host bridge" *
                        doctest::skip(!gpu()),
                    T, float, double) {
   constexpr int classes = 7;
@@ -399,18 +399,20 @@ TEST_CASE_TEMPLATE("losses on the device match the CPU: cross-entropy's and the 
   auto dlogits = to_device(logits);
   etnn::TensorView<const T, S> host(logits.data(), batch);
   etnn::TensorView<const T, S, etnn::Cuda> device(dlogits.data(), batch);
-  for (const auto& options : {etnn::loss::CrossEntropyOptions{},
-                              etnn::loss::CrossEntropyOptions{.reduction = etnn::loss::Reduction::sum,
-                                                              .label_smoothing = 0.1f,
-                                                              .weight = {1, 2, 0.5f, 1, 1, 3, 0.25f}}}) {
-    etnn::loss::CrossEntropy ce(options);
+  const auto check_rows = [&](const auto& loss) {
     std::vector<T> grad(logits.size());
     etnn::Buffer<T, etnn::Cuda> dgrad(logits.size());
-    const T expected = ce.value_and_grad(etnn::Cpu{}, host, labels, grad.data());
-    const T got = ce.value_and_grad(etnn::Cuda{}, device, labels, dgrad.data());
+    const T expected = loss.value_and_grad(etnn::Cpu{}, host, labels, grad.data());
+    const T got = loss.value_and_grad(etnn::Cuda{}, device, labels, dgrad.data());
     CHECK(std::abs(static_cast<double>(got - expected)) <= tolerance<T> * std::max(1.0, std::abs(double(expected))));
     CHECK(max_relative_error(to_host(dgrad), grad) <= tolerance<T>);
-  }
+  };
+  const std::vector<float> class_weights = {1, 2, 0.5f, 1, 1, 3, 0.25f};
+  check_rows(etnn::loss::CrossEntropy{});
+  check_rows(etnn::loss::CrossEntropy(
+      {.reduction = etnn::loss::Reduction::sum, .label_smoothing = 0.1f, .weight = class_weights}));
+  check_rows(etnn::loss::NLL{});
+  check_rows(etnn::loss::NLL({.weight = class_weights}));
   // A label out of range is caught on the host before anything runs on the device.
   labels[3] = classes;
   etnn::loss::CrossEntropy ce;

@@ -24,10 +24,6 @@
 #include "../tensor/tensor.hpp"
 #include "reduction.hpp"
 #include "targets.hpp"
-#if defined(__CUDACC__)
-#include "../cuda/memory.hpp"
-#include "../tensor/buffer.hpp"
-#endif
 
 namespace etnn::loss {
 
@@ -63,18 +59,14 @@ ETNN_HD T cross_entropy_row(const T* z, int classes, int label, const float* wei
   }
   return loss;
 }
-#if defined(__CUDACC__)
-// One thread per row: row_loss[b] = l_b, grad row b = scale dl_b/dz_b.
+// cross_entropy_row as the row functor of both devices' loops.
 template <class T>
-__global__ void cross_entropy_kernel(const T* logits, int batch, int classes, const int* labels, const float* weight,
-                                     T weight_sum, T smoothing, T* grad, T scale, double* row_loss) {
-  const int b = blockIdx.x * blockDim.x + threadIdx.x;
-  if (b >= batch) return;
-  const std::size_t row = static_cast<std::size_t>(b) * classes;
-  row_loss[b] = static_cast<double>(cross_entropy_row(logits + row, classes, labels[b], weight, weight_sum, smoothing,
-                                                      grad != nullptr ? grad + row : nullptr, scale));
-}
-#endif
+struct CrossEntropyRow {
+  T weight_sum, smoothing;
+  ETNN_HD T operator()(const T* z, int classes, int label, const float* weight, T* g, T scale) const {
+    return cross_entropy_row(z, classes, label, weight, weight_sum, smoothing, g, scale);
+  }
+};
 }  // namespace detail
 
 struct CrossEntropyOptions {
@@ -126,48 +118,21 @@ class CrossEntropy : public detail::LabelTargetLoss<CrossEntropy> {
     constexpr int classes = S::dims[0];
     const int batch = logits.batch();
     const auto [weight, weight_sum, scale, smoothing] = prepare<T>(labels, batch, classes);
-    T total = 0;
-    for (int b = 0; b < batch; ++b) {
-      T* g = grad != nullptr ? grad + static_cast<std::size_t>(b) * classes : nullptr;
-      total += detail::cross_entropy_row(logits.sample(b), classes, labels[static_cast<std::size_t>(b)], weight,
-                                         weight_sum, smoothing, g, scale);
-    }
-    return total * scale;
+    return detail::label_rows(logits.data(), batch, classes, labels, weight, grad, scale,
+                              detail::CrossEntropyRow<T>{weight_sum, smoothing});
   }
 
 #if defined(__CUDACC__)
-  // On the device: labels and weights are copied over, one kernel computes every row's loss and
-  // gradient, and the row losses are summed on the host in order (B values).
   template <class T, ShapeType S>
   T compute(Cuda, TensorView<const T, S, Cuda> logits, std::span<const int> labels, T* grad) const {
     static_assert(check::class_scores<S>());
     constexpr int classes = S::dims[0];
     const int batch = logits.batch();
     const auto [weight, weight_sum, scale, smoothing] = prepare<T>(labels, batch, classes);
-    device_labels_.reserve_discard(labels.size());
-    copy_from_host(Cuda{}, device_labels_.data(), labels.data(), labels.size());
-    if (weight != nullptr) {
-      device_weight_.reserve_discard(classes);
-      copy_from_host(Cuda{}, device_weight_.data(), weight, classes);
-    }
-    row_loss_.reserve_discard(static_cast<std::size_t>(batch));
-    detail::cross_entropy_kernel<<<(batch + 127) / 128, 128, 0, cuda::stream()>>>(
-        logits.data(), batch, classes, device_labels_.data(), weight != nullptr ? device_weight_.data() : nullptr,
-        weight_sum, smoothing, grad, scale, row_loss_.data());
-    cuda::check_launch("etnn::loss::CrossEntropy");
-    host_row_loss_.resize(static_cast<std::size_t>(batch));
-    copy_to_host(Cuda{}, host_row_loss_.data(), row_loss_.data(), host_row_loss_.size());
-    T total = 0;
-    for (double l : host_row_loss_) total += static_cast<T>(l);
-    return total * scale;
+    return device_.run(logits.data(), batch, classes, labels, weight, grad, scale,
+                       detail::CrossEntropyRow<T>{weight_sum, smoothing}, who);
   }
-
-  // Device scratch, grown to the largest batch. Row losses travel as double, which holds a float or
-  // a double exactly, and are summed in T in row order, as the CPU sums them.
-  mutable Buffer<int, Cuda> device_labels_;
-  mutable Buffer<float, Cuda> device_weight_;
-  mutable Buffer<double, Cuda> row_loss_;
-  mutable std::vector<double> host_row_loss_;
+  mutable detail::DeviceLabelRows device_;
 #endif
 
   Options options_;

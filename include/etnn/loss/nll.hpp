@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "../core/static_checks.hpp"
 #include "../tensor/tensor.hpp"
@@ -16,6 +17,19 @@
 #include "targets.hpp"
 
 namespace etnn::loss {
+
+namespace detail {
+// One row: l = -w[y] x_y; g_j = -scale w[y] [j = y].
+struct NllRow {
+  template <class T>
+  ETNN_HD T operator()(const T* x, int classes, int y, const float* weight, T* g, T scale) const {
+    const T w = class_weight<T>(weight, y);
+    if (g != nullptr)
+      for (int j = 0; j < classes; ++j) g[j] = j == y ? -w * scale : T(0);
+    return -w * x[y];
+  }
+};
+}  // namespace detail
 
 struct NllOptions {
   Reduction reduction = Reduction::mean;
@@ -39,27 +53,33 @@ class NLL : public detail::LabelTargetLoss<NLL> {
     return options;
   }
 
-  template <class T, ShapeType S>
-  T compute(TensorView<const T, S, Cpu> log_probs, std::span<const int> labels, T* grad) const {
-    static_assert(check::class_scores<S>());
-    constexpr int classes = S::dims[0];
-    const int batch = log_probs.batch();
+  // Checks; the class weights (or null) and the reduction's scale.
+  template <class T>
+  std::pair<const float*, T> prepare(std::span<const int> labels, int batch, int classes) const {
     detail::check_labels(labels, batch, classes, who);
     detail::check_weight_count(options_.weight, classes, who);
     const float* weight = detail::weights_or_null(options_.weight);
-    const T scale = detail::weighted_reduction_scale<T>(options_.reduction, labels, weight);
-    T total = 0;
-    for (int b = 0; b < batch; ++b) {
-      const int y = labels[static_cast<std::size_t>(b)];
-      const T w = detail::class_weight<T>(weight, y);
-      total -= w * log_probs.sample(b)[y];
-      if (grad != nullptr) {
-        T* g = grad + static_cast<std::size_t>(b) * classes;
-        for (int j = 0; j < classes; ++j) g[j] = j == y ? -w * scale : T(0);
-      }
-    }
-    return total * scale;
+    return {weight, detail::weighted_reduction_scale<T>(options_.reduction, labels, weight)};
   }
+
+  template <class T, ShapeType S>
+  T compute(TensorView<const T, S, Cpu> log_probs, std::span<const int> labels, T* grad) const {
+    static_assert(check::class_scores<S>());
+    const auto [weight, scale] = prepare<T>(labels, log_probs.batch(), S::dims[0]);
+    return detail::label_rows(log_probs.data(), log_probs.batch(), S::dims[0], labels, weight, grad, scale,
+                              detail::NllRow{});
+  }
+
+#if defined(__CUDACC__)
+  template <class T, ShapeType S>
+  T compute(Cuda, TensorView<const T, S, Cuda> log_probs, std::span<const int> labels, T* grad) const {
+    static_assert(check::class_scores<S>());
+    const auto [weight, scale] = prepare<T>(labels, log_probs.batch(), S::dims[0]);
+    return device_.run(log_probs.data(), log_probs.batch(), S::dims[0], labels, weight, grad, scale,
+                       detail::NllRow{}, who);
+  }
+  mutable detail::DeviceLabelRows device_;
+#endif
 
   Options options_;
 };

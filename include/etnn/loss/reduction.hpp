@@ -17,6 +17,8 @@
 #if defined(__CUDACC__)
 #include "../cuda/memory.hpp"
 #include "../cuda/reduce.hpp"
+#include "../cuda/runtime.hpp"
+#include "../tensor/buffer.hpp"
 #endif
 
 namespace etnn::loss {
@@ -173,7 +175,71 @@ T elementwise(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T, TS,
 }
 #endif
 
+// A loss on class indices whose rows are independent (CrossEntropy, NLL), on the host:
+// scale * sum_b row(x_b, C, y_b, weight, g_b, scale) in row order, where row also writes
+// scale * dl_b/dx_b into g_b when grad is not null. Labels and weights are checked by the caller.
+template <class T, class Row>
+T label_rows(const T* x, int batch, int classes, std::span<const int> labels, const float* weight, T* grad, T scale,
+             Row row) {
+  T total = 0;
+  for (int b = 0; b < batch; ++b) {
+    const std::size_t at = static_cast<std::size_t>(b) * classes;
+    total += row(x + at, classes, labels[static_cast<std::size_t>(b)], weight, grad != nullptr ? grad + at : nullptr,
+                 scale);
+  }
+  return total * scale;
+}
+
 #if defined(__CUDACC__)
+// One thread per row b of a (B, C) output with class indices: row_loss[b] = row(x_b, C, y_b,
+// weight, g_b, scale), where row also writes scale * dl_b/dx_b into g_b when g_b is not null.
+template <class T, class Row>
+__global__ void label_rows_kernel(const T* x, int batch, int classes, const int* labels, const float* weight,
+                                  T* grad, T scale, Row row, double* row_loss) {
+  const int b = blockIdx.x * blockDim.x + threadIdx.x;
+  if (b >= batch) return;
+  const std::size_t at = static_cast<std::size_t>(b) * classes;
+  row_loss[b] = static_cast<double>(row(x + at, classes, labels[b], weight, grad != nullptr ? grad + at : nullptr,
+                                        scale));
+}
+
+// The same on the device: the labels and class weights (checked on the host) are copied over, one
+// kernel computes every row, and the row losses come back and are summed in T in row order, as
+// label_rows sums them. Row losses
+// travel as double, which holds a float or a double exactly. Its buffers grow to the largest batch.
+class DeviceLabelRows {
+ public:
+  // scale * sum_b row_b.
+  template <class T, class Row>
+  T run(const T* x, int batch, int classes, std::span<const int> labels, const float* weight, T* grad, T scale,
+        Row row, const char* who) {
+    labels_.reserve_discard(labels.size());
+    copy_from_host(Cuda{}, labels_.data(), labels.data(), labels.size());
+    if (weight != nullptr) {
+      weight_.reserve_discard(static_cast<std::size_t>(classes));
+      copy_from_host(Cuda{}, weight_.data(), weight, static_cast<std::size_t>(classes));
+    }
+    row_loss_.reserve_discard(static_cast<std::size_t>(batch));
+    if (batch > 0) {
+      label_rows_kernel<<<(batch + 127) / 128, 128, 0, cuda::stream()>>>(
+          x, batch, classes, labels_.data(), weight != nullptr ? weight_.data() : nullptr, grad, scale, row,
+          row_loss_.data());
+      cuda::check_launch(who);
+    }
+    host_row_loss_.resize(static_cast<std::size_t>(batch));
+    copy_to_host(Cuda{}, host_row_loss_.data(), row_loss_.data(), host_row_loss_.size());
+    T total = 0;
+    for (double l : host_row_loss_) total += static_cast<T>(l);
+    return total * scale;
+  }
+
+ private:
+  Buffer<int, Cuda> labels_;
+  Buffer<float, Cuda> weight_;
+  Buffer<double, Cuda> row_loss_;
+  std::vector<double> host_row_loss_;
+};
+
 // A loss without a device kernel, on a device model: the outputs (and targets) are copied to the
 // host, the loss and its gradient computed there, and the gradient copied back. Correct for every
 // loss; it costs two copies of the output per step, which a device kernel (CrossEntropy's) avoids.

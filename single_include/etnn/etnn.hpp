@@ -6925,6 +6925,32 @@ class MSE : public detail::TensorTargetLoss<MSE> {
 
 namespace etnn::loss {
 
+namespace detail {
+// One row: l = w[y] / C sum_{j != y} max(0, h_j)^p and its gradient (see above), scaled by scale.
+template <class T>
+struct MultiMarginRow {
+  T margin;
+  int p;
+  ETNN_HD T operator()(const T* x, int classes, int y, const float* weight, T* g, T scale) const {
+    const T w = class_weight<T>(weight, y) / static_cast<T>(classes);
+    T loss = 0, target_grad = 0;
+    for (int j = 0; j < classes; ++j) {
+      if (j == y) continue;
+      const T hinge = margin - x[y] + x[j];
+      const T h = hinge > T(0) ? hinge : T(0);
+      loss += w * (p == 1 ? h : h * h);
+      if (g != nullptr) {
+        const T d = h > T(0) ? scale * w * (p == 1 ? T(1) : T(2) * h) : T(0);
+        g[j] = d;
+        target_grad -= d;
+      }
+    }
+    if (g != nullptr) g[y] = target_grad;
+    return loss;
+  }
+};
+}  // namespace detail
+
 struct MultiMarginOptions {
   Reduction reduction = Reduction::mean;
   int p = 1;             // 1 or 2: the power of each hinge
@@ -6953,37 +6979,35 @@ class MultiMargin : public detail::LabelTargetLoss<MultiMargin> {
     return options;
   }
 
+  // Checks; the class weights (or null), the reduction's scale and the row functor.
+  template <class T>
+  std::pair<const float*, T> prepare(std::span<const int> labels, int batch, int classes) const {
+    detail::check_labels(labels, batch, classes, who);
+    detail::check_weight_count(options_.weight, classes, who);
+    return {detail::weights_or_null(options_.weight),
+            detail::reduction_scale<T>(options_.reduction, static_cast<std::size_t>(batch))};
+  }
+  template <class T>
+  detail::MultiMarginRow<T> row() const {
+    return {static_cast<T>(options_.margin), options_.p};
+  }
+
   template <class T, ShapeType S>
   T compute(TensorView<const T, S, Cpu> scores, std::span<const int> labels, T* grad) const {
     static_assert(check::class_scores<S>());
-    constexpr int classes = S::dims[0];
-    const int batch = scores.batch();
-    detail::check_labels(labels, batch, classes, who);
-    detail::check_weight_count(options_.weight, classes, who);
-    const float* weight = detail::weights_or_null(options_.weight);
-    const T scale = detail::reduction_scale<T>(options_.reduction, static_cast<std::size_t>(batch));
-    const T margin = static_cast<T>(options_.margin);
-    T total = 0;
-    for (int b = 0; b < batch; ++b) {
-      const T* x = scores.sample(b);
-      const int y = labels[static_cast<std::size_t>(b)];
-      const T w = detail::class_weight<T>(weight, y) / static_cast<T>(classes);
-      T* g = grad != nullptr ? grad + static_cast<std::size_t>(b) * classes : nullptr;
-      T target_grad = 0;
-      for (int j = 0; j < classes; ++j) {
-        if (j == y) continue;
-        const T h = std::max(margin - x[y] + x[j], T(0));
-        total += w * (options_.p == 1 ? h : h * h);
-        if (g != nullptr) {
-          const T d = h > T(0) ? scale * w * (options_.p == 1 ? T(1) : T(2) * h) : T(0);
-          g[j] = d;
-          target_grad -= d;
-        }
-      }
-      if (g != nullptr) g[y] = target_grad;
-    }
-    return total * scale;
+    const auto [weight, scale] = prepare<T>(labels, scores.batch(), S::dims[0]);
+    return detail::label_rows(scores.data(), scores.batch(), S::dims[0], labels, weight, grad, scale, row<T>());
   }
+
+#if defined(__CUDACC__)
+  template <class T, ShapeType S>
+  T compute(Cuda, TensorView<const T, S, Cuda> scores, std::span<const int> labels, T* grad) const {
+    static_assert(check::class_scores<S>());
+    const auto [weight, scale] = prepare<T>(labels, scores.batch(), S::dims[0]);
+    return device_.run(scores.data(), scores.batch(), S::dims[0], labels, weight, grad, scale, row<T>(), who);
+  }
+  mutable detail::DeviceLabelRows device_;
+#endif
 
   Options options_;
 };

@@ -387,7 +387,7 @@ TEST_CASE("LeNet-5 trains on the device as on the CPU" * doctest::skip(!gpu())) 
   CHECK(max_relative_error(train(etnn::Cuda{}), train(etnn::Cpu{})) <= 1e-4);
 }
 
-TEST_CASE_TEMPLATE("losses on the device match the CPU: cross-entropy, NLL, the element-wise kernels, the host bridge" *
+TEST_CASE_TEMPLATE("losses on the device match the CPU: cross-entropy, NLL, multi-margin, the element-wise kernels, the host bridge" *
                        doctest::skip(!gpu()),
                    T, float, double) {
   constexpr int classes = 7;
@@ -413,6 +413,8 @@ TEST_CASE_TEMPLATE("losses on the device match the CPU: cross-entropy, NLL, the 
       {.reduction = etnn::loss::Reduction::sum, .label_smoothing = 0.1f, .weight = class_weights}));
   check_rows(etnn::loss::NLL{});
   check_rows(etnn::loss::NLL({.weight = class_weights}));
+  check_rows(etnn::loss::MultiMargin{});
+  check_rows(etnn::loss::MultiMargin({.p = 2, .margin = 0.5f, .weight = class_weights}));
   // A label out of range is caught on the host before anything runs on the device.
   labels[3] = classes;
   etnn::loss::CrossEntropy ce;

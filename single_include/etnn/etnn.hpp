@@ -5862,7 +5862,25 @@ T elementwise(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T, TS,
 }
 #endif
 
-// A loss on class indices whose rows are independent (CrossEntropy, NLL), on the host:
+// What a loss on class indices gives both devices' row loops: the host class weights (or null),
+// the reduction's scale and its row functor.
+template <class T, class Row>
+struct LabelRowPlan {
+  const float* weight;
+  T scale;
+  Row row;
+};
+
+// The labels (one in [0, classes) per sample) and class weights (one per class, or none) checked;
+// the weights, or null for all ones.
+inline const float* checked_class_weights(std::span<const int> labels, int batch, int classes,
+                                          const std::vector<float>& weight, const char* who) {
+  check_labels(labels, batch, classes, who);
+  check_weight_count(weight, classes, who);
+  return weights_or_null(weight);
+}
+
+// A loss on class indices whose rows are independent (CrossEntropy, NLL, MultiMargin), on the host:
 // scale * sum_b row(x_b, C, y_b, weight, g_b, scale) in row order, where row also writes
 // scale * dl_b/dx_b into g_b when grad is not null. Labels and weights are checked by the caller.
 template <class T, class Row>
@@ -5990,34 +6008,38 @@ struct TensorTargetLoss {
 #endif
 };
 
-// The same pair for a loss whose targets are class indices (ClassIndices).
+// The same pair for a loss on class indices (ClassIndices), whose rows are independent, from its
+// private `plan<T>(labels, batch, classes)` (checks the labels; returns a LabelRowPlan): label_rows
+// on the host, DeviceLabelRows on the device.
 template <class Loss>
 struct LabelTargetLoss {
   template <class T, ShapeType S>
   T value_and_grad(Cpu, TensorView<const T, S, Cpu> output, std::span<const int> labels, T* grad) const {
-    return static_cast<const Loss&>(*this).compute(output, labels, grad);
+    static_assert(check::class_scores<S>());
+    const auto p = loss().template plan<T>(labels, output.batch(), S::dims[0]);
+    return label_rows(output.data(), output.batch(), S::dims[0], labels, p.weight, grad, p.scale, p.row);
   }
   template <class T, ShapeType S>
   T value(Cpu, TensorView<const T, S, Cpu> output, std::span<const int> labels) const {
-    return static_cast<const Loss&>(*this).compute(output, labels, static_cast<T*>(nullptr));
+    return value_and_grad(Cpu{}, output, labels, static_cast<T*>(nullptr));
   }
 #if defined(__CUDACC__)
-  // On the device through the loss's own kernel (compute(Cuda, ...)) when it has one.
   template <class T, ShapeType S>
   T value_and_grad(Cuda, TensorView<const T, S, Cuda> output, std::span<const int> labels, T* grad) const {
-    const Loss& loss = static_cast<const Loss&>(*this);
-    if constexpr (requires { loss.compute(Cuda{}, output, labels, grad); }) {
-      return loss.compute(Cuda{}, output, labels, grad);
-    } else {
-      return computed_on_host(output, grad, [&](TensorView<const T, S, Cpu> host_output, T* host_grad) {
-        return loss.compute(host_output, labels, host_grad);
-      });
-    }
+    static_assert(check::class_scores<S>());
+    const auto p = loss().template plan<T>(labels, output.batch(), S::dims[0]);
+    return device_.run(output.data(), output.batch(), S::dims[0], labels, p.weight, grad, p.scale, p.row, Loss::who);
   }
   template <class T, ShapeType S>
   T value(Cuda, TensorView<const T, S, Cuda> output, std::span<const int> labels) const {
     return value_and_grad(Cuda{}, output, labels, static_cast<T*>(nullptr));
   }
+#endif
+
+ private:
+  const Loss& loss() const { return static_cast<const Loss&>(*this); }
+#if defined(__CUDACC__)
+  mutable DeviceLabelRows device_;
 #endif
 };
 
@@ -6395,45 +6417,15 @@ class CrossEntropy : public detail::LabelTargetLoss<CrossEntropy> {
     return options;
   }
 
-  // What both devices compute from the labels on the host: checks, sum_c w[c] and the reduction scale.
   template <class T>
-  struct Prepared {
-    const float* weight;  // host weights or null
-    T weight_sum, scale, smoothing;
-  };
-  template <class T>
-  Prepared<T> prepare(std::span<const int> labels, int batch, int classes) const {
-    detail::check_labels(labels, batch, classes, who);
-    detail::check_weight_count(options_.weight, classes, who);
-    const float* weight = detail::weights_or_null(options_.weight);
+  detail::LabelRowPlan<T, detail::CrossEntropyRow<T>> plan(std::span<const int> labels, int batch,
+                                                            int classes) const {
+    const float* weight = detail::checked_class_weights(labels, batch, classes, options_.weight, who);
     T weight_sum = 0;
     for (int j = 0; j < classes; ++j) weight_sum += detail::class_weight<T>(weight, j);
-    return {weight, weight_sum, detail::weighted_reduction_scale<T>(options_.reduction, labels, weight),
-            static_cast<T>(options_.label_smoothing)};
+    return {weight, detail::weighted_reduction_scale<T>(options_.reduction, labels, weight),
+            {weight_sum, static_cast<T>(options_.label_smoothing)}};
   }
-
-  template <class T, ShapeType S>
-  T compute(TensorView<const T, S, Cpu> logits, std::span<const int> labels, T* grad) const {
-    static_assert(check::class_scores<S>());
-    constexpr int classes = S::dims[0];
-    const int batch = logits.batch();
-    const auto [weight, weight_sum, scale, smoothing] = prepare<T>(labels, batch, classes);
-    return detail::label_rows(logits.data(), batch, classes, labels, weight, grad, scale,
-                              detail::CrossEntropyRow<T>{weight_sum, smoothing});
-  }
-
-#if defined(__CUDACC__)
-  template <class T, ShapeType S>
-  T compute(Cuda, TensorView<const T, S, Cuda> logits, std::span<const int> labels, T* grad) const {
-    static_assert(check::class_scores<S>());
-    constexpr int classes = S::dims[0];
-    const int batch = logits.batch();
-    const auto [weight, weight_sum, scale, smoothing] = prepare<T>(labels, batch, classes);
-    return device_.run(logits.data(), batch, classes, labels, weight, grad, scale,
-                       detail::CrossEntropyRow<T>{weight_sum, smoothing}, who);
-  }
-  mutable detail::DeviceLabelRows device_;
-#endif
 
   Options options_;
 };
@@ -6979,35 +6971,13 @@ class MultiMargin : public detail::LabelTargetLoss<MultiMargin> {
     return options;
   }
 
-  // Checks; the class weights (or null), the reduction's scale and the row functor.
   template <class T>
-  std::pair<const float*, T> prepare(std::span<const int> labels, int batch, int classes) const {
-    detail::check_labels(labels, batch, classes, who);
-    detail::check_weight_count(options_.weight, classes, who);
-    return {detail::weights_or_null(options_.weight),
-            detail::reduction_scale<T>(options_.reduction, static_cast<std::size_t>(batch))};
+  detail::LabelRowPlan<T, detail::MultiMarginRow<T>> plan(std::span<const int> labels, int batch,
+                                                           int classes) const {
+    return {detail::checked_class_weights(labels, batch, classes, options_.weight, who),
+            detail::reduction_scale<T>(options_.reduction, static_cast<std::size_t>(batch)),
+            {static_cast<T>(options_.margin), options_.p}};
   }
-  template <class T>
-  detail::MultiMarginRow<T> row() const {
-    return {static_cast<T>(options_.margin), options_.p};
-  }
-
-  template <class T, ShapeType S>
-  T compute(TensorView<const T, S, Cpu> scores, std::span<const int> labels, T* grad) const {
-    static_assert(check::class_scores<S>());
-    const auto [weight, scale] = prepare<T>(labels, scores.batch(), S::dims[0]);
-    return detail::label_rows(scores.data(), scores.batch(), S::dims[0], labels, weight, grad, scale, row<T>());
-  }
-
-#if defined(__CUDACC__)
-  template <class T, ShapeType S>
-  T compute(Cuda, TensorView<const T, S, Cuda> scores, std::span<const int> labels, T* grad) const {
-    static_assert(check::class_scores<S>());
-    const auto [weight, scale] = prepare<T>(labels, scores.batch(), S::dims[0]);
-    return device_.run(scores.data(), scores.batch(), S::dims[0], labels, weight, grad, scale, row<T>(), who);
-  }
-  mutable detail::DeviceLabelRows device_;
-#endif
 
   Options options_;
 };
@@ -7103,33 +7073,11 @@ class NLL : public detail::LabelTargetLoss<NLL> {
     return options;
   }
 
-  // Checks; the class weights (or null) and the reduction's scale.
   template <class T>
-  std::pair<const float*, T> prepare(std::span<const int> labels, int batch, int classes) const {
-    detail::check_labels(labels, batch, classes, who);
-    detail::check_weight_count(options_.weight, classes, who);
-    const float* weight = detail::weights_or_null(options_.weight);
-    return {weight, detail::weighted_reduction_scale<T>(options_.reduction, labels, weight)};
+  detail::LabelRowPlan<T, detail::NllRow> plan(std::span<const int> labels, int batch, int classes) const {
+    const float* weight = detail::checked_class_weights(labels, batch, classes, options_.weight, who);
+    return {weight, detail::weighted_reduction_scale<T>(options_.reduction, labels, weight), {}};
   }
-
-  template <class T, ShapeType S>
-  T compute(TensorView<const T, S, Cpu> log_probs, std::span<const int> labels, T* grad) const {
-    static_assert(check::class_scores<S>());
-    const auto [weight, scale] = prepare<T>(labels, log_probs.batch(), S::dims[0]);
-    return detail::label_rows(log_probs.data(), log_probs.batch(), S::dims[0], labels, weight, grad, scale,
-                              detail::NllRow{});
-  }
-
-#if defined(__CUDACC__)
-  template <class T, ShapeType S>
-  T compute(Cuda, TensorView<const T, S, Cuda> log_probs, std::span<const int> labels, T* grad) const {
-    static_assert(check::class_scores<S>());
-    const auto [weight, scale] = prepare<T>(labels, log_probs.batch(), S::dims[0]);
-    return device_.run(log_probs.data(), log_probs.batch(), S::dims[0], labels, weight, grad, scale,
-                       detail::NllRow{}, who);
-  }
-  mutable detail::DeviceLabelRows device_;
-#endif
 
   Options options_;
 };

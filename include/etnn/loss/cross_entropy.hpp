@@ -95,45 +95,15 @@ class CrossEntropy : public detail::LabelTargetLoss<CrossEntropy> {
     return options;
   }
 
-  // What both devices compute from the labels on the host: checks, sum_c w[c] and the reduction scale.
   template <class T>
-  struct Prepared {
-    const float* weight;  // host weights or null
-    T weight_sum, scale, smoothing;
-  };
-  template <class T>
-  Prepared<T> prepare(std::span<const int> labels, int batch, int classes) const {
-    detail::check_labels(labels, batch, classes, who);
-    detail::check_weight_count(options_.weight, classes, who);
-    const float* weight = detail::weights_or_null(options_.weight);
+  detail::LabelRowPlan<T, detail::CrossEntropyRow<T>> plan(std::span<const int> labels, int batch,
+                                                            int classes) const {
+    const float* weight = detail::checked_class_weights(labels, batch, classes, options_.weight, who);
     T weight_sum = 0;
     for (int j = 0; j < classes; ++j) weight_sum += detail::class_weight<T>(weight, j);
-    return {weight, weight_sum, detail::weighted_reduction_scale<T>(options_.reduction, labels, weight),
-            static_cast<T>(options_.label_smoothing)};
+    return {weight, detail::weighted_reduction_scale<T>(options_.reduction, labels, weight),
+            {weight_sum, static_cast<T>(options_.label_smoothing)}};
   }
-
-  template <class T, ShapeType S>
-  T compute(TensorView<const T, S, Cpu> logits, std::span<const int> labels, T* grad) const {
-    static_assert(check::class_scores<S>());
-    constexpr int classes = S::dims[0];
-    const int batch = logits.batch();
-    const auto [weight, weight_sum, scale, smoothing] = prepare<T>(labels, batch, classes);
-    return detail::label_rows(logits.data(), batch, classes, labels, weight, grad, scale,
-                              detail::CrossEntropyRow<T>{weight_sum, smoothing});
-  }
-
-#if defined(__CUDACC__)
-  template <class T, ShapeType S>
-  T compute(Cuda, TensorView<const T, S, Cuda> logits, std::span<const int> labels, T* grad) const {
-    static_assert(check::class_scores<S>());
-    constexpr int classes = S::dims[0];
-    const int batch = logits.batch();
-    const auto [weight, weight_sum, scale, smoothing] = prepare<T>(labels, batch, classes);
-    return device_.run(logits.data(), batch, classes, labels, weight, grad, scale,
-                       detail::CrossEntropyRow<T>{weight_sum, smoothing}, who);
-  }
-  mutable detail::DeviceLabelRows device_;
-#endif
 
   Options options_;
 };

@@ -74,35 +74,13 @@ class MultiMargin : public detail::LabelTargetLoss<MultiMargin> {
     return options;
   }
 
-  // Checks; the class weights (or null), the reduction's scale and the row functor.
   template <class T>
-  std::pair<const float*, T> prepare(std::span<const int> labels, int batch, int classes) const {
-    detail::check_labels(labels, batch, classes, who);
-    detail::check_weight_count(options_.weight, classes, who);
-    return {detail::weights_or_null(options_.weight),
-            detail::reduction_scale<T>(options_.reduction, static_cast<std::size_t>(batch))};
+  detail::LabelRowPlan<T, detail::MultiMarginRow<T>> plan(std::span<const int> labels, int batch,
+                                                           int classes) const {
+    return {detail::checked_class_weights(labels, batch, classes, options_.weight, who),
+            detail::reduction_scale<T>(options_.reduction, static_cast<std::size_t>(batch)),
+            {static_cast<T>(options_.margin), options_.p}};
   }
-  template <class T>
-  detail::MultiMarginRow<T> row() const {
-    return {static_cast<T>(options_.margin), options_.p};
-  }
-
-  template <class T, ShapeType S>
-  T compute(TensorView<const T, S, Cpu> scores, std::span<const int> labels, T* grad) const {
-    static_assert(check::class_scores<S>());
-    const auto [weight, scale] = prepare<T>(labels, scores.batch(), S::dims[0]);
-    return detail::label_rows(scores.data(), scores.batch(), S::dims[0], labels, weight, grad, scale, row<T>());
-  }
-
-#if defined(__CUDACC__)
-  template <class T, ShapeType S>
-  T compute(Cuda, TensorView<const T, S, Cuda> scores, std::span<const int> labels, T* grad) const {
-    static_assert(check::class_scores<S>());
-    const auto [weight, scale] = prepare<T>(labels, scores.batch(), S::dims[0]);
-    return device_.run(scores.data(), scores.batch(), S::dims[0], labels, weight, grad, scale, row<T>(), who);
-  }
-  mutable detail::DeviceLabelRows device_;
-#endif
 
   Options options_;
 };

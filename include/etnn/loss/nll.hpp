@@ -53,33 +53,11 @@ class NLL : public detail::LabelTargetLoss<NLL> {
     return options;
   }
 
-  // Checks; the class weights (or null) and the reduction's scale.
   template <class T>
-  std::pair<const float*, T> prepare(std::span<const int> labels, int batch, int classes) const {
-    detail::check_labels(labels, batch, classes, who);
-    detail::check_weight_count(options_.weight, classes, who);
-    const float* weight = detail::weights_or_null(options_.weight);
-    return {weight, detail::weighted_reduction_scale<T>(options_.reduction, labels, weight)};
+  detail::LabelRowPlan<T, detail::NllRow> plan(std::span<const int> labels, int batch, int classes) const {
+    const float* weight = detail::checked_class_weights(labels, batch, classes, options_.weight, who);
+    return {weight, detail::weighted_reduction_scale<T>(options_.reduction, labels, weight), {}};
   }
-
-  template <class T, ShapeType S>
-  T compute(TensorView<const T, S, Cpu> log_probs, std::span<const int> labels, T* grad) const {
-    static_assert(check::class_scores<S>());
-    const auto [weight, scale] = prepare<T>(labels, log_probs.batch(), S::dims[0]);
-    return detail::label_rows(log_probs.data(), log_probs.batch(), S::dims[0], labels, weight, grad, scale,
-                              detail::NllRow{});
-  }
-
-#if defined(__CUDACC__)
-  template <class T, ShapeType S>
-  T compute(Cuda, TensorView<const T, S, Cuda> log_probs, std::span<const int> labels, T* grad) const {
-    static_assert(check::class_scores<S>());
-    const auto [weight, scale] = prepare<T>(labels, log_probs.batch(), S::dims[0]);
-    return device_.run(log_probs.data(), log_probs.batch(), S::dims[0], labels, weight, grad, scale,
-                       detail::NllRow{}, who);
-  }
-  mutable detail::DeviceLabelRows device_;
-#endif
 
   Options options_;
 };

@@ -175,7 +175,25 @@ T elementwise(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T, TS,
 }
 #endif
 
-// A loss on class indices whose rows are independent (CrossEntropy, NLL), on the host:
+// What a loss on class indices gives both devices' row loops: the host class weights (or null),
+// the reduction's scale and its row functor.
+template <class T, class Row>
+struct LabelRowPlan {
+  const float* weight;
+  T scale;
+  Row row;
+};
+
+// The labels (one in [0, classes) per sample) and class weights (one per class, or none) checked;
+// the weights, or null for all ones.
+inline const float* checked_class_weights(std::span<const int> labels, int batch, int classes,
+                                          const std::vector<float>& weight, const char* who) {
+  check_labels(labels, batch, classes, who);
+  check_weight_count(weight, classes, who);
+  return weights_or_null(weight);
+}
+
+// A loss on class indices whose rows are independent (CrossEntropy, NLL, MultiMargin), on the host:
 // scale * sum_b row(x_b, C, y_b, weight, g_b, scale) in row order, where row also writes
 // scale * dl_b/dx_b into g_b when grad is not null. Labels and weights are checked by the caller.
 template <class T, class Row>
@@ -303,34 +321,38 @@ struct TensorTargetLoss {
 #endif
 };
 
-// The same pair for a loss whose targets are class indices (ClassIndices).
+// The same pair for a loss on class indices (ClassIndices), whose rows are independent, from its
+// private `plan<T>(labels, batch, classes)` (checks the labels; returns a LabelRowPlan): label_rows
+// on the host, DeviceLabelRows on the device.
 template <class Loss>
 struct LabelTargetLoss {
   template <class T, ShapeType S>
   T value_and_grad(Cpu, TensorView<const T, S, Cpu> output, std::span<const int> labels, T* grad) const {
-    return static_cast<const Loss&>(*this).compute(output, labels, grad);
+    static_assert(check::class_scores<S>());
+    const auto p = loss().template plan<T>(labels, output.batch(), S::dims[0]);
+    return label_rows(output.data(), output.batch(), S::dims[0], labels, p.weight, grad, p.scale, p.row);
   }
   template <class T, ShapeType S>
   T value(Cpu, TensorView<const T, S, Cpu> output, std::span<const int> labels) const {
-    return static_cast<const Loss&>(*this).compute(output, labels, static_cast<T*>(nullptr));
+    return value_and_grad(Cpu{}, output, labels, static_cast<T*>(nullptr));
   }
 #if defined(__CUDACC__)
-  // On the device through the loss's own kernel (compute(Cuda, ...)) when it has one.
   template <class T, ShapeType S>
   T value_and_grad(Cuda, TensorView<const T, S, Cuda> output, std::span<const int> labels, T* grad) const {
-    const Loss& loss = static_cast<const Loss&>(*this);
-    if constexpr (requires { loss.compute(Cuda{}, output, labels, grad); }) {
-      return loss.compute(Cuda{}, output, labels, grad);
-    } else {
-      return computed_on_host(output, grad, [&](TensorView<const T, S, Cpu> host_output, T* host_grad) {
-        return loss.compute(host_output, labels, host_grad);
-      });
-    }
+    static_assert(check::class_scores<S>());
+    const auto p = loss().template plan<T>(labels, output.batch(), S::dims[0]);
+    return device_.run(output.data(), output.batch(), S::dims[0], labels, p.weight, grad, p.scale, p.row, Loss::who);
   }
   template <class T, ShapeType S>
   T value(Cuda, TensorView<const T, S, Cuda> output, std::span<const int> labels) const {
     return value_and_grad(Cuda{}, output, labels, static_cast<T*>(nullptr));
   }
+#endif
+
+ private:
+  const Loss& loss() const { return static_cast<const Loss&>(*this); }
+#if defined(__CUDACC__)
+  mutable DeviceLabelRows device_;
 #endif
 };
 

@@ -130,12 +130,13 @@ TEST_CASE("collectives: broadcast, allreduce, barrier, point to point") {
   CHECK(world().local_rank() < world().local_size());
 }
 
-TEST_CASE_TEMPLATE("large sums (through shared memory on one machine) are exact across chunks and shares", T, float,
-                   double) {
-  // Past several 2 MiB chunks, with an odd tail: every element checked, every rank the same bits.
+TEST_CASE_TEMPLATE("sums through shared memory (from 1 KiB, on one machine) are exact across chunks and shares", T,
+                   float, double) {
+  // From a few cache lines per rank to past several 2 MiB chunks with an odd tail: every element
+  // checked, every rank the same bits.
   const std::size_t slot_values = etnn::dist::detail::SharedMemorySum::slot_bytes / sizeof(T);
   const int rank = world().rank(), size = world().size();
-  for (const std::size_t n : {std::size_t{20000}, 3 * slot_values + 17}) {
+  for (const std::size_t n : {std::size_t{300}, std::size_t{20000}, 3 * slot_values + 17}) {
     std::vector<T> v(n);
     for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<T>(i % 1000) + static_cast<T>(rank) * T(0.5);
     world().allreduce_sum(v.data(), n);

@@ -234,10 +234,11 @@ using master_t = std::conditional_t<std::is_same_v<Scalar, bf16>, float, Scalar>
 // (std::uniform_*_distribution do not). Used for initialisation, shuffling and dropout.
 #include <cstdint>
 
+
 namespace etnn {
 
 // SplitMix64: turns any 64-bit seed (including 0) into well-mixed state words.
-constexpr std::uint64_t splitmix64(std::uint64_t& state) {
+ETNN_HD constexpr std::uint64_t splitmix64(std::uint64_t& state) {
   std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
@@ -249,6 +250,14 @@ constexpr std::uint64_t splitmix64(std::uint64_t& state) {
 constexpr std::uint64_t derive_seed(std::uint64_t seed, std::uint64_t stream) {
   std::uint64_t s = seed ^ (stream * 0xD1B54A32D192ED03ull);
   return splitmix64(s);
+}
+
+// A uniform in [0, 1) that is a pure function of a seed and an index (53 random bits): what a
+// dropout mask draws, so that backward recomputes the mask, and any thread or device draws the
+// same value for the same element.
+ETNN_HD constexpr double counter_uniform(std::uint64_t seed, std::uint64_t index) {
+  std::uint64_t state = seed + index * 0xD1B54A32D192ED03ull;
+  return static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53;
 }
 
 // xoshiro256**: fast, 256-bit state, passes BigCrush.
@@ -379,8 +388,9 @@ consteval bool reducer_device() {
 template <bool AllLayersHaveKernels>
 consteval bool layers_on_device() {
   static_assert(AllLayersHaveKernels,
-                "ETNN_DEVICE_LAYER: a layer of this network has no kernels for this device yet (on etnn::Cuda: "
-                "linear, conv2d, the pools, the activations and flatten); run it on etnn::Cpu");
+                "ETNN_DEVICE_LAYER: a layer of this network has no kernels for this device: every built-in "
+                "layer runs on etnn::Cuda, a layer of your own once it declares static constexpr bool "
+                "cuda_kernels = true (its forward and backward then run with etnn::Cuda); else use etnn::Cpu");
   return true;
 }
 
@@ -903,6 +913,14 @@ void copy_from_host(Cpu, T* values, const T* host, std::size_t n) {
   std::copy_n(host, n, values);
 }
 
+// rows x width values from src (rows src_pitch values apart) to dst (rows dst_pitch apart), in one
+// device's memory: a column block of a (rows, pitch) matrix (nn::concat's halves).
+template <class T>
+void copy_rows(Cpu, const T* src, std::size_t src_pitch, T* dst, std::size_t dst_pitch, std::size_t width,
+               std::size_t rows) {
+  for (std::size_t r = 0; r < rows; ++r) std::copy_n(src + r * src_pitch, width, dst + r * dst_pitch);
+}
+
 // A host copy of a tensor or view on any device.
 template <class X>
 auto to_host(const X& x) {
@@ -1181,7 +1199,8 @@ auto derivative(const X& x, const Y& y, F f = F{}) {
 }  // namespace etnn::expr
 // ---- etnn/cpu/executor.hpp ----
 // The CPU executor: evaluates an elementwise expression into memory in one fused loop, and runs
-// an ETNN_HD functor over an index range (used by the optimizers' update rules).
+// an ETNN_HD functor over an index range (the optimizers' update rules, dropout) or over rows
+// (the per-sample math of softmax and layer norm).
 
 // ---- etnn/cpu/parallel.hpp ----
 // Threading of CPU loops: OpenMP when the build has it, a plain loop otherwise.
@@ -1297,6 +1316,16 @@ void fill(Cpu, T* dst, std::size_t n, T value) {
 template <class F>
 void for_each_index(Cpu, std::size_t n, const F& f) {
   cpu::parallel_for(n, f);
+}
+
+// f(r) for every row r < rows, a row costing about work_per_row operations: rows are split
+// across the host threads once the whole is worth it. f is an ETNN_HD row functor (a layer's
+// per-sample math) that the device runs one thread per row (cuda/executor.hpp).
+template <class F>
+void for_each_row(Cpu, std::size_t rows, std::size_t work_per_row, const F& f) {
+  cpu::parallel_chunks(rows, 1, work_per_row, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t r = begin; r < end; ++r) f(r);
+  });
 }
 
 }  // namespace etnn
@@ -1855,6 +1884,15 @@ void copy_from_host(Cuda, T* device, const T* host, std::size_t n) {
   ETNN_CHECK_CUDA(cudaMemcpyAsync(device, host, n * sizeof(T), cudaMemcpyHostToDevice, cuda::stream()));
 }
 
+// copy_rows (tensor/copy.hpp) in device memory: one strided copy on etnn's stream.
+template <class T>
+void copy_rows(Cuda, const T* src, std::size_t src_pitch, T* dst, std::size_t dst_pitch, std::size_t width,
+               std::size_t rows) {
+  if (rows == 0 || width == 0) return;
+  ETNN_CHECK_CUDA(cudaMemcpy2DAsync(dst, dst_pitch * sizeof(T), src, src_pitch * sizeof(T), width * sizeof(T), rows,
+                                    cudaMemcpyDeviceToDevice, cuda::stream()));
+}
+
 }  // namespace etnn
 // ---- etnn/cuda/executor.hpp ----
 // The CUDA executor: an elementwise expression tree is passed by value into one grid-stride
@@ -1915,6 +1953,14 @@ void for_each_index(Cuda, std::size_t n, const F& f) {
   if (n == 0) return;
   cuda::detail::for_each_index_kernel<<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(n, f);
   cuda::check_launch("etnn::for_each_index");
+}
+
+// f(r) for every row r < rows, one device thread per row; work_per_row is the host's hint
+// (cpu/executor.hpp). Adjacent threads read rows a row apart, which suits the narrow rows these
+// functors are for (softmax over classes, a sample's layer norm).
+template <class F>
+void for_each_row(Cuda, std::size_t rows, std::size_t, const F& f) {
+  for_each_index(Cuda{}, rows, f);
 }
 
 }  // namespace etnn
@@ -2627,6 +2673,8 @@ void pool2d_backward(Cuda, Kind, const T* x, const T* y, const T* dy, T* dx, int
 // Its parameters and buffers are the block's flat arrays, named as a PyTorch module holding the
 // block as an nn.Sequential attribute would name them: "<prefix>.<index>.<name>" ("block.0.weight").
 
+#if defined(__CUDACC__)
+#endif
 // ---- etnn/nn/program.hpp ----
 // The network executor: runs the Layers of a network forward and backward over one flat
 // parameter buffer, one flat gradient buffer and one workspace, with every offset computed at
@@ -2793,6 +2841,12 @@ struct InPlaceLayer : ParameterFree {
 template <class L, class Device>
 inline constexpr bool runs_on = std::is_same_v<Device, Cpu> || requires { requires L::cuda_kernels; };
 
+// Whether a layer draws random numbers in training passes (dropout), which it says with
+// `static constexpr bool draws_random = true`: each pass then differs from the one before, so a
+// recorded CUDA graph of the step could not replay it.
+template <class L>
+inline constexpr bool draws_random = requires { requires L::draws_random; };
+
 // A layer's non-trainable state (0 when it declares none) and its scratch need for a batch.
 template <Layer L>
 constexpr std::size_t num_buffers_of() {
@@ -2868,9 +2922,10 @@ struct Program<TypeList<Ls...>> {
     return std::max({std::size_t{0}, scratch_values_of<Ls, Device>(batch)...});
   }
 
-  // Whether every layer has kernels for Device.
+  // Whether every layer has kernels for Device, and whether any draws random numbers.
   template <class Device>
   static constexpr bool runs_on = (nn::runs_on<Ls, Device> && ...);
+  static constexpr bool draws_random = (nn::draws_random<Ls> || ...);
 
   static constexpr std::size_t first_trainable = [] {
     constexpr std::array<bool, count + 1> has{(Ls::num_params > 0)..., true};
@@ -3234,6 +3289,224 @@ void batch_norm_backward(Cpu, const T* gamma, T* gamma_grad, T* beta_grad, const
 }
 
 }  // namespace etnn
+#if defined(__CUDACC__)
+// ---- etnn/cuda/batch_norm.hpp ----
+// Batch normalisation on the device, with the CPU's semantics and formulas (cpu/batch_norm.hpp):
+//   x, y: (B, C, S)   per-channel sums over n = B S values, in double
+//   training:  mu_c, var_c from this batch (summed over ranks by `sync`), running ones updated
+//   eval:      mu_c, var_c = running_mean, running_var
+//   y = gamma_c (x - mu_c) / sqrt(var_c + eps) + beta_c
+//   backward:  dbeta += sum dy, dgamma += sum dy xhat,
+//              dx = gamma / sqrt(var + eps) (dy - mean(dy) - xhat mean(dy xhat))   (eval: the first term)
+// Each channel's sum is one block (a fixed tree, so the same on every run); the statistics are
+// finished and the running ones updated by a kernel too, so a pass never waits for the host and
+// can be recorded as a CUDA graph. The per-channel values live in one device buffer per channel
+// count, allocated on first use (a Trainer's reserve() makes that use); work on etnn's stream
+// runs in order, so layers with the same channel count share it safely.
+// `sync` (SyncBatchNorm) sums the device values through the reducer: etnn::dist::Nccl.
+#include <cstddef>
+#include <string>
+
+
+namespace etnn {
+
+namespace cuda::detail {
+
+// The device values of a batch norm with C channels:
+//   sums[C + 1] (sum of x per channel, then the count), squares[C] (sum of (x - mu)^2),
+//   mean[C], inv_std[C], gradient_sums[2 C] (sum of dy, then sum of dy xhat, per channel)
+template <int C>
+struct BatchNormValues {
+  double* sums;
+  double* squares;
+  double* mean;
+  double* inv_std;
+  double* gradient_sums;
+};
+
+template <int C>
+BatchNormValues<C> batch_norm_values() {
+  static Buffer<double, Cuda> values(6 * std::size_t{C} + 1);
+  double* v = values.data();
+  return {v, v + C + 1, v + 2 * C + 1, v + 3 * C + 1, v + 4 * C + 1};
+}
+
+// Index i of a (B, C, S) tensor belongs to channel (i / S) % C.
+template <int C, int S>
+ETNN_HD int channel_of(std::size_t i) {
+  return static_cast<int>(i / S % C);
+}
+
+// out[c] = sum over channel c's values i of term(c, i); block c sums channel c in a fixed order.
+// With `count`, out[C] = B S as well (the count the statistics divide by).
+template <int C, int S, class Term>
+__global__ void channel_sums_kernel(int batch, Term term, double* out, bool count) {
+  const int c = static_cast<int>(blockIdx.x);
+  const std::size_t values = static_cast<std::size_t>(batch) * S;
+  double sum = 0;
+  for (std::size_t k = threadIdx.x; k < values; k += blockDim.x) {
+    const std::size_t b = k / S, s = k % S;
+    sum += term(c, (b * C + static_cast<std::size_t>(c)) * S + s);
+  }
+  const double total = block_sum(sum);
+  if (threadIdx.x == 0) {
+    out[c] = total;
+    if (count && c == 0) out[C] = static_cast<double>(values);
+  }
+}
+
+template <int C, int S, class Term>
+void channel_sums(int batch, const Term& term, double* out, bool count = false) {
+  channel_sums_kernel<C, S><<<C, reduction_threads, 0, stream()>>>(batch, term, out, count);
+  check_launch("etnn::batch_norm channel_sums");
+}
+
+template <class T>
+struct ValueTerm {  // x (or dy)
+  const T* x;
+  ETNN_HD double operator()(int, std::size_t i) const { return static_cast<double>(x[i]); }
+};
+
+template <class T>
+struct CenteredSquareTerm {  // (x - mu_c)^2, mu_c = sums[c] / count
+  const T* x;
+  const double* sums;
+  int channels;
+  ETNN_HD double operator()(int c, std::size_t i) const {
+    const double centred = x[i] - sums[c] / sums[channels];
+    return centred * centred;
+  }
+};
+
+template <class T>
+struct GradientXhatTerm {  // dy xhat
+  const T* x;
+  const T* dy;
+  const double* mean;
+  const double* inv_std;
+  ETNN_HD double operator()(int c, std::size_t i) const { return dy[i] * ((x[i] - mean[c]) * inv_std[c]); }
+};
+
+// mean, inv_std from this batch's sums (training) or the running statistics (eval); in a training
+// forward pass the running statistics too, as cpu/batch_norm.hpp updates them. One thread per channel.
+template <int C, class T>
+__global__ void finish_statistics_kernel(BatchNormValues<C> v, T* running, bool training, bool update_running) {
+  const int c = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (c >= C) return;
+  double mean, var;
+  if (training) {
+    const double count = v.sums[C];
+    mean = v.sums[c] / count;
+    var = v.squares[c] / count;
+    if (update_running) {
+      const double m = batch_norm_momentum;
+      running[c] = static_cast<T>((1 - m) * running[c] + m * mean);
+      running[C + c] = static_cast<T>((1 - m) * running[C + c] + m * var * count / (count - 1));
+      if (c == 0) running[2 * C] += T(1);
+    }
+  } else {
+    mean = running[c];
+    var = running[C + c];
+  }
+  v.mean[c] = mean;
+  v.inv_std[c] = 1.0 / sqrt(var + batch_norm_eps);
+}
+
+// The statistics of cpu::channel_statistics into v.mean and v.inv_std, on the device.
+template <int C, int S, class T>
+void statistics(const BatchNormValues<C>& v, const T* x, T* running, int batch, bool training, bool update_running,
+                const CrossRankSum& sync) {
+  if (training) {
+    channel_sums<C, S>(batch, ValueTerm<T>{x}, v.sums, true);
+    sync(v.sums, C + 1);
+    channel_sums<C, S>(batch, CenteredSquareTerm<T>{x, v.sums, C}, v.squares);
+    sync(v.squares, C);
+  }
+  constexpr unsigned threads = 128;
+  finish_statistics_kernel<C><<<(C + threads - 1) / threads, threads, 0, stream()>>>(v, running, training,
+                                                                                      update_running);
+  check_launch("etnn::batch_norm statistics");
+}
+
+template <int C, int S, class T>
+struct Normalize {  // y = (x - mu) gamma / sqrt(var + eps) + beta
+  const T* gamma;
+  const T* beta;
+  const double* mean;
+  const double* inv_std;
+  const T* x;
+  T* y;
+  ETNN_HD void operator()(std::size_t i) const {
+    const int c = channel_of<C, S>(i);
+    y[i] = static_cast<T>((x[i] - mean[c]) * (gamma[c] * inv_std[c]) + beta[c]);
+  }
+};
+
+template <int C, class T>
+struct AddParameterGradients {  // dbeta += sum dy, dgamma += sum dy xhat (this rank's)
+  const double* gradient_sums;
+  T* gamma_grad;
+  T* beta_grad;
+  ETNN_HD void operator()(std::size_t c) const {
+    beta_grad[c] += static_cast<T>(gradient_sums[c]);
+    gamma_grad[c] += static_cast<T>(gradient_sums[C + c]);
+  }
+};
+
+template <int C, int S, class T>
+struct InputGradient {  // dx = gamma inv_std (dy - mean(dy) - xhat mean(dy xhat)); eval: gamma inv_std dy
+  const T* gamma;
+  const double* mean;
+  const double* inv_std;
+  const double* gradient_sums;
+  const double* count;
+  const T* x;
+  const T* dy;
+  T* dx;
+  bool training;
+  ETNN_HD void operator()(std::size_t i) const {
+    const int c = channel_of<C, S>(i);
+    const double xhat = (x[i] - mean[c]) * inv_std[c];
+    const double mean_dy = training ? gradient_sums[c] / *count : 0;
+    const double mean_dy_xhat = training ? gradient_sums[C + c] / *count : 0;
+    dx[i] = static_cast<T>(gamma[c] * inv_std[c] * (dy[i] - mean_dy - xhat * mean_dy_xhat));
+  }
+};
+
+}  // namespace cuda::detail
+
+// running: [running_mean (C), running_var (C), num_batches_tracked (1)]; updated when training.
+template <int C, int S, class T>
+void batch_norm_forward(Cuda, const T* gamma, const T* beta, T* running, const T* x, T* y, int batch, bool training,
+                        const CrossRankSum& sync) {
+  // Without sync the count is this batch's; with it every rank adds at least one sample each.
+  if (training && !sync && static_cast<long long>(batch) * S < 2)
+    throw ShapeError("etnn::nn::batch_norm: training needs more than one value per channel, got a batch of " +
+                     std::to_string(batch) + "; use a larger batch or eval()");
+  const auto v = cuda::detail::batch_norm_values<C>();
+  cuda::detail::statistics<C, S>(v, x, running, batch, training, true, sync);
+  for_each_index(Cuda{}, static_cast<std::size_t>(batch) * C * S,
+                 cuda::detail::Normalize<C, S, T>{gamma, beta, v.mean, v.inv_std, x, y});
+}
+
+template <int C, int S, class T>
+void batch_norm_backward(Cuda, const T* gamma, T* gamma_grad, T* beta_grad, const T* running, const T* x, const T* dy,
+                         T* dx, int batch, bool training, const CrossRankSum& sync) {
+  using namespace cuda::detail;
+  const auto v = batch_norm_values<C>();
+  // Recomputed as forward computed them; the running statistics are not updated again.
+  statistics<C, S>(v, x, const_cast<T*>(running), batch, training, false, sync);
+  channel_sums<C, S>(batch, ValueTerm<T>{dy}, v.gradient_sums);
+  channel_sums<C, S>(batch, GradientXhatTerm<T>{x, dy, v.mean, v.inv_std}, v.gradient_sums + C);
+  for_each_index(Cuda{}, std::size_t{C}, AddParameterGradients<C, T>{v.gradient_sums, gamma_grad, beta_grad});
+  if (dx == nullptr) return;
+  if (training) sync(v.gradient_sums, 2 * C);
+  for_each_index(Cuda{}, static_cast<std::size_t>(batch) * C * S,
+                 InputGradient<C, S, T>{gamma, v.mean, v.inv_std, v.gradient_sums, v.sums + C, x, dy, dx, training});
+}
+
+}  // namespace etnn
+#endif
 
 namespace etnn::nn {
 
@@ -3259,6 +3532,7 @@ struct BatchNormLayer {
   static constexpr std::size_t saved_per_sample = 0;
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = true;
+  static constexpr bool cuda_kernels = true;  // cuda/batch_norm.hpp
 
   template <class T>
   static void init(T* p, Rng&) {
@@ -3468,58 +3742,59 @@ struct DenseLayer {
 }  // namespace etnn::nn
 // ---- etnn/nn/dropout_layer.hpp ----
 // nn::dropout bound to its input: PyTorch's nn.Dropout(p), p = 0.5 by default
-// (nn::dropout_with<std::ratio<1, 5>> for p = 0.2). Active in training mode only; each training
-// pass draws a fresh mask from the model's seed (see etnn::Model::next_run).
-
-// ---- etnn/cpu/dropout.hpp ----
-// Dropout on the CPU (PyTorch's nn.Dropout(p)): in training mode
+// (nn::dropout_with<std::ratio<1, 5>> for p = 0.2). In training mode
 //   y = x m / (1 - p),  m_i = [u(seed, i) >= p]      dx = dy m / (1 - p)
-// and y = x, dx = dy in eval mode. u is a counter-based uniform in [0, 1): the mask is a function
-// of the pass's seed and the element's index, so backward recomputes it (nothing is saved) and
-// the mask does not depend on the number of threads. dx may be dy (in place).
+// and y = x, dx = dy in eval mode. u is counter_uniform (core/random.hpp): the mask is a function
+// of the pass's seed and the element's index, so backward recomputes it (nothing is saved), and
+// it is the same whatever the number of threads or the device. Each training pass draws a fresh
+// mask from the model's seed (see etnn::Model::next_run). dx may be dy (in place).
 
-
-namespace etnn {
-
-namespace cpu {
-constexpr double counter_uniform(std::uint64_t seed, std::uint64_t index) {
-  std::uint64_t state = seed + index * 0xD1B54A32D192ED03ull;
-  return static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53;
-}
-}  // namespace cpu
-
-// out = in (.) m / (1 - p) over n values (forward: in = x; backward: in = dy).
-template <class T>
-void dropout_apply(Cpu, double p, std::uint64_t seed, const T* in, T* out, std::size_t n, bool training) {
-  const T scale = static_cast<T>(1.0 / (1.0 - p));
-  cpu::parallel_chunks(n, 1024, 4, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t i = begin; i < end; ++i)
-      out[i] = !training ? in[i] : cpu::counter_uniform(seed, i) >= p ? in[i] * scale : T(0);
-  });
-}
-
-}  // namespace etnn
+#if defined(__CUDACC__)
+#endif
 
 namespace etnn::nn {
+
+namespace detail {
+// out[i] = in[i] m_i / (1 - p) (forward: in = x; backward: in = dy), or in[i] in eval mode.
+template <class T>
+struct DropoutMask {
+  double p;
+  T scale;  // 1 / (1 - p)
+  std::uint64_t seed;
+  const T* in;
+  T* out;
+  bool training;
+  ETNN_HD void operator()(std::size_t i) const {
+    out[i] = !training ? in[i] : counter_uniform(seed, i) >= p ? in[i] * scale : T(0);
+  }
+};
+}  // namespace detail
 
 template <ShapeType In, class P, int Index>
 struct DropoutLayer : InPlaceLayer<In, Index> {
   static_assert(check::dropout_probability<P::num, P::den>());
   static constexpr double p = static_cast<double>(P::num) / static_cast<double>(P::den);
+  static constexpr bool cuda_kernels = true;  // for_each_index on the device
+  static constexpr bool draws_random = true;  // a new mask every training pass
 
   template <class T, class Device>
   static void forward(Device device, const Pass<T>& pass, const T*, const T* x, T* y, T*, int batch) {
-    dropout_apply(device, p, pass.seed, x, y, elements(batch), pass.training);
+    apply(device, pass, x, y, batch);
   }
 
   template <class T, class Device>
   static void backward(Device device, const Pass<T>& pass, const T*, T*, const T*, const T*, const T*, T* dy, T* dx,
                        int batch) {
-    dropout_apply(device, p, pass.seed, dy, dx, elements(batch), pass.training);
+    apply(device, pass, dy, dx, batch);
   }
 
  private:
-  static std::size_t elements(int batch) { return static_cast<std::size_t>(batch) * In::size; }
+  template <class T, class Device>
+  static void apply(Device device, const Pass<T>& pass, const T* in, T* out, int batch) {
+    const T scale = static_cast<T>(1.0 / (1.0 - p));
+    for_each_index(device, static_cast<std::size_t>(batch) * In::size,
+                   detail::DropoutMask<T>{p, scale, pass.seed, in, out, pass.training});
+  }
 };
 
 }  // namespace etnn::nn
@@ -3547,74 +3822,95 @@ struct FlattenLayer : ParameterFree {
 
 }  // namespace etnn::nn
 // ---- etnn/nn/layer_norm_layer.hpp ----
-// nn::layer_norm bound to its input: PyTorch's nn.LayerNorm(shape of the sample), normalising each
-// sample over all its values, with weight = 1 and bias = 0 of the sample's shape.
-
-// ---- etnn/cpu/layer_norm.hpp ----
-// Layer normalisation over each sample's N values on the CPU, PyTorch's nn.LayerNorm(shape) with
-// eps 1e-5 and elementwise affine (gamma, beta of the sample's shape).
+// nn::layer_norm bound to its input: PyTorch's nn.LayerNorm(shape of the sample) with eps 1e-5,
+// normalising each sample over all its N values, with elementwise affine weight (gamma) = 1 and
+// bias (beta) = 0 of the sample's shape.
 //   mu, var = mean and biased variance of the sample; xhat = (x - mu) / sqrt(var + eps)
 //   y = gamma (.) xhat + beta                                  x, y: (B, N)
 // Backward, with g = dy (.) gamma:
-//   dgamma += sum_b dy (.) xhat,  dbeta += sum_b dy            split by feature across threads
-//   dx = (g - mean(g) - xhat mean(g (.) xhat)) / sqrt(var + eps)   split by sample
-// Forward keeps (mu, 1 / sqrt(var + eps)) per sample in `stats` when training.
+//   dgamma += sum_b dy (.) xhat,  dbeta += sum_b dy            one functor call per feature
+//   dx = (g - mean(g) - xhat mean(g (.) xhat)) / sqrt(var + eps)   one per sample
+// Forward keeps (mu, 1 / sqrt(var + eps)) per sample when training. Each functor is ETNN_HD and
+// serves both devices: host threads split its calls, the device runs a thread per call.
 
-
-namespace etnn {
-
-inline constexpr double layer_norm_eps = 1e-5;
-
-template <int N, class T>
-void layer_norm_forward(Cpu, const T* gamma, const T* beta, const T* x, T* y, T* stats, int batch) {
-  cpu::parallel_chunks(static_cast<std::size_t>(batch), 1, 3 * N, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t b = begin; b < end; ++b) {
-      const T* xb = x + b * N;
-      T* yb = y + b * N;
-      double mean = 0, var = 0;
-      for (int j = 0; j < N; ++j) mean += xb[j];
-      mean /= N;
-      for (int j = 0; j < N; ++j) var += (xb[j] - mean) * (xb[j] - mean);
-      const double inv_std = 1.0 / std::sqrt(var / N + layer_norm_eps);
-      for (int j = 0; j < N; ++j) yb[j] = static_cast<T>(gamma[j] * ((xb[j] - mean) * inv_std) + beta[j]);
-      if (stats != nullptr) stats[2 * b] = static_cast<T>(mean), stats[2 * b + 1] = static_cast<T>(inv_std);
-    }
-  });
-}
-
-template <int N, class T>
-void layer_norm_backward(Cpu, const T* gamma, T* gamma_grad, T* beta_grad, const T* x, const T* stats, const T* dy,
-                         T* dx, int batch) {
-  const auto samples = static_cast<std::size_t>(batch);
-  const auto xhat = [&](std::size_t b, int j) { return (x[b * N + j] - stats[2 * b]) * stats[2 * b + 1]; };
-  cpu::parallel_chunks(std::size_t{N}, 16, samples, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t b = 0; b < samples; ++b) {
-      for (auto j = static_cast<int>(begin); j < static_cast<int>(end); ++j) {
-        gamma_grad[j] += dy[b * N + j] * xhat(b, j);
-        beta_grad[j] += dy[b * N + j];
-      }
-    }
-  });
-  if (dx == nullptr) return;
-  cpu::parallel_chunks(samples, 1, 3 * N, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t b = begin; b < end; ++b) {
-      double sum_g = 0, sum_g_xhat = 0;
-      for (int j = 0; j < N; ++j) {
-        const double g = dy[b * N + j] * gamma[j];
-        sum_g += g;
-        sum_g_xhat += g * xhat(b, j);
-      }
-      for (int j = 0; j < N; ++j) {
-        const double g = dy[b * N + j] * gamma[j];
-        dx[b * N + j] = static_cast<T>((g - sum_g / N - xhat(b, j) * sum_g_xhat / N) * stats[2 * b + 1]);
-      }
-    }
-  });
-}
-
-}  // namespace etnn
+#if defined(__CUDACC__)
+#endif
 
 namespace etnn::nn {
+
+namespace detail {
+inline constexpr double layer_norm_eps = 1e-5;
+
+// y's sample b from x's, its statistics (mean, 1 / std) into stats[2b, 2b + 1] when not null.
+template <int N, class T>
+struct LayerNormRows {
+  const T* gamma;
+  const T* beta;
+  const T* x;
+  T* y;
+  T* stats;
+  ETNN_HD void operator()(std::size_t b) const {
+    const T* xb = x + b * N;
+    T* yb = y + b * N;
+    double mean = 0, var = 0;
+    for (int j = 0; j < N; ++j) mean += xb[j];
+    mean /= N;
+    for (int j = 0; j < N; ++j) var += (xb[j] - mean) * (xb[j] - mean);
+    const double inv_std = 1.0 / std::sqrt(var / N + layer_norm_eps);
+    for (int j = 0; j < N; ++j) yb[j] = static_cast<T>(gamma[j] * ((xb[j] - mean) * inv_std) + beta[j]);
+    if (stats != nullptr) stats[2 * b] = static_cast<T>(mean), stats[2 * b + 1] = static_cast<T>(inv_std);
+  }
+};
+
+template <int N, class T>
+ETNN_HD T layer_norm_xhat(const T* x, const T* stats, std::size_t b, int j) {
+  return (x[b * N + j] - stats[2 * b]) * stats[2 * b + 1];
+}
+
+// Feature j's gamma and beta gradients, summed over the batch in sample order.
+template <int N, class T>
+struct LayerNormParameterGradients {
+  const T* x;
+  const T* stats;
+  const T* dy;
+  T* gamma_grad;
+  T* beta_grad;
+  std::size_t batch;
+  ETNN_HD void operator()(std::size_t feature) const {
+    const int j = static_cast<int>(feature);
+    T dgamma = gamma_grad[j], dbeta = beta_grad[j];
+    for (std::size_t b = 0; b < batch; ++b) {
+      dgamma += dy[b * N + j] * layer_norm_xhat<N>(x, stats, b, j);
+      dbeta += dy[b * N + j];
+    }
+    gamma_grad[j] = dgamma;
+    beta_grad[j] = dbeta;
+  }
+};
+
+// dx's sample b.
+template <int N, class T>
+struct LayerNormInputGradientRows {
+  const T* gamma;
+  const T* x;
+  const T* stats;
+  const T* dy;
+  T* dx;
+  ETNN_HD void operator()(std::size_t b) const {
+    double sum_g = 0, sum_g_xhat = 0;
+    for (int j = 0; j < N; ++j) {
+      const double g = dy[b * N + j] * gamma[j];
+      sum_g += g;
+      sum_g_xhat += g * layer_norm_xhat<N>(x, stats, b, j);
+    }
+    for (int j = 0; j < N; ++j) {
+      const double g = dy[b * N + j] * gamma[j];
+      dx[b * N + j] = static_cast<T>((g - sum_g / N - layer_norm_xhat<N>(x, stats, b, j) * sum_g_xhat / N) *
+                                     stats[2 * b + 1]);
+    }
+  }
+};
+}  // namespace detail
 
 template <ShapeType In, int Index>
 struct LayerNormLayer {
@@ -3633,6 +3929,7 @@ struct LayerNormLayer {
   static constexpr std::size_t saved_per_sample = 2;  // mean and 1 / std
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = false;
+  static constexpr bool cuda_kernels = true;  // the functors on the device
 
   template <class T>
   static void init(T* p, Rng&) {
@@ -3642,13 +3939,18 @@ struct LayerNormLayer {
 
   template <class T, class Device>
   static void forward(Device device, const Pass<T>&, const T* p, const T* x, T* y, T* saved, int batch) {
-    layer_norm_forward<width>(device, p, p + In::size, x, y, saved, batch);
+    for_each_row(device, static_cast<std::size_t>(batch), 3 * In::size,
+                 detail::LayerNormRows<width, T>{p, p + In::size, x, y, saved});
   }
 
   template <class T, class Device>
   static void backward(Device device, const Pass<T>&, const T* p, T* g, const T* x, const T*, const T* saved, T* dy,
                        T* dx, int batch) {
-    layer_norm_backward<width>(device, p, g, g + In::size, x, saved, dy, dx, batch);
+    const auto samples = static_cast<std::size_t>(batch);
+    for_each_row(device, In::size, 2 * samples,
+                 detail::LayerNormParameterGradients<width, T>{x, saved, dy, g, g + In::size, samples});
+    if (dx == nullptr) return;
+    for_each_row(device, samples, 4 * In::size, detail::LayerNormInputGradientRows<width, T>{p, x, saved, dy, dx});
   }
 };
 
@@ -3694,83 +3996,82 @@ struct PoolLayer : ParameterFree {
 }  // namespace etnn::nn
 // ---- etnn/nn/softmax_layer.hpp ----
 // nn::softmax and nn::log_softmax over a flat input: PyTorch's nn.Softmax(dim=1) and
-// nn.LogSoftmax(dim=1).   x, y: (B, N)
-
-// ---- etnn/cpu/softmax.hpp ----
-// Softmax and log-softmax over each row of (B, N), on the CPU, shifted by the row maximum so that
-// any finite input is safe.
+// nn.LogSoftmax(dim=1), each row shifted by its maximum m so that any finite input is safe.
+//   x, y: (B, N)
 //   softmax:      y = exp(x - m) / sum exp(x - m)        dx = y (.) (dy - <dy, y>)
 //   log_softmax:  y = x - m - log sum exp(x - m)         dx = dy - exp(y) sum dy
-// Backward may write dx over dy (in place). Rows run in parallel.
+// The row math is one ETNN_HD functor for both devices: host threads split the rows, the device
+// runs a thread per row. Backward may write dx over dy (in place).
 
+#if defined(__CUDACC__)
+#endif
 
-namespace etnn {
+namespace etnn::nn {
 
-namespace cpu {
-struct Softmax {};
-struct LogSoftmax {};
+namespace detail {
+struct Probabilities {};     // softmax
+struct LogProbabilities {};  // log_softmax
 
-template <int N, class F>
-void for_each_row(int batch, F&& f) {
-  parallel_chunks(static_cast<std::size_t>(batch), 1, 4 * N, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t r = begin; r < end; ++r) f(r * N);
-  });
-}
-}  // namespace cpu
-
+// y's row r from x's.
 template <int N, class Kind, class T>
-void softmax_forward(Cpu, Kind, const T* x, T* y, int batch) {
-  cpu::for_each_row<N>(batch, [&](std::size_t row) {
-    const T* xr = x + row;
-    T* yr = y + row;
-    const T m = *std::max_element(xr, xr + N);
+struct SoftmaxRows {
+  const T* x;
+  T* y;
+  ETNN_HD void operator()(std::size_t r) const {
+    const T* xr = x + r * N;
+    T* yr = y + r * N;
+    T m = xr[0];
+    for (int j = 1; j < N; ++j) m = xr[j] > m ? xr[j] : m;
     T sum = 0;
     for (int j = 0; j < N; ++j) sum += std::exp(xr[j] - m);
-    if constexpr (std::is_same_v<Kind, cpu::Softmax>) {
+    if constexpr (std::is_same_v<Kind, Probabilities>) {
       const T inv = T(1) / sum;
       for (int j = 0; j < N; ++j) yr[j] = std::exp(xr[j] - m) * inv;
     } else {
       const T log_sum = std::log(sum);  // subtracted after m: m + log_sum would round at large |m|
       for (int j = 0; j < N; ++j) yr[j] = (xr[j] - m) - log_sum;
     }
-  });
-}
+  }
+};
 
+// dx's row r from y's and dy's; dx may be dy.
 template <int N, class Kind, class T>
-void softmax_backward(Cpu, Kind, const T* y, const T* dy, T* dx, int batch) {
-  cpu::for_each_row<N>(batch, [&](std::size_t row) {
-    const T* yr = y + row;
-    const T* dyr = dy + row;
-    T* dxr = dx + row;
+struct SoftmaxGradientRows {
+  const T* y;
+  const T* dy;
+  T* dx;
+  ETNN_HD void operator()(std::size_t r) const {
+    const T* yr = y + r * N;
+    const T* dyr = dy + r * N;
+    T* dxr = dx + r * N;
     T sum = 0;
-    if constexpr (std::is_same_v<Kind, cpu::Softmax>) {
+    if constexpr (std::is_same_v<Kind, Probabilities>) {
       for (int j = 0; j < N; ++j) sum += dyr[j] * yr[j];
       for (int j = 0; j < N; ++j) dxr[j] = yr[j] * (dyr[j] - sum);
     } else {
       for (int j = 0; j < N; ++j) sum += dyr[j];
       for (int j = 0; j < N; ++j) dxr[j] = dyr[j] - std::exp(yr[j]) * sum;
     }
-  });
-}
-
-}  // namespace etnn
-
-namespace etnn::nn {
+  }
+};
+}  // namespace detail
 
 template <ShapeType In, class Kind, int Index>
 struct SoftmaxLayer : InPlaceLayer<In, Index> {
   static_assert(check::softmax_input<In>());
   static constexpr int width = static_cast<int>(In::size);
+  static constexpr bool cuda_kernels = true;  // the row functors on the device
 
   template <class T, class Device>
   static void forward(Device device, const Pass<T>&, const T*, const T* x, T* y, T*, int batch) {
-    softmax_forward<width>(device, Kind{}, x, y, batch);
+    for_each_row(device, static_cast<std::size_t>(batch), 4 * width, detail::SoftmaxRows<width, Kind, T>{x, y});
   }
 
   template <class T, class Device>
   static void backward(Device device, const Pass<T>&, const T*, T*, const T*, const T* y, const T*, T* dy, T* dx,
                        int batch) {
-    softmax_backward<width>(device, Kind{}, y, dy, dx, batch);
+    for_each_row(device, static_cast<std::size_t>(batch), 4 * width,
+                 detail::SoftmaxGradientRows<width, Kind, T>{y, dy, dx});
   }
 };
 
@@ -3889,9 +4190,9 @@ inline constexpr char layer_norm_name[] = "layer_norm";
 inline constexpr char softmax_name[] = "softmax";
 inline constexpr char log_softmax_name[] = "log_softmax";
 template <ShapeType In, int Index>
-using SoftmaxOf = SoftmaxLayer<In, cpu::Softmax, Index>;
+using SoftmaxOf = SoftmaxLayer<In, detail::Probabilities, Index>;
 template <ShapeType In, int Index>
-using LogSoftmaxOf = SoftmaxLayer<In, cpu::LogSoftmax, Index>;
+using LogSoftmaxOf = SoftmaxLayer<In, detail::LogProbabilities, Index>;
 }  // namespace detail
 
 using BatchNorm = SimpleSpec<BatchNormLayer, detail::batch_norm_name>;
@@ -4247,6 +4548,8 @@ struct ConcatLayer {
   static constexpr std::size_t saved_per_sample = program_a::workspace_per_sample + program_b::workspace_per_sample;
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = false;
+  static constexpr bool cuda_kernels = program_a::template runs_on<Cuda> && program_b::template runs_on<Cuda>;
+  static constexpr bool draws_random = program_a::draws_random || program_b::draws_random;
   // Inference: both outputs, then the larger branch's own scratch.
   template <class Device>
   static constexpr std::size_t scratch_values(int batch) {
@@ -4276,10 +4579,8 @@ struct ConcatLayer {
     T* workspace_b = saved != nullptr ? saved + program_a::workspace_per_sample * rows : nullptr;
     const T* a = run_a::forward(device, pass_a, p, x, saved, out_a, batch);
     const T* b = run_b::forward(device, branch_b(pass_a), p + program_a::num_params, x, workspace_b, out_b, batch);
-    for (std::size_t r = 0; r < rows; ++r) {
-      std::copy_n(a + r * width_a, width_a, y + r * out_shape::size);
-      std::copy_n(b + r * width_b, width_b, y + r * out_shape::size + width_a);
-    }
+    copy_rows(device, a, width_a, y, out_shape::size, width_a, rows);
+    copy_rows(device, b, width_b, y + width_a, out_shape::size, width_b, rows);
   }
 
   // dx = a'(x)^T dy_a + b'(x)^T dy_b, dy split by columns; both branches' gradients accumulate.
@@ -4291,10 +4592,8 @@ struct ConcatLayer {
     T* workspace_b = workspace_a + program_a::workspace_per_sample * rows;
     T* dy_a = run_a::output_gradient(workspace_a, batch);
     T* dy_b = run_b::output_gradient(workspace_b, batch);
-    for (std::size_t r = 0; r < rows; ++r) {
-      std::copy_n(dy + r * out_shape::size, width_a, dy_a + r * width_a);
-      std::copy_n(dy + r * out_shape::size + width_a, width_b, dy_b + r * width_b);
-    }
+    copy_rows(device, dy, out_shape::size, dy_a, width_a, width_a, rows);
+    copy_rows(device, dy + width_a, out_shape::size, dy_b, width_b, width_b, rows);
     const T* p_b = p + program_a::num_params;
     T* g_b = g + program_a::num_params;
     if (dx == nullptr) {
@@ -5549,6 +5848,8 @@ struct ResidualLayer {
   static constexpr std::size_t saved_per_sample = program::workspace_per_sample;  // the block's workspace
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = true;
+  static constexpr bool cuda_kernels = program::template runs_on<Cuda>;  // the sum is an expression
+  static constexpr bool draws_random = program::draws_random;
   template <class Device>
   static constexpr std::size_t scratch_values(int batch) {
     return run::template scratch_values<Device>(batch);
@@ -10088,6 +10389,7 @@ class ProgressBar {
 #include <map>
 #include <string>
 #include <tuple>
+#include <utility>
 
 
 namespace etnn::cuda {
@@ -10098,9 +10400,8 @@ class GraphCache {
   // that may change between steps (every other pointer belongs to the trainer and stays put).
   using Key = std::tuple<int, int, const void*>;
 
-  explicit GraphCache(bool enabled = true) : enabled_(enabled) {
-    if (!enabled) reason_ = "turned off";
-  }
+  // off_reason: empty to record, else why the step is not recorded (reason() says it).
+  explicit GraphCache(std::string off_reason = "") : enabled_(off_reason.empty()), reason_(std::move(off_reason)) {}
   GraphCache(const GraphCache&) = delete;
   GraphCache& operator=(const GraphCache&) = delete;
   ~GraphCache() {
@@ -10258,7 +10559,7 @@ struct NoLossOptimizer {};
 
 // How a host model runs the pieces of a step that a device model may record (cuda::GraphCache).
 struct EagerSteps {
-  explicit EagerSteps(bool) {}
+  explicit EagerSteps(const std::string&) {}
   template <class Key, class Work>
   void run(const Key&, Work&& work) {
     work();
@@ -10291,13 +10592,13 @@ class Trainer {
 
   Trainer(Model& model, Loss& loss, Optim& optimizer, TrainerOptions options = {})
       : model_(model), loss_(loss), optimizer_(optimizer), options_(checked(options)),
-        graphs_(graphs_allowed(options, optimizer)) {}
+        graphs_(graphs_off_reason(options, optimizer)) {}
 
   // loss_optimizer updates the loss's own parameters (a parametric loss only).
   Trainer(Model& model, Loss& loss, Optim& optimizer, LossOptim& loss_optimizer, TrainerOptions options = {})
     requires has_loss_optimizer
       : model_(model), loss_(loss), optimizer_(optimizer), loss_optimizer_(&loss_optimizer),
-        options_(checked(options)), graphs_(graphs_allowed(options, optimizer)) {
+        options_(checked(options)), graphs_(graphs_off_reason(options, optimizer)) {
     static_assert(check::loss_optimizer_target<
                   loss_has_parameters && requires { requires std::is_same_v<typename LossOptim::model_type, Loss>; }>());
   }
@@ -10539,7 +10840,7 @@ class Trainer {
     if (options_.sync_batch_norm && optimizer_.reducer().size() > 1) run.sync = CrossRankSum(optimizer_.reducer());
     // Where the activations are does not depend on the pass, so a replayed graph needs only this.
     activations_ = program::locate(staged.data(), workspace_.data(), capacity_);
-    graphs_.run(step_key(0, batch, staged.data()), [&] {
+    graphs_.run(step_key(0, run.training, batch, staged.data()), [&] {
       program::forward_train(Device{}, run, staged.data(), workspace_.data(), capacity_, batch, activations_);
     });
     const TensorView<const T, output_shape, Device> output(activations_.back(), batch);
@@ -10551,26 +10852,30 @@ class Trainer {
       const std::size_t n = static_cast<std::size_t>(batch) * output_shape::size;
       assign(Device{}, output_grad, expr::ref(output_grad, n) * (T(1) / static_cast<T>(options_.accumulate)));
     }
-    graphs_.run(step_key(1, batch, staged.data()), [&] {
+    graphs_.run(step_key(1, run.training, batch, staged.data()), [&] {
       program::backward(Device{}, run, model_.gradients(), workspace_.data(), capacity_, batch, activations_,
                         layer_done);
     });
     return loss;
   }
 
-  // Graphs record what a pass launches, not the host's part of it: a data-parallel step starts its
-  // allreduces from backward's callbacks, so it launches eagerly.
-  static bool graphs_allowed(const TrainerOptions& options, Optim& optimizer) {
-    return options.cuda_graphs && optimizer.reducer().size() == 1;
+  // Why the step is not recorded into CUDA graphs, or "" when it is. Graphs record what a pass
+  // launches, not the host's part of it, with the arguments of the recording.
+  static std::string graphs_off_reason(const TrainerOptions& options, Optim& optimizer) {
+    if (!options.cuda_graphs) return "turned off";
+    if (optimizer.reducer().size() > 1)  // it starts its allreduces from backward's callbacks
+      return "a data-parallel step launches its allreduces from the host";
+    if constexpr (program::draws_random) return "the network draws random numbers (dropout): each pass differs";
+    return "";
   }
 
-  // A graph of the step (part 0 forward, 1 backward) holds pointers and sizes: the input's address
-  // and the batch, besides the trainer's and the model's own buffers, which stay put. Nothing else
-  // a pass reads changes between steps on CUDA: the layers that use the pass's mode, random seed
-  // or buffers (dropout, batch norm) have no CUDA kernels yet, and in one process the bucket
-  // callbacks do nothing.
-  static std::tuple<int, int, const void*> step_key(int part, int batch, const void* input) {
-    return {part, batch, input};
+  // A graph of the step holds pointers and sizes: the input's address and the batch, besides the
+  // trainer's and the model's own buffers, which stay put. The mode selects kernels (batch norm's
+  // statistics), so eval-mode passes are parts of their own: 0 forward, 1 backward, 2 and 3 the
+  // same in eval mode. Nothing else a recorded pass reads changes between steps: a network that
+  // draws random numbers is not recorded, and in one process the bucket callbacks do nothing.
+  static std::tuple<int, int, const void*> step_key(int part, bool training, int batch, const void* input) {
+    return {training ? part : part + 2, batch, input};
   }
 
   template <class Y>

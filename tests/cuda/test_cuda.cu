@@ -10,8 +10,10 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <ratio>
 #include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace nn = etnn::nn;
@@ -137,15 +139,60 @@ TEST_CASE("pooling's backward gathers from exactly the windows that cover an inp
   check_covering<6, 1, 2, 0>();
 }
 
-TEST_CASE("which layers have CUDA kernels is known at compile time") {
+namespace {
+// Every kind of layer etnn has, for the device parity tests below: convolution with 2-d batch
+// norm, 1-d batch norm, layer norm, dropout, a residual block, a concatenation with a softmax
+// branch, log-softmax at the end (trained with NLL).
+using EveryLayer = decltype(nn::input<3, 8, 8> >> nn::conv2d<4, 3> >> nn::batch_norm >> nn::relu >>
+                            nn::avg_pool2d<2> >> nn::flatten >> nn::linear<32> >> nn::batch_norm >> nn::gelu >>
+                            nn::layer_norm >> nn::dropout_with<std::ratio<1, 5>> >>
+                            nn::residual(nn::linear<32> >> nn::tanh >> nn::linear<32>) >>
+                            nn::concat(nn::linear<8> >> nn::relu, nn::linear<6> >> nn::softmax) >> nn::linear<10> >>
+                            nn::log_softmax);
+// Without dropout: its step can be recorded as a CUDA graph.
+using Normalised = decltype(nn::input<3, 8, 8> >> nn::conv2d<4, 3> >> nn::batch_norm >> nn::relu >> nn::flatten >>
+                            nn::linear<16> >> nn::batch_norm >> nn::layer_norm >>
+                            nn::residual(nn::linear<16> >> nn::relu >> nn::linear<16>) >> nn::linear<10> >>
+                            nn::log_softmax);
+
+// A layer of a user's own with no CUDA kernels: y = x.
+template <etnn::ShapeType In, int Index>
+struct HostOnlyLayer : nn::InPlaceLayer<In, Index> {
+  template <class T, class Device>
+  static void forward(Device, const nn::Pass<T>&, const T*, const T* x, T* y, T*, int batch) {
+    std::copy_n(x, static_cast<std::size_t>(batch) * In::size, y);
+  }
+  template <class T, class Device>
+  static void backward(Device, const nn::Pass<T>&, const T*, T*, const T*, const T*, const T*, T* dy, T* dx,
+                       int batch) {
+    std::copy_n(dy, static_cast<std::size_t>(batch) * In::size, dx);
+  }
+};
+struct HostOnly : nn::LayerSpec {
+  template <etnn::ShapeType In, int Index>
+  using bind = HostOnlyLayer<In, Index>;
+  static std::string describe() { return "host_only"; }
+};
+}  // namespace
+
+TEST_CASE("which layers have CUDA kernels is known at compile time: every built-in one, a custom one if it says so") {
   using Mlp = decltype(nn::input<8> >> nn::linear<4> >> nn::gelu >> nn::flatten >> nn::linear<2>);
   using Cnn = decltype(nn::input<1, 8, 8> >> nn::conv2d<2, 3> >> nn::max_pool2d<2> >> nn::flatten >> nn::linear<2>);
-  using Normalised = decltype(nn::input<1, 8, 8> >> nn::conv2d<2, 3> >> nn::batch_norm >> nn::flatten >> nn::linear<2>);
+  using Custom = decltype(nn::input<8> >> nn::linear<4> >> HostOnly{} >> nn::linear<2>);
+  using CustomInside = decltype(nn::input<8> >> nn::residual(nn::linear<8> >> HostOnly{}) >> nn::linear<2>);
   static_assert(nn::detail::Program<typename Mlp::layers>::runs_on<etnn::Cuda>);
   static_assert(nn::detail::Program<typename Cnn::layers>::runs_on<etnn::Cuda>);
-  static_assert(!nn::detail::Program<typename Normalised::layers>::runs_on<etnn::Cuda>);
-  static_assert(nn::detail::Program<typename Normalised::layers>::runs_on<etnn::Cpu>);
-  CHECK(true);
+  static_assert(nn::detail::Program<typename EveryLayer::layers>::runs_on<etnn::Cuda>);
+  static_assert(!nn::detail::Program<typename Custom::layers>::runs_on<etnn::Cuda>);
+  static_assert(!nn::detail::Program<typename CustomInside::layers>::runs_on<etnn::Cuda>);  // through a combinator
+  static_assert(nn::detail::Program<typename Custom::layers>::runs_on<etnn::Cpu>);
+  // Dropout, also inside a combinator, makes every training pass differ: no graphs for it.
+  using DropoutInside = decltype(nn::input<8> >> nn::concat(nn::linear<4>, nn::linear<4> >> nn::dropout) >>
+                                 nn::linear<2>);
+  static_assert(nn::detail::Program<typename EveryLayer::layers>::draws_random);
+  static_assert(nn::detail::Program<typename DropoutInside::layers>::draws_random);
+  static_assert(!nn::detail::Program<typename Normalised::layers>::draws_random);
+  CHECK(Custom::describe().find("host_only") != std::string::npos);
 }
 
 TEST_CASE("a CUDA build trains on the CPU through best_device when no GPU is present") {
@@ -192,7 +239,7 @@ TEST_CASE("which networks the fully fused kernels take (etnn::bf16) is decided a
 }
 
 TEST_CASE("a graph cache that is off runs the work every time and records nothing") {
-  etnn::cuda::GraphCache graphs(false);
+  etnn::cuda::GraphCache graphs("turned off");
   int calls = 0;
   for (int i = 0; i < 3; ++i) graphs.run({0, 64, nullptr}, [&] { ++calls; });
   CHECK(calls == 3);
@@ -597,6 +644,60 @@ TEST_CASE("mixed precision: the fused bf16 model follows the fp32 CPU model with
 TEST_CASE("mixed precision with padded widths (20 -> 48 -> 10 run as 32 -> 64 -> 16) follows the CPU model too" *
           doctest::skip(!gpu())) {
   check_mixed_follows_cpu<Padded>();
+}
+
+namespace {
+// Net trained on Device from seed 6 (SGD with momentum, NLL on its log-probabilities): the
+// parameters, the buffers (batch norm's running statistics), the step losses, the eval-mode
+// outputs after training, and why the step was not recorded as a graph ("" if it was).
+template <class Net, class T, class Device>
+auto train_on(const std::vector<T>& x, const std::vector<int>& labels, int batch, int steps, bool graphs) {
+  using Model = etnn::Model<Net, T, Device>;
+  const etnn::TensorView<const T, typename Net::input_shape> inputs(x.data(), batch);
+  Model model(6);
+  etnn::loss::NLL nll;
+  etnn::optim::SGD opt(model, {.lr = 0.05f, .momentum = 0.9f});
+  etnn::Trainer trainer(model, nll, opt, {.cuda_graphs = graphs});
+  std::vector<T> losses;
+  for (int s = 0; s < steps; ++s) losses.push_back(trainer.step(inputs, labels));
+  std::vector<T> params(Model::num_params), buffers(Model::num_buffers);
+  etnn::copy_to_host(Device{}, params.data(), model.parameters(), params.size());
+  etnn::copy_to_host(Device{}, buffers.data(), model.buffers(), buffers.size());
+  model.eval();
+  const auto out = etnn::to_host(model.forward(inputs));
+  std::string why_not_recorded = "a host model";
+  if constexpr (std::is_same_v<Device, etnn::Cuda>) why_not_recorded = trainer.step_graphs().reason();
+  return std::tuple(params, buffers, losses, std::vector<T>(out.data(), out.data() + out.size()), why_not_recorded);
+}
+
+template <class Net, class T>
+void check_network_follows_cpu(bool graphs) {
+  const int batch = 24, steps = 4;
+  const auto x = random_values<T>(Net::input_shape::size * batch, 30);
+  std::vector<int> labels(batch);
+  for (int i = 0; i < batch; ++i) labels[static_cast<std::size_t>(i)] = (i * 3) % 10;
+  const auto [p_cpu, b_cpu, l_cpu, o_cpu, unused] = train_on<Net, T, etnn::Cpu>(x, labels, batch, steps, graphs);
+  const auto [p_gpu, b_gpu, l_gpu, o_gpu, why] = train_on<Net, T, etnn::Cuda>(x, labels, batch, steps, graphs);
+  const double tol = std::is_same_v<T, float> ? 1e-4 : 1e-10;
+  CHECK(max_relative_error(p_gpu, p_cpu) <= tol);
+  CHECK(max_relative_error(b_gpu, b_cpu) <= tol);  // running statistics, batches tracked
+  CHECK(max_relative_error(l_gpu, l_cpu) <= tol);
+  CHECK(max_relative_error(o_gpu, o_cpu) <= tol);  // eval mode: the running statistics
+  if (!graphs)
+    CHECK(why == "turned off");
+  else if (nn::detail::Program<typename Net::layers>::draws_random)
+    CHECK(why == "the network draws random numbers (dropout): each pass differs");
+  else
+    CHECK_MESSAGE(why.empty(), why);
+}
+}  // namespace
+
+TEST_CASE_TEMPLATE("every kind of layer trains on the device as on the CPU: norms, dropout, softmax, combinators" *
+                       doctest::skip(!gpu()),
+                   T, float, double) {
+  check_network_follows_cpu<EveryLayer, T>(true);   // dropout: launched every step, the same masks
+  check_network_follows_cpu<Normalised, T>(true);   // recorded: batch norm's statistics stay on the device
+  check_network_follows_cpu<Normalised, T>(false);  // and launched every step
 }
 
 TEST_CASE("a device model's checkpoint loads on the CPU and back, and evaluates the same" * doctest::skip(!gpu())) {

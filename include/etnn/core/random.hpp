@@ -3,10 +3,12 @@
 // (std::uniform_*_distribution do not). Used for initialisation, shuffling and dropout.
 #include <cstdint>
 
+#include "config.hpp"
+
 namespace etnn {
 
 // SplitMix64: turns any 64-bit seed (including 0) into well-mixed state words.
-constexpr std::uint64_t splitmix64(std::uint64_t& state) {
+ETNN_HD constexpr std::uint64_t splitmix64(std::uint64_t& state) {
   std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
@@ -18,6 +20,14 @@ constexpr std::uint64_t splitmix64(std::uint64_t& state) {
 constexpr std::uint64_t derive_seed(std::uint64_t seed, std::uint64_t stream) {
   std::uint64_t s = seed ^ (stream * 0xD1B54A32D192ED03ull);
   return splitmix64(s);
+}
+
+// A uniform in [0, 1) that is a pure function of a seed and an index (53 random bits): what a
+// dropout mask draws, so that backward recomputes the mask, and any thread or device draws the
+// same value for the same element.
+ETNN_HD constexpr double counter_uniform(std::uint64_t seed, std::uint64_t index) {
+  std::uint64_t state = seed + index * 0xD1B54A32D192ED03ull;
+  return static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53;
 }
 
 // xoshiro256**: fast, 256-bit state, passes BigCrush.

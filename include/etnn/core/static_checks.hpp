@@ -68,8 +68,9 @@ consteval bool reducer_device() {
 template <bool AllLayersHaveKernels>
 consteval bool layers_on_device() {
   static_assert(AllLayersHaveKernels,
-                "ETNN_DEVICE_LAYER: a layer of this network has no kernels for this device yet (on etnn::Cuda: "
-                "linear, conv2d, the pools, the activations and flatten); run it on etnn::Cpu");
+                "ETNN_DEVICE_LAYER: a layer of this network has no kernels for this device: every built-in "
+                "layer runs on etnn::Cuda, a layer of your own once it declares static constexpr bool "
+                "cuda_kernels = true (its forward and backward then run with etnn::Cuda); else use etnn::Cpu");
   return true;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // The CPU executor: evaluates an elementwise expression into memory in one fused loop, and runs
-// an ETNN_HD functor over an index range (used by the optimizers' update rules).
+// an ETNN_HD functor over an index range (the optimizers' update rules, dropout) or over rows
+// (the per-sample math of softmax and layer norm).
 #include <algorithm>
 #include <cstddef>
 #include <string>
@@ -34,6 +35,16 @@ void fill(Cpu, T* dst, std::size_t n, T value) {
 template <class F>
 void for_each_index(Cpu, std::size_t n, const F& f) {
   cpu::parallel_for(n, f);
+}
+
+// f(r) for every row r < rows, a row costing about work_per_row operations: rows are split
+// across the host threads once the whole is worth it. f is an ETNN_HD row functor (a layer's
+// per-sample math) that the device runs one thread per row (cuda/executor.hpp).
+template <class F>
+void for_each_row(Cpu, std::size_t rows, std::size_t work_per_row, const F& f) {
+  cpu::parallel_chunks(rows, 1, work_per_row, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t r = begin; r < end; ++r) f(r);
+  });
 }
 
 }  // namespace etnn

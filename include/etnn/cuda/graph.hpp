@@ -14,6 +14,7 @@
 #include <map>
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include "runtime.hpp"
 
@@ -25,9 +26,8 @@ class GraphCache {
   // that may change between steps (every other pointer belongs to the trainer and stays put).
   using Key = std::tuple<int, int, const void*>;
 
-  explicit GraphCache(bool enabled = true) : enabled_(enabled) {
-    if (!enabled) reason_ = "turned off";
-  }
+  // off_reason: empty to record, else why the step is not recorded (reason() says it).
+  explicit GraphCache(std::string off_reason = "") : enabled_(off_reason.empty()), reason_(std::move(off_reason)) {}
   GraphCache(const GraphCache&) = delete;
   GraphCache& operator=(const GraphCache&) = delete;
   ~GraphCache() {

@@ -45,4 +45,13 @@ void copy_from_host(Cuda, T* device, const T* host, std::size_t n) {
   ETNN_CHECK_CUDA(cudaMemcpyAsync(device, host, n * sizeof(T), cudaMemcpyHostToDevice, cuda::stream()));
 }
 
+// copy_rows (tensor/copy.hpp) in device memory: one strided copy on etnn's stream.
+template <class T>
+void copy_rows(Cuda, const T* src, std::size_t src_pitch, T* dst, std::size_t dst_pitch, std::size_t width,
+               std::size_t rows) {
+  if (rows == 0 || width == 0) return;
+  ETNN_CHECK_CUDA(cudaMemcpy2DAsync(dst, dst_pitch * sizeof(T), src, src_pitch * sizeof(T), width * sizeof(T), rows,
+                                    cudaMemcpyDeviceToDevice, cuda::stream()));
+}
+
 }  // namespace etnn

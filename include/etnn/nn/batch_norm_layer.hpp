@@ -6,6 +6,9 @@
 // (PyTorch's nn.SyncBatchNorm); otherwise each rank's own (DDP's default).
 #include "../core/static_checks.hpp"
 #include "../cpu/batch_norm.hpp"
+#if defined(__CUDACC__)
+#include "../cuda/batch_norm.hpp"
+#endif
 #include "layer.hpp"
 
 namespace etnn::nn {
@@ -32,6 +35,7 @@ struct BatchNormLayer {
   static constexpr std::size_t saved_per_sample = 0;
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = true;
+  static constexpr bool cuda_kernels = true;  // cuda/batch_norm.hpp
 
   template <class T>
   static void init(T* p, Rng&) {

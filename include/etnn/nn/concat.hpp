@@ -40,6 +40,8 @@ struct ConcatLayer {
   static constexpr std::size_t saved_per_sample = program_a::workspace_per_sample + program_b::workspace_per_sample;
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = false;
+  static constexpr bool cuda_kernels = program_a::template runs_on<Cuda> && program_b::template runs_on<Cuda>;
+  static constexpr bool draws_random = program_a::draws_random || program_b::draws_random;
   // Inference: both outputs, then the larger branch's own scratch.
   template <class Device>
   static constexpr std::size_t scratch_values(int batch) {
@@ -69,10 +71,8 @@ struct ConcatLayer {
     T* workspace_b = saved != nullptr ? saved + program_a::workspace_per_sample * rows : nullptr;
     const T* a = run_a::forward(device, pass_a, p, x, saved, out_a, batch);
     const T* b = run_b::forward(device, branch_b(pass_a), p + program_a::num_params, x, workspace_b, out_b, batch);
-    for (std::size_t r = 0; r < rows; ++r) {
-      std::copy_n(a + r * width_a, width_a, y + r * out_shape::size);
-      std::copy_n(b + r * width_b, width_b, y + r * out_shape::size + width_a);
-    }
+    copy_rows(device, a, width_a, y, out_shape::size, width_a, rows);
+    copy_rows(device, b, width_b, y + width_a, out_shape::size, width_b, rows);
   }
 
   // dx = a'(x)^T dy_a + b'(x)^T dy_b, dy split by columns; both branches' gradients accumulate.
@@ -84,10 +84,8 @@ struct ConcatLayer {
     T* workspace_b = workspace_a + program_a::workspace_per_sample * rows;
     T* dy_a = run_a::output_gradient(workspace_a, batch);
     T* dy_b = run_b::output_gradient(workspace_b, batch);
-    for (std::size_t r = 0; r < rows; ++r) {
-      std::copy_n(dy + r * out_shape::size, width_a, dy_a + r * width_a);
-      std::copy_n(dy + r * out_shape::size + width_a, width_b, dy_b + r * width_b);
-    }
+    copy_rows(device, dy, out_shape::size, dy_a, width_a, width_a, rows);
+    copy_rows(device, dy + width_a, out_shape::size, dy_b, width_b, width_b, rows);
     const T* p_b = p + program_a::num_params;
     T* g_b = g + program_a::num_params;
     if (dx == nullptr) {

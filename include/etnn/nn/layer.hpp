@@ -67,6 +67,12 @@ struct InPlaceLayer : ParameterFree {
 template <class L, class Device>
 inline constexpr bool runs_on = std::is_same_v<Device, Cpu> || requires { requires L::cuda_kernels; };
 
+// Whether a layer draws random numbers in training passes (dropout), which it says with
+// `static constexpr bool draws_random = true`: each pass then differs from the one before, so a
+// recorded CUDA graph of the step could not replay it.
+template <class L>
+inline constexpr bool draws_random = requires { requires L::draws_random; };
+
 // A layer's non-trainable state (0 when it declares none) and its scratch need for a batch.
 template <Layer L>
 constexpr std::size_t num_buffers_of() {

@@ -1,13 +1,101 @@
 #pragma once
-// nn::layer_norm bound to its input: PyTorch's nn.LayerNorm(shape of the sample), normalising each
-// sample over all its values, with weight = 1 and bias = 0 of the sample's shape.
+// nn::layer_norm bound to its input: PyTorch's nn.LayerNorm(shape of the sample) with eps 1e-5,
+// normalising each sample over all its N values, with elementwise affine weight (gamma) = 1 and
+// bias (beta) = 0 of the sample's shape.
+//   mu, var = mean and biased variance of the sample; xhat = (x - mu) / sqrt(var + eps)
+//   y = gamma (.) xhat + beta                                  x, y: (B, N)
+// Backward, with g = dy (.) gamma:
+//   dgamma += sum_b dy (.) xhat,  dbeta += sum_b dy            one functor call per feature
+//   dx = (g - mean(g) - xhat mean(g (.) xhat)) / sqrt(var + eps)   one per sample
+// Forward keeps (mu, 1 / sqrt(var + eps)) per sample when training. Each functor is ETNN_HD and
+// serves both devices: host threads split its calls, the device runs a thread per call.
 #include <algorithm>
+#include <cmath>
+#include <cstddef>
 
+#include "../core/config.hpp"
 #include "../core/static_checks.hpp"
-#include "../cpu/layer_norm.hpp"
+#include "../cpu/executor.hpp"
+#if defined(__CUDACC__)
+#include "../cuda/executor.hpp"
+#endif
 #include "layer.hpp"
 
 namespace etnn::nn {
+
+namespace detail {
+inline constexpr double layer_norm_eps = 1e-5;
+
+// y's sample b from x's, its statistics (mean, 1 / std) into stats[2b, 2b + 1] when not null.
+template <int N, class T>
+struct LayerNormRows {
+  const T* gamma;
+  const T* beta;
+  const T* x;
+  T* y;
+  T* stats;
+  ETNN_HD void operator()(std::size_t b) const {
+    const T* xb = x + b * N;
+    T* yb = y + b * N;
+    double mean = 0, var = 0;
+    for (int j = 0; j < N; ++j) mean += xb[j];
+    mean /= N;
+    for (int j = 0; j < N; ++j) var += (xb[j] - mean) * (xb[j] - mean);
+    const double inv_std = 1.0 / std::sqrt(var / N + layer_norm_eps);
+    for (int j = 0; j < N; ++j) yb[j] = static_cast<T>(gamma[j] * ((xb[j] - mean) * inv_std) + beta[j]);
+    if (stats != nullptr) stats[2 * b] = static_cast<T>(mean), stats[2 * b + 1] = static_cast<T>(inv_std);
+  }
+};
+
+template <int N, class T>
+ETNN_HD T layer_norm_xhat(const T* x, const T* stats, std::size_t b, int j) {
+  return (x[b * N + j] - stats[2 * b]) * stats[2 * b + 1];
+}
+
+// Feature j's gamma and beta gradients, summed over the batch in sample order.
+template <int N, class T>
+struct LayerNormParameterGradients {
+  const T* x;
+  const T* stats;
+  const T* dy;
+  T* gamma_grad;
+  T* beta_grad;
+  std::size_t batch;
+  ETNN_HD void operator()(std::size_t feature) const {
+    const int j = static_cast<int>(feature);
+    T dgamma = gamma_grad[j], dbeta = beta_grad[j];
+    for (std::size_t b = 0; b < batch; ++b) {
+      dgamma += dy[b * N + j] * layer_norm_xhat<N>(x, stats, b, j);
+      dbeta += dy[b * N + j];
+    }
+    gamma_grad[j] = dgamma;
+    beta_grad[j] = dbeta;
+  }
+};
+
+// dx's sample b.
+template <int N, class T>
+struct LayerNormInputGradientRows {
+  const T* gamma;
+  const T* x;
+  const T* stats;
+  const T* dy;
+  T* dx;
+  ETNN_HD void operator()(std::size_t b) const {
+    double sum_g = 0, sum_g_xhat = 0;
+    for (int j = 0; j < N; ++j) {
+      const double g = dy[b * N + j] * gamma[j];
+      sum_g += g;
+      sum_g_xhat += g * layer_norm_xhat<N>(x, stats, b, j);
+    }
+    for (int j = 0; j < N; ++j) {
+      const double g = dy[b * N + j] * gamma[j];
+      dx[b * N + j] = static_cast<T>((g - sum_g / N - layer_norm_xhat<N>(x, stats, b, j) * sum_g_xhat / N) *
+                                     stats[2 * b + 1]);
+    }
+  }
+};
+}  // namespace detail
 
 template <ShapeType In, int Index>
 struct LayerNormLayer {
@@ -26,6 +114,7 @@ struct LayerNormLayer {
   static constexpr std::size_t saved_per_sample = 2;  // mean and 1 / std
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = false;
+  static constexpr bool cuda_kernels = true;  // the functors on the device
 
   template <class T>
   static void init(T* p, Rng&) {
@@ -35,13 +124,18 @@ struct LayerNormLayer {
 
   template <class T, class Device>
   static void forward(Device device, const Pass<T>&, const T* p, const T* x, T* y, T* saved, int batch) {
-    layer_norm_forward<width>(device, p, p + In::size, x, y, saved, batch);
+    for_each_row(device, static_cast<std::size_t>(batch), 3 * In::size,
+                 detail::LayerNormRows<width, T>{p, p + In::size, x, y, saved});
   }
 
   template <class T, class Device>
   static void backward(Device device, const Pass<T>&, const T* p, T* g, const T* x, const T*, const T* saved, T* dy,
                        T* dx, int batch) {
-    layer_norm_backward<width>(device, p, g, g + In::size, x, saved, dy, dx, batch);
+    const auto samples = static_cast<std::size_t>(batch);
+    for_each_row(device, In::size, 2 * samples,
+                 detail::LayerNormParameterGradients<width, T>{x, saved, dy, g, g + In::size, samples});
+    if (dx == nullptr) return;
+    for_each_row(device, samples, 4 * In::size, detail::LayerNormInputGradientRows<width, T>{p, x, saved, dy, dx});
   }
 };
 

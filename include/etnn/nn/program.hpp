@@ -89,9 +89,10 @@ struct Program<TypeList<Ls...>> {
     return std::max({std::size_t{0}, scratch_values_of<Ls, Device>(batch)...});
   }
 
-  // Whether every layer has kernels for Device.
+  // Whether every layer has kernels for Device, and whether any draws random numbers.
   template <class Device>
   static constexpr bool runs_on = (nn::runs_on<Ls, Device> && ...);
+  static constexpr bool draws_random = (nn::draws_random<Ls> || ...);
 
   static constexpr std::size_t first_trainable = [] {
     constexpr std::array<bool, count + 1> has{(Ls::num_params > 0)..., true};

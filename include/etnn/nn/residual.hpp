@@ -30,6 +30,8 @@ struct ResidualLayer {
   static constexpr std::size_t saved_per_sample = program::workspace_per_sample;  // the block's workspace
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = true;
+  static constexpr bool cuda_kernels = program::template runs_on<Cuda>;  // the sum is an expression
+  static constexpr bool draws_random = program::draws_random;
   template <class Device>
   static constexpr std::size_t scratch_values(int batch) {
     return run::template scratch_values<Device>(batch);

@@ -132,9 +132,9 @@ inline constexpr char layer_norm_name[] = "layer_norm";
 inline constexpr char softmax_name[] = "softmax";
 inline constexpr char log_softmax_name[] = "log_softmax";
 template <ShapeType In, int Index>
-using SoftmaxOf = SoftmaxLayer<In, cpu::Softmax, Index>;
+using SoftmaxOf = SoftmaxLayer<In, detail::Probabilities, Index>;
 template <ShapeType In, int Index>
-using LogSoftmaxOf = SoftmaxLayer<In, cpu::LogSoftmax, Index>;
+using LogSoftmaxOf = SoftmaxLayer<In, detail::LogProbabilities, Index>;
 }  // namespace detail
 
 using BatchNorm = SimpleSpec<BatchNormLayer, detail::batch_norm_name>;

@@ -23,6 +23,14 @@ void copy_from_host(Cpu, T* values, const T* host, std::size_t n) {
   std::copy_n(host, n, values);
 }
 
+// rows x width values from src (rows src_pitch values apart) to dst (rows dst_pitch apart), in one
+// device's memory: a column block of a (rows, pitch) matrix (nn::concat's halves).
+template <class T>
+void copy_rows(Cpu, const T* src, std::size_t src_pitch, T* dst, std::size_t dst_pitch, std::size_t width,
+               std::size_t rows) {
+  for (std::size_t r = 0; r < rows; ++r) std::copy_n(src + r * src_pitch, width, dst + r * dst_pitch);
+}
+
 // A host copy of a tensor or view on any device.
 template <class X>
 auto to_host(const X& x) {

@@ -63,7 +63,7 @@ struct NoLossOptimizer {};
 
 // How a host model runs the pieces of a step that a device model may record (cuda::GraphCache).
 struct EagerSteps {
-  explicit EagerSteps(bool) {}
+  explicit EagerSteps(const std::string&) {}
   template <class Key, class Work>
   void run(const Key&, Work&& work) {
     work();
@@ -96,13 +96,13 @@ class Trainer {
 
   Trainer(Model& model, Loss& loss, Optim& optimizer, TrainerOptions options = {})
       : model_(model), loss_(loss), optimizer_(optimizer), options_(checked(options)),
-        graphs_(graphs_allowed(options, optimizer)) {}
+        graphs_(graphs_off_reason(options, optimizer)) {}
 
   // loss_optimizer updates the loss's own parameters (a parametric loss only).
   Trainer(Model& model, Loss& loss, Optim& optimizer, LossOptim& loss_optimizer, TrainerOptions options = {})
     requires has_loss_optimizer
       : model_(model), loss_(loss), optimizer_(optimizer), loss_optimizer_(&loss_optimizer),
-        options_(checked(options)), graphs_(graphs_allowed(options, optimizer)) {
+        options_(checked(options)), graphs_(graphs_off_reason(options, optimizer)) {
     static_assert(check::loss_optimizer_target<
                   loss_has_parameters && requires { requires std::is_same_v<typename LossOptim::model_type, Loss>; }>());
   }
@@ -344,7 +344,7 @@ class Trainer {
     if (options_.sync_batch_norm && optimizer_.reducer().size() > 1) run.sync = CrossRankSum(optimizer_.reducer());
     // Where the activations are does not depend on the pass, so a replayed graph needs only this.
     activations_ = program::locate(staged.data(), workspace_.data(), capacity_);
-    graphs_.run(step_key(0, batch, staged.data()), [&] {
+    graphs_.run(step_key(0, run.training, batch, staged.data()), [&] {
       program::forward_train(Device{}, run, staged.data(), workspace_.data(), capacity_, batch, activations_);
     });
     const TensorView<const T, output_shape, Device> output(activations_.back(), batch);
@@ -356,26 +356,30 @@ class Trainer {
       const std::size_t n = static_cast<std::size_t>(batch) * output_shape::size;
       assign(Device{}, output_grad, expr::ref(output_grad, n) * (T(1) / static_cast<T>(options_.accumulate)));
     }
-    graphs_.run(step_key(1, batch, staged.data()), [&] {
+    graphs_.run(step_key(1, run.training, batch, staged.data()), [&] {
       program::backward(Device{}, run, model_.gradients(), workspace_.data(), capacity_, batch, activations_,
                         layer_done);
     });
     return loss;
   }
 
-  // Graphs record what a pass launches, not the host's part of it: a data-parallel step starts its
-  // allreduces from backward's callbacks, so it launches eagerly.
-  static bool graphs_allowed(const TrainerOptions& options, Optim& optimizer) {
-    return options.cuda_graphs && optimizer.reducer().size() == 1;
+  // Why the step is not recorded into CUDA graphs, or "" when it is. Graphs record what a pass
+  // launches, not the host's part of it, with the arguments of the recording.
+  static std::string graphs_off_reason(const TrainerOptions& options, Optim& optimizer) {
+    if (!options.cuda_graphs) return "turned off";
+    if (optimizer.reducer().size() > 1)  // it starts its allreduces from backward's callbacks
+      return "a data-parallel step launches its allreduces from the host";
+    if constexpr (program::draws_random) return "the network draws random numbers (dropout): each pass differs";
+    return "";
   }
 
-  // A graph of the step (part 0 forward, 1 backward) holds pointers and sizes: the input's address
-  // and the batch, besides the trainer's and the model's own buffers, which stay put. Nothing else
-  // a pass reads changes between steps on CUDA: the layers that use the pass's mode, random seed
-  // or buffers (dropout, batch norm) have no CUDA kernels yet, and in one process the bucket
-  // callbacks do nothing.
-  static std::tuple<int, int, const void*> step_key(int part, int batch, const void* input) {
-    return {part, batch, input};
+  // A graph of the step holds pointers and sizes: the input's address and the batch, besides the
+  // trainer's and the model's own buffers, which stay put. The mode selects kernels (batch norm's
+  // statistics), so eval-mode passes are parts of their own: 0 forward, 1 backward, 2 and 3 the
+  // same in eval mode. Nothing else a recorded pass reads changes between steps: a network that
+  // draws random numbers is not recorded, and in one process the bucket callbacks do nothing.
+  static std::tuple<int, int, const void*> step_key(int part, bool training, int batch, const void* input) {
+    return {training ? part : part + 2, batch, input};
   }
 
   template <class Y>

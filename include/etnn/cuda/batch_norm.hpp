@@ -1,0 +1,224 @@
+#pragma once
+// Batch normalisation on the device, with the CPU's semantics and formulas (cpu/batch_norm.hpp):
+//   x, y: (B, C, S)   per-channel sums over n = B S values, in double
+//   training:  mu_c, var_c from this batch (summed over ranks by `sync`), running ones updated
+//   eval:      mu_c, var_c = running_mean, running_var
+//   y = gamma_c (x - mu_c) / sqrt(var_c + eps) + beta_c
+//   backward:  dbeta += sum dy, dgamma += sum dy xhat,
+//              dx = gamma / sqrt(var + eps) (dy - mean(dy) - xhat mean(dy xhat))   (eval: the first term)
+// Each channel's sum is one block (a fixed tree, so the same on every run); the statistics are
+// finished and the running ones updated by a kernel too, so a pass never waits for the host and
+// can be recorded as a CUDA graph. The per-channel values live in one device buffer per channel
+// count, allocated on first use (a Trainer's reserve() makes that use); work on etnn's stream
+// runs in order, so layers with the same channel count share it safely.
+// `sync` (SyncBatchNorm) sums the device values through the reducer: etnn::dist::Nccl.
+#include <cstddef>
+#include <string>
+
+#include "../core/cross_rank_sum.hpp"
+#include "../core/device.hpp"
+#include "../core/error.hpp"
+#include "../cpu/batch_norm.hpp"
+#include "../tensor/buffer.hpp"
+#include "executor.hpp"
+#include "reduce.hpp"
+#include "runtime.hpp"
+
+namespace etnn {
+
+namespace cuda::detail {
+
+// The device values of a batch norm with C channels:
+//   sums[C + 1] (sum of x per channel, then the count), squares[C] (sum of (x - mu)^2),
+//   mean[C], inv_std[C], gradient_sums[2 C] (sum of dy, then sum of dy xhat, per channel)
+template <int C>
+struct BatchNormValues {
+  double* sums;
+  double* squares;
+  double* mean;
+  double* inv_std;
+  double* gradient_sums;
+};
+
+template <int C>
+BatchNormValues<C> batch_norm_values() {
+  static Buffer<double, Cuda> values(6 * std::size_t{C} + 1);
+  double* v = values.data();
+  return {v, v + C + 1, v + 2 * C + 1, v + 3 * C + 1, v + 4 * C + 1};
+}
+
+// Index i of a (B, C, S) tensor belongs to channel (i / S) % C.
+template <int C, int S>
+ETNN_HD int channel_of(std::size_t i) {
+  return static_cast<int>(i / S % C);
+}
+
+// out[c] = sum over channel c's values i of term(c, i); block c sums channel c in a fixed order.
+// With `count`, out[C] = B S as well (the count the statistics divide by).
+template <int C, int S, class Term>
+__global__ void channel_sums_kernel(int batch, Term term, double* out, bool count) {
+  const int c = static_cast<int>(blockIdx.x);
+  const std::size_t values = static_cast<std::size_t>(batch) * S;
+  double sum = 0;
+  for (std::size_t k = threadIdx.x; k < values; k += blockDim.x) {
+    const std::size_t b = k / S, s = k % S;
+    sum += term(c, (b * C + static_cast<std::size_t>(c)) * S + s);
+  }
+  const double total = block_sum(sum);
+  if (threadIdx.x == 0) {
+    out[c] = total;
+    if (count && c == 0) out[C] = static_cast<double>(values);
+  }
+}
+
+template <int C, int S, class Term>
+void channel_sums(int batch, const Term& term, double* out, bool count = false) {
+  channel_sums_kernel<C, S><<<C, reduction_threads, 0, stream()>>>(batch, term, out, count);
+  check_launch("etnn::batch_norm channel_sums");
+}
+
+template <class T>
+struct ValueTerm {  // x (or dy)
+  const T* x;
+  ETNN_HD double operator()(int, std::size_t i) const { return static_cast<double>(x[i]); }
+};
+
+template <class T>
+struct CenteredSquareTerm {  // (x - mu_c)^2, mu_c = sums[c] / count
+  const T* x;
+  const double* sums;
+  int channels;
+  ETNN_HD double operator()(int c, std::size_t i) const {
+    const double centred = x[i] - sums[c] / sums[channels];
+    return centred * centred;
+  }
+};
+
+template <class T>
+struct GradientXhatTerm {  // dy xhat
+  const T* x;
+  const T* dy;
+  const double* mean;
+  const double* inv_std;
+  ETNN_HD double operator()(int c, std::size_t i) const { return dy[i] * ((x[i] - mean[c]) * inv_std[c]); }
+};
+
+// mean, inv_std from this batch's sums (training) or the running statistics (eval); in a training
+// forward pass the running statistics too, as cpu/batch_norm.hpp updates them. One thread per channel.
+template <int C, class T>
+__global__ void finish_statistics_kernel(BatchNormValues<C> v, T* running, bool training, bool update_running) {
+  const int c = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (c >= C) return;
+  double mean, var;
+  if (training) {
+    const double count = v.sums[C];
+    mean = v.sums[c] / count;
+    var = v.squares[c] / count;
+    if (update_running) {
+      const double m = batch_norm_momentum;
+      running[c] = static_cast<T>((1 - m) * running[c] + m * mean);
+      running[C + c] = static_cast<T>((1 - m) * running[C + c] + m * var * count / (count - 1));
+      if (c == 0) running[2 * C] += T(1);
+    }
+  } else {
+    mean = running[c];
+    var = running[C + c];
+  }
+  v.mean[c] = mean;
+  v.inv_std[c] = 1.0 / sqrt(var + batch_norm_eps);
+}
+
+// The statistics of cpu::channel_statistics into v.mean and v.inv_std, on the device.
+template <int C, int S, class T>
+void statistics(const BatchNormValues<C>& v, const T* x, T* running, int batch, bool training, bool update_running,
+                const CrossRankSum& sync) {
+  if (training) {
+    channel_sums<C, S>(batch, ValueTerm<T>{x}, v.sums, true);
+    sync(v.sums, C + 1);
+    channel_sums<C, S>(batch, CenteredSquareTerm<T>{x, v.sums, C}, v.squares);
+    sync(v.squares, C);
+  }
+  constexpr unsigned threads = 128;
+  finish_statistics_kernel<C><<<(C + threads - 1) / threads, threads, 0, stream()>>>(v, running, training,
+                                                                                      update_running);
+  check_launch("etnn::batch_norm statistics");
+}
+
+template <int C, int S, class T>
+struct Normalize {  // y = (x - mu) gamma / sqrt(var + eps) + beta
+  const T* gamma;
+  const T* beta;
+  const double* mean;
+  const double* inv_std;
+  const T* x;
+  T* y;
+  ETNN_HD void operator()(std::size_t i) const {
+    const int c = channel_of<C, S>(i);
+    y[i] = static_cast<T>((x[i] - mean[c]) * (gamma[c] * inv_std[c]) + beta[c]);
+  }
+};
+
+template <int C, class T>
+struct AddParameterGradients {  // dbeta += sum dy, dgamma += sum dy xhat (this rank's)
+  const double* gradient_sums;
+  T* gamma_grad;
+  T* beta_grad;
+  ETNN_HD void operator()(std::size_t c) const {
+    beta_grad[c] += static_cast<T>(gradient_sums[c]);
+    gamma_grad[c] += static_cast<T>(gradient_sums[C + c]);
+  }
+};
+
+template <int C, int S, class T>
+struct InputGradient {  // dx = gamma inv_std (dy - mean(dy) - xhat mean(dy xhat)); eval: gamma inv_std dy
+  const T* gamma;
+  const double* mean;
+  const double* inv_std;
+  const double* gradient_sums;
+  const double* count;
+  const T* x;
+  const T* dy;
+  T* dx;
+  bool training;
+  ETNN_HD void operator()(std::size_t i) const {
+    const int c = channel_of<C, S>(i);
+    const double xhat = (x[i] - mean[c]) * inv_std[c];
+    const double mean_dy = training ? gradient_sums[c] / *count : 0;
+    const double mean_dy_xhat = training ? gradient_sums[C + c] / *count : 0;
+    dx[i] = static_cast<T>(gamma[c] * inv_std[c] * (dy[i] - mean_dy - xhat * mean_dy_xhat));
+  }
+};
+
+}  // namespace cuda::detail
+
+// running: [running_mean (C), running_var (C), num_batches_tracked (1)]; updated when training.
+template <int C, int S, class T>
+void batch_norm_forward(Cuda, const T* gamma, const T* beta, T* running, const T* x, T* y, int batch, bool training,
+                        const CrossRankSum& sync) {
+  // Without sync the count is this batch's; with it every rank adds at least one sample each.
+  if (training && !sync && static_cast<long long>(batch) * S < 2)
+    throw ShapeError("etnn::nn::batch_norm: training needs more than one value per channel, got a batch of " +
+                     std::to_string(batch) + "; use a larger batch or eval()");
+  const auto v = cuda::detail::batch_norm_values<C>();
+  cuda::detail::statistics<C, S>(v, x, running, batch, training, true, sync);
+  for_each_index(Cuda{}, static_cast<std::size_t>(batch) * C * S,
+                 cuda::detail::Normalize<C, S, T>{gamma, beta, v.mean, v.inv_std, x, y});
+}
+
+template <int C, int S, class T>
+void batch_norm_backward(Cuda, const T* gamma, T* gamma_grad, T* beta_grad, const T* running, const T* x, const T* dy,
+                         T* dx, int batch, bool training, const CrossRankSum& sync) {
+  using namespace cuda::detail;
+  const auto v = batch_norm_values<C>();
+  // Recomputed as forward computed them; the running statistics are not updated again.
+  statistics<C, S>(v, x, const_cast<T*>(running), batch, training, false, sync);
+  channel_sums<C, S>(batch, ValueTerm<T>{dy}, v.gradient_sums);
+  channel_sums<C, S>(batch, GradientXhatTerm<T>{x, dy, v.mean, v.inv_std}, v.gradient_sums + C);
+  for_each_index(Cuda{}, std::size_t{C}, AddParameterGradients<C, T>{v.gradient_sums, gamma_grad, beta_grad});
+  if (dx == nullptr) return;
+  if (training) sync(v.gradient_sums, 2 * C);
+  for_each_index(Cuda{}, static_cast<std::size_t>(batch) * C * S,
+                 InputGradient<C, S, T>{gamma, v.mean, v.inv_std, v.gradient_sums, v.sums + C, x, dy, dx, training});
+}
+
+}  // namespace etnn

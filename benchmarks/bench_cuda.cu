@@ -6,7 +6,9 @@
 //   mlp64x4  64 -> 4 x (64, ReLU) -> 16, MSE, Adam lr 1e-3         batch 2^14 and 2^18
 // each with the step recorded into CUDA graphs and without (every kernel launched); mlp64x4 also as
 // etnn::Model<Net, etnn::bf16, Cuda>, which runs the fully fused kernels (bf16 tensor cores, fp32
-// master weights and Adam), modes fused_bf16_graphs and fused_bf16_eager. Then Adam over
+// master weights and Adam), modes fused_bf16_graphs and fused_bf16_eager, and, with graphs, as
+// etnn::bf16_unfused (the same mixed precision layer by layer through cuBLASLt, mode
+// bf16_graphs), which mlp784 in bf16 takes too (it is not fusable). Then Adam over
 // one flat buffer of 2^26 parameters, in GB/s (p, g, m, v read; p, m, v written: 28 bytes per
 // parameter), against a device-to-device copy of 256 MiB (read + write) in the same run.
 // Prints one line per measurement:
@@ -71,8 +73,20 @@ void report(const char* model, int batch, const char* mode, long steps, double e
   std::fflush(stdout);
 }
 
+// A run's mode: graphs or eager, after "fused_bf16_" (the fully fused kernels) or "bf16_"
+// (cuBLASLt bf16 products layer by layer) for a mixed-precision model.
+template <class Net, class Scalar>
+std::string mode_name(bool graphs) {
+  using Program = typename etnn::Model<Net, Scalar, etnn::Cuda>::program;
+  std::string mode = graphs ? "graphs" : "eager";
+  if constexpr (etnn::mixed_precision<Scalar>)
+    mode = (std::is_same_v<Program, nn::detail::Program<typename Net::layers>> ? "bf16_" : "fused_bf16_") + mode;
+  return mode;
+}
+
+template <class Scalar>
 void mlp784(int batch, bool graphs, double seconds) {
-  etnn::Model<Mlp784, float, etnn::Cuda> model(0);
+  etnn::Model<Mlp784, Scalar, etnn::Cuda> model(0);
   etnn::loss::CrossEntropy loss;
   etnn::optim::SGD opt(model, {.lr = 0.01f});
   etnn::Trainer trainer(model, loss, opt, {.cuda_graphs = graphs});
@@ -81,7 +95,7 @@ void mlp784(int batch, bool graphs, double seconds) {
   for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<int>(i % 10);
   const etnn::TensorView<const float, etnn::Shape<784>, etnn::Cuda> xv(x.data(), batch);
   const auto [steps, elapsed] = time_steps(seconds, [&] { trainer.step(xv, y); });
-  report("mlp784", batch, graphs ? "graphs" : "eager", steps, elapsed);
+  report("mlp784", batch, mode_name<Mlp784, Scalar>(graphs).c_str(), steps, elapsed);
 }
 
 template <class Scalar>
@@ -95,9 +109,7 @@ void mlp64x4(int batch, bool graphs, double seconds) {
   const etnn::TensorView<const float, etnn::Shape<64>, etnn::Cuda> xv(x.data(), batch);
   const etnn::TensorView<const float, etnn::Shape<16>, etnn::Cuda> tv(t.data(), batch);
   const auto [steps, elapsed] = time_steps(seconds, [&] { trainer.step(xv, tv); });
-  const bool fused = std::is_same_v<Scalar, etnn::bf16>;
-  report("mlp64x4", batch, fused ? (graphs ? "fused_bf16_graphs" : "fused_bf16_eager") : (graphs ? "graphs" : "eager"),
-         steps, elapsed);
+  report("mlp64x4", batch, mode_name<Mlp64x4, Scalar>(graphs).c_str(), steps, elapsed);
 }
 
 // Adam's fused update over 2^26 parameters against a device-to-device copy.
@@ -139,13 +151,16 @@ int main(int argc, char** argv) {
   std::printf("machine library=etnn gpu=\"%s\" sm=%d%d\n", props.name, props.major, props.minor);
   try {
     for (bool graphs : {true, false}) {
-      mlp784(64, graphs, seconds);
-      mlp784(4096, graphs, seconds);
+      mlp784<float>(64, graphs, seconds);
+      mlp784<float>(4096, graphs, seconds);
       mlp64x4<float>(1 << 14, graphs, seconds);
       mlp64x4<float>(1 << 18, graphs, seconds);
       mlp64x4<etnn::bf16>(1 << 14, graphs, seconds);
       mlp64x4<etnn::bf16>(1 << 18, graphs, seconds);
     }
+    mlp784<etnn::bf16>(4096, true, seconds);
+    mlp64x4<etnn::bf16_unfused>(1 << 14, true, seconds);
+    mlp64x4<etnn::bf16_unfused>(1 << 18, true, seconds);
     optimizer_bandwidth(seconds);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_cuda: %s\n", e.what());

@@ -216,17 +216,25 @@ decltype(auto) dispatch(DeviceKind kind, F&& f) {
 // ---- etnn/core/precision.hpp ----
 // Model scalar types. float and double compute in their own precision. etnn::bf16 is mixed
 // precision, as torch.autocast(dtype=torch.bfloat16) with fp32 master weights: parameters,
-// gradients, optimizer state, inputs and outputs stay fp32, and the network computes in bfloat16
-// with fp32 accumulation on tensor cores (CUDA only).
+// gradients, optimizer state, inputs and outputs stay fp32, and the network's matrix products run
+// in bfloat16 with fp32 accumulation on tensor cores (CUDA only). A narrow MLP (linear and relu,
+// widths up to 128) runs as the fully fused kernels, keeping its activations in bf16 on chip;
+// any other network runs layer by layer, its linear layers' products through cuBLASLt from bf16
+// copies of their operands, everything else in fp32. etnn::bf16_unfused is etnn::bf16 on the
+// per-layer path even for a network the fused kernels take (to compare the two).
 //   etnn::Model<Net, etnn::bf16, etnn::Cuda> model(0);   // model.parameters() is float*
 
 namespace etnn {
 
 struct bf16 {};
+struct bf16_unfused {};
+
+template <class Scalar>
+inline constexpr bool mixed_precision = std::is_same_v<Scalar, bf16> || std::is_same_v<Scalar, bf16_unfused>;
 
 // The type a model keeps its parameters (and takes its data) in.
 template <class Scalar>
-using master_t = std::conditional_t<std::is_same_v<Scalar, bf16>, float, Scalar>;
+using master_t = std::conditional_t<mixed_precision<Scalar>, float, Scalar>;
 
 }  // namespace etnn
 // ---- etnn/core/random.hpp ----
@@ -365,15 +373,6 @@ consteval bool device_available() {
   static_assert(device_compiled<Device>,
                 "ETNN_DEVICE_UNAVAILABLE: this device's backend is not part of the build; etnn::Cuda "
                 "needs nvcc and -DETNN_WITH_CUDA=ON (the CUDA backend), otherwise use etnn::Cpu");
-  return true;
-}
-
-template <bool Fusable>
-consteval bool mixed_precision_network() {
-  static_assert(Fusable,
-                "ETNN_BF16_NETWORK: etnn::bf16 runs fully fused MLPs: linear layers with relu between them "
-                "and every width (input and output included) at most 128 (padded to 16, 32, 64 or 128); use float "
-                "for other networks");
   return true;
 }
 
@@ -524,7 +523,8 @@ consteval bool input_scalar() {
 template <class T, bool MixedPrecisionAllowed>
 consteval bool model_scalar() {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double> || MixedPrecisionAllowed,
-                "ETNN_SCALAR_TYPE: etnn::Model's scalar type must be float or double (or etnn::bf16 on etnn::Cuda)");
+                "ETNN_SCALAR_TYPE: etnn::Model's scalar type must be float or double (or etnn::bf16, etnn::bf16_unfused on "
+                "etnn::Cuda)");
   return true;
 }
 
@@ -2090,8 +2090,11 @@ std::size_t first_non_finite(Cuda, const T* x, std::size_t begin, std::size_t en
 // cuda/dense.hpp states each product in those terms. A product's descriptors and algorithm are
 // chosen once per shape and kept (a plan), so a training step costs one cublasLtMatmul per GEMM.
 // fp32 products accumulate in fp32 without TF32 (PyTorch's default), so results match the CPU's
-// to rounding; fp64 in fp64.
+// to rounding; fp64 in fp64. Mixed precision (etnn::bf16 models) multiplies bf16 operands on
+// tensor cores, accumulating and writing fp32 (the bias too), as torch.autocast's matmul does
+// before it rounds the result.
 #include <cublasLt.h>
+#include <cuda_bf16.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -2121,15 +2124,16 @@ class Blas {
   }
 
   // C = alpha op(A) op(B) + beta C [+ bias, relu], column-major: C is m x n (ldc), op(A) m x k,
-  // op(B) k x n; bias has m values (one per row of C).
-  template <class T>
-  void matmul(bool transpose_a, bool transpose_b, int m, int n, int k, const T* a, int lda, const T* b, int ldb,
-              T* c, int ldc, T beta, Epilogue epilogue = Epilogue::none, const T* bias = nullptr) {
+  // op(B) k x n; bias has m values (one per row of C). Operands are T, or bf16 for a float C.
+  template <class Operand, class T>
+  void matmul(bool transpose_a, bool transpose_b, int m, int n, int k, const Operand* a, int lda, const Operand* b,
+              int ldb, T* c, int ldc, T beta, Epilogue epilogue = Epilogue::none, const T* bias = nullptr) {
     static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
+    static_assert(std::is_same_v<Operand, T> || (std::is_same_v<Operand, __nv_bfloat16> && std::is_same_v<T, float>));
     if (m == 0 || n == 0) return;
-    const Key key{transpose_a, transpose_b, m, n, k, lda, ldb, ldc, epilogue, sizeof(T), beta == T(0)};
+    const Key key{transpose_a, transpose_b, m, n, k, lda, ldb, ldc, epilogue, sizeof(Operand), sizeof(T), beta == T(0)};
     auto it = plans_.find(key);
-    if (it == plans_.end()) it = plans_.emplace(key, make_plan<T>(key)).first;
+    if (it == plans_.end()) it = plans_.emplace(key, make_plan<Operand, T>(key)).first;
     Plan& plan = it->second;
     if (epilogue != Epilogue::none)
       ETNN_CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
@@ -2143,7 +2147,8 @@ class Blas {
   Blas& operator=(const Blas&) = delete;
 
  private:
-  using Key = std::tuple<bool, bool, int, int, int, int, int, int, Epilogue, std::size_t, bool>;
+  // transposes, m, n, k, leading dimensions, epilogue, operand and result sizes, beta == 0
+  using Key = std::tuple<bool, bool, int, int, int, int, int, int, Epilogue, std::size_t, std::size_t, bool>;
   struct Plan {
     cublasLtMatmulDesc_t operation{};
     cublasLtMatrixLayout_t a{}, b{}, c{};
@@ -2156,11 +2161,12 @@ class Blas {
   // The handle, plans and workspace live until exit, when the context goes with them.
   ~Blas() = default;
 
-  template <class T>
+  template <class Operand, class T>
   Plan make_plan(const Key& key) {
-    const auto [transpose_a, transpose_b, m, n, k, lda, ldb, ldc, epilogue, size, beta_zero] = key;
+    const auto [transpose_a, transpose_b, m, n, k, lda, ldb, ldc, epilogue, operand_size, size, beta_zero] = key;
     constexpr bool is_float = std::is_same_v<T, float>;
     const cudaDataType_t type = is_float ? CUDA_R_32F : CUDA_R_64F;
+    const cudaDataType_t operand_type = std::is_same_v<Operand, __nv_bfloat16> ? CUDA_R_16BF : type;
     Plan plan;
     ETNN_CHECK_CUBLAS(cublasLtMatmulDescCreate(&plan.operation, is_float ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F,
                                                type));
@@ -2174,8 +2180,10 @@ class Blas {
     ETNN_CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE, &lt_epilogue,
                                                      sizeof lt_epilogue));
     // Stored shapes: op(A) is m x k, so A is k x m when transposed.
-    ETNN_CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&plan.a, type, transpose_a ? k : m, transpose_a ? m : k, lda));
-    ETNN_CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&plan.b, type, transpose_b ? n : k, transpose_b ? k : n, ldb));
+    ETNN_CHECK_CUBLAS(
+        cublasLtMatrixLayoutCreate(&plan.a, operand_type, transpose_a ? k : m, transpose_a ? m : k, lda));
+    ETNN_CHECK_CUBLAS(
+        cublasLtMatrixLayoutCreate(&plan.b, operand_type, transpose_b ? n : k, transpose_b ? k : n, ldb));
     ETNN_CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&plan.c, type, m, n, ldc));
     cublasLtMatmulPreference_t preference{};
     ETNN_CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&preference));
@@ -2215,6 +2223,8 @@ class Blas {
 // Backward:  dZ = dY (.) f'(Z, Y) written over dY, db += sum_b dZ     one kernel + a tiny one
 //            dW += dZ^T X:  dW^T (IN x OUT) += X^T (IN x B) dZ (B x OUT)     cuBLASLt, beta = 1
 //            dX  = dZ W:    dX^T (IN x B)   = W^T (IN x OUT) dZ^T (OUT x B)  skipped for the first layer
+// In an etnn::bf16 model the three products read bf16 copies of their operands and accumulate in
+// fp32 (cuda/blas.hpp); the rest stays fp32.
 // The bias gradient is summed per column in fixed row chunks and the chunks in order, so it is the
 // same on every run.
 #include <algorithm>
@@ -2304,18 +2314,58 @@ T* column_partials(std::size_t values) {
   return partials.data();
 }
 
+// dst = src rounded to bf16 (to nearest, ties to even), n values.
+template <class Source>
+__global__ void to_bf16_kernel(const Source* src, __nv_bfloat16* dst, std::size_t n) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+    dst[i] = __float2bfloat16(src[i]);
+}
+
+// A bf16 copy of n values in device scratch `slot` (0 or 1: a product's two operands), grown as
+// needed (sized by the Trainer's warm-up pass, so a recorded step never reallocates it). Work on
+// etnn's stream runs in order: a product has read its copies before the next one overwrites them.
+inline const __nv_bfloat16* bf16_copy(int slot, const float* src, std::size_t n) {
+  static Buffer<__nv_bfloat16, Cuda> copies[2];
+  Buffer<__nv_bfloat16, Cuda>& copy = copies[slot];
+  copy.reserve_discard(n);
+  to_bf16_kernel<<<grid_blocks(n), 256, 0, stream()>>>(src, copy.data(), n);
+  check_launch("etnn::dense to_bf16");
+  return copy.data();
+}
+
+// C = op(A) op(B) + beta C [+ bias, relu] (Blas::matmul), from bf16 copies of A (a_values values)
+// and B (b_values) when `bf16` (an etnn::bf16 model), else from A and B themselves.
+template <class T>
+void product(bool bf16, bool transpose_a, bool transpose_b, int m, int n, int k, const T* a, std::size_t a_values,
+             int lda, const T* b, std::size_t b_values, int ldb, T* c, int ldc, T beta,
+             Epilogue epilogue = Epilogue::none, const T* bias = nullptr) {
+  auto& blas = Blas::instance();
+  if constexpr (std::is_same_v<T, float>) {
+    if (bf16) {
+      blas.matmul(transpose_a, transpose_b, m, n, k, bf16_copy(0, a, a_values), lda, bf16_copy(1, b, b_values), ldb,
+                  c, ldc, beta, epilogue, bias);
+      return;
+    }
+  }
+  blas.matmul<T>(transpose_a, transpose_b, m, n, k, a, lda, b, ldb, c, ldc, beta, epilogue, bias);
+}
+
 }  // namespace cuda::detail
 
+// bf16_products: the GEMMs read bf16 copies of their operands (etnn::bf16 models, fp32 only).
 template <int In, int Out, class Act, class T>
-void dense_forward(Cuda, const T* weight, const T* bias, const T* x, T* y, T* z_saved, int batch, Act act) {
+void dense_forward(Cuda, const T* weight, const T* bias, const T* x, T* y, T* z_saved, int batch, Act act,
+                   bool bf16_products = false) {
   constexpr bool epilogue_activation =
       std::is_same_v<T, float> && (std::is_same_v<Act, fn::Identity> || std::is_same_v<Act, fn::Relu>);
   constexpr bool epilogue_bias = std::is_same_v<T, float>;
   const cuda::Epilogue epilogue = !epilogue_bias                    ? cuda::Epilogue::none
                                   : std::is_same_v<Act, fn::Relu>   ? cuda::Epilogue::bias_relu
                                                                     : cuda::Epilogue::bias;
-  cuda::Blas::instance().matmul<T>(true, false, Out, batch, In, weight, In, x, In, y, Out, T(0), epilogue,
-                                   epilogue_bias ? bias : nullptr);
+  const auto rows = static_cast<std::size_t>(batch);
+  cuda::detail::product(bf16_products, true, false, Out, batch, In, weight, std::size_t{Out} * In, In, x, rows * In, In,
+                        y, Out, T(0), epilogue, epilogue_bias ? bias : nullptr);
   if constexpr (!epilogue_activation) {
     const std::size_t n = static_cast<std::size_t>(batch) * Out;
     cuda::detail::bias_activation_kernel<<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(
@@ -2326,7 +2376,7 @@ void dense_forward(Cuda, const T* weight, const T* bias, const T* x, T* y, T* z_
 
 template <int In, int Out, class Act, class T>
 void dense_backward(Cuda, const T* weight, T* weight_grad, T* bias_grad, const T* x, const T* y, const T* z_saved,
-                    T* dy, T* dx, int batch, Act act) {
+                    T* dy, T* dx, int batch, Act act, bool bf16_products = false) {
   using namespace cuda::detail;
   const RowChunks chunks = row_chunks(batch);
   T* partial = column_partials<T>(static_cast<std::size_t>(chunks.count) * Out);
@@ -2336,9 +2386,11 @@ void dense_backward(Cuda, const T* weight, T* weight_grad, T* bias_grad, const T
   cuda::check_launch("etnn::dense_backward activation_gradient");
   add_chunk_sums_kernel<<<(Out + 127) / 128, 128, 0, cuda::stream()>>>(bias_grad, partial, chunks.count, Out);
   cuda::check_launch("etnn::dense_backward add_chunk_sums");
-  auto& blas = cuda::Blas::instance();
-  blas.matmul<T>(false, true, In, Out, batch, x, In, dy, Out, weight_grad, In, T(1));
-  if (dx != nullptr) blas.matmul<T>(false, false, In, batch, Out, weight, In, dy, Out, dx, In, T(0));
+  const auto rows = static_cast<std::size_t>(batch);
+  product(bf16_products, false, true, In, Out, batch, x, rows * In, In, dy, rows * Out, Out, weight_grad, In, T(1));
+  if (dx != nullptr)
+    product(bf16_products, false, false, In, batch, Out, weight, std::size_t{Out} * In, In, dy, rows * Out, Out, dx, In,
+            T(0));
 }
 
 }  // namespace etnn
@@ -2799,6 +2851,7 @@ struct Pass {
   T* scratch = nullptr;    // scratch_values(batch) values of the layer's own during the call
   std::uint64_t seed = 0;  // random stream of this forward pass for this layer (dropout masks)
   CrossRankSum sync{};     // sums over the ranks of a data-parallel step (synchronised batch norm)
+  bool bf16_products = false;  // matrix products from bf16 copies of the operands (etnn::bf16 models)
 };
 
 }  // namespace etnn::nn
@@ -2885,6 +2938,7 @@ struct Run {
   bool training = true;
   std::uint64_t seed = 0;      // this pass's random stream; each layer derives its own
   CrossRankSum sync{};         // global-batch statistics across ranks (sync_batch_norm), else empty
+  bool bf16_products = false;  // etnn::bf16 on the per-layer path: GEMMs from bf16 copies (cuda/dense.hpp)
 };
 
 template <class Layers>
@@ -3019,7 +3073,7 @@ struct Program<TypeList<Ls...>> {
   static Pass<T> pass_of(const Run<T>& run) {
     using L = layer<I>;
     return {run.training, num_buffers_of<L>() > 0 ? run.buffers + buffer_offset[I] : nullptr, run.scratch,
-            derive_seed(run.seed, static_cast<std::uint64_t>(L::module_index)), run.sync};
+            derive_seed(run.seed, static_cast<std::uint64_t>(L::module_index)), run.sync, run.bf16_products};
   }
 
   // Runs a layer's pass; on a device, a failed device call's error also names the layer.
@@ -3636,6 +3690,7 @@ struct ConvLayer {
 // ---- etnn/nn/dense_layer.hpp ----
 // nn::linear<Out> bound to a flat input, optionally fused with the activation that follows it.
 //   y = f(x W^T + b)    x: (B, IN)  W: (OUT, IN)  b: (OUT)  y: (B, OUT)
+
 // ---- etnn/cpu/dense.hpp ----
 // Fully connected layer with a fused activation, on the CPU.
 //
@@ -3726,16 +3781,23 @@ struct DenseLayer {
     init_fan_in_uniform(p, num_params, in_features, rng);
   }
 
+  // On the device, an etnn::bf16 model's products read bf16 copies of their operands.
   template <class T, class Device>
-  static void forward(Device device, const Pass<T>&, const T* p, const T* x, T* y, T* saved, int batch) {
-    dense_forward<in_features, Out>(device, p, p + params[1].offset, x, y, saved, batch, Act{});
+  static void forward(Device device, const Pass<T>& pass, const T* p, const T* x, T* y, T* saved, int batch) {
+    if constexpr (std::is_same_v<Device, Cpu>)
+      dense_forward<in_features, Out>(device, p, p + params[1].offset, x, y, saved, batch, Act{});
+    else
+      dense_forward<in_features, Out>(device, p, p + params[1].offset, x, y, saved, batch, Act{}, pass.bf16_products);
   }
 
   template <class T, class Device>
-  static void backward(Device device, const Pass<T>&, const T* p, T* g, const T* x, const T* y, const T* saved, T* dy,
-                       T* dx, int batch) {
-    dense_backward<in_features, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, batch,
-                                     Act{});
+  static void backward(Device device, const Pass<T>& pass, const T* p, T* g, const T* x, const T* y, const T* saved,
+                       T* dy, T* dx, int batch) {
+    if constexpr (std::is_same_v<Device, Cpu>)
+      dense_backward<in_features, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, batch, Act{});
+    else
+      dense_backward<in_features, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, batch, Act{},
+                                       pass.bf16_products);
   }
 };
 
@@ -4483,8 +4545,8 @@ struct BlockRun {
 
   template <class T>
   static Run<T> run_of(const Pass<T>& pass, const T* params, int batch) {
-    return {params, pass.buffers, pass.scratch + 2 * P::max_width * static_cast<std::size_t>(batch), pass.training,
-            pass.seed, pass.sync};
+    return {params,    pass.buffers, pass.scratch + 2 * P::max_width * static_cast<std::size_t>(batch), pass.training,
+            pass.seed, pass.sync,    pass.bf16_products};
   }
 
   // The block's output for x: in its workspace when training (workspace not null), else in `out`.
@@ -5516,7 +5578,7 @@ struct FusedMlpProgram;
 template <Layer... Ls>
 struct FusedMlpProgram<TypeList<Ls...>> : Program<TypeList<Ls...>> {
   using base = Program<TypeList<Ls...>>;
-  static_assert(check::mixed_precision_network<fusable_mlp<Ls...>()>());
+  static_assert(fusable_mlp<Ls...>(), "etnn: ProgramFor chooses FusedMlpProgram only for networks it takes");
   using First = std::tuple_element_t<0, std::tuple<Ls...>>;
   using padding = PaddedMlp<FusedLayer<First>::in, FusedLayer<Ls>::out...>;
   using kernels = cuda::FusedMlp<fused_width(FusedLayer<First>::in), fused_width(FusedLayer<Ls>::out)...>;
@@ -5648,8 +5710,8 @@ struct NamedParameter {
 };
 
 namespace nn::detail {
-// The executor of a network for a model's scalar type: Program, or for etnn::bf16 the fully
-// fused kernels (nn/fused_mlp_program.hpp).
+// The executor of a network for a model's scalar type: Program, or for etnn::bf16 and a network
+// the fully fused kernels take, those (nn/fused_mlp_program.hpp).
 template <class Net, class Scalar>
 struct ProgramFor {
   using type = Program<typename Net::layers>;
@@ -5657,20 +5719,22 @@ struct ProgramFor {
 #if defined(__CUDACC__)
 template <class Net>
 struct ProgramFor<Net, bf16> {
-  using type = FusedMlpProgram<typename Net::layers>;
+  static constexpr bool fusable = []<class... Ls>(TypeList<Ls...>) { return fusable_mlp<Ls...>(); }(typename Net::layers{});
+  using type = std::conditional_t<fusable, FusedMlpProgram<typename Net::layers>, Program<typename Net::layers>>;
 };
 #endif
 }  // namespace nn::detail
 
 // Net may be spelled decltype(net) for a constexpr net, which is const-qualified. Scalar is float,
-// double, or etnn::bf16 (mixed precision on CUDA: fp32 parameters, bf16 compute; core/precision.hpp).
+// double, or etnn::bf16 / etnn::bf16_unfused (mixed precision on CUDA: fp32 parameters, bf16
+// products; core/precision.hpp).
 template <class NetSpelled, class Scalar = float, class Device = Cpu>
 class Model {
   using Net = std::remove_cv_t<NetSpelled>;
   using T = master_t<Scalar>;
   static_assert(check::network_has_input<nn::Network<Net>>());
   static_assert(check::network_has_layers<(Net::layers::size > 0)>());
-  static_assert(check::model_scalar<Scalar, std::is_same_v<Scalar, bf16> && std::is_same_v<Device, Cuda>>());
+  static_assert(check::model_scalar<Scalar, mixed_precision<Scalar> && std::is_same_v<Device, Cuda>>());
   static_assert(check::device_available<Device>());
 
  public:
@@ -5727,6 +5791,7 @@ class Model {
   nn::detail::Run<T> next_run(T* scratch, bool warm_up = false) {
     const bool training = training_ && !warm_up;
     nn::detail::Run<T> run{params_.data(), buffers_.data(), scratch, training, derive_seed(seed_, passes_)};
+    run.bf16_products = mixed_precision<Scalar>;
     if (training) ++passes_;
     return run;
   }

@@ -231,10 +231,17 @@ TEST_CASE("which networks the fully fused kernels take (etnn::bf16) is decided a
   static_assert(!fusable<decltype(nn::input<64> >> nn::linear<200> >> nn::relu >> nn::linear<16>)>);  // width 200
   static_assert(!fusable<decltype(nn::input<64> >> nn::linear<64> >> nn::tanh >> nn::linear<16>)>);   // not relu
   static_assert(!fusable<decltype(nn::input<64> >> nn::linear<64> >> nn::relu >> nn::linear<16> >> nn::relu)>);
-  using Fused = etnn::Model<decltype(nn::input<64> >> nn::linear<64> >> nn::relu >> nn::linear<16>), etnn::bf16,
-                            etnn::Cuda>;
+  using Small = decltype(nn::input<64> >> nn::linear<64> >> nn::relu >> nn::linear<16>);
+  using Large = decltype(nn::input<784> >> nn::linear<64> >> nn::relu >> nn::linear<16>);
+  using Fused = etnn::Model<Small, etnn::bf16, etnn::Cuda>;
   static_assert(std::is_same_v<Fused::value_type, float>);  // fp32 master parameters
   static_assert(Fused::num_params == 64 * 64 + 64 + 16 * 64 + 16);
+  // etnn::bf16 takes the fused kernels where they fit, the per-layer path elsewhere or when forced.
+  static_assert(std::is_same_v<Fused::program, nn::detail::FusedMlpProgram<Small::layers>>);
+  static_assert(std::is_same_v<etnn::Model<Large, etnn::bf16, etnn::Cuda>::program, nn::detail::Program<Large::layers>>);
+  static_assert(std::is_same_v<etnn::Model<Small, etnn::bf16_unfused, etnn::Cuda>::program,
+                               nn::detail::Program<Small::layers>>);
+  static_assert(std::is_same_v<etnn::Model<Large, etnn::bf16, etnn::Cuda>::value_type, float>);
   CHECK(true);
 }
 
@@ -585,9 +592,14 @@ using Narrow = decltype(nn::input<32> >> nn::linear<64> >> nn::relu >> nn::linea
 // Input 20 and output 10 run padded to 32 and 16, the hidden 48 to 64 (nn/fused_mlp_padding.hpp).
 using Padded = decltype(nn::input<20> >> nn::linear<48> >> nn::relu >> nn::linear<10>);
 
-// The fused bf16 model of Net against the fp32 CPU model from the same initial parameters:
-// outputs, 5 Adam steps of MSE, graphs recorded, and a checkpoint that loads into the CPU model.
-template <class Net>
+// Not fusable (input 784, a tanh): etnn::bf16 runs it layer by layer, products through cuBLASLt.
+using Unfusable = decltype(nn::input<784> >> nn::linear<256> >> nn::relu >> nn::linear<64> >> nn::tanh >>
+                           nn::linear<10>);
+
+// The bf16 model of Net (Mixed: etnn::bf16 or etnn::bf16_unfused) against the fp32 CPU model from
+// the same initial parameters: outputs, 5 Adam steps of MSE, graphs recorded, and a checkpoint
+// that loads into the CPU model.
+template <class Net, class Mixed = etnn::bf16>
 void check_mixed_follows_cpu() {
   constexpr int in = Net::input_shape::size, out = Net::output_shape::size;
   const int batch = 300, steps = 5;
@@ -595,7 +607,7 @@ void check_mixed_follows_cpu() {
   const auto t = random_values<float>(std::size_t{out} * batch, 17);
   const etnn::TensorView<const float, etnn::Shape<in>> xv(x.data(), batch);
   const etnn::TensorView<const float, etnn::Shape<out>> tv(t.data(), batch);
-  etnn::Model<Net, etnn::bf16, etnn::Cuda> mixed(8);
+  etnn::Model<Net, Mixed, etnn::Cuda> mixed(8);
   etnn::Model<Net, float, etnn::Cpu> reference(8);
   // Same initial parameters (fp32 in both), outputs within bf16 rounding.
   const auto out_mixed = etnn::to_host(mixed.forward(xv));
@@ -644,6 +656,12 @@ TEST_CASE("mixed precision: the fused bf16 model follows the fp32 CPU model with
 TEST_CASE("mixed precision with padded widths (20 -> 48 -> 10 run as 32 -> 64 -> 16) follows the CPU model too" *
           doctest::skip(!gpu())) {
   check_mixed_follows_cpu<Padded>();
+}
+
+TEST_CASE("mixed precision layer by layer (cuBLASLt bf16 products) follows the CPU model: any network, or forced" *
+          doctest::skip(!gpu())) {
+  check_mixed_follows_cpu<Unfusable>();
+  check_mixed_follows_cpu<Narrow, etnn::bf16_unfused>();
 }
 
 namespace {

@@ -48,15 +48,6 @@ consteval bool device_available() {
   return true;
 }
 
-template <bool Fusable>
-consteval bool mixed_precision_network() {
-  static_assert(Fusable,
-                "ETNN_BF16_NETWORK: etnn::bf16 runs fully fused MLPs: linear layers with relu between them "
-                "and every width (input and output included) at most 128 (padded to 16, 32, 64 or 128); use float "
-                "for other networks");
-  return true;
-}
-
 template <bool ReducerReadsThisMemory>
 consteval bool reducer_device() {
   static_assert(ReducerReadsThisMemory,
@@ -204,7 +195,8 @@ consteval bool input_scalar() {
 template <class T, bool MixedPrecisionAllowed>
 consteval bool model_scalar() {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double> || MixedPrecisionAllowed,
-                "ETNN_SCALAR_TYPE: etnn::Model's scalar type must be float or double (or etnn::bf16 on etnn::Cuda)");
+                "ETNN_SCALAR_TYPE: etnn::Model's scalar type must be float or double (or etnn::bf16, etnn::bf16_unfused on "
+                "etnn::Cuda)");
   return true;
 }
 

@@ -9,6 +9,8 @@
 // Backward:  dZ = dY (.) f'(Z, Y) written over dY, db += sum_b dZ     one kernel + a tiny one
 //            dW += dZ^T X:  dW^T (IN x OUT) += X^T (IN x B) dZ (B x OUT)     cuBLASLt, beta = 1
 //            dX  = dZ W:    dX^T (IN x B)   = W^T (IN x OUT) dZ^T (OUT x B)  skipped for the first layer
+// In an etnn::bf16 model the three products read bf16 copies of their operands and accumulate in
+// fp32 (cuda/blas.hpp); the rest stays fp32.
 // The bias gradient is summed per column in fixed row chunks and the chunks in order, so it is the
 // same on every run.
 #include <algorithm>
@@ -103,18 +105,58 @@ T* column_partials(std::size_t values) {
   return partials.data();
 }
 
+// dst = src rounded to bf16 (to nearest, ties to even), n values.
+template <class Source>
+__global__ void to_bf16_kernel(const Source* src, __nv_bfloat16* dst, std::size_t n) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+    dst[i] = __float2bfloat16(src[i]);
+}
+
+// A bf16 copy of n values in device scratch `slot` (0 or 1: a product's two operands), grown as
+// needed (sized by the Trainer's warm-up pass, so a recorded step never reallocates it). Work on
+// etnn's stream runs in order: a product has read its copies before the next one overwrites them.
+inline const __nv_bfloat16* bf16_copy(int slot, const float* src, std::size_t n) {
+  static Buffer<__nv_bfloat16, Cuda> copies[2];
+  Buffer<__nv_bfloat16, Cuda>& copy = copies[slot];
+  copy.reserve_discard(n);
+  to_bf16_kernel<<<grid_blocks(n), 256, 0, stream()>>>(src, copy.data(), n);
+  check_launch("etnn::dense to_bf16");
+  return copy.data();
+}
+
+// C = op(A) op(B) + beta C [+ bias, relu] (Blas::matmul), from bf16 copies of A (a_values values)
+// and B (b_values) when `bf16` (an etnn::bf16 model), else from A and B themselves.
+template <class T>
+void product(bool bf16, bool transpose_a, bool transpose_b, int m, int n, int k, const T* a, std::size_t a_values,
+             int lda, const T* b, std::size_t b_values, int ldb, T* c, int ldc, T beta,
+             Epilogue epilogue = Epilogue::none, const T* bias = nullptr) {
+  auto& blas = Blas::instance();
+  if constexpr (std::is_same_v<T, float>) {
+    if (bf16) {
+      blas.matmul(transpose_a, transpose_b, m, n, k, bf16_copy(0, a, a_values), lda, bf16_copy(1, b, b_values), ldb,
+                  c, ldc, beta, epilogue, bias);
+      return;
+    }
+  }
+  blas.matmul<T>(transpose_a, transpose_b, m, n, k, a, lda, b, ldb, c, ldc, beta, epilogue, bias);
+}
+
 }  // namespace cuda::detail
 
+// bf16_products: the GEMMs read bf16 copies of their operands (etnn::bf16 models, fp32 only).
 template <int In, int Out, class Act, class T>
-void dense_forward(Cuda, const T* weight, const T* bias, const T* x, T* y, T* z_saved, int batch, Act act) {
+void dense_forward(Cuda, const T* weight, const T* bias, const T* x, T* y, T* z_saved, int batch, Act act,
+                   bool bf16_products = false) {
   constexpr bool epilogue_activation =
       std::is_same_v<T, float> && (std::is_same_v<Act, fn::Identity> || std::is_same_v<Act, fn::Relu>);
   constexpr bool epilogue_bias = std::is_same_v<T, float>;
   const cuda::Epilogue epilogue = !epilogue_bias                    ? cuda::Epilogue::none
                                   : std::is_same_v<Act, fn::Relu>   ? cuda::Epilogue::bias_relu
                                                                     : cuda::Epilogue::bias;
-  cuda::Blas::instance().matmul<T>(true, false, Out, batch, In, weight, In, x, In, y, Out, T(0), epilogue,
-                                   epilogue_bias ? bias : nullptr);
+  const auto rows = static_cast<std::size_t>(batch);
+  cuda::detail::product(bf16_products, true, false, Out, batch, In, weight, std::size_t{Out} * In, In, x, rows * In, In,
+                        y, Out, T(0), epilogue, epilogue_bias ? bias : nullptr);
   if constexpr (!epilogue_activation) {
     const std::size_t n = static_cast<std::size_t>(batch) * Out;
     cuda::detail::bias_activation_kernel<<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(
@@ -125,7 +167,7 @@ void dense_forward(Cuda, const T* weight, const T* bias, const T* x, T* y, T* z_
 
 template <int In, int Out, class Act, class T>
 void dense_backward(Cuda, const T* weight, T* weight_grad, T* bias_grad, const T* x, const T* y, const T* z_saved,
-                    T* dy, T* dx, int batch, Act act) {
+                    T* dy, T* dx, int batch, Act act, bool bf16_products = false) {
   using namespace cuda::detail;
   const RowChunks chunks = row_chunks(batch);
   T* partial = column_partials<T>(static_cast<std::size_t>(chunks.count) * Out);
@@ -135,9 +177,11 @@ void dense_backward(Cuda, const T* weight, T* weight_grad, T* bias_grad, const T
   cuda::check_launch("etnn::dense_backward activation_gradient");
   add_chunk_sums_kernel<<<(Out + 127) / 128, 128, 0, cuda::stream()>>>(bias_grad, partial, chunks.count, Out);
   cuda::check_launch("etnn::dense_backward add_chunk_sums");
-  auto& blas = cuda::Blas::instance();
-  blas.matmul<T>(false, true, In, Out, batch, x, In, dy, Out, weight_grad, In, T(1));
-  if (dx != nullptr) blas.matmul<T>(false, false, In, batch, Out, weight, In, dy, Out, dx, In, T(0));
+  const auto rows = static_cast<std::size_t>(batch);
+  product(bf16_products, false, true, In, Out, batch, x, rows * In, In, dy, rows * Out, Out, weight_grad, In, T(1));
+  if (dx != nullptr)
+    product(bf16_products, false, false, In, batch, Out, weight, std::size_t{Out} * In, In, dy, rows * Out, Out, dx, In,
+            T(0));
 }
 
 }  // namespace etnn

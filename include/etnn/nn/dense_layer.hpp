@@ -1,6 +1,9 @@
 #pragma once
 // nn::linear<Out> bound to a flat input, optionally fused with the activation that follows it.
 //   y = f(x W^T + b)    x: (B, IN)  W: (OUT, IN)  b: (OUT)  y: (B, OUT)
+#include <type_traits>
+
+#include "../core/device.hpp"
 #include "../core/static_checks.hpp"
 #include "../cpu/dense.hpp"
 #if defined(__CUDACC__)
@@ -36,16 +39,23 @@ struct DenseLayer {
     init_fan_in_uniform(p, num_params, in_features, rng);
   }
 
+  // On the device, an etnn::bf16 model's products read bf16 copies of their operands.
   template <class T, class Device>
-  static void forward(Device device, const Pass<T>&, const T* p, const T* x, T* y, T* saved, int batch) {
-    dense_forward<in_features, Out>(device, p, p + params[1].offset, x, y, saved, batch, Act{});
+  static void forward(Device device, const Pass<T>& pass, const T* p, const T* x, T* y, T* saved, int batch) {
+    if constexpr (std::is_same_v<Device, Cpu>)
+      dense_forward<in_features, Out>(device, p, p + params[1].offset, x, y, saved, batch, Act{});
+    else
+      dense_forward<in_features, Out>(device, p, p + params[1].offset, x, y, saved, batch, Act{}, pass.bf16_products);
   }
 
   template <class T, class Device>
-  static void backward(Device device, const Pass<T>&, const T* p, T* g, const T* x, const T* y, const T* saved, T* dy,
-                       T* dx, int batch) {
-    dense_backward<in_features, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, batch,
-                                     Act{});
+  static void backward(Device device, const Pass<T>& pass, const T* p, T* g, const T* x, const T* y, const T* saved,
+                       T* dy, T* dx, int batch) {
+    if constexpr (std::is_same_v<Device, Cpu>)
+      dense_backward<in_features, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, batch, Act{});
+    else
+      dense_backward<in_features, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, batch, Act{},
+                                       pass.bf16_products);
   }
 };
 

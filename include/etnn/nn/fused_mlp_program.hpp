@@ -86,7 +86,7 @@ struct FusedMlpProgram;
 template <Layer... Ls>
 struct FusedMlpProgram<TypeList<Ls...>> : Program<TypeList<Ls...>> {
   using base = Program<TypeList<Ls...>>;
-  static_assert(check::mixed_precision_network<fusable_mlp<Ls...>()>());
+  static_assert(fusable_mlp<Ls...>(), "etnn: ProgramFor chooses FusedMlpProgram only for networks it takes");
   using First = std::tuple_element_t<0, std::tuple<Ls...>>;
   using padding = PaddedMlp<FusedLayer<First>::in, FusedLayer<Ls>::out...>;
   using kernels = cuda::FusedMlp<fused_width(FusedLayer<First>::in), fused_width(FusedLayer<Ls>::out)...>;

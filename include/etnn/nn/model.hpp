@@ -37,8 +37,8 @@ struct NamedParameter {
 };
 
 namespace nn::detail {
-// The executor of a network for a model's scalar type: Program, or for etnn::bf16 the fully
-// fused kernels (nn/fused_mlp_program.hpp).
+// The executor of a network for a model's scalar type: Program, or for etnn::bf16 and a network
+// the fully fused kernels take, those (nn/fused_mlp_program.hpp).
 template <class Net, class Scalar>
 struct ProgramFor {
   using type = Program<typename Net::layers>;
@@ -46,20 +46,22 @@ struct ProgramFor {
 #if defined(__CUDACC__)
 template <class Net>
 struct ProgramFor<Net, bf16> {
-  using type = FusedMlpProgram<typename Net::layers>;
+  static constexpr bool fusable = []<class... Ls>(TypeList<Ls...>) { return fusable_mlp<Ls...>(); }(typename Net::layers{});
+  using type = std::conditional_t<fusable, FusedMlpProgram<typename Net::layers>, Program<typename Net::layers>>;
 };
 #endif
 }  // namespace nn::detail
 
 // Net may be spelled decltype(net) for a constexpr net, which is const-qualified. Scalar is float,
-// double, or etnn::bf16 (mixed precision on CUDA: fp32 parameters, bf16 compute; core/precision.hpp).
+// double, or etnn::bf16 / etnn::bf16_unfused (mixed precision on CUDA: fp32 parameters, bf16
+// products; core/precision.hpp).
 template <class NetSpelled, class Scalar = float, class Device = Cpu>
 class Model {
   using Net = std::remove_cv_t<NetSpelled>;
   using T = master_t<Scalar>;
   static_assert(check::network_has_input<nn::Network<Net>>());
   static_assert(check::network_has_layers<(Net::layers::size > 0)>());
-  static_assert(check::model_scalar<Scalar, std::is_same_v<Scalar, bf16> && std::is_same_v<Device, Cuda>>());
+  static_assert(check::model_scalar<Scalar, mixed_precision<Scalar> && std::is_same_v<Device, Cuda>>());
   static_assert(check::device_available<Device>());
 
  public:
@@ -116,6 +118,7 @@ class Model {
   nn::detail::Run<T> next_run(T* scratch, bool warm_up = false) {
     const bool training = training_ && !warm_up;
     nn::detail::Run<T> run{params_.data(), buffers_.data(), scratch, training, derive_seed(seed_, passes_)};
+    run.bf16_products = mixed_precision<Scalar>;
     if (training) ++passes_;
     return run;
   }

@@ -1844,8 +1844,10 @@ inline unsigned grid_blocks(std::size_t n, unsigned threads_per_block = 256) {
 // Device memory: stream-ordered allocation on etnn's stream (cudaMallocAsync draws from the
 // device's memory pool, so a Trainer's buffers come and go without synchronising the device), and
 // copies between host and device memory.
+#include <algorithm>
 #include <cstddef>
 #include <new>
+#include <vector>
 
 
 namespace etnn {
@@ -1892,6 +1894,30 @@ void copy_rows(Cuda, const T* src, std::size_t src_pitch, T* dst, std::size_t ds
   ETNN_CHECK_CUDA(cudaMemcpy2DAsync(dst, dst_pitch * sizeof(T), src, src_pitch * sizeof(T), width * sizeof(T), rows,
                                     cudaMemcpyDeviceToDevice, cuda::stream()));
 }
+
+namespace cuda {
+
+// Device scratch shared by every call of one kind (a kernel's staging, partial sums, operand
+// copies) that only grows: at(n) gives at least n values, its contents undefined. An outgrown
+// buffer is kept, not freed: a CUDA graph recorded while it was current still points at it, and a
+// replay must not read freed memory. Growth at least doubles, so what is kept stays under twice the
+// largest need.
+template <class T>
+class GrowingScratch {
+ public:
+  T* at(std::size_t n) {
+    if (buffers_.empty() || buffers_.back().size() < n) {
+      const std::size_t grown = buffers_.empty() ? n : std::max(n, 2 * buffers_.back().size());
+      buffers_.emplace_back(grown);
+    }
+    return buffers_.back().data();
+  }
+
+ private:
+  std::vector<Buffer<T, Cuda>> buffers_;
+};
+
+}  // namespace cuda
 
 }  // namespace etnn
 // ---- etnn/cuda/executor.hpp ----
@@ -2306,12 +2332,11 @@ inline RowChunks row_chunks(int batch) {
 }
 
 // Device scratch for per-chunk column sums, grown as needed (sized by the Trainer's warm-up pass,
-// so a captured step never reallocates it).
+// so a recorded step never grows it).
 template <class T>
 T* column_partials(std::size_t values) {
-  static Buffer<T, Cuda> partials;
-  partials.reserve_discard(values);
-  return partials.data();
+  static GrowingScratch<T> partials;
+  return partials.at(values);
 }
 
 // dst = src rounded to bf16 (to nearest, ties to even), n values.
@@ -2323,15 +2348,14 @@ __global__ void to_bf16_kernel(const Source* src, __nv_bfloat16* dst, std::size_
 }
 
 // A bf16 copy of n values in device scratch `slot` (0 or 1: a product's two operands), grown as
-// needed (sized by the Trainer's warm-up pass, so a recorded step never reallocates it). Work on
-// etnn's stream runs in order: a product has read its copies before the next one overwrites them.
+// needed (sized by the Trainer's warm-up pass, so a recorded step never grows it). Work on etnn's
+// stream runs in order: a product has read its copies before the next one overwrites them.
 inline const __nv_bfloat16* bf16_copy(int slot, const float* src, std::size_t n) {
-  static Buffer<__nv_bfloat16, Cuda> copies[2];
-  Buffer<__nv_bfloat16, Cuda>& copy = copies[slot];
-  copy.reserve_discard(n);
-  to_bf16_kernel<<<grid_blocks(n), 256, 0, stream()>>>(src, copy.data(), n);
+  static GrowingScratch<__nv_bfloat16> copies[2];
+  __nv_bfloat16* copy = copies[slot].at(n);
+  to_bf16_kernel<<<grid_blocks(n), 256, 0, stream()>>>(src, copy, n);
   check_launch("etnn::dense to_bf16");
-  return copy.data();
+  return copy;
 }
 
 // C = op(A) op(B) + beta C [+ bias, relu] (Blas::matmul), from bf16 copies of A (a_values values)
@@ -2515,9 +2539,8 @@ __global__ void col2im_kernel(const T* dcols, T* dx, int batch) {
 // Z' or dZ' (OUT, B P), grown as needed.
 template <class T>
 T* conv_staging(std::size_t values) {
-  static Buffer<T, Cuda> staging;
-  staging.reserve_discard(values);
-  return staging.data();
+  static GrowingScratch<T> staging;
+  return staging.at(values);
 }
 
 }  // namespace cuda::detail
@@ -10469,9 +10492,7 @@ class GraphCache {
   explicit GraphCache(std::string off_reason = "") : enabled_(off_reason.empty()), reason_(std::move(off_reason)) {}
   GraphCache(const GraphCache&) = delete;
   GraphCache& operator=(const GraphCache&) = delete;
-  ~GraphCache() {
-    for (auto& [key, graph] : graphs_) (void)cudaGraphExecDestroy(graph);
-  }
+  ~GraphCache() { clear(); }
 
   template <class Work>
   void run(const Key& key, Work&& work) {
@@ -10490,6 +10511,13 @@ class GraphCache {
     }
     ETNN_CHECK_CUDA(cudaGraphLaunch(it->second, stream()));
     ++replays_;
+  }
+
+  // Forgets every recorded graph: the memory they point at is about to go (a Trainer's workspace
+  // when it grows). The next run of each key records again.
+  void clear() {
+    for (auto& [key, graph] : graphs_) (void)cudaGraphExecDestroy(graph);
+    graphs_.clear();
   }
 
   bool enabled() const noexcept { return enabled_; }
@@ -10625,6 +10653,7 @@ struct NoLossOptimizer {};
 // How a host model runs the pieces of a step that a device model may record (cuda::GraphCache).
 struct EagerSteps {
   explicit EagerSteps(const std::string&) {}
+  void clear() {}
   template <class Key, class Work>
   void run(const Key&, Work&& work) {
     work();
@@ -10676,6 +10705,7 @@ class Trainer {
   void reserve(int batch) {
     if (batch <= capacity_) return;
     const auto rows = static_cast<std::size_t>(batch);
+    graphs_.clear();  // they point into the workspace and scratch replaced here
     workspace_ = Buffer<T, Device>(program::workspace_per_sample * rows);
     scratch_ = Buffer<T, Device>(program::template scratch_values<Device>(batch));
     capacity_ = batch;

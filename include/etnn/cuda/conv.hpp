@@ -125,9 +125,8 @@ __global__ void col2im_kernel(const T* dcols, T* dx, int batch) {
 // Z' or dZ' (OUT, B P), grown as needed.
 template <class T>
 T* conv_staging(std::size_t values) {
-  static Buffer<T, Cuda> staging;
-  staging.reserve_discard(values);
-  return staging.data();
+  static GrowingScratch<T> staging;
+  return staging.at(values);
 }
 
 }  // namespace cuda::detail

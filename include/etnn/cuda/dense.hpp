@@ -21,6 +21,7 @@
 #include "../expr/functors.hpp"
 #include "../tensor/buffer.hpp"
 #include "blas.hpp"
+#include "memory.hpp"
 #include "runtime.hpp"
 
 namespace etnn {
@@ -97,12 +98,11 @@ inline RowChunks row_chunks(int batch) {
 }
 
 // Device scratch for per-chunk column sums, grown as needed (sized by the Trainer's warm-up pass,
-// so a captured step never reallocates it).
+// so a recorded step never grows it).
 template <class T>
 T* column_partials(std::size_t values) {
-  static Buffer<T, Cuda> partials;
-  partials.reserve_discard(values);
-  return partials.data();
+  static GrowingScratch<T> partials;
+  return partials.at(values);
 }
 
 // dst = src rounded to bf16 (to nearest, ties to even), n values.
@@ -114,15 +114,14 @@ __global__ void to_bf16_kernel(const Source* src, __nv_bfloat16* dst, std::size_
 }
 
 // A bf16 copy of n values in device scratch `slot` (0 or 1: a product's two operands), grown as
-// needed (sized by the Trainer's warm-up pass, so a recorded step never reallocates it). Work on
-// etnn's stream runs in order: a product has read its copies before the next one overwrites them.
+// needed (sized by the Trainer's warm-up pass, so a recorded step never grows it). Work on etnn's
+// stream runs in order: a product has read its copies before the next one overwrites them.
 inline const __nv_bfloat16* bf16_copy(int slot, const float* src, std::size_t n) {
-  static Buffer<__nv_bfloat16, Cuda> copies[2];
-  Buffer<__nv_bfloat16, Cuda>& copy = copies[slot];
-  copy.reserve_discard(n);
-  to_bf16_kernel<<<grid_blocks(n), 256, 0, stream()>>>(src, copy.data(), n);
+  static GrowingScratch<__nv_bfloat16> copies[2];
+  __nv_bfloat16* copy = copies[slot].at(n);
+  to_bf16_kernel<<<grid_blocks(n), 256, 0, stream()>>>(src, copy, n);
   check_launch("etnn::dense to_bf16");
-  return copy.data();
+  return copy;
 }
 
 // C = op(A) op(B) + beta C [+ bias, relu] (Blas::matmul), from bf16 copies of A (a_values values)

@@ -30,9 +30,7 @@ class GraphCache {
   explicit GraphCache(std::string off_reason = "") : enabled_(off_reason.empty()), reason_(std::move(off_reason)) {}
   GraphCache(const GraphCache&) = delete;
   GraphCache& operator=(const GraphCache&) = delete;
-  ~GraphCache() {
-    for (auto& [key, graph] : graphs_) (void)cudaGraphExecDestroy(graph);
-  }
+  ~GraphCache() { clear(); }
 
   template <class Work>
   void run(const Key& key, Work&& work) {
@@ -51,6 +49,13 @@ class GraphCache {
     }
     ETNN_CHECK_CUDA(cudaGraphLaunch(it->second, stream()));
     ++replays_;
+  }
+
+  // Forgets every recorded graph: the memory they point at is about to go (a Trainer's workspace
+  // when it grows). The next run of each key records again.
+  void clear() {
+    for (auto& [key, graph] : graphs_) (void)cudaGraphExecDestroy(graph);
+    graphs_.clear();
   }
 
   bool enabled() const noexcept { return enabled_; }

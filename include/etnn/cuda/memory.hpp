@@ -2,10 +2,13 @@
 // Device memory: stream-ordered allocation on etnn's stream (cudaMallocAsync draws from the
 // device's memory pool, so a Trainer's buffers come and go without synchronising the device), and
 // copies between host and device memory.
+#include <algorithm>
 #include <cstddef>
 #include <new>
+#include <vector>
 
 #include "../core/device.hpp"
+#include "../tensor/buffer.hpp"
 #include "../tensor/copy.hpp"
 #include "runtime.hpp"
 
@@ -53,5 +56,29 @@ void copy_rows(Cuda, const T* src, std::size_t src_pitch, T* dst, std::size_t ds
   ETNN_CHECK_CUDA(cudaMemcpy2DAsync(dst, dst_pitch * sizeof(T), src, src_pitch * sizeof(T), width * sizeof(T), rows,
                                     cudaMemcpyDeviceToDevice, cuda::stream()));
 }
+
+namespace cuda {
+
+// Device scratch shared by every call of one kind (a kernel's staging, partial sums, operand
+// copies) that only grows: at(n) gives at least n values, its contents undefined. An outgrown
+// buffer is kept, not freed: a CUDA graph recorded while it was current still points at it, and a
+// replay must not read freed memory. Growth at least doubles, so what is kept stays under twice the
+// largest need.
+template <class T>
+class GrowingScratch {
+ public:
+  T* at(std::size_t n) {
+    if (buffers_.empty() || buffers_.back().size() < n) {
+      const std::size_t grown = buffers_.empty() ? n : std::max(n, 2 * buffers_.back().size());
+      buffers_.emplace_back(grown);
+    }
+    return buffers_.back().data();
+  }
+
+ private:
+  std::vector<Buffer<T, Cuda>> buffers_;
+};
+
+}  // namespace cuda
 
 }  // namespace etnn

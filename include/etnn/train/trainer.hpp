@@ -64,6 +64,7 @@ struct NoLossOptimizer {};
 // How a host model runs the pieces of a step that a device model may record (cuda::GraphCache).
 struct EagerSteps {
   explicit EagerSteps(const std::string&) {}
+  void clear() {}
   template <class Key, class Work>
   void run(const Key&, Work&& work) {
     work();
@@ -115,6 +116,7 @@ class Trainer {
   void reserve(int batch) {
     if (batch <= capacity_) return;
     const auto rows = static_cast<std::size_t>(batch);
+    graphs_.clear();  // they point into the workspace and scratch replaced here
     workspace_ = Buffer<T, Device>(program::workspace_per_sample * rows);
     scratch_ = Buffer<T, Device>(program::template scratch_values<Device>(batch));
     capacity_ = batch;

@@ -1,13 +1,23 @@
-// Data-parallel benchmark, run under mpirun (scripts/bench_dist.sh runs it on 1 and 2 ranks):
+// Data-parallel benchmark, run under mpirun (scripts/bench_dist.sh runs it on 2 ranks):
 //   allreduce  bandwidth of an in-place float sum from 1 KiB to 64 MiB (median of repetitions):
 //              algbw = bytes / time, busbw = algbw * 2 (N - 1) / N (what each link carries)
-//   train      samples/s of mlp784 (784-512-10) at batch 64 per rank over all ranks, with the
-//              default 25 MiB buckets, with 1 MiB buckets, and with overlap off (median of rounds)
+//   weak       weak-scaling efficiency of training mlp784 (784-512-10) at batch 64 per rank, with
+//              the default 25 MiB buckets, with 1 MiB buckets, and with overlap off, measured in
+//              pairs: each round rank 0 first trains alone (dist::Local: what a 1-rank job does)
+//              while the other ranks sleep, then every rank trains together; the round's
+//              efficiency is together / (N x alone). Both halves of a pair run within a second of
+//              each other, since this kind of machine (a 2-core VM) drifts by tens of percent from
+//              minute to minute; the median over rounds, and the quartiles, are printed. Each round
+//              also has every rank train alone at the same time (no communication at all): that
+//              efficiency is what the machine allows two busy cores, the ceiling for the others.
 // Rank 0 prints one line per measurement: "allreduce <bytes> <us> <algbw GB/s> <busbw GB/s>" and
-// "train <setting> <ranks> <samples/s>".
+// "weak <setting> <ranks> <alone samples/s> <together samples/s> <efficiency %> <q1 %> <q3 %>
+//  <no-communication efficiency %> buckets <n>".
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <thread>
 #include <vector>
 
 #include <etnn/dist/mpi.hpp>
@@ -43,32 +53,67 @@ void allreduce_bandwidth(etnn::dist::Mpi& world) {
   }
 }
 
-void train_throughput(etnn::dist::Mpi& world, const char* setting, etnn::optim::BucketOptions buckets) {
-  constexpr int batch = 64;
-  etnn::Model<Mlp784> model(0);
-  etnn::loss::CrossEntropy loss;
-  etnn::optim::SGD opt(model, {.lr = 0.01f}, world, buckets);
-  etnn::Trainer trainer(model, loss, opt);
+// A barrier that waiting ranks sleep through (polling every half millisecond) instead of spinning
+// on a core, so that a rank training alone has the machine as a 1-rank job would.
+void sleeping_barrier(etnn::dist::Mpi& world) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_Ibarrier(world.comm(), &request);
+  int done = 0;
+  for (MPI_Test(&request, &done, MPI_STATUS_IGNORE); !done; MPI_Test(&request, &done, MPI_STATUS_IGNORE))
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+}
+
+// The value at fraction q of the sorted values.
+double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
+}
+
+void weak_scaling(etnn::dist::Mpi& world, const char* setting, etnn::optim::BucketOptions buckets) {
+  constexpr int batch = 64, steps = 60, rounds = 15;
   etnn::Tensor<float, etnn::Shape<784>> x(batch);
   std::vector<int> y(batch);
   etnn::Rng rng(static_cast<std::uint64_t>(world.rank()) + 1);
   for (std::size_t i = 0; i < x.size(); ++i) x.data()[i] = static_cast<float>(rng.uniform(-1, 1));
   for (auto& label : y) label = static_cast<int>(rng.below(10));
-  trainer.reserve(batch);
-  for (int i = 0; i < 20; ++i) trainer.step(x, y);  // warm-up
-  // The median of 7 rounds: this kind of machine (a 2-core VM) varies a lot from second to second.
-  constexpr int steps = 100, rounds = 7;
-  std::vector<double> rates;
-  for (int round = 0; round < rounds; ++round) {
-    world.barrier();
+  etnn::loss::CrossEntropy loss;
+  etnn::Model<Mlp784> alone_model(0), together_model(0);
+  etnn::optim::SGD alone_opt(alone_model, {.lr = 0.01f});
+  etnn::optim::SGD together_opt(together_model, {.lr = 0.01f}, world, buckets);
+  etnn::Trainer alone(alone_model, loss, alone_opt);
+  etnn::Trainer together(together_model, loss, together_opt);
+  alone.reserve(batch);
+  together.reserve(batch);
+  // samples/s of `steps` steps of trainer; together: over all ranks, which start and end in step.
+  const auto rate = [&](auto& trainer, int ranks) {
     const auto start = Clock::now();
     for (int i = 0; i < steps; ++i) trainer.step(x, y);
+    return static_cast<double>(steps) * batch * ranks / seconds_since(start);
+  };
+  if (world.rank() == 0) rate(alone, 1);  // warm-up
+  sleeping_barrier(world);
+  rate(together, world.size());
+  std::vector<double> alone_rates, together_rates, efficiencies, ceilings;
+  for (int round = 0; round < rounds; ++round) {
+    double alone_rate = world.rank() == 0 ? rate(alone, 1) : 0.0;
+    sleeping_barrier(world);
+    world.broadcast(&alone_rate, 1, 0);
     world.barrier();
-    rates.push_back(steps * batch * world.size() / seconds_since(start));
+    const double together_rate = rate(together, world.size());
+    world.barrier();
+    double concurrent_rate = rate(alone, 1);  // every rank alone, all at once: summed below
+    world.allreduce_sum(&concurrent_rate, 1);
+    const double ideal = world.size() * alone_rate;
+    alone_rates.push_back(alone_rate);
+    together_rates.push_back(together_rate);
+    efficiencies.push_back(100 * together_rate / ideal);
+    ceilings.push_back(100 * concurrent_rate / ideal);
   }
-  std::nth_element(rates.begin(), rates.begin() + rounds / 2, rates.end());
   if (world.rank() == 0)
-    std::printf("train %s %d %.0f buckets %zu\n", setting, world.size(), rates[rounds / 2], opt.bucket_count());
+    std::printf("weak %s %d %.0f %.0f %.1f %.1f %.1f %.1f buckets %zu\n", setting, world.size(),
+                quantile(alone_rates, 0.5), quantile(together_rates, 0.5), quantile(efficiencies, 0.5),
+                quantile(efficiencies, 0.25), quantile(efficiencies, 0.75), quantile(ceilings, 0.5),
+                together_opt.bucket_count());
 }
 
 }  // namespace
@@ -76,8 +121,8 @@ void train_throughput(etnn::dist::Mpi& world, const char* setting, etnn::optim::
 int main(int argc, char** argv) {
   etnn::dist::Mpi world(argc, argv);
   allreduce_bandwidth(world);
-  train_throughput(world, "overlap-25MiB", {});
-  train_throughput(world, "overlap-1MiB", {.bucket_bytes = std::size_t{1} << 20});
-  train_throughput(world, "no-overlap", {.overlap = false});
+  weak_scaling(world, "overlap-25MiB", {});
+  weak_scaling(world, "overlap-1MiB", {.bucket_bytes = std::size_t{1} << 20});
+  weak_scaling(world, "no-overlap", {.overlap = false});
   return 0;
 }

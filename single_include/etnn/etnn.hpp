@@ -1900,8 +1900,8 @@ namespace cuda {
 // Device scratch shared by every call of one kind (a kernel's staging, partial sums, operand
 // copies) that only grows: at(n) gives at least n values, its contents undefined. An outgrown
 // buffer is kept, not freed: a CUDA graph recorded while it was current still points at it, and a
-// replay must not read freed memory. Growth at least doubles, so what is kept stays under twice the
-// largest need.
+// replay must not read freed memory. Growth at least doubles, so what is kept stays under four
+// times the largest need.
 template <class T>
 class GrowingScratch {
  public:
@@ -3556,7 +3556,9 @@ struct InputGradient {  // dx = gamma inv_std (dy - mean(dy) - xhat mean(dy xhat
 template <int C, int S, class T>
 void batch_norm_forward(Cuda, const T* gamma, const T* beta, T* running, const T* x, T* y, int batch, bool training,
                         const CrossRankSum& sync) {
-  // Without sync the count is this batch's; with it every rank adds at least one sample each.
+  // Without sync the count is this batch's. With it the count is summed on the device, where it
+  // cannot be checked without waiting for it; a Trainer's synchronised step always has at least 2
+  // (it takes no empty batch, and syncs only across 2 or more ranks).
   if (training && !sync && static_cast<long long>(batch) * S < 2)
     throw ShapeError("etnn::nn::batch_norm: training needs more than one value per channel, got a batch of " +
                      std::to_string(batch) + "; use a larger batch or eval()");
@@ -5542,10 +5544,15 @@ ETNN_HD constexpr T column_copy_element(const T* from, int from_cols, int to_col
 
 namespace etnn::nn::detail {
 
-// What the fused kernels need to know of a layer: a linear layer's widths and activation.
+// What the fused kernels need to know of a layer: a linear layer's widths and activation. Any
+// other layer answers too (not dense, no widths), so that fusable_mlp can ask of every network.
 template <class L>
 struct FusedLayer {
   static constexpr bool dense = false;
+  static constexpr int in = 0;
+  static constexpr int out = 0;
+  static constexpr bool relu = false;
+  static constexpr bool identity = false;
 };
 template <ShapeType In, int Out, class Act, int Index>
 struct FusedLayer<DenseLayer<In, Out, Act, Index>> {

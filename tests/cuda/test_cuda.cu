@@ -242,6 +242,9 @@ TEST_CASE("which networks the fully fused kernels take (etnn::bf16) is decided a
   static_assert(std::is_same_v<etnn::Model<Small, etnn::bf16_unfused, etnn::Cuda>::program,
                                nn::detail::Program<Small::layers>>);
   static_assert(std::is_same_v<etnn::Model<Large, etnn::bf16, etnn::Cuda>::value_type, float>);
+  // Any network at all: every kind of layer asks the fused kernels' rule and gets the per-layer path.
+  static_assert(std::is_same_v<etnn::Model<EveryLayer, etnn::bf16, etnn::Cuda>::program,
+                               nn::detail::Program<EveryLayer::layers>>);
   CHECK(true);
 }
 
@@ -680,13 +683,25 @@ auto train_on(const std::vector<T>& x, const std::vector<int>& labels, int batch
   etnn::Trainer trainer(model, nll, opt, {.cuda_graphs = graphs});
   std::vector<T> losses;
   for (int s = 0; s < steps; ++s) losses.push_back(trainer.step(inputs, labels));
+  // And steps in eval mode (running statistics, no dropout): graphs of their own when recorded.
+  model.eval();
+  for (int s = 0; s < 2; ++s) losses.push_back(trainer.step(inputs, labels));
+  model.train();
   std::vector<T> params(Model::num_params), buffers(Model::num_buffers);
   etnn::copy_to_host(Device{}, params.data(), model.parameters(), params.size());
   etnn::copy_to_host(Device{}, buffers.data(), model.buffers(), buffers.size());
   model.eval();
   const auto out = etnn::to_host(model.forward(inputs));
   std::string why_not_recorded = "a host model";
-  if constexpr (std::is_same_v<Device, etnn::Cuda>) why_not_recorded = trainer.step_graphs().reason();
+  if constexpr (std::is_same_v<Device, etnn::Cuda>) {
+    const auto& graphs = trainer.step_graphs();
+    why_not_recorded = graphs.reason();
+    // Recorded: forward and backward in each mode, and every later step replayed them.
+    if (graphs.enabled()) {
+      CHECK(graphs.recorded() == 4);
+      CHECK(graphs.launches() == 2 * (steps + 2));
+    }
+  }
   return std::tuple(params, buffers, losses, std::vector<T>(out.data(), out.data() + out.size()), why_not_recorded);
 }
 

@@ -195,7 +195,9 @@ struct InputGradient {  // dx = gamma inv_std (dy - mean(dy) - xhat mean(dy xhat
 template <int C, int S, class T>
 void batch_norm_forward(Cuda, const T* gamma, const T* beta, T* running, const T* x, T* y, int batch, bool training,
                         const CrossRankSum& sync) {
-  // Without sync the count is this batch's; with it every rank adds at least one sample each.
+  // Without sync the count is this batch's. With it the count is summed on the device, where it
+  // cannot be checked without waiting for it; a Trainer's synchronised step always has at least 2
+  // (it takes no empty batch, and syncs only across 2 or more ranks).
   if (training && !sync && static_cast<long long>(batch) * S < 2)
     throw ShapeError("etnn::nn::batch_norm: training needs more than one value per channel, got a batch of " +
                      std::to_string(batch) + "; use a larger batch or eval()");

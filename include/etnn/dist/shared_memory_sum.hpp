@@ -13,8 +13,9 @@
 //     3. data[share_me] = slot[me][share_me] = sum_r term_r[share_me], ranks in order
 //
 // Every element is summed once, by its share's owner, in rank order: every rank gets the same
-// bits. Per rank and value that is 2 (N - 1) / N copies and one sum, against 2 copies and a sum
-// when each rank publishes all its data. A set is written again two chunks later, after a barrier
+// bits. Per rank and value that is 2 (N - 1) / N copies, one sum and 1 / N extra write (the
+// owner's result goes to its buffer and its slot), against 2 copies and a sum when each rank
+// publishes all its data. A set is written again two chunks later, after a barrier
 // that every rank passes only once it has finished reading it (step 5 precedes the next chunk's
 // step 2). Barriers are the caller's (Mpi's, with its deadline), so a rank that stops taking part
 // is reported, not waited for.

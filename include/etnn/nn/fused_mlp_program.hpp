@@ -27,10 +27,15 @@
 
 namespace etnn::nn::detail {
 
-// What the fused kernels need to know of a layer: a linear layer's widths and activation.
+// What the fused kernels need to know of a layer: a linear layer's widths and activation. Any
+// other layer answers too (not dense, no widths), so that fusable_mlp can ask of every network.
 template <class L>
 struct FusedLayer {
   static constexpr bool dense = false;
+  static constexpr int in = 0;
+  static constexpr int out = 0;
+  static constexpr bool relu = false;
+  static constexpr bool identity = false;
 };
 template <ShapeType In, int Out, class Act, int Index>
 struct FusedLayer<DenseLayer<In, Out, Act, Index>> {

@@ -124,6 +124,9 @@ TEST_CASE("which layers have CUDA kernels is known at compile time: every built-
   static_assert(nn::detail::Program<typename EveryLayer::layers>::draws_random);
   static_assert(nn::detail::Program<typename DropoutInside::layers>::draws_random);
   static_assert(!nn::detail::Program<typename Normalised::layers>::draws_random);
+  // Losses keep device scratch in a CUDA build, and stay copyable as on the host.
+  static_assert(std::is_copy_constructible_v<etnn::loss::CrossEntropy>);
+  static_assert(std::is_copy_assignable_v<etnn::loss::MultiMargin>);
   CHECK(Custom::describe().find("host_only") != std::string::npos);
 }
 

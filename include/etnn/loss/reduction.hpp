@@ -223,10 +223,15 @@ __global__ void label_rows_kernel(const T* x, int batch, int classes, const int*
 
 // The same on the device: the labels and class weights (checked on the host) are copied over, one
 // kernel computes every row, and the row losses come back and are summed in T in row order, as
-// label_rows sums them. Row losses
-// travel as double, which holds a float or a double exactly. Its buffers grow to the largest batch.
+// label_rows sums them. Row losses travel as double, which holds a float or a double exactly.
+// Its buffers are scratch that grows to the largest batch: a copy starts with its own, empty, so
+// a loss that holds one stays copyable.
 class DeviceLabelRows {
  public:
+  DeviceLabelRows() = default;
+  DeviceLabelRows(const DeviceLabelRows&) {}
+  DeviceLabelRows& operator=(const DeviceLabelRows&) { return *this; }
+
   // scale * sum_b row_b.
   template <class T, class Row>
   T run(const T* x, int batch, int classes, std::span<const int> labels, const float* weight, T* grad, T scale,

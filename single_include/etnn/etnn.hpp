@@ -6149,15 +6149,12 @@ inline void check_labels(std::span<const int> labels, int batch, int classes, co
   }
 }
 
-// Every target equals one of the two values a loss takes (0/1 multi-hot, -1/+1 signs).
+// The complaint about a target that is neither of the two values a loss takes (0/1 multi-hot,
+// -1/+1 signs).
 template <class T>
-void check_binary_targets(std::span<const T> target, T negative, T positive, const char* who) {
-  for (std::size_t i = 0; i < target.size(); ++i) {
-    if (target[i] != negative && target[i] != positive)
-      throw Error(message(who, "target element ", std::to_string(i), " is ", std::to_string(target[i]),
-                          "; this loss takes targets of ", std::to_string(negative), " or ",
-                          std::to_string(positive)));
-  }
+std::string binary_target_complaint(const char* who, std::size_t i, T target, T negative, T positive) {
+  return message(who, "target element ", std::to_string(i), " is ", std::to_string(target),
+                 "; this loss takes targets of ", std::to_string(negative), " or ", std::to_string(positive));
 }
 
 // PyTorch's per-class `weight` (empty: all ones): finite and >= 0, checked at construction.
@@ -6209,9 +6206,19 @@ struct Term {
   T grad;
 };
 
+// A term whose inputs have a domain (BCE's probabilities, -1/+1 or 0/1 targets): valid(y, t) is
+// false outside it, and complaint(i, y, t) is the error message for element i.
+template <class F, class T>
+concept DomainTerm = requires(const F& f, T y, T t, std::size_t i) {
+  { f.valid(y, t) } -> std::convertible_to<bool>;
+  { f.complaint(i, y, t) } -> std::convertible_to<std::string>;
+};
+
 // loss = scale sum_i f(y_i, t_i),  dL/dy_i = scale f'(y_i, t_i)   y, t: (B, S...)
 // term(y, t) returns {f, f'}; grad null: the value alone. A term that is an ETNN_HD functor runs
-// on either device (the Cuda overload below).
+// on either device (the Cuda overload below). A DomainTerm's inputs are checked in the same pass:
+// an element outside its domain throws etnn::Error naming the first such element (after grad
+// was written: it is the step's scratch, and nothing else has changed).
 template <class T, ShapeType S, ShapeType TS, class F>
 T elementwise(Cpu, TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target, T* grad, T scale,
               F term) {
@@ -6219,22 +6226,31 @@ T elementwise(Cpu, TensorView<const T, S, Cpu> output, TensorView<const T, TS, C
   const T* y = output.data();
   const T* t = target.data();
   T total = 0;
+  std::size_t first_invalid = n;
   for (std::size_t i = 0; i < n; ++i) {
+    if constexpr (DomainTerm<F, T>)
+      if (first_invalid == n && !term.valid(y[i], t[i])) first_invalid = i;
     const Term<T> e = term(y[i], t[i]);
     total += e.value;
     if (grad != nullptr) grad[i] = e.grad * scale;
   }
+  if constexpr (DomainTerm<F, T>)
+    if (first_invalid < n) throw Error(term.complaint(first_invalid, y[first_invalid], t[first_invalid]));
   return total * scale;
 }
 
 #if defined(__CUDACC__)
 // partial[block] = sum of term values over the block's grid-stride share (in double), and
-// grad[i] = scale f'(y_i, t_i) when grad is not null.
+// grad[i] = scale f'(y_i, t_i) when grad is not null. A DomainTerm also lowers *first_invalid to
+// the index of any element outside its domain.
 template <class T, class F>
-__global__ void elementwise_kernel(const T* y, const T* t, std::size_t n, T* grad, T scale, F term, double* partial) {
+__global__ void elementwise_kernel(const T* y, const T* t, std::size_t n, T* grad, T scale, F term, double* partial,
+                                   unsigned long long* first_invalid) {
   double sum = 0.0;
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    if constexpr (DomainTerm<F, T>)
+      if (!term.valid(y[i], t[i])) atomicMin(first_invalid, static_cast<unsigned long long>(i));
     const Term<T> e = term(y[i], t[i]);
     sum += static_cast<double>(e.value);
     if (grad != nullptr) grad[i] = e.grad * scale;
@@ -6244,17 +6260,34 @@ __global__ void elementwise_kernel(const T* y, const T* t, std::size_t n, T* gra
 
 // The same on the device, for a term that is an ETNN_HD functor: one kernel, the sum through a
 // fixed number of block partials (the same result on every run; it may differ from the host's
-// sequential sum in the last bits).
+// sequential sum in the last bits). A DomainTerm's first invalid element is searched in the same
+// kernel; only when there is one are its two values copied back for the message.
 template <class T, ShapeType S, ShapeType TS, class F>
 T elementwise(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T, TS, Cuda> target, T* grad, T scale,
               F term) {
   const std::size_t n = output.size();
   if (n == 0) return T(0);
   double* partial = cuda::detail::reduction_partials();
+  unsigned long long* first_invalid = nullptr;
+  unsigned long long found = n;
+  if constexpr (DomainTerm<F, T>) {
+    first_invalid = cuda::detail::reduction_index();
+    copy_from_host(Cuda{}, first_invalid, &found, 1);
+  }
   elementwise_kernel<<<cuda::detail::reduction_blocks, cuda::detail::reduction_threads, 0, cuda::stream()>>>(
-      output.data(), target.data(), n, grad, scale, term, partial);
+      output.data(), target.data(), n, grad, scale, term, partial, first_invalid);
   cuda::check_launch("etnn::loss elementwise");
-  return static_cast<T>(cuda::detail::sum_of_partials(partial)) * scale;
+  const double total = cuda::detail::sum_of_partials(partial);
+  if constexpr (DomainTerm<F, T>) {
+    copy_to_host(Cuda{}, &found, first_invalid, 1);
+    if (found < n) {
+      T y{}, t{};
+      copy_to_host(Cuda{}, &y, output.data() + found, 1);
+      copy_to_host(Cuda{}, &t, target.data() + found, 1);
+      throw Error(term.complaint(static_cast<std::size_t>(found), y, t));
+    }
+  }
+  return static_cast<T>(total) * scale;
 }
 #endif
 
@@ -6345,38 +6378,11 @@ class DeviceLabelRows {
   Buffer<double, Cuda> row_loss_;
   std::vector<double> host_row_loss_;
 };
-
-// A loss without a device kernel, on a device model: the outputs (and targets) are copied to the
-// host, the loss and its gradient computed there, and the gradient copied back. Correct for every
-// loss; it costs two copies of the output per step, which a device kernel (CrossEntropy's) avoids.
-// compute(host_output, host_grad) -> value, host_grad null for the value alone.
-template <class T, ShapeType S, class Compute>
-T computed_on_host(TensorView<const T, S, Cuda> output, T* grad, Compute&& compute) {
-  thread_local std::vector<T> host_output, host_grad;
-  host_output.resize(output.size());
-  copy_to_host(Cuda{}, host_output.data(), output.data(), output.size());
-  T* g = nullptr;
-  if (grad != nullptr) {
-    host_grad.resize(output.size());
-    g = host_grad.data();
-  }
-  const T value = compute(TensorView<const T, S, Cpu>(host_output.data(), output.batch()), g);
-  if (grad != nullptr) copy_from_host(Cuda{}, grad, g, output.size());
-  return value;
-}
-
-template <class T, ShapeType S>
-TensorView<const T, S, Cpu> host_copy(TensorView<const T, S, Cuda> target) {
-  thread_local std::vector<T> host;
-  host.resize(target.size());
-  copy_to_host(Cuda{}, host.data(), target.data(), target.size());
-  return {host.data(), target.batch()};
-}
 #endif
 
 // The public pair of a loss whose targets are a tensor of the output's shape (RealValues,
 // MultiHot), from its private `compute(device, output, target, grad)` (grad null: the value
-// alone), which a loss defines for Cpu, or for any device.
+// alone), which a loss defines for any device.
 template <class Loss>
 struct TensorTargetLoss {
   // Returns the loss; grad (the output's size) receives dL/doutput.
@@ -6389,18 +6395,9 @@ struct TensorTargetLoss {
     return static_cast<const Loss&>(*this).compute(Cpu{}, output, target, static_cast<T*>(nullptr));
   }
 #if defined(__CUDACC__)
-  // On the device through the loss's own kernel (compute(Cuda, ...)) when it has one.
   template <class T, ShapeType S, ShapeType TS>
   T value_and_grad(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T, TS, Cuda> target, T* grad) const {
-    const Loss& loss = static_cast<const Loss&>(*this);
-    if constexpr (requires { loss.compute(Cuda{}, output, target, grad); }) {
-      return loss.compute(Cuda{}, output, target, grad);
-    } else {
-      const auto host_target = host_copy(target);
-      return computed_on_host(output, grad, [&](TensorView<const T, S, Cpu> host_output, T* host_grad) {
-        return loss.compute(Cpu{}, host_output, host_target, host_grad);
-      });
-    }
+    return static_cast<const Loss&>(*this).compute(Cuda{}, output, target, grad);
   }
   template <class T, ShapeType S, ShapeType TS>
   T value(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T, TS, Cuda> target) const {
@@ -6462,6 +6459,35 @@ struct MultiHot {};
 
 namespace etnn::loss {
 
+namespace detail {
+// l and dl/dp of one probability p with target t (see above); p outside [0, 1] (or NaN) is an
+// error, which names the element.
+struct BceTerm {
+  template <class T>
+  ETNN_HD Term<T> operator()(T p, T t) const {
+    const T log_p = clamped_log(std::log(p));
+    const T log_q = clamped_log(std::log1p(-p));
+    const T p_q = p * (T(1) - p);
+    return {-(t * log_p + (T(1) - t) * log_q), (p - t) / (p_q < T(1e-12f) ? T(1e-12f) : p_q)};
+  }
+  template <class T>
+  ETNN_HD bool valid(T p, T) const {
+    return p >= T(0) && p <= T(1);
+  }
+  template <class T>
+  std::string complaint(std::size_t i, T p, T) const {
+    return message("etnn::loss::BCE", "input element ", std::to_string(i), " is ", std::to_string(p),
+                   "; BCE takes probabilities in [0, 1]; for logits use BCEWithLogits");
+  }
+
+ private:
+  template <class T>
+  ETNN_HD static T clamped_log(T log_value) {
+    return log_value < T(-100) ? T(-100) : log_value;  // std::max(log_value, -100)
+  }
+};
+}  // namespace detail
+
 struct BceOptions {
   Reduction reduction = Reduction::mean;
 };
@@ -6476,24 +6502,12 @@ class BCE : public detail::TensorTargetLoss<BCE> {
 
  private:
   friend detail::TensorTargetLoss<BCE>;
-  static constexpr const char* who = "etnn::loss::BCE";
 
-  template <class T, ShapeType S, ShapeType TS>
-  T compute(Cpu, TensorView<const T, S, Cpu> probs, TensorView<const T, TS, Cpu> target, T* grad) const {
-    detail::check_targets(probs, target, who);
-    const std::span<const T> x = probs.flat();
-    for (std::size_t i = 0; i < x.size(); ++i) {
-      if (!(x[i] >= T(0) && x[i] <= T(1)))
-        throw Error(detail::message(who, "input element ", std::to_string(i), " is ", std::to_string(x[i]),
-                                    "; BCE takes probabilities in [0, 1]; for logits use BCEWithLogits"));
-    }
-    return detail::elementwise(Cpu{}, probs, target, grad, detail::reduction_scale<T>(options_.reduction, probs.size()),
-                               [](T p, T t) {
-                                 const T log_p = std::max(std::log(p), T(-100));
-                                 const T log_q = std::max(std::log1p(-p), T(-100));
-                                 return detail::Term<T>{-(t * log_p + (T(1) - t) * log_q),
-                                                        (p - t) / std::max(p * (T(1) - p), T(1e-12f))};
-                               });
+  template <class Device, class T, ShapeType S, ShapeType TS>
+  T compute(Device device, TensorView<const T, S, Device> probs, TensorView<const T, TS, Device> target, T* grad) const {
+    detail::check_targets(probs, target, "etnn::loss::BCE");
+    return detail::elementwise(device, probs, target, grad,
+                               detail::reduction_scale<T>(options_.reduction, probs.size()), detail::BceTerm{});
   }
 
   Options options_;
@@ -6840,7 +6854,27 @@ class CrossEntropy : public detail::LabelTargetLoss<CrossEntropy> {
 // PyTorch has no exact equivalent (HingeEmbeddingLoss takes distances, MultiMarginLoss class
 // indices); this is scikit-learn's hinge_loss and the SVM hinge, mean over all outputs.
 
+
 namespace etnn::loss {
+
+namespace detail {
+// max(0, 1 - y z) and its derivative in z; a target other than -1 or +1 is an error.
+struct HingeTerm {
+  template <class T>
+  ETNN_HD Term<T> operator()(T z, T y) const {
+    const T h = T(1) - y * z;
+    return h > T(0) ? Term<T>{h, -y} : Term<T>{T(0), T(0)};
+  }
+  template <class T>
+  ETNN_HD bool valid(T, T y) const {
+    return y == T(-1) || y == T(1);
+  }
+  template <class T>
+  std::string complaint(std::size_t i, T, T y) const {
+    return binary_target_complaint("etnn::loss::Hinge", i, y, T(-1), T(1));
+  }
+};
+}  // namespace detail
 
 struct HingeOptions {
   Reduction reduction = Reduction::mean;
@@ -6856,17 +6890,12 @@ class Hinge : public detail::TensorTargetLoss<Hinge> {
 
  private:
   friend detail::TensorTargetLoss<Hinge>;
-  static constexpr const char* who = "etnn::loss::Hinge";
 
-  template <class T, ShapeType S, ShapeType TS>
-  T compute(Cpu, TensorView<const T, S, Cpu> scores, TensorView<const T, TS, Cpu> target, T* grad) const {
-    detail::check_targets(scores, target, who);
-    detail::check_binary_targets(target.flat(), T(-1), T(1), who);
-    return detail::elementwise(Cpu{}, scores, target, grad, detail::reduction_scale<T>(options_.reduction, scores.size()),
-                               [](T z, T y) {
-                                 const T h = T(1) - y * z;
-                                 return h > T(0) ? detail::Term<T>{h, -y} : detail::Term<T>{T(0), T(0)};
-                               });
+  template <class Device, class T, ShapeType S, ShapeType TS>
+  T compute(Device device, TensorView<const T, S, Device> scores, TensorView<const T, TS, Device> target, T* grad) const {
+    detail::check_targets(scores, target, "etnn::loss::Hinge");
+    return detail::elementwise(device, scores, target, grad,
+                               detail::reduction_scale<T>(options_.reduction, scores.size()), detail::HingeTerm{});
   }
 
   Options options_;
@@ -7397,6 +7426,24 @@ class MultiMargin : public detail::LabelTargetLoss<MultiMargin> {
 
 namespace etnn::loss {
 
+namespace detail {
+// BCEWithLogits' term of one logit; a target other than 0 or 1 is an error.
+struct MultiLabelSoftMarginTerm {
+  template <class T>
+  ETNN_HD Term<T> operator()(T z, T t) const {
+    return bce_with_logits_term(z, t, T(1));
+  }
+  template <class T>
+  ETNN_HD bool valid(T, T t) const {
+    return t == T(0) || t == T(1);
+  }
+  template <class T>
+  std::string complaint(std::size_t i, T, T t) const {
+    return binary_target_complaint("etnn::loss::MultiLabelSoftMargin", i, t, T(0), T(1));
+  }
+};
+}  // namespace detail
+
 struct MultiLabelSoftMarginOptions {
   Reduction reduction = Reduction::mean;
 };
@@ -7411,18 +7458,15 @@ class MultiLabelSoftMargin : public detail::TensorTargetLoss<MultiLabelSoftMargi
 
  private:
   friend detail::TensorTargetLoss<MultiLabelSoftMargin>;
-  static constexpr const char* who = "etnn::loss::MultiLabelSoftMargin";
 
-  template <class T, ShapeType S, ShapeType TS>
-  T compute(Cpu, TensorView<const T, S, Cpu> logits, TensorView<const T, TS, Cpu> target, T* grad) const {
+  template <class Device, class T, ShapeType S, ShapeType TS>
+  T compute(Device device, TensorView<const T, S, Device> logits, TensorView<const T, TS, Device> target, T* grad) const {
     static_assert(check::class_scores<S>());
-    detail::check_targets(logits, target, who);
-    detail::check_binary_targets(target.flat(), T(0), T(1), who);
+    detail::check_targets(logits, target, "etnn::loss::MultiLabelSoftMargin");
     constexpr auto classes = static_cast<std::size_t>(S::dims[0]);
     const T scale = detail::reduction_scale<T>(options_.reduction, static_cast<std::size_t>(logits.batch())) /
                     static_cast<T>(classes);
-    return detail::elementwise(Cpu{}, logits, target, grad, scale,
-                               [](T z, T t) { return detail::bce_with_logits_term(z, t, T(1)); });
+    return detail::elementwise(device, logits, target, grad, scale, detail::MultiLabelSoftMarginTerm{});
   }
 
   Options options_;

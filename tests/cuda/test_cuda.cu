@@ -379,7 +379,7 @@ TEST_CASE("LeNet-5 trains on the device as on the CPU" * doctest::skip(!gpu())) 
   CHECK(max_relative_error(train(etnn::Cuda{}), train(etnn::Cpu{})) <= 1e-4);
 }
 
-TEST_CASE_TEMPLATE("losses on the device match the CPU: cross-entropy, NLL, multi-margin, the element-wise kernels, the host bridge" *
+TEST_CASE_TEMPLATE("losses on the device match the CPU: cross-entropy, NLL, multi-margin, the element-wise kernels" *
                        doctest::skip(!gpu()),
                    T, float, double) {
   constexpr int classes = 7;
@@ -411,24 +411,13 @@ TEST_CASE_TEMPLATE("losses on the device match the CPU: cross-entropy, NLL, mult
   labels[3] = classes;
   etnn::loss::CrossEntropy ce;
   CHECK_THROWS_AS(ce.value_and_grad(etnn::Cuda{}, device, labels, static_cast<T*>(nullptr)), etnn::ShapeError);
-  // A loss without a device kernel goes through the host: same value and gradient.
-  auto multi_hot = random_values<T>(logits.size(), 11);
-  for (auto& t : multi_hot) t = t > T(0) ? T(1) : T(0);
-  auto dmulti_hot = to_device(multi_hot);
-  etnn::loss::MultiLabelSoftMargin soft_margin;
-  std::vector<T> grad(logits.size());
-  etnn::Buffer<T, etnn::Cuda> dgrad(logits.size());
-  const T expected = soft_margin.value_and_grad(etnn::Cpu{}, host, etnn::TensorView<const T, S>(multi_hot.data(), batch),
-                                                grad.data());
-  const T got = soft_margin.value_and_grad(
-      etnn::Cuda{}, device, etnn::TensorView<const T, S, etnn::Cuda>(dmulti_hot.data(), batch), dgrad.data());
-  CHECK(got == expected);
-  CHECK(max_relative_error(to_host(dgrad), grad) == 0.0);
   // The element-wise losses run as one kernel: their sums go through block partials, so they
   // match to rounding. KLDiv's targets are probabilities (log_target: any log-probabilities).
   auto target = random_values<T>(logits.size(), 12);
   for (auto& t : target) t = std::abs(t);
   auto dtarget = to_device(target);
+  std::vector<T> grad(logits.size());
+  etnn::Buffer<T, etnn::Cuda> dgrad(logits.size());
   const auto check_kernel = [&](const auto& loss, const char* name) {
     INFO(name);
     const T want = loss.value_and_grad(etnn::Cpu{}, host, etnn::TensorView<const T, S>(target.data(), batch), grad.data());
@@ -444,4 +433,52 @@ TEST_CASE_TEMPLATE("losses on the device match the CPU: cross-entropy, NLL, mult
   check_kernel(etnn::loss::BCEWithLogits({.pos_weight = 2.0f}), "BCEWithLogits");
   check_kernel(etnn::loss::KLDiv{}, "KLDiv");
   check_kernel(etnn::loss::KLDiv({.log_target = true}), "KLDiv log_target");
+  // The losses whose inputs have a domain check it in the same kernel: BCE's probabilities, Hinge's
+  // -1/+1 and MultiLabelSoftMargin's 0/1 targets. Valid inputs match the host; the first element
+  // outside the domain is named as on the host.
+  std::vector<T> probs(logits.size()), signs(logits.size()), multi_hot(logits.size());
+  for (std::size_t i = 0; i < logits.size(); ++i) {
+    probs[i] = T(1) / (T(1) + std::exp(-logits[i]));
+    signs[i] = i % 3 == 0 ? T(-1) : T(1);
+    multi_hot[i] = i % 4 == 1 ? T(1) : T(0);
+  }
+  probs[5] = T(0);  // BCE's clamps
+  probs[6] = T(1);
+  const auto check_domain = [&](const auto& loss, std::vector<T> input, std::vector<T> target, std::size_t bad,
+                                bool bad_input, const char* name) {
+    INFO(name);
+    const etnn::TensorView<const T, S> host_input(input.data(), batch), host_target(target.data(), batch);
+    auto dinput = to_device(input);
+    auto dtarget_values = to_device(target);
+    const etnn::TensorView<const T, S, etnn::Cuda> device_input(dinput.data(), batch),
+        device_target(dtarget_values.data(), batch);
+    const T want = loss.value_and_grad(etnn::Cpu{}, host_input, host_target, grad.data());
+    const T have = loss.value_and_grad(etnn::Cuda{}, device_input, device_target, dgrad.data());
+    CHECK(std::abs(static_cast<double>(have - want)) <= tolerance<T> * std::max(1.0, std::abs(double(want))));
+    CHECK(max_relative_error(to_host(dgrad), grad) <= tolerance<T>);
+    // Two elements outside the domain: both devices name the first.
+    (bad_input ? input : target)[bad] = T(2);
+    (bad_input ? input : target)[bad + 40] = T(-3);
+    std::string host_error, device_error;
+    try {
+      loss.value(etnn::Cpu{}, host_input, host_target);
+    } catch (const etnn::Error& e) {
+      host_error = e.what();
+    }
+    dinput = to_device(input);
+    dtarget_values = to_device(target);
+    const etnn::TensorView<const T, S, etnn::Cuda> bad_device_input(dinput.data(), batch),
+        bad_device_target(dtarget_values.data(), batch);
+    try {
+      loss.value(etnn::Cuda{}, bad_device_input, bad_device_target);
+    } catch (const etnn::Error& e) {
+      device_error = e.what();
+    }
+    CHECK(host_error.find("element " + std::to_string(bad) + " is 2.0") != std::string::npos);
+    CHECK(device_error == host_error);
+  };
+  check_domain(etnn::loss::BCE{}, probs, probs, 17, true, "BCE");
+  check_domain(etnn::loss::BCE({.reduction = etnn::loss::Reduction::sum}), probs, multi_hot, 1000, true, "BCE sum");
+  check_domain(etnn::loss::Hinge{}, logits, signs, 123, false, "Hinge");
+  check_domain(etnn::loss::MultiLabelSoftMargin{}, logits, multi_hot, 2, false, "MultiLabelSoftMargin");
 }

@@ -7,17 +7,46 @@
 // Both clamps are PyTorch's: the logs at -100 keep the value finite at x = 0 or 1, the
 // denominator at 1e-12 (the float nearest it, also in double, as PyTorch) keeps the gradient
 // finite there.
-#include <algorithm>
 #include <cmath>
-#include <span>
+#include <cstddef>
 #include <string>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "../tensor/tensor.hpp"
 #include "reduction.hpp"
 #include "targets.hpp"
 
 namespace etnn::loss {
+
+namespace detail {
+// l and dl/dp of one probability p with target t (see above); p outside [0, 1] (or NaN) is an
+// error, which names the element.
+struct BceTerm {
+  template <class T>
+  ETNN_HD Term<T> operator()(T p, T t) const {
+    const T log_p = clamped_log(std::log(p));
+    const T log_q = clamped_log(std::log1p(-p));
+    const T p_q = p * (T(1) - p);
+    return {-(t * log_p + (T(1) - t) * log_q), (p - t) / (p_q < T(1e-12f) ? T(1e-12f) : p_q)};
+  }
+  template <class T>
+  ETNN_HD bool valid(T p, T) const {
+    return p >= T(0) && p <= T(1);
+  }
+  template <class T>
+  std::string complaint(std::size_t i, T p, T) const {
+    return message("etnn::loss::BCE", "input element ", std::to_string(i), " is ", std::to_string(p),
+                   "; BCE takes probabilities in [0, 1]; for logits use BCEWithLogits");
+  }
+
+ private:
+  template <class T>
+  ETNN_HD static T clamped_log(T log_value) {
+    return log_value < T(-100) ? T(-100) : log_value;  // std::max(log_value, -100)
+  }
+};
+}  // namespace detail
 
 struct BceOptions {
   Reduction reduction = Reduction::mean;
@@ -33,24 +62,12 @@ class BCE : public detail::TensorTargetLoss<BCE> {
 
  private:
   friend detail::TensorTargetLoss<BCE>;
-  static constexpr const char* who = "etnn::loss::BCE";
 
-  template <class T, ShapeType S, ShapeType TS>
-  T compute(Cpu, TensorView<const T, S, Cpu> probs, TensorView<const T, TS, Cpu> target, T* grad) const {
-    detail::check_targets(probs, target, who);
-    const std::span<const T> x = probs.flat();
-    for (std::size_t i = 0; i < x.size(); ++i) {
-      if (!(x[i] >= T(0) && x[i] <= T(1)))
-        throw Error(detail::message(who, "input element ", std::to_string(i), " is ", std::to_string(x[i]),
-                                    "; BCE takes probabilities in [0, 1]; for logits use BCEWithLogits"));
-    }
-    return detail::elementwise(Cpu{}, probs, target, grad, detail::reduction_scale<T>(options_.reduction, probs.size()),
-                               [](T p, T t) {
-                                 const T log_p = std::max(std::log(p), T(-100));
-                                 const T log_q = std::max(std::log1p(-p), T(-100));
-                                 return detail::Term<T>{-(t * log_p + (T(1) - t) * log_q),
-                                                        (p - t) / std::max(p * (T(1) - p), T(1e-12f))};
-                               });
+  template <class Device, class T, ShapeType S, ShapeType TS>
+  T compute(Device device, TensorView<const T, S, Device> probs, TensorView<const T, TS, Device> target, T* grad) const {
+    detail::check_targets(probs, target, "etnn::loss::BCE");
+    return detail::elementwise(device, probs, target, grad,
+                               detail::reduction_scale<T>(options_.reduction, probs.size()), detail::BceTerm{});
   }
 
   Options options_;

@@ -5,12 +5,35 @@
 //   dL/dz_i = -r y_i  where 1 - y_i z_i > 0, else 0
 // PyTorch has no exact equivalent (HingeEmbeddingLoss takes distances, MultiMarginLoss class
 // indices); this is scikit-learn's hinge_loss and the SVM hinge, mean over all outputs.
+#include <cstddef>
+#include <string>
+
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "../tensor/tensor.hpp"
 #include "reduction.hpp"
 #include "targets.hpp"
 
 namespace etnn::loss {
+
+namespace detail {
+// max(0, 1 - y z) and its derivative in z; a target other than -1 or +1 is an error.
+struct HingeTerm {
+  template <class T>
+  ETNN_HD Term<T> operator()(T z, T y) const {
+    const T h = T(1) - y * z;
+    return h > T(0) ? Term<T>{h, -y} : Term<T>{T(0), T(0)};
+  }
+  template <class T>
+  ETNN_HD bool valid(T, T y) const {
+    return y == T(-1) || y == T(1);
+  }
+  template <class T>
+  std::string complaint(std::size_t i, T, T y) const {
+    return binary_target_complaint("etnn::loss::Hinge", i, y, T(-1), T(1));
+  }
+};
+}  // namespace detail
 
 struct HingeOptions {
   Reduction reduction = Reduction::mean;
@@ -26,17 +49,12 @@ class Hinge : public detail::TensorTargetLoss<Hinge> {
 
  private:
   friend detail::TensorTargetLoss<Hinge>;
-  static constexpr const char* who = "etnn::loss::Hinge";
 
-  template <class T, ShapeType S, ShapeType TS>
-  T compute(Cpu, TensorView<const T, S, Cpu> scores, TensorView<const T, TS, Cpu> target, T* grad) const {
-    detail::check_targets(scores, target, who);
-    detail::check_binary_targets(target.flat(), T(-1), T(1), who);
-    return detail::elementwise(Cpu{}, scores, target, grad, detail::reduction_scale<T>(options_.reduction, scores.size()),
-                               [](T z, T y) {
-                                 const T h = T(1) - y * z;
-                                 return h > T(0) ? detail::Term<T>{h, -y} : detail::Term<T>{T(0), T(0)};
-                               });
+  template <class Device, class T, ShapeType S, ShapeType TS>
+  T compute(Device device, TensorView<const T, S, Device> scores, TensorView<const T, TS, Device> target, T* grad) const {
+    detail::check_targets(scores, target, "etnn::loss::Hinge");
+    return detail::elementwise(device, scores, target, grad,
+                               detail::reduction_scale<T>(options_.reduction, scores.size()), detail::HingeTerm{});
   }
 
   Options options_;

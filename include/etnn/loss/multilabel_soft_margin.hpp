@@ -8,7 +8,9 @@
 //   dL/dz_bc = r / C (sigma(z_bc) - t_bc)
 // The same terms as BCEWithLogits, averaged over the classes of a sample.
 #include <cstddef>
+#include <string>
 
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "../core/static_checks.hpp"
 #include "../tensor/tensor.hpp"
@@ -17,6 +19,24 @@
 #include "targets.hpp"
 
 namespace etnn::loss {
+
+namespace detail {
+// BCEWithLogits' term of one logit; a target other than 0 or 1 is an error.
+struct MultiLabelSoftMarginTerm {
+  template <class T>
+  ETNN_HD Term<T> operator()(T z, T t) const {
+    return bce_with_logits_term(z, t, T(1));
+  }
+  template <class T>
+  ETNN_HD bool valid(T, T t) const {
+    return t == T(0) || t == T(1);
+  }
+  template <class T>
+  std::string complaint(std::size_t i, T, T t) const {
+    return binary_target_complaint("etnn::loss::MultiLabelSoftMargin", i, t, T(0), T(1));
+  }
+};
+}  // namespace detail
 
 struct MultiLabelSoftMarginOptions {
   Reduction reduction = Reduction::mean;
@@ -32,18 +52,15 @@ class MultiLabelSoftMargin : public detail::TensorTargetLoss<MultiLabelSoftMargi
 
  private:
   friend detail::TensorTargetLoss<MultiLabelSoftMargin>;
-  static constexpr const char* who = "etnn::loss::MultiLabelSoftMargin";
 
-  template <class T, ShapeType S, ShapeType TS>
-  T compute(Cpu, TensorView<const T, S, Cpu> logits, TensorView<const T, TS, Cpu> target, T* grad) const {
+  template <class Device, class T, ShapeType S, ShapeType TS>
+  T compute(Device device, TensorView<const T, S, Device> logits, TensorView<const T, TS, Device> target, T* grad) const {
     static_assert(check::class_scores<S>());
-    detail::check_targets(logits, target, who);
-    detail::check_binary_targets(target.flat(), T(0), T(1), who);
+    detail::check_targets(logits, target, "etnn::loss::MultiLabelSoftMargin");
     constexpr auto classes = static_cast<std::size_t>(S::dims[0]);
     const T scale = detail::reduction_scale<T>(options_.reduction, static_cast<std::size_t>(logits.batch())) /
                     static_cast<T>(classes);
-    return detail::elementwise(Cpu{}, logits, target, grad, scale,
-                               [](T z, T t) { return detail::bce_with_logits_term(z, t, T(1)); });
+    return detail::elementwise(device, logits, target, grad, scale, detail::MultiLabelSoftMarginTerm{});
   }
 
   Options options_;

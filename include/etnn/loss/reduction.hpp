@@ -3,6 +3,7 @@
 // weights, the value_and_grad/value pair, and the loop of element-wise losses.
 //   etnn::loss::L1 loss({.reduction = etnn::loss::Reduction::sum});
 #include <cmath>
+#include <concepts>
 #include <cstddef>
 #include <span>
 #include <string>
@@ -66,15 +67,12 @@ inline void check_labels(std::span<const int> labels, int batch, int classes, co
   }
 }
 
-// Every target equals one of the two values a loss takes (0/1 multi-hot, -1/+1 signs).
+// The complaint about a target that is neither of the two values a loss takes (0/1 multi-hot,
+// -1/+1 signs).
 template <class T>
-void check_binary_targets(std::span<const T> target, T negative, T positive, const char* who) {
-  for (std::size_t i = 0; i < target.size(); ++i) {
-    if (target[i] != negative && target[i] != positive)
-      throw Error(message(who, "target element ", std::to_string(i), " is ", std::to_string(target[i]),
-                          "; this loss takes targets of ", std::to_string(negative), " or ",
-                          std::to_string(positive)));
-  }
+std::string binary_target_complaint(const char* who, std::size_t i, T target, T negative, T positive) {
+  return message(who, "target element ", std::to_string(i), " is ", std::to_string(target),
+                 "; this loss takes targets of ", std::to_string(negative), " or ", std::to_string(positive));
 }
 
 // PyTorch's per-class `weight` (empty: all ones): finite and >= 0, checked at construction.
@@ -126,9 +124,19 @@ struct Term {
   T grad;
 };
 
+// A term whose inputs have a domain (BCE's probabilities, -1/+1 or 0/1 targets): valid(y, t) is
+// false outside it, and complaint(i, y, t) is the error message for element i.
+template <class F, class T>
+concept DomainTerm = requires(const F& f, T y, T t, std::size_t i) {
+  { f.valid(y, t) } -> std::convertible_to<bool>;
+  { f.complaint(i, y, t) } -> std::convertible_to<std::string>;
+};
+
 // loss = scale sum_i f(y_i, t_i),  dL/dy_i = scale f'(y_i, t_i)   y, t: (B, S...)
 // term(y, t) returns {f, f'}; grad null: the value alone. A term that is an ETNN_HD functor runs
-// on either device (the Cuda overload below).
+// on either device (the Cuda overload below). A DomainTerm's inputs are checked in the same pass:
+// an element outside its domain throws etnn::Error naming the first such element (after grad
+// was written: it is the step's scratch, and nothing else has changed).
 template <class T, ShapeType S, ShapeType TS, class F>
 T elementwise(Cpu, TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target, T* grad, T scale,
               F term) {
@@ -136,22 +144,31 @@ T elementwise(Cpu, TensorView<const T, S, Cpu> output, TensorView<const T, TS, C
   const T* y = output.data();
   const T* t = target.data();
   T total = 0;
+  std::size_t first_invalid = n;
   for (std::size_t i = 0; i < n; ++i) {
+    if constexpr (DomainTerm<F, T>)
+      if (first_invalid == n && !term.valid(y[i], t[i])) first_invalid = i;
     const Term<T> e = term(y[i], t[i]);
     total += e.value;
     if (grad != nullptr) grad[i] = e.grad * scale;
   }
+  if constexpr (DomainTerm<F, T>)
+    if (first_invalid < n) throw Error(term.complaint(first_invalid, y[first_invalid], t[first_invalid]));
   return total * scale;
 }
 
 #if defined(__CUDACC__)
 // partial[block] = sum of term values over the block's grid-stride share (in double), and
-// grad[i] = scale f'(y_i, t_i) when grad is not null.
+// grad[i] = scale f'(y_i, t_i) when grad is not null. A DomainTerm also lowers *first_invalid to
+// the index of any element outside its domain.
 template <class T, class F>
-__global__ void elementwise_kernel(const T* y, const T* t, std::size_t n, T* grad, T scale, F term, double* partial) {
+__global__ void elementwise_kernel(const T* y, const T* t, std::size_t n, T* grad, T scale, F term, double* partial,
+                                   unsigned long long* first_invalid) {
   double sum = 0.0;
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    if constexpr (DomainTerm<F, T>)
+      if (!term.valid(y[i], t[i])) atomicMin(first_invalid, static_cast<unsigned long long>(i));
     const Term<T> e = term(y[i], t[i]);
     sum += static_cast<double>(e.value);
     if (grad != nullptr) grad[i] = e.grad * scale;
@@ -161,17 +178,34 @@ __global__ void elementwise_kernel(const T* y, const T* t, std::size_t n, T* gra
 
 // The same on the device, for a term that is an ETNN_HD functor: one kernel, the sum through a
 // fixed number of block partials (the same result on every run; it may differ from the host's
-// sequential sum in the last bits).
+// sequential sum in the last bits). A DomainTerm's first invalid element is searched in the same
+// kernel; only when there is one are its two values copied back for the message.
 template <class T, ShapeType S, ShapeType TS, class F>
 T elementwise(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T, TS, Cuda> target, T* grad, T scale,
               F term) {
   const std::size_t n = output.size();
   if (n == 0) return T(0);
   double* partial = cuda::detail::reduction_partials();
+  unsigned long long* first_invalid = nullptr;
+  unsigned long long found = n;
+  if constexpr (DomainTerm<F, T>) {
+    first_invalid = cuda::detail::reduction_index();
+    copy_from_host(Cuda{}, first_invalid, &found, 1);
+  }
   elementwise_kernel<<<cuda::detail::reduction_blocks, cuda::detail::reduction_threads, 0, cuda::stream()>>>(
-      output.data(), target.data(), n, grad, scale, term, partial);
+      output.data(), target.data(), n, grad, scale, term, partial, first_invalid);
   cuda::check_launch("etnn::loss elementwise");
-  return static_cast<T>(cuda::detail::sum_of_partials(partial)) * scale;
+  const double total = cuda::detail::sum_of_partials(partial);
+  if constexpr (DomainTerm<F, T>) {
+    copy_to_host(Cuda{}, &found, first_invalid, 1);
+    if (found < n) {
+      T y{}, t{};
+      copy_to_host(Cuda{}, &y, output.data() + found, 1);
+      copy_to_host(Cuda{}, &t, target.data() + found, 1);
+      throw Error(term.complaint(static_cast<std::size_t>(found), y, t));
+    }
+  }
+  return static_cast<T>(total) * scale;
 }
 #endif
 
@@ -262,38 +296,11 @@ class DeviceLabelRows {
   Buffer<double, Cuda> row_loss_;
   std::vector<double> host_row_loss_;
 };
-
-// A loss without a device kernel, on a device model: the outputs (and targets) are copied to the
-// host, the loss and its gradient computed there, and the gradient copied back. Correct for every
-// loss; it costs two copies of the output per step, which a device kernel (CrossEntropy's) avoids.
-// compute(host_output, host_grad) -> value, host_grad null for the value alone.
-template <class T, ShapeType S, class Compute>
-T computed_on_host(TensorView<const T, S, Cuda> output, T* grad, Compute&& compute) {
-  thread_local std::vector<T> host_output, host_grad;
-  host_output.resize(output.size());
-  copy_to_host(Cuda{}, host_output.data(), output.data(), output.size());
-  T* g = nullptr;
-  if (grad != nullptr) {
-    host_grad.resize(output.size());
-    g = host_grad.data();
-  }
-  const T value = compute(TensorView<const T, S, Cpu>(host_output.data(), output.batch()), g);
-  if (grad != nullptr) copy_from_host(Cuda{}, grad, g, output.size());
-  return value;
-}
-
-template <class T, ShapeType S>
-TensorView<const T, S, Cpu> host_copy(TensorView<const T, S, Cuda> target) {
-  thread_local std::vector<T> host;
-  host.resize(target.size());
-  copy_to_host(Cuda{}, host.data(), target.data(), target.size());
-  return {host.data(), target.batch()};
-}
 #endif
 
 // The public pair of a loss whose targets are a tensor of the output's shape (RealValues,
 // MultiHot), from its private `compute(device, output, target, grad)` (grad null: the value
-// alone), which a loss defines for Cpu, or for any device.
+// alone), which a loss defines for any device.
 template <class Loss>
 struct TensorTargetLoss {
   // Returns the loss; grad (the output's size) receives dL/doutput.
@@ -306,18 +313,9 @@ struct TensorTargetLoss {
     return static_cast<const Loss&>(*this).compute(Cpu{}, output, target, static_cast<T*>(nullptr));
   }
 #if defined(__CUDACC__)
-  // On the device through the loss's own kernel (compute(Cuda, ...)) when it has one.
   template <class T, ShapeType S, ShapeType TS>
   T value_and_grad(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T, TS, Cuda> target, T* grad) const {
-    const Loss& loss = static_cast<const Loss&>(*this);
-    if constexpr (requires { loss.compute(Cuda{}, output, target, grad); }) {
-      return loss.compute(Cuda{}, output, target, grad);
-    } else {
-      const auto host_target = host_copy(target);
-      return computed_on_host(output, grad, [&](TensorView<const T, S, Cpu> host_output, T* host_grad) {
-        return loss.compute(Cpu{}, host_output, host_target, host_grad);
-      });
-    }
+    return static_cast<const Loss&>(*this).compute(Cuda{}, output, target, grad);
   }
   template <class T, ShapeType S, ShapeType TS>
   T value(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T, TS, Cuda> target) const {

@@ -8,7 +8,8 @@
 // etnn::Model<Net, etnn::bf16, Cuda>, which runs the fully fused kernels (bf16 tensor cores, fp32
 // master weights and Adam), modes fused_bf16_graphs and fused_bf16_eager, and, with graphs, as
 // etnn::bf16_unfused (the same mixed precision layer by layer through cuBLASLt, mode
-// bf16_graphs), which mlp784 in bf16 takes too (it is not fusable). Then Adam over
+// bf16_graphs), which mlp784 in bf16 takes too (it is not fusable). The same in fp16
+// (etnn::fp16, its loss scaled by the Trainer): modes fused_fp16_graphs and fp16_graphs. Then Adam over
 // one flat buffer of 2^26 parameters, in GB/s (p, g, m, v read; p, m, v written: 28 bytes per
 // parameter), against a device-to-device copy of 256 MiB (read + write) in the same run.
 // Prints one line per measurement:
@@ -74,13 +75,15 @@ void report(const char* model, int batch, const char* mode, long steps, double e
 }
 
 // A run's mode: graphs or eager, after "fused_bf16_" (the fully fused kernels) or "bf16_"
-// (cuBLASLt bf16 products layer by layer) for a mixed-precision model.
+// (cuBLASLt bf16 products layer by layer) for a mixed-precision model, fp16 likewise.
 template <class Net, class Scalar>
 std::string mode_name(bool graphs) {
   using Program = typename etnn::Model<Net, Scalar, etnn::Cuda>::program;
   std::string mode = graphs ? "graphs" : "eager";
-  if constexpr (etnn::mixed_precision<Scalar>)
-    mode = (std::is_same_v<Program, nn::detail::Program<typename Net::layers>> ? "bf16_" : "fused_bf16_") + mode;
+  if constexpr (etnn::mixed_precision<Scalar>) {
+    mode.insert(0, etnn::products_of<Scalar> == etnn::Products::fp16 ? "fp16_" : "bf16_");
+    if (!std::is_same_v<Program, nn::detail::Program<typename Net::layers>>) mode.insert(0, "fused_");
+  }
   return mode;
 }
 
@@ -161,6 +164,10 @@ int main(int argc, char** argv) {
     mlp784<etnn::bf16>(4096, true, seconds);
     mlp64x4<etnn::bf16_unfused>(1 << 14, true, seconds);
     mlp64x4<etnn::bf16_unfused>(1 << 18, true, seconds);
+    mlp784<etnn::fp16>(4096, true, seconds);
+    mlp64x4<etnn::fp16>(1 << 14, true, seconds);
+    mlp64x4<etnn::fp16>(1 << 18, true, seconds);
+    mlp64x4<etnn::fp16_unfused>(1 << 18, true, seconds);
     optimizer_bandwidth(seconds);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_cuda: %s\n", e.what());

@@ -13,9 +13,11 @@ Usage: pytorch_gpu.py [--device cuda|cpu] [--seconds S] [--configs LIST] [--mode
                          (read + write bytes) / time
                adam_flat torch.optim.Adam([p], fused=True) step over a flat float32 parameter of 64M elements
                          (1M on cpu) with p.grad set; bytes per step 7 * 4 * n (p, g, m, v read; p, m, v written)
-  --modes    comma-separated, default eager,bf16,compile; all = eager,bf16,compile,compile_bf16
+  --modes    comma-separated, default eager,bf16,fp16,compile; all = eager,bf16,fp16,compile,compile_bf16
                eager         fp32
                bf16          eager under torch.autocast(device_type, dtype=torch.bfloat16)
+               fp16          eager under torch.autocast(device_type, dtype=torch.float16), the loss scaled
+                             by torch.amp.GradScaler (cuda only)
                compile       torch.compile(model, dynamic=False) (mode default), fp32
                compile_bf16  the compiled model under autocast bf16
   --quick    seconds 0.2 (unless --seconds is given) and no compile modes
@@ -49,8 +51,8 @@ CONFIGS = {  # name -> (model, batches)
     "mlp784": ("mlp784", (64, 4096)),
 }
 ALL_CONFIGS = ["fused64", "mlp784", "d2d_copy", "adam_flat"]
-ALL_MODES = ["eager", "bf16", "compile", "compile_bf16"]
-DEFAULT_MODES = ["eager", "bf16", "compile"]
+ALL_MODES = ["eager", "bf16", "fp16", "compile", "compile_bf16"]
+DEFAULT_MODES = ["eager", "bf16", "fp16", "compile"]
 CPU_MAX_BATCH = 4096
 
 
@@ -137,18 +139,28 @@ def train_measurement(model_name, batch, mode, data, args):
         forward = torch.compile(model, dynamic=False)
     else:
         forward = model
-    bf16 = mode.endswith("bf16")
+    autocast = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(mode.rsplit("_", 1)[-1])
+    if autocast == torch.float16 and device != "cuda":
+        raise NotImplementedError("fp16 autocast with GradScaler is measured on cuda only")
+    scaler = None
+    if autocast == torch.float16:  # torch.amp.GradScaler since 2.3, torch.cuda.amp's before
+        scaler = torch.amp.GradScaler("cuda") if hasattr(torch.amp, "GradScaler") else torch.cuda.amp.GradScaler()
     x, y = data
 
     def step():
         opt.zero_grad(set_to_none=True)
-        if bf16:
-            with torch.autocast(device_type=device, dtype=torch.bfloat16):
+        if autocast is not None:
+            with torch.autocast(device_type=device, dtype=autocast):
                 loss = loss_fn(forward(x), y)
         else:
             loss = loss_fn(forward(x), y)
-        loss.backward()
-        opt.step()
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        else:
+            loss.backward()
+            opt.step()
 
     warm_steps = (20 if compiled else 10) if device == "cuda" else 3
     warm_s = 1.0 if compiled else 0.5
@@ -237,7 +249,8 @@ def main():
                 try:
                     steps, t, first_s, opt_kind = train_measurement(model_name, batch, mode, (x, y), args)
                 except Exception as e:  # noqa: BLE001 -- report and go on with the other measurements
-                    status = "unavailable" if mode.startswith("compile") else "failed"
+                    unavailable = mode.startswith("compile") or isinstance(e, NotImplementedError)
+                    status = "unavailable" if unavailable else "failed"
                     failed |= status == "failed"
                     print(f"{where} status={status} reason={quoted(f'{type(e).__name__}: {e}')}", flush=True)
                     rows.append((model_name, batch, mode, status, "", "", "", ""))

@@ -1,4 +1,4 @@
-// Standalone check of etnn::cuda::FusedMlp against double-precision CPU references.
+// Standalone check of etnn::cuda::FusedMlp (bf16 and fp16) against double-precision CPU references.
 //   exit 0: every case passed; 1: a failure; 77: skipped (no usable CUDA device).
 // Build: nvcc -std=c++20 -O3 -arch=sm_80 -gencode arch=compute_90,code=sm_90 -I include
 //        tests/cuda/fused_mlp_check.cu -o fused_mlp_check
@@ -12,6 +12,7 @@
 #include <exception>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -35,9 +36,9 @@ void check_device(const char* what) {
   }
 }
 
-// Against the exact reference (bf16 rounding error included): the brief's bound
+// Against the exact reference (16-bit rounding error included): the brief's bound
 //   max |diff| <= 2e-2 * max(1, max |ref|).
-// Against the reference that models the kernel's bf16 roundings, only accumulation order and the
+// Against the reference that models the kernel's 16-bit roundings, only accumulation order and the
 // odd one-ulp rounding difference remain, so the bound is relative to the tensor's own scale:
 //   max |diff| <= 1e-2 * max |ref|.
 constexpr double exact_tolerance = 2e-2;
@@ -85,16 +86,26 @@ float round_to_bf16(float v) {
   return v;
 }
 
+// Rounds to the nearest fp16 (ties to even, subnormals kept), as __float2half_rn does.
+float round_to_fp16(float v) { return __half2float(__float2half_rn(v)); }
+
+template <class Half>
+constexpr auto round_to_half = std::is_same_v<Half, __half> ? round_to_fp16 : round_to_bf16;
+
+template <class Half>
+constexpr const char* format_name = std::is_same_v<Half, __half> ? "fp16" : "bf16";
+
 // Naive double-precision reference: forward y and backward parameter gradients (same layout as
 // params, not accumulated).
 //   Precision::exact:         every value as given, all arithmetic in double.
-//   Precision::bf16_operands: the kernel's roundings modelled (x, W, hidden activations, dy and
-//                             every dZ rounded to bf16, ReLU masks from the rounded activations),
+//   Precision::half_operands: the kernel's roundings modelled (x, W, hidden activations, dy and
+//                             every dZ rounded to the 16-bit format by round_half, ReLU masks from
+//                             the rounded activations),
 //                             arithmetic in double. Without this, a pre-activation within rounding
 //                             error of 0 gets a different ReLU mask on the device and the reference,
 //                             which moves one dZ element by a whole dA: a large, legitimate
 //                             difference in the gradients of a small batch.
-enum class Precision { exact, bf16_operands };
+enum class Precision { exact, half_operands };
 
 struct Reference {
   std::vector<double> y;
@@ -104,9 +115,10 @@ struct Reference {
 enum class Pass { forward, forward_and_backward };
 
 Reference reference(const std::vector<int>& widths, const std::vector<float>& params, const std::vector<float>& x,
-                    const std::vector<float>& dy, int batch, Precision precision, Pass pass) {
+                    const std::vector<float>& dy, int batch, Precision precision, Pass pass,
+                    float (*round_half)(float)) {
   auto operand = [&](double v) {
-    return precision == Precision::bf16_operands ? static_cast<double>(round_to_bf16(static_cast<float>(v))) : v;
+    return precision == Precision::half_operands ? static_cast<double>(round_half(static_cast<float>(v))) : v;
   };
   const int layers = static_cast<int>(widths.size()) - 1;
   // Parameters as the arithmetic uses them: weights as operands, biases exact.
@@ -173,9 +185,9 @@ Reference reference(const std::vector<int>& widths, const std::vector<float>& pa
   return ref;
 }
 
-template <int... W>
+template <class Half, int... W>
 bool run_case(int batch, std::mt19937& rng) {
-  using Mlp = etnn::cuda::FusedMlp<W...>;
+  using Mlp = etnn::cuda::FusedMlp<Half, W...>;
   const std::vector<int> widths = {W...};
   const int layers = Mlp::layers;
   const int in = widths.front(), out = widths.back();
@@ -184,7 +196,7 @@ bool run_case(int batch, std::mt19937& rng) {
     if (!name.empty()) name += '-';
     name += std::to_string(w);
   }
-  std::printf("[%s] batch %d\n", name.c_str(), batch);
+  std::printf("[%s %s] batch %d\n", format_name<Half>, name.c_str(), batch);
 
   // Parameters uniform in +-1/sqrt(in) per layer; x and dy uniform in [-1, 1].
   std::vector<float> params(Mlp::num_params);
@@ -251,9 +263,10 @@ bool run_case(int batch, std::mt19937& rng) {
   CHECK_CUDA(cudaFree(d_saved));
 
   // y against both references (forward has no ReLU-mask sensitivity); gradients against the
-  // bf16-modelling one.
-  const Reference exact = reference(widths, params, x, dy, batch, Precision::exact, Pass::forward);
-  const Reference ref = reference(widths, params, x, dy, batch, Precision::bf16_operands, Pass::forward_and_backward);
+  // 16-bit-modelling one.
+  const Reference exact = reference(widths, params, x, dy, batch, Precision::exact, Pass::forward, nullptr);
+  const Reference ref = reference(widths, params, x, dy, batch, Precision::half_operands, Pass::forward_and_backward,
+                                  round_to_half<Half>);
   bool ok = report("y (exact)", compare(y.data(), exact.y.data(), y_count), Bound::exact);
   ok &= report("y", compare(y.data(), ref.y.data(), y_count), Bound::modelled);
   std::vector<double> expected(ref.grads);
@@ -285,9 +298,9 @@ bool run_case(int batch, std::mt19937& rng) {
 }
 
 // Informational timing (no pass/fail): mean of `reps` forward and backward calls.
-template <int... W>
+template <class Half, int... W>
 void time_case(int batch) {
-  using Mlp = etnn::cuda::FusedMlp<W...>;
+  using Mlp = etnn::cuda::FusedMlp<Half, W...>;
   const std::vector<int> widths = {W...};
   const int in = widths.front(), out = widths.back();
   double flops = 0;  // forward multiply-adds x 2
@@ -331,8 +344,8 @@ void time_case(int batch) {
     if (!name.empty()) name += '-';
     name += std::to_string(w);
   }
-  std::printf("timing [%s] batch %d: forward %.4f ms (%.1f TFLOP/s), backward %.4f ms, saved %.1f MiB\n", name.c_str(),
-              batch, forward_ms, flops / (forward_ms * 1e-3) / 1e12, backward_ms,
+  std::printf("timing [%s %s] batch %d: forward %.4f ms (%.1f TFLOP/s), backward %.4f ms, saved %.1f MiB\n",
+              format_name<Half>, name.c_str(), batch, forward_ms, flops / (forward_ms * 1e-3) / 1e12, backward_ms,
               static_cast<double>(Mlp::saved_bytes(batch)) / (1 << 20));
   CHECK_CUDA(cudaEventDestroy(start));
   CHECK_CUDA(cudaEventDestroy(stop));
@@ -380,14 +393,17 @@ int main() {
   bool ok = true;
   try {
     for (int batch : {1, 37, 128, 1000, 4096, 20000}) {  // 20000: chunks of 2 tiles, a short last one
-      ok &= run_case<64, 64, 64, 64, 64, 16>(batch, rng);
-      ok &= run_case<32, 128, 16>(batch, rng);
-      ok &= run_case<16, 16>(batch, rng);
-      ok &= run_case<128, 128, 128, 128>(batch, rng);
+      ok &= run_case<__nv_bfloat16, 64, 64, 64, 64, 64, 16>(batch, rng);
+      ok &= run_case<__nv_bfloat16, 32, 128, 16>(batch, rng);
+      ok &= run_case<__nv_bfloat16, 16, 16>(batch, rng);
+      ok &= run_case<__nv_bfloat16, 128, 128, 128, 128>(batch, rng);
+      ok &= run_case<__half, 64, 64, 64, 64, 64, 16>(batch, rng);
+      ok &= run_case<__half, 32, 128, 16>(batch, rng);
     }
-    time_case<64, 64, 64, 64, 64, 16>(1 << 14);
-    time_case<64, 64, 64, 64, 64, 16>(1 << 18);
-    time_case<128, 128, 128, 128>(1 << 18);
+    time_case<__nv_bfloat16, 64, 64, 64, 64, 64, 16>(1 << 14);
+    time_case<__nv_bfloat16, 64, 64, 64, 64, 64, 16>(1 << 18);
+    time_case<__nv_bfloat16, 128, 128, 128, 128>(1 << 18);
+    time_case<__half, 64, 64, 64, 64, 64, 16>(1 << 18);
   } catch (const std::exception& e) {
     std::printf("exception: %s\nFAIL\n", e.what());
     return 1;

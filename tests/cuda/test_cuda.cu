@@ -156,7 +156,7 @@ constexpr bool fusable = []<class... Ls>(etnn::TypeList<Ls...>) {
 }(typename Net::layers{});
 }  // namespace
 
-TEST_CASE("which networks the fully fused kernels take (etnn::bf16) is decided at compile time") {
+TEST_CASE("which networks the fully fused kernels take (etnn::bf16, etnn::fp16) is decided at compile time") {
   static_assert(fusable<decltype(nn::input<64> >> nn::linear<64> >> nn::relu >> nn::linear<16>)>);
   static_assert(fusable<decltype(nn::input<16> >> nn::linear<128> >> nn::relu >> nn::linear<32> >> nn::relu >>
                                  nn::linear<128>)>);
@@ -171,8 +171,19 @@ TEST_CASE("which networks the fully fused kernels take (etnn::bf16) is decided a
   using Fused = etnn::Model<Small, etnn::bf16, etnn::Cuda>;
   static_assert(std::is_same_v<Fused::value_type, float>);  // fp32 master parameters
   static_assert(Fused::num_params == 64 * 64 + 64 + 16 * 64 + 16);
-  // etnn::bf16 takes the fused kernels where they fit, the per-layer path elsewhere or when forced.
-  static_assert(std::is_same_v<Fused::program, nn::detail::FusedMlpProgram<Small::layers>>);
+  // etnn::bf16 and etnn::fp16 take the fused kernels where they fit (in their own 16-bit format),
+  // the per-layer path elsewhere or when forced.
+  static_assert(std::is_same_v<Fused::program, nn::detail::FusedMlpProgram<Small::layers, __nv_bfloat16>>);
+  static_assert(std::is_same_v<etnn::Model<Small, etnn::fp16, etnn::Cuda>::program,
+                               nn::detail::FusedMlpProgram<Small::layers, __half>>);
+  static_assert(
+      std::is_same_v<etnn::Model<Large, etnn::fp16, etnn::Cuda>::program, nn::detail::Program<Large::layers>>);
+  static_assert(std::is_same_v<etnn::Model<Small, etnn::fp16_unfused, etnn::Cuda>::program,
+                               nn::detail::Program<Small::layers>>);
+  static_assert(etnn::products_of<etnn::fp16_unfused> == etnn::Products::fp16 &&
+                etnn::products_of<etnn::bf16> == etnn::Products::bf16 &&
+                etnn::products_of<float> == etnn::Products::own);
+  static_assert(etnn::loss_scaled_by_default<etnn::fp16> && !etnn::loss_scaled_by_default<etnn::bf16>);
   static_assert(std::is_same_v<etnn::Model<Large, etnn::bf16, etnn::Cuda>::program, nn::detail::Program<Large::layers>>);
   static_assert(std::is_same_v<etnn::Model<Small, etnn::bf16_unfused, etnn::Cuda>::program,
                                nn::detail::Program<Small::layers>>);

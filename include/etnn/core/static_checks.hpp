@@ -195,8 +195,8 @@ consteval bool input_scalar() {
 template <class T, bool MixedPrecisionAllowed>
 consteval bool model_scalar() {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double> || MixedPrecisionAllowed,
-                "ETNN_SCALAR_TYPE: etnn::Model's scalar type must be float or double (or etnn::bf16, etnn::bf16_unfused on "
-                "etnn::Cuda)");
+                "ETNN_SCALAR_TYPE: etnn::Model's scalar type must be float or double (or, on etnn::Cuda, the mixed "
+                "precisions etnn::bf16, etnn::fp16, etnn::bf16_unfused, etnn::fp16_unfused)");
   return true;
 }
 

@@ -4,11 +4,12 @@
 // cuda/dense.hpp states each product in those terms. A product's descriptors and algorithm are
 // chosen once per shape and kept (a plan), so a training step costs one cublasLtMatmul per GEMM.
 // fp32 products accumulate in fp32 without TF32 (PyTorch's default), so results match the CPU's
-// to rounding; fp64 in fp64. Mixed precision (etnn::bf16 models) multiplies bf16 operands on
-// tensor cores, accumulating and writing fp32 (the bias too), as torch.autocast's matmul does
-// before it rounds the result.
+// to rounding; fp64 in fp64. Mixed precision (etnn::bf16 and etnn::fp16 models) multiplies bf16
+// or fp16 operands on tensor cores, accumulating and writing fp32 (the bias too), as
+// torch.autocast's matmul does before it rounds the result.
 #include <cublasLt.h>
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -41,16 +42,20 @@ class Blas {
   }
 
   // C = alpha op(A) op(B) + beta C [+ bias, relu], column-major: C is m x n (ldc), op(A) m x k,
-  // op(B) k x n; bias has m values (one per row of C). Operands are T, or bf16 for a float C.
+  // op(B) k x n; bias has m values (one per row of C). Operands are T, or bf16 or fp16 for a
+  // float C.
   template <class Operand, class T>
   void matmul(bool transpose_a, bool transpose_b, int m, int n, int k, const Operand* a, int lda, const Operand* b,
               int ldb, T* c, int ldc, T beta, Epilogue epilogue = Epilogue::none, const T* bias = nullptr) {
     static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
-    static_assert(std::is_same_v<Operand, T> || (std::is_same_v<Operand, __nv_bfloat16> && std::is_same_v<T, float>));
+    static_assert(std::is_same_v<Operand, T> ||
+                  ((std::is_same_v<Operand, __nv_bfloat16> || std::is_same_v<Operand, __half>) &&
+                   std::is_same_v<T, float>));
     if (m == 0 || n == 0) return;
-    const Key key{transpose_a, transpose_b, m, n, k, lda, ldb, ldc, epilogue, sizeof(Operand), sizeof(T), beta == T(0)};
+    const Key key{transpose_a, transpose_b, m, n, k, lda, ldb, ldc, epilogue, data_type<Operand>(), data_type<T>(),
+                  beta == T(0)};
     auto it = plans_.find(key);
-    if (it == plans_.end()) it = plans_.emplace(key, make_plan<Operand, T>(key)).first;
+    if (it == plans_.end()) it = plans_.emplace(key, make_plan(key)).first;
     Plan& plan = it->second;
     if (epilogue != Epilogue::none)
       ETNN_CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
@@ -64,8 +69,16 @@ class Blas {
   Blas& operator=(const Blas&) = delete;
 
  private:
-  // transposes, m, n, k, leading dimensions, epilogue, operand and result sizes, beta == 0
-  using Key = std::tuple<bool, bool, int, int, int, int, int, int, Epilogue, std::size_t, std::size_t, bool>;
+  // transposes, m, n, k, leading dimensions, epilogue, operand and result types, beta == 0
+  using Key = std::tuple<bool, bool, int, int, int, int, int, int, Epilogue, cudaDataType_t, cudaDataType_t, bool>;
+
+  template <class V>
+  static constexpr cudaDataType_t data_type() {
+    if constexpr (std::is_same_v<V, __nv_bfloat16>) return CUDA_R_16BF;
+    else if constexpr (std::is_same_v<V, __half>) return CUDA_R_16F;
+    else if constexpr (std::is_same_v<V, float>) return CUDA_R_32F;
+    else return CUDA_R_64F;
+  }
   struct Plan {
     cublasLtMatmulDesc_t operation{};
     cublasLtMatrixLayout_t a{}, b{}, c{};
@@ -78,12 +91,9 @@ class Blas {
   // The handle, plans and workspace live until exit, when the context goes with them.
   ~Blas() = default;
 
-  template <class Operand, class T>
   Plan make_plan(const Key& key) {
-    const auto [transpose_a, transpose_b, m, n, k, lda, ldb, ldc, epilogue, operand_size, size, beta_zero] = key;
-    constexpr bool is_float = std::is_same_v<T, float>;
-    const cudaDataType_t type = is_float ? CUDA_R_32F : CUDA_R_64F;
-    const cudaDataType_t operand_type = std::is_same_v<Operand, __nv_bfloat16> ? CUDA_R_16BF : type;
+    const auto [transpose_a, transpose_b, m, n, k, lda, ldb, ldc, epilogue, operand_type, type, beta_zero] = key;
+    const bool is_float = type == CUDA_R_32F;
     Plan plan;
     ETNN_CHECK_CUBLAS(cublasLtMatmulDescCreate(&plan.operation, is_float ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F,
                                                type));

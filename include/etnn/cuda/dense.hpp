@@ -9,15 +9,19 @@
 // Backward:  dZ = dY (.) f'(Z, Y) written over dY, db += sum_b dZ     one kernel + a tiny one
 //            dW += dZ^T X:  dW^T (IN x OUT) += X^T (IN x B) dZ (B x OUT)     cuBLASLt, beta = 1
 //            dX  = dZ W:    dX^T (IN x B)   = W^T (IN x OUT) dZ^T (OUT x B)  skipped for the first layer
-// In an etnn::bf16 model the three products read bf16 copies of their operands and accumulate in
-// fp32 (cuda/blas.hpp); the rest stays fp32.
+// In a mixed-precision model (etnn::bf16, etnn::fp16) the three products read 16-bit copies of
+// their operands and accumulate in fp32 (cuda/blas.hpp); the rest stays fp32.
 // The bias gradient is summed per column in fixed row chunks and the chunks in order, so it is the
 // same on every run.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <type_traits>
 
 #include "../core/device.hpp"
+#include "../core/precision.hpp"
 #include "../expr/functors.hpp"
 #include "../tensor/buffer.hpp"
 #include "blas.hpp"
@@ -105,48 +109,54 @@ T* column_partials(std::size_t values) {
   return partials.at(values);
 }
 
-// dst = src rounded to bf16 (to nearest, ties to even), n values.
-template <class Source>
-__global__ void to_bf16_kernel(const Source* src, __nv_bfloat16* dst, std::size_t n) {
+// dst = src rounded to the 16-bit format Half (bf16 or fp16; to nearest, ties to even), n values.
+template <class Half>
+__global__ void to_half_kernel(const float* src, Half* dst, std::size_t n) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
-    dst[i] = __float2bfloat16(src[i]);
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    if constexpr (std::is_same_v<Half, __half>)
+      dst[i] = __float2half_rn(src[i]);
+    else
+      dst[i] = __float2bfloat16(src[i]);
+  }
 }
 
-// A bf16 copy of n values in device scratch `slot` (0 or 1: a product's two operands), grown as
+// A 16-bit copy of n values in device scratch `slot` (0 or 1: a product's two operands), grown as
 // needed (sized by the Trainer's warm-up pass, so a recorded step never grows it). Work on etnn's
 // stream runs in order: a product has read its copies before the next one overwrites them.
-inline const __nv_bfloat16* bf16_copy(int slot, const float* src, std::size_t n) {
-  static GrowingScratch<__nv_bfloat16> copies[2];
-  __nv_bfloat16* copy = copies[slot].at(n);
-  to_bf16_kernel<<<grid_blocks(n), 256, 0, stream()>>>(src, copy, n);
-  check_launch("etnn::dense to_bf16");
+template <class Half>
+const Half* half_copy(int slot, const float* src, std::size_t n) {
+  static GrowingScratch<Half> copies[2];
+  Half* copy = copies[slot].at(n);
+  to_half_kernel<<<grid_blocks(n), 256, 0, stream()>>>(src, copy, n);
+  check_launch("etnn::dense to_half");
   return copy;
 }
 
-// C = op(A) op(B) + beta C [+ bias, relu] (Blas::matmul), from bf16 copies of A (a_values values)
-// and B (b_values) when `bf16` (an etnn::bf16 model), else from A and B themselves.
+// C = op(A) op(B) + beta C [+ bias, relu] (Blas::matmul), from 16-bit copies of A (a_values
+// values) and B (b_values) in a mixed-precision model, else from A and B themselves.
 template <class T>
-void product(bool bf16, bool transpose_a, bool transpose_b, int m, int n, int k, const T* a, std::size_t a_values,
-             int lda, const T* b, std::size_t b_values, int ldb, T* c, int ldc, T beta,
+void product(Products products, bool transpose_a, bool transpose_b, int m, int n, int k, const T* a,
+             std::size_t a_values, int lda, const T* b, std::size_t b_values, int ldb, T* c, int ldc, T beta,
              Epilogue epilogue = Epilogue::none, const T* bias = nullptr) {
   auto& blas = Blas::instance();
+  const auto from_copies = [&]<class Half>(Half*) {
+    blas.matmul(transpose_a, transpose_b, m, n, k, half_copy<Half>(0, a, a_values), lda,
+                half_copy<Half>(1, b, b_values), ldb, c, ldc, beta, epilogue, bias);
+  };
   if constexpr (std::is_same_v<T, float>) {
-    if (bf16) {
-      blas.matmul(transpose_a, transpose_b, m, n, k, bf16_copy(0, a, a_values), lda, bf16_copy(1, b, b_values), ldb,
-                  c, ldc, beta, epilogue, bias);
-      return;
-    }
+    if (products == Products::bf16) return from_copies(static_cast<__nv_bfloat16*>(nullptr));
+    if (products == Products::fp16) return from_copies(static_cast<__half*>(nullptr));
   }
   blas.matmul<T>(transpose_a, transpose_b, m, n, k, a, lda, b, ldb, c, ldc, beta, epilogue, bias);
 }
 
 }  // namespace cuda::detail
 
-// bf16_products: the GEMMs read bf16 copies of their operands (etnn::bf16 models, fp32 only).
+// products: the format the GEMMs read their operands in (16-bit copies: mixed precision, fp32 only).
 template <int In, int Out, class Act, class T>
 void dense_forward(Cuda, const T* weight, const T* bias, const T* x, T* y, T* z_saved, int batch, Act act,
-                   bool bf16_products = false) {
+                   Products products = Products::own) {
   constexpr bool epilogue_activation =
       std::is_same_v<T, float> && (std::is_same_v<Act, fn::Identity> || std::is_same_v<Act, fn::Relu>);
   constexpr bool epilogue_bias = std::is_same_v<T, float>;
@@ -154,7 +164,7 @@ void dense_forward(Cuda, const T* weight, const T* bias, const T* x, T* y, T* z_
                                   : std::is_same_v<Act, fn::Relu>   ? cuda::Epilogue::bias_relu
                                                                     : cuda::Epilogue::bias;
   const auto rows = static_cast<std::size_t>(batch);
-  cuda::detail::product(bf16_products, true, false, Out, batch, In, weight, std::size_t{Out} * In, In, x, rows * In, In,
+  cuda::detail::product(products, true, false, Out, batch, In, weight, std::size_t{Out} * In, In, x, rows * In, In,
                         y, Out, T(0), epilogue, epilogue_bias ? bias : nullptr);
   if constexpr (!epilogue_activation) {
     const std::size_t n = static_cast<std::size_t>(batch) * Out;
@@ -166,7 +176,7 @@ void dense_forward(Cuda, const T* weight, const T* bias, const T* x, T* y, T* z_
 
 template <int In, int Out, class Act, class T>
 void dense_backward(Cuda, const T* weight, T* weight_grad, T* bias_grad, const T* x, const T* y, const T* z_saved,
-                    T* dy, T* dx, int batch, Act act, bool bf16_products = false) {
+                    T* dy, T* dx, int batch, Act act, Products products = Products::own) {
   using namespace cuda::detail;
   const RowChunks chunks = row_chunks(batch);
   T* partial = column_partials<T>(static_cast<std::size_t>(chunks.count) * Out);
@@ -177,9 +187,9 @@ void dense_backward(Cuda, const T* weight, T* weight_grad, T* bias_grad, const T
   add_chunk_sums_kernel<<<(Out + 127) / 128, 128, 0, cuda::stream()>>>(bias_grad, partial, chunks.count, Out);
   cuda::check_launch("etnn::dense_backward add_chunk_sums");
   const auto rows = static_cast<std::size_t>(batch);
-  product(bf16_products, false, true, In, Out, batch, x, rows * In, In, dy, rows * Out, Out, weight_grad, In, T(1));
+  product(products, false, true, In, Out, batch, x, rows * In, In, dy, rows * Out, Out, weight_grad, In, T(1));
   if (dx != nullptr)
-    product(bf16_products, false, false, In, batch, Out, weight, std::size_t{Out} * In, In, dy, rows * Out, Out, dx, In,
+    product(products, false, false, In, batch, Out, weight, std::size_t{Out} * In, In, dy, rows * Out, Out, dx, In,
             T(0));
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// Fully fused narrow MLP on bf16 tensor cores (the tiny-cuda-nn idea).
+// Fully fused narrow MLP on 16-bit tensor cores, bf16 or fp16 (the tiny-cuda-nn idea).
 //
 //   y = W_{L-1} f(... f(W_0 x + b_0) ...) + b_{L-1}     widths {w_0 = in, w_1, ..., w_L = out}
 //   f = ReLU on every hidden layer, identity on the output layer; every width in {16, 32, 64, 128}.
@@ -16,22 +16,24 @@
 // Kernels (256 threads = 8 warps per block; a block carries a tile of 128 batch rows and each
 // warp owns 16 consecutive rows of it, so activations between layers stay warp-private):
 //   forward:  fused_mlp_forward_kernel, one launch, one block per 128-row tile, all layers. The
-//             tile's activations stay in shared memory as bf16 (overwritten layer by layer); each
-//             layer's weights are converted fp32 -> bf16 into shared memory; bias and ReLU are
+//             tile's activations stay in shared memory as Half (overwritten layer by layer); each
+//             layer's weights are converted fp32 -> Half into shared memory; bias and ReLU are
 //             applied in fp32 before rounding. Hidden activations A_1..A_{L-1} go to `saved`.
 //   backward: 1. fused_mlp_chain_kernel (only when L >= 2): one block per tile, dZ_{L-1} = dy down
-//                to dZ_0 through all layers, tile-local; dZ_0..dZ_{L-2} go to `saved` (bf16).
+//                to dZ_0 through all layers, tile-local; dZ_0..dZ_{L-2} go to `saved` (Half).
 //             2. fused_mlp_weight_grad_kernel: grid (chunks, L); block (c, l) computes
 //                dW_l and db_l over the rows of chunk c (a run of whole tiles) into its own slot of
 //                a per-chunk partial buffer laid out like the parameters.
 //             3. fused_mlp_reduce_kernel: grads[p] += sum over chunks of partial[c][p], chunks in
 //                order. Every sum has a fixed order, so the result is the same on every run.
-// Precision: bf16 operands (x, weights, activations, dZ), fp32 accumulation, fp32 bias/ReLU.
+// Precision: Half operands (x, weights, activations, dZ), fp32 accumulation, fp32 bias/ReLU; Half
+// is __nv_bfloat16 (etnn::bf16 models) or __half (etnn::fp16, whose gradients the Trainer scales).
 //
 // `saved` (saved_bytes(batch) bytes, 256-byte aligned, e.g. from cudaMalloc) holds the hidden
 // activations written by forward and, after them, the scratch backward writes (dZ, partials):
 // backward leaves the activations untouched, so it may be called again with the same `saved`.
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <mma.h>
 
@@ -39,6 +41,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "../core/error.hpp"
 #include "runtime.hpp"
@@ -50,14 +53,33 @@ inline constexpr bool fused_mlp_widths_ok = ((W == 16 || W == 32 || W == 64 || W
 
 namespace fused_mlp_detail {
 
-using bf16 = __nv_bfloat16;
 namespace wmma = nvcuda::wmma;
+
+// The kernels' conversions for each 16-bit format, both 2 bytes (the layouts below count on it).
+template <class Half>
+struct Format;
+template <>
+struct Format<__nv_bfloat16> {
+  __device__ static __nv_bfloat16 round(float v) { return __float2bfloat16(v); }
+  __device__ static __nv_bfloat162 round2(float lo, float hi) { return __floats2bfloat162_rn(lo, hi); }
+  __device__ static float widen(__nv_bfloat16 h) { return __bfloat162float(h); }
+  using pair = __nv_bfloat162;
+};
+template <>
+struct Format<__half> {
+  __device__ static __half round(float v) { return __float2half_rn(v); }
+  __device__ static __half2 round2(float lo, float hi) { return __floats2half2_rn(lo, hi); }
+  __device__ static float widen(__half h) { return __half2float(h); }
+  using pair = __half2;
+};
+inline constexpr std::size_t half_bytes = 2;
+static_assert(sizeof(__nv_bfloat16) == half_bytes && sizeof(__half) == half_bytes);
 
 inline constexpr int frag = 16;                   // WMMA fragment edge: 16x16x16 tiles
 inline constexpr int warps = 8;                   // per block
 inline constexpr int threads = warps * 32;        // per block
 inline constexpr int tile_rows = warps * frag;    // batch rows per block: 16 per warp
-inline constexpr int smem_pad = 8;                // bf16 elements (16 bytes) added to each shared row:
+inline constexpr int smem_pad = 8;                // 16-bit elements (16 bytes) added to each shared row:
                                                   // keeps ldm a multiple of 8 and staggers banks
 inline constexpr int max_chunks = 128;            // row chunks of the weight-gradient split
 inline constexpr std::size_t region_align = 256;  // bytes; alignment of every region of `saved`
@@ -89,7 +111,7 @@ __host__ __device__ constexpr int max_width_of() {
   return widest;
 }
 
-// Largest shared copy of one layer's weights: w_{l+1} rows of (w_l + smem_pad) bf16.
+// Largest shared copy of one layer's weights: w_{l+1} rows of (w_l + smem_pad) 16-bit values.
 template <int... W>
 __host__ __device__ constexpr std::size_t max_weight_elems() {
   std::size_t most = 0;
@@ -101,7 +123,7 @@ __host__ __device__ constexpr std::size_t max_weight_elems() {
 }
 
 // Largest shared footprint of the weight-gradient kernel: a dZ_l tile (128, w_{l+1}) and an A_l
-// tile (128, w_l), both bf16 with padded rows, plus one float per thread for the bias sums.
+// tile (128, w_l), both 16-bit with padded rows, plus one float per thread for the bias sums.
 template <int... W>
 __host__ __device__ constexpr std::size_t max_weight_grad_smem() {
   std::size_t most = 0;
@@ -110,14 +132,14 @@ __host__ __device__ constexpr std::size_t max_weight_grad_smem() {
         static_cast<std::size_t>(tile_rows) * (width_at<W...>(l + 1) + smem_pad + width_at<W...>(l) + smem_pad);
     most = n > most ? n : most;
   }
-  return most * sizeof(bf16) + threads * sizeof(float);
+  return most * half_bytes + threads * sizeof(float);
 }
 
 // Device pointers into `saved` (unused slots are null).
-template <int Layers>
+template <class Half, int Layers>
 struct SavedBuffers {
-  bf16* activation[Layers + 1];  // activation[h] = A_h (batch, w_h) for 1 <= h < Layers
-  bf16* dz[Layers];              // dz[l] = dZ_l (batch, w_{l+1}) for 0 <= l < Layers - 1 (dZ_{Layers-1} is dy)
+  Half* activation[Layers + 1];  // activation[h] = A_h (batch, w_h) for 1 <= h < Layers
+  Half* dz[Layers];              // dz[l] = dZ_l (batch, w_{l+1}) for 0 <= l < Layers - 1 (dZ_{Layers-1} is dy)
   float* partial;                // (chunks, num_params): chunk c's parameter gradients, params' layout
   int chunks;                    // row chunks of the weight-gradient split
   int chunk_rows;                // rows per chunk, a multiple of tile_rows
@@ -149,50 +171,52 @@ void allow_dynamic_smem(Kernel* kernel, std::size_t bytes) {
 // ---- small device helpers -------------------------------------------------------------------
 
 // Copies rows [row0, row0 + tile_rows) of a (rows, Width) row-major fp32 matrix into shared memory
-// as bf16 with row pitch dst_ld; rows at or past row_end become zeros. The whole block takes part.
-template <int Width>
-__device__ void load_tile_rows(bf16* dst, int dst_ld, const float* src, int row0, int row_end) {
+// as Half with row pitch dst_ld; rows at or past row_end become zeros. The whole block takes part.
+template <int Width, class Half>
+__device__ void load_tile_rows(Half* dst, int dst_ld, const float* src, int row0, int row_end) {
   for (int e = static_cast<int>(threadIdx.x); e < tile_rows * Width; e += threads) {
     const int r = e / Width;
     const int c = e % Width;
     const int row = row0 + r;
     const float value = row < row_end ? src[static_cast<std::size_t>(row) * Width + c] : 0.0f;
-    dst[r * dst_ld + c] = __float2bfloat16(value);
+    dst[r * dst_ld + c] = Format<Half>::round(value);
   }
 }
 
-// Same for a bf16 source inside `saved` (16-byte aligned rows): 8 elements per 16-byte access.
-template <int Width>
-__device__ void load_tile_rows(bf16* dst, int dst_ld, const bf16* src, int row0, int row_end) {
+// Same for a Half source inside `saved` (16-byte aligned rows): 8 elements per 16-byte access.
+template <int Width, class Half>
+__device__ void load_tile_rows(Half* dst, int dst_ld, const Half* src, int row0, int row_end) {
   constexpr int vectors_per_row = Width / 8;
   for (int e = static_cast<int>(threadIdx.x); e < tile_rows * vectors_per_row; e += threads) {
     const int r = e / vectors_per_row;
     const int c = (e % vectors_per_row) * 8;
     const int row = row0 + r;
-    uint4 bits = make_uint4(0u, 0u, 0u, 0u);  // bf16 zeros
+    uint4 bits = make_uint4(0u, 0u, 0u, 0u);  // zeros in either format
     if (row < row_end) bits = *reinterpret_cast<const uint4*>(src + static_cast<std::size_t>(row) * Width + c);
     *reinterpret_cast<uint4*>(dst + r * dst_ld + c) = bits;
   }
 }
 
-// W (Out, In) row-major fp32 in global memory -> shared bf16 with row pitch In + smem_pad.
-template <int Out, int In>
-__device__ void load_weights(bf16* dst, const float* w) {
+// W (Out, In) row-major fp32 in global memory -> shared Half with row pitch In + smem_pad.
+template <int Out, int In, class Half>
+__device__ void load_weights(Half* dst, const float* w) {
   for (int e = static_cast<int>(threadIdx.x); e < Out * In; e += threads)
-    dst[(e / In) * (In + smem_pad) + e % In] = __float2bfloat16(w[e]);
+    dst[(e / In) * (In + smem_pad) + e % In] = Format<Half>::round(w[e]);
 }
 
-__device__ inline uint4 pack_bf16x8(const float (&v)[8]) {
-  __nv_bfloat162 pairs[4];
-  for (int i = 0; i < 4; ++i) pairs[i] = __floats2bfloat162_rn(v[2 * i], v[2 * i + 1]);  // .x = lower address
+template <class Half>
+__device__ inline uint4 pack8(const float (&v)[8]) {
+  typename Format<Half>::pair pairs[4];
+  for (int i = 0; i < 4; ++i) pairs[i] = Format<Half>::round2(v[2 * i], v[2 * i + 1]);  // .x = lower address
   static_assert(sizeof(pairs) == sizeof(uint4));
   uint4 bits;
   memcpy(&bits, pairs, sizeof(bits));
   return bits;
 }
 
-__device__ inline void unpack_bf16x8(uint4 bits, float (&v)[8]) {
-  __nv_bfloat162 pairs[4];
+template <class Half>
+__device__ inline void unpack8(uint4 bits, float (&v)[8]) {
+  typename Format<Half>::pair pairs[4];
   memcpy(pairs, &bits, sizeof(bits));
   for (int i = 0; i < 4; ++i) {
     v[2 * i] = __low2float(pairs[i]);
@@ -214,18 +238,26 @@ __device__ inline void read_lane_values(const float* warp_scratch, int lane, flo
 }
 
 using AccumulatorFrag = wmma::fragment<wmma::accumulator, frag, frag, frag, float>;
-using RowMajorAFrag = wmma::fragment<wmma::matrix_a, frag, frag, frag, bf16, wmma::row_major>;
-using ColMajorAFrag = wmma::fragment<wmma::matrix_a, frag, frag, frag, bf16, wmma::col_major>;
-using RowMajorBFrag = wmma::fragment<wmma::matrix_b, frag, frag, frag, bf16, wmma::row_major>;
-using ColMajorBFrag = wmma::fragment<wmma::matrix_b, frag, frag, frag, bf16, wmma::col_major>;
+template <class Half>
+using RowMajorAFrag = wmma::fragment<wmma::matrix_a, frag, frag, frag, Half, wmma::row_major>;
+template <class Half>
+using ColMajorAFrag = wmma::fragment<wmma::matrix_a, frag, frag, frag, Half, wmma::col_major>;
+template <class Half>
+using RowMajorBFrag = wmma::fragment<wmma::matrix_b, frag, frag, frag, Half, wmma::row_major>;
+template <class Half>
+using ColMajorBFrag = wmma::fragment<wmma::matrix_b, frag, frag, frag, Half, wmma::col_major>;
 
 // ---- the network ----------------------------------------------------------------------------
 
-template <int... W>
+template <class Half, int... W>
 struct Net {
   static constexpr int layers = static_cast<int>(sizeof...(W)) - 1;
   static constexpr std::size_t num_params = params_before<W...>(layers);
-  using Buffers = SavedBuffers<layers>;
+  using Buffers = SavedBuffers<Half, layers>;
+  using RowMajorA = RowMajorAFrag<Half>;
+  using ColMajorA = ColMajorAFrag<Half>;
+  using RowMajorB = RowMajorBFrag<Half>;
+  using ColMajorB = ColMajorBFrag<Half>;
 
   template <int l>
   struct Layer {
@@ -237,14 +269,14 @@ struct Net {
     static constexpr int weight_ld = in + smem_pad;  // shared row pitch of W_l (out, in)
   };
 
-  // Shared layout of the forward and chain kernels: a (128, max width) bf16 activation/gradient
+  // Shared layout of the forward and chain kernels: a (128, max width) Half activation/gradient
   // tile, one layer's weights, and a 16x16 fp32 scratch per warp.
   static constexpr int tile_ld = max_width_of<W...>() + smem_pad;
   static constexpr std::size_t tile_elems = static_cast<std::size_t>(tile_rows) * tile_ld;
   static constexpr std::size_t weight_elems = max_weight_elems<W...>();
   static constexpr std::size_t tile_smem_bytes =
-      (tile_elems + weight_elems) * sizeof(bf16) + static_cast<std::size_t>(warps) * frag * frag * sizeof(float);
-  static_assert(tile_elems * sizeof(bf16) % 256 == 0 && weight_elems * sizeof(bf16) % 256 == 0,
+      (tile_elems + weight_elems) * half_bytes + static_cast<std::size_t>(warps) * frag * frag * sizeof(float);
+  static_assert(tile_elems * half_bytes % 256 == 0 && weight_elems * half_bytes % 256 == 0,
                 "shared regions must keep 256-byte alignment");
 
   static constexpr std::size_t weight_grad_smem_bytes = max_weight_grad_smem<W...>();
@@ -252,12 +284,12 @@ struct Net {
   // ---- forward ----
 
   // One layer for the warp's 16 rows `strip` (row pitch tile_ld):
-  //   Z = A W^T + b     A: (16, in) bf16 shared   W: (out, in) bf16 shared   Z: (16, out) fp32
-  // Hidden layer: A_next = relu(Z) as bf16 written over the strip (columns 0..out-1) and to
+  //   Z = A W^T + b     A: (16, in) Half shared   W: (out, in) Half shared   Z: (16, out) fp32
+  // Hidden layer: A_next = relu(Z) as Half written over the strip (columns 0..out-1) and to
   // saved_activation (batch, out) for rows < batch. Output layer: y (batch, out) = Z in fp32.
   template <int l>
-  __device__ static void forward_layer(bf16* tile, bf16* weights, float* scratch, const float* params,
-                                       bf16* saved_activation, float* y, int row0, int batch) {
+  __device__ static void forward_layer(Half* tile, Half* weights, float* scratch, const float* params,
+                                       Half* saved_activation, float* y, int row0, int batch) {
     using L = Layer<l>;
     __syncthreads();  // every warp is done with the previous weights; the input tile is complete
     load_weights<L::out, L::in>(weights, params + L::weight_offset);
@@ -265,7 +297,7 @@ struct Net {
 
     const int warp = static_cast<int>(threadIdx.x) / 32;
     const int lane = static_cast<int>(threadIdx.x) % 32;
-    bf16* strip = tile + warp * frag * tile_ld;
+    Half* strip = tile + warp * frag * tile_ld;
 
     // acc[n] = Z[:, 16n .. 16n+15] = sum_k A[:, 16k..] (16x16) * W^T[16k.., 16n..] (16x16).
     // W^T (in, out) is W (out, in) row-major read as column-major: element (k, n) = W[n][k].
@@ -274,11 +306,11 @@ struct Net {
     for (int n = 0; n < L::out / frag; ++n) wmma::fill_fragment(acc[n], 0.0f);
 #pragma unroll
     for (int k = 0; k < L::in / frag; ++k) {
-      RowMajorAFrag a;
+      RowMajorA a;
       wmma::load_matrix_sync(a, strip + k * frag, tile_ld);
 #pragma unroll
       for (int n = 0; n < L::out / frag; ++n) {
-        ColMajorBFrag w_t;
+        ColMajorB w_t;
         wmma::load_matrix_sync(w_t, weights + n * frag * L::weight_ld + k * frag, L::weight_ld);
         wmma::mma_sync(acc[n], a, w_t, acc[n]);
       }
@@ -298,7 +330,7 @@ struct Net {
       for (int t = 0; t < 8; ++t) v[t] += params[L::bias_offset + col + t];
       if constexpr (L::hidden) {
         for (int t = 0; t < 8; ++t) v[t] = v[t] > 0.0f ? v[t] : 0.0f;
-        const uint4 bits = pack_bf16x8(v);
+        const uint4 bits = pack8<Half>(v);
         *reinterpret_cast<uint4*>(strip + r * tile_ld + col) = bits;
         if (row < batch)
           *reinterpret_cast<uint4*>(saved_activation + static_cast<std::size_t>(row) * L::out + col) = bits;
@@ -311,7 +343,7 @@ struct Net {
   }
 
   template <int l>
-  __device__ static void forward_layers(bf16* tile, bf16* weights, float* scratch, const float* params,
+  __device__ static void forward_layers(Half* tile, Half* weights, float* scratch, const float* params,
                                         const Buffers& saved, float* y, int row0, int batch) {
     forward_layer<l>(tile, weights, scratch, params, saved.activation[l + 1], y, row0, batch);
     if constexpr (l + 1 < layers) forward_layers<l + 1>(tile, weights, scratch, params, saved, y, row0, batch);
@@ -319,8 +351,8 @@ struct Net {
 
   __device__ static void forward_tile(unsigned char* smem, const float* params, const float* x, float* y,
                                       const Buffers& saved, int batch) {
-    bf16* tile = reinterpret_cast<bf16*>(smem);
-    bf16* weights = tile + tile_elems;
+    Half* tile = reinterpret_cast<Half*>(smem);
+    Half* weights = tile + tile_elems;
     float* scratch = reinterpret_cast<float*>(weights + weight_elems);
     const int row0 = static_cast<int>(blockIdx.x) * tile_rows;
     load_tile_rows<Layer<0>::in>(tile, tile_ld, x, row0, batch);  // A_0 = x, zero rows past the batch
@@ -330,12 +362,12 @@ struct Net {
   // ---- backward 1: the dZ chain ----
 
   // For the warp's 16 rows `strip` holding dZ_l (16, out):
-  //   dA_l = dZ_l W_l      dZ_l: (16, out) bf16 shared   W_l: (out, in) bf16 shared row-major
+  //   dA_l = dZ_l W_l      dZ_l: (16, out) Half shared   W_l: (out, in) Half shared row-major
   //   dZ_{l-1} = dA_l (.) [A_l > 0]     A_l from saved_activation (batch, in)
-  // dZ_{l-1} (16, in) is written as bf16 over the strip and to dz_prev (batch, in) for rows < batch.
+  // dZ_{l-1} (16, in) is written as Half over the strip and to dz_prev (batch, in) for rows < batch.
   template <int l>
-  __device__ static void backprop_layer(bf16* tile, bf16* weights, float* scratch, const float* params,
-                                        const bf16* saved_activation, bf16* dz_prev, int row0, int batch) {
+  __device__ static void backprop_layer(Half* tile, Half* weights, float* scratch, const float* params,
+                                        const Half* saved_activation, Half* dz_prev, int row0, int batch) {
     static_assert(l >= 1, "layer 0 has no dZ below it");
     using L = Layer<l>;
     __syncthreads();  // every warp is done with the previous weights; the dy tile is complete
@@ -344,7 +376,7 @@ struct Net {
 
     const int warp = static_cast<int>(threadIdx.x) / 32;
     const int lane = static_cast<int>(threadIdx.x) % 32;
-    bf16* strip = tile + warp * frag * tile_ld;
+    Half* strip = tile + warp * frag * tile_ld;
 
     // acc[n] = dA[:, 16n..] = sum_k dZ[:, 16k..] (16x16) * W[16k.., 16n..] (16x16), W row-major.
     AccumulatorFrag acc[L::in / frag];
@@ -352,11 +384,11 @@ struct Net {
     for (int n = 0; n < L::in / frag; ++n) wmma::fill_fragment(acc[n], 0.0f);
 #pragma unroll
     for (int k = 0; k < L::out / frag; ++k) {
-      RowMajorAFrag dz;
+      RowMajorA dz;
       wmma::load_matrix_sync(dz, strip + k * frag, tile_ld);
 #pragma unroll
       for (int n = 0; n < L::in / frag; ++n) {
-        RowMajorBFrag w;
+        RowMajorB w;
         wmma::load_matrix_sync(w, weights + k * frag * L::weight_ld + n * frag, L::weight_ld);
         wmma::mma_sync(acc[n], dz, w, acc[n]);
       }
@@ -375,10 +407,10 @@ struct Net {
       read_lane_values(warp_scratch, lane, v);
       float a[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};  // rows past the batch: gradient 0
       if (row < batch)
-        unpack_bf16x8(*reinterpret_cast<const uint4*>(saved_activation + static_cast<std::size_t>(row) * L::in + col),
+        unpack8<Half>(*reinterpret_cast<const uint4*>(saved_activation + static_cast<std::size_t>(row) * L::in + col),
                       a);
       for (int t = 0; t < 8; ++t) v[t] = a[t] > 0.0f ? v[t] : 0.0f;
-      const uint4 bits = pack_bf16x8(v);
+      const uint4 bits = pack8<Half>(v);
       *reinterpret_cast<uint4*>(strip + r * tile_ld + col) = bits;
       if (row < batch) *reinterpret_cast<uint4*>(dz_prev + static_cast<std::size_t>(row) * L::in + col) = bits;
       __syncwarp();  // every lane has read scratch before the next fragment is stored there
@@ -386,7 +418,7 @@ struct Net {
   }
 
   template <int l>
-  __device__ static void backprop_layers(bf16* tile, bf16* weights, float* scratch, const float* params,
+  __device__ static void backprop_layers(Half* tile, Half* weights, float* scratch, const float* params,
                                          const Buffers& saved, int row0, int batch) {
     backprop_layer<l>(tile, weights, scratch, params, saved.activation[l], saved.dz[l - 1], row0, batch);
     if constexpr (l > 1) backprop_layers<l - 1>(tile, weights, scratch, params, saved, row0, batch);
@@ -395,8 +427,8 @@ struct Net {
   __device__ static void chain_tile(unsigned char* smem, const float* params, const float* dy, const Buffers& saved,
                                     int batch) {
     if constexpr (layers >= 2) {
-      bf16* tile = reinterpret_cast<bf16*>(smem);
-      bf16* weights = tile + tile_elems;
+      Half* tile = reinterpret_cast<Half*>(smem);
+      Half* weights = tile + tile_elems;
       float* scratch = reinterpret_cast<float*>(weights + weight_elems);
       const int row0 = static_cast<int>(blockIdx.x) * tile_rows;
       load_tile_rows<Layer<layers - 1>::out>(tile, tile_ld, dy, row0, batch);  // dZ_{L-1} = dy
@@ -417,8 +449,8 @@ struct Net {
     using L = Layer<l>;
     constexpr int dz_ld = L::out + smem_pad;
     constexpr int a_ld = L::in + smem_pad;
-    bf16* dz_tile = reinterpret_cast<bf16*>(smem);                              // (128, out)
-    bf16* a_tile = dz_tile + tile_rows * dz_ld;                                 // (128, in)
+    Half* dz_tile = reinterpret_cast<Half*>(smem);                              // (128, out)
+    Half* a_tile = dz_tile + tile_rows * dz_ld;                                 // (128, in)
     float* bias_partial = reinterpret_cast<float*>(a_tile + tile_rows * a_ld);  // one per thread
 
     const int tid = static_cast<int>(threadIdx.x);
@@ -444,15 +476,15 @@ struct Net {
       if constexpr (l == layers - 1)
         load_tile_rows<L::out>(dz_tile, dz_ld, dy, row0, end);  // dZ_{L-1} = dy
       else
-        load_tile_rows<L::out>(dz_tile, dz_ld, static_cast<const bf16*>(saved.dz[l]), row0, end);
+        load_tile_rows<L::out>(dz_tile, dz_ld, static_cast<const Half*>(saved.dz[l]), row0, end);
       if constexpr (l == 0)
         load_tile_rows<L::in>(a_tile, a_ld, x, row0, end);  // A_0 = x
       else
-        load_tile_rows<L::in>(a_tile, a_ld, static_cast<const bf16*>(saved.activation[l]), row0, end);
+        load_tile_rows<L::in>(a_tile, a_ld, static_cast<const Half*>(saved.activation[l]), row0, end);
       __syncthreads();  // the sub-tile is complete
 
       for (int r = tid / L::out; r < tile_rows; r += threads_per_col)
-        bias_sum += __bfloat162float(dz_tile[r * dz_ld + bias_col]);
+        bias_sum += Format<Half>::widen(dz_tile[r * dz_ld + bias_col]);
 
 #pragma unroll
       for (int i = 0; i < frags_per_warp; ++i) {
@@ -462,9 +494,9 @@ struct Net {
           const int fj = f % frag_cols;  // output cols 16 fj .. (index into in)
 #pragma unroll
           for (int k = 0; k < tile_rows / frag; ++k) {
-            ColMajorAFrag dz_t;  // dZ^T (out, rows): element (i, k) = dz_tile[k][i]
+            ColMajorA dz_t;  // dZ^T (out, rows): element (i, k) = dz_tile[k][i]
             wmma::load_matrix_sync(dz_t, dz_tile + k * frag * dz_ld + fi * frag, dz_ld);
-            RowMajorBFrag a;
+            RowMajorB a;
             wmma::load_matrix_sync(a, a_tile + k * frag * a_ld + fj * frag, a_ld);
             wmma::mma_sync(acc[i], dz_t, a, acc[i]);
           }
@@ -503,7 +535,7 @@ struct Net {
 };
 
 // ---- kernels --------------------------------------------------------------------------------
-// bf16 WMMA needs sm_80; for older targets the bodies compile to a trap (the launchers refuse
+// 16-bit WMMA as used here needs sm_80; for older targets the bodies compile to a trap (the launchers refuse
 // devices below compute capability 8.0 before launching).
 
 template <class N>
@@ -554,21 +586,23 @@ __global__ void __launch_bounds__(threads) fused_mlp_reduce_kernel(float* grads,
 
 }  // namespace fused_mlp_detail
 
-template <int... Widths>
+// Half: __nv_bfloat16 or __half.
+template <class Half, int... Widths>
 struct FusedMlp {
+  static_assert(std::is_same_v<Half, __nv_bfloat16> || std::is_same_v<Half, __half>);
   static_assert(sizeof...(Widths) >= 2, "ETNN_FUSED_MLP_WIDTH: a fused MLP needs an input and an output width");
   static_assert(fused_mlp_widths_ok<Widths...>, "ETNN_FUSED_MLP_WIDTH: every width must be 16, 32, 64 or 128");
 
  private:
-  using Net = fused_mlp_detail::Net<Widths...>;
+  using Net = fused_mlp_detail::Net<Half, Widths...>;
   using Buffers = typename Net::Buffers;
 
  public:
   static constexpr int layers = Net::layers;
   static constexpr std::size_t num_params = Net::num_params;
 
-  // Bytes of `saved` at this batch: hidden activations A_1..A_{L-1} (bf16, kept from forward to
-  // backward), then backward's scratch: dZ_0..dZ_{L-2} (bf16) and the per-chunk partial gradients.
+  // Bytes of `saved` at this batch: hidden activations A_1..A_{L-1} (Half, kept from forward to
+  // backward), then backward's scratch: dZ_0..dZ_{L-2} (Half) and the per-chunk partial gradients.
   static std::size_t saved_bytes(int batch) {
     check_batch(batch);
     return layout(batch, nullptr).bytes;
@@ -626,7 +660,7 @@ struct FusedMlp {
   };
 
   // Regions in order, each starting on a region_align boundary:
-  //   A_h (batch, w_h) bf16 for 1 <= h < L;  dZ_l (batch, w_{l+1}) bf16 for 0 <= l < L-1;
+  //   A_h (batch, w_h) Half for 1 <= h < L;  dZ_l (batch, w_{l+1}) Half for 0 <= l < L-1;
   //   partial (chunks, num_params) fp32.
   static Layout layout(int batch, void* base) {
     constexpr int widths[] = {Widths...};
@@ -640,9 +674,9 @@ struct FusedMlp {
     const std::size_t rows = static_cast<std::size_t>(batch);
     Buffers buffers{};
     for (int h = 1; h < layers; ++h)
-      buffers.activation[h] = reinterpret_cast<__nv_bfloat16*>(take(rows * widths[h] * sizeof(__nv_bfloat16)));
+      buffers.activation[h] = reinterpret_cast<Half*>(take(rows * widths[h] * sizeof(Half)));
     for (int l = 0; l + 1 < layers; ++l)
-      buffers.dz[l] = reinterpret_cast<__nv_bfloat16*>(take(rows * widths[l + 1] * sizeof(__nv_bfloat16)));
+      buffers.dz[l] = reinterpret_cast<Half*>(take(rows * widths[l + 1] * sizeof(Half)));
     const fused_mlp_detail::ChunkPlan plan = fused_mlp_detail::plan_chunks(batch < 1 ? 1 : batch);
     buffers.chunks = plan.chunks;
     buffers.chunk_rows = plan.chunk_rows;
@@ -662,7 +696,8 @@ struct FusedMlp {
     int major = 0;
     ETNN_CHECK_CUDA(cudaGetDevice(&device));
     ETNN_CHECK_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-    if (major < 8) throw DeviceError("etnn fused_mlp: bf16 tensor cores need compute capability 8.0 or newer");
+    if (major < 8)
+      throw DeviceError("etnn fused_mlp: its 16-bit tensor-core kernels need compute capability 8.0 or newer");
   }
 };
 

@@ -144,7 +144,7 @@ struct BlockRun {
   template <class T>
   static Run<T> run_of(const Pass<T>& pass, const T* params, int batch) {
     return {params,    pass.buffers, pass.scratch + 2 * P::max_width * static_cast<std::size_t>(batch), pass.training,
-            pass.seed, pass.sync,    pass.bf16_products};
+            pass.seed, pass.sync,    pass.products};
   }
 
   // The block's output for x: in its workspace when training (workspace not null), else in `out`.

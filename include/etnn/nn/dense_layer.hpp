@@ -39,13 +39,13 @@ struct DenseLayer {
     init_fan_in_uniform(p, num_params, in_features, rng);
   }
 
-  // On the device, an etnn::bf16 model's products read bf16 copies of their operands.
+  // On the device, a mixed-precision model's products read 16-bit copies of their operands.
   template <class T, class Device>
   static void forward(Device device, const Pass<T>& pass, const T* p, const T* x, T* y, T* saved, int batch) {
     if constexpr (std::is_same_v<Device, Cpu>)
       dense_forward<in_features, Out>(device, p, p + params[1].offset, x, y, saved, batch, Act{});
     else
-      dense_forward<in_features, Out>(device, p, p + params[1].offset, x, y, saved, batch, Act{}, pass.bf16_products);
+      dense_forward<in_features, Out>(device, p, p + params[1].offset, x, y, saved, batch, Act{}, pass.products);
   }
 
   template <class T, class Device>
@@ -55,7 +55,7 @@ struct DenseLayer {
       dense_backward<in_features, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, batch, Act{});
     else
       dense_backward<in_features, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, batch, Act{},
-                                       pass.bf16_products);
+                                       pass.products);
   }
 };
 

@@ -1,8 +1,8 @@
 #pragma once
-// The network executor of a mixed-precision model on CUDA (etnn::Model<Net, etnn::bf16, Cuda>):
-// a chain of linear layers with ReLU between them and every width at most 128 runs as the fully
-// fused kernels of cuda/fused_mlp.hpp, one forward launch and three backward ones, activations on
-// chip in bf16. Widths other than 16, 32, 64 and 128 are padded with zeros to the next of them
+// The network executor of a mixed-precision model on CUDA (etnn::Model<Net, etnn::bf16, Cuda>,
+// or etnn::fp16): a chain of linear layers with ReLU between them and every width at most 128 runs
+// as the fully fused kernels of cuda/fused_mlp.hpp, one forward launch and three backward ones,
+// activations on chip in the 16-bit format. Widths other than 16, 32, 64 and 128 are padded with zeros to the next of them
 // (nn/fused_mlp_padding.hpp): then the parameters, the input and the output gradient are copied
 // into padded buffers first, and the output and the parameter gradients copied back. It is
 // Program with forward and backward replaced: the parameter layout, names and initialisation are
@@ -16,6 +16,7 @@
 #include <type_traits>
 
 #include "../core/device.hpp"
+#include "../core/precision.hpp"
 #include "../core/static_checks.hpp"
 #include "../core/type_list.hpp"
 #include "../cuda/fused_mlp.hpp"
@@ -85,16 +86,21 @@ inline void copy_columns(const float* from, int from_cols, float* to, int to_col
   cuda::check_launch("etnn fused MLP copy_columns_kernel");
 }
 
-template <class Layers>
+// The kernels' 16-bit operand type of a mixed-precision scalar type.
+template <class Scalar>
+using half_of = std::conditional_t<products_of<Scalar> == Products::fp16, __half, __nv_bfloat16>;
+
+// Half: __nv_bfloat16 or __half.
+template <class Layers, class Half>
 struct FusedMlpProgram;
 
-template <Layer... Ls>
-struct FusedMlpProgram<TypeList<Ls...>> : Program<TypeList<Ls...>> {
+template <Layer... Ls, class Half>
+struct FusedMlpProgram<TypeList<Ls...>, Half> : Program<TypeList<Ls...>> {
   using base = Program<TypeList<Ls...>>;
   static_assert(fusable_mlp<Ls...>(), "etnn: ProgramFor chooses FusedMlpProgram only for networks it takes");
   using First = std::tuple_element_t<0, std::tuple<Ls...>>;
   using padding = PaddedMlp<FusedLayer<First>::in, FusedLayer<Ls>::out...>;
-  using kernels = cuda::FusedMlp<fused_width(FusedLayer<First>::in), fused_width(FusedLayer<Ls>::out)...>;
+  using kernels = cuda::FusedMlp<Half, fused_width(FusedLayer<First>::in), fused_width(FusedLayer<Ls>::out)...>;
   static constexpr int in_width = FusedLayer<First>::in;
   static constexpr std::size_t out_width = base::template layer<base::count - 1>::out_shape::size;
   static constexpr int padded_in = fused_width(in_width);

@@ -37,24 +37,26 @@ struct NamedParameter {
 };
 
 namespace nn::detail {
-// The executor of a network for a model's scalar type: Program, or for etnn::bf16 and a network
-// the fully fused kernels take, those (nn/fused_mlp_program.hpp).
+// The executor of a network for a model's scalar type: Program, or for etnn::bf16 or etnn::fp16
+// and a network the fully fused kernels take, those (nn/fused_mlp_program.hpp).
 template <class Net, class Scalar>
 struct ProgramFor {
   using type = Program<typename Net::layers>;
 };
 #if defined(__CUDACC__)
-template <class Net>
-struct ProgramFor<Net, bf16> {
+template <class Net, class Scalar>
+  requires fuses_narrow_mlps<Scalar>
+struct ProgramFor<Net, Scalar> {
   static constexpr bool fusable = []<class... Ls>(TypeList<Ls...>) { return fusable_mlp<Ls...>(); }(typename Net::layers{});
-  using type = std::conditional_t<fusable, FusedMlpProgram<typename Net::layers>, Program<typename Net::layers>>;
+  using type = std::conditional_t<fusable, FusedMlpProgram<typename Net::layers, half_of<Scalar>>,
+                                  Program<typename Net::layers>>;
 };
 #endif
 }  // namespace nn::detail
 
 // Net may be spelled decltype(net) for a constexpr net, which is const-qualified. Scalar is float,
-// double, or etnn::bf16 / etnn::bf16_unfused (mixed precision on CUDA: fp32 parameters, bf16
-// products; core/precision.hpp).
+// double, or etnn::bf16 / etnn::fp16 / etnn::bf16_unfused / etnn::fp16_unfused (mixed precision on
+// CUDA: fp32 parameters, 16-bit products; core/precision.hpp).
 template <class NetSpelled, class Scalar = float, class Device = Cpu>
 class Model {
   using Net = std::remove_cv_t<NetSpelled>;
@@ -118,7 +120,7 @@ class Model {
   nn::detail::Run<T> next_run(T* scratch, bool warm_up = false) {
     const bool training = training_ && !warm_up;
     nn::detail::Run<T> run{params_.data(), buffers_.data(), scratch, training, derive_seed(seed_, passes_)};
-    run.bf16_products = mixed_precision<Scalar>;
+    run.products = products_of<Scalar>;
     if (training) ++passes_;
     return run;
   }

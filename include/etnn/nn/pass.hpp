@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "../core/cross_rank_sum.hpp"
+#include "../core/precision.hpp"
 
 namespace etnn::nn {
 
@@ -14,7 +15,7 @@ struct Pass {
   T* scratch = nullptr;    // scratch_values(batch) values of the layer's own during the call
   std::uint64_t seed = 0;  // random stream of this forward pass for this layer (dropout masks)
   CrossRankSum sync{};     // sums over the ranks of a data-parallel step (synchronised batch norm)
-  bool bf16_products = false;  // matrix products from bf16 copies of the operands (etnn::bf16 models)
+  Products products = Products::own;  // the operands of matrix products (16-bit: mixed precision)
 };
 
 }  // namespace etnn::nn

@@ -52,7 +52,7 @@ struct Run {
   bool training = true;
   std::uint64_t seed = 0;      // this pass's random stream; each layer derives its own
   CrossRankSum sync{};         // global-batch statistics across ranks (sync_batch_norm), else empty
-  bool bf16_products = false;  // etnn::bf16 on the per-layer path: GEMMs from bf16 copies (cuda/dense.hpp)
+  Products products = Products::own;  // mixed precision on the per-layer path: GEMMs from 16-bit copies
 };
 
 template <class Layers>
@@ -187,7 +187,7 @@ struct Program<TypeList<Ls...>> {
   static Pass<T> pass_of(const Run<T>& run) {
     using L = layer<I>;
     return {run.training, num_buffers_of<L>() > 0 ? run.buffers + buffer_offset[I] : nullptr, run.scratch,
-            derive_seed(run.seed, static_cast<std::uint64_t>(L::module_index)), run.sync, run.bf16_products};
+            derive_seed(run.seed, static_cast<std::uint64_t>(L::module_index)), run.sync, run.products};
   }
 
   // Runs a layer's pass; on a device, a failed device call's error also names the layer.

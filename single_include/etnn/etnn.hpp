@@ -214,23 +214,47 @@ decltype(auto) dispatch(DeviceKind kind, F&& f) {
 
 }  // namespace etnn
 // ---- etnn/core/precision.hpp ----
-// Model scalar types. float and double compute in their own precision. etnn::bf16 is mixed
-// precision, as torch.autocast(dtype=torch.bfloat16) with fp32 master weights: parameters,
-// gradients, optimizer state, inputs and outputs stay fp32, and the network's matrix products run
-// in bfloat16 with fp32 accumulation on tensor cores (CUDA only). A narrow MLP (linear and relu,
-// widths up to 128) runs as the fully fused kernels, keeping its activations in bf16 on chip;
-// any other network runs layer by layer, its linear layers' products through cuBLASLt from bf16
-// copies of their operands, everything else in fp32. etnn::bf16_unfused is etnn::bf16 on the
+// Model scalar types. float and double compute in their own precision. etnn::bf16 and etnn::fp16
+// are mixed precision, as torch.autocast with fp32 master weights: parameters, gradients,
+// optimizer state, inputs and outputs stay fp32, and the network's matrix products run in the
+// 16-bit format with fp32 accumulation on tensor cores (CUDA only). A narrow MLP (linear and relu,
+// widths up to 128) runs as the fully fused kernels, keeping its activations in the 16-bit format
+// on chip; any other network runs layer by layer, its linear layers' products through cuBLASLt
+// from 16-bit copies of their operands, everything else in fp32. The *_unfused types take the
 // per-layer path even for a network the fused kernels take (to compare the two).
 //   etnn::Model<Net, etnn::bf16, etnn::Cuda> model(0);   // model.parameters() is float*
+// bf16 keeps fp32's exponent range with 8 bits of mantissa; fp16 has 11 bits of mantissa but
+// overflows past 65504 and flushes gradients below 2^-24 to zero, so the Trainer scales the loss
+// of an fp16 model (TrainerOptions::loss_scaling, as torch.cuda.amp.GradScaler).
 
 namespace etnn {
 
 struct bf16 {};
 struct bf16_unfused {};
+struct fp16 {};
+struct fp16_unfused {};
+
+// The format a model's matrix products read their operands in: the model's own scalar type, or
+// a 16-bit copy (with fp32 accumulation).
+enum class Products { own, bf16, fp16 };
 
 template <class Scalar>
-inline constexpr bool mixed_precision = std::is_same_v<Scalar, bf16> || std::is_same_v<Scalar, bf16_unfused>;
+inline constexpr Products products_of = std::is_same_v<Scalar, bf16> || std::is_same_v<Scalar, bf16_unfused>
+                                            ? Products::bf16
+                                        : std::is_same_v<Scalar, fp16> || std::is_same_v<Scalar, fp16_unfused>
+                                            ? Products::fp16
+                                            : Products::own;
+
+template <class Scalar>
+inline constexpr bool mixed_precision = products_of<Scalar> != Products::own;
+
+// Mixed precision that takes the fully fused kernels where a network fits them.
+template <class Scalar>
+inline constexpr bool fuses_narrow_mlps = std::is_same_v<Scalar, bf16> || std::is_same_v<Scalar, fp16>;
+
+// Whether the Trainer scales the loss by default (fp16's narrow exponent range).
+template <class Scalar>
+inline constexpr bool loss_scaled_by_default = products_of<Scalar> == Products::fp16;
 
 // The type a model keeps its parameters (and takes its data) in.
 template <class Scalar>
@@ -523,8 +547,8 @@ consteval bool input_scalar() {
 template <class T, bool MixedPrecisionAllowed>
 consteval bool model_scalar() {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double> || MixedPrecisionAllowed,
-                "ETNN_SCALAR_TYPE: etnn::Model's scalar type must be float or double (or etnn::bf16, etnn::bf16_unfused on "
-                "etnn::Cuda)");
+                "ETNN_SCALAR_TYPE: etnn::Model's scalar type must be float or double (or, on etnn::Cuda, the mixed "
+                "precisions etnn::bf16, etnn::fp16, etnn::bf16_unfused, etnn::fp16_unfused)");
   return true;
 }
 
@@ -2116,11 +2140,12 @@ std::size_t first_non_finite(Cuda, const T* x, std::size_t begin, std::size_t en
 // cuda/dense.hpp states each product in those terms. A product's descriptors and algorithm are
 // chosen once per shape and kept (a plan), so a training step costs one cublasLtMatmul per GEMM.
 // fp32 products accumulate in fp32 without TF32 (PyTorch's default), so results match the CPU's
-// to rounding; fp64 in fp64. Mixed precision (etnn::bf16 models) multiplies bf16 operands on
-// tensor cores, accumulating and writing fp32 (the bias too), as torch.autocast's matmul does
-// before it rounds the result.
+// to rounding; fp64 in fp64. Mixed precision (etnn::bf16 and etnn::fp16 models) multiplies bf16
+// or fp16 operands on tensor cores, accumulating and writing fp32 (the bias too), as
+// torch.autocast's matmul does before it rounds the result.
 #include <cublasLt.h>
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -2150,16 +2175,20 @@ class Blas {
   }
 
   // C = alpha op(A) op(B) + beta C [+ bias, relu], column-major: C is m x n (ldc), op(A) m x k,
-  // op(B) k x n; bias has m values (one per row of C). Operands are T, or bf16 for a float C.
+  // op(B) k x n; bias has m values (one per row of C). Operands are T, or bf16 or fp16 for a
+  // float C.
   template <class Operand, class T>
   void matmul(bool transpose_a, bool transpose_b, int m, int n, int k, const Operand* a, int lda, const Operand* b,
               int ldb, T* c, int ldc, T beta, Epilogue epilogue = Epilogue::none, const T* bias = nullptr) {
     static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
-    static_assert(std::is_same_v<Operand, T> || (std::is_same_v<Operand, __nv_bfloat16> && std::is_same_v<T, float>));
+    static_assert(std::is_same_v<Operand, T> ||
+                  ((std::is_same_v<Operand, __nv_bfloat16> || std::is_same_v<Operand, __half>) &&
+                   std::is_same_v<T, float>));
     if (m == 0 || n == 0) return;
-    const Key key{transpose_a, transpose_b, m, n, k, lda, ldb, ldc, epilogue, sizeof(Operand), sizeof(T), beta == T(0)};
+    const Key key{transpose_a, transpose_b, m, n, k, lda, ldb, ldc, epilogue, data_type<Operand>(), data_type<T>(),
+                  beta == T(0)};
     auto it = plans_.find(key);
-    if (it == plans_.end()) it = plans_.emplace(key, make_plan<Operand, T>(key)).first;
+    if (it == plans_.end()) it = plans_.emplace(key, make_plan(key)).first;
     Plan& plan = it->second;
     if (epilogue != Epilogue::none)
       ETNN_CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
@@ -2173,8 +2202,16 @@ class Blas {
   Blas& operator=(const Blas&) = delete;
 
  private:
-  // transposes, m, n, k, leading dimensions, epilogue, operand and result sizes, beta == 0
-  using Key = std::tuple<bool, bool, int, int, int, int, int, int, Epilogue, std::size_t, std::size_t, bool>;
+  // transposes, m, n, k, leading dimensions, epilogue, operand and result types, beta == 0
+  using Key = std::tuple<bool, bool, int, int, int, int, int, int, Epilogue, cudaDataType_t, cudaDataType_t, bool>;
+
+  template <class V>
+  static constexpr cudaDataType_t data_type() {
+    if constexpr (std::is_same_v<V, __nv_bfloat16>) return CUDA_R_16BF;
+    else if constexpr (std::is_same_v<V, __half>) return CUDA_R_16F;
+    else if constexpr (std::is_same_v<V, float>) return CUDA_R_32F;
+    else return CUDA_R_64F;
+  }
   struct Plan {
     cublasLtMatmulDesc_t operation{};
     cublasLtMatrixLayout_t a{}, b{}, c{};
@@ -2187,12 +2224,9 @@ class Blas {
   // The handle, plans and workspace live until exit, when the context goes with them.
   ~Blas() = default;
 
-  template <class Operand, class T>
   Plan make_plan(const Key& key) {
-    const auto [transpose_a, transpose_b, m, n, k, lda, ldb, ldc, epilogue, operand_size, size, beta_zero] = key;
-    constexpr bool is_float = std::is_same_v<T, float>;
-    const cudaDataType_t type = is_float ? CUDA_R_32F : CUDA_R_64F;
-    const cudaDataType_t operand_type = std::is_same_v<Operand, __nv_bfloat16> ? CUDA_R_16BF : type;
+    const auto [transpose_a, transpose_b, m, n, k, lda, ldb, ldc, epilogue, operand_type, type, beta_zero] = key;
+    const bool is_float = type == CUDA_R_32F;
     Plan plan;
     ETNN_CHECK_CUBLAS(cublasLtMatmulDescCreate(&plan.operation, is_float ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F,
                                                type));
@@ -2249,10 +2283,13 @@ class Blas {
 // Backward:  dZ = dY (.) f'(Z, Y) written over dY, db += sum_b dZ     one kernel + a tiny one
 //            dW += dZ^T X:  dW^T (IN x OUT) += X^T (IN x B) dZ (B x OUT)     cuBLASLt, beta = 1
 //            dX  = dZ W:    dX^T (IN x B)   = W^T (IN x OUT) dZ^T (OUT x B)  skipped for the first layer
-// In an etnn::bf16 model the three products read bf16 copies of their operands and accumulate in
-// fp32 (cuda/blas.hpp); the rest stays fp32.
+// In a mixed-precision model (etnn::bf16, etnn::fp16) the three products read 16-bit copies of
+// their operands and accumulate in fp32 (cuda/blas.hpp); the rest stays fp32.
 // The bias gradient is summed per column in fixed row chunks and the chunks in order, so it is the
 // same on every run.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <type_traits>
@@ -2339,48 +2376,54 @@ T* column_partials(std::size_t values) {
   return partials.at(values);
 }
 
-// dst = src rounded to bf16 (to nearest, ties to even), n values.
-template <class Source>
-__global__ void to_bf16_kernel(const Source* src, __nv_bfloat16* dst, std::size_t n) {
+// dst = src rounded to the 16-bit format Half (bf16 or fp16; to nearest, ties to even), n values.
+template <class Half>
+__global__ void to_half_kernel(const float* src, Half* dst, std::size_t n) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
-    dst[i] = __float2bfloat16(src[i]);
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    if constexpr (std::is_same_v<Half, __half>)
+      dst[i] = __float2half_rn(src[i]);
+    else
+      dst[i] = __float2bfloat16(src[i]);
+  }
 }
 
-// A bf16 copy of n values in device scratch `slot` (0 or 1: a product's two operands), grown as
+// A 16-bit copy of n values in device scratch `slot` (0 or 1: a product's two operands), grown as
 // needed (sized by the Trainer's warm-up pass, so a recorded step never grows it). Work on etnn's
 // stream runs in order: a product has read its copies before the next one overwrites them.
-inline const __nv_bfloat16* bf16_copy(int slot, const float* src, std::size_t n) {
-  static GrowingScratch<__nv_bfloat16> copies[2];
-  __nv_bfloat16* copy = copies[slot].at(n);
-  to_bf16_kernel<<<grid_blocks(n), 256, 0, stream()>>>(src, copy, n);
-  check_launch("etnn::dense to_bf16");
+template <class Half>
+const Half* half_copy(int slot, const float* src, std::size_t n) {
+  static GrowingScratch<Half> copies[2];
+  Half* copy = copies[slot].at(n);
+  to_half_kernel<<<grid_blocks(n), 256, 0, stream()>>>(src, copy, n);
+  check_launch("etnn::dense to_half");
   return copy;
 }
 
-// C = op(A) op(B) + beta C [+ bias, relu] (Blas::matmul), from bf16 copies of A (a_values values)
-// and B (b_values) when `bf16` (an etnn::bf16 model), else from A and B themselves.
+// C = op(A) op(B) + beta C [+ bias, relu] (Blas::matmul), from 16-bit copies of A (a_values
+// values) and B (b_values) in a mixed-precision model, else from A and B themselves.
 template <class T>
-void product(bool bf16, bool transpose_a, bool transpose_b, int m, int n, int k, const T* a, std::size_t a_values,
-             int lda, const T* b, std::size_t b_values, int ldb, T* c, int ldc, T beta,
+void product(Products products, bool transpose_a, bool transpose_b, int m, int n, int k, const T* a,
+             std::size_t a_values, int lda, const T* b, std::size_t b_values, int ldb, T* c, int ldc, T beta,
              Epilogue epilogue = Epilogue::none, const T* bias = nullptr) {
   auto& blas = Blas::instance();
+  const auto from_copies = [&]<class Half>(Half*) {
+    blas.matmul(transpose_a, transpose_b, m, n, k, half_copy<Half>(0, a, a_values), lda,
+                half_copy<Half>(1, b, b_values), ldb, c, ldc, beta, epilogue, bias);
+  };
   if constexpr (std::is_same_v<T, float>) {
-    if (bf16) {
-      blas.matmul(transpose_a, transpose_b, m, n, k, bf16_copy(0, a, a_values), lda, bf16_copy(1, b, b_values), ldb,
-                  c, ldc, beta, epilogue, bias);
-      return;
-    }
+    if (products == Products::bf16) return from_copies(static_cast<__nv_bfloat16*>(nullptr));
+    if (products == Products::fp16) return from_copies(static_cast<__half*>(nullptr));
   }
   blas.matmul<T>(transpose_a, transpose_b, m, n, k, a, lda, b, ldb, c, ldc, beta, epilogue, bias);
 }
 
 }  // namespace cuda::detail
 
-// bf16_products: the GEMMs read bf16 copies of their operands (etnn::bf16 models, fp32 only).
+// products: the format the GEMMs read their operands in (16-bit copies: mixed precision, fp32 only).
 template <int In, int Out, class Act, class T>
 void dense_forward(Cuda, const T* weight, const T* bias, const T* x, T* y, T* z_saved, int batch, Act act,
-                   bool bf16_products = false) {
+                   Products products = Products::own) {
   constexpr bool epilogue_activation =
       std::is_same_v<T, float> && (std::is_same_v<Act, fn::Identity> || std::is_same_v<Act, fn::Relu>);
   constexpr bool epilogue_bias = std::is_same_v<T, float>;
@@ -2388,7 +2431,7 @@ void dense_forward(Cuda, const T* weight, const T* bias, const T* x, T* y, T* z_
                                   : std::is_same_v<Act, fn::Relu>   ? cuda::Epilogue::bias_relu
                                                                     : cuda::Epilogue::bias;
   const auto rows = static_cast<std::size_t>(batch);
-  cuda::detail::product(bf16_products, true, false, Out, batch, In, weight, std::size_t{Out} * In, In, x, rows * In, In,
+  cuda::detail::product(products, true, false, Out, batch, In, weight, std::size_t{Out} * In, In, x, rows * In, In,
                         y, Out, T(0), epilogue, epilogue_bias ? bias : nullptr);
   if constexpr (!epilogue_activation) {
     const std::size_t n = static_cast<std::size_t>(batch) * Out;
@@ -2400,7 +2443,7 @@ void dense_forward(Cuda, const T* weight, const T* bias, const T* x, T* y, T* z_
 
 template <int In, int Out, class Act, class T>
 void dense_backward(Cuda, const T* weight, T* weight_grad, T* bias_grad, const T* x, const T* y, const T* z_saved,
-                    T* dy, T* dx, int batch, Act act, bool bf16_products = false) {
+                    T* dy, T* dx, int batch, Act act, Products products = Products::own) {
   using namespace cuda::detail;
   const RowChunks chunks = row_chunks(batch);
   T* partial = column_partials<T>(static_cast<std::size_t>(chunks.count) * Out);
@@ -2411,9 +2454,9 @@ void dense_backward(Cuda, const T* weight, T* weight_grad, T* bias_grad, const T
   add_chunk_sums_kernel<<<(Out + 127) / 128, 128, 0, cuda::stream()>>>(bias_grad, partial, chunks.count, Out);
   cuda::check_launch("etnn::dense_backward add_chunk_sums");
   const auto rows = static_cast<std::size_t>(batch);
-  product(bf16_products, false, true, In, Out, batch, x, rows * In, In, dy, rows * Out, Out, weight_grad, In, T(1));
+  product(products, false, true, In, Out, batch, x, rows * In, In, dy, rows * Out, Out, weight_grad, In, T(1));
   if (dx != nullptr)
-    product(bf16_products, false, false, In, batch, Out, weight, std::size_t{Out} * In, In, dy, rows * Out, Out, dx, In,
+    product(products, false, false, In, batch, Out, weight, std::size_t{Out} * In, In, dy, rows * Out, Out, dx, In,
             T(0));
 }
 
@@ -2874,7 +2917,7 @@ struct Pass {
   T* scratch = nullptr;    // scratch_values(batch) values of the layer's own during the call
   std::uint64_t seed = 0;  // random stream of this forward pass for this layer (dropout masks)
   CrossRankSum sync{};     // sums over the ranks of a data-parallel step (synchronised batch norm)
-  bool bf16_products = false;  // matrix products from bf16 copies of the operands (etnn::bf16 models)
+  Products products = Products::own;  // the operands of matrix products (16-bit: mixed precision)
 };
 
 }  // namespace etnn::nn
@@ -2961,7 +3004,7 @@ struct Run {
   bool training = true;
   std::uint64_t seed = 0;      // this pass's random stream; each layer derives its own
   CrossRankSum sync{};         // global-batch statistics across ranks (sync_batch_norm), else empty
-  bool bf16_products = false;  // etnn::bf16 on the per-layer path: GEMMs from bf16 copies (cuda/dense.hpp)
+  Products products = Products::own;  // mixed precision on the per-layer path: GEMMs from 16-bit copies
 };
 
 template <class Layers>
@@ -3096,7 +3139,7 @@ struct Program<TypeList<Ls...>> {
   static Pass<T> pass_of(const Run<T>& run) {
     using L = layer<I>;
     return {run.training, num_buffers_of<L>() > 0 ? run.buffers + buffer_offset[I] : nullptr, run.scratch,
-            derive_seed(run.seed, static_cast<std::uint64_t>(L::module_index)), run.sync, run.bf16_products};
+            derive_seed(run.seed, static_cast<std::uint64_t>(L::module_index)), run.sync, run.products};
   }
 
   // Runs a layer's pass; on a device, a failed device call's error also names the layer.
@@ -3806,13 +3849,13 @@ struct DenseLayer {
     init_fan_in_uniform(p, num_params, in_features, rng);
   }
 
-  // On the device, an etnn::bf16 model's products read bf16 copies of their operands.
+  // On the device, a mixed-precision model's products read 16-bit copies of their operands.
   template <class T, class Device>
   static void forward(Device device, const Pass<T>& pass, const T* p, const T* x, T* y, T* saved, int batch) {
     if constexpr (std::is_same_v<Device, Cpu>)
       dense_forward<in_features, Out>(device, p, p + params[1].offset, x, y, saved, batch, Act{});
     else
-      dense_forward<in_features, Out>(device, p, p + params[1].offset, x, y, saved, batch, Act{}, pass.bf16_products);
+      dense_forward<in_features, Out>(device, p, p + params[1].offset, x, y, saved, batch, Act{}, pass.products);
   }
 
   template <class T, class Device>
@@ -3822,7 +3865,7 @@ struct DenseLayer {
       dense_backward<in_features, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, batch, Act{});
     else
       dense_backward<in_features, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, batch, Act{},
-                                       pass.bf16_products);
+                                       pass.products);
   }
 };
 
@@ -4571,7 +4614,7 @@ struct BlockRun {
   template <class T>
   static Run<T> run_of(const Pass<T>& pass, const T* params, int batch) {
     return {params,    pass.buffers, pass.scratch + 2 * P::max_width * static_cast<std::size_t>(batch), pass.training,
-            pass.seed, pass.sync,    pass.bf16_products};
+            pass.seed, pass.sync,    pass.products};
   }
 
   // The block's output for x: in its workspace when training (workspace not null), else in `out`.
@@ -4764,10 +4807,10 @@ TensorView<const T, S, Device> stage_as(TensorView<const U, S, Src> v, Buffer<T,
 }  // namespace etnn::detail
 #if defined(__CUDACC__)
 // ---- etnn/nn/fused_mlp_program.hpp ----
-// The network executor of a mixed-precision model on CUDA (etnn::Model<Net, etnn::bf16, Cuda>):
-// a chain of linear layers with ReLU between them and every width at most 128 runs as the fully
-// fused kernels of cuda/fused_mlp.hpp, one forward launch and three backward ones, activations on
-// chip in bf16. Widths other than 16, 32, 64 and 128 are padded with zeros to the next of them
+// The network executor of a mixed-precision model on CUDA (etnn::Model<Net, etnn::bf16, Cuda>,
+// or etnn::fp16): a chain of linear layers with ReLU between them and every width at most 128 runs
+// as the fully fused kernels of cuda/fused_mlp.hpp, one forward launch and three backward ones,
+// activations on chip in the 16-bit format. Widths other than 16, 32, 64 and 128 are padded with zeros to the next of them
 // (nn/fused_mlp_padding.hpp): then the parameters, the input and the output gradient are copied
 // into padded buffers first, and the output and the parameter gradients copied back. It is
 // Program with forward and backward replaced: the parameter layout, names and initialisation are
@@ -4781,7 +4824,7 @@ TensorView<const T, S, Device> stage_as(TensorView<const U, S, Src> v, Buffer<T,
 #include <type_traits>
 
 // ---- etnn/cuda/fused_mlp.hpp ----
-// Fully fused narrow MLP on bf16 tensor cores (the tiny-cuda-nn idea).
+// Fully fused narrow MLP on 16-bit tensor cores, bf16 or fp16 (the tiny-cuda-nn idea).
 //
 //   y = W_{L-1} f(... f(W_0 x + b_0) ...) + b_{L-1}     widths {w_0 = in, w_1, ..., w_L = out}
 //   f = ReLU on every hidden layer, identity on the output layer; every width in {16, 32, 64, 128}.
@@ -4798,22 +4841,24 @@ TensorView<const T, S, Device> stage_as(TensorView<const U, S, Src> v, Buffer<T,
 // Kernels (256 threads = 8 warps per block; a block carries a tile of 128 batch rows and each
 // warp owns 16 consecutive rows of it, so activations between layers stay warp-private):
 //   forward:  fused_mlp_forward_kernel, one launch, one block per 128-row tile, all layers. The
-//             tile's activations stay in shared memory as bf16 (overwritten layer by layer); each
-//             layer's weights are converted fp32 -> bf16 into shared memory; bias and ReLU are
+//             tile's activations stay in shared memory as Half (overwritten layer by layer); each
+//             layer's weights are converted fp32 -> Half into shared memory; bias and ReLU are
 //             applied in fp32 before rounding. Hidden activations A_1..A_{L-1} go to `saved`.
 //   backward: 1. fused_mlp_chain_kernel (only when L >= 2): one block per tile, dZ_{L-1} = dy down
-//                to dZ_0 through all layers, tile-local; dZ_0..dZ_{L-2} go to `saved` (bf16).
+//                to dZ_0 through all layers, tile-local; dZ_0..dZ_{L-2} go to `saved` (Half).
 //             2. fused_mlp_weight_grad_kernel: grid (chunks, L); block (c, l) computes
 //                dW_l and db_l over the rows of chunk c (a run of whole tiles) into its own slot of
 //                a per-chunk partial buffer laid out like the parameters.
 //             3. fused_mlp_reduce_kernel: grads[p] += sum over chunks of partial[c][p], chunks in
 //                order. Every sum has a fixed order, so the result is the same on every run.
-// Precision: bf16 operands (x, weights, activations, dZ), fp32 accumulation, fp32 bias/ReLU.
+// Precision: Half operands (x, weights, activations, dZ), fp32 accumulation, fp32 bias/ReLU; Half
+// is __nv_bfloat16 (etnn::bf16 models) or __half (etnn::fp16, whose gradients the Trainer scales).
 //
 // `saved` (saved_bytes(batch) bytes, 256-byte aligned, e.g. from cudaMalloc) holds the hidden
 // activations written by forward and, after them, the scratch backward writes (dZ, partials):
 // backward leaves the activations untouched, so it may be called again with the same `saved`.
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <mma.h>
 
@@ -4821,6 +4866,7 @@ TensorView<const T, S, Device> stage_as(TensorView<const U, S, Src> v, Buffer<T,
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 
 namespace etnn::cuda {
@@ -4830,14 +4876,33 @@ inline constexpr bool fused_mlp_widths_ok = ((W == 16 || W == 32 || W == 64 || W
 
 namespace fused_mlp_detail {
 
-using bf16 = __nv_bfloat16;
 namespace wmma = nvcuda::wmma;
+
+// The kernels' conversions for each 16-bit format, both 2 bytes (the layouts below count on it).
+template <class Half>
+struct Format;
+template <>
+struct Format<__nv_bfloat16> {
+  __device__ static __nv_bfloat16 round(float v) { return __float2bfloat16(v); }
+  __device__ static __nv_bfloat162 round2(float lo, float hi) { return __floats2bfloat162_rn(lo, hi); }
+  __device__ static float widen(__nv_bfloat16 h) { return __bfloat162float(h); }
+  using pair = __nv_bfloat162;
+};
+template <>
+struct Format<__half> {
+  __device__ static __half round(float v) { return __float2half_rn(v); }
+  __device__ static __half2 round2(float lo, float hi) { return __floats2half2_rn(lo, hi); }
+  __device__ static float widen(__half h) { return __half2float(h); }
+  using pair = __half2;
+};
+inline constexpr std::size_t half_bytes = 2;
+static_assert(sizeof(__nv_bfloat16) == half_bytes && sizeof(__half) == half_bytes);
 
 inline constexpr int frag = 16;                   // WMMA fragment edge: 16x16x16 tiles
 inline constexpr int warps = 8;                   // per block
 inline constexpr int threads = warps * 32;        // per block
 inline constexpr int tile_rows = warps * frag;    // batch rows per block: 16 per warp
-inline constexpr int smem_pad = 8;                // bf16 elements (16 bytes) added to each shared row:
+inline constexpr int smem_pad = 8;                // 16-bit elements (16 bytes) added to each shared row:
                                                   // keeps ldm a multiple of 8 and staggers banks
 inline constexpr int max_chunks = 128;            // row chunks of the weight-gradient split
 inline constexpr std::size_t region_align = 256;  // bytes; alignment of every region of `saved`
@@ -4869,7 +4934,7 @@ __host__ __device__ constexpr int max_width_of() {
   return widest;
 }
 
-// Largest shared copy of one layer's weights: w_{l+1} rows of (w_l + smem_pad) bf16.
+// Largest shared copy of one layer's weights: w_{l+1} rows of (w_l + smem_pad) 16-bit values.
 template <int... W>
 __host__ __device__ constexpr std::size_t max_weight_elems() {
   std::size_t most = 0;
@@ -4881,7 +4946,7 @@ __host__ __device__ constexpr std::size_t max_weight_elems() {
 }
 
 // Largest shared footprint of the weight-gradient kernel: a dZ_l tile (128, w_{l+1}) and an A_l
-// tile (128, w_l), both bf16 with padded rows, plus one float per thread for the bias sums.
+// tile (128, w_l), both 16-bit with padded rows, plus one float per thread for the bias sums.
 template <int... W>
 __host__ __device__ constexpr std::size_t max_weight_grad_smem() {
   std::size_t most = 0;
@@ -4890,14 +4955,14 @@ __host__ __device__ constexpr std::size_t max_weight_grad_smem() {
         static_cast<std::size_t>(tile_rows) * (width_at<W...>(l + 1) + smem_pad + width_at<W...>(l) + smem_pad);
     most = n > most ? n : most;
   }
-  return most * sizeof(bf16) + threads * sizeof(float);
+  return most * half_bytes + threads * sizeof(float);
 }
 
 // Device pointers into `saved` (unused slots are null).
-template <int Layers>
+template <class Half, int Layers>
 struct SavedBuffers {
-  bf16* activation[Layers + 1];  // activation[h] = A_h (batch, w_h) for 1 <= h < Layers
-  bf16* dz[Layers];              // dz[l] = dZ_l (batch, w_{l+1}) for 0 <= l < Layers - 1 (dZ_{Layers-1} is dy)
+  Half* activation[Layers + 1];  // activation[h] = A_h (batch, w_h) for 1 <= h < Layers
+  Half* dz[Layers];              // dz[l] = dZ_l (batch, w_{l+1}) for 0 <= l < Layers - 1 (dZ_{Layers-1} is dy)
   float* partial;                // (chunks, num_params): chunk c's parameter gradients, params' layout
   int chunks;                    // row chunks of the weight-gradient split
   int chunk_rows;                // rows per chunk, a multiple of tile_rows
@@ -4929,50 +4994,52 @@ void allow_dynamic_smem(Kernel* kernel, std::size_t bytes) {
 // ---- small device helpers -------------------------------------------------------------------
 
 // Copies rows [row0, row0 + tile_rows) of a (rows, Width) row-major fp32 matrix into shared memory
-// as bf16 with row pitch dst_ld; rows at or past row_end become zeros. The whole block takes part.
-template <int Width>
-__device__ void load_tile_rows(bf16* dst, int dst_ld, const float* src, int row0, int row_end) {
+// as Half with row pitch dst_ld; rows at or past row_end become zeros. The whole block takes part.
+template <int Width, class Half>
+__device__ void load_tile_rows(Half* dst, int dst_ld, const float* src, int row0, int row_end) {
   for (int e = static_cast<int>(threadIdx.x); e < tile_rows * Width; e += threads) {
     const int r = e / Width;
     const int c = e % Width;
     const int row = row0 + r;
     const float value = row < row_end ? src[static_cast<std::size_t>(row) * Width + c] : 0.0f;
-    dst[r * dst_ld + c] = __float2bfloat16(value);
+    dst[r * dst_ld + c] = Format<Half>::round(value);
   }
 }
 
-// Same for a bf16 source inside `saved` (16-byte aligned rows): 8 elements per 16-byte access.
-template <int Width>
-__device__ void load_tile_rows(bf16* dst, int dst_ld, const bf16* src, int row0, int row_end) {
+// Same for a Half source inside `saved` (16-byte aligned rows): 8 elements per 16-byte access.
+template <int Width, class Half>
+__device__ void load_tile_rows(Half* dst, int dst_ld, const Half* src, int row0, int row_end) {
   constexpr int vectors_per_row = Width / 8;
   for (int e = static_cast<int>(threadIdx.x); e < tile_rows * vectors_per_row; e += threads) {
     const int r = e / vectors_per_row;
     const int c = (e % vectors_per_row) * 8;
     const int row = row0 + r;
-    uint4 bits = make_uint4(0u, 0u, 0u, 0u);  // bf16 zeros
+    uint4 bits = make_uint4(0u, 0u, 0u, 0u);  // zeros in either format
     if (row < row_end) bits = *reinterpret_cast<const uint4*>(src + static_cast<std::size_t>(row) * Width + c);
     *reinterpret_cast<uint4*>(dst + r * dst_ld + c) = bits;
   }
 }
 
-// W (Out, In) row-major fp32 in global memory -> shared bf16 with row pitch In + smem_pad.
-template <int Out, int In>
-__device__ void load_weights(bf16* dst, const float* w) {
+// W (Out, In) row-major fp32 in global memory -> shared Half with row pitch In + smem_pad.
+template <int Out, int In, class Half>
+__device__ void load_weights(Half* dst, const float* w) {
   for (int e = static_cast<int>(threadIdx.x); e < Out * In; e += threads)
-    dst[(e / In) * (In + smem_pad) + e % In] = __float2bfloat16(w[e]);
+    dst[(e / In) * (In + smem_pad) + e % In] = Format<Half>::round(w[e]);
 }
 
-__device__ inline uint4 pack_bf16x8(const float (&v)[8]) {
-  __nv_bfloat162 pairs[4];
-  for (int i = 0; i < 4; ++i) pairs[i] = __floats2bfloat162_rn(v[2 * i], v[2 * i + 1]);  // .x = lower address
+template <class Half>
+__device__ inline uint4 pack8(const float (&v)[8]) {
+  typename Format<Half>::pair pairs[4];
+  for (int i = 0; i < 4; ++i) pairs[i] = Format<Half>::round2(v[2 * i], v[2 * i + 1]);  // .x = lower address
   static_assert(sizeof(pairs) == sizeof(uint4));
   uint4 bits;
   memcpy(&bits, pairs, sizeof(bits));
   return bits;
 }
 
-__device__ inline void unpack_bf16x8(uint4 bits, float (&v)[8]) {
-  __nv_bfloat162 pairs[4];
+template <class Half>
+__device__ inline void unpack8(uint4 bits, float (&v)[8]) {
+  typename Format<Half>::pair pairs[4];
   memcpy(pairs, &bits, sizeof(bits));
   for (int i = 0; i < 4; ++i) {
     v[2 * i] = __low2float(pairs[i]);
@@ -4994,18 +5061,26 @@ __device__ inline void read_lane_values(const float* warp_scratch, int lane, flo
 }
 
 using AccumulatorFrag = wmma::fragment<wmma::accumulator, frag, frag, frag, float>;
-using RowMajorAFrag = wmma::fragment<wmma::matrix_a, frag, frag, frag, bf16, wmma::row_major>;
-using ColMajorAFrag = wmma::fragment<wmma::matrix_a, frag, frag, frag, bf16, wmma::col_major>;
-using RowMajorBFrag = wmma::fragment<wmma::matrix_b, frag, frag, frag, bf16, wmma::row_major>;
-using ColMajorBFrag = wmma::fragment<wmma::matrix_b, frag, frag, frag, bf16, wmma::col_major>;
+template <class Half>
+using RowMajorAFrag = wmma::fragment<wmma::matrix_a, frag, frag, frag, Half, wmma::row_major>;
+template <class Half>
+using ColMajorAFrag = wmma::fragment<wmma::matrix_a, frag, frag, frag, Half, wmma::col_major>;
+template <class Half>
+using RowMajorBFrag = wmma::fragment<wmma::matrix_b, frag, frag, frag, Half, wmma::row_major>;
+template <class Half>
+using ColMajorBFrag = wmma::fragment<wmma::matrix_b, frag, frag, frag, Half, wmma::col_major>;
 
 // ---- the network ----------------------------------------------------------------------------
 
-template <int... W>
+template <class Half, int... W>
 struct Net {
   static constexpr int layers = static_cast<int>(sizeof...(W)) - 1;
   static constexpr std::size_t num_params = params_before<W...>(layers);
-  using Buffers = SavedBuffers<layers>;
+  using Buffers = SavedBuffers<Half, layers>;
+  using RowMajorA = RowMajorAFrag<Half>;
+  using ColMajorA = ColMajorAFrag<Half>;
+  using RowMajorB = RowMajorBFrag<Half>;
+  using ColMajorB = ColMajorBFrag<Half>;
 
   template <int l>
   struct Layer {
@@ -5017,14 +5092,14 @@ struct Net {
     static constexpr int weight_ld = in + smem_pad;  // shared row pitch of W_l (out, in)
   };
 
-  // Shared layout of the forward and chain kernels: a (128, max width) bf16 activation/gradient
+  // Shared layout of the forward and chain kernels: a (128, max width) Half activation/gradient
   // tile, one layer's weights, and a 16x16 fp32 scratch per warp.
   static constexpr int tile_ld = max_width_of<W...>() + smem_pad;
   static constexpr std::size_t tile_elems = static_cast<std::size_t>(tile_rows) * tile_ld;
   static constexpr std::size_t weight_elems = max_weight_elems<W...>();
   static constexpr std::size_t tile_smem_bytes =
-      (tile_elems + weight_elems) * sizeof(bf16) + static_cast<std::size_t>(warps) * frag * frag * sizeof(float);
-  static_assert(tile_elems * sizeof(bf16) % 256 == 0 && weight_elems * sizeof(bf16) % 256 == 0,
+      (tile_elems + weight_elems) * half_bytes + static_cast<std::size_t>(warps) * frag * frag * sizeof(float);
+  static_assert(tile_elems * half_bytes % 256 == 0 && weight_elems * half_bytes % 256 == 0,
                 "shared regions must keep 256-byte alignment");
 
   static constexpr std::size_t weight_grad_smem_bytes = max_weight_grad_smem<W...>();
@@ -5032,12 +5107,12 @@ struct Net {
   // ---- forward ----
 
   // One layer for the warp's 16 rows `strip` (row pitch tile_ld):
-  //   Z = A W^T + b     A: (16, in) bf16 shared   W: (out, in) bf16 shared   Z: (16, out) fp32
-  // Hidden layer: A_next = relu(Z) as bf16 written over the strip (columns 0..out-1) and to
+  //   Z = A W^T + b     A: (16, in) Half shared   W: (out, in) Half shared   Z: (16, out) fp32
+  // Hidden layer: A_next = relu(Z) as Half written over the strip (columns 0..out-1) and to
   // saved_activation (batch, out) for rows < batch. Output layer: y (batch, out) = Z in fp32.
   template <int l>
-  __device__ static void forward_layer(bf16* tile, bf16* weights, float* scratch, const float* params,
-                                       bf16* saved_activation, float* y, int row0, int batch) {
+  __device__ static void forward_layer(Half* tile, Half* weights, float* scratch, const float* params,
+                                       Half* saved_activation, float* y, int row0, int batch) {
     using L = Layer<l>;
     __syncthreads();  // every warp is done with the previous weights; the input tile is complete
     load_weights<L::out, L::in>(weights, params + L::weight_offset);
@@ -5045,7 +5120,7 @@ struct Net {
 
     const int warp = static_cast<int>(threadIdx.x) / 32;
     const int lane = static_cast<int>(threadIdx.x) % 32;
-    bf16* strip = tile + warp * frag * tile_ld;
+    Half* strip = tile + warp * frag * tile_ld;
 
     // acc[n] = Z[:, 16n .. 16n+15] = sum_k A[:, 16k..] (16x16) * W^T[16k.., 16n..] (16x16).
     // W^T (in, out) is W (out, in) row-major read as column-major: element (k, n) = W[n][k].
@@ -5054,11 +5129,11 @@ struct Net {
     for (int n = 0; n < L::out / frag; ++n) wmma::fill_fragment(acc[n], 0.0f);
 #pragma unroll
     for (int k = 0; k < L::in / frag; ++k) {
-      RowMajorAFrag a;
+      RowMajorA a;
       wmma::load_matrix_sync(a, strip + k * frag, tile_ld);
 #pragma unroll
       for (int n = 0; n < L::out / frag; ++n) {
-        ColMajorBFrag w_t;
+        ColMajorB w_t;
         wmma::load_matrix_sync(w_t, weights + n * frag * L::weight_ld + k * frag, L::weight_ld);
         wmma::mma_sync(acc[n], a, w_t, acc[n]);
       }
@@ -5078,7 +5153,7 @@ struct Net {
       for (int t = 0; t < 8; ++t) v[t] += params[L::bias_offset + col + t];
       if constexpr (L::hidden) {
         for (int t = 0; t < 8; ++t) v[t] = v[t] > 0.0f ? v[t] : 0.0f;
-        const uint4 bits = pack_bf16x8(v);
+        const uint4 bits = pack8<Half>(v);
         *reinterpret_cast<uint4*>(strip + r * tile_ld + col) = bits;
         if (row < batch)
           *reinterpret_cast<uint4*>(saved_activation + static_cast<std::size_t>(row) * L::out + col) = bits;
@@ -5091,7 +5166,7 @@ struct Net {
   }
 
   template <int l>
-  __device__ static void forward_layers(bf16* tile, bf16* weights, float* scratch, const float* params,
+  __device__ static void forward_layers(Half* tile, Half* weights, float* scratch, const float* params,
                                         const Buffers& saved, float* y, int row0, int batch) {
     forward_layer<l>(tile, weights, scratch, params, saved.activation[l + 1], y, row0, batch);
     if constexpr (l + 1 < layers) forward_layers<l + 1>(tile, weights, scratch, params, saved, y, row0, batch);
@@ -5099,8 +5174,8 @@ struct Net {
 
   __device__ static void forward_tile(unsigned char* smem, const float* params, const float* x, float* y,
                                       const Buffers& saved, int batch) {
-    bf16* tile = reinterpret_cast<bf16*>(smem);
-    bf16* weights = tile + tile_elems;
+    Half* tile = reinterpret_cast<Half*>(smem);
+    Half* weights = tile + tile_elems;
     float* scratch = reinterpret_cast<float*>(weights + weight_elems);
     const int row0 = static_cast<int>(blockIdx.x) * tile_rows;
     load_tile_rows<Layer<0>::in>(tile, tile_ld, x, row0, batch);  // A_0 = x, zero rows past the batch
@@ -5110,12 +5185,12 @@ struct Net {
   // ---- backward 1: the dZ chain ----
 
   // For the warp's 16 rows `strip` holding dZ_l (16, out):
-  //   dA_l = dZ_l W_l      dZ_l: (16, out) bf16 shared   W_l: (out, in) bf16 shared row-major
+  //   dA_l = dZ_l W_l      dZ_l: (16, out) Half shared   W_l: (out, in) Half shared row-major
   //   dZ_{l-1} = dA_l (.) [A_l > 0]     A_l from saved_activation (batch, in)
-  // dZ_{l-1} (16, in) is written as bf16 over the strip and to dz_prev (batch, in) for rows < batch.
+  // dZ_{l-1} (16, in) is written as Half over the strip and to dz_prev (batch, in) for rows < batch.
   template <int l>
-  __device__ static void backprop_layer(bf16* tile, bf16* weights, float* scratch, const float* params,
-                                        const bf16* saved_activation, bf16* dz_prev, int row0, int batch) {
+  __device__ static void backprop_layer(Half* tile, Half* weights, float* scratch, const float* params,
+                                        const Half* saved_activation, Half* dz_prev, int row0, int batch) {
     static_assert(l >= 1, "layer 0 has no dZ below it");
     using L = Layer<l>;
     __syncthreads();  // every warp is done with the previous weights; the dy tile is complete
@@ -5124,7 +5199,7 @@ struct Net {
 
     const int warp = static_cast<int>(threadIdx.x) / 32;
     const int lane = static_cast<int>(threadIdx.x) % 32;
-    bf16* strip = tile + warp * frag * tile_ld;
+    Half* strip = tile + warp * frag * tile_ld;
 
     // acc[n] = dA[:, 16n..] = sum_k dZ[:, 16k..] (16x16) * W[16k.., 16n..] (16x16), W row-major.
     AccumulatorFrag acc[L::in / frag];
@@ -5132,11 +5207,11 @@ struct Net {
     for (int n = 0; n < L::in / frag; ++n) wmma::fill_fragment(acc[n], 0.0f);
 #pragma unroll
     for (int k = 0; k < L::out / frag; ++k) {
-      RowMajorAFrag dz;
+      RowMajorA dz;
       wmma::load_matrix_sync(dz, strip + k * frag, tile_ld);
 #pragma unroll
       for (int n = 0; n < L::in / frag; ++n) {
-        RowMajorBFrag w;
+        RowMajorB w;
         wmma::load_matrix_sync(w, weights + k * frag * L::weight_ld + n * frag, L::weight_ld);
         wmma::mma_sync(acc[n], dz, w, acc[n]);
       }
@@ -5155,10 +5230,10 @@ struct Net {
       read_lane_values(warp_scratch, lane, v);
       float a[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};  // rows past the batch: gradient 0
       if (row < batch)
-        unpack_bf16x8(*reinterpret_cast<const uint4*>(saved_activation + static_cast<std::size_t>(row) * L::in + col),
+        unpack8<Half>(*reinterpret_cast<const uint4*>(saved_activation + static_cast<std::size_t>(row) * L::in + col),
                       a);
       for (int t = 0; t < 8; ++t) v[t] = a[t] > 0.0f ? v[t] : 0.0f;
-      const uint4 bits = pack_bf16x8(v);
+      const uint4 bits = pack8<Half>(v);
       *reinterpret_cast<uint4*>(strip + r * tile_ld + col) = bits;
       if (row < batch) *reinterpret_cast<uint4*>(dz_prev + static_cast<std::size_t>(row) * L::in + col) = bits;
       __syncwarp();  // every lane has read scratch before the next fragment is stored there
@@ -5166,7 +5241,7 @@ struct Net {
   }
 
   template <int l>
-  __device__ static void backprop_layers(bf16* tile, bf16* weights, float* scratch, const float* params,
+  __device__ static void backprop_layers(Half* tile, Half* weights, float* scratch, const float* params,
                                          const Buffers& saved, int row0, int batch) {
     backprop_layer<l>(tile, weights, scratch, params, saved.activation[l], saved.dz[l - 1], row0, batch);
     if constexpr (l > 1) backprop_layers<l - 1>(tile, weights, scratch, params, saved, row0, batch);
@@ -5175,8 +5250,8 @@ struct Net {
   __device__ static void chain_tile(unsigned char* smem, const float* params, const float* dy, const Buffers& saved,
                                     int batch) {
     if constexpr (layers >= 2) {
-      bf16* tile = reinterpret_cast<bf16*>(smem);
-      bf16* weights = tile + tile_elems;
+      Half* tile = reinterpret_cast<Half*>(smem);
+      Half* weights = tile + tile_elems;
       float* scratch = reinterpret_cast<float*>(weights + weight_elems);
       const int row0 = static_cast<int>(blockIdx.x) * tile_rows;
       load_tile_rows<Layer<layers - 1>::out>(tile, tile_ld, dy, row0, batch);  // dZ_{L-1} = dy
@@ -5197,8 +5272,8 @@ struct Net {
     using L = Layer<l>;
     constexpr int dz_ld = L::out + smem_pad;
     constexpr int a_ld = L::in + smem_pad;
-    bf16* dz_tile = reinterpret_cast<bf16*>(smem);                              // (128, out)
-    bf16* a_tile = dz_tile + tile_rows * dz_ld;                                 // (128, in)
+    Half* dz_tile = reinterpret_cast<Half*>(smem);                              // (128, out)
+    Half* a_tile = dz_tile + tile_rows * dz_ld;                                 // (128, in)
     float* bias_partial = reinterpret_cast<float*>(a_tile + tile_rows * a_ld);  // one per thread
 
     const int tid = static_cast<int>(threadIdx.x);
@@ -5224,15 +5299,15 @@ struct Net {
       if constexpr (l == layers - 1)
         load_tile_rows<L::out>(dz_tile, dz_ld, dy, row0, end);  // dZ_{L-1} = dy
       else
-        load_tile_rows<L::out>(dz_tile, dz_ld, static_cast<const bf16*>(saved.dz[l]), row0, end);
+        load_tile_rows<L::out>(dz_tile, dz_ld, static_cast<const Half*>(saved.dz[l]), row0, end);
       if constexpr (l == 0)
         load_tile_rows<L::in>(a_tile, a_ld, x, row0, end);  // A_0 = x
       else
-        load_tile_rows<L::in>(a_tile, a_ld, static_cast<const bf16*>(saved.activation[l]), row0, end);
+        load_tile_rows<L::in>(a_tile, a_ld, static_cast<const Half*>(saved.activation[l]), row0, end);
       __syncthreads();  // the sub-tile is complete
 
       for (int r = tid / L::out; r < tile_rows; r += threads_per_col)
-        bias_sum += __bfloat162float(dz_tile[r * dz_ld + bias_col]);
+        bias_sum += Format<Half>::widen(dz_tile[r * dz_ld + bias_col]);
 
 #pragma unroll
       for (int i = 0; i < frags_per_warp; ++i) {
@@ -5242,9 +5317,9 @@ struct Net {
           const int fj = f % frag_cols;  // output cols 16 fj .. (index into in)
 #pragma unroll
           for (int k = 0; k < tile_rows / frag; ++k) {
-            ColMajorAFrag dz_t;  // dZ^T (out, rows): element (i, k) = dz_tile[k][i]
+            ColMajorA dz_t;  // dZ^T (out, rows): element (i, k) = dz_tile[k][i]
             wmma::load_matrix_sync(dz_t, dz_tile + k * frag * dz_ld + fi * frag, dz_ld);
-            RowMajorBFrag a;
+            RowMajorB a;
             wmma::load_matrix_sync(a, a_tile + k * frag * a_ld + fj * frag, a_ld);
             wmma::mma_sync(acc[i], dz_t, a, acc[i]);
           }
@@ -5283,7 +5358,7 @@ struct Net {
 };
 
 // ---- kernels --------------------------------------------------------------------------------
-// bf16 WMMA needs sm_80; for older targets the bodies compile to a trap (the launchers refuse
+// 16-bit WMMA as used here needs sm_80; for older targets the bodies compile to a trap (the launchers refuse
 // devices below compute capability 8.0 before launching).
 
 template <class N>
@@ -5334,21 +5409,23 @@ __global__ void __launch_bounds__(threads) fused_mlp_reduce_kernel(float* grads,
 
 }  // namespace fused_mlp_detail
 
-template <int... Widths>
+// Half: __nv_bfloat16 or __half.
+template <class Half, int... Widths>
 struct FusedMlp {
+  static_assert(std::is_same_v<Half, __nv_bfloat16> || std::is_same_v<Half, __half>);
   static_assert(sizeof...(Widths) >= 2, "ETNN_FUSED_MLP_WIDTH: a fused MLP needs an input and an output width");
   static_assert(fused_mlp_widths_ok<Widths...>, "ETNN_FUSED_MLP_WIDTH: every width must be 16, 32, 64 or 128");
 
  private:
-  using Net = fused_mlp_detail::Net<Widths...>;
+  using Net = fused_mlp_detail::Net<Half, Widths...>;
   using Buffers = typename Net::Buffers;
 
  public:
   static constexpr int layers = Net::layers;
   static constexpr std::size_t num_params = Net::num_params;
 
-  // Bytes of `saved` at this batch: hidden activations A_1..A_{L-1} (bf16, kept from forward to
-  // backward), then backward's scratch: dZ_0..dZ_{L-2} (bf16) and the per-chunk partial gradients.
+  // Bytes of `saved` at this batch: hidden activations A_1..A_{L-1} (Half, kept from forward to
+  // backward), then backward's scratch: dZ_0..dZ_{L-2} (Half) and the per-chunk partial gradients.
   static std::size_t saved_bytes(int batch) {
     check_batch(batch);
     return layout(batch, nullptr).bytes;
@@ -5406,7 +5483,7 @@ struct FusedMlp {
   };
 
   // Regions in order, each starting on a region_align boundary:
-  //   A_h (batch, w_h) bf16 for 1 <= h < L;  dZ_l (batch, w_{l+1}) bf16 for 0 <= l < L-1;
+  //   A_h (batch, w_h) Half for 1 <= h < L;  dZ_l (batch, w_{l+1}) Half for 0 <= l < L-1;
   //   partial (chunks, num_params) fp32.
   static Layout layout(int batch, void* base) {
     constexpr int widths[] = {Widths...};
@@ -5420,9 +5497,9 @@ struct FusedMlp {
     const std::size_t rows = static_cast<std::size_t>(batch);
     Buffers buffers{};
     for (int h = 1; h < layers; ++h)
-      buffers.activation[h] = reinterpret_cast<__nv_bfloat16*>(take(rows * widths[h] * sizeof(__nv_bfloat16)));
+      buffers.activation[h] = reinterpret_cast<Half*>(take(rows * widths[h] * sizeof(Half)));
     for (int l = 0; l + 1 < layers; ++l)
-      buffers.dz[l] = reinterpret_cast<__nv_bfloat16*>(take(rows * widths[l + 1] * sizeof(__nv_bfloat16)));
+      buffers.dz[l] = reinterpret_cast<Half*>(take(rows * widths[l + 1] * sizeof(Half)));
     const fused_mlp_detail::ChunkPlan plan = fused_mlp_detail::plan_chunks(batch < 1 ? 1 : batch);
     buffers.chunks = plan.chunks;
     buffers.chunk_rows = plan.chunk_rows;
@@ -5442,7 +5519,8 @@ struct FusedMlp {
     int major = 0;
     ETNN_CHECK_CUDA(cudaGetDevice(&device));
     ETNN_CHECK_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-    if (major < 8) throw DeviceError("etnn fused_mlp: bf16 tensor cores need compute capability 8.0 or newer");
+    if (major < 8)
+      throw DeviceError("etnn fused_mlp: its 16-bit tensor-core kernels need compute capability 8.0 or newer");
   }
 };
 
@@ -5602,16 +5680,21 @@ inline void copy_columns(const float* from, int from_cols, float* to, int to_col
   cuda::check_launch("etnn fused MLP copy_columns_kernel");
 }
 
-template <class Layers>
+// The kernels' 16-bit operand type of a mixed-precision scalar type.
+template <class Scalar>
+using half_of = std::conditional_t<products_of<Scalar> == Products::fp16, __half, __nv_bfloat16>;
+
+// Half: __nv_bfloat16 or __half.
+template <class Layers, class Half>
 struct FusedMlpProgram;
 
-template <Layer... Ls>
-struct FusedMlpProgram<TypeList<Ls...>> : Program<TypeList<Ls...>> {
+template <Layer... Ls, class Half>
+struct FusedMlpProgram<TypeList<Ls...>, Half> : Program<TypeList<Ls...>> {
   using base = Program<TypeList<Ls...>>;
   static_assert(fusable_mlp<Ls...>(), "etnn: ProgramFor chooses FusedMlpProgram only for networks it takes");
   using First = std::tuple_element_t<0, std::tuple<Ls...>>;
   using padding = PaddedMlp<FusedLayer<First>::in, FusedLayer<Ls>::out...>;
-  using kernels = cuda::FusedMlp<fused_width(FusedLayer<First>::in), fused_width(FusedLayer<Ls>::out)...>;
+  using kernels = cuda::FusedMlp<Half, fused_width(FusedLayer<First>::in), fused_width(FusedLayer<Ls>::out)...>;
   static constexpr int in_width = FusedLayer<First>::in;
   static constexpr std::size_t out_width = base::template layer<base::count - 1>::out_shape::size;
   static constexpr int padded_in = fused_width(in_width);
@@ -5740,24 +5823,26 @@ struct NamedParameter {
 };
 
 namespace nn::detail {
-// The executor of a network for a model's scalar type: Program, or for etnn::bf16 and a network
-// the fully fused kernels take, those (nn/fused_mlp_program.hpp).
+// The executor of a network for a model's scalar type: Program, or for etnn::bf16 or etnn::fp16
+// and a network the fully fused kernels take, those (nn/fused_mlp_program.hpp).
 template <class Net, class Scalar>
 struct ProgramFor {
   using type = Program<typename Net::layers>;
 };
 #if defined(__CUDACC__)
-template <class Net>
-struct ProgramFor<Net, bf16> {
+template <class Net, class Scalar>
+  requires fuses_narrow_mlps<Scalar>
+struct ProgramFor<Net, Scalar> {
   static constexpr bool fusable = []<class... Ls>(TypeList<Ls...>) { return fusable_mlp<Ls...>(); }(typename Net::layers{});
-  using type = std::conditional_t<fusable, FusedMlpProgram<typename Net::layers>, Program<typename Net::layers>>;
+  using type = std::conditional_t<fusable, FusedMlpProgram<typename Net::layers, half_of<Scalar>>,
+                                  Program<typename Net::layers>>;
 };
 #endif
 }  // namespace nn::detail
 
 // Net may be spelled decltype(net) for a constexpr net, which is const-qualified. Scalar is float,
-// double, or etnn::bf16 / etnn::bf16_unfused (mixed precision on CUDA: fp32 parameters, bf16
-// products; core/precision.hpp).
+// double, or etnn::bf16 / etnn::fp16 / etnn::bf16_unfused / etnn::fp16_unfused (mixed precision on
+// CUDA: fp32 parameters, 16-bit products; core/precision.hpp).
 template <class NetSpelled, class Scalar = float, class Device = Cpu>
 class Model {
   using Net = std::remove_cv_t<NetSpelled>;
@@ -5821,7 +5906,7 @@ class Model {
   nn::detail::Run<T> next_run(T* scratch, bool warm_up = false) {
     const bool training = training_ && !warm_up;
     nn::detail::Run<T> run{params_.data(), buffers_.data(), scratch, training, derive_seed(seed_, passes_)};
-    run.bf16_products = mixed_precision<Scalar>;
+    run.products = products_of<Scalar>;
     if (training) ++passes_;
     return run;
   }
@@ -10515,6 +10600,7 @@ class ProgressBar {
 // A step whose loss or reduced gradient holds a NaN or an infinity is skipped (the non-finite
 // guard, on by default): parameters, optimizer state and buffers stay as they were, and after
 // max_non_finite_in_a_row such steps in a row the step throws etnn::NonFiniteError.
+// An etnn::fp16 model's loss is scaled (dynamic loss scaling, TrainerOptions::loss_scaling).
 
 #if defined(__CUDACC__)
 // ---- etnn/cuda/graph.hpp ----
@@ -10683,6 +10769,21 @@ std::size_t first_non_finite(Cpu, const T* x, std::size_t begin, std::size_t end
 
 namespace etnn {
 
+// Dynamic loss scaling (torch.cuda.amp.GradScaler, with its defaults). Each step multiplies the
+// loss's gradient by the scale S before backward, so that gradients too small for fp16 products
+// (below 2^-24) survive them; the gradients reduced across ranks are divided by S before the
+// update, which therefore sees the true gradients (clipping included). A step whose gradients
+// overflow is skipped by the non-finite guard and S multiplied by backoff_factor; after
+// growth_interval updates in a row, S is multiplied by growth_factor. Powers of two (the default
+// factors) make the scaling exact: a model that never overflows trains as it would unscaled.
+struct LossScaling {
+  bool enabled = true;
+  float init_scale = 65536.0f;  // 2^16
+  float growth_factor = 2.0f;   // > 1
+  float backoff_factor = 0.5f;  // in (0, 1)
+  int growth_interval = 2000;   // >= 1
+};
+
 struct TrainerOptions {
   int accumulate = 1;  // micro-batches per optimizer step (gradient accumulation)
   // Data parallel: batch norm's statistics over the global batch of all ranks (PyTorch's
@@ -10700,6 +10801,11 @@ struct TrainerOptions {
   // On etnn::Cuda: record the forward and the backward pass of each batch size into CUDA graphs
   // and replay them (cuda/graph.hpp); false launches every kernel each step.
   bool cuda_graphs = true;
+  // Dynamic loss scaling; unset: on with LossScaling's defaults for an etnn::fp16 model, off
+  // otherwise. It needs the non-finite guard (skip_non_finite), which skips overflowing steps. A
+  // step skipped while the scale is above 1 and the loss finite is an overflow: it backs the scale
+  // off and does not count toward max_non_finite_in_a_row.
+  std::optional<LossScaling> loss_scaling{};
 };
 
 namespace detail {
@@ -10742,13 +10848,14 @@ class Trainer {
 
   Trainer(Model& model, Loss& loss, Optim& optimizer, TrainerOptions options = {})
       : model_(model), loss_(loss), optimizer_(optimizer), options_(checked(options)),
-        graphs_(graphs_off_reason(options, optimizer)) {}
+        loss_scale_(initial_loss_scale(options_)), graphs_(graphs_off_reason(options, optimizer)) {}
 
   // loss_optimizer updates the loss's own parameters (a parametric loss only).
   Trainer(Model& model, Loss& loss, Optim& optimizer, LossOptim& loss_optimizer, TrainerOptions options = {})
     requires has_loss_optimizer
       : model_(model), loss_(loss), optimizer_(optimizer), loss_optimizer_(&loss_optimizer),
-        options_(checked(options)), graphs_(graphs_off_reason(options, optimizer)) {
+        options_(checked(options)), loss_scale_(initial_loss_scale(options_)),
+        graphs_(graphs_off_reason(options, optimizer)) {
     static_assert(check::loss_optimizer_target<
                   loss_has_parameters && requires { requires std::is_same_v<typename LossOptim::model_type, Loss>; }>());
   }
@@ -10806,6 +10913,7 @@ class Trainer {
       loss = backward_pass(x, y, [this](std::size_t first) { optimizer_.gradients_ready_from(first); });
       loss_non_finite_ |= !std::isfinite(loss);
       skipped = options_.skip_non_finite && non_finite_step();
+      if (!skipped && loss_scaling_on()) unscale_gradients();
       if (skipped) {
         if constexpr (Model::num_buffers > 0)
           if (buffers_saved_)
@@ -10823,6 +10931,14 @@ class Trainer {
       if (flag_in_flight_) optimizer_.reducer().abort("the non-finite guard's reduction was abandoned by an exception");
       throw;
     }
+    if (loss_scaling_on()) {
+      const bool overflow = skipped && overflowed();
+      update_loss_scale(skipped);
+      if (overflow) {  // what loss scaling expects now and then: not a non-finite run
+        ++skipped_steps_;
+        return loss;
+      }
+    }
     if (skipped)
       count_skipped();
     else
@@ -10832,8 +10948,8 @@ class Trainer {
 
   // Forward, loss and backward without an update and without communication: adds to the model's
   // gradients (and a parametric loss's) dL/dparams of this batch's mean loss, divided by
-  // `accumulate` (so that k calls sum to the mean over the k batches). For custom loops; does not
-  // move the accumulation window.
+  // `accumulate` (so that k calls sum to the mean over the k batches) and multiplied by
+  // loss_scale(). For custom loops; does not move the accumulation window.
   template <class X, class Y>
   T accumulate_gradients(const X& x, const Y& y) {
     return backward_pass(x, y, [](std::size_t) {});
@@ -10854,6 +10970,26 @@ class Trainer {
   // after an update, and after the error that a run of max_non_finite_in_a_row ends with).
   std::int64_t skipped_steps() const noexcept { return skipped_steps_; }
   int non_finite_in_a_row() const noexcept { return non_finite_in_a_row_; }
+
+  // Dynamic loss scaling: the scale the next step multiplies the loss's gradient by (1 when off),
+  // and the updates in a row made at it (growth_interval of them grow it). Training checkpoints
+  // keep both.
+  float loss_scale() const noexcept { return loss_scale_; }
+  int updates_at_loss_scale() const noexcept { return updates_at_scale_; }
+  void restore_loss_scale(float scale, int updates_at_scale) {
+    if (!loss_scaling_on()) {
+      if (scale != 1.0f)
+        throw Error("etnn::Trainer: a loss scale of " + std::to_string(scale) +
+                    " for a trainer without loss scaling; turn TrainerOptions::loss_scaling on to resume it");
+      return;
+    }
+    if (!(scale > 0.0f) || !std::isfinite(scale) || updates_at_scale < 0 ||
+        updates_at_scale >= options_.loss_scaling->growth_interval)
+      throw Error("etnn::Trainer: loss scale " + std::to_string(scale) + " with " + std::to_string(updates_at_scale) +
+                  " updates at it is out of range");
+    loss_scale_ = scale;
+    updates_at_scale_ = updates_at_scale;
+  }
   Model& model() noexcept { return model_; }
   Optim& optimizer() noexcept { return optimizer_; }
   // On CUDA, the recorded graphs of the step (cuda::GraphCache: how many, whether on, and why not).
@@ -10872,7 +11008,56 @@ class Trainer {
     if (options.max_non_finite_in_a_row < 0)
       throw Error("etnn::Trainer: max_non_finite_in_a_row must be >= 0 (0: never throw), got " +
                   std::to_string(options.max_non_finite_in_a_row));
+    if (!options.loss_scaling)
+      options.loss_scaling = LossScaling{.enabled = loss_scaled_by_default<typename Model::scalar_type>};
+    const LossScaling& scaling = *options.loss_scaling;
+    if (scaling.enabled) {
+      const auto bad = [](const char* what, double value) {
+        throw Error(std::string("etnn::Trainer: loss scaling's ") + what + ", got " + std::to_string(value));
+      };
+      if (!(scaling.init_scale > 0.0f) || !std::isfinite(scaling.init_scale))
+        bad("init_scale must be finite and > 0", scaling.init_scale);
+      if (!(scaling.growth_factor > 1.0f) || !std::isfinite(scaling.growth_factor))
+        bad("growth_factor must be finite and > 1", scaling.growth_factor);
+      if (!(scaling.backoff_factor > 0.0f && scaling.backoff_factor < 1.0f))
+        bad("backoff_factor must be in (0, 1)", scaling.backoff_factor);
+      if (scaling.growth_interval < 1) bad("growth_interval must be >= 1", scaling.growth_interval);
+      if (!options.skip_non_finite)
+        throw Error("etnn::Trainer: loss scaling skips the steps whose gradients overflow, which needs the non-finite "
+                    "guard: leave skip_non_finite on, or turn loss scaling off");
+    }
     return options;
+  }
+
+  static float initial_loss_scale(const TrainerOptions& options) {
+    return options.loss_scaling->enabled ? options.loss_scaling->init_scale : 1.0f;
+  }
+  bool loss_scaling_on() const noexcept { return options_.loss_scaling->enabled; }
+
+  // A skipped step that scaling explains: the loss was finite on every rank and the scale, above
+  // 1, made the gradients overflow.
+  bool overflowed() const noexcept { return ranks_with_non_finite_loss_ == 0.0 && loss_scale_ > 1.0f; }
+
+  // The reduced gradients (the model's and a parametric loss's) divided by the loss scale.
+  void unscale_gradients() {
+    const T inverse = T(1) / static_cast<T>(loss_scale_);
+    assign(Device{}, model_.gradients(), expr::ref(model_.gradients(), Model::num_params) * inverse);
+    if constexpr (has_loss_optimizer)
+      assign(Device{}, loss_.gradients(), expr::ref(loss_.gradients(), Loss::num_params) * inverse);
+  }
+
+  // After each update window: a skipped step (an overflow, a non-finite loss, or non-finite
+  // gradients at a scale of 1 or less) backs the scale off; an update counts toward growth.
+  void update_loss_scale(bool skipped) {
+    const LossScaling& scaling = *options_.loss_scaling;
+    if (skipped) {
+      loss_scale_ *= scaling.backoff_factor;
+      updates_at_scale_ = 0;
+    } else if (++updates_at_scale_ == scaling.growth_interval) {
+      const float grown = loss_scale_ * scaling.growth_factor;
+      if (std::isfinite(grown)) loss_scale_ = grown;
+      updates_at_scale_ = 0;
+    }
   }
 
   // The first micro-batch of an accumulation window: gradients zeroed; for the guard, the buffers
@@ -10996,12 +11181,14 @@ class Trainer {
     });
     const TensorView<const T, output_shape, Device> output(activations_.back(), batch);
     T* output_grad = program::output_gradient(workspace_.data(), capacity_);
-    // A parametric loss adds its parameters' gradients itself: scaled by 1/accumulate as dL/doutput is below.
-    if constexpr (loss_has_parameters) loss_.set_gradient_scale(T(1) / static_cast<T>(options_.accumulate));
+    // dL/doutput is scaled by the loss scale and 1/accumulate; a parametric loss adds its
+    // parameters' gradients itself, scaled the same.
+    const T gradient_scale = static_cast<T>(loss_scale_) / static_cast<T>(options_.accumulate);
+    if constexpr (loss_has_parameters) loss_.set_gradient_scale(gradient_scale);
     const T loss = loss_value_and_grad(output, y, output_grad);
-    if (options_.accumulate > 1) {
+    if (gradient_scale != T(1)) {
       const std::size_t n = static_cast<std::size_t>(batch) * output_shape::size;
-      assign(Device{}, output_grad, expr::ref(output_grad, n) * (T(1) / static_cast<T>(options_.accumulate)));
+      assign(Device{}, output_grad, expr::ref(output_grad, n) * gradient_scale);
     }
     graphs_.run(step_key(1, run.training, batch, staged.data()), [&] {
       program::backward(Device{}, run, model_.gradients(), workspace_.data(), capacity_, batch, activations_,
@@ -11062,6 +11249,8 @@ class Trainer {
   int non_finite_in_a_row_ = 0;
   std::string first_non_finite_;  // in the run's first step: the tensor; empty when only the loss was
   int first_ranks_with_non_finite_loss_ = 0;
+  float loss_scale_ = 1.0f;    // dynamic loss scaling; 1 when off
+  int updates_at_scale_ = 0;  // updates in a row at loss_scale_
   Buffer<T, Device> workspace_;
   Buffer<T, Device> scratch_;  // the layers' scratch (im2col columns, per-channel sums)
   int capacity_ = 0;
@@ -11084,7 +11273,8 @@ class Trainer {
 // "optimizer.<state name>.<parameter>" (PyTorch's names, e.g. momentum_buffer), the gradients
 // accumulated so far as "grad.<parameter>" when saved inside an accumulation window, and in the
 // metadata the optimizer's step count (the position of any learning-rate schedule), the trainer's
-// micro-step, the model's count of training passes (its dropout streams), the loader's epoch and position, and the number of ranks.
+// micro-step, the model's count of training passes (its dropout streams), the loss scale and the
+// updates made at it (dynamic loss scaling), the loader's epoch and position, and the number of ranks.
 // A loss with parameters of its own (a margin head) adds the same under "loss.": "loss.weight",
 // "loss.optimizer.exp_avg.weight", "loss.grad.weight", and "loss_optimizer_steps".
 // Data order, dropout and initialisation derive from seeds and these counters, so no generator
@@ -11143,6 +11333,21 @@ inline int metadata_count(const SafetensorsFile& file, const std::filesystem::pa
   return static_cast<int>(value);
 }
 
+// The metadata value `key` as a float written by std::to_chars (which round-trips it exactly).
+inline float metadata_float(const SafetensorsFile& file, const std::filesystem::path& path, const char* key) {
+  const auto it = file.metadata.find(key);
+  float value = 0.0f;
+  const char* end = it == file.metadata.end() ? nullptr : it->second.data() + it->second.size();
+  if (it == file.metadata.end() || std::from_chars(it->second.data(), end, value).ptr != end)
+    throw IoError("etnn::io::load_state: '" + path.string() + "': metadata '" + key + "' is missing or not a number");
+  return value;
+}
+
+inline std::string shortest_text(float value) {
+  char text[32];
+  return std::string(text, std::to_chars(text, text + sizeof text, value).ptr);
+}
+
 }  // namespace detail
 
 template <class Trainer, class Loader>
@@ -11159,6 +11364,8 @@ void save_state(Trainer& trainer, const Loader& loader, const std::filesystem::p
     metadata["loss_optimizer_steps"] = std::to_string(trainer.loss_optimizer().steps());
   metadata["micro_step"] = std::to_string(trainer.micro_step());
   metadata["training_passes"] = std::to_string(trainer.model().training_passes());
+  metadata["loss_scale"] = detail::shortest_text(trainer.loss_scale());
+  metadata["updates_at_loss_scale"] = std::to_string(trainer.updates_at_loss_scale());
   metadata["epoch"] = std::to_string(loader.epoch());
   metadata["position"] = std::to_string(loader.position());
   metadata["ranks"] = std::to_string(trainer.optimizer().reducer().size());
@@ -11199,10 +11406,17 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
   const int epoch = detail::metadata_count(file, path, "epoch");
   const int position = detail::metadata_count(file, path, "position");
   const int passes = detail::metadata_count(file, path, "training_passes");
+  // States saved before loss scaling existed have no scale: the trainer keeps its own.
+  const bool has_loss_scale = file.metadata.contains("loss_scale");
+  const float loss_scale = has_loss_scale ? detail::metadata_float(file, path, "loss_scale") : 1.0f;
+  const int updates_at_loss_scale = has_loss_scale ? detail::metadata_count(file, path, "updates_at_loss_scale") : 0;
   if (micro_step >= trainer.options().accumulate || epoch == INT_MAX)
     fail("metadata out of range (micro step " + std::to_string(micro_step) + ", epoch " + std::to_string(epoch) + ")");
   // The micro-step decides whether accumulated gradients are part of the state.
   const int previous_micro_step = trainer.micro_step();
+  const float previous_loss_scale = trainer.loss_scale();
+  const int previous_updates_at_loss_scale = trainer.updates_at_loss_scale();
+  if (has_loss_scale) trainer.restore_loss_scale(loss_scale, updates_at_loss_scale);  // checks before any change
   trainer.restore_micro_step(micro_step);
   try {
     const detail::HostSlots<typename Model::device, T> host(detail::training_slots<T>(trainer));
@@ -11210,6 +11424,7 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
     host.write_back();
   } catch (...) {
     trainer.restore_micro_step(previous_micro_step);
+    trainer.restore_loss_scale(previous_loss_scale, previous_updates_at_loss_scale);
     throw;
   }
   trainer.optimizer().restore_steps(steps);

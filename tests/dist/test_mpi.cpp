@@ -1,7 +1,8 @@
 // Data parallelism over MPI, run by ctest under mpirun with 1, 2 and 4 ranks: collectives,
 // parameter broadcast, equivalence of N ranks with local batch b to one process with batch N*b,
-// gradient accumulation, bucketing with and without overlap, model agreement across ranks, and the
-// non-finite guard (a NaN on one rank skips every rank's step).
+// gradient accumulation, bucketing with and without overlap, model agreement across ranks, the
+// non-finite guard (a NaN on one rank skips every rank's step) and loss scaling (an overflow on one
+// rank backs off every rank's scale).
 #include <doctest/doctest.h>
 
 #include <unistd.h>
@@ -435,4 +436,37 @@ TEST_CASE("non-finite guard: a NaN sample on one rank, or a non-finite loss on o
     CHECK(opt.steps() == 2);
     CHECK(identical_across_ranks(model.parameters(), Deep::num_params));
   }
+}
+
+TEST_CASE("loss scaling across ranks: one rank's overflow skips every rank's step and backs off every rank's scale") {
+  // The last rank's inputs are 10^4 times larger: at a loss scale of 2^127 its gradients overflow
+  // float, and the sum carries the infinity to every rank.
+  RankBatch batch = rank_batch(8, 784, 21);
+  if (world().rank() == world().size() - 1)
+    for (float& v : batch.x) v *= 1e4f;
+  const etnn::TensorView<const float, etnn::Shape<784>> x(batch.x.data(), 8);
+  etnn::loss::CrossEntropy loss;
+  etnn::Model<Mlp784> model(4), plain_model(4);
+  etnn::optim::SGD opt(model, {.lr = 0.01f}, world()), plain_opt(plain_model, {.lr = 0.01f}, world());
+  // One non-finite step would be an error; overflows are not non-finite steps.
+  etnn::Trainer trainer(model, loss, opt,
+                        {.max_non_finite_in_a_row = 1, .loss_scaling = etnn::LossScaling{.init_scale = 0x1p127f}});
+  etnn::Trainer plain(plain_model, loss, plain_opt);
+  int overflows = 0;
+  while (opt.steps() == 0) {
+    REQUIRE(overflows < 60);
+    CHECK(std::isfinite(trainer.step(x, batch.y)));
+    if (opt.steps() == 0) ++overflows;
+  }
+  MESSAGE(world().size(), " ranks: ", overflows, " overflows before the first update");
+  CHECK(overflows > 0);
+  CHECK(trainer.skipped_steps() == overflows);
+  const float scale = trainer.loss_scale();
+  CHECK(scale == std::ldexp(1.0f, 127 - overflows));
+  CHECK(identical_across_ranks(&scale, 1));
+  CHECK(identical_across_ranks(model.parameters(), Mlp784::num_params));
+  // The update at the scale that fits is the unscaled one (up to the odd subnormal the unscaled
+  // products round and the scaled ones keep).
+  plain.step(x, batch.y);
+  CHECK(relative_difference(model.parameters(), plain_model.parameters(), Mlp784::num_params) <= 1e-6);
 }

@@ -12,9 +12,11 @@
 // A step whose loss or reduced gradient holds a NaN or an infinity is skipped (the non-finite
 // guard, on by default): parameters, optimizer state and buffers stay as they were, and after
 // max_non_finite_in_a_row such steps in a row the step throws etnn::NonFiniteError.
+// An etnn::fp16 model's loss is scaled (dynamic loss scaling, TrainerOptions::loss_scaling).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <tuple>
@@ -22,6 +24,7 @@
 
 #include "../core/cross_rank_sum.hpp"
 #include "../core/error.hpp"
+#include "../core/precision.hpp"
 #include "../core/static_checks.hpp"
 #include "../cpu/executor.hpp"
 #if defined(__CUDACC__)
@@ -37,6 +40,21 @@
 #include "../tensor/staging.hpp"
 
 namespace etnn {
+
+// Dynamic loss scaling (torch.cuda.amp.GradScaler, with its defaults). Each step multiplies the
+// loss's gradient by the scale S before backward, so that gradients too small for fp16 products
+// (below 2^-24) survive them; the gradients reduced across ranks are divided by S before the
+// update, which therefore sees the true gradients (clipping included). A step whose gradients
+// overflow is skipped by the non-finite guard and S multiplied by backoff_factor; after
+// growth_interval updates in a row, S is multiplied by growth_factor. Powers of two (the default
+// factors) make the scaling exact: a model that never overflows trains as it would unscaled.
+struct LossScaling {
+  bool enabled = true;
+  float init_scale = 65536.0f;  // 2^16
+  float growth_factor = 2.0f;   // > 1
+  float backoff_factor = 0.5f;  // in (0, 1)
+  int growth_interval = 2000;   // >= 1
+};
 
 struct TrainerOptions {
   int accumulate = 1;  // micro-batches per optimizer step (gradient accumulation)
@@ -55,6 +73,11 @@ struct TrainerOptions {
   // On etnn::Cuda: record the forward and the backward pass of each batch size into CUDA graphs
   // and replay them (cuda/graph.hpp); false launches every kernel each step.
   bool cuda_graphs = true;
+  // Dynamic loss scaling; unset: on with LossScaling's defaults for an etnn::fp16 model, off
+  // otherwise. It needs the non-finite guard (skip_non_finite), which skips overflowing steps. A
+  // step skipped while the scale is above 1 and the loss finite is an overflow: it backs the scale
+  // off and does not count toward max_non_finite_in_a_row.
+  std::optional<LossScaling> loss_scaling{};
 };
 
 namespace detail {
@@ -97,13 +120,14 @@ class Trainer {
 
   Trainer(Model& model, Loss& loss, Optim& optimizer, TrainerOptions options = {})
       : model_(model), loss_(loss), optimizer_(optimizer), options_(checked(options)),
-        graphs_(graphs_off_reason(options, optimizer)) {}
+        loss_scale_(initial_loss_scale(options_)), graphs_(graphs_off_reason(options, optimizer)) {}
 
   // loss_optimizer updates the loss's own parameters (a parametric loss only).
   Trainer(Model& model, Loss& loss, Optim& optimizer, LossOptim& loss_optimizer, TrainerOptions options = {})
     requires has_loss_optimizer
       : model_(model), loss_(loss), optimizer_(optimizer), loss_optimizer_(&loss_optimizer),
-        options_(checked(options)), graphs_(graphs_off_reason(options, optimizer)) {
+        options_(checked(options)), loss_scale_(initial_loss_scale(options_)),
+        graphs_(graphs_off_reason(options, optimizer)) {
     static_assert(check::loss_optimizer_target<
                   loss_has_parameters && requires { requires std::is_same_v<typename LossOptim::model_type, Loss>; }>());
   }
@@ -161,6 +185,7 @@ class Trainer {
       loss = backward_pass(x, y, [this](std::size_t first) { optimizer_.gradients_ready_from(first); });
       loss_non_finite_ |= !std::isfinite(loss);
       skipped = options_.skip_non_finite && non_finite_step();
+      if (!skipped && loss_scaling_on()) unscale_gradients();
       if (skipped) {
         if constexpr (Model::num_buffers > 0)
           if (buffers_saved_)
@@ -178,6 +203,14 @@ class Trainer {
       if (flag_in_flight_) optimizer_.reducer().abort("the non-finite guard's reduction was abandoned by an exception");
       throw;
     }
+    if (loss_scaling_on()) {
+      const bool overflow = skipped && overflowed();
+      update_loss_scale(skipped);
+      if (overflow) {  // what loss scaling expects now and then: not a non-finite run
+        ++skipped_steps_;
+        return loss;
+      }
+    }
     if (skipped)
       count_skipped();
     else
@@ -187,8 +220,8 @@ class Trainer {
 
   // Forward, loss and backward without an update and without communication: adds to the model's
   // gradients (and a parametric loss's) dL/dparams of this batch's mean loss, divided by
-  // `accumulate` (so that k calls sum to the mean over the k batches). For custom loops; does not
-  // move the accumulation window.
+  // `accumulate` (so that k calls sum to the mean over the k batches) and multiplied by
+  // loss_scale(). For custom loops; does not move the accumulation window.
   template <class X, class Y>
   T accumulate_gradients(const X& x, const Y& y) {
     return backward_pass(x, y, [](std::size_t) {});
@@ -209,6 +242,26 @@ class Trainer {
   // after an update, and after the error that a run of max_non_finite_in_a_row ends with).
   std::int64_t skipped_steps() const noexcept { return skipped_steps_; }
   int non_finite_in_a_row() const noexcept { return non_finite_in_a_row_; }
+
+  // Dynamic loss scaling: the scale the next step multiplies the loss's gradient by (1 when off),
+  // and the updates in a row made at it (growth_interval of them grow it). Training checkpoints
+  // keep both.
+  float loss_scale() const noexcept { return loss_scale_; }
+  int updates_at_loss_scale() const noexcept { return updates_at_scale_; }
+  void restore_loss_scale(float scale, int updates_at_scale) {
+    if (!loss_scaling_on()) {
+      if (scale != 1.0f)
+        throw Error("etnn::Trainer: a loss scale of " + std::to_string(scale) +
+                    " for a trainer without loss scaling; turn TrainerOptions::loss_scaling on to resume it");
+      return;
+    }
+    if (!(scale > 0.0f) || !std::isfinite(scale) || updates_at_scale < 0 ||
+        updates_at_scale >= options_.loss_scaling->growth_interval)
+      throw Error("etnn::Trainer: loss scale " + std::to_string(scale) + " with " + std::to_string(updates_at_scale) +
+                  " updates at it is out of range");
+    loss_scale_ = scale;
+    updates_at_scale_ = updates_at_scale;
+  }
   Model& model() noexcept { return model_; }
   Optim& optimizer() noexcept { return optimizer_; }
   // On CUDA, the recorded graphs of the step (cuda::GraphCache: how many, whether on, and why not).
@@ -227,7 +280,56 @@ class Trainer {
     if (options.max_non_finite_in_a_row < 0)
       throw Error("etnn::Trainer: max_non_finite_in_a_row must be >= 0 (0: never throw), got " +
                   std::to_string(options.max_non_finite_in_a_row));
+    if (!options.loss_scaling)
+      options.loss_scaling = LossScaling{.enabled = loss_scaled_by_default<typename Model::scalar_type>};
+    const LossScaling& scaling = *options.loss_scaling;
+    if (scaling.enabled) {
+      const auto bad = [](const char* what, double value) {
+        throw Error(std::string("etnn::Trainer: loss scaling's ") + what + ", got " + std::to_string(value));
+      };
+      if (!(scaling.init_scale > 0.0f) || !std::isfinite(scaling.init_scale))
+        bad("init_scale must be finite and > 0", scaling.init_scale);
+      if (!(scaling.growth_factor > 1.0f) || !std::isfinite(scaling.growth_factor))
+        bad("growth_factor must be finite and > 1", scaling.growth_factor);
+      if (!(scaling.backoff_factor > 0.0f && scaling.backoff_factor < 1.0f))
+        bad("backoff_factor must be in (0, 1)", scaling.backoff_factor);
+      if (scaling.growth_interval < 1) bad("growth_interval must be >= 1", scaling.growth_interval);
+      if (!options.skip_non_finite)
+        throw Error("etnn::Trainer: loss scaling skips the steps whose gradients overflow, which needs the non-finite "
+                    "guard: leave skip_non_finite on, or turn loss scaling off");
+    }
     return options;
+  }
+
+  static float initial_loss_scale(const TrainerOptions& options) {
+    return options.loss_scaling->enabled ? options.loss_scaling->init_scale : 1.0f;
+  }
+  bool loss_scaling_on() const noexcept { return options_.loss_scaling->enabled; }
+
+  // A skipped step that scaling explains: the loss was finite on every rank and the scale, above
+  // 1, made the gradients overflow.
+  bool overflowed() const noexcept { return ranks_with_non_finite_loss_ == 0.0 && loss_scale_ > 1.0f; }
+
+  // The reduced gradients (the model's and a parametric loss's) divided by the loss scale.
+  void unscale_gradients() {
+    const T inverse = T(1) / static_cast<T>(loss_scale_);
+    assign(Device{}, model_.gradients(), expr::ref(model_.gradients(), Model::num_params) * inverse);
+    if constexpr (has_loss_optimizer)
+      assign(Device{}, loss_.gradients(), expr::ref(loss_.gradients(), Loss::num_params) * inverse);
+  }
+
+  // After each update window: a skipped step (an overflow, a non-finite loss, or non-finite
+  // gradients at a scale of 1 or less) backs the scale off; an update counts toward growth.
+  void update_loss_scale(bool skipped) {
+    const LossScaling& scaling = *options_.loss_scaling;
+    if (skipped) {
+      loss_scale_ *= scaling.backoff_factor;
+      updates_at_scale_ = 0;
+    } else if (++updates_at_scale_ == scaling.growth_interval) {
+      const float grown = loss_scale_ * scaling.growth_factor;
+      if (std::isfinite(grown)) loss_scale_ = grown;
+      updates_at_scale_ = 0;
+    }
   }
 
   // The first micro-batch of an accumulation window: gradients zeroed; for the guard, the buffers
@@ -351,12 +453,14 @@ class Trainer {
     });
     const TensorView<const T, output_shape, Device> output(activations_.back(), batch);
     T* output_grad = program::output_gradient(workspace_.data(), capacity_);
-    // A parametric loss adds its parameters' gradients itself: scaled by 1/accumulate as dL/doutput is below.
-    if constexpr (loss_has_parameters) loss_.set_gradient_scale(T(1) / static_cast<T>(options_.accumulate));
+    // dL/doutput is scaled by the loss scale and 1/accumulate; a parametric loss adds its
+    // parameters' gradients itself, scaled the same.
+    const T gradient_scale = static_cast<T>(loss_scale_) / static_cast<T>(options_.accumulate);
+    if constexpr (loss_has_parameters) loss_.set_gradient_scale(gradient_scale);
     const T loss = loss_value_and_grad(output, y, output_grad);
-    if (options_.accumulate > 1) {
+    if (gradient_scale != T(1)) {
       const std::size_t n = static_cast<std::size_t>(batch) * output_shape::size;
-      assign(Device{}, output_grad, expr::ref(output_grad, n) * (T(1) / static_cast<T>(options_.accumulate)));
+      assign(Device{}, output_grad, expr::ref(output_grad, n) * gradient_scale);
     }
     graphs_.run(step_key(1, run.training, batch, staged.data()), [&] {
       program::backward(Device{}, run, model_.gradients(), workspace_.data(), capacity_, batch, activations_,
@@ -417,6 +521,8 @@ class Trainer {
   int non_finite_in_a_row_ = 0;
   std::string first_non_finite_;  // in the run's first step: the tensor; empty when only the loss was
   int first_ranks_with_non_finite_loss_ = 0;
+  float loss_scale_ = 1.0f;    // dynamic loss scaling; 1 when off
+  int updates_at_scale_ = 0;  // updates in a row at loss_scale_
   Buffer<T, Device> workspace_;
   Buffer<T, Device> scratch_;  // the layers' scratch (im2col columns, per-channel sums)
   int capacity_ = 0;

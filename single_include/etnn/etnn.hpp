@@ -5358,7 +5358,8 @@ struct Net {
 };
 
 // ---- kernels --------------------------------------------------------------------------------
-// 16-bit WMMA as used here needs sm_80; for older targets the bodies compile to a trap (the launchers refuse
+// bf16 WMMA needs sm_80 (fp16 WMMA sm_70, but one gate serves both formats, and etnn builds for
+// sm_80 and sm_90); for older targets the bodies compile to a trap (the launchers refuse
 // devices below compute capability 8.0 before launching).
 
 template <class N>
@@ -6354,16 +6355,16 @@ T elementwise(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T, TS,
   if (n == 0) return T(0);
   double* partial = cuda::detail::reduction_partials();
   unsigned long long* first_invalid = nullptr;
-  unsigned long long found = n;
-  if constexpr (DomainTerm<F, T>) {
+  if constexpr (DomainTerm<F, T>) {  // starts at the largest index: none found
     first_invalid = cuda::detail::reduction_index();
-    copy_from_host(Cuda{}, first_invalid, &found, 1);
+    ETNN_CHECK_CUDA(cudaMemsetAsync(first_invalid, 0xFF, sizeof *first_invalid, cuda::stream()));
   }
   elementwise_kernel<<<cuda::detail::reduction_blocks, cuda::detail::reduction_threads, 0, cuda::stream()>>>(
       output.data(), target.data(), n, grad, scale, term, partial, first_invalid);
   cuda::check_launch("etnn::loss elementwise");
   const double total = cuda::detail::sum_of_partials(partial);
   if constexpr (DomainTerm<F, T>) {
+    unsigned long long found = 0;
     copy_to_host(Cuda{}, &found, first_invalid, 1);
     if (found < n) {
       T y{}, t{};
@@ -6741,7 +6742,7 @@ class ParameterMatrix {
   const T* gradients() const noexcept { return grads_.data(); }
   void zero_grad() { std::fill_n(grads_.data(), num_params, T(0)); }
 
-  // The factor of dL/dparams added by value_and_grad (the Trainer's 1/accumulate).
+  // The factor of dL/dparams added by value_and_grad (the Trainer's loss scale / accumulate).
   void set_gradient_scale(T scale) noexcept { gradient_scale_ = scale; }
   T gradient_scale() const noexcept { return gradient_scale_; }
 
@@ -10772,10 +10773,11 @@ namespace etnn {
 // Dynamic loss scaling (torch.cuda.amp.GradScaler, with its defaults). Each step multiplies the
 // loss's gradient by the scale S before backward, so that gradients too small for fp16 products
 // (below 2^-24) survive them; the gradients reduced across ranks are divided by S before the
-// update, which therefore sees the true gradients (clipping included). A step whose gradients
-// overflow is skipped by the non-finite guard and S multiplied by backoff_factor; after
-// growth_interval updates in a row, S is multiplied by growth_factor. Powers of two (the default
-// factors) make the scaling exact: a model that never overflows trains as it would unscaled.
+// update (one pass over them), so the update, clipping and gradients() after the step see the
+// true gradients. A step whose gradients overflow (the loss finite, S above 1) is skipped by the
+// non-finite guard and S multiplied by backoff_factor; after growth_interval updates in a row, S
+// is multiplied by growth_factor (while it stays finite). Powers of two (the default factors)
+// make the scaling exact: a model that never overflows trains as it would unscaled.
 struct LossScaling {
   bool enabled = true;
   float init_scale = 65536.0f;  // 2^16
@@ -10804,7 +10806,8 @@ struct TrainerOptions {
   // Dynamic loss scaling; unset: on with LossScaling's defaults for an etnn::fp16 model, off
   // otherwise. It needs the non-finite guard (skip_non_finite), which skips overflowing steps. A
   // step skipped while the scale is above 1 and the loss finite is an overflow: it backs the scale
-  // off and does not count toward max_non_finite_in_a_row.
+  // off and does not count toward max_non_finite_in_a_row. Other skipped steps (a non-finite loss,
+  // or non-finite gradients at a scale of 1 or less) leave the scale and count as usual.
   std::optional<LossScaling> loss_scaling{};
 };
 
@@ -10933,7 +10936,7 @@ class Trainer {
     }
     if (loss_scaling_on()) {
       const bool overflow = skipped && overflowed();
-      update_loss_scale(skipped);
+      update_loss_scale(skipped, overflow);
       if (overflow) {  // what loss scaling expects now and then: not a non-finite run
         ++skipped_steps_;
         return loss;
@@ -10949,7 +10952,8 @@ class Trainer {
   // Forward, loss and backward without an update and without communication: adds to the model's
   // gradients (and a parametric loss's) dL/dparams of this batch's mean loss, divided by
   // `accumulate` (so that k calls sum to the mean over the k batches) and multiplied by
-  // loss_scale(). For custom loops; does not move the accumulation window.
+  // loss_scale() (1 unless loss scaling is on: divide by it before an update). For custom loops;
+  // does not move the accumulation window.
   template <class X, class Y>
   T accumulate_gradients(const X& x, const Y& y) {
     return backward_pass(x, y, [](std::size_t) {});
@@ -10966,8 +10970,9 @@ class Trainer {
     buffers_saved_ = false;  // a window resumed midway has no copy of its starting buffers
   }
 
-  // Steps the non-finite guard has skipped so far, and how many of the latest ones in a row (0
-  // after an update, and after the error that a run of max_non_finite_in_a_row ends with).
+  // Steps the non-finite guard has skipped so far (loss-scale overflows included), and how many of
+  // the latest ones in a row (0 after an update, and after the error that a run of
+  // max_non_finite_in_a_row ends with; overflows neither count nor end a run).
   std::int64_t skipped_steps() const noexcept { return skipped_steps_; }
   int non_finite_in_a_row() const noexcept { return non_finite_in_a_row_; }
 
@@ -10977,16 +10982,15 @@ class Trainer {
   float loss_scale() const noexcept { return loss_scale_; }
   int updates_at_loss_scale() const noexcept { return updates_at_scale_; }
   void restore_loss_scale(float scale, int updates_at_scale) {
-    if (!loss_scaling_on()) {
-      if (scale != 1.0f)
-        throw Error("etnn::Trainer: a loss scale of " + std::to_string(scale) +
-                    " for a trainer without loss scaling; turn TrainerOptions::loss_scaling on to resume it");
-      return;
-    }
-    if (!(scale > 0.0f) || !std::isfinite(scale) || updates_at_scale < 0 ||
-        updates_at_scale >= options_.loss_scaling->growth_interval)
-      throw Error("etnn::Trainer: loss scale " + std::to_string(scale) + " with " + std::to_string(updates_at_scale) +
-                  " updates at it is out of range");
+    if (!loss_scaling_on())
+      throw Error("etnn::Trainer: a loss scale (" + std::to_string(scale) +
+                  ") for a trainer without loss scaling; turn TrainerOptions::loss_scaling on to resume it");
+    if (!(scale > 0.0f) || !std::isfinite(scale))
+      throw Error("etnn::Trainer: the loss scale must be finite and > 0, got " + std::to_string(scale));
+    const int interval = options_.loss_scaling->growth_interval;
+    if (updates_at_scale < 0 || updates_at_scale >= interval)
+      throw Error("etnn::Trainer: " + std::to_string(updates_at_scale) + " updates at the loss scale, outside [0, " +
+                  std::to_string(interval) + ") (growth_interval)");
     loss_scale_ = scale;
     updates_at_scale_ = updates_at_scale;
   }
@@ -11046,14 +11050,15 @@ class Trainer {
       assign(Device{}, loss_.gradients(), expr::ref(loss_.gradients(), Loss::num_params) * inverse);
   }
 
-  // After each update window: a skipped step (an overflow, a non-finite loss, or non-finite
-  // gradients at a scale of 1 or less) backs the scale off; an update counts toward growth.
-  void update_loss_scale(bool skipped) {
+  // After each update window: an overflow backs the scale off (so it stays above
+  // min(init_scale, backoff_factor)); an update counts toward growth; another skipped step changes
+  // nothing.
+  void update_loss_scale(bool skipped, bool overflow) {
     const LossScaling& scaling = *options_.loss_scaling;
-    if (skipped) {
+    if (overflow) {
       loss_scale_ *= scaling.backoff_factor;
       updates_at_scale_ = 0;
-    } else if (++updates_at_scale_ == scaling.growth_interval) {
+    } else if (!skipped && ++updates_at_scale_ == scaling.growth_interval) {
       const float grown = loss_scale_ * scaling.growth_factor;
       if (std::isfinite(grown)) loss_scale_ = grown;
       updates_at_scale_ = 0;
@@ -11162,7 +11167,7 @@ class Trainer {
     throw NonFiniteError(message);
   }
 
-  // Forward, loss (its gradient divided by `accumulate`) and backward, calling layer_done as
+  // Forward, loss (its gradient times loss_scale() / accumulate) and backward, calling layer_done as
   // layers finish (see Program::backward).
   template <class X, class Y, class LayerDone>
   T backward_pass(const X& x, const Y& y, LayerDone&& layer_done) {
@@ -11273,8 +11278,8 @@ class Trainer {
 // "optimizer.<state name>.<parameter>" (PyTorch's names, e.g. momentum_buffer), the gradients
 // accumulated so far as "grad.<parameter>" when saved inside an accumulation window, and in the
 // metadata the optimizer's step count (the position of any learning-rate schedule), the trainer's
-// micro-step, the model's count of training passes (its dropout streams), the loss scale and the
-// updates made at it (dynamic loss scaling), the loader's epoch and position, and the number of ranks.
+// micro-step, the model's count of training passes (its dropout streams), with loss scaling on the
+// loss scale and the updates made at it, the loader's epoch and position, and the number of ranks.
 // A loss with parameters of its own (a margin head) adds the same under "loss.": "loss.weight",
 // "loss.optimizer.exp_avg.weight", "loss.grad.weight", and "loss_optimizer_steps".
 // Data order, dropout and initialisation derive from seeds and these counters, so no generator
@@ -11364,8 +11369,10 @@ void save_state(Trainer& trainer, const Loader& loader, const std::filesystem::p
     metadata["loss_optimizer_steps"] = std::to_string(trainer.loss_optimizer().steps());
   metadata["micro_step"] = std::to_string(trainer.micro_step());
   metadata["training_passes"] = std::to_string(trainer.model().training_passes());
-  metadata["loss_scale"] = detail::shortest_text(trainer.loss_scale());
-  metadata["updates_at_loss_scale"] = std::to_string(trainer.updates_at_loss_scale());
+  if (trainer.options().loss_scaling->enabled) {
+    metadata["loss_scale"] = detail::shortest_text(trainer.loss_scale());
+    metadata["updates_at_loss_scale"] = std::to_string(trainer.updates_at_loss_scale());
+  }
   metadata["epoch"] = std::to_string(loader.epoch());
   metadata["position"] = std::to_string(loader.position());
   metadata["ranks"] = std::to_string(trainer.optimizer().reducer().size());
@@ -11406,7 +11413,7 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
   const int epoch = detail::metadata_count(file, path, "epoch");
   const int position = detail::metadata_count(file, path, "position");
   const int passes = detail::metadata_count(file, path, "training_passes");
-  // States saved before loss scaling existed have no scale: the trainer keeps its own.
+  // A state saved without loss scaling has no scale: the trainer keeps its own.
   const bool has_loss_scale = file.metadata.contains("loss_scale");
   const float loss_scale = has_loss_scale ? detail::metadata_float(file, path, "loss_scale") : 1.0f;
   const int updates_at_loss_scale = has_loss_scale ? detail::metadata_count(file, path, "updates_at_loss_scale") : 0;
@@ -11416,7 +11423,13 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
   const int previous_micro_step = trainer.micro_step();
   const float previous_loss_scale = trainer.loss_scale();
   const int previous_updates_at_loss_scale = trainer.updates_at_loss_scale();
-  if (has_loss_scale) trainer.restore_loss_scale(loss_scale, updates_at_loss_scale);  // checks before any change
+  if (has_loss_scale) {  // checked before anything changes
+    try {
+      trainer.restore_loss_scale(loss_scale, updates_at_loss_scale);
+    } catch (const Error& e) {
+      fail(e.what());
+    }
+  }
   trainer.restore_micro_step(micro_step);
   try {
     const detail::HostSlots<typename Model::device, T> host(detail::training_slots<T>(trainer));
@@ -11424,7 +11437,7 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
     host.write_back();
   } catch (...) {
     trainer.restore_micro_step(previous_micro_step);
-    trainer.restore_loss_scale(previous_loss_scale, previous_updates_at_loss_scale);
+    if (has_loss_scale) trainer.restore_loss_scale(previous_loss_scale, previous_updates_at_loss_scale);
     throw;
   }
   trainer.optimizer().restore_steps(steps);

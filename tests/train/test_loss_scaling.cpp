@@ -118,7 +118,7 @@ TEST_CASE("gradients that overflow skip the step and back the scale off; the fir
   CHECK(same_bits(reference_model.parameters(), model.parameters(), ReluNet::num_params));
 }
 
-TEST_CASE("with loss scaling, a non-finite loss is still a non-finite run: it backs off and ends in the error") {
+TEST_CASE("with loss scaling, a non-finite loss is still a non-finite run: the scale stays, the run ends in the error") {
   etnn::Model<Net> model(1);
   etnn::loss::CrossEntropy loss;
   etnn::optim::SGD opt(model, {.lr = 0.1f});
@@ -128,9 +128,29 @@ TEST_CASE("with loss scaling, a non-finite loss is still a non-finite run: it ba
   bad.x[3] = std::numeric_limits<float>::quiet_NaN();  // tanh carries it to the loss
   CHECK(std::isnan(trainer.step(bad.view(), bad.y)));
   CHECK(trainer.non_finite_in_a_row() == 1);
-  CHECK(trainer.loss_scale() == 128.0f);
+  CHECK(trainer.loss_scale() == 256.0f);  // not an overflow: lowering the scale would not help
   CHECK_THROWS_AS(trainer.step(bad.view(), bad.y), etnn::NonFiniteError);
   CHECK(opt.steps() == 0);
+}
+
+TEST_CASE("a parametric loss's gradients are scaled and unscaled with the model's: bitwise as unscaled") {
+  using EmbeddingNet = decltype(nn::input<8> >> nn::linear<16> >> nn::relu >> nn::linear<4>);
+  const auto b = random_batch<float>(4);
+  const auto run = [&](bool scaled) {
+    etnn::Model<EmbeddingNet> model(0);
+    etnn::loss::ArcFace<4, 3> arcface({.scale = 16, .margin = 0.3f}, 0);
+    etnn::optim::Adam opt(model, {.lr = 1e-2f});
+    etnn::optim::SGD head_opt(arcface, {.lr = 0.5f});
+    etnn::Trainer trainer(model, arcface, opt, head_opt,
+                          {.accumulate = 2, .loss_scaling = etnn::LossScaling{.enabled = scaled, .init_scale = 4096.0f}});
+    for (int s = 0; s < 8; ++s) trainer.step(b.view(), b.y);
+    std::vector<float> all = parameters_of(model);
+    all.insert(all.end(), arcface.parameters(), arcface.parameters() + arcface.num_params);
+    all.insert(all.end(), arcface.gradients(), arcface.gradients() + arcface.num_params);  // unscaled after a step
+    return all;
+  };
+  const auto plain = run(false), scaled = run(true);
+  CHECK(same_bits(plain.data(), scaled.data(), plain.size()));
 }
 
 TEST_CASE("loss scaling's options are checked when the trainer is made") {
@@ -184,12 +204,27 @@ TEST_CASE("a training state keeps the loss scale; a scaled state does not load i
   CHECK(resumed.loss_scale() == 128.0f);
   CHECK(resumed.updates_at_loss_scale() == 1);
 
+  // Into a trainer without loss scaling: an error, nothing loaded.
   etnn::Model<Net> plain_model(3);
   etnn::optim::SGD plain_opt(plain_model, {.lr = 0.1f});
   etnn::Trainer plain(plain_model, loss, plain_opt);
   const auto before = parameters_of(plain_model);
   CHECK_THROWS_WITH_AS(etnn::io::load_state(plain, resumed_loader, path),
-                       doctest::Contains("turn TrainerOptions::loss_scaling on"), etnn::Error);
-  CHECK(same_bits(before.data(), plain_model.parameters(), Net::num_params));  // nothing loaded
+                       doctest::Contains("turn TrainerOptions::loss_scaling on"), etnn::IoError);
+  CHECK(same_bits(before.data(), plain_model.parameters(), Net::num_params));
+
+  // A load that fails later (another optimizer's state) leaves the scale as it was.
+  etnn::Model<Net> adam_model(4);
+  etnn::optim::Adam adam(adam_model, {.lr = 0.1f});
+  etnn::Trainer adam_trainer(adam_model, loss, adam, {.loss_scaling = scaling});
+  CHECK_THROWS_AS(etnn::io::load_state(adam_trainer, resumed_loader, path), etnn::IoError);
+  CHECK(adam_trainer.loss_scale() == 64.0f);
+  CHECK(adam_trainer.updates_at_loss_scale() == 0);
+
+  // A state saved without loss scaling: a scaled trainer keeps its own scale.
+  etnn::io::save_state(plain, resumed_loader, path);
+  CHECK(!etnn::io::read_safetensors(path).metadata.contains("loss_scale"));
+  etnn::io::load_state(resumed, resumed_loader, path);
+  CHECK(resumed.loss_scale() == 128.0f);
   fs::remove(path);
 }

@@ -535,7 +535,8 @@ struct Net {
 };
 
 // ---- kernels --------------------------------------------------------------------------------
-// 16-bit WMMA as used here needs sm_80; for older targets the bodies compile to a trap (the launchers refuse
+// bf16 WMMA needs sm_80 (fp16 WMMA sm_70, but one gate serves both formats, and etnn builds for
+// sm_80 and sm_90); for older targets the bodies compile to a trap (the launchers refuse
 // devices below compute capability 8.0 before launching).
 
 template <class N>

@@ -71,7 +71,7 @@ class ParameterMatrix {
   const T* gradients() const noexcept { return grads_.data(); }
   void zero_grad() { std::fill_n(grads_.data(), num_params, T(0)); }
 
-  // The factor of dL/dparams added by value_and_grad (the Trainer's 1/accumulate).
+  // The factor of dL/dparams added by value_and_grad (the Trainer's loss scale / accumulate).
   void set_gradient_scale(T scale) noexcept { gradient_scale_ = scale; }
   T gradient_scale() const noexcept { return gradient_scale_; }
 

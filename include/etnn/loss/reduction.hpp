@@ -187,16 +187,16 @@ T elementwise(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T, TS,
   if (n == 0) return T(0);
   double* partial = cuda::detail::reduction_partials();
   unsigned long long* first_invalid = nullptr;
-  unsigned long long found = n;
-  if constexpr (DomainTerm<F, T>) {
+  if constexpr (DomainTerm<F, T>) {  // starts at the largest index: none found
     first_invalid = cuda::detail::reduction_index();
-    copy_from_host(Cuda{}, first_invalid, &found, 1);
+    ETNN_CHECK_CUDA(cudaMemsetAsync(first_invalid, 0xFF, sizeof *first_invalid, cuda::stream()));
   }
   elementwise_kernel<<<cuda::detail::reduction_blocks, cuda::detail::reduction_threads, 0, cuda::stream()>>>(
       output.data(), target.data(), n, grad, scale, term, partial, first_invalid);
   cuda::check_launch("etnn::loss elementwise");
   const double total = cuda::detail::sum_of_partials(partial);
   if constexpr (DomainTerm<F, T>) {
+    unsigned long long found = 0;
     copy_to_host(Cuda{}, &found, first_invalid, 1);
     if (found < n) {
       T y{}, t{};

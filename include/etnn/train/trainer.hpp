@@ -44,10 +44,11 @@ namespace etnn {
 // Dynamic loss scaling (torch.cuda.amp.GradScaler, with its defaults). Each step multiplies the
 // loss's gradient by the scale S before backward, so that gradients too small for fp16 products
 // (below 2^-24) survive them; the gradients reduced across ranks are divided by S before the
-// update, which therefore sees the true gradients (clipping included). A step whose gradients
-// overflow is skipped by the non-finite guard and S multiplied by backoff_factor; after
-// growth_interval updates in a row, S is multiplied by growth_factor. Powers of two (the default
-// factors) make the scaling exact: a model that never overflows trains as it would unscaled.
+// update (one pass over them), so the update, clipping and gradients() after the step see the
+// true gradients. A step whose gradients overflow (the loss finite, S above 1) is skipped by the
+// non-finite guard and S multiplied by backoff_factor; after growth_interval updates in a row, S
+// is multiplied by growth_factor (while it stays finite). Powers of two (the default factors)
+// make the scaling exact: a model that never overflows trains as it would unscaled.
 struct LossScaling {
   bool enabled = true;
   float init_scale = 65536.0f;  // 2^16
@@ -76,7 +77,8 @@ struct TrainerOptions {
   // Dynamic loss scaling; unset: on with LossScaling's defaults for an etnn::fp16 model, off
   // otherwise. It needs the non-finite guard (skip_non_finite), which skips overflowing steps. A
   // step skipped while the scale is above 1 and the loss finite is an overflow: it backs the scale
-  // off and does not count toward max_non_finite_in_a_row.
+  // off and does not count toward max_non_finite_in_a_row. Other skipped steps (a non-finite loss,
+  // or non-finite gradients at a scale of 1 or less) leave the scale and count as usual.
   std::optional<LossScaling> loss_scaling{};
 };
 
@@ -205,7 +207,7 @@ class Trainer {
     }
     if (loss_scaling_on()) {
       const bool overflow = skipped && overflowed();
-      update_loss_scale(skipped);
+      update_loss_scale(skipped, overflow);
       if (overflow) {  // what loss scaling expects now and then: not a non-finite run
         ++skipped_steps_;
         return loss;
@@ -221,7 +223,8 @@ class Trainer {
   // Forward, loss and backward without an update and without communication: adds to the model's
   // gradients (and a parametric loss's) dL/dparams of this batch's mean loss, divided by
   // `accumulate` (so that k calls sum to the mean over the k batches) and multiplied by
-  // loss_scale(). For custom loops; does not move the accumulation window.
+  // loss_scale() (1 unless loss scaling is on: divide by it before an update). For custom loops;
+  // does not move the accumulation window.
   template <class X, class Y>
   T accumulate_gradients(const X& x, const Y& y) {
     return backward_pass(x, y, [](std::size_t) {});
@@ -238,8 +241,9 @@ class Trainer {
     buffers_saved_ = false;  // a window resumed midway has no copy of its starting buffers
   }
 
-  // Steps the non-finite guard has skipped so far, and how many of the latest ones in a row (0
-  // after an update, and after the error that a run of max_non_finite_in_a_row ends with).
+  // Steps the non-finite guard has skipped so far (loss-scale overflows included), and how many of
+  // the latest ones in a row (0 after an update, and after the error that a run of
+  // max_non_finite_in_a_row ends with; overflows neither count nor end a run).
   std::int64_t skipped_steps() const noexcept { return skipped_steps_; }
   int non_finite_in_a_row() const noexcept { return non_finite_in_a_row_; }
 
@@ -249,16 +253,15 @@ class Trainer {
   float loss_scale() const noexcept { return loss_scale_; }
   int updates_at_loss_scale() const noexcept { return updates_at_scale_; }
   void restore_loss_scale(float scale, int updates_at_scale) {
-    if (!loss_scaling_on()) {
-      if (scale != 1.0f)
-        throw Error("etnn::Trainer: a loss scale of " + std::to_string(scale) +
-                    " for a trainer without loss scaling; turn TrainerOptions::loss_scaling on to resume it");
-      return;
-    }
-    if (!(scale > 0.0f) || !std::isfinite(scale) || updates_at_scale < 0 ||
-        updates_at_scale >= options_.loss_scaling->growth_interval)
-      throw Error("etnn::Trainer: loss scale " + std::to_string(scale) + " with " + std::to_string(updates_at_scale) +
-                  " updates at it is out of range");
+    if (!loss_scaling_on())
+      throw Error("etnn::Trainer: a loss scale (" + std::to_string(scale) +
+                  ") for a trainer without loss scaling; turn TrainerOptions::loss_scaling on to resume it");
+    if (!(scale > 0.0f) || !std::isfinite(scale))
+      throw Error("etnn::Trainer: the loss scale must be finite and > 0, got " + std::to_string(scale));
+    const int interval = options_.loss_scaling->growth_interval;
+    if (updates_at_scale < 0 || updates_at_scale >= interval)
+      throw Error("etnn::Trainer: " + std::to_string(updates_at_scale) + " updates at the loss scale, outside [0, " +
+                  std::to_string(interval) + ") (growth_interval)");
     loss_scale_ = scale;
     updates_at_scale_ = updates_at_scale;
   }
@@ -318,14 +321,15 @@ class Trainer {
       assign(Device{}, loss_.gradients(), expr::ref(loss_.gradients(), Loss::num_params) * inverse);
   }
 
-  // After each update window: a skipped step (an overflow, a non-finite loss, or non-finite
-  // gradients at a scale of 1 or less) backs the scale off; an update counts toward growth.
-  void update_loss_scale(bool skipped) {
+  // After each update window: an overflow backs the scale off (so it stays above
+  // min(init_scale, backoff_factor)); an update counts toward growth; another skipped step changes
+  // nothing.
+  void update_loss_scale(bool skipped, bool overflow) {
     const LossScaling& scaling = *options_.loss_scaling;
-    if (skipped) {
+    if (overflow) {
       loss_scale_ *= scaling.backoff_factor;
       updates_at_scale_ = 0;
-    } else if (++updates_at_scale_ == scaling.growth_interval) {
+    } else if (!skipped && ++updates_at_scale_ == scaling.growth_interval) {
       const float grown = loss_scale_ * scaling.growth_factor;
       if (std::isfinite(grown)) loss_scale_ = grown;
       updates_at_scale_ = 0;
@@ -434,7 +438,7 @@ class Trainer {
     throw NonFiniteError(message);
   }
 
-  // Forward, loss (its gradient divided by `accumulate`) and backward, calling layer_done as
+  // Forward, loss (its gradient times loss_scale() / accumulate) and backward, calling layer_done as
   // layers finish (see Program::backward).
   template <class X, class Y, class LayerDone>
   T backward_pass(const X& x, const Y& y, LayerDone&& layer_done) {

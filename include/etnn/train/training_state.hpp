@@ -10,8 +10,8 @@
 // "optimizer.<state name>.<parameter>" (PyTorch's names, e.g. momentum_buffer), the gradients
 // accumulated so far as "grad.<parameter>" when saved inside an accumulation window, and in the
 // metadata the optimizer's step count (the position of any learning-rate schedule), the trainer's
-// micro-step, the model's count of training passes (its dropout streams), the loss scale and the
-// updates made at it (dynamic loss scaling), the loader's epoch and position, and the number of ranks.
+// micro-step, the model's count of training passes (its dropout streams), with loss scaling on the
+// loss scale and the updates made at it, the loader's epoch and position, and the number of ranks.
 // A loss with parameters of its own (a margin head) adds the same under "loss.": "loss.weight",
 // "loss.optimizer.exp_avg.weight", "loss.grad.weight", and "loss_optimizer_steps".
 // Data order, dropout and initialisation derive from seeds and these counters, so no generator
@@ -106,8 +106,10 @@ void save_state(Trainer& trainer, const Loader& loader, const std::filesystem::p
     metadata["loss_optimizer_steps"] = std::to_string(trainer.loss_optimizer().steps());
   metadata["micro_step"] = std::to_string(trainer.micro_step());
   metadata["training_passes"] = std::to_string(trainer.model().training_passes());
-  metadata["loss_scale"] = detail::shortest_text(trainer.loss_scale());
-  metadata["updates_at_loss_scale"] = std::to_string(trainer.updates_at_loss_scale());
+  if (trainer.options().loss_scaling->enabled) {
+    metadata["loss_scale"] = detail::shortest_text(trainer.loss_scale());
+    metadata["updates_at_loss_scale"] = std::to_string(trainer.updates_at_loss_scale());
+  }
   metadata["epoch"] = std::to_string(loader.epoch());
   metadata["position"] = std::to_string(loader.position());
   metadata["ranks"] = std::to_string(trainer.optimizer().reducer().size());
@@ -148,7 +150,7 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
   const int epoch = detail::metadata_count(file, path, "epoch");
   const int position = detail::metadata_count(file, path, "position");
   const int passes = detail::metadata_count(file, path, "training_passes");
-  // States saved before loss scaling existed have no scale: the trainer keeps its own.
+  // A state saved without loss scaling has no scale: the trainer keeps its own.
   const bool has_loss_scale = file.metadata.contains("loss_scale");
   const float loss_scale = has_loss_scale ? detail::metadata_float(file, path, "loss_scale") : 1.0f;
   const int updates_at_loss_scale = has_loss_scale ? detail::metadata_count(file, path, "updates_at_loss_scale") : 0;
@@ -158,7 +160,13 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
   const int previous_micro_step = trainer.micro_step();
   const float previous_loss_scale = trainer.loss_scale();
   const int previous_updates_at_loss_scale = trainer.updates_at_loss_scale();
-  if (has_loss_scale) trainer.restore_loss_scale(loss_scale, updates_at_loss_scale);  // checks before any change
+  if (has_loss_scale) {  // checked before anything changes
+    try {
+      trainer.restore_loss_scale(loss_scale, updates_at_loss_scale);
+    } catch (const Error& e) {
+      fail(e.what());
+    }
+  }
   trainer.restore_micro_step(micro_step);
   try {
     const detail::HostSlots<typename Model::device, T> host(detail::training_slots<T>(trainer));
@@ -166,7 +174,7 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
     host.write_back();
   } catch (...) {
     trainer.restore_micro_step(previous_micro_step);
-    trainer.restore_loss_scale(previous_loss_scale, previous_updates_at_loss_scale);
+    if (has_loss_scale) trainer.restore_loss_scale(previous_loss_scale, previous_updates_at_loss_scale);
     throw;
   }
   trainer.optimizer().restore_steps(steps);

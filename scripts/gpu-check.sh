@@ -38,7 +38,7 @@ note "nvcc: $($NVCC --version | tail -1); python: $($PYTHON -c 'import torch; pr
 flags=(-std=c++20 -O3 -arch="${ETNN_CUDA_ARCH:-native}" --expt-relaxed-constexpr -diag-suppress=20011,20012,20014,20015
        -Xcompiler=-fopenmp -Iinclude -Itests -I"$deps/eigen3" -I"$deps" -lcublasLt -lgomp)
 t0=$(date +%s)
-"$NVCC" "${flags[@]}" tests/cuda/test_cuda.cu tests/cuda/test_cuda_training.cu -x cu tests/main.cpp -o "$bin/test_cuda" > "$out/build_test_cuda.log" 2>&1 &
+"$NVCC" "${flags[@]}" tests/cuda/test_cuda.cu tests/cuda/test_cuda_training.cu tests/cuda/test_cuda_mixed.cu -x cu tests/main.cpp -o "$bin/test_cuda" > "$out/build_test_cuda.log" 2>&1 &
 p1=$!
 "$NVCC" "${flags[@]}" benchmarks/bench_cuda.cu -o "$bin/bench_cuda" > "$out/build_bench_cuda.log" 2>&1 &
 p2=$!

@@ -2287,13 +2287,45 @@ class Blas {
 // their operands and accumulate in fp32 (cuda/blas.hpp); the rest stays fp32.
 // The bias gradient is summed per column in fixed row chunks and the chunks in order, so it is the
 // same on every run.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <type_traits>
 
+// ---- etnn/cuda/half.hpp ----
+// The two 16-bit formats of etnn's mixed precision on the device, as kernels convert to and from
+// them: __nv_bfloat16 (etnn::bf16: fp32's exponent range, 8 bits of mantissa) and __half
+// (etnn::fp16: 11 bits of mantissa, overflows past 65504). Both are 2 bytes. Rounding is to
+// nearest, ties to even; a pair holds the value at the lower address in .x.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstddef>
+
+namespace etnn::cuda::detail {
+
+template <class Half>
+struct HalfFormat;
+
+template <>
+struct HalfFormat<__nv_bfloat16> {
+  using pair = __nv_bfloat162;
+  __device__ static __nv_bfloat16 round(float v) { return __float2bfloat16(v); }
+  __device__ static pair round2(float lo, float hi) { return __floats2bfloat162_rn(lo, hi); }
+  __device__ static float widen(__nv_bfloat16 h) { return __bfloat162float(h); }
+};
+
+template <>
+struct HalfFormat<__half> {
+  using pair = __half2;
+  __device__ static __half round(float v) { return __float2half_rn(v); }
+  __device__ static pair round2(float lo, float hi) { return __floats2half2_rn(lo, hi); }
+  __device__ static float widen(__half h) { return __half2float(h); }
+};
+
+inline constexpr std::size_t half_bytes = 2;
+static_assert(sizeof(__nv_bfloat16) == half_bytes && sizeof(__half) == half_bytes);
+
+}  // namespace etnn::cuda::detail
 
 namespace etnn {
 
@@ -2380,12 +2412,8 @@ T* column_partials(std::size_t values) {
 template <class Half>
 __global__ void to_half_kernel(const float* src, Half* dst, std::size_t n) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    if constexpr (std::is_same_v<Half, __half>)
-      dst[i] = __float2half_rn(src[i]);
-    else
-      dst[i] = __float2bfloat16(src[i]);
-  }
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+    dst[i] = HalfFormat<Half>::round(src[i]);
 }
 
 // A 16-bit copy of n values in device scratch `slot` (0 or 1: a product's two operands), grown as
@@ -4857,8 +4885,6 @@ TensorView<const T, S, Device> stage_as(TensorView<const U, S, Src> v, Buffer<T,
 // `saved` (saved_bytes(batch) bytes, 256-byte aligned, e.g. from cudaMalloc) holds the hidden
 // activations written by forward and, after them, the scratch backward writes (dZ, partials):
 // backward leaves the activations untouched, so it may be called again with the same `saved`.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <mma.h>
 
@@ -4878,25 +4904,9 @@ namespace fused_mlp_detail {
 
 namespace wmma = nvcuda::wmma;
 
-// The kernels' conversions for each 16-bit format, both 2 bytes (the layouts below count on it).
-template <class Half>
-struct Format;
-template <>
-struct Format<__nv_bfloat16> {
-  __device__ static __nv_bfloat16 round(float v) { return __float2bfloat16(v); }
-  __device__ static __nv_bfloat162 round2(float lo, float hi) { return __floats2bfloat162_rn(lo, hi); }
-  __device__ static float widen(__nv_bfloat16 h) { return __bfloat162float(h); }
-  using pair = __nv_bfloat162;
-};
-template <>
-struct Format<__half> {
-  __device__ static __half round(float v) { return __float2half_rn(v); }
-  __device__ static __half2 round2(float lo, float hi) { return __floats2half2_rn(lo, hi); }
-  __device__ static float widen(__half h) { return __half2float(h); }
-  using pair = __half2;
-};
-inline constexpr std::size_t half_bytes = 2;
-static_assert(sizeof(__nv_bfloat16) == half_bytes && sizeof(__half) == half_bytes);
+// The conversions of each 16-bit format (cuda/half.hpp); the layouts below count on 2 bytes.
+using detail::half_bytes;
+using detail::HalfFormat;
 
 inline constexpr int frag = 16;                   // WMMA fragment edge: 16x16x16 tiles
 inline constexpr int warps = 8;                   // per block
@@ -5002,7 +5012,7 @@ __device__ void load_tile_rows(Half* dst, int dst_ld, const float* src, int row0
     const int c = e % Width;
     const int row = row0 + r;
     const float value = row < row_end ? src[static_cast<std::size_t>(row) * Width + c] : 0.0f;
-    dst[r * dst_ld + c] = Format<Half>::round(value);
+    dst[r * dst_ld + c] = HalfFormat<Half>::round(value);
   }
 }
 
@@ -5024,13 +5034,13 @@ __device__ void load_tile_rows(Half* dst, int dst_ld, const Half* src, int row0,
 template <int Out, int In, class Half>
 __device__ void load_weights(Half* dst, const float* w) {
   for (int e = static_cast<int>(threadIdx.x); e < Out * In; e += threads)
-    dst[(e / In) * (In + smem_pad) + e % In] = Format<Half>::round(w[e]);
+    dst[(e / In) * (In + smem_pad) + e % In] = HalfFormat<Half>::round(w[e]);
 }
 
 template <class Half>
 __device__ inline uint4 pack8(const float (&v)[8]) {
-  typename Format<Half>::pair pairs[4];
-  for (int i = 0; i < 4; ++i) pairs[i] = Format<Half>::round2(v[2 * i], v[2 * i + 1]);  // .x = lower address
+  typename HalfFormat<Half>::pair pairs[4];
+  for (int i = 0; i < 4; ++i) pairs[i] = HalfFormat<Half>::round2(v[2 * i], v[2 * i + 1]);  // .x = lower address
   static_assert(sizeof(pairs) == sizeof(uint4));
   uint4 bits;
   memcpy(&bits, pairs, sizeof(bits));
@@ -5039,7 +5049,7 @@ __device__ inline uint4 pack8(const float (&v)[8]) {
 
 template <class Half>
 __device__ inline void unpack8(uint4 bits, float (&v)[8]) {
-  typename Format<Half>::pair pairs[4];
+  typename HalfFormat<Half>::pair pairs[4];
   memcpy(pairs, &bits, sizeof(bits));
   for (int i = 0; i < 4; ++i) {
     v[2 * i] = __low2float(pairs[i]);
@@ -5307,7 +5317,7 @@ struct Net {
       __syncthreads();  // the sub-tile is complete
 
       for (int r = tid / L::out; r < tile_rows; r += threads_per_col)
-        bias_sum += Format<Half>::widen(dz_tile[r * dz_ld + bias_col]);
+        bias_sum += HalfFormat<Half>::widen(dz_tile[r * dz_ld + bias_col]);
 
 #pragma unroll
       for (int i = 0; i < frags_per_warp; ++i) {
@@ -11326,24 +11336,29 @@ std::vector<TensorSlot<T>> training_slots(Trainer& trainer) {
   return slots;
 }
 
+// The metadata value `key` parsed whole by std::from_chars into `value`; false when it is missing
+// or not such a number.
+template <class Number>
+bool metadata_number(const SafetensorsFile& file, const char* key, Number& value) {
+  const auto it = file.metadata.find(key);
+  if (it == file.metadata.end()) return false;
+  const char* end = it->second.data() + it->second.size();
+  return std::from_chars(it->second.data(), end, value).ptr == end;
+}
+
 // The metadata value `key` as an integer in [0, INT_MAX].
 inline int metadata_count(const SafetensorsFile& file, const std::filesystem::path& path, const char* key) {
-  const auto it = file.metadata.find(key);
   long long value = -1;
-  const char* end = it == file.metadata.end() ? nullptr : it->second.data() + it->second.size();
-  if (it == file.metadata.end() || std::from_chars(it->second.data(), end, value).ptr != end || value < 0 ||
-      value > INT_MAX)
+  if (!metadata_number(file, key, value) || value < 0 || value > INT_MAX)
     throw IoError("etnn::io::load_state: '" + path.string() + "': metadata '" + key +
                   "' is missing or not a count");
   return static_cast<int>(value);
 }
 
-// The metadata value `key` as a float written by std::to_chars (which round-trips it exactly).
+// The metadata value `key` as a float written by shortest_text (which round-trips it exactly).
 inline float metadata_float(const SafetensorsFile& file, const std::filesystem::path& path, const char* key) {
-  const auto it = file.metadata.find(key);
   float value = 0.0f;
-  const char* end = it == file.metadata.end() ? nullptr : it->second.data() + it->second.size();
-  if (it == file.metadata.end() || std::from_chars(it->second.data(), end, value).ptr != end)
+  if (!metadata_number(file, key, value))
     throw IoError("etnn::io::load_state: '" + path.string() + "': metadata '" + key + "' is missing or not a number");
   return value;
 }

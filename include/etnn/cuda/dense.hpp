@@ -13,9 +13,6 @@
 // their operands and accumulate in fp32 (cuda/blas.hpp); the rest stays fp32.
 // The bias gradient is summed per column in fixed row chunks and the chunks in order, so it is the
 // same on every run.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <type_traits>
@@ -25,6 +22,7 @@
 #include "../expr/functors.hpp"
 #include "../tensor/buffer.hpp"
 #include "blas.hpp"
+#include "half.hpp"
 #include "memory.hpp"
 #include "runtime.hpp"
 
@@ -113,12 +111,8 @@ T* column_partials(std::size_t values) {
 template <class Half>
 __global__ void to_half_kernel(const float* src, Half* dst, std::size_t n) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    if constexpr (std::is_same_v<Half, __half>)
-      dst[i] = __float2half_rn(src[i]);
-    else
-      dst[i] = __float2bfloat16(src[i]);
-  }
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+    dst[i] = HalfFormat<Half>::round(src[i]);
 }
 
 // A 16-bit copy of n values in device scratch `slot` (0 or 1: a product's two operands), grown as

@@ -32,8 +32,6 @@
 // `saved` (saved_bytes(batch) bytes, 256-byte aligned, e.g. from cudaMalloc) holds the hidden
 // activations written by forward and, after them, the scratch backward writes (dZ, partials):
 // backward leaves the activations untouched, so it may be called again with the same `saved`.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <mma.h>
 
@@ -44,6 +42,7 @@
 #include <type_traits>
 
 #include "../core/error.hpp"
+#include "half.hpp"
 #include "runtime.hpp"
 
 namespace etnn::cuda {
@@ -55,25 +54,9 @@ namespace fused_mlp_detail {
 
 namespace wmma = nvcuda::wmma;
 
-// The kernels' conversions for each 16-bit format, both 2 bytes (the layouts below count on it).
-template <class Half>
-struct Format;
-template <>
-struct Format<__nv_bfloat16> {
-  __device__ static __nv_bfloat16 round(float v) { return __float2bfloat16(v); }
-  __device__ static __nv_bfloat162 round2(float lo, float hi) { return __floats2bfloat162_rn(lo, hi); }
-  __device__ static float widen(__nv_bfloat16 h) { return __bfloat162float(h); }
-  using pair = __nv_bfloat162;
-};
-template <>
-struct Format<__half> {
-  __device__ static __half round(float v) { return __float2half_rn(v); }
-  __device__ static __half2 round2(float lo, float hi) { return __floats2half2_rn(lo, hi); }
-  __device__ static float widen(__half h) { return __half2float(h); }
-  using pair = __half2;
-};
-inline constexpr std::size_t half_bytes = 2;
-static_assert(sizeof(__nv_bfloat16) == half_bytes && sizeof(__half) == half_bytes);
+// The conversions of each 16-bit format (cuda/half.hpp); the layouts below count on 2 bytes.
+using detail::half_bytes;
+using detail::HalfFormat;
 
 inline constexpr int frag = 16;                   // WMMA fragment edge: 16x16x16 tiles
 inline constexpr int warps = 8;                   // per block
@@ -179,7 +162,7 @@ __device__ void load_tile_rows(Half* dst, int dst_ld, const float* src, int row0
     const int c = e % Width;
     const int row = row0 + r;
     const float value = row < row_end ? src[static_cast<std::size_t>(row) * Width + c] : 0.0f;
-    dst[r * dst_ld + c] = Format<Half>::round(value);
+    dst[r * dst_ld + c] = HalfFormat<Half>::round(value);
   }
 }
 
@@ -201,13 +184,13 @@ __device__ void load_tile_rows(Half* dst, int dst_ld, const Half* src, int row0,
 template <int Out, int In, class Half>
 __device__ void load_weights(Half* dst, const float* w) {
   for (int e = static_cast<int>(threadIdx.x); e < Out * In; e += threads)
-    dst[(e / In) * (In + smem_pad) + e % In] = Format<Half>::round(w[e]);
+    dst[(e / In) * (In + smem_pad) + e % In] = HalfFormat<Half>::round(w[e]);
 }
 
 template <class Half>
 __device__ inline uint4 pack8(const float (&v)[8]) {
-  typename Format<Half>::pair pairs[4];
-  for (int i = 0; i < 4; ++i) pairs[i] = Format<Half>::round2(v[2 * i], v[2 * i + 1]);  // .x = lower address
+  typename HalfFormat<Half>::pair pairs[4];
+  for (int i = 0; i < 4; ++i) pairs[i] = HalfFormat<Half>::round2(v[2 * i], v[2 * i + 1]);  // .x = lower address
   static_assert(sizeof(pairs) == sizeof(uint4));
   uint4 bits;
   memcpy(&bits, pairs, sizeof(bits));
@@ -216,7 +199,7 @@ __device__ inline uint4 pack8(const float (&v)[8]) {
 
 template <class Half>
 __device__ inline void unpack8(uint4 bits, float (&v)[8]) {
-  typename Format<Half>::pair pairs[4];
+  typename HalfFormat<Half>::pair pairs[4];
   memcpy(pairs, &bits, sizeof(bits));
   for (int i = 0; i < 4; ++i) {
     v[2 * i] = __low2float(pairs[i]);
@@ -484,7 +467,7 @@ struct Net {
       __syncthreads();  // the sub-tile is complete
 
       for (int r = tid / L::out; r < tile_rows; r += threads_per_col)
-        bias_sum += Format<Half>::widen(dz_tile[r * dz_ld + bias_col]);
+        bias_sum += HalfFormat<Half>::widen(dz_tile[r * dz_ld + bias_col]);
 
 #pragma unroll
       for (int i = 0; i < frags_per_warp; ++i) {

@@ -63,24 +63,29 @@ std::vector<TensorSlot<T>> training_slots(Trainer& trainer) {
   return slots;
 }
 
+// The metadata value `key` parsed whole by std::from_chars into `value`; false when it is missing
+// or not such a number.
+template <class Number>
+bool metadata_number(const SafetensorsFile& file, const char* key, Number& value) {
+  const auto it = file.metadata.find(key);
+  if (it == file.metadata.end()) return false;
+  const char* end = it->second.data() + it->second.size();
+  return std::from_chars(it->second.data(), end, value).ptr == end;
+}
+
 // The metadata value `key` as an integer in [0, INT_MAX].
 inline int metadata_count(const SafetensorsFile& file, const std::filesystem::path& path, const char* key) {
-  const auto it = file.metadata.find(key);
   long long value = -1;
-  const char* end = it == file.metadata.end() ? nullptr : it->second.data() + it->second.size();
-  if (it == file.metadata.end() || std::from_chars(it->second.data(), end, value).ptr != end || value < 0 ||
-      value > INT_MAX)
+  if (!metadata_number(file, key, value) || value < 0 || value > INT_MAX)
     throw IoError("etnn::io::load_state: '" + path.string() + "': metadata '" + key +
                   "' is missing or not a count");
   return static_cast<int>(value);
 }
 
-// The metadata value `key` as a float written by std::to_chars (which round-trips it exactly).
+// The metadata value `key` as a float written by shortest_text (which round-trips it exactly).
 inline float metadata_float(const SafetensorsFile& file, const std::filesystem::path& path, const char* key) {
-  const auto it = file.metadata.find(key);
   float value = 0.0f;
-  const char* end = it == file.metadata.end() ? nullptr : it->second.data() + it->second.size();
-  if (it == file.metadata.end() || std::from_chars(it->second.data(), end, value).ptr != end)
+  if (!metadata_number(file, key, value))
     throw IoError("etnn::io::load_state: '" + path.string() + "': metadata '" + key + "' is missing or not a number");
   return value;
 }

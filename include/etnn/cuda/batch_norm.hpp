@@ -1,5 +1,6 @@
 #pragma once
-// Batch normalisation on the device, with the CPU's semantics and formulas (cpu/batch_norm.hpp):
+// Batch normalisation on the device, with the CPU's semantics and its per-value ETNN_HD functors
+// (cpu/batch_norm.hpp):
 //   x, y: (B, C, S)   per-channel sums over n = B S values, in double
 //   training:  mu_c, var_c from this batch (summed over ranks by `sync`), running ones updated
 //   eval:      mu_c, var_c = running_mean, running_var
@@ -47,12 +48,6 @@ BatchNormValues<C> batch_norm_values() {
   return {v, v + C + 1, v + 2 * C + 1, v + 3 * C + 1, v + 4 * C + 1};
 }
 
-// Index i of a (B, C, S) tensor belongs to channel (i / S) % C.
-template <int C, int S>
-ETNN_HD int channel_of(std::size_t i) {
-  return static_cast<int>(i / S % C);
-}
-
 // out[c] = sum over channel c's values i of term(c, i); block c sums channel c in a fixed order.
 // With `count`, out[C] = B S as well (the count the statistics divide by).
 template <int C, int S, class Term>
@@ -77,32 +72,6 @@ void channel_sums(int batch, const Term& term, double* out, bool count = false) 
   check_launch("etnn::batch_norm channel_sums");
 }
 
-template <class T>
-struct ValueTerm {  // x (or dy)
-  const T* x;
-  ETNN_HD double operator()(int, std::size_t i) const { return static_cast<double>(x[i]); }
-};
-
-template <class T>
-struct CenteredSquareTerm {  // (x - mu_c)^2, mu_c = sums[c] / count
-  const T* x;
-  const double* sums;
-  int channels;
-  ETNN_HD double operator()(int c, std::size_t i) const {
-    const double centred = x[i] - sums[c] / sums[channels];
-    return centred * centred;
-  }
-};
-
-template <class T>
-struct GradientXhatTerm {  // dy xhat
-  const T* x;
-  const T* dy;
-  const double* mean;
-  const double* inv_std;
-  ETNN_HD double operator()(int c, std::size_t i) const { return dy[i] * ((x[i] - mean[c]) * inv_std[c]); }
-};
-
 // mean, inv_std from this batch's sums (training) or the running statistics (eval); in a training
 // forward pass the running statistics too, as cpu/batch_norm.hpp updates them. One thread per channel.
 template <int C, class T>
@@ -114,12 +83,7 @@ __global__ void finish_statistics_kernel(BatchNormValues<C> v, T* running, bool 
     const double count = v.sums[C];
     mean = v.sums[c] / count;
     var = v.squares[c] / count;
-    if (update_running) {
-      const double m = batch_norm_momentum;
-      running[c] = static_cast<T>((1 - m) * running[c] + m * mean);
-      running[C + c] = static_cast<T>((1 - m) * running[C + c] + m * var * count / (count - 1));
-      if (c == 0) running[2 * C] += T(1);
-    }
+    if (update_running) etnn::detail::update_running_statistics<C>(running, c, mean, var, count);
   } else {
     mean = running[c];
     var = running[C + c];
@@ -133,9 +97,9 @@ template <int C, int S, class T>
 void statistics(const BatchNormValues<C>& v, const T* x, T* running, int batch, bool training, bool update_running,
                 const CrossRankSum& sync) {
   if (training) {
-    channel_sums<C, S>(batch, ValueTerm<T>{x}, v.sums, true);
+    channel_sums<C, S>(batch, etnn::detail::ChannelValue<T>{x}, v.sums, true);
     sync(v.sums, C + 1);
-    channel_sums<C, S>(batch, CenteredSquareTerm<T>{x, v.sums, C}, v.squares);
+    channel_sums<C, S>(batch, etnn::detail::CenteredSquare<T>{x, v.sums, C}, v.squares);
     sync(v.squares, C);
   }
   constexpr unsigned threads = 128;
@@ -143,51 +107,6 @@ void statistics(const BatchNormValues<C>& v, const T* x, T* running, int batch, 
                                                                                       update_running);
   check_launch("etnn::batch_norm statistics");
 }
-
-template <int C, int S, class T>
-struct Normalize {  // y = (x - mu) gamma / sqrt(var + eps) + beta
-  const T* gamma;
-  const T* beta;
-  const double* mean;
-  const double* inv_std;
-  const T* x;
-  T* y;
-  ETNN_HD void operator()(std::size_t i) const {
-    const int c = channel_of<C, S>(i);
-    y[i] = static_cast<T>((x[i] - mean[c]) * (gamma[c] * inv_std[c]) + beta[c]);
-  }
-};
-
-template <int C, class T>
-struct AddParameterGradients {  // dbeta += sum dy, dgamma += sum dy xhat (this rank's)
-  const double* gradient_sums;
-  T* gamma_grad;
-  T* beta_grad;
-  ETNN_HD void operator()(std::size_t c) const {
-    beta_grad[c] += static_cast<T>(gradient_sums[c]);
-    gamma_grad[c] += static_cast<T>(gradient_sums[C + c]);
-  }
-};
-
-template <int C, int S, class T>
-struct InputGradient {  // dx = gamma inv_std (dy - mean(dy) - xhat mean(dy xhat)); eval: gamma inv_std dy
-  const T* gamma;
-  const double* mean;
-  const double* inv_std;
-  const double* gradient_sums;
-  const double* count;
-  const T* x;
-  const T* dy;
-  T* dx;
-  bool training;
-  ETNN_HD void operator()(std::size_t i) const {
-    const int c = channel_of<C, S>(i);
-    const double xhat = (x[i] - mean[c]) * inv_std[c];
-    const double mean_dy = training ? gradient_sums[c] / *count : 0;
-    const double mean_dy_xhat = training ? gradient_sums[C + c] / *count : 0;
-    dx[i] = static_cast<T>(gamma[c] * inv_std[c] * (dy[i] - mean_dy - xhat * mean_dy_xhat));
-  }
-};
 
 }  // namespace cuda::detail
 
@@ -198,29 +117,29 @@ void batch_norm_forward(Cuda, const T* gamma, const T* beta, T* running, const T
   // Without sync the count is this batch's. With it the count is summed on the device, where it
   // cannot be checked without waiting for it; a Trainer's synchronised step always has at least 2
   // (it takes no empty batch, and syncs only across 2 or more ranks).
-  if (training && !sync && static_cast<long long>(batch) * S < 2)
-    throw ShapeError("etnn::nn::batch_norm: training needs more than one value per channel, got a batch of " +
-                     std::to_string(batch) + "; use a larger batch or eval()");
+  if (training && !sync) check_batch_norm_count(static_cast<double>(batch) * S, batch);
   const auto v = cuda::detail::batch_norm_values<C>();
   cuda::detail::statistics<C, S>(v, x, running, batch, training, true, sync);
   for_each_index(Cuda{}, static_cast<std::size_t>(batch) * C * S,
-                 cuda::detail::Normalize<C, S, T>{gamma, beta, v.mean, v.inv_std, x, y});
+                 detail::BatchNormalize<C, S, T>{gamma, beta, v.mean, v.inv_std, x, y});
 }
 
 template <int C, int S, class T>
 void batch_norm_backward(Cuda, const T* gamma, T* gamma_grad, T* beta_grad, const T* running, const T* x, const T* dy,
                          T* dx, int batch, bool training, const CrossRankSum& sync) {
-  using namespace cuda::detail;
-  const auto v = batch_norm_values<C>();
+  const auto v = cuda::detail::batch_norm_values<C>();
   // Recomputed as forward computed them; the running statistics are not updated again.
-  statistics<C, S>(v, x, const_cast<T*>(running), batch, training, false, sync);
-  channel_sums<C, S>(batch, ValueTerm<T>{dy}, v.gradient_sums);
-  channel_sums<C, S>(batch, GradientXhatTerm<T>{x, dy, v.mean, v.inv_std}, v.gradient_sums + C);
-  for_each_index(Cuda{}, std::size_t{C}, AddParameterGradients<C, T>{v.gradient_sums, gamma_grad, beta_grad});
+  cuda::detail::statistics<C, S>(v, x, const_cast<T*>(running), batch, training, false, sync);
+  cuda::detail::channel_sums<C, S>(batch, detail::ChannelValue<T>{dy}, v.gradient_sums);
+  cuda::detail::channel_sums<C, S>(batch, detail::GradientTimesXhat<T>{x, dy, v.mean, v.inv_std},
+                                   v.gradient_sums + C);
+  for_each_index(Cuda{}, std::size_t{C},
+                 detail::AddBatchNormParameterGradients<C, T>{v.gradient_sums, gamma_grad, beta_grad});
   if (dx == nullptr) return;
   if (training) sync(v.gradient_sums, 2 * C);
   for_each_index(Cuda{}, static_cast<std::size_t>(batch) * C * S,
-                 InputGradient<C, S, T>{gamma, v.mean, v.inv_std, v.gradient_sums, v.sums + C, x, dy, dx, training});
+                 detail::BatchNormInputGradient<C, S, T>{gamma, v.mean, v.inv_std, v.gradient_sums, v.sums + C, x, dy,
+                                                         dx, training});
 }
 
 }  // namespace etnn

@@ -37,13 +37,13 @@ void for_each_index(Cpu, std::size_t n, const F& f) {
   cpu::parallel_for(n, f);
 }
 
-// f(r) for every row r < rows, a row costing about work_per_row operations: rows are split
-// across the host threads once the whole is worth it. f is an ETNN_HD row functor (a layer's
-// per-sample math) that the device runs one thread per row (cuda/executor.hpp).
+// The same for an f(i) costing about work_per_index operations (a row of a layer's per-sample
+// math, a feature's column): indices are split across the host threads once the whole is worth
+// it. f is an ETNN_HD functor that the device runs one thread per index (cuda/executor.hpp).
 template <class F>
-void for_each_row(Cpu, std::size_t rows, std::size_t work_per_row, const F& f) {
-  cpu::parallel_chunks(rows, 1, work_per_row, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t r = begin; r < end; ++r) f(r);
+void for_each_index(Cpu, std::size_t n, std::size_t work_per_index, const F& f) {
+  cpu::parallel_chunks(n, 1, work_per_index, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) f(i);
   });
 }
 

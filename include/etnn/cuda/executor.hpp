@@ -63,12 +63,12 @@ void for_each_index(Cuda, std::size_t n, const F& f) {
   cuda::check_launch("etnn::for_each_index");
 }
 
-// f(r) for every row r < rows, one device thread per row; work_per_row is the host's hint
-// (cpu/executor.hpp). Adjacent threads read rows a row apart, which suits the narrow rows these
-// functors are for (softmax over classes, a sample's layer norm).
+// With a cost per index, which is the host's hint (cpu/executor.hpp): one device thread per index
+// all the same. For row functors adjacent threads read rows a row apart, which suits the narrow
+// rows they are for (softmax over classes, a sample's layer norm).
 template <class F>
-void for_each_row(Cuda, std::size_t rows, std::size_t, const F& f) {
-  for_each_index(Cuda{}, rows, f);
+void for_each_index(Cuda, std::size_t n, std::size_t, const F& f) {
+  for_each_index(Cuda{}, n, f);
 }
 
 }  // namespace etnn

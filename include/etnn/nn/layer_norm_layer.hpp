@@ -124,7 +124,7 @@ struct LayerNormLayer {
 
   template <class T, class Device>
   static void forward(Device device, const Pass<T>&, const T* p, const T* x, T* y, T* saved, int batch) {
-    for_each_row(device, static_cast<std::size_t>(batch), 3 * In::size,
+    for_each_index(device, static_cast<std::size_t>(batch), 3 * In::size,
                  detail::LayerNormRows<width, T>{p, p + In::size, x, y, saved});
   }
 
@@ -132,10 +132,10 @@ struct LayerNormLayer {
   static void backward(Device device, const Pass<T>&, const T* p, T* g, const T* x, const T*, const T* saved, T* dy,
                        T* dx, int batch) {
     const auto samples = static_cast<std::size_t>(batch);
-    for_each_row(device, In::size, 2 * samples,
+    for_each_index(device, In::size, 2 * samples,
                  detail::LayerNormParameterGradients<width, T>{x, saved, dy, g, g + In::size, samples});
     if (dx == nullptr) return;
-    for_each_row(device, samples, 4 * In::size, detail::LayerNormInputGradientRows<width, T>{p, x, saved, dy, dx});
+    for_each_index(device, samples, 4 * In::size, detail::LayerNormInputGradientRows<width, T>{p, x, saved, dy, dx});
   }
 };
 

@@ -76,13 +76,13 @@ struct SoftmaxLayer : InPlaceLayer<In, Index> {
 
   template <class T, class Device>
   static void forward(Device device, const Pass<T>&, const T*, const T* x, T* y, T*, int batch) {
-    for_each_row(device, static_cast<std::size_t>(batch), 4 * width, detail::SoftmaxRows<width, Kind, T>{x, y});
+    for_each_index(device, static_cast<std::size_t>(batch), 4 * width, detail::SoftmaxRows<width, Kind, T>{x, y});
   }
 
   template <class T, class Device>
   static void backward(Device device, const Pass<T>&, const T*, T*, const T*, const T* y, const T*, T* dy, T* dx,
                        int batch) {
-    for_each_row(device, static_cast<std::size_t>(batch), 4 * width,
+    for_each_index(device, static_cast<std::size_t>(batch), 4 * width,
                  detail::SoftmaxGradientRows<width, Kind, T>{y, dy, dx});
   }
 };

@@ -31,6 +31,12 @@ namespace {
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
+// The value at fraction q of the sorted values.
+double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
+}
+
 void allreduce_bandwidth(etnn::dist::Mpi& world) {
   for (std::size_t bytes = 1024; bytes <= (std::size_t{64} << 20); bytes *= 4) {
     std::vector<float> data(bytes / sizeof(float), 1.0f);
@@ -43,8 +49,7 @@ void allreduce_bandwidth(etnn::dist::Mpi& world) {
       world.allreduce_sum(data.data(), data.size());
       times.push_back(seconds_since(start));
     }
-    std::nth_element(times.begin(), times.begin() + repetitions / 2, times.end());
-    double t = times[static_cast<std::size_t>(repetitions / 2)];
+    double t = quantile(times, 0.5);
     world.broadcast(&t, 1, 0);
     const double algbw = static_cast<double>(bytes) / t / 1e9;
     const double n = world.size();
@@ -61,12 +66,6 @@ void sleeping_barrier(etnn::dist::Mpi& world) {
   int done = 0;
   for (MPI_Test(&request, &done, MPI_STATUS_IGNORE); !done; MPI_Test(&request, &done, MPI_STATUS_IGNORE))
     std::this_thread::sleep_for(std::chrono::microseconds(500));
-}
-
-// The value at fraction q of the sorted values.
-double quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
 }
 
 void weak_scaling(etnn::dist::Mpi& world, const char* setting, etnn::optim::BucketOptions buckets) {

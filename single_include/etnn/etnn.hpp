@@ -1342,13 +1342,13 @@ void for_each_index(Cpu, std::size_t n, const F& f) {
   cpu::parallel_for(n, f);
 }
 
-// f(r) for every row r < rows, a row costing about work_per_row operations: rows are split
-// across the host threads once the whole is worth it. f is an ETNN_HD row functor (a layer's
-// per-sample math) that the device runs one thread per row (cuda/executor.hpp).
+// The same for an f(i) costing about work_per_index operations (a row of a layer's per-sample
+// math, a feature's column): indices are split across the host threads once the whole is worth
+// it. f is an ETNN_HD functor that the device runs one thread per index (cuda/executor.hpp).
 template <class F>
-void for_each_row(Cpu, std::size_t rows, std::size_t work_per_row, const F& f) {
-  cpu::parallel_chunks(rows, 1, work_per_row, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t r = begin; r < end; ++r) f(r);
+void for_each_index(Cpu, std::size_t n, std::size_t work_per_index, const F& f) {
+  cpu::parallel_chunks(n, 1, work_per_index, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) f(i);
   });
 }
 
@@ -2005,12 +2005,12 @@ void for_each_index(Cuda, std::size_t n, const F& f) {
   cuda::check_launch("etnn::for_each_index");
 }
 
-// f(r) for every row r < rows, one device thread per row; work_per_row is the host's hint
-// (cpu/executor.hpp). Adjacent threads read rows a row apart, which suits the narrow rows these
-// functors are for (softmax over classes, a sample's layer norm).
+// With a cost per index, which is the host's hint (cpu/executor.hpp): one device thread per index
+// all the same. For row functors adjacent threads read rows a row apart, which suits the narrow
+// rows they are for (softmax over classes, a sample's layer norm).
 template <class F>
-void for_each_row(Cuda, std::size_t rows, std::size_t, const F& f) {
-  for_each_index(Cuda{}, rows, f);
+void for_each_index(Cuda, std::size_t n, std::size_t, const F& f) {
+  for_each_index(Cuda{}, n, f);
 }
 
 }  // namespace etnn
@@ -2812,6 +2812,8 @@ void pool2d_backward(Cuda, Kind, const T* x, const T* y, const T* dy, T* dx, int
 // so parameters are named "<index>.branches.0.0.weight", "<index>.branches.1.0.weight", ...
 //   constexpr auto net = nn::input<16> >> nn::concat(nn::linear<8> >> nn::relu, nn::linear<4>) >> nn::linear<2>;
 
+#if defined(__CUDACC__)
+#endif
 // ---- etnn/nn/block.hpp ----
 // A block: a chain of layer specs without nn::input, run as a network of its own inside a
 // combinator layer (residual, concat). The combinator's input is the block's input.
@@ -2819,8 +2821,6 @@ void pool2d_backward(Cuda, Kind, const T* x, const T* y, const T* dy, T* dx, int
 // Its parameters and buffers are the block's flat arrays, named as a PyTorch module holding the
 // block as an nn.Sequential attribute would name them: "<prefix>.<index>.<name>" ("block.0.weight").
 
-#if defined(__CUDACC__)
-#endif
 // ---- etnn/nn/program.hpp ----
 // The network executor: runs the Layers of a network forward and backward over one flat
 // parameter buffer, one flat gradient buffer and one workspace, with every offset computed at
@@ -2880,6 +2880,8 @@ using Prepend = typename detail::Prepend<T, List>::type;
 //   scratch_values(batch)                         temporary values needed during one call, or
 //   scratch_values<Device>(batch)                 the same where it depends on the device
 //   cuda_kernels                                  true when forward/backward have etnn::Cuda overloads
+//   draws_random                                  true when training passes draw random numbers
+//                                                 (dropout): a recorded CUDA graph could not replay them
 
 // ---- etnn/nn/param_info.hpp ----
 // Description of one parameter tensor of a layer: its PyTorch name suffix ("weight", "bias"),
@@ -3324,13 +3326,109 @@ struct ActivationLayer : InPlaceLayer<In, Index> {
 //   eval:      dx = gamma / sqrt(var + eps) dy
 // Backward recomputes the batch statistics from x instead of keeping them. Per-channel sums run
 // over channels in parallel, accumulated in double; `sync` sums them over ranks in between (two
-// sums in forward, three in backward). dx may be dy (in place).
+// sums in forward, three in backward). dx may be dy (in place). The per-value math is the ETNN_HD
+// functors below, which the device runs too (cuda/batch_norm.hpp).
 
 
 namespace etnn {
 
 inline constexpr double batch_norm_momentum = 0.1;
 inline constexpr double batch_norm_eps = 1e-5;
+
+// The per-value math of batch norm as ETNN_HD functors, which the CPU runs here and the device in
+// cuda/batch_norm.hpp. Channel sums take term(c, i) for index i of channel c; the statistics are
+// read through pointers: mean[C], inv_std[C], and the per-channel sums of the backward pass,
+// gradient_sums[2 C] (sum of dy, then sum of dy xhat).
+namespace detail {
+
+// Index i of a (B, C, S) tensor belongs to channel (i / S) % C.
+template <int C, int S>
+ETNN_HD int channel_of(std::size_t i) {
+  return static_cast<int>(i / S % C);
+}
+
+template <class T>
+struct ChannelValue {  // x (or dy)
+  const T* x;
+  ETNN_HD double operator()(int, std::size_t i) const { return static_cast<double>(x[i]); }
+};
+
+template <class T>
+struct CenteredSquare {  // (x - mu_c)^2, mu_c = sums[c] / count, count = sums[channels]
+  const T* x;
+  const double* sums;
+  int channels;
+  ETNN_HD double operator()(int c, std::size_t i) const {
+    const double centred = x[i] - sums[c] / sums[channels];
+    return centred * centred;
+  }
+};
+
+template <class T>
+struct GradientTimesXhat {  // dy xhat
+  const T* x;
+  const T* dy;
+  const double* mean;
+  const double* inv_std;
+  ETNN_HD double operator()(int c, std::size_t i) const { return dy[i] * ((x[i] - mean[c]) * inv_std[c]); }
+};
+
+template <int C, int S, class T>
+struct BatchNormalize {  // y = (x - mu) gamma / sqrt(var + eps) + beta
+  const T* gamma;
+  const T* beta;
+  const double* mean;
+  const double* inv_std;
+  const T* x;
+  T* y;
+  ETNN_HD void operator()(std::size_t i) const {
+    const int c = channel_of<C, S>(i);
+    y[i] = static_cast<T>((x[i] - mean[c]) * (gamma[c] * inv_std[c]) + beta[c]);
+  }
+};
+
+template <int C, class T>
+struct AddBatchNormParameterGradients {  // dbeta += sum dy, dgamma += sum dy xhat (this rank's)
+  const double* gradient_sums;
+  T* gamma_grad;
+  T* beta_grad;
+  ETNN_HD void operator()(std::size_t c) const {
+    beta_grad[c] += static_cast<T>(gradient_sums[c]);
+    gamma_grad[c] += static_cast<T>(gradient_sums[C + c]);
+  }
+};
+
+template <int C, int S, class T>
+struct BatchNormInputGradient {  // dx = gamma inv_std (dy - mean(dy) - xhat mean(dy xhat)); eval: gamma inv_std dy
+  const T* gamma;
+  const double* mean;
+  const double* inv_std;
+  const double* gradient_sums;
+  const double* count;
+  const T* x;
+  const T* dy;
+  T* dx;
+  bool training;
+  ETNN_HD void operator()(std::size_t i) const {
+    const int c = channel_of<C, S>(i);
+    const double xhat = (x[i] - mean[c]) * inv_std[c];
+    const double mean_dy = training ? gradient_sums[c] / *count : 0;
+    const double mean_dy_xhat = training ? gradient_sums[C + c] / *count : 0;
+    dx[i] = static_cast<T>(gamma[c] * inv_std[c] * (dy[i] - mean_dy - xhat * mean_dy_xhat));
+  }
+};
+
+// running[c], running[C + c] moved toward channel c's batch mean and unbiased variance (var is
+// the biased one over count values), and num_batches_tracked counted once (by channel 0).
+template <int C, class T>
+ETNN_HD void update_running_statistics(T* running, int c, double mean, double var, double count) {
+  constexpr double m = batch_norm_momentum;
+  running[c] = static_cast<T>((1 - m) * running[c] + m * mean);
+  running[C + c] = static_cast<T>((1 - m) * running[C + c] + m * var * count / (count - 1));
+  if (c == 0) running[2 * C] += T(1);
+}
+
+}  // namespace detail
 
 namespace cpu {
 
@@ -3343,9 +3441,9 @@ void for_channel(int batch, int c, F&& f) {
   }
 }
 
-// sums[c] = sum over channel c's values of term(i), channels in parallel.
+// sums[c] = sum over channel c's values of term(c, i), channels in parallel.
 template <int C, int S, class Term>
-void channel_sums(int batch, double* sums, Term&& term) {
+void channel_sums(int batch, double* sums, const Term& term) {
   parallel_chunks(std::size_t{C}, 1, static_cast<std::size_t>(batch) * S, [&](std::size_t begin, std::size_t end) {
     for (int c = static_cast<int>(begin); c < static_cast<int>(end); ++c) {
       double sum = 0;
@@ -3368,12 +3466,12 @@ ChannelStatistics<C> channel_statistics(const T* x, const T* running, int batch,
   ChannelStatistics<C> st;
   if (training) {
     std::array<double, C + 1> sums;  // sum of x per channel, then the count
-    channel_sums<C, S>(batch, sums.data(), [&](int, std::size_t i) { return static_cast<double>(x[i]); });
+    channel_sums<C, S>(batch, sums.data(), etnn::detail::ChannelValue<T>{x});
     sums[C] = static_cast<double>(batch) * S;
     sync(sums.data(), C + 1);
     st.count = sums[C];
     for (int c = 0; c < C; ++c) st.mean[c] = sums[c] / st.count;
-    channel_sums<C, S>(batch, st.var.data(), [&](int c, std::size_t i) { return (x[i] - st.mean[c]) * (x[i] - st.mean[c]); });
+    channel_sums<C, S>(batch, st.var.data(), etnn::detail::CenteredSquare<T>{x, sums.data(), C});
     sync(st.var.data(), C);
     for (int c = 0; c < C; ++c) st.var[c] /= st.count;
   } else {
@@ -3384,62 +3482,49 @@ ChannelStatistics<C> channel_statistics(const T* x, const T* running, int batch,
   return st;
 }
 
-// Calls f(c, i) for every index of every channel, channels in parallel.
-template <int C, int S, class F>
-void for_each_channel_value(int batch, F&& f) {
-  parallel_chunks(std::size_t{C}, 1, static_cast<std::size_t>(batch) * S, [&](std::size_t begin, std::size_t end) {
-    for (int c = static_cast<int>(begin); c < static_cast<int>(end); ++c)
-      for_channel<C, S>(batch, c, [&](std::size_t i) { f(c, i); });
-  });
-}
-
 }  // namespace cpu
+
+// A training pass needs two or more values per channel (the unbiased variance divides by n - 1).
+inline void check_batch_norm_count(double count, int batch) {
+  if (count < 2)
+    throw ShapeError("etnn::nn::batch_norm: training needs more than one value per channel, got a batch of " +
+                     std::to_string(batch) + "; use a larger batch or eval()");
+}
 
 // running: [running_mean (C), running_var (C), num_batches_tracked (1)]; updated when training.
 template <int C, int S, class T>
 void batch_norm_forward(Cpu, const T* gamma, const T* beta, T* running, const T* x, T* y, int batch, bool training,
                         const CrossRankSum& sync) {
   const auto st = cpu::channel_statistics<C, S>(x, running, batch, training, sync);
-  if (training && st.count < 2)
-    throw ShapeError("etnn::nn::batch_norm: training needs more than one value per channel, got a batch of " +
-                     std::to_string(batch) + "; use a larger batch or eval()");
-  cpu::for_each_channel_value<C, S>(batch, [&](int c, std::size_t i) {
-    const double scale = gamma[c] * st.inv_std[c];
-    y[i] = static_cast<T>((x[i] - st.mean[c]) * scale + beta[c]);
-  });
-  if (!training) return;
-  const double m = batch_norm_momentum;
-  for (int c = 0; c < C; ++c) {
-    running[c] = static_cast<T>((1 - m) * running[c] + m * st.mean[c]);
-    running[C + c] = static_cast<T>((1 - m) * running[C + c] + m * st.var[c] * st.count / (st.count - 1));
-  }
-  running[2 * C] += T(1);
+  if (training) check_batch_norm_count(st.count, batch);
+  for_each_index(Cpu{}, static_cast<std::size_t>(batch) * C * S,
+                 detail::BatchNormalize<C, S, T>{gamma, beta, st.mean.data(), st.inv_std.data(), x, y});
+  if (training)
+    for (int c = 0; c < C; ++c) detail::update_running_statistics<C>(running, c, st.mean[c], st.var[c], st.count);
 }
 
 template <int C, int S, class T>
 void batch_norm_backward(Cpu, const T* gamma, T* gamma_grad, T* beta_grad, const T* running, const T* x, const T* dy,
                          T* dx, int batch, bool training, const CrossRankSum& sync) {
   const auto st = cpu::channel_statistics<C, S>(x, running, batch, training, sync);
-  const auto xhat = [&](int c, std::size_t i) { return (x[i] - st.mean[c]) * st.inv_std[c]; };
   std::array<double, 2 * C> sums;  // sum dy, then sum dy xhat, per channel
-  cpu::channel_sums<C, S>(batch, sums.data(), [&](int, std::size_t i) { return static_cast<double>(dy[i]); });
-  cpu::channel_sums<C, S>(batch, sums.data() + C, [&](int c, std::size_t i) { return dy[i] * xhat(c, i); });
-  for (int c = 0; c < C; ++c) {
-    beta_grad[c] += static_cast<T>(sums[c]);
-    gamma_grad[c] += static_cast<T>(sums[C + c]);
-  }
+  cpu::channel_sums<C, S>(batch, sums.data(), detail::ChannelValue<T>{dy});
+  cpu::channel_sums<C, S>(batch, sums.data() + C,
+                          detail::GradientTimesXhat<T>{x, dy, st.mean.data(), st.inv_std.data()});
+  for (std::size_t c = 0; c < C; ++c)
+    detail::AddBatchNormParameterGradients<C, T>{sums.data(), gamma_grad, beta_grad}(c);
   if (dx == nullptr) return;
   if (training) sync(sums.data(), 2 * C);
-  cpu::for_each_channel_value<C, S>(batch, [&](int c, std::size_t i) {
-    const double mean_dy = training ? sums[c] / st.count : 0, mean_dy_xhat = training ? sums[C + c] / st.count : 0;
-    dx[i] = static_cast<T>(gamma[c] * st.inv_std[c] * (dy[i] - mean_dy - xhat(c, i) * mean_dy_xhat));
-  });
+  for_each_index(Cpu{}, static_cast<std::size_t>(batch) * C * S,
+                 detail::BatchNormInputGradient<C, S, T>{gamma, st.mean.data(), st.inv_std.data(), sums.data(),
+                                                         &st.count, x, dy, dx, training});
 }
 
 }  // namespace etnn
 #if defined(__CUDACC__)
 // ---- etnn/cuda/batch_norm.hpp ----
-// Batch normalisation on the device, with the CPU's semantics and formulas (cpu/batch_norm.hpp):
+// Batch normalisation on the device, with the CPU's semantics and its per-value ETNN_HD functors
+// (cpu/batch_norm.hpp):
 //   x, y: (B, C, S)   per-channel sums over n = B S values, in double
 //   training:  mu_c, var_c from this batch (summed over ranks by `sync`), running ones updated
 //   eval:      mu_c, var_c = running_mean, running_var
@@ -3479,12 +3564,6 @@ BatchNormValues<C> batch_norm_values() {
   return {v, v + C + 1, v + 2 * C + 1, v + 3 * C + 1, v + 4 * C + 1};
 }
 
-// Index i of a (B, C, S) tensor belongs to channel (i / S) % C.
-template <int C, int S>
-ETNN_HD int channel_of(std::size_t i) {
-  return static_cast<int>(i / S % C);
-}
-
 // out[c] = sum over channel c's values i of term(c, i); block c sums channel c in a fixed order.
 // With `count`, out[C] = B S as well (the count the statistics divide by).
 template <int C, int S, class Term>
@@ -3509,32 +3588,6 @@ void channel_sums(int batch, const Term& term, double* out, bool count = false) 
   check_launch("etnn::batch_norm channel_sums");
 }
 
-template <class T>
-struct ValueTerm {  // x (or dy)
-  const T* x;
-  ETNN_HD double operator()(int, std::size_t i) const { return static_cast<double>(x[i]); }
-};
-
-template <class T>
-struct CenteredSquareTerm {  // (x - mu_c)^2, mu_c = sums[c] / count
-  const T* x;
-  const double* sums;
-  int channels;
-  ETNN_HD double operator()(int c, std::size_t i) const {
-    const double centred = x[i] - sums[c] / sums[channels];
-    return centred * centred;
-  }
-};
-
-template <class T>
-struct GradientXhatTerm {  // dy xhat
-  const T* x;
-  const T* dy;
-  const double* mean;
-  const double* inv_std;
-  ETNN_HD double operator()(int c, std::size_t i) const { return dy[i] * ((x[i] - mean[c]) * inv_std[c]); }
-};
-
 // mean, inv_std from this batch's sums (training) or the running statistics (eval); in a training
 // forward pass the running statistics too, as cpu/batch_norm.hpp updates them. One thread per channel.
 template <int C, class T>
@@ -3546,12 +3599,7 @@ __global__ void finish_statistics_kernel(BatchNormValues<C> v, T* running, bool 
     const double count = v.sums[C];
     mean = v.sums[c] / count;
     var = v.squares[c] / count;
-    if (update_running) {
-      const double m = batch_norm_momentum;
-      running[c] = static_cast<T>((1 - m) * running[c] + m * mean);
-      running[C + c] = static_cast<T>((1 - m) * running[C + c] + m * var * count / (count - 1));
-      if (c == 0) running[2 * C] += T(1);
-    }
+    if (update_running) etnn::detail::update_running_statistics<C>(running, c, mean, var, count);
   } else {
     mean = running[c];
     var = running[C + c];
@@ -3565,9 +3613,9 @@ template <int C, int S, class T>
 void statistics(const BatchNormValues<C>& v, const T* x, T* running, int batch, bool training, bool update_running,
                 const CrossRankSum& sync) {
   if (training) {
-    channel_sums<C, S>(batch, ValueTerm<T>{x}, v.sums, true);
+    channel_sums<C, S>(batch, etnn::detail::ChannelValue<T>{x}, v.sums, true);
     sync(v.sums, C + 1);
-    channel_sums<C, S>(batch, CenteredSquareTerm<T>{x, v.sums, C}, v.squares);
+    channel_sums<C, S>(batch, etnn::detail::CenteredSquare<T>{x, v.sums, C}, v.squares);
     sync(v.squares, C);
   }
   constexpr unsigned threads = 128;
@@ -3575,51 +3623,6 @@ void statistics(const BatchNormValues<C>& v, const T* x, T* running, int batch, 
                                                                                       update_running);
   check_launch("etnn::batch_norm statistics");
 }
-
-template <int C, int S, class T>
-struct Normalize {  // y = (x - mu) gamma / sqrt(var + eps) + beta
-  const T* gamma;
-  const T* beta;
-  const double* mean;
-  const double* inv_std;
-  const T* x;
-  T* y;
-  ETNN_HD void operator()(std::size_t i) const {
-    const int c = channel_of<C, S>(i);
-    y[i] = static_cast<T>((x[i] - mean[c]) * (gamma[c] * inv_std[c]) + beta[c]);
-  }
-};
-
-template <int C, class T>
-struct AddParameterGradients {  // dbeta += sum dy, dgamma += sum dy xhat (this rank's)
-  const double* gradient_sums;
-  T* gamma_grad;
-  T* beta_grad;
-  ETNN_HD void operator()(std::size_t c) const {
-    beta_grad[c] += static_cast<T>(gradient_sums[c]);
-    gamma_grad[c] += static_cast<T>(gradient_sums[C + c]);
-  }
-};
-
-template <int C, int S, class T>
-struct InputGradient {  // dx = gamma inv_std (dy - mean(dy) - xhat mean(dy xhat)); eval: gamma inv_std dy
-  const T* gamma;
-  const double* mean;
-  const double* inv_std;
-  const double* gradient_sums;
-  const double* count;
-  const T* x;
-  const T* dy;
-  T* dx;
-  bool training;
-  ETNN_HD void operator()(std::size_t i) const {
-    const int c = channel_of<C, S>(i);
-    const double xhat = (x[i] - mean[c]) * inv_std[c];
-    const double mean_dy = training ? gradient_sums[c] / *count : 0;
-    const double mean_dy_xhat = training ? gradient_sums[C + c] / *count : 0;
-    dx[i] = static_cast<T>(gamma[c] * inv_std[c] * (dy[i] - mean_dy - xhat * mean_dy_xhat));
-  }
-};
 
 }  // namespace cuda::detail
 
@@ -3630,29 +3633,29 @@ void batch_norm_forward(Cuda, const T* gamma, const T* beta, T* running, const T
   // Without sync the count is this batch's. With it the count is summed on the device, where it
   // cannot be checked without waiting for it; a Trainer's synchronised step always has at least 2
   // (it takes no empty batch, and syncs only across 2 or more ranks).
-  if (training && !sync && static_cast<long long>(batch) * S < 2)
-    throw ShapeError("etnn::nn::batch_norm: training needs more than one value per channel, got a batch of " +
-                     std::to_string(batch) + "; use a larger batch or eval()");
+  if (training && !sync) check_batch_norm_count(static_cast<double>(batch) * S, batch);
   const auto v = cuda::detail::batch_norm_values<C>();
   cuda::detail::statistics<C, S>(v, x, running, batch, training, true, sync);
   for_each_index(Cuda{}, static_cast<std::size_t>(batch) * C * S,
-                 cuda::detail::Normalize<C, S, T>{gamma, beta, v.mean, v.inv_std, x, y});
+                 detail::BatchNormalize<C, S, T>{gamma, beta, v.mean, v.inv_std, x, y});
 }
 
 template <int C, int S, class T>
 void batch_norm_backward(Cuda, const T* gamma, T* gamma_grad, T* beta_grad, const T* running, const T* x, const T* dy,
                          T* dx, int batch, bool training, const CrossRankSum& sync) {
-  using namespace cuda::detail;
-  const auto v = batch_norm_values<C>();
+  const auto v = cuda::detail::batch_norm_values<C>();
   // Recomputed as forward computed them; the running statistics are not updated again.
-  statistics<C, S>(v, x, const_cast<T*>(running), batch, training, false, sync);
-  channel_sums<C, S>(batch, ValueTerm<T>{dy}, v.gradient_sums);
-  channel_sums<C, S>(batch, GradientXhatTerm<T>{x, dy, v.mean, v.inv_std}, v.gradient_sums + C);
-  for_each_index(Cuda{}, std::size_t{C}, AddParameterGradients<C, T>{v.gradient_sums, gamma_grad, beta_grad});
+  cuda::detail::statistics<C, S>(v, x, const_cast<T*>(running), batch, training, false, sync);
+  cuda::detail::channel_sums<C, S>(batch, detail::ChannelValue<T>{dy}, v.gradient_sums);
+  cuda::detail::channel_sums<C, S>(batch, detail::GradientTimesXhat<T>{x, dy, v.mean, v.inv_std},
+                                   v.gradient_sums + C);
+  for_each_index(Cuda{}, std::size_t{C},
+                 detail::AddBatchNormParameterGradients<C, T>{v.gradient_sums, gamma_grad, beta_grad});
   if (dx == nullptr) return;
   if (training) sync(v.gradient_sums, 2 * C);
   for_each_index(Cuda{}, static_cast<std::size_t>(batch) * C * S,
-                 InputGradient<C, S, T>{gamma, v.mean, v.inv_std, v.gradient_sums, v.sums + C, x, dy, dx, training});
+                 detail::BatchNormInputGradient<C, S, T>{gamma, v.mean, v.inv_std, v.gradient_sums, v.sums + C, x, dy,
+                                                         dx, training});
 }
 
 }  // namespace etnn
@@ -3950,7 +3953,8 @@ struct DropoutLayer : InPlaceLayer<In, Index> {
   template <class T, class Device>
   static void apply(Device device, const Pass<T>& pass, const T* in, T* out, int batch) {
     const T scale = static_cast<T>(1.0 / (1.0 - p));
-    for_each_index(device, static_cast<std::size_t>(batch) * In::size,
+    // About 4 operations per element: a hash, a compare, a multiply, a store.
+    for_each_index(device, static_cast<std::size_t>(batch) * In::size, 4,
                    detail::DropoutMask<T>{p, scale, pass.seed, in, out, pass.training});
   }
 };
@@ -4097,7 +4101,7 @@ struct LayerNormLayer {
 
   template <class T, class Device>
   static void forward(Device device, const Pass<T>&, const T* p, const T* x, T* y, T* saved, int batch) {
-    for_each_row(device, static_cast<std::size_t>(batch), 3 * In::size,
+    for_each_index(device, static_cast<std::size_t>(batch), 3 * In::size,
                  detail::LayerNormRows<width, T>{p, p + In::size, x, y, saved});
   }
 
@@ -4105,10 +4109,10 @@ struct LayerNormLayer {
   static void backward(Device device, const Pass<T>&, const T* p, T* g, const T* x, const T*, const T* saved, T* dy,
                        T* dx, int batch) {
     const auto samples = static_cast<std::size_t>(batch);
-    for_each_row(device, In::size, 2 * samples,
+    for_each_index(device, In::size, 2 * samples,
                  detail::LayerNormParameterGradients<width, T>{x, saved, dy, g, g + In::size, samples});
     if (dx == nullptr) return;
-    for_each_row(device, samples, 4 * In::size, detail::LayerNormInputGradientRows<width, T>{p, x, saved, dy, dx});
+    for_each_index(device, samples, 4 * In::size, detail::LayerNormInputGradientRows<width, T>{p, x, saved, dy, dx});
   }
 };
 
@@ -4222,13 +4226,13 @@ struct SoftmaxLayer : InPlaceLayer<In, Index> {
 
   template <class T, class Device>
   static void forward(Device device, const Pass<T>&, const T*, const T* x, T* y, T*, int batch) {
-    for_each_row(device, static_cast<std::size_t>(batch), 4 * width, detail::SoftmaxRows<width, Kind, T>{x, y});
+    for_each_index(device, static_cast<std::size_t>(batch), 4 * width, detail::SoftmaxRows<width, Kind, T>{x, y});
   }
 
   template <class T, class Device>
   static void backward(Device device, const Pass<T>&, const T*, T*, const T*, const T* y, const T*, T* dy, T* dx,
                        int batch) {
-    for_each_row(device, static_cast<std::size_t>(batch), 4 * width,
+    for_each_index(device, static_cast<std::size_t>(batch), 4 * width,
                  detail::SoftmaxGradientRows<width, Kind, T>{y, dy, dx});
   }
 };
@@ -10642,14 +10646,14 @@ class GraphCache {
   using Key = std::tuple<int, int, const void*>;
 
   // off_reason: empty to record, else why the step is not recorded (reason() says it).
-  explicit GraphCache(std::string off_reason = "") : enabled_(off_reason.empty()), reason_(std::move(off_reason)) {}
+  explicit GraphCache(std::string off_reason = "") : reason_(std::move(off_reason)) {}
   GraphCache(const GraphCache&) = delete;
   GraphCache& operator=(const GraphCache&) = delete;
   ~GraphCache() { clear(); }
 
   template <class Work>
   void run(const Key& key, Work&& work) {
-    if (!enabled_) {
+    if (!enabled()) {
       work();
       return;
     }
@@ -10673,7 +10677,7 @@ class GraphCache {
     graphs_.clear();
   }
 
-  bool enabled() const noexcept { return enabled_; }
+  bool enabled() const noexcept { return reason_.empty(); }
   // Why graphs are off ("" while they are on).
   const std::string& reason() const noexcept { return reason_; }
   std::size_t recorded() const noexcept { return graphs_.size(); }
@@ -10701,13 +10705,11 @@ class GraphCache {
     if (graph != nullptr) (void)cudaGraphDestroy(graph);
     if (failure.empty()) return executable;
     (void)cudaGetLastError();
-    enabled_ = false;
     reason_ = "recording failed: " + failure;
     return nullptr;
   }
 
-  bool enabled_;
-  std::string reason_;
+  std::string reason_;  // why graphs are off; empty while they are on
   std::map<Key, cudaGraphExec_t> graphs_;
   std::int64_t replays_ = 0;
 };

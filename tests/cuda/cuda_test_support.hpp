@@ -13,6 +13,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "support/gradcheck.hpp"
+
 namespace nn = etnn::nn;
 
 namespace cuda_test {
@@ -22,11 +24,11 @@ inline bool gpu() {
   return usable;
 }
 
+// n values uniform in [-scale, scale] from seed (etnn::test::fill_uniform).
 template <class T>
 std::vector<T> random_values(std::size_t n, std::uint64_t seed, double scale = 1.0) {
-  etnn::Rng rng(seed);
   std::vector<T> v(n);
-  for (auto& x : v) x = static_cast<T>(rng.uniform(-scale, scale));
+  etnn::test::fill_uniform(v.data(), n, seed, scale);
   return v;
 }
 

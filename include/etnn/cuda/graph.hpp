@@ -27,14 +27,14 @@ class GraphCache {
   using Key = std::tuple<int, int, const void*>;
 
   // off_reason: empty to record, else why the step is not recorded (reason() says it).
-  explicit GraphCache(std::string off_reason = "") : enabled_(off_reason.empty()), reason_(std::move(off_reason)) {}
+  explicit GraphCache(std::string off_reason = "") : reason_(std::move(off_reason)) {}
   GraphCache(const GraphCache&) = delete;
   GraphCache& operator=(const GraphCache&) = delete;
   ~GraphCache() { clear(); }
 
   template <class Work>
   void run(const Key& key, Work&& work) {
-    if (!enabled_) {
+    if (!enabled()) {
       work();
       return;
     }
@@ -58,7 +58,7 @@ class GraphCache {
     graphs_.clear();
   }
 
-  bool enabled() const noexcept { return enabled_; }
+  bool enabled() const noexcept { return reason_.empty(); }
   // Why graphs are off ("" while they are on).
   const std::string& reason() const noexcept { return reason_; }
   std::size_t recorded() const noexcept { return graphs_.size(); }
@@ -86,13 +86,11 @@ class GraphCache {
     if (graph != nullptr) (void)cudaGraphDestroy(graph);
     if (failure.empty()) return executable;
     (void)cudaGetLastError();
-    enabled_ = false;
     reason_ = "recording failed: " + failure;
     return nullptr;
   }
 
-  bool enabled_;
-  std::string reason_;
+  std::string reason_;  // why graphs are off; empty while they are on
   std::map<Key, cudaGraphExec_t> graphs_;
   std::int64_t replays_ = 0;
 };

@@ -13,11 +13,6 @@
 
 #include "../core/static_checks.hpp"
 #include "../cpu/executor.hpp"
-#include "../tensor/copy.hpp"
-#if defined(__CUDACC__)
-#include "../cuda/executor.hpp"
-#include "../cuda/memory.hpp"
-#endif
 #include "program.hpp"
 #include "sequential.hpp"
 

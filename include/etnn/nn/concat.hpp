@@ -8,6 +8,10 @@
 #include <algorithm>
 #include <string>
 
+#include "../tensor/copy.hpp"
+#if defined(__CUDACC__)
+#include "../cuda/memory.hpp"  // copy_rows on the device
+#endif
 #include "block.hpp"
 
 namespace etnn::nn {

@@ -19,6 +19,8 @@
 //   scratch_values(batch)                         temporary values needed during one call, or
 //   scratch_values<Device>(batch)                 the same where it depends on the device
 //   cuda_kernels                                  true when forward/backward have etnn::Cuda overloads
+//   draws_random                                  true when training passes draw random numbers
+//                                                 (dropout): a recorded CUDA graph could not replay them
 #include <concepts>
 #include <cstddef>
 #include <type_traits>

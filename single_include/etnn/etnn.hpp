@@ -352,6 +352,10 @@ class Rng {
 //   wait(pending)                          blocks until complete (or throws: a rank failed)
 //   abort(reason)                          ends the whole job (a collective was abandoned midway);
 //                                          a single process has nothing to end and returns
+// and optionally
+//   shared_storage<T>(n) -> storage            memory whose ranges it sums in place (dist::Mpi on
+//                                          one machine), where an optimizer keeps the gradients
+//                                          (optim/gradient_storage.hpp)
 #include <concepts>
 
 // ---- etnn/core/static_checks.hpp ----
@@ -5907,13 +5911,24 @@ class Model {
 
   T* parameters() noexcept { return params_.data(); }
   const T* parameters() const noexcept { return params_.data(); }
-  T* gradients() noexcept { return grads_.data(); }
-  const T* gradients() const noexcept { return grads_.data(); }
+  T* gradients() noexcept { return gradients_; }
+  const T* gradients() const noexcept { return gradients_; }
+
+  // Keeps the gradients in `storage` (num_params values on the model's device that outlive this
+  // use) instead of the model's own buffer, or in its own buffer again with nullptr; the gradients
+  // move along. A data-parallel optimizer whose reducer sums shared memory in place does this for
+  // its life (optim/gradient_storage.hpp). The own buffer stays allocated meanwhile.
+  void keep_gradients_in(T* storage) {
+    T* to = storage != nullptr ? storage : grads_.data();
+    if (to == gradients_) return;
+    assign(Device{}, to, expr::ref(static_cast<const T*>(gradients_), num_params));
+    gradients_ = to;
+  }
 
   T* buffers() noexcept { return buffers_.data(); }
   const T* buffers() const noexcept { return buffers_.data(); }
 
-  void zero_grad() { fill(Device{}, grads_.data(), num_params, T(0)); }
+  void zero_grad() { fill(Device{}, gradients_, num_params, T(0)); }
 
   // The network call of the next forward pass. In training mode each one gets a fresh random
   // stream (dropout masks) from the model's seed and a count of training passes, which training
@@ -6002,6 +6017,7 @@ class Model {
 
   Buffer<T, Device> params_;
   Buffer<T, Device> grads_;
+  T* gradients_ = grads_.data();  // grads_, or storage given to keep_gradients_in
   Buffer<T, Device> buffers_;
   std::uint64_t seed_;
   std::uint64_t passes_ = 0;   // training-mode forward passes so far (dropout streams)
@@ -7773,14 +7789,18 @@ namespace etnn::optim {
 struct BucketOptions {
   std::size_t bucket_bytes = std::size_t{25} << 20;
   bool overlap = true;  // false: start every allreduce in step(), after backward (for comparison)
+  // Where the reducer offers memory it sums in place (dist::Mpi with every rank on one machine),
+  // the model's gradients live there for the optimizer's life, as with PyTorch DDP's
+  // gradient_as_bucket_view (optim/gradient_storage.hpp); false keeps them in the model's buffer.
+  bool gradient_as_bucket_view = true;
 };
 
 template <Reducer R, class T>
 class GradientBuckets {
  public:
   // layer_ends: the end offset of each layer's parameters in the flat buffer, in layer order.
-  GradientBuckets(R& reducer, T* gradients, std::span<const std::size_t> layer_ends, BucketOptions options)
-      : reducer_(&reducer), gradients_(gradients), options_(options) {
+  GradientBuckets(R& reducer, std::span<const std::size_t> layer_ends, BucketOptions options)
+      : reducer_(&reducer), options_(options) {
     const std::size_t per_bucket = std::max<std::size_t>(1, options.bucket_bytes / sizeof(T));
     std::size_t end = layer_ends.empty() ? 0 : layer_ends.back();
     for (std::size_t i = layer_ends.size(); i-- > 0;) {
@@ -7793,20 +7813,20 @@ class GradientBuckets {
   }
 
   // Backward has finished every gradient at offsets >= first_final: start the buckets it completes
-  // and drive the ones in flight.
-  void ready_from(std::size_t first_final) {
+  // and drive the ones in flight. `gradients` is the flat buffer, the same one until reduce_all().
+  void ready_from(T* gradients, std::size_t first_final) {
     if (!options_.overlap || reducer_->size() == 1) return;
     for (Bucket& b : buckets_) {
-      if (!b.started && b.begin >= first_final) start(b);
+      if (!b.started && b.begin >= first_final) start(b, gradients);
       if (b.started && !b.done) b.done = reducer_->poll(b.pending);
     }
   }
 
   // Sums every bucket across ranks (starting those not started yet) and waits for them all.
-  void reduce_all() {
+  void reduce_all(T* gradients) {
     if (reducer_->size() == 1) return;
     for (Bucket& b : buckets_)
-      if (!b.started) start(b);
+      if (!b.started) start(b, gradients);
     for (Bucket& b : buckets_)
       if (!b.done) {
         reducer_->wait(b.pending);
@@ -7844,18 +7864,27 @@ class GradientBuckets {
     bool done = false;
   };
 
-  void start(Bucket& b) {
-    b.pending = reducer_->start_allreduce_sum(gradients_ + b.begin, b.end - b.begin);
+  void start(Bucket& b, T* gradients) {
+    b.pending = reducer_->start_allreduce_sum(gradients + b.begin, b.end - b.begin);
     b.started = true;
   }
 
   R* reducer_;
-  T* gradients_;
   BucketOptions options_;
   std::vector<Bucket> buckets_;
 };
 
 }  // namespace etnn::optim
+// ---- etnn/optim/gradient_storage.hpp ----
+// Where a data-parallel optimizer keeps its model's gradients. When the reducer offers memory it
+// sums in place (dist::Mpi with every rank on one machine: Mpi::shared_storage) and the parameter
+// set can keep its gradients elsewhere (Model::keep_gradients_in), the gradients move into that
+// memory for the optimizer's life, as PyTorch's DistributedDataParallel makes them views of its
+// buckets with gradient_as_bucket_view: backward writes straight into memory every rank reads,
+// and each bucket's allreduce is one read and one write per value and rank, with no copy into a
+// transport buffer and back (half the memory traffic). When the optimizer goes, the model gets its
+// gradients back in its own buffer. Otherwise nothing changes.
+
 // ---- etnn/optim/parameter_set.hpp ----
 // etnn::optim::ParameterSet: what an optimizer (and a checkpoint) needs of the thing whose
 // parameters it updates. An etnn::Model is one; so is a loss with parameters of its own (a margin
@@ -7929,6 +7958,58 @@ constexpr std::size_t num_buffers() {
 }
 
 }  // namespace etnn::optim
+
+namespace etnn::optim::detail {
+
+template <class R, class P>
+concept SumsInPlace = requires(R& r, P& p, typename P::value_type* storage) {
+  { r.template shared_storage<typename P::value_type>(std::size_t{1}).data() } -> std::same_as<decltype(storage)>;
+  p.keep_gradients_in(storage);
+};
+
+// The reducer's storage type (dist::SharedStorage<T>), or nothing.
+template <class R, class P>
+struct StorageOf {
+  struct type {};
+};
+template <class R, class P>
+  requires SumsInPlace<R, P>
+struct StorageOf<R, P> {
+  using type = decltype(std::declval<R&>().template shared_storage<typename P::value_type>(std::size_t{}));
+};
+
+template <Reducer R, ParameterSet P>
+class GradientStorage {
+ public:
+  GradientStorage() = default;
+  GradientStorage(const GradientStorage&) = delete;
+  GradientStorage& operator=(const GradientStorage&) = delete;
+  ~GradientStorage() {
+    if constexpr (SumsInPlace<R, P>)
+      if (params_ != nullptr) params_->keep_gradients_in(nullptr);
+  }
+
+  // Moves params' gradients into memory the reducer sums in place, where it has some (collective:
+  // every rank calls this with the same parameter set type).
+  void keep_in(R& reducer, P& params) {
+    if constexpr (SumsInPlace<R, P>) {
+      if (reducer.size() == 1) return;
+      storage_ = reducer.template shared_storage<typename P::value_type>(P::num_params);
+      if (!storage_) return;
+      params.keep_gradients_in(storage_.data());
+      params_ = &params;
+    }
+  }
+
+  // True while the gradients live in the reducer's memory.
+  bool in_reducer_memory() const noexcept { return params_ != nullptr; }
+
+ private:
+  typename StorageOf<R, P>::type storage_{};
+  P* params_ = nullptr;
+};
+
+}  // namespace etnn::optim::detail
 // ---- etnn/optim/rank_agreement.hpp ----
 // Checks that every rank of a data-parallel job holds the same value (the model's parameter count
 // and a hash of its description) with the Reducer alone: rank 0's value is broadcast, each rank
@@ -8130,11 +8211,11 @@ class Optimizer {
   // A data-parallel optimizer: parameters (and buffers) are broadcast from rank 0 now, so every rank starts
   // from the same values whatever its seed; gradients are averaged across ranks at every step.
   Optimizer(Params& model, const Options& options, R& reducer, BucketOptions buckets = {})
-      : model_(&model), reducer_(&reducer), options_(options),
-        buckets_(reducer, model.gradients(), parameter_ends<Params>(), buckets) {
+      : model_(&model), reducer_(&reducer), options_(options), buckets_(reducer, parameter_ends<Params>(), buckets) {
     Rule::validate(options_);
     detail::require_same_model(reducer, Params::num_params,
                                describe<Params>() + " in " + (sizeof(T) == 4 ? "float" : "double"));
+    if (buckets.gradient_as_bucket_view) gradient_storage_.keep_in(reducer, model);
     const std::size_t slots = Rule::state_slots(options_);
     state_ = Buffer<T, Device>(slots * Params::num_params);
     fill(Device{}, state_.data(), state_.size(), T(0));
@@ -8144,7 +8225,7 @@ class Optimizer {
 
   // Called by the Trainer as backward finishes layers: the gradients at offsets >= first_final
   // are complete, and their buckets' allreduces can start.
-  void gradients_ready_from(std::size_t first_final) { buckets_.ready_from(first_final); }
+  void gradients_ready_from(std::size_t first_final) { buckets_.ready_from(model_->gradients(), first_final); }
 
   // After an exception between gradients_ready_from() and step(): ends the job if reductions are
   // in flight (see GradientBuckets::abandon); a single process just forgets them.
@@ -8159,7 +8240,7 @@ class Optimizer {
   // Trainer's non-finite guard does. Every rank must then make the same choice.
   void reduce_gradients() {
     if (reduced_) return;
-    buckets_.reduce_all();
+    buckets_.reduce_all(model_->gradients());
     reduced_ = true;
   }
 
@@ -8176,6 +8257,9 @@ class Optimizer {
 
   // Gradient buckets (each one allreduce per step).
   std::size_t bucket_count() const noexcept { return buckets_.count(); }
+  // True while the model's gradients live in memory the reducer sums in place
+  // (BucketOptions::gradient_as_bucket_view, optim/gradient_storage.hpp).
+  bool gradient_as_bucket_view() const noexcept { return gradient_storage_.in_reducer_memory(); }
 
   // Sums the gradients across ranks (waiting for the buckets backward started; unless
   // reduce_gradients() already did), clips the mean
@@ -8262,6 +8346,7 @@ class Optimizer {
   Params* model_;
   R* reducer_;
   Options options_;
+  detail::GradientStorage<R, Params> gradient_storage_;  // before buckets_: it outlives their reductions
   GradientBuckets<R, T> buckets_;
   Buffer<T, Device> state_;
   std::int64_t steps_ = 0;

@@ -51,6 +51,10 @@ bool identical_across_ranks(const T* values, std::size_t n) {
   return differs == 0;
 }
 
+// Every rank of these tests runs on one machine: sums go through shared memory unless
+// ETNN_DIST_SHARED_MEMORY=0 (or there is one rank).
+bool sums_in_shared_memory() { return world().size() > 1 && world().options().shared_memory; }
+
 // max |a - b| / max |b|
 template <class T>
 double relative_difference(const T* a, const T* b, std::size_t n) {
@@ -150,6 +154,66 @@ TEST_CASE_TEMPLATE("sums through shared memory (from 1 KiB, on one machine) are 
   }
 }
 
+TEST_CASE_TEMPLATE("shared storage sums in place: every range exact, every rank the same bits; windows are reused", T,
+                   float, double) {
+  const int rank = world().rank(), size = world().size();
+  const std::size_t n = 3 * 4099 + 5;
+  const T* first = nullptr;
+  {
+    etnn::dist::SharedStorage<T> storage = world().shared_storage<T>(n);
+    REQUIRE(static_cast<bool>(storage) == sums_in_shared_memory());
+    if (!storage) return;
+    REQUIRE(storage.size() == n);
+    T* v = storage.data();
+    for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<T>(i % 1000) + static_cast<T>(rank) * T(0.5);
+    // In three ranges, as gradient buckets are: one from an odd offset, one of a single cache line.
+    world().allreduce_sum(v + 17, 4099);
+    world().allreduce_sum(v + 4116, n - 4116);
+    world().allreduce_sum(v, 17);
+    const T ranks_half = static_cast<T>(size * (size - 1)) * T(0.25);
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < n; ++i)
+      wrong += v[i] != static_cast<T>(size) * static_cast<T>(i % 1000) + ranks_half ? 1 : 0;
+    CHECK(wrong == 0);
+    CHECK(identical_across_ranks(v, n));
+    first = v;
+  }
+  // Given back: the next storage of that size takes the same window (the first free one large
+  // enough); while that one is in use, another gets a window of its own.
+  const etnn::dist::SharedStorage<T> again = world().shared_storage<T>(n);
+  const etnn::dist::SharedStorage<T> other = world().shared_storage<T>(n);
+  CHECK(again.data() == first);
+  CHECK(other.data() != first);
+  CHECK(other.data() != nullptr);
+}
+
+TEST_CASE("a data-parallel optimizer keeps the gradients in shared memory for its life, then gives them back") {
+  using Model = etnn::Model<Deep, double>;
+  constexpr std::size_t n = Model::num_params;
+  const int rank = world().rank(), size = world().size();
+  Model model(1);
+  const double* own = model.gradients();
+  for (std::size_t i = 0; i < n; ++i) model.gradients()[i] = static_cast<double>(i) + rank;
+  {
+    etnn::optim::SGD opt(model, {.lr = 0.1f}, world(), {.bucket_bytes = 4096});
+    CHECK(opt.gradient_as_bucket_view() == sums_in_shared_memory());
+    CHECK((model.gradients() != own) == sums_in_shared_memory());
+    std::size_t moved_wrong = 0;  // the gradients went along
+    for (std::size_t i = 0; i < n; ++i) moved_wrong += model.gradients()[i] != static_cast<double>(i) + rank ? 1 : 0;
+    CHECK(moved_wrong == 0);
+    opt.step();  // sums the gradients across ranks, in place
+    Model copied(2);
+    etnn::optim::SGD copying(copied, {.lr = 0.1f}, world(), {.gradient_as_bucket_view = false});
+    CHECK_FALSE(copying.gradient_as_bucket_view());
+    CHECK(copied.gradients() != nullptr);
+  }
+  CHECK(model.gradients() == own);
+  const double rank_sum = size * (size - 1) / 2.0;
+  std::size_t wrong = 0;  // the reduced gradients, back in the model's own buffer
+  for (std::size_t i = 0; i < n; ++i) wrong += model.gradients()[i] != size * static_cast<double>(i) + rank_sum ? 1 : 0;
+  CHECK(wrong == 0);
+}
+
 TEST_CASE("N ranks with batch b train exactly like one process with batch N*b (float)") {
   const double difference = distributed_vs_single<Mlp784, float>(8, 20, 1, {});
   MESSAGE("mlp784 float, ", world().size(), " ranks: max relative parameter difference ", difference);
@@ -164,6 +228,8 @@ TEST_CASE("N ranks with batch b train exactly like one process with batch N*b (d
   CHECK(difference <= 1e-10);
   const double no_overlap = distributed_vs_single<Deep, double>(6, 20, 1, {.bucket_bytes = 4096, .overlap = false});
   CHECK(no_overlap <= 1e-10);
+  const double copied = distributed_vs_single<Deep, double>(6, 20, 1, {.bucket_bytes = 4096, .gradient_as_bucket_view = false});
+  CHECK(copied <= 1e-10);
   const double mlp = distributed_vs_single<Mlp784, double>(8, 20, 1, {.bucket_bytes = 1 << 16});
   MESSAGE("mlp784 double, ", world().size(), " ranks: max relative parameter difference ", mlp);
   CHECK(mlp <= 1e-10);

@@ -12,6 +12,10 @@
 //   wait(pending)                          blocks until complete (or throws: a rank failed)
 //   abort(reason)                          ends the whole job (a collective was abandoned midway);
 //                                          a single process has nothing to end and returns
+// and optionally
+//   shared_storage<T>(n) -> storage            memory whose ranges it sums in place (dist::Mpi on
+//                                          one machine), where an optimizer keeps the gradients
+//                                          (optim/gradient_storage.hpp)
 #include <concepts>
 #include <cstddef>
 #include <type_traits>

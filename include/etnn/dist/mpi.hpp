@@ -13,8 +13,13 @@
 // catches inside the Mpi's scope must end the job with world.abort(reason): the other ranks would
 // otherwise wait for it until the timeout. With ETNN_DIST_DEBUG=1 each collective first checks that
 // every rank is in the same operation with the same element count.
+//
+// With every rank on one machine, large float and double sums go through shared memory
+// (shared_memory_sum.hpp), and a data-parallel optimizer keeps the model's gradients in a
+// SharedStorage (shared_storage.hpp), which is summed in place.
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cmath>
@@ -30,6 +35,7 @@
 #include "../core/device.hpp"
 #include "../core/error.hpp"
 #include "shared_memory_sum.hpp"
+#include "shared_storage.hpp"
 
 namespace etnn::dist {
 
@@ -82,6 +88,7 @@ class Mpi {
   // exception, ends the whole job instead: the other ranks may be blocked in a collective.
   ~Mpi() {
     if (failed_ || std::uncaught_exceptions() > 0) abort("an error ended this rank");
+    storage_.release();
     shared_.release();
     if (local_ != MPI_COMM_NULL) MPI_Comm_free(&local_);
     if (owns_mpi_) MPI_Finalize();
@@ -128,16 +135,19 @@ class Mpi {
 
   // data = sum over ranks of data, started now; finish with poll() or wait(). Large float and
   // double buffers on one machine are summed through shared memory, complete on return.
+  // A range of a SharedStorage (the same range on every rank) is summed in place.
   template <class T>
   Pending start_allreduce_sum(T* data, std::size_t n) {
     if constexpr (std::is_floating_point_v<T>) {
+      if (const detail::SharedWindow* window = storage_.holding(data, n * sizeof(T))) {
+        Pending p = start("allreduce (shared memory, in place)", n);
+        const auto offset = static_cast<std::size_t>(reinterpret_cast<unsigned char*>(data) - window->mine());
+        detail::sum_in_place<T>(*window, offset, n, [&] { node_barrier(p); });
+        return p;
+      }
       if (shared_.takes(n * sizeof(T))) {
         Pending p = start("allreduce (shared memory)", n);
-        shared_.sum(data, n, [&] {
-          Pending step{MPI_REQUEST_NULL, p.operation, n};
-          check(MPI_Ibarrier(local_, &step.request), p.operation);
-          wait(step);
-        });
+        shared_.sum(data, n, [&] { node_barrier(p); });
         return p;
       }
     }
@@ -153,6 +163,26 @@ class Mpi {
   void allreduce_sum(T* data, std::size_t n) {
     Pending p = start_allreduce_sum(data, n);
     wait(p);
+  }
+
+  // n values of T in shared memory that every rank on this machine reads and writes, for a buffer
+  // summed at every step: a data-parallel optimizer's gradients (dist/shared_storage.hpp). Its
+  // allreduce sums in place. Empty where sums do not go through shared memory (ranks on several
+  // machines, ETNN_DIST_SHARED_MEMORY=0, one rank). Collective: every rank asks for the same n.
+  // The storage must not outlive this Mpi.
+  template <class T>
+  SharedStorage<T> shared_storage(std::size_t n) {
+    if (!shared_.usable()) return {};
+    const std::size_t bytes = std::max<std::size_t>(n * sizeof(T), 1);
+    // A free window again where every rank would take the same one, else a new one everywhere.
+    const int reuse = storage_.free_entry(bytes);
+    int range[2] = {reuse, -reuse};  // max and -min over ranks
+    Pending p = start("MPI_Iallreduce (shared storage)", 2);
+    check(MPI_Iallreduce(MPI_IN_PLACE, range, 2, MPI_INT, MPI_MAX, comm(), &p.request), p.operation);
+    wait(p);
+    if (reuse >= 0 && range[0] == -range[1]) return SharedStorage<T>(storage_.entry(reuse), n);
+    detail::SharedStoragePool::Entry* entry = storage_.add(local_, bytes);
+    return entry != nullptr ? SharedStorage<T>(*entry, n) : SharedStorage<T>();
   }
 
   void barrier() {
@@ -220,9 +250,17 @@ class Mpi {
     // The destructor does not run when the constructor throws: a failure here ends the job itself.
     if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local_) != MPI_SUCCESS)
       abort("MPI_Comm_split_type failed while setting up etnn::dist::Mpi");
+    MPI_Comm_set_errhandler(local_, MPI_ERRORS_RETURN);
     MPI_Comm_rank(local_, &local_rank_);
     MPI_Comm_size(local_, &local_size_);
     if (options_.shared_memory && local_size_ == size_ && size_ > 1) shared_.create(local_);
+  }
+
+  // A barrier of the ranks on this machine, with the deadline, reported as `p`'s operation.
+  void node_barrier(const Pending& p) {
+    Pending step{MPI_REQUEST_NULL, p.operation, p.count};
+    check(MPI_Ibarrier(local_, &step.request), p.operation);
+    wait(step);
   }
 
   // A Pending for `operation`; in debug mode, first checks (with the usual deadline) that every
@@ -270,6 +308,7 @@ class Mpi {
   int local_rank_ = 0;
   int local_size_ = 1;
   detail::SharedMemorySum shared_;
+  detail::SharedStoragePool storage_;
 };
 
 }  // namespace etnn::dist

@@ -106,13 +106,24 @@ class Model {
 
   T* parameters() noexcept { return params_.data(); }
   const T* parameters() const noexcept { return params_.data(); }
-  T* gradients() noexcept { return grads_.data(); }
-  const T* gradients() const noexcept { return grads_.data(); }
+  T* gradients() noexcept { return gradients_; }
+  const T* gradients() const noexcept { return gradients_; }
+
+  // Keeps the gradients in `storage` (num_params values on the model's device that outlive this
+  // use) instead of the model's own buffer, or in its own buffer again with nullptr; the gradients
+  // move along. A data-parallel optimizer whose reducer sums shared memory in place does this for
+  // its life (optim/gradient_storage.hpp). The own buffer stays allocated meanwhile.
+  void keep_gradients_in(T* storage) {
+    T* to = storage != nullptr ? storage : grads_.data();
+    if (to == gradients_) return;
+    assign(Device{}, to, expr::ref(static_cast<const T*>(gradients_), num_params));
+    gradients_ = to;
+  }
 
   T* buffers() noexcept { return buffers_.data(); }
   const T* buffers() const noexcept { return buffers_.data(); }
 
-  void zero_grad() { fill(Device{}, grads_.data(), num_params, T(0)); }
+  void zero_grad() { fill(Device{}, gradients_, num_params, T(0)); }
 
   // The network call of the next forward pass. In training mode each one gets a fresh random
   // stream (dropout masks) from the model's seed and a count of training passes, which training
@@ -201,6 +212,7 @@ class Model {
 
   Buffer<T, Device> params_;
   Buffer<T, Device> grads_;
+  T* gradients_ = grads_.data();  // grads_, or storage given to keep_gradients_in
   Buffer<T, Device> buffers_;
   std::uint64_t seed_;
   std::uint64_t passes_ = 0;   // training-mode forward passes so far (dropout streams)

@@ -18,14 +18,18 @@ namespace etnn::optim {
 struct BucketOptions {
   std::size_t bucket_bytes = std::size_t{25} << 20;
   bool overlap = true;  // false: start every allreduce in step(), after backward (for comparison)
+  // Where the reducer offers memory it sums in place (dist::Mpi with every rank on one machine),
+  // the model's gradients live there for the optimizer's life, as with PyTorch DDP's
+  // gradient_as_bucket_view (optim/gradient_storage.hpp); false keeps them in the model's buffer.
+  bool gradient_as_bucket_view = true;
 };
 
 template <Reducer R, class T>
 class GradientBuckets {
  public:
   // layer_ends: the end offset of each layer's parameters in the flat buffer, in layer order.
-  GradientBuckets(R& reducer, T* gradients, std::span<const std::size_t> layer_ends, BucketOptions options)
-      : reducer_(&reducer), gradients_(gradients), options_(options) {
+  GradientBuckets(R& reducer, std::span<const std::size_t> layer_ends, BucketOptions options)
+      : reducer_(&reducer), options_(options) {
     const std::size_t per_bucket = std::max<std::size_t>(1, options.bucket_bytes / sizeof(T));
     std::size_t end = layer_ends.empty() ? 0 : layer_ends.back();
     for (std::size_t i = layer_ends.size(); i-- > 0;) {
@@ -38,20 +42,20 @@ class GradientBuckets {
   }
 
   // Backward has finished every gradient at offsets >= first_final: start the buckets it completes
-  // and drive the ones in flight.
-  void ready_from(std::size_t first_final) {
+  // and drive the ones in flight. `gradients` is the flat buffer, the same one until reduce_all().
+  void ready_from(T* gradients, std::size_t first_final) {
     if (!options_.overlap || reducer_->size() == 1) return;
     for (Bucket& b : buckets_) {
-      if (!b.started && b.begin >= first_final) start(b);
+      if (!b.started && b.begin >= first_final) start(b, gradients);
       if (b.started && !b.done) b.done = reducer_->poll(b.pending);
     }
   }
 
   // Sums every bucket across ranks (starting those not started yet) and waits for them all.
-  void reduce_all() {
+  void reduce_all(T* gradients) {
     if (reducer_->size() == 1) return;
     for (Bucket& b : buckets_)
-      if (!b.started) start(b);
+      if (!b.started) start(b, gradients);
     for (Bucket& b : buckets_)
       if (!b.done) {
         reducer_->wait(b.pending);
@@ -89,13 +93,12 @@ class GradientBuckets {
     bool done = false;
   };
 
-  void start(Bucket& b) {
-    b.pending = reducer_->start_allreduce_sum(gradients_ + b.begin, b.end - b.begin);
+  void start(Bucket& b, T* gradients) {
+    b.pending = reducer_->start_allreduce_sum(gradients + b.begin, b.end - b.begin);
     b.started = true;
   }
 
   R* reducer_;
-  T* gradients_;
   BucketOptions options_;
   std::vector<Bucket> buckets_;
 };

@@ -34,6 +34,7 @@
 #include "../tensor/buffer.hpp"
 #include "grad_norm.hpp"
 #include "gradient_buckets.hpp"
+#include "gradient_storage.hpp"
 #include "parameter_set.hpp"
 #include "rank_agreement.hpp"
 #include "schedule.hpp"
@@ -61,11 +62,11 @@ class Optimizer {
   // A data-parallel optimizer: parameters (and buffers) are broadcast from rank 0 now, so every rank starts
   // from the same values whatever its seed; gradients are averaged across ranks at every step.
   Optimizer(Params& model, const Options& options, R& reducer, BucketOptions buckets = {})
-      : model_(&model), reducer_(&reducer), options_(options),
-        buckets_(reducer, model.gradients(), parameter_ends<Params>(), buckets) {
+      : model_(&model), reducer_(&reducer), options_(options), buckets_(reducer, parameter_ends<Params>(), buckets) {
     Rule::validate(options_);
     detail::require_same_model(reducer, Params::num_params,
                                describe<Params>() + " in " + (sizeof(T) == 4 ? "float" : "double"));
+    if (buckets.gradient_as_bucket_view) gradient_storage_.keep_in(reducer, model);
     const std::size_t slots = Rule::state_slots(options_);
     state_ = Buffer<T, Device>(slots * Params::num_params);
     fill(Device{}, state_.data(), state_.size(), T(0));
@@ -75,7 +76,7 @@ class Optimizer {
 
   // Called by the Trainer as backward finishes layers: the gradients at offsets >= first_final
   // are complete, and their buckets' allreduces can start.
-  void gradients_ready_from(std::size_t first_final) { buckets_.ready_from(first_final); }
+  void gradients_ready_from(std::size_t first_final) { buckets_.ready_from(model_->gradients(), first_final); }
 
   // After an exception between gradients_ready_from() and step(): ends the job if reductions are
   // in flight (see GradientBuckets::abandon); a single process just forgets them.
@@ -90,7 +91,7 @@ class Optimizer {
   // Trainer's non-finite guard does. Every rank must then make the same choice.
   void reduce_gradients() {
     if (reduced_) return;
-    buckets_.reduce_all();
+    buckets_.reduce_all(model_->gradients());
     reduced_ = true;
   }
 
@@ -107,6 +108,9 @@ class Optimizer {
 
   // Gradient buckets (each one allreduce per step).
   std::size_t bucket_count() const noexcept { return buckets_.count(); }
+  // True while the model's gradients live in memory the reducer sums in place
+  // (BucketOptions::gradient_as_bucket_view, optim/gradient_storage.hpp).
+  bool gradient_as_bucket_view() const noexcept { return gradient_storage_.in_reducer_memory(); }
 
   // Sums the gradients across ranks (waiting for the buckets backward started; unless
   // reduce_gradients() already did), clips the mean
@@ -193,6 +197,7 @@ class Optimizer {
   Params* model_;
   R* reducer_;
   Options options_;
+  detail::GradientStorage<R, Params> gradient_storage_;  // before buckets_: it outlives their reductions
   GradientBuckets<R, T> buckets_;
   Buffer<T, Device> state_;
   std::int64_t steps_ = 0;

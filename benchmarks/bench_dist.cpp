@@ -1,18 +1,27 @@
 // Data-parallel benchmark, run under mpirun (scripts/bench_dist.sh runs it on 2 ranks):
-//   allreduce  bandwidth of an in-place float sum from 1 KiB to 64 MiB (median of repetitions):
-//              algbw = bytes / time, busbw = algbw * 2 (N - 1) / N (what each link carries)
+//   allreduce  bandwidth of a float sum from 1 KiB to 64 MiB (median of repetitions): algbw =
+//              bytes / time, busbw = algbw * 2 (N - 1) / N (what each link carries); and the time of
+//              the same sum of a range of SharedStorage, as a data-parallel optimizer's gradients are
 //   weak       weak-scaling efficiency of training mlp784 (784-512-10) at batch 64 per rank, with
-//              the default 25 MiB buckets, with 1 MiB buckets, and with overlap off, measured in
-//              pairs: each round rank 0 first trains alone (dist::Local: what a 1-rank job does)
-//              while the other ranks sleep, then every rank trains together; the round's
-//              efficiency is together / (N x alone). Both halves of a pair run within a second of
-//              each other, since this kind of machine (a 2-core VM) drifts by tens of percent from
-//              minute to minute; the median over rounds, and the quartiles, are printed. Each round
-//              also has every rank train alone at the same time (no communication at all): that
-//              efficiency is what the machine allows two busy cores, the ceiling for the others.
-// Rank 0 prints one line per measurement: "allreduce <bytes> <us> <algbw GB/s> <busbw GB/s>" and
-// "weak <setting> <ranks> <alone samples/s> <together samples/s> <efficiency %> <q1 %> <q3 %>
-//  <no-communication efficiency %> buckets <n>".
+//              the default 25 MiB buckets and gradients summed in place where they live (shared
+//              memory on one machine, BucketOptions::gradient_as_bucket_view), with the gradients
+//              in the model's own buffer (copied through the reducer's), and with overlap off:
+//              throughput(N ranks) / (N x throughput(1 rank)). This kind of machine (a 2-core VM)
+//              drifts by tens of percent from second to second, so the two throughputs are measured
+//              interleaved, in 60 rounds of 20 steps each: one rank trains alone (dist::Local, what a
+//              1-rank job does) while the others sleep, then every rank trains together. Each
+//              throughput is its samples over its seconds summed over the rounds; the quartiles of
+//              the rounds' own ratios show the spread. The ranks take turns training alone, since a
+//              VM's cores differ too (by a quarter at times): rank 0's core alone would credit or
+//              blame the efficiency with its own speed. Each round also has every rank train alone
+//              at the same time, with no communication at all: that efficiency is what the machine
+//              allows N busy cores. And "lockstep-only" trains alone on every rank with a barrier
+//              after each step in place of the communication: what synchronous data parallelism
+//              costs on this machine when communicating costs nothing, the bound for the others.
+// Rank 0 prints one line per measurement: "allreduce <bytes> <us> <algbw GB/s> <busbw GB/s>
+//  <us in place>" and
+// "weak <setting> <ranks> <alone samples/s> <together samples/s> <efficiency %> <rounds' q1 %>
+//  <rounds' q3 %> <no-communication efficiency %> buckets <n>".
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -37,24 +46,42 @@ double quantile(std::vector<double> v, double q) {
   return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
 }
 
+// The median time of an allreduce of n floats at data, over `repetitions` (rank 0's, on every rank).
+double allreduce_seconds(etnn::dist::Mpi& world, float* data, std::size_t n, int repetitions) {
+  std::vector<double> times;
+  world.allreduce_sum(data, n);  // warm-up
+  for (int r = 0; r < repetitions; ++r) {
+    world.barrier();
+    const auto start = Clock::now();
+    world.allreduce_sum(data, n);
+    times.push_back(seconds_since(start));
+  }
+  double t = quantile(times, 0.5);
+  world.broadcast(&t, 1, 0);
+  return t;
+}
+
+// Each size twice: a buffer of the program's own, and a range of SharedStorage (summed in place,
+// as the gradients of a data-parallel optimizer are; 0 where there is none: across machines, or
+// with MPI's own allreduce).
 void allreduce_bandwidth(etnn::dist::Mpi& world) {
-  for (std::size_t bytes = 1024; bytes <= (std::size_t{64} << 20); bytes *= 4) {
-    std::vector<float> data(bytes / sizeof(float), 1.0f);
+  constexpr std::size_t max_bytes = std::size_t{64} << 20;
+  etnn::dist::SharedStorage<float> storage = world.shared_storage<float>(max_bytes / sizeof(float));
+  for (std::size_t bytes = 1024; bytes <= max_bytes; bytes *= 4) {
+    const std::size_t n = bytes / sizeof(float);
     const int repetitions = bytes <= (std::size_t{1} << 20) ? 50 : 10;
-    std::vector<double> times;
-    world.allreduce_sum(data.data(), data.size());  // warm-up
-    for (int r = 0; r < repetitions; ++r) {
-      world.barrier();
-      const auto start = Clock::now();
-      world.allreduce_sum(data.data(), data.size());
-      times.push_back(seconds_since(start));
+    std::vector<float> data(n, 1.0f);
+    const double t = allreduce_seconds(world, data.data(), n, repetitions);
+    double in_place = 0;
+    if (storage) {
+      std::fill(storage.data(), storage.data() + n, 1.0f);
+      in_place = allreduce_seconds(world, storage.data(), n, repetitions);
     }
-    double t = quantile(times, 0.5);
-    world.broadcast(&t, 1, 0);
     const double algbw = static_cast<double>(bytes) / t / 1e9;
-    const double n = world.size();
+    const double ranks = world.size();
     if (world.rank() == 0)
-      std::printf("allreduce %zu %.1f %.3f %.3f\n", bytes, t * 1e6, algbw, algbw * 2 * (n - 1) / n);
+      std::printf("allreduce %zu %.1f %.3f %.3f %.1f\n", bytes, t * 1e6, algbw, algbw * 2 * (ranks - 1) / ranks,
+                  in_place * 1e6);
   }
 }
 
@@ -68,8 +95,19 @@ void sleeping_barrier(etnn::dist::Mpi& world) {
     std::this_thread::sleep_for(std::chrono::microseconds(500));
 }
 
-void weak_scaling(etnn::dist::Mpi& world, const char* setting, etnn::optim::BucketOptions buckets) {
-  constexpr int batch = 64, steps = 60, rounds = 15;
+// Throughput measured in pieces: samples and seconds summed over them.
+struct Throughput {
+  double samples = 0, seconds = 0;
+  void add(double n, double s) { samples += n, seconds += s; }
+  double rate() const { return samples / seconds; }
+};
+
+// lockstep: instead of training together, each rank trains alone with a barrier after every step,
+// as synchronous data parallelism with free communication would: the bound for the others.
+void weak_scaling(etnn::dist::Mpi& world, const char* setting, etnn::optim::BucketOptions buckets,
+                  bool lockstep = false) {
+  constexpr int batch = 64, steps = 20, rounds = 60;
+  const int ranks = world.size();
   etnn::Tensor<float, etnn::Shape<784>> x(batch);
   std::vector<int> y(batch);
   etnn::Rng rng(static_cast<std::uint64_t>(world.rank()) + 1);
@@ -83,36 +121,47 @@ void weak_scaling(etnn::dist::Mpi& world, const char* setting, etnn::optim::Buck
   etnn::Trainer together(together_model, loss, together_opt);
   alone.reserve(batch);
   together.reserve(batch);
-  // samples/s of `steps` steps of trainer; together: over all ranks, which start and end in step.
-  const auto rate = [&](auto& trainer, int ranks) {
+  // Seconds of `steps` steps of trainer (together: the ranks start and end in step).
+  const auto run = [&](auto& trainer) {
     const auto start = Clock::now();
     for (int i = 0; i < steps; ++i) trainer.step(x, y);
-    return static_cast<double>(steps) * batch * ranks / seconds_since(start);
+    return seconds_since(start);
   };
-  if (world.rank() == 0) rate(alone, 1);  // warm-up
-  sleeping_barrier(world);
-  rate(together, world.size());
-  std::vector<double> alone_rates, together_rates, efficiencies, ceilings;
+  const auto run_together = [&] {
+    if (!lockstep) return run(together);
+    const auto start = Clock::now();
+    for (int i = 0; i < steps; ++i) {
+      alone.step(x, y);
+      world.barrier();
+    }
+    return seconds_since(start);
+  };
+  run(alone);  // warm-up
+  world.barrier();
+  run_together();
+  constexpr double samples = double{steps} * batch;
+  Throughput alone_pooled, together_pooled, concurrent_pooled;  // concurrent: this rank's
+  std::vector<double> efficiencies;
   for (int round = 0; round < rounds; ++round) {
-    double alone_rate = world.rank() == 0 ? rate(alone, 1) : 0.0;
+    const int soloist = round % ranks;
+    double alone_seconds = world.rank() == soloist ? run(alone) : 0.0;
     sleeping_barrier(world);
-    world.broadcast(&alone_rate, 1, 0);
+    world.broadcast(&alone_seconds, 1, soloist);
     world.barrier();
-    const double together_rate = rate(together, world.size());
+    const double together_seconds = run_together();
     world.barrier();
-    double concurrent_rate = rate(alone, 1);  // every rank alone, all at once: summed below
-    world.allreduce_sum(&concurrent_rate, 1);
-    const double ideal = world.size() * alone_rate;
-    alone_rates.push_back(alone_rate);
-    together_rates.push_back(together_rate);
-    efficiencies.push_back(100 * together_rate / ideal);
-    ceilings.push_back(100 * concurrent_rate / ideal);
+    concurrent_pooled.add(samples, run(alone));  // every rank alone, all at once
+    alone_pooled.add(samples, alone_seconds);
+    together_pooled.add(samples * ranks, together_seconds);
+    efficiencies.push_back(100 * alone_seconds / together_seconds);  // the same samples per rank
   }
+  double concurrent_rate = concurrent_pooled.rate();  // summed over ranks
+  world.allreduce_sum(&concurrent_rate, 1);
+  const double ideal = ranks * alone_pooled.rate();
   if (world.rank() == 0)
-    std::printf("weak %s %d %.0f %.0f %.1f %.1f %.1f %.1f buckets %zu\n", setting, world.size(),
-                quantile(alone_rates, 0.5), quantile(together_rates, 0.5), quantile(efficiencies, 0.5),
-                quantile(efficiencies, 0.25), quantile(efficiencies, 0.75), quantile(ceilings, 0.5),
-                together_opt.bucket_count());
+    std::printf("weak %s %d %.0f %.0f %.1f %.1f %.1f %.1f buckets %zu\n", setting, ranks, alone_pooled.rate(),
+                together_pooled.rate(), 100 * together_pooled.rate() / ideal, quantile(efficiencies, 0.25),
+                quantile(efficiencies, 0.75), 100 * concurrent_rate / ideal, lockstep ? 0 : together_opt.bucket_count());
 }
 
 }  // namespace
@@ -120,8 +169,9 @@ void weak_scaling(etnn::dist::Mpi& world, const char* setting, etnn::optim::Buck
 int main(int argc, char** argv) {
   etnn::dist::Mpi world(argc, argv);
   allreduce_bandwidth(world);
+  weak_scaling(world, "lockstep-only", {}, true);
   weak_scaling(world, "overlap-25MiB", {});
-  weak_scaling(world, "overlap-1MiB", {.bucket_bytes = std::size_t{1} << 20});
+  weak_scaling(world, "overlap-25MiB-copied", {.gradient_as_bucket_view = false});
   weak_scaling(world, "no-overlap", {.overlap = false});
   return 0;
 }

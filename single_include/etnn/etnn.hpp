@@ -4808,6 +4808,56 @@ constexpr auto concat(A, B) {
 // same way ("1.running_mean"). Like a torch.nn.Module it is in training mode until eval().
 #include <vector>
 
+// ---- etnn/tensor/gradient_buffer.hpp ----
+// The flat gradient buffer of a parameter set (a Model, a loss with parameters): memory of its
+// own, or for a while memory that a data-parallel optimizer's reducer sums in place (dist::Mpi's
+// shared memory on one machine; optim/gradient_storage.hpp), the gradients moving along each way.
+// Its own memory is released meanwhile, so the gradients exist once, as with PyTorch DDP's
+// gradient_as_bucket_view, and allocated again when they come back.
+
+
+namespace etnn {
+
+template <class T, class Device>
+class GradientBuffer {
+ public:
+  explicit GradientBuffer(std::size_t n) : own_(n), size_(n) {}
+  GradientBuffer(GradientBuffer&& other) noexcept
+      : own_(std::move(other.own_)), elsewhere_(std::exchange(other.elsewhere_, nullptr)), size_(other.size_) {}
+  GradientBuffer& operator=(GradientBuffer&& other) noexcept {
+    own_ = std::move(other.own_);
+    elsewhere_ = std::exchange(other.elsewhere_, nullptr);
+    size_ = other.size_;
+    return *this;
+  }
+
+  T* data() noexcept { return elsewhere_ != nullptr ? elsewhere_ : own_.data(); }
+  const T* data() const noexcept { return elsewhere_ != nullptr ? elsewhere_ : own_.data(); }
+
+  // Keeps the gradients in `storage` (size() values on Device that outlive this use), or in memory
+  // of its own again with nullptr (which allocates it). The values move along.
+  void keep_in(T* storage) {
+    if (storage == data() || (storage == nullptr && elsewhere_ == nullptr)) return;
+    if (storage == nullptr) {
+      Buffer<T, Device> own(size_);
+      assign(Device{}, own.data(), expr::ref(static_cast<const T*>(elsewhere_), size_));
+      own_ = std::move(own);
+    } else {
+      assign(Device{}, storage, expr::ref(static_cast<const T*>(data()), size_));
+      own_ = Buffer<T, Device>();
+    }
+    elsewhere_ = storage;
+  }
+
+  std::size_t size() const noexcept { return size_; }
+
+ private:
+  Buffer<T, Device> own_;
+  T* elsewhere_ = nullptr;
+  std::size_t size_;
+};
+
+}  // namespace etnn
 // ---- etnn/tensor/staging.hpp ----
 // Bringing user data to the model: a view of the model's scalar type on the model's device.
 // Data already in that form passes through untouched; otherwise it is converted (and, for a
@@ -5911,24 +5961,22 @@ class Model {
 
   T* parameters() noexcept { return params_.data(); }
   const T* parameters() const noexcept { return params_.data(); }
-  T* gradients() noexcept { return gradients_; }
-  const T* gradients() const noexcept { return gradients_; }
+  // The gradients live in the model's own buffer, or in memory its data-parallel optimizer sums
+  // in place for the optimizer's life (keep_gradients_in): a pointer taken before the optimizer was
+  // built, or after it went, no longer points at them.
+  T* gradients() noexcept { return grads_.data(); }
+  const T* gradients() const noexcept { return grads_.data(); }
 
   // Keeps the gradients in `storage` (num_params values on the model's device that outlive this
-  // use) instead of the model's own buffer, or in its own buffer again with nullptr; the gradients
-  // move along. A data-parallel optimizer whose reducer sums shared memory in place does this for
-  // its life (optim/gradient_storage.hpp). The own buffer stays allocated meanwhile.
-  void keep_gradients_in(T* storage) {
-    T* to = storage != nullptr ? storage : grads_.data();
-    if (to == gradients_) return;
-    assign(Device{}, to, expr::ref(static_cast<const T*>(gradients_), num_params));
-    gradients_ = to;
-  }
+  // use) instead of the model's own buffer, which is released meanwhile; nullptr brings them back
+  // into a buffer of its own. A data-parallel optimizer whose reducer sums shared memory in place
+  // does this for its life (optim/gradient_storage.hpp).
+  void keep_gradients_in(T* storage) { grads_.keep_in(storage); }
 
   T* buffers() noexcept { return buffers_.data(); }
   const T* buffers() const noexcept { return buffers_.data(); }
 
-  void zero_grad() { fill(Device{}, gradients_, num_params, T(0)); }
+  void zero_grad() { fill(Device{}, grads_.data(), num_params, T(0)); }
 
   // The network call of the next forward pass. In training mode each one gets a fresh random
   // stream (dropout masks) from the model's seed and a count of training passes, which training
@@ -6016,8 +6064,7 @@ class Model {
   }
 
   Buffer<T, Device> params_;
-  Buffer<T, Device> grads_;
-  T* gradients_ = grads_.data();  // grads_, or storage given to keep_gradients_in
+  GradientBuffer<T, Device> grads_;
   Buffer<T, Device> buffers_;
   std::uint64_t seed_;
   std::uint64_t passes_ = 0;   // training-mode forward passes so far (dropout streams)
@@ -6771,6 +6818,8 @@ class ParameterMatrix {
   T* gradients() noexcept { return grads_.data(); }
   const T* gradients() const noexcept { return grads_.data(); }
   void zero_grad() { std::fill_n(grads_.data(), num_params, T(0)); }
+  // As Model::keep_gradients_in: a data-parallel optimizer's memory, or nullptr for its own.
+  void keep_gradients_in(T* storage) { grads_.keep_in(storage); }
 
   // The factor of dL/dparams added by value_and_grad (the Trainer's loss scale / accumulate).
   void set_gradient_scale(T scale) noexcept { gradient_scale_ = scale; }
@@ -6803,7 +6852,7 @@ class ParameterMatrix {
 
  private:
   Buffer<T, Cpu> params_;
-  Buffer<T, Cpu> grads_;
+  GradientBuffer<T, Cpu> grads_;
   T gradient_scale_ = 1;
 };
 
@@ -7837,17 +7886,12 @@ class GradientBuckets {
 
   std::size_t count() const noexcept { return buckets_.size(); }
 
-  // True while an allreduce started by ready_from() has not been waited for.
-  bool in_flight() const noexcept {
-    for (const Bucket& b : buckets_)
-      if (b.started && !b.done) return true;
-    return false;
-  }
-
-  // Called when an exception interrupts a step after reductions started: they still write into
-  // the gradients and the ranks no longer agree on the sequence of collectives, so the job ends.
+  // Called when an exception interrupts a step after a reduction started (complete or not): the
+  // ranks no longer agree on the sequence of collectives (an unfinished one still writes into the
+  // gradients), so the job ends.
   void abandon() noexcept {
-    if (in_flight()) reducer_->abort("a gradient reduction was abandoned by an exception during backward or step");
+    for (const Bucket& b : buckets_)
+      if (b.started) reducer_->abort("a gradient reduction was abandoned by an exception during backward or step");
     for (Bucket& b : buckets_) b.started = b.done = false;
   }
 
@@ -7882,8 +7926,9 @@ class GradientBuckets {
 // memory for the optimizer's life, as PyTorch's DistributedDataParallel makes them views of its
 // buckets with gradient_as_bucket_view: backward writes straight into memory every rank reads,
 // and each bucket's allreduce is one read and one write per value and rank, with no copy into a
-// transport buffer and back (half the memory traffic). When the optimizer goes, the model gets its
-// gradients back in its own buffer. Otherwise nothing changes.
+// transport buffer and back (half the memory traffic), and the model's own buffer is released
+// meanwhile. When the optimizer goes, the model gets its gradients back in a buffer of its own.
+// Otherwise nothing changes.
 
 // ---- etnn/optim/parameter_set.hpp ----
 // etnn::optim::ParameterSet: what an optimizer (and a checkpoint) needs of the thing whose
@@ -7984,16 +8029,17 @@ class GradientStorage {
   GradientStorage() = default;
   GradientStorage(const GradientStorage&) = delete;
   GradientStorage& operator=(const GradientStorage&) = delete;
+  // Brings the gradients back into the parameter set's own memory, unless another optimizer has
+  // taken them into its storage since. The parameter set outlives its optimizer.
   ~GradientStorage() {
     if constexpr (SumsInPlace<R, P>)
-      if (params_ != nullptr) params_->keep_gradients_in(nullptr);
+      if (in_reducer_memory()) params_->keep_gradients_in(nullptr);
   }
 
   // Moves params' gradients into memory the reducer sums in place, where it has some (collective:
   // every rank calls this with the same parameter set type).
   void keep_in(R& reducer, P& params) {
     if constexpr (SumsInPlace<R, P>) {
-      if (reducer.size() == 1) return;
       storage_ = reducer.template shared_storage<typename P::value_type>(P::num_params);
       if (!storage_) return;
       params.keep_gradients_in(storage_.data());
@@ -8001,8 +8047,13 @@ class GradientStorage {
     }
   }
 
-  // True while the gradients live in the reducer's memory.
-  bool in_reducer_memory() const noexcept { return params_ != nullptr; }
+  // True while the gradients live in this storage.
+  bool in_reducer_memory() const noexcept {
+    if constexpr (SumsInPlace<R, P>)
+      return params_ != nullptr && params_->gradients() == storage_.data();
+    else
+      return false;
+  }
 
  private:
   typename StorageOf<R, P>::type storage_{};
@@ -8227,8 +8278,8 @@ class Optimizer {
   // are complete, and their buckets' allreduces can start.
   void gradients_ready_from(std::size_t first_final) { buckets_.ready_from(model_->gradients(), first_final); }
 
-  // After an exception between gradients_ready_from() and step(): ends the job if reductions are
-  // in flight (see GradientBuckets::abandon); a single process just forgets them.
+  // After an exception between gradients_ready_from() and step(): ends the job if reductions have
+  // started (see GradientBuckets::abandon); a single process just forgets them.
   void abandon_step() noexcept {
     buckets_.abandon();
     reduced_ = false;

@@ -166,7 +166,7 @@ TEST_CASE_TEMPLATE("shared storage sums in place: every range exact, every rank 
     REQUIRE(storage.size() == n);
     T* v = storage.data();
     for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<T>(i % 1000) + static_cast<T>(rank) * T(0.5);
-    // In three ranges, as gradient buckets are: one from an odd offset, one of a single cache line.
+    // In three ranges, as gradient buckets are: from an odd offset, the rest, and a short head.
     world().allreduce_sum(v + 17, 4099);
     world().allreduce_sum(v + 4116, n - 4116);
     world().allreduce_sum(v, 17);
@@ -191,6 +191,12 @@ TEST_CASE("a data-parallel optimizer keeps the gradients in shared memory for it
   using Model = etnn::Model<Deep, double>;
   constexpr std::size_t n = Model::num_params;
   const int rank = world().rank(), size = world().size();
+  // True when every gradient is i * scale + offset.
+  const auto gradients_are = [&](const Model& m, double scale, double offset) {
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < n; ++i) wrong += m.gradients()[i] != static_cast<double>(i) * scale + offset ? 1 : 0;
+    return wrong == 0;
+  };
   Model model(1);
   const double* own = model.gradients();
   for (std::size_t i = 0; i < n; ++i) model.gradients()[i] = static_cast<double>(i) + rank;
@@ -198,20 +204,28 @@ TEST_CASE("a data-parallel optimizer keeps the gradients in shared memory for it
     etnn::optim::SGD opt(model, {.lr = 0.1f}, world(), {.bucket_bytes = 4096});
     CHECK(opt.gradient_as_bucket_view() == sums_in_shared_memory());
     CHECK((model.gradients() != own) == sums_in_shared_memory());
-    std::size_t moved_wrong = 0;  // the gradients went along
-    for (std::size_t i = 0; i < n; ++i) moved_wrong += model.gradients()[i] != static_cast<double>(i) + rank ? 1 : 0;
-    CHECK(moved_wrong == 0);
-    opt.step();  // sums the gradients across ranks, in place
+    CHECK(gradients_are(model, 1, rank));  // they went along
+    opt.step();                            // sums them across ranks, in place
     Model copied(2);
     etnn::optim::SGD copying(copied, {.lr = 0.1f}, world(), {.gradient_as_bucket_view = false});
     CHECK_FALSE(copying.gradient_as_bucket_view());
-    CHECK(copied.gradients() != nullptr);
   }
-  CHECK(model.gradients() == own);
-  const double rank_sum = size * (size - 1) / 2.0;
-  std::size_t wrong = 0;  // the reduced gradients, back in the model's own buffer
-  for (std::size_t i = 0; i < n; ++i) wrong += model.gradients()[i] != size * static_cast<double>(i) + rank_sum ? 1 : 0;
-  CHECK(wrong == 0);
+  // Back in a buffer of the model's own, the reduced values with them.
+  CHECK(gradients_are(model, size, size * (size - 1) / 2.0));
+  if (sums_in_shared_memory()) {
+    etnn::optim::SGD first(model, {.lr = 0.1f}, world());
+    const double* in_first = model.gradients();
+    {
+      // A second optimizer takes the gradients into its storage; while it lives, the first's
+      // going would not take them back, and its own going brings them back to the model.
+      etnn::optim::SGD second(model, {.lr = 0.1f}, world());
+      CHECK(model.gradients() != in_first);
+      CHECK(second.gradient_as_bucket_view());
+      CHECK_FALSE(first.gradient_as_bucket_view());
+    }
+    CHECK_FALSE(first.gradient_as_bucket_view());
+    CHECK(gradients_are(model, size, size * (size - 1) / 2.0));
+  }
 }
 
 TEST_CASE("N ranks with batch b train exactly like one process with batch N*b (float)") {
@@ -233,6 +247,43 @@ TEST_CASE("N ranks with batch b train exactly like one process with batch N*b (d
   const double mlp = distributed_vs_single<Mlp784, double>(8, 20, 1, {.bucket_bytes = 1 << 16});
   MESSAGE("mlp784 double, ", world().size(), " ranks: max relative parameter difference ", mlp);
   CHECK(mlp <= 1e-10);
+}
+
+TEST_CASE("a loss with parameters of its own (ArcFace) trains on N ranks exactly like one process with batch N*b") {
+  using Model = etnn::Model<decltype(nn::input<20> >> nn::linear<16> >> nn::tanh >> nn::linear<4>), double>;
+  using Head = etnn::loss::ArcFace<4, 3, double>;
+  constexpr int b = 6, steps = 10;
+  const int ranks = world().size();
+  const auto data = random_dataset<etnn::Shape<20>>(static_cast<std::size_t>(ranks * b * steps), 3, 5);
+  const etnn::loss::ArcFaceOptions head_options{.scale = 16, .margin = 0.3f};
+
+  Model reference(0);
+  Head reference_head(head_options, 1);
+  etnn::optim::SGD reference_opt(reference, {.lr = 0.05f});
+  etnn::optim::SGD reference_head_opt(reference_head, {.lr = 0.5f});
+  etnn::Trainer reference_trainer(reference, reference_head, reference_opt, reference_head_opt);
+  etnn::data::DataLoader reference_loader(data, {.batch = ranks * b, .shuffle = true, .seed = 3});
+  for (auto batch : reference_loader) reference_trainer.step(batch);
+
+  // Every rank from other seeds: the optimizers broadcast rank 0's values.
+  const std::uint64_t seed = 1000 * static_cast<std::uint64_t>(world().rank());
+  Model model(seed);
+  Head head(head_options, seed + 1);
+  etnn::optim::SGD opt(model, {.lr = 0.05f}, world());
+  etnn::optim::SGD head_opt(head, {.lr = 0.5f}, world());
+  CHECK(head_opt.gradient_as_bucket_view() == sums_in_shared_memory());
+  etnn::Trainer trainer(model, head, opt, head_opt);
+  etnn::data::DataLoader loader(data, {.batch = b, .sampler = etnn::data::DistributedSampler(world(), {.seed = 3})});
+  for (auto batch : loader) {
+    trainer.step(batch);
+    REQUIRE(identical_across_ranks(head.parameters(), Head::num_params));
+  }
+  const double model_difference = relative_difference(model.parameters(), reference.parameters(), Model::num_params);
+  const double head_difference = relative_difference(head.parameters(), reference_head.parameters(), Head::num_params);
+  MESSAGE("embedding net + ArcFace, double, ", ranks, " ranks: max relative differences ", model_difference, " (model), ",
+          head_difference, " (head)");
+  CHECK(model_difference <= 1e-10);
+  CHECK(head_difference <= 1e-10);
 }
 
 TEST_CASE("gradient accumulation across ranks: k micro-batches of b/k equal one batch of N*b") {

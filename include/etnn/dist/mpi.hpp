@@ -88,6 +88,7 @@ class Mpi {
   // exception, ends the whole job instead: the other ranks may be blocked in a collective.
   ~Mpi() {
     if (failed_ || std::uncaught_exceptions() > 0) abort("an error ended this rank");
+    if (storage_.in_use()) abort("an optimizer or SharedStorage outlives the etnn::dist::Mpi whose memory it uses");
     storage_.release();
     shared_.release();
     if (local_ != MPI_COMM_NULL) MPI_Comm_free(&local_);
@@ -168,19 +169,23 @@ class Mpi {
   // n values of T in shared memory that every rank on this machine reads and writes, for a buffer
   // summed at every step: a data-parallel optimizer's gradients (dist/shared_storage.hpp). Its
   // allreduce sums in place. Empty where sums do not go through shared memory (ranks on several
-  // machines, ETNN_DIST_SHARED_MEMORY=0, one rank). Collective: every rank asks for the same n.
-  // The storage must not outlive this Mpi.
+  // machines, ETNN_DIST_SHARED_MEMORY=0, one rank) or /dev/shm has no room for it (then a
+  // data-parallel optimizer keeps the gradients in the model). Collective: every rank asks for the
+  // same n. The storage must not outlive this Mpi (which ends the job if one does).
   template <class T>
   SharedStorage<T> shared_storage(std::size_t n) {
     if (!shared_.usable()) return {};
     const std::size_t bytes = std::max<std::size_t>(n * sizeof(T), 1);
-    // A free window again where every rank would take the same one, else a new one everywhere.
+    // A free window again where every rank would take the same one, else a new one everywhere,
+    // where the machine has room for it on every rank's count.
     const int reuse = storage_.free_entry(bytes);
-    int range[2] = {reuse, -reuse};  // max and -min over ranks
-    Pending p = start("MPI_Iallreduce (shared storage)", 2);
-    check(MPI_Iallreduce(MPI_IN_PLACE, range, 2, MPI_INT, MPI_MAX, comm(), &p.request), p.operation);
+    const bool room = detail::shared_memory_has_room(bytes * static_cast<std::size_t>(local_size_));
+    int votes[3] = {reuse, -reuse, room ? 0 : 1};  // max over ranks: max and -min of reuse, no room
+    Pending p = start("MPI_Iallreduce (shared storage)", 3);
+    check(MPI_Iallreduce(MPI_IN_PLACE, votes, 3, MPI_INT, MPI_MAX, comm(), &p.request), p.operation);
     wait(p);
-    if (reuse >= 0 && range[0] == -range[1]) return SharedStorage<T>(storage_.entry(reuse), n);
+    if (reuse >= 0 && votes[0] == -votes[1]) return SharedStorage<T>(storage_.entry(reuse), n);
+    if (votes[2] != 0) return {};
     detail::SharedStoragePool::Entry* entry = storage_.add(local_, bytes);
     return entry != nullptr ? SharedStorage<T>(*entry, n) : SharedStorage<T>();
   }

@@ -7,8 +7,9 @@
 // model's gradients in one (optim/gradient_storage.hpp), as PyTorch's DistributedDataParallel
 // makes the gradients views of its buckets with gradient_as_bucket_view.
 //
-// The windows live as long as the Mpi: a SharedStorage that goes away returns its window for a
-// later one of at most its size to reuse (no collective), and the Mpi frees them all at its end.
+// The windows live as long as the Mpi: a SharedStorage that goes away returns its window (without
+// a collective) for a later one of at most its size to reuse, and the Mpi frees them all at its
+// end; no SharedStorage may outlive it.
 #include <mpi.h>
 
 #include <cstddef>
@@ -30,11 +31,22 @@ class SharedStoragePool {
     bool in_use = false;
   };
 
-  // The index of the first free window of at least `bytes`, or -1.
+  // The index of the smallest free window of at least `bytes` (the first of equals), or -1.
   int free_entry(std::size_t bytes) const {
-    for (std::size_t i = 0; i < entries_.size(); ++i)
-      if (!entries_[i]->in_use && entries_[i]->window.bytes() >= bytes) return static_cast<int>(i);
-    return -1;
+    int best = -1;
+    for (std::size_t i = 0; i < entries_.size(); ++i) {
+      const SharedWindow& w = entries_[i]->window;
+      if (!entries_[i]->in_use && w.bytes() >= bytes && (best < 0 || w.bytes() < entries_[static_cast<std::size_t>(best)]->window.bytes()))
+        best = static_cast<int>(i);
+    }
+    return best;
+  }
+
+  // True while a SharedStorage uses one of the windows.
+  bool in_use() const noexcept {
+    for (const auto& e : entries_)
+      if (e->in_use) return true;
+    return false;
   }
   Entry& entry(int i) { return *entries_[static_cast<std::size_t>(i)]; }
 

@@ -5,12 +5,25 @@
 // addresses as it sees them. The window stays locked (lock_all) for its life; sync() orders this
 // rank's loads and stores against a barrier, which is the caller's.
 #include <mpi.h>
+#include <sys/statvfs.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 namespace etnn::dist::detail {
+
+// Whether the machine's shared memory file system (/dev/shm, where MPI libraries back shared
+// windows) has room for `bytes` more and a quarter of itself still free after: past its end a
+// window would end the program with SIGBUS at the first touch of a page instead of an error (a
+// container's /dev/shm is often 64 MB). True where there is no /dev/shm to ask.
+inline bool shared_memory_has_room(std::size_t bytes) {
+  struct statvfs fs {};
+  if (statvfs("/dev/shm", &fs) != 0) return true;
+  const double free_bytes = static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize);
+  const double total_bytes = static_cast<double>(fs.f_blocks) * static_cast<double>(fs.f_frsize);
+  return static_cast<double>(bytes) <= free_bytes - 0.25 * total_bytes;
+}
 
 class SharedWindow {
  public:
@@ -32,6 +45,7 @@ class SharedWindow {
     bool usable = MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 1, info, node, &base, &window_) == MPI_SUCCESS;
     MPI_Info_free(&info);
     if (usable) {
+      MPI_Win_set_errhandler(window_, MPI_ERRORS_RETURN);
       MPI_Win_lock_all(MPI_MODE_NOCHECK, window_);
       locked_ = true;
       segments_.assign(static_cast<std::size_t>(size), nullptr);

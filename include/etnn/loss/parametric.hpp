@@ -23,6 +23,7 @@
 #include "../core/random.hpp"
 #include "../nn/model.hpp"
 #include "../tensor/buffer.hpp"
+#include "../tensor/gradient_buffer.hpp"
 #include "../tensor/tensor.hpp"
 
 namespace etnn::loss {
@@ -70,6 +71,8 @@ class ParameterMatrix {
   T* gradients() noexcept { return grads_.data(); }
   const T* gradients() const noexcept { return grads_.data(); }
   void zero_grad() { std::fill_n(grads_.data(), num_params, T(0)); }
+  // As Model::keep_gradients_in: a data-parallel optimizer's memory, or nullptr for its own.
+  void keep_gradients_in(T* storage) { grads_.keep_in(storage); }
 
   // The factor of dL/dparams added by value_and_grad (the Trainer's loss scale / accumulate).
   void set_gradient_scale(T scale) noexcept { gradient_scale_ = scale; }
@@ -102,7 +105,7 @@ class ParameterMatrix {
 
  private:
   Buffer<T, Cpu> params_;
-  Buffer<T, Cpu> grads_;
+  GradientBuffer<T, Cpu> grads_;
   T gradient_scale_ = 1;
 };
 

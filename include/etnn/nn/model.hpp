@@ -16,6 +16,7 @@
 #include "../core/random.hpp"
 #include "../core/static_checks.hpp"
 #include "../tensor/copy.hpp"
+#include "../tensor/gradient_buffer.hpp"
 #include "../tensor/staging.hpp"
 #include "../tensor/tensor.hpp"
 #include "program.hpp"
@@ -106,24 +107,22 @@ class Model {
 
   T* parameters() noexcept { return params_.data(); }
   const T* parameters() const noexcept { return params_.data(); }
-  T* gradients() noexcept { return gradients_; }
-  const T* gradients() const noexcept { return gradients_; }
+  // The gradients live in the model's own buffer, or in memory its data-parallel optimizer sums
+  // in place for the optimizer's life (keep_gradients_in): a pointer taken before the optimizer was
+  // built, or after it went, no longer points at them.
+  T* gradients() noexcept { return grads_.data(); }
+  const T* gradients() const noexcept { return grads_.data(); }
 
   // Keeps the gradients in `storage` (num_params values on the model's device that outlive this
-  // use) instead of the model's own buffer, or in its own buffer again with nullptr; the gradients
-  // move along. A data-parallel optimizer whose reducer sums shared memory in place does this for
-  // its life (optim/gradient_storage.hpp). The own buffer stays allocated meanwhile.
-  void keep_gradients_in(T* storage) {
-    T* to = storage != nullptr ? storage : grads_.data();
-    if (to == gradients_) return;
-    assign(Device{}, to, expr::ref(static_cast<const T*>(gradients_), num_params));
-    gradients_ = to;
-  }
+  // use) instead of the model's own buffer, which is released meanwhile; nullptr brings them back
+  // into a buffer of its own. A data-parallel optimizer whose reducer sums shared memory in place
+  // does this for its life (optim/gradient_storage.hpp).
+  void keep_gradients_in(T* storage) { grads_.keep_in(storage); }
 
   T* buffers() noexcept { return buffers_.data(); }
   const T* buffers() const noexcept { return buffers_.data(); }
 
-  void zero_grad() { fill(Device{}, gradients_, num_params, T(0)); }
+  void zero_grad() { fill(Device{}, grads_.data(), num_params, T(0)); }
 
   // The network call of the next forward pass. In training mode each one gets a fresh random
   // stream (dropout masks) from the model's seed and a count of training passes, which training
@@ -211,8 +210,7 @@ class Model {
   }
 
   Buffer<T, Device> params_;
-  Buffer<T, Device> grads_;
-  T* gradients_ = grads_.data();  // grads_, or storage given to keep_gradients_in
+  GradientBuffer<T, Device> grads_;
   Buffer<T, Device> buffers_;
   std::uint64_t seed_;
   std::uint64_t passes_ = 0;   // training-mode forward passes so far (dropout streams)

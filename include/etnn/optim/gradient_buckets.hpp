@@ -66,17 +66,12 @@ class GradientBuckets {
 
   std::size_t count() const noexcept { return buckets_.size(); }
 
-  // True while an allreduce started by ready_from() has not been waited for.
-  bool in_flight() const noexcept {
-    for (const Bucket& b : buckets_)
-      if (b.started && !b.done) return true;
-    return false;
-  }
-
-  // Called when an exception interrupts a step after reductions started: they still write into
-  // the gradients and the ranks no longer agree on the sequence of collectives, so the job ends.
+  // Called when an exception interrupts a step after a reduction started (complete or not): the
+  // ranks no longer agree on the sequence of collectives (an unfinished one still writes into the
+  // gradients), so the job ends.
   void abandon() noexcept {
-    if (in_flight()) reducer_->abort("a gradient reduction was abandoned by an exception during backward or step");
+    for (const Bucket& b : buckets_)
+      if (b.started) reducer_->abort("a gradient reduction was abandoned by an exception during backward or step");
     for (Bucket& b : buckets_) b.started = b.done = false;
   }
 

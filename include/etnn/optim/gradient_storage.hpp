@@ -5,8 +5,9 @@
 // memory for the optimizer's life, as PyTorch's DistributedDataParallel makes them views of its
 // buckets with gradient_as_bucket_view: backward writes straight into memory every rank reads,
 // and each bucket's allreduce is one read and one write per value and rank, with no copy into a
-// transport buffer and back (half the memory traffic). When the optimizer goes, the model gets its
-// gradients back in its own buffer. Otherwise nothing changes.
+// transport buffer and back (half the memory traffic), and the model's own buffer is released
+// meanwhile. When the optimizer goes, the model gets its gradients back in a buffer of its own.
+// Otherwise nothing changes.
 #include <cstddef>
 #include <utility>
 
@@ -38,16 +39,17 @@ class GradientStorage {
   GradientStorage() = default;
   GradientStorage(const GradientStorage&) = delete;
   GradientStorage& operator=(const GradientStorage&) = delete;
+  // Brings the gradients back into the parameter set's own memory, unless another optimizer has
+  // taken them into its storage since. The parameter set outlives its optimizer.
   ~GradientStorage() {
     if constexpr (SumsInPlace<R, P>)
-      if (params_ != nullptr) params_->keep_gradients_in(nullptr);
+      if (in_reducer_memory()) params_->keep_gradients_in(nullptr);
   }
 
   // Moves params' gradients into memory the reducer sums in place, where it has some (collective:
   // every rank calls this with the same parameter set type).
   void keep_in(R& reducer, P& params) {
     if constexpr (SumsInPlace<R, P>) {
-      if (reducer.size() == 1) return;
       storage_ = reducer.template shared_storage<typename P::value_type>(P::num_params);
       if (!storage_) return;
       params.keep_gradients_in(storage_.data());
@@ -55,8 +57,13 @@ class GradientStorage {
     }
   }
 
-  // True while the gradients live in the reducer's memory.
-  bool in_reducer_memory() const noexcept { return params_ != nullptr; }
+  // True while the gradients live in this storage.
+  bool in_reducer_memory() const noexcept {
+    if constexpr (SumsInPlace<R, P>)
+      return params_ != nullptr && params_->gradients() == storage_.data();
+    else
+      return false;
+  }
 
  private:
   typename StorageOf<R, P>::type storage_{};

@@ -78,8 +78,8 @@ class Optimizer {
   // are complete, and their buckets' allreduces can start.
   void gradients_ready_from(std::size_t first_final) { buckets_.ready_from(model_->gradients(), first_final); }
 
-  // After an exception between gradients_ready_from() and step(): ends the job if reductions are
-  // in flight (see GradientBuckets::abandon); a single process just forgets them.
+  // After an exception between gradients_ready_from() and step(): ends the job if reductions have
+  // started (see GradientBuckets::abandon); a single process just forgets them.
   void abandon_step() noexcept {
     buckets_.abandon();
     reduced_ = false;

@@ -9,7 +9,8 @@
 //              throughput(N ranks) / (N x throughput(1 rank)). This kind of machine (a 2-core VM)
 //              drifts by tens of percent from second to second, so the two throughputs are measured
 //              interleaved, in 60 rounds of 20 steps each: one rank trains alone (dist::Local, what a
-//              1-rank job does) while the others sleep, then every rank trains together. Each
+//              1-rank job does) while the others sleep, then every rank trains together in each
+//              setting, in an order that rotates (the settings' differences are paired). Each
 //              throughput is its samples over its seconds summed over the rounds; the quartiles of
 //              the rounds' own ratios show the spread. The ranks take turns training alone, since a
 //              VM's cores differ too (by a quarter at times): rank 0's core alone would credit or
@@ -26,7 +27,9 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <etnn/dist/mpi.hpp>
@@ -102,66 +105,94 @@ struct Throughput {
   double rate() const { return samples / seconds; }
 };
 
-// lockstep: instead of training together, each rank trains alone with a barrier after every step,
-// as synchronous data parallelism with free communication would: the bound for the others.
-void weak_scaling(etnn::dist::Mpi& world, const char* setting, etnn::optim::BucketOptions buckets,
-                  bool lockstep = false) {
+// One way of training together: a data-parallel trainer with these bucket options, or
+// lockstep-only: each rank trains alone with a barrier after every step, as synchronous data
+// parallelism would if communicating cost nothing (the bound for the others).
+struct Setting {
+  const char* name;
+  etnn::optim::BucketOptions buckets;
+  bool lockstep = false;
+};
+
+using Model = etnn::Model<Mlp784>;
+
+// A trainer of mlp784: alone (R = dist::Local) or data-parallel (dist::Mpi, with the world and
+// bucket options as arguments).
+template <class R>
+struct Learner {
+  template <class... Reducer>
+  explicit Learner(etnn::loss::CrossEntropy& loss, Reducer&&... reducer)
+      : opt(model, {.lr = 0.01f}, std::forward<Reducer>(reducer)...), trainer(model, loss, opt) {}
+  Model model{0};
+  etnn::optim::SGD<Model, R> opt;
+  etnn::Trainer<Model, etnn::loss::CrossEntropy, etnn::optim::SGD<Model, R>> trainer;
+};
+
+// Every round runs every setting, in an order that rotates, so that all settings see the same
+// moments of the machine and their differences are paired.
+void weak_scaling(etnn::dist::Mpi& world, const std::vector<Setting>& settings) {
   constexpr int batch = 64, steps = 20, rounds = 60;
   const int ranks = world.size();
+  const std::size_t count = settings.size();
   etnn::Tensor<float, etnn::Shape<784>> x(batch);
   std::vector<int> y(batch);
   etnn::Rng rng(static_cast<std::uint64_t>(world.rank()) + 1);
   for (std::size_t i = 0; i < x.size(); ++i) x.data()[i] = static_cast<float>(rng.uniform(-1, 1));
   for (auto& label : y) label = static_cast<int>(rng.below(10));
   etnn::loss::CrossEntropy loss;
-  etnn::Model<Mlp784> alone_model(0), together_model(0);
-  etnn::optim::SGD alone_opt(alone_model, {.lr = 0.01f});
-  etnn::optim::SGD together_opt(together_model, {.lr = 0.01f}, world, buckets);
-  etnn::Trainer alone(alone_model, loss, alone_opt);
-  etnn::Trainer together(together_model, loss, together_opt);
-  alone.reserve(batch);
-  together.reserve(batch);
+  Learner<etnn::dist::Local> alone(loss);
+  alone.trainer.reserve(batch);
+  std::vector<std::unique_ptr<Learner<etnn::dist::Mpi>>> together;  // the trainers keep addresses
+  for (const Setting& s : settings) {
+    together.push_back(std::make_unique<Learner<etnn::dist::Mpi>>(loss, world, s.buckets));
+    together.back()->trainer.reserve(batch);
+  }
   // Seconds of `steps` steps of trainer (together: the ranks start and end in step).
   const auto run = [&](auto& trainer) {
     const auto start = Clock::now();
     for (int i = 0; i < steps; ++i) trainer.step(x, y);
     return seconds_since(start);
   };
-  const auto run_together = [&] {
-    if (!lockstep) return run(together);
+  const auto run_together = [&](std::size_t k) {
+    if (!settings[k].lockstep) return run(together[k]->trainer);
     const auto start = Clock::now();
     for (int i = 0; i < steps; ++i) {
-      alone.step(x, y);
+      alone.trainer.step(x, y);
       world.barrier();
     }
     return seconds_since(start);
   };
-  run(alone);  // warm-up
+  run(alone.trainer);  // warm-up
   world.barrier();
-  run_together();
+  for (std::size_t k = 0; k < count; ++k) run_together(k);
   constexpr double samples = double{steps} * batch;
-  Throughput alone_pooled, together_pooled, concurrent_pooled;  // concurrent: this rank's
-  std::vector<double> efficiencies;
+  Throughput alone_pooled, concurrent_pooled;  // concurrent: this rank's
+  std::vector<Throughput> together_pooled(count);
+  std::vector<std::vector<double>> efficiencies(count);
   for (int round = 0; round < rounds; ++round) {
     const int soloist = round % ranks;
-    double alone_seconds = world.rank() == soloist ? run(alone) : 0.0;
+    double alone_seconds = world.rank() == soloist ? run(alone.trainer) : 0.0;
     sleeping_barrier(world);
     world.broadcast(&alone_seconds, 1, soloist);
-    world.barrier();
-    const double together_seconds = run_together();
-    world.barrier();
-    concurrent_pooled.add(samples, run(alone));  // every rank alone, all at once
     alone_pooled.add(samples, alone_seconds);
-    together_pooled.add(samples * ranks, together_seconds);
-    efficiencies.push_back(100 * alone_seconds / together_seconds);  // the same samples per rank
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::size_t k = (static_cast<std::size_t>(round) + i) % count;
+      world.barrier();
+      const double together_seconds = run_together(k);
+      together_pooled[k].add(samples * ranks, together_seconds);
+      efficiencies[k].push_back(100 * alone_seconds / together_seconds);  // the same samples per rank
+    }
+    world.barrier();
+    concurrent_pooled.add(samples, run(alone.trainer));  // every rank alone, all at once
   }
   double concurrent_rate = concurrent_pooled.rate();  // summed over ranks
   world.allreduce_sum(&concurrent_rate, 1);
   const double ideal = ranks * alone_pooled.rate();
-  if (world.rank() == 0)
-    std::printf("weak %s %d %.0f %.0f %.1f %.1f %.1f %.1f buckets %zu\n", setting, ranks, alone_pooled.rate(),
-                together_pooled.rate(), 100 * together_pooled.rate() / ideal, quantile(efficiencies, 0.25),
-                quantile(efficiencies, 0.75), 100 * concurrent_rate / ideal, lockstep ? 0 : together_opt.bucket_count());
+  for (std::size_t k = 0; world.rank() == 0 && k < count; ++k)
+    std::printf("weak %s %d %.0f %.0f %.1f %.1f %.1f %.1f buckets %zu\n", settings[k].name, ranks, alone_pooled.rate(),
+                together_pooled[k].rate(), 100 * together_pooled[k].rate() / ideal, quantile(efficiencies[k], 0.25),
+                quantile(efficiencies[k], 0.75), 100 * concurrent_rate / ideal,
+                settings[k].lockstep ? 0 : together[k]->opt.bucket_count());
 }
 
 }  // namespace
@@ -169,9 +200,9 @@ void weak_scaling(etnn::dist::Mpi& world, const char* setting, etnn::optim::Buck
 int main(int argc, char** argv) {
   etnn::dist::Mpi world(argc, argv);
   allreduce_bandwidth(world);
-  weak_scaling(world, "lockstep-only", {}, true);
-  weak_scaling(world, "overlap-25MiB", {});
-  weak_scaling(world, "overlap-25MiB-copied", {.gradient_as_bucket_view = false});
-  weak_scaling(world, "no-overlap", {.overlap = false});
+  weak_scaling(world, {{"lockstep-only", {}, true},
+                       {"overlap-25MiB", {}},
+                       {"overlap-25MiB-copied", {.gradient_as_bucket_view = false}},
+                       {"no-overlap", {.overlap = false}}});
   return 0;
 }

@@ -32,4 +32,4 @@ rows() {  # LABEL-SUFFIX OUTPUT
     printf "| %s%s | %s | %s | %s | %.1f%% (%.1f-%.1f%%) | %.1f%% |\n", $2, suffix, $11, $4, $5, $6, $7, $8, $9 }'
 }
 rows "" "$shared"
-rows ", MPI's allreduce" "$mpi"
+rows ", MPI's allreduce" "$mpi" | sed "s/^| lockstep-only, MPI's allreduce/| lockstep-only, in the MPI's-allreduce job/"

@@ -5,6 +5,7 @@
 // rank backs off every rank's scale).
 #include <doctest/doctest.h>
 
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -185,6 +186,14 @@ TEST_CASE_TEMPLATE("shared storage sums in place: every range exact, every rank 
   CHECK(again.data() == first);
   CHECK(other.data() != first);
   CHECK(other.data() != nullptr);
+}
+
+TEST_CASE("shared storage asks /dev/shm for room first, a quarter of it kept free") {
+  struct statvfs fs {};
+  REQUIRE(statvfs("/dev/shm", &fs) == 0);
+  const auto total = static_cast<std::size_t>(fs.f_blocks) * fs.f_frsize;
+  CHECK(etnn::dist::detail::shared_memory_has_room(std::size_t{1} << 20));
+  CHECK_FALSE(etnn::dist::detail::shared_memory_has_room(total - total / 8));
 }
 
 TEST_CASE("a data-parallel optimizer keeps the gradients in shared memory for its life, then gives them back") {

@@ -188,7 +188,7 @@ TEST_CASE_TEMPLATE("shared storage sums in place: every range exact, every rank 
   CHECK(other.data() != nullptr);
 }
 
-TEST_CASE("shared storage asks /dev/shm for room first, a quarter of it kept free") {
+TEST_CASE("shared memory windows ask /dev/shm for room first, a quarter of it kept free") {
   struct statvfs fs {};
   REQUIRE(statvfs("/dev/shm", &fs) == 0);
   const auto total = static_cast<std::size_t>(fs.f_blocks) * fs.f_frsize;

@@ -176,16 +176,14 @@ class Mpi {
   SharedStorage<T> shared_storage(std::size_t n) {
     if (!shared_.usable()) return {};
     const std::size_t bytes = std::max<std::size_t>(n * sizeof(T), 1);
-    // A free window again where every rank would take the same one, else a new one everywhere,
-    // where the machine has room for it on every rank's count.
+    // A free window again where every rank would take the same one, else a new one everywhere
+    // (none where /dev/shm has no room for it: SharedWindow::allocate).
     const int reuse = storage_.free_entry(bytes);
-    const bool room = detail::shared_memory_has_room(bytes * static_cast<std::size_t>(local_size_));
-    int votes[3] = {reuse, -reuse, room ? 0 : 1};  // max over ranks: max and -min of reuse, no room
-    Pending p = start("MPI_Iallreduce (shared storage)", 3);
-    check(MPI_Iallreduce(MPI_IN_PLACE, votes, 3, MPI_INT, MPI_MAX, comm(), &p.request), p.operation);
+    int range[2] = {reuse, -reuse};  // max and -min over ranks
+    Pending p = start("MPI_Iallreduce (shared storage)", 2);
+    check(MPI_Iallreduce(MPI_IN_PLACE, range, 2, MPI_INT, MPI_MAX, comm(), &p.request), p.operation);
     wait(p);
-    if (reuse >= 0 && votes[0] == -votes[1]) return SharedStorage<T>(storage_.entry(reuse), n);
-    if (votes[2] != 0) return {};
+    if (reuse >= 0 && range[0] == -range[1]) return SharedStorage<T>(storage_.entry(reuse), n);
     detail::SharedStoragePool::Entry* entry = storage_.add(local_, bytes);
     return entry != nullptr ? SharedStorage<T>(*entry, n) : SharedStorage<T>();
   }

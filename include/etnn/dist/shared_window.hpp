@@ -32,12 +32,16 @@ class SharedWindow {
   SharedWindow& operator=(const SharedWindow&) = delete;
 
   // Collective over `node` (ranks on one machine). False on every rank, with nothing held, where
-  // the MPI library or the machine cannot give the window: every rank takes the same path.
+  // the MPI library or the machine cannot give the window, or /dev/shm has no room for it on some
+  // rank's count: every rank takes the same path.
   bool allocate(MPI_Comm node, std::size_t bytes) {
     int rank = 0, size = 1;
     MPI_Comm_rank(node, &rank);
     MPI_Comm_size(node, &size);
     rank_ = rank;
+    int room = shared_memory_has_room(bytes * static_cast<std::size_t>(size)) ? 1 : 0;
+    MPI_Allreduce(MPI_IN_PLACE, &room, 1, MPI_INT, MPI_MIN, node);
+    if (room != 1) return false;
     MPI_Info info = MPI_INFO_NULL;
     MPI_Info_create(&info);
     MPI_Info_set(info, "alloc_shared_noncontig", "true");

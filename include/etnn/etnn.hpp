@@ -9,9 +9,8 @@
 #include "core/error.hpp"
 #include "core/precision.hpp"
 #include "core/random.hpp"
-#include "core/reducer.hpp"
 #include "core/shape.hpp"
-#include "core/static_checks.hpp"
+
 #include "tensor/buffer.hpp"
 #include "tensor/copy.hpp"
 #include "tensor/tensor.hpp"
@@ -31,6 +30,7 @@
 #include "cuda/conv.hpp"
 #include "cuda/pool.hpp"
 #endif
+#include "dist/reducer.hpp"
 #include "nn/concat.hpp"
 #include "nn/model.hpp"
 #include "nn/residual.hpp"

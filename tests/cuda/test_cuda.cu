@@ -62,7 +62,7 @@ namespace {
 // covering() against brute force: the output rows whose window contains each input row.
 template <int H, int K, int S, int P>
 void check_covering() {
-  using G = etnn::cpu::Window<1, H, H, K, S, P>;
+  using G = etnn::expr::Window<1, H, H, K, S, P>;
   for (int in = 0; in < H; ++in) {
     int first = 0, last = 0;
     etnn::cuda::detail::covering<G>(in, G::out_height, first, last);
@@ -297,7 +297,7 @@ namespace {
 // A convolution forward and backward on both devices, every output compared.
 template <class T, int C, int H, int K, int S, int P, int Out, class Act>
 void check_conv(int batch) {
-  using G = etnn::cpu::Window<C, H, H, K, S, P>;
+  using G = etnn::expr::Window<C, H, H, K, S, P>;
   CAPTURE(C);
   CAPTURE(H);
   CAPTURE(K);
@@ -334,7 +334,7 @@ void check_conv(int batch) {
 // must route the same way.
 template <class T, class Kind, int H, int K, int S, int P>
 void check_pool(int batch) {
-  using G = etnn::cpu::Window<3, H, H, K, S, P>;
+  using G = etnn::expr::Window<3, H, H, K, S, P>;
   CAPTURE(H);
   CAPTURE(K);
   CAPTURE(S);
@@ -362,10 +362,10 @@ TEST_CASE_TEMPLATE("convolution and pooling forward and backward match the CPU" 
     check_conv<T, 6, 14, 5, 1, 0, 16, etnn::fn::Identity>(batch);
     check_conv<T, 3, 9, 3, 2, 1, 8, etnn::fn::Gelu>(batch);
     check_conv<T, 2, 7, 3, 3, 2, 4, etnn::fn::Tanh>(batch);
-    check_pool<T, etnn::cpu::MaxPooling, 8, 2, 2, 0>(batch);
-    check_pool<T, etnn::cpu::MaxPooling, 9, 3, 2, 1>(batch);
-    check_pool<T, etnn::cpu::AveragePooling, 8, 2, 2, 0>(batch);
-    check_pool<T, etnn::cpu::AveragePooling, 9, 3, 2, 1>(batch);
+    check_pool<T, etnn::expr::MaxPooling, 8, 2, 2, 0>(batch);
+    check_pool<T, etnn::expr::MaxPooling, 9, 3, 2, 1>(batch);
+    check_pool<T, etnn::expr::AveragePooling, 8, 2, 2, 0>(batch);
+    check_pool<T, etnn::expr::AveragePooling, 9, 3, 2, 1>(batch);
   }
 }
 

@@ -20,7 +20,7 @@ using Net = decltype(nn::input<16> >> nn::linear<32> >> nn::relu >> nn::linear<4
 
 TEST_CASE("each reducer takes models on the memory it sums") {
   static_assert(std::is_same_v<etnn::dist::Nccl::memory, etnn::Cuda>);
-  static_assert(etnn::Reducer<etnn::dist::Nccl>);
+  static_assert(etnn::dist::Reducer<etnn::dist::Nccl>);
   CHECK(true);
 }
 

@@ -40,4 +40,16 @@ struct UnavailableError : Error {
   using Error::Error;
 };
 
+namespace detail {
+
+// "who: part part ...", built with += (GCC 12 reports false -Wrestrict on literal + string chains).
+template <class... Parts>
+std::string message(const char* who, const Parts&... parts) {
+  std::string m = who;
+  m += ": ";
+  ((m += parts), ...);
+  return m;
+}
+
+}  // namespace detail
 }  // namespace etnn

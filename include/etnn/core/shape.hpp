@@ -6,13 +6,13 @@
 #include <string>
 #include <type_traits>
 
-#include "static_checks.hpp"
+#include "checks.hpp"
 
 namespace etnn {
 
 template <int... Dims>
 struct Shape {
-  static_assert(check::shape_dims<Dims...>());
+  static_assert(etnn::check::shape_dims<Dims...>());
 
   static constexpr int rank = sizeof...(Dims);
   static constexpr std::size_t size = (std::size_t{1} * ... * static_cast<std::size_t>(Dims));

@@ -21,7 +21,7 @@
 #include "executor.hpp"
 #include "gemm.hpp"
 #include "parallel.hpp"
-#include "window.hpp"
+#include "../expr/window.hpp"
 
 namespace etnn {
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "../core/device.hpp"
-#include "../core/static_checks.hpp"
+#include "../expr/checks.hpp"
 #include "../expr/expression.hpp"
 #include "parallel.hpp"
 
@@ -16,7 +16,7 @@ namespace etnn {
 // dst[i] = e[i] for i < e.size(). dst may alias any operand that is read at the same index.
 template <class T, expr::Expression E>
 void assign(Cpu, T* dst, const E& e) {
-  static_assert(check::sized_expression<E::sized>());
+  static_assert(expr::check::sized_expression<E::sized>());
   const std::size_t n = e.size();
   cpu::parallel_chunks(n, 4096, 1, [&](std::size_t begin, std::size_t end) {
     for (std::size_t i = begin; i < end; ++i) dst[i] = e[i];

@@ -1,6 +1,6 @@
 #pragma once
 // 2-D max and average pooling on the CPU, one (b, c) plane at a time in parallel.
-//   x: (B, C, H, W)  y: (B, C, OH, OW)   geometry G (cpu/window.hpp), padding is virtual
+//   x: (B, C, H, W)  y: (B, C, OH, OW)   geometry G (expr/window.hpp), padding is virtual
 // Max:      y = max over the window (padding never wins, as PyTorch pads with -inf)
 //           dx = dy routed to the window's first maximal input; backward finds it again by
 //           comparing x with y in the forward's scan order, so nothing is saved
@@ -13,14 +13,11 @@
 
 #include "../core/device.hpp"
 #include "parallel.hpp"
-#include "window.hpp"
+#include "../expr/window.hpp"
 
 namespace etnn {
 
 namespace cpu {
-
-struct MaxPooling {};
-struct AveragePooling {};
 
 // Calls f(out, inputs, count) for every output pixel of output rows [first_row, last_row) in
 // order, with inputs[0 .. count) the input pixels inside its window, row-major (padding left out).
@@ -60,7 +57,7 @@ void for_each_plane(X* x, Y* y, int batch, F&& f) {
 }  // namespace cpu
 
 template <class G, class T>
-void pool2d_forward(Cpu, cpu::MaxPooling, const T* x, T* y, int batch) {
+void pool2d_forward(Cpu, expr::MaxPooling, const T* x, T* y, int batch) {
   cpu::for_each_plane<G>(x, y, batch, [](const T* xp, T* yp) {
     cpu::for_each_window<G>([&](int o, const int* inputs, int count) {
       // !(v <= m) also takes a NaN, which then stays: NaN propagates as in PyTorch.
@@ -75,7 +72,7 @@ void pool2d_forward(Cpu, cpu::MaxPooling, const T* x, T* y, int batch) {
 // NaN maximum, which equals no input). That comparison is unpredictable, so the inputs are chosen
 // for a block of output rows first, by masks, and routed after, in output order.
 template <class G, class T>
-void pool2d_backward(Cpu, cpu::MaxPooling, const T* x, const T* y, const T* dy, T* dx, int batch) {
+void pool2d_backward(Cpu, expr::MaxPooling, const T* x, const T* y, const T* dy, T* dx, int batch) {
   constexpr int block_rows = std::max(1, 1024 / G::out_width);
   cpu::for_each_plane<G>(dx, y, batch, [&](T* dxp, const T* yp) {
     const T* xp = x + (dxp - dx);
@@ -99,7 +96,7 @@ void pool2d_backward(Cpu, cpu::MaxPooling, const T* x, const T* y, const T* dy, 
 }
 
 template <class G, class T>
-void pool2d_forward(Cpu, cpu::AveragePooling, const T* x, T* y, int batch) {
+void pool2d_forward(Cpu, expr::AveragePooling, const T* x, T* y, int batch) {
   constexpr T scale = T(1) / T(G::kernel * G::kernel);
   cpu::for_each_plane<G>(x, y, batch, [](const T* xp, T* yp) {
     cpu::for_each_window<G>([&](int o, const int* inputs, int count) {
@@ -111,7 +108,7 @@ void pool2d_forward(Cpu, cpu::AveragePooling, const T* x, T* y, int batch) {
 }
 
 template <class G, class T>
-void pool2d_backward(Cpu, cpu::AveragePooling, const T*, const T*, const T* dy, T* dx, int batch) {
+void pool2d_backward(Cpu, expr::AveragePooling, const T*, const T*, const T* dy, T* dx, int batch) {
   constexpr T scale = T(1) / T(G::kernel * G::kernel);
   cpu::for_each_plane<G>(dx, dy, batch, [](T* dxp, const T* dyp) {
     std::fill_n(dxp, G::in_pixels, T(0));

@@ -1,6 +1,6 @@
 #pragma once
-// Batch normalisation on the device, with the CPU's semantics and its per-value ETNN_HD functors
-// (cpu/batch_norm.hpp):
+// Batch normalisation on the device, with the CPU's semantics and the per-value ETNN_HD functors
+// both run (expr/batch_norm.hpp):
 //   x, y: (B, C, S)   per-channel sums over n = B S values, in double
 //   training:  mu_c, var_c from this batch (summed over ranks by `sync`), running ones updated
 //   eval:      mu_c, var_c = running_mean, running_var
@@ -16,10 +16,9 @@
 #include <cstddef>
 #include <string>
 
-#include "../core/cross_rank_sum.hpp"
 #include "../core/device.hpp"
 #include "../core/error.hpp"
-#include "../cpu/batch_norm.hpp"
+#include "../expr/batch_norm.hpp"
 #include "../tensor/buffer.hpp"
 #include "executor.hpp"
 #include "reduce.hpp"
@@ -83,23 +82,23 @@ __global__ void finish_statistics_kernel(BatchNormValues<C> v, T* running, bool 
     const double count = v.sums[C];
     mean = v.sums[c] / count;
     var = v.squares[c] / count;
-    if (update_running) etnn::detail::update_running_statistics<C>(running, c, mean, var, count);
+    if (update_running) expr::detail::update_running_statistics<C>(running, c, mean, var, count);
   } else {
     mean = running[c];
     var = running[C + c];
   }
   v.mean[c] = mean;
-  v.inv_std[c] = 1.0 / sqrt(var + batch_norm_eps);
+  v.inv_std[c] = 1.0 / sqrt(var + expr::batch_norm_eps);
 }
 
-// The statistics of cpu::channel_statistics into v.mean and v.inv_std, on the device.
-template <int C, int S, class T>
+// The statistics of cpu::channel_statistics (cpu/batch_norm.hpp) into v.mean and v.inv_std, on the device.
+template <int C, int S, class T, class Sum>
 void statistics(const BatchNormValues<C>& v, const T* x, T* running, int batch, bool training, bool update_running,
-                const CrossRankSum& sync) {
+                const Sum& sync) {
   if (training) {
-    channel_sums<C, S>(batch, etnn::detail::ChannelValue<T>{x}, v.sums, true);
+    channel_sums<C, S>(batch, expr::detail::ChannelValue<T>{x}, v.sums, true);
     sync(v.sums, C + 1);
-    channel_sums<C, S>(batch, etnn::detail::CenteredSquare<T>{x, v.sums, C}, v.squares);
+    channel_sums<C, S>(batch, expr::detail::CenteredSquare<T>{x, v.sums, C}, v.squares);
     sync(v.squares, C);
   }
   constexpr unsigned threads = 128;
@@ -111,34 +110,34 @@ void statistics(const BatchNormValues<C>& v, const T* x, T* running, int batch, 
 }  // namespace cuda::detail
 
 // running: [running_mean (C), running_var (C), num_batches_tracked (1)]; updated when training.
-template <int C, int S, class T>
+template <int C, int S, class T, class Sum>
 void batch_norm_forward(Cuda, const T* gamma, const T* beta, T* running, const T* x, T* y, int batch, bool training,
-                        const CrossRankSum& sync) {
+                        const Sum& sync) {
   // Without sync the count is this batch's. With it the count is summed on the device, where it
   // cannot be checked without waiting for it; a Trainer's synchronised step always has at least 2
   // (it takes no empty batch, and syncs only across 2 or more ranks).
-  if (training && !sync) check_batch_norm_count(static_cast<double>(batch) * S, batch);
+  if (training && !sync) expr::check_batch_norm_count(static_cast<double>(batch) * S, batch);
   const auto v = cuda::detail::batch_norm_values<C>();
   cuda::detail::statistics<C, S>(v, x, running, batch, training, true, sync);
   for_each_index(Cuda{}, static_cast<std::size_t>(batch) * C * S,
-                 detail::BatchNormalize<C, S, T>{gamma, beta, v.mean, v.inv_std, x, y});
+                 expr::detail::BatchNormalize<C, S, T>{gamma, beta, v.mean, v.inv_std, x, y});
 }
 
-template <int C, int S, class T>
+template <int C, int S, class T, class Sum>
 void batch_norm_backward(Cuda, const T* gamma, T* gamma_grad, T* beta_grad, const T* running, const T* x, const T* dy,
-                         T* dx, int batch, bool training, const CrossRankSum& sync) {
+                         T* dx, int batch, bool training, const Sum& sync) {
   const auto v = cuda::detail::batch_norm_values<C>();
   // Recomputed as forward computed them; the running statistics are not updated again.
   cuda::detail::statistics<C, S>(v, x, const_cast<T*>(running), batch, training, false, sync);
-  cuda::detail::channel_sums<C, S>(batch, detail::ChannelValue<T>{dy}, v.gradient_sums);
-  cuda::detail::channel_sums<C, S>(batch, detail::GradientTimesXhat<T>{x, dy, v.mean, v.inv_std},
+  cuda::detail::channel_sums<C, S>(batch, expr::detail::ChannelValue<T>{dy}, v.gradient_sums);
+  cuda::detail::channel_sums<C, S>(batch, expr::detail::GradientTimesXhat<T>{x, dy, v.mean, v.inv_std},
                                    v.gradient_sums + C);
   for_each_index(Cuda{}, std::size_t{C},
-                 detail::AddBatchNormParameterGradients<C, T>{v.gradient_sums, gamma_grad, beta_grad});
+                 expr::detail::AddBatchNormParameterGradients<C, T>{v.gradient_sums, gamma_grad, beta_grad});
   if (dx == nullptr) return;
   if (training) sync(v.gradient_sums, 2 * C);
   for_each_index(Cuda{}, static_cast<std::size_t>(batch) * C * S,
-                 detail::BatchNormInputGradient<C, S, T>{gamma, v.mean, v.inv_std, v.gradient_sums, v.sums + C, x, dy,
+                 expr::detail::BatchNormInputGradient<C, S, T>{gamma, v.mean, v.inv_std, v.gradient_sums, v.sums + C, x, dy,
                                                          dx, training});
 }
 

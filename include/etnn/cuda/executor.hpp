@@ -5,7 +5,7 @@
 #include <cstddef>
 
 #include "../core/device.hpp"
-#include "../core/static_checks.hpp"
+#include "../expr/checks.hpp"
 #include "../expr/expression.hpp"
 #include "runtime.hpp"
 
@@ -39,7 +39,7 @@ __global__ void for_each_index_kernel(std::size_t n, F f) {
 // dst[i] = e[i] for i < e.size(), on the device. dst may alias an operand read at the same index.
 template <class T, expr::Expression E>
 void assign(Cuda, T* dst, const E& e) {
-  static_assert(check::sized_expression<E::sized>());
+  static_assert(expr::check::sized_expression<E::sized>());
   const std::size_t n = e.size();
   if (n == 0) return;
   cuda::detail::assign_kernel<<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(dst, e, n);

@@ -9,7 +9,7 @@
 #include <type_traits>
 
 #include "../core/device.hpp"
-#include "../cpu/pool.hpp"
+#include "../expr/window.hpp"
 #include "runtime.hpp"
 
 namespace etnn {
@@ -117,7 +117,7 @@ std::size_t pool_inputs(int batch) {
 }  // namespace cuda::detail
 
 template <class G, class T>
-void pool2d_forward(Cuda, cpu::MaxPooling, const T* x, T* y, int batch) {
+void pool2d_forward(Cuda, expr::MaxPooling, const T* x, T* y, int batch) {
   const std::size_t n = cuda::detail::pool_outputs<G>(batch);
   if (n == 0) return;
   cuda::detail::max_pool_forward_kernel<G><<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(x, y, n);
@@ -125,7 +125,7 @@ void pool2d_forward(Cuda, cpu::MaxPooling, const T* x, T* y, int batch) {
 }
 
 template <class G, class T>
-void pool2d_forward(Cuda, cpu::AveragePooling, const T* x, T* y, int batch) {
+void pool2d_forward(Cuda, expr::AveragePooling, const T* x, T* y, int batch) {
   const std::size_t n = cuda::detail::pool_outputs<G>(batch);
   if (n == 0) return;
   cuda::detail::average_pool_forward_kernel<G><<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(x, y, n);
@@ -136,7 +136,7 @@ template <class G, class Kind, class T>
 void pool2d_backward(Cuda, Kind, const T* x, const T* y, const T* dy, T* dx, int batch) {
   const std::size_t n = cuda::detail::pool_inputs<G>(batch);
   if (n == 0) return;
-  constexpr bool max = std::is_same_v<Kind, cpu::MaxPooling>;
+  constexpr bool max = std::is_same_v<Kind, expr::MaxPooling>;
   cuda::detail::pool_backward_kernel<G, max><<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(x, y, dy, dx, n);
   cuda::check_launch("etnn::pool2d_backward");
 }

@@ -10,7 +10,7 @@
 
 #include "../core/config.hpp"
 #include "../core/error.hpp"
-#include "../core/static_checks.hpp"
+#include "checks.hpp"
 #include "functors.hpp"
 
 namespace etnn::expr {

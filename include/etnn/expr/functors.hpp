@@ -9,7 +9,7 @@
 #include <ratio>
 
 #include "../core/config.hpp"
-#include "../core/static_checks.hpp"
+#include "checks.hpp"
 
 namespace etnn::fn {
 
@@ -32,7 +32,7 @@ struct Relu {
 // leaky_relu(x) = x if x > 0 else s x; with s >= 0, x > 0 <=> y > 0, so y suffices.
 template <class Slope = std::ratio<1, 100>>
 struct LeakyRelu {
-  static_assert(check::leaky_slope<Slope::num>());
+  static_assert(expr::check::leaky_slope<Slope::num>());
   static constexpr const char* name = "leaky_relu";
   static constexpr bool derivative_needs_input = false;
   template <class T> static constexpr T slope = T(Slope::num) / T(Slope::den);

@@ -14,7 +14,7 @@
 #include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "../tensor/tensor.hpp"
-#include "reduction.hpp"
+#include "target_loss.hpp"
 #include "targets.hpp"
 
 namespace etnn::loss {
@@ -66,7 +66,7 @@ class BCE : public detail::TensorTargetLoss<BCE> {
   template <class Device, class T, ShapeType S, ShapeType TS>
   T compute(Device device, TensorView<const T, S, Device> probs, TensorView<const T, TS, Device> target, T* grad) const {
     detail::check_targets(probs, target, "etnn::loss::BCE");
-    return detail::elementwise(device, probs, target, grad,
+    return elementwise_loss(device, probs, target, grad,
                                detail::reduction_scale<T>(options_.reduction, probs.size()), detail::BceTerm{});
   }
 

@@ -13,7 +13,7 @@
 #include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "../tensor/tensor.hpp"
-#include "reduction.hpp"
+#include "target_loss.hpp"
 #include "targets.hpp"
 
 namespace etnn::loss {
@@ -64,7 +64,7 @@ class BCEWithLogits : public detail::TensorTargetLoss<BCEWithLogits> {
   template <class Device, class T, ShapeType S, ShapeType TS>
   T compute(Device device, TensorView<const T, S, Device> logits, TensorView<const T, TS, Device> target, T* grad) const {
     detail::check_targets(logits, target, "etnn::loss::BCEWithLogits");
-    return detail::elementwise(device, logits, target, grad,
+    return elementwise_loss(device, logits, target, grad,
                                detail::reduction_scale<T>(options_.reduction, logits.size()),
                                detail::BceWithLogitsTerm<T>{static_cast<T>(options_.pos_weight)});
   }

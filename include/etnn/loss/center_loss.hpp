@@ -19,11 +19,11 @@
 #include <vector>
 
 #include "../core/device.hpp"
-#include "../core/static_checks.hpp"
+#include "checks.hpp"
 #include "../nn/model.hpp"
 #include "../tensor/tensor.hpp"
 #include "parametric.hpp"
-#include "reduction.hpp"
+#include "target_loss.hpp"
 #include "targets.hpp"
 
 namespace etnn::loss {

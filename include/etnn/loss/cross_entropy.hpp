@@ -20,9 +20,9 @@
 #include "../core/config.hpp"
 #include "../core/device.hpp"
 #include "../core/error.hpp"
-#include "../core/static_checks.hpp"
+
 #include "../tensor/tensor.hpp"
-#include "reduction.hpp"
+#include "target_loss.hpp"
 #include "targets.hpp"
 
 namespace etnn::loss {

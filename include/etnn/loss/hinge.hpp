@@ -11,7 +11,7 @@
 #include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "../tensor/tensor.hpp"
-#include "reduction.hpp"
+#include "target_loss.hpp"
 #include "targets.hpp"
 
 namespace etnn::loss {
@@ -53,7 +53,7 @@ class Hinge : public detail::TensorTargetLoss<Hinge> {
   template <class Device, class T, ShapeType S, ShapeType TS>
   T compute(Device device, TensorView<const T, S, Device> scores, TensorView<const T, TS, Device> target, T* grad) const {
     detail::check_targets(scores, target, "etnn::loss::Hinge");
-    return detail::elementwise(device, scores, target, grad,
+    return elementwise_loss(device, scores, target, grad,
                                detail::reduction_scale<T>(options_.reduction, scores.size()), detail::HingeTerm{});
   }
 

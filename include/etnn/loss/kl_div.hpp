@@ -13,7 +13,7 @@
 #include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "../tensor/tensor.hpp"
-#include "reduction.hpp"
+#include "target_loss.hpp"
 #include "targets.hpp"
 
 namespace etnn::loss {
@@ -61,8 +61,8 @@ class KLDiv : public detail::TensorTargetLoss<KLDiv> {
                                   ? static_cast<std::size_t>(log_probs.batch())
                                   : log_probs.size();
     const T scale = options_.reduction == KLDivReduction::sum ? T(1) : T(1) / static_cast<T>(count);
-    if (options_.log_target) return detail::elementwise(device, log_probs, target, grad, scale, detail::KlLogTarget{});
-    return detail::elementwise(device, log_probs, target, grad, scale, detail::KlTarget{});
+    if (options_.log_target) return elementwise_loss(device, log_probs, target, grad, scale, detail::KlLogTarget{});
+    return elementwise_loss(device, log_probs, target, grad, scale, detail::KlTarget{});
   }
 
   Options options_;

@@ -41,12 +41,12 @@
 
 #include "../core/device.hpp"
 #include "../core/error.hpp"
-#include "../core/static_checks.hpp"
+#include "checks.hpp"
 #include "../nn/model.hpp"
 #include "../tensor/tensor.hpp"
 #include "cross_entropy.hpp"
 #include "parametric.hpp"
-#include "reduction.hpp"
+#include "target_loss.hpp"
 #include "targets.hpp"
 
 namespace etnn::loss {

@@ -5,7 +5,7 @@
 #include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "../tensor/tensor.hpp"
-#include "reduction.hpp"
+#include "target_loss.hpp"
 #include "targets.hpp"
 
 namespace etnn::loss {
@@ -39,7 +39,7 @@ class MSE : public detail::TensorTargetLoss<MSE> {
   template <class Device, class T, ShapeType S, ShapeType TS>
   T compute(Device device, TensorView<const T, S, Device> output, TensorView<const T, TS, Device> target, T* grad) const {
     detail::check_targets(output, target, "etnn::loss::MSE");
-    return detail::elementwise(device, output, target, grad,
+    return elementwise_loss(device, output, target, grad,
                                detail::reduction_scale<T>(options_.reduction, output.size()), detail::SquaredError{});
   }
 

@@ -12,10 +12,10 @@
 
 #include "../core/config.hpp"
 #include "../core/error.hpp"
-#include "../core/static_checks.hpp"
+#include "checks.hpp"
 #include "../tensor/tensor.hpp"
 #include "bce_with_logits.hpp"
-#include "reduction.hpp"
+#include "target_loss.hpp"
 #include "targets.hpp"
 
 namespace etnn::loss {
@@ -60,7 +60,7 @@ class MultiLabelSoftMargin : public detail::TensorTargetLoss<MultiLabelSoftMargi
     constexpr auto classes = static_cast<std::size_t>(S::dims[0]);
     const T scale = detail::reduction_scale<T>(options_.reduction, static_cast<std::size_t>(logits.batch())) /
                     static_cast<T>(classes);
-    return detail::elementwise(device, logits, target, grad, scale, detail::MultiLabelSoftMarginTerm{});
+    return elementwise_loss(device, logits, target, grad, scale, detail::MultiLabelSoftMarginTerm{});
   }
 
   Options options_;

@@ -23,7 +23,7 @@
 #include "../core/random.hpp"
 #include "../nn/model.hpp"
 #include "../tensor/buffer.hpp"
-#include "../tensor/gradient_buffer.hpp"
+#include "../nn/gradient_buffer.hpp"
 #include "../tensor/tensor.hpp"
 
 namespace etnn::loss {
@@ -105,7 +105,7 @@ class ParameterMatrix {
 
  private:
   Buffer<T, Cpu> params_;
-  GradientBuffer<T, Cpu> grads_;
+  nn::GradientBuffer<T, Cpu> grads_;
   T gradient_scale_ = 1;
 };
 

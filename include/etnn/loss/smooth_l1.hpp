@@ -10,7 +10,7 @@
 #include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "../tensor/tensor.hpp"
-#include "reduction.hpp"
+#include "target_loss.hpp"
 #include "targets.hpp"
 
 namespace etnn::loss {
@@ -54,7 +54,7 @@ class SmoothL1 : public detail::TensorTargetLoss<SmoothL1> {
   template <class Device, class T, ShapeType S, ShapeType TS>
   T compute(Device device, TensorView<const T, S, Device> output, TensorView<const T, TS, Device> target, T* grad) const {
     detail::check_targets(output, target, "etnn::loss::SmoothL1");
-    return detail::elementwise(device, output, target, grad,
+    return elementwise_loss(device, output, target, grad,
                                detail::reduction_scale<T>(options_.reduction, output.size()),
                                detail::SmoothL1Term<T>{static_cast<T>(options_.beta)});
   }

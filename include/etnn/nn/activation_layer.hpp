@@ -1,10 +1,7 @@
 #pragma once
 // A standalone elementwise activation (one not fused into a preceding linear layer).
 //   y = f(x);   dx = dy (.) f'(x, y), written over dy
-#include "../cpu/executor.hpp"
-#if defined(__CUDACC__)
-#include "../cuda/executor.hpp"
-#endif
+#include "../backend/executor.hpp"
 #include "../expr/expression.hpp"
 #include "layer.hpp"
 

@@ -4,11 +4,8 @@
 // Parameters weight = 1, bias = 0; buffers running_mean = 0, running_var = 1, num_batches_tracked.
 // In a data-parallel Trainer with sync_batch_norm, batch statistics cover every rank's batch
 // (PyTorch's nn.SyncBatchNorm); otherwise each rank's own (DDP's default).
-#include "../core/static_checks.hpp"
-#include "../cpu/batch_norm.hpp"
-#if defined(__CUDACC__)
-#include "../cuda/batch_norm.hpp"
-#endif
+
+#include "../backend/batch_norm.hpp"
 #include "layer.hpp"
 
 namespace etnn::nn {

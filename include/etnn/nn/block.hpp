@@ -11,8 +11,8 @@
 #include <string_view>
 #include <utility>
 
-#include "../core/static_checks.hpp"
-#include "../cpu/executor.hpp"
+#include "checks.hpp"
+#include "../backend/executor.hpp"
 #include "program.hpp"
 #include "sequential.hpp"
 

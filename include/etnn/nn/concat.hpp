@@ -8,11 +8,9 @@
 #include <algorithm>
 #include <string>
 
-#include "../tensor/copy.hpp"
-#if defined(__CUDACC__)
-#include "../cuda/memory.hpp"  // copy_rows on the device
-#endif
+#include "../backend/memory.hpp"
 #include "block.hpp"
+#include "checks.hpp"
 
 namespace etnn::nn {
 

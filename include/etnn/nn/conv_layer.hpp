@@ -5,11 +5,8 @@
 #include <cstddef>
 #include <type_traits>
 
-#include "../core/static_checks.hpp"
-#include "../cpu/conv.hpp"
-#if defined(__CUDACC__)
-#include "../cuda/conv.hpp"
-#endif
+#include "checks.hpp"
+#include "../backend/conv.hpp"
 #include "init.hpp"
 #include "layer.hpp"
 
@@ -22,7 +19,7 @@ struct ConvLayer {
   static_assert(check::window_params<Kernel, Stride, Pad>());
   static_assert(check::window_fits<dim_or_one<In>(1), Kernel, Pad>());
   static_assert(check::window_fits<dim_or_one<In>(2), Kernel, Pad>());
-  using geometry = cpu::Window<dim_or_one<In>(0), dim_or_one<In>(1), dim_or_one<In>(2), Kernel, Stride, Pad>;
+  using geometry = expr::Window<dim_or_one<In>(0), dim_or_one<In>(1), dim_or_one<In>(2), Kernel, Stride, Pad>;
   static constexpr int channels = geometry::channels;
   static constexpr std::size_t fan_in = std::size_t{channels} * Kernel * Kernel;
   static constexpr std::size_t weight_size = Out * fan_in;

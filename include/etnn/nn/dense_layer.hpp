@@ -4,11 +4,8 @@
 #include <type_traits>
 
 #include "../core/device.hpp"
-#include "../core/static_checks.hpp"
-#include "../cpu/dense.hpp"
-#if defined(__CUDACC__)
-#include "../cuda/dense.hpp"
-#endif
+#include "checks.hpp"
+#include "../backend/dense.hpp"
 #include "init.hpp"
 #include "layer.hpp"
 

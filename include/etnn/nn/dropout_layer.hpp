@@ -12,11 +12,8 @@
 
 #include "../core/config.hpp"
 #include "../core/random.hpp"
-#include "../core/static_checks.hpp"
-#include "../cpu/executor.hpp"
-#if defined(__CUDACC__)
-#include "../cuda/executor.hpp"
-#endif
+#include "checks.hpp"
+#include "../backend/executor.hpp"
 #include "layer.hpp"
 
 namespace etnn::nn {

@@ -17,7 +17,7 @@
 
 #include "../core/device.hpp"
 #include "../core/precision.hpp"
-#include "../core/static_checks.hpp"
+
 #include "../core/type_list.hpp"
 #include "../cuda/fused_mlp.hpp"
 #include "../cuda/runtime.hpp"

@@ -14,11 +14,8 @@
 #include <cstddef>
 
 #include "../core/config.hpp"
-#include "../core/static_checks.hpp"
-#include "../cpu/executor.hpp"
-#if defined(__CUDACC__)
-#include "../cuda/executor.hpp"
-#endif
+
+#include "../backend/executor.hpp"
 #include "layer.hpp"
 
 namespace etnn::nn {

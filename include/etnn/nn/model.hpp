@@ -14,15 +14,16 @@
 #include "../core/error.hpp"
 #include "../core/precision.hpp"
 #include "../core/random.hpp"
-#include "../core/static_checks.hpp"
+#include "../core/checks.hpp"
+#include "checks.hpp"
 #include "../tensor/copy.hpp"
-#include "../tensor/gradient_buffer.hpp"
+#include "gradient_buffer.hpp"
 #include "../tensor/staging.hpp"
 #include "../tensor/tensor.hpp"
 #include "program.hpp"
+#include "../backend/executor.hpp"
+#include "../backend/memory.hpp"
 #if defined(__CUDACC__)
-#include "../cuda/executor.hpp"
-#include "../cuda/memory.hpp"
 #include "fused_mlp_program.hpp"
 #endif
 #include "sequential.hpp"
@@ -62,10 +63,10 @@ template <class NetSpelled, class Scalar = float, class Device = Cpu>
 class Model {
   using Net = std::remove_cv_t<NetSpelled>;
   using T = master_t<Scalar>;
-  static_assert(check::network_has_input<nn::Network<Net>>());
-  static_assert(check::network_has_layers<(Net::layers::size > 0)>());
-  static_assert(check::model_scalar<Scalar, mixed_precision<Scalar> && std::is_same_v<Device, Cuda>>());
-  static_assert(check::device_available<Device>());
+  static_assert(nn::check::network_has_input<nn::Network<Net>>());
+  static_assert(nn::check::network_has_layers<(Net::layers::size > 0)>());
+  static_assert(nn::check::model_scalar<Scalar, mixed_precision<Scalar> && std::is_same_v<Device, Cuda>>());
+  static_assert(etnn::check::device_available<Device>());
 
  public:
   using network = Net;
@@ -77,7 +78,7 @@ class Model {
   using program = typename nn::detail::ProgramFor<Net, Scalar>::type;
   static constexpr std::size_t num_params = Net::num_params;
   static constexpr std::size_t num_buffers = program::num_buffers;
-  static_assert(check::layers_on_device<!device_compiled<Device> || program::template runs_on<Device>>());
+  static_assert(nn::check::layers_on_device<!device_compiled<Device> || program::template runs_on<Device>>());
 
   // Parameters initialised as PyTorch initialises each layer, from a seeded generator: one
   // stream per layer, so a layer's initial values do not depend on the layers before it.
@@ -184,8 +185,8 @@ class Model {
   void forward(const X& x, TensorView<T, output_shape, Device> y) {
     const auto in = detail::stage_as<T, Device>(const_view(x), input_staging_);
     using In = decltype(in);
-    static_assert(check::input_shape<typename In::shape, input_shape>());
-    static_assert(check::input_scalar<typename decltype(const_view(x))::value_type, T>());
+    static_assert(nn::check::input_shape<typename In::shape, input_shape>());
+    static_assert(nn::check::input_scalar<typename decltype(const_view(x))::value_type, T>());
     if (in.batch() != y.batch())
       throw ShapeError("etnn::Model::forward: input batch " + std::to_string(in.batch()) +
                        " but output batch " + std::to_string(y.batch()));
@@ -210,7 +211,7 @@ class Model {
   }
 
   Buffer<T, Device> params_;
-  GradientBuffer<T, Device> grads_;
+  nn::GradientBuffer<T, Device> grads_;
   Buffer<T, Device> buffers_;
   std::uint64_t seed_;
   std::uint64_t passes_ = 0;   // training-mode forward passes so far (dropout streams)

@@ -3,7 +3,7 @@
 // network executor) fills one per layer and call; backward gets the same values its forward had.
 #include <cstdint>
 
-#include "../core/cross_rank_sum.hpp"
+#include "../dist/cross_rank_sum.hpp"
 #include "../core/precision.hpp"
 
 namespace etnn::nn {
@@ -14,7 +14,7 @@ struct Pass {
   T* buffers = nullptr;    // the layer's non-trainable state (running statistics), or null
   T* scratch = nullptr;    // scratch_values(batch) values of the layer's own during the call
   std::uint64_t seed = 0;  // random stream of this forward pass for this layer (dropout masks)
-  CrossRankSum sync{};     // sums over the ranks of a data-parallel step (synchronised batch norm)
+  dist::CrossRankSum sync{};     // sums over the ranks of a data-parallel step (synchronised batch norm)
   Products products = Products::own;  // the operands of matrix products (16-bit: mixed precision)
 };
 

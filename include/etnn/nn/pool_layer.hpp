@@ -2,11 +2,8 @@
 // nn::max_pool2d<K, stride<S>, pad<P>> and nn::avg_pool2d<...> bound to a (C, H, W) input:
 // PyTorch's nn.MaxPool2d(K, S, P) and nn.AvgPool2d(K, S, P) (stride defaults to K).
 //   x: (B, C, H, W)  y: (B, C, OH, OW)
-#include "../core/static_checks.hpp"
-#include "../cpu/pool.hpp"
-#if defined(__CUDACC__)
-#include "../cuda/pool.hpp"
-#endif
+#include "checks.hpp"
+#include "../backend/pool.hpp"
 #include "layer.hpp"
 
 namespace etnn::nn {
@@ -18,7 +15,7 @@ struct PoolLayer : ParameterFree {
   static_assert(check::pool_padding<Kernel, Pad>());
   static_assert(check::window_fits<dim_or_one<In>(1), Kernel, Pad>());
   static_assert(check::window_fits<dim_or_one<In>(2), Kernel, Pad>());
-  using geometry = cpu::Window<dim_or_one<In>(0), dim_or_one<In>(1), dim_or_one<In>(2), Kernel, Stride, Pad>;
+  using geometry = expr::Window<dim_or_one<In>(0), dim_or_one<In>(1), dim_or_one<In>(2), Kernel, Stride, Pad>;
 
   using in_shape = In;
   using out_shape = Shape<geometry::channels, geometry::out_height, geometry::out_width>;

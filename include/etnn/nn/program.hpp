@@ -23,10 +23,7 @@
 #include "../core/error.hpp"
 #include "../core/random.hpp"
 #include "../core/type_list.hpp"
-#include "../cpu/executor.hpp"
-#if defined(__CUDACC__)
-#include "../cuda/executor.hpp"
-#endif
+#include "../backend/executor.hpp"
 #include "layer.hpp"
 
 namespace etnn::nn::detail {
@@ -51,7 +48,7 @@ struct Run {
   T* scratch;                  // Program::scratch_values<Device>(batch) values
   bool training = true;
   std::uint64_t seed = 0;      // this pass's random stream; each layer derives its own
-  CrossRankSum sync{};         // global-batch statistics across ranks (sync_batch_norm), else empty
+  dist::CrossRankSum sync{};         // global-batch statistics across ranks (sync_batch_norm), else empty
   Products products = Products::own;  // mixed precision on the per-layer path: GEMMs from 16-bit copies
 };
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "block.hpp"
+#include "checks.hpp"
 
 namespace etnn::nn {
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <type_traits>
 
+#include "checks.hpp"
 #include "plan.hpp"
 
 namespace etnn::nn {

@@ -11,11 +11,8 @@
 #include <type_traits>
 
 #include "../core/config.hpp"
-#include "../core/static_checks.hpp"
-#include "../cpu/executor.hpp"
-#if defined(__CUDACC__)
-#include "../cuda/executor.hpp"
-#endif
+#include "checks.hpp"
+#include "../backend/executor.hpp"
 #include "layer.hpp"
 
 namespace etnn::nn {

@@ -7,7 +7,7 @@
 #include <string>
 #include <type_traits>
 
-#include "../core/static_checks.hpp"
+#include "checks.hpp"
 #include "../expr/functors.hpp"
 #include "activation_layer.hpp"
 #include "batch_norm_layer.hpp"
@@ -112,7 +112,7 @@ struct Pool2d : LayerSpec {
   template <ShapeType In, int Index>
   using bind = PoolLayer<In, Kind, Kernel, Stride, Pad, Index>;
   static std::string describe() {
-    return detail::window_description(std::is_same_v<Kind, cpu::MaxPooling> ? "max_pool2d" : "avg_pool2d", {Kernel},
+    return detail::window_description(std::is_same_v<Kind, expr::MaxPooling> ? "max_pool2d" : "avg_pool2d", {Kernel},
                                       Stride, Pad);
   }
 };
@@ -182,10 +182,10 @@ inline constexpr Flatten flatten{};
 template <int Out, int Kernel, class... Opts>
 inline constexpr Conv2d<Out, Kernel, detail::stride_of<1, Opts...>(), detail::pad_of<Opts...>()> conv2d{};
 template <int Kernel, class... Opts>
-inline constexpr Pool2d<cpu::MaxPooling, Kernel, detail::stride_of<Kernel, Opts...>(), detail::pad_of<Opts...>()>
+inline constexpr Pool2d<expr::MaxPooling, Kernel, detail::stride_of<Kernel, Opts...>(), detail::pad_of<Opts...>()>
     max_pool2d{};
 template <int Kernel, class... Opts>
-inline constexpr Pool2d<cpu::AveragePooling, Kernel, detail::stride_of<Kernel, Opts...>(), detail::pad_of<Opts...>()>
+inline constexpr Pool2d<expr::AveragePooling, Kernel, detail::stride_of<Kernel, Opts...>(), detail::pad_of<Opts...>()>
     avg_pool2d{};
 inline constexpr BatchNorm batch_norm{};
 inline constexpr LayerNorm layer_norm{};

@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "checks.hpp"
 #include "model.hpp"
 
 namespace etnn {
@@ -55,7 +56,7 @@ struct SummaryOf<nn::Sequential<nn::Input<Dims...>, Rest...>> {
 template <class NetSpelled>
 std::string summary() {
   using Net = std::remove_cv_t<NetSpelled>;
-  static_assert(check::network_has_input<nn::Network<Net>>());
+  static_assert(nn::check::network_has_input<nn::Network<Net>>());
   std::vector<detail::SummaryRow> rows = detail::SummaryOf<Net>::rows();
   rows.insert(rows.begin(), {"#", "layer", "output shape", "params", "parameters"});
   std::size_t w[4] = {0, 0, 0, 0};

@@ -11,7 +11,7 @@
 #include <span>
 #include <vector>
 
-#include "../core/reducer.hpp"
+#include "../dist/reducer.hpp"
 
 namespace etnn::optim {
 
@@ -24,7 +24,7 @@ struct BucketOptions {
   bool gradient_as_bucket_view = true;
 };
 
-template <Reducer R, class T>
+template <dist::Reducer R, class T>
 class GradientBuckets {
  public:
   // layer_ends: the end offset of each layer's parameters in the flat buffer, in layer order.

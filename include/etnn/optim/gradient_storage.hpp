@@ -11,7 +11,7 @@
 #include <cstddef>
 #include <utility>
 
-#include "../core/reducer.hpp"
+#include "../dist/reducer.hpp"
 #include "parameter_set.hpp"
 
 namespace etnn::optim::detail {
@@ -33,7 +33,7 @@ struct StorageOf<R, P> {
   using type = decltype(std::declval<R&>().template shared_storage<typename P::value_type>(std::size_t{}));
 };
 
-template <Reducer R, ParameterSet P>
+template <dist::Reducer R, ParameterSet P>
 class GradientStorage {
  public:
   GradientStorage() = default;

@@ -24,8 +24,8 @@
 #include <type_traits>
 
 #include "../core/error.hpp"
-#include "../core/reducer.hpp"
-#include "../core/static_checks.hpp"
+#include "../dist/reducer.hpp"
+#include "../dist/checks.hpp"
 #include "../cpu/executor.hpp"
 #if defined(__CUDACC__)
 #include "../cuda/executor.hpp"
@@ -43,7 +43,7 @@ namespace etnn::optim {
 
 template <class Rule, ParameterSet Params, class R = dist::Local>
 class Optimizer {
-  static_assert(check::reducer<R>());
+  static_assert(dist::check::reducer<R>());
 
  public:
   using rule = Rule;
@@ -52,7 +52,7 @@ class Optimizer {
   using reducer_type = R;
   using T = typename Params::value_type;
   using Device = typename Params::device;
-  static_assert(check::reducer_device<reducer_takes<R, Device>>());
+  static_assert(dist::check::reducer_device<dist::reducer_takes<R, Device>>());
 
   // A single-process optimizer.
   Optimizer(Params& model, const Options& options)

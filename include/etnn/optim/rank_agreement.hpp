@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "../core/error.hpp"
-#include "../core/reducer.hpp"
+#include "../dist/reducer.hpp"
 
 namespace etnn::optim::detail {
 
@@ -20,7 +20,7 @@ constexpr std::uint64_t fingerprint(std::string_view text) {
   return h;
 }
 
-template <Reducer R>
+template <dist::Reducer R>
 bool same_on_every_rank(R& reducer, std::uint64_t value) {
   // 16 bits per double: exact whatever the value.
   std::array<double, 4> root{};
@@ -35,7 +35,7 @@ bool same_on_every_rank(R& reducer, std::uint64_t value) {
 
 // Throws etnn::DistError on every rank unless all ranks run the model `description` with
 // `num_params` parameters.
-template <Reducer R>
+template <dist::Reducer R>
 void require_same_model(R& reducer, std::size_t num_params, const std::string& description) {
   if (reducer.size() == 1) return;
   if (!same_on_every_rank(reducer, num_params) || !same_on_every_rank(reducer, fingerprint(description)))

@@ -14,14 +14,13 @@
 #include <string>
 
 #include "../core/error.hpp"
-#include "../core/static_checks.hpp"
-#include "../loss/reduction.hpp"
+#include "../loss/checks.hpp"
 #include "../tensor/tensor.hpp"
 
 namespace etnn::metrics {
 
 namespace detail {
-using loss::detail::message;
+using etnn::detail::message;
 
 inline void check_label_count(std::span<const int> labels, int rows, const char* who) {
   if (labels.size() != static_cast<std::size_t>(rows))
@@ -31,7 +30,7 @@ inline void check_label_count(std::span<const int> labels, int rows, const char*
 
 template <class T, ShapeType S, class U, ShapeType TS>
 void check_target_rows(TensorView<const T, S, Cpu> outputs, TensorView<const U, TS, Cpu> targets, const char* who) {
-  static_assert(check::target_shape<TS, S>());
+  static_assert(loss::check::target_shape<TS, S>());
   if (outputs.batch() != targets.batch())
     throw ShapeError(message(who, std::to_string(targets.batch()), " target rows for ",
                              std::to_string(outputs.batch()), " output rows; pass one target row per sample"));
@@ -46,7 +45,7 @@ struct Accuracy {
 
   template <class T, ShapeType S>
   void update(TensorView<const T, S, Cpu> scores, std::span<const int> labels) {
-    static_assert(check::class_scores<S>());
+    static_assert(loss::check::class_scores<S>());
     detail::check_label_count(labels, scores.batch(), "etnn::metrics::Accuracy");
     for (int b = 0; b < scores.batch(); ++b) {
       const T* row = scores.sample(b);
@@ -72,7 +71,7 @@ struct TopKAccuracy {
 
   template <class T, ShapeType S>
   void update(TensorView<const T, S, Cpu> scores, std::span<const int> labels) {
-    static_assert(check::class_scores<S>());
+    static_assert(loss::check::class_scores<S>());
     constexpr int classes = S::dims[0];
     if (k < 1 || k > classes)
       throw Error(detail::message("etnn::metrics::TopKAccuracy", "k = ", std::to_string(k), " is outside [1, ",

@@ -22,10 +22,12 @@
 #include <tuple>
 #include <type_traits>
 
-#include "../core/cross_rank_sum.hpp"
+#include "../dist/cross_rank_sum.hpp"
 #include "../core/error.hpp"
 #include "../core/precision.hpp"
-#include "../core/static_checks.hpp"
+#include "../loss/checks.hpp"
+#include "../nn/checks.hpp"
+#include "checks.hpp"
 #include "../cpu/executor.hpp"
 #if defined(__CUDACC__)
 #include "../cuda/executor.hpp"
@@ -111,7 +113,7 @@ class Trainer {
   // A loss with parameters of its own (loss/parametric.hpp) needs an optimizer for them.
   static constexpr bool loss_has_parameters = loss::ParametricLoss<Loss>;
   static constexpr bool has_loss_optimizer = !std::is_same_v<LossOptim, detail::NoLossOptimizer>;
-  static_assert(check::loss_optimizer<!loss_has_parameters || has_loss_optimizer>());
+  static_assert(train::check::loss_optimizer<!loss_has_parameters || has_loss_optimizer>());
 
   using T = typename Model::value_type;
   using Device = typename Model::device;
@@ -130,7 +132,7 @@ class Trainer {
       : model_(model), loss_(loss), optimizer_(optimizer), loss_optimizer_(&loss_optimizer),
         options_(checked(options)), loss_scale_(initial_loss_scale(options_)),
         graphs_(graphs_off_reason(options, optimizer)) {
-    static_assert(check::loss_optimizer_target<
+    static_assert(train::check::loss_optimizer_target<
                   loss_has_parameters && requires { requires std::is_same_v<typename LossOptim::model_type, Loss>; }>());
   }
 
@@ -443,13 +445,13 @@ class Trainer {
   template <class X, class Y, class LayerDone>
   T backward_pass(const X& x, const Y& y, LayerDone&& layer_done) {
     const auto in = const_view(x);
-    static_assert(check::input_shape<typename decltype(in)::shape, input_shape>());
+    static_assert(nn::check::input_shape<typename decltype(in)::shape, input_shape>());
     const int batch = in.batch();
     if (batch <= 0) throw ShapeError("etnn::Trainer: empty batch");
     reserve(batch);
     const auto staged = detail::stage_as<T, Device>(in, input_staging_);
     auto run = model_.next_run(scratch_.data());
-    if (options_.sync_batch_norm && optimizer_.reducer().size() > 1) run.sync = CrossRankSum(optimizer_.reducer());
+    if (options_.sync_batch_norm && optimizer_.reducer().size() > 1) run.sync = dist::CrossRankSum(optimizer_.reducer());
     // Where the activations are does not depend on the pass, so a replayed graph needs only this.
     activations_ = program::locate(staged.data(), workspace_.data(), capacity_);
     graphs_.run(step_key(0, run.training, batch, staged.data()), [&] {
@@ -495,14 +497,14 @@ class Trainer {
   template <class Y>
   T loss_value_and_grad(TensorView<const T, output_shape, Device> output, const Y& y, T* grad) {
     using Kind = typename Loss::target_kind;
-    static_assert(check::loss_target_kind<std::is_same_v<Kind, loss::ClassIndices> ||
+    static_assert(loss::check::loss_target_kind<std::is_same_v<Kind, loss::ClassIndices> ||
                                           std::is_same_v<Kind, loss::RealValues> ||
                                           std::is_same_v<Kind, loss::MultiHot>>());
     if constexpr (std::is_same_v<Kind, loss::ClassIndices>) {
-      static_assert(check::class_index_targets<std::is_convertible_v<const Y&, std::span<const int>>>());
+      static_assert(loss::check::class_index_targets<std::is_convertible_v<const Y&, std::span<const int>>>());
       return loss_.value_and_grad(Device{}, output, std::span<const int>(y), grad);
     } else {  // RealValues and MultiHot: a tensor of the output's shape
-      static_assert(check::tensor_targets<requires(const Y& t) { const_view(t); }>());
+      static_assert(loss::check::tensor_targets<requires(const Y& t) { const_view(t); }>());
       const auto staged = detail::stage_as<T, Device>(const_view(y), target_staging_);
       return loss_.value_and_grad(Device{}, output, staged, grad);
     }

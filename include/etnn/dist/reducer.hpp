@@ -3,7 +3,7 @@
 // Optimizer<Rule, Model, Reducer> broadcasts parameters from rank 0 when it is built, and sums
 // gradient buckets across ranks with non-blocking allreduces started while backward still runs.
 // dist::Local, the single-process policy, lives here because every optimizer defaults to it;
-// dist/mpi.hpp (and the NCCL policy of the CUDA backend) add the multi-process ones.
+// dist/mpi.hpp and dist/nccl.hpp add the multi-process ones.
 //
 //   rank(), size()                         this process's place in the job
 //   broadcast(data, n, root)               data = root's data, on every rank
@@ -20,9 +20,7 @@
 #include <cstddef>
 #include <type_traits>
 
-#include "static_checks.hpp"
-
-namespace etnn {
+namespace etnn::dist {
 
 template <class R>
 concept Reducer = requires(R& r, float* f, double* d, std::size_t n, typename R::Pending& pending) {
@@ -49,8 +47,6 @@ consteval bool reducer_takes_device() {
 template <class R, class Device>
 inline constexpr bool reducer_takes = reducer_takes_device<R, Device>();
 
-namespace dist {
-
 // One process: every collective is the identity.
 struct Local {
   struct Pending {};
@@ -63,5 +59,4 @@ struct Local {
   void abort(const char*) noexcept {}
 };
 
-}  // namespace dist
-}  // namespace etnn
+}  // namespace etnn::dist

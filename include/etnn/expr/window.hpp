@@ -1,7 +1,12 @@
 #pragma once
 // The geometry of a sliding window (convolution kernel or pooling window) over a (C, H, W) image,
 // as PyTorch defines it: out = floor((in + 2 pad - kernel) / stride) + 1, padding is virtual.
-namespace etnn::cpu {
+// Device-neutral: the CPU and CUDA convolution and pooling kernels and the nn layers share it.
+namespace etnn::expr {
+
+// The two kinds of pooling window (nn::max_pool2d, nn::avg_pool2d).
+struct MaxPooling {};
+struct AveragePooling {};
 
 template <int Channels, int Height, int Width, int Kernel, int Stride, int Pad>
 struct Window {
@@ -22,4 +27,4 @@ struct Window {
   static constexpr bool inside(int row, int col) { return row >= 0 && row < Height && col >= 0 && col < Width; }
 };
 
-}  // namespace etnn::cpu
+}  // namespace etnn::expr

@@ -7,11 +7,11 @@
 #include <cstddef>
 #include <utility>
 
-#include "../cpu/executor.hpp"
+#include "../backend/executor.hpp"
 #include "../expr/expression.hpp"
-#include "buffer.hpp"
+#include "../tensor/buffer.hpp"
 
-namespace etnn {
+namespace etnn::nn {
 
 template <class T, class Device>
 class GradientBuffer {
@@ -52,4 +52,4 @@ class GradientBuffer {
   std::size_t size_;
 };
 
-}  // namespace etnn
+}  // namespace etnn::nn

@@ -4,7 +4,7 @@
 // Empty (false) in a single process or when the statistics stay local.
 #include <cstddef>
 
-namespace etnn {
+namespace etnn::dist {
 
 class CrossRankSum {
  public:
@@ -28,4 +28,4 @@ class CrossRankSum {
   void (*sum_)(void*, double*, std::size_t) = nullptr;
 };
 
-}  // namespace etnn
+}  // namespace etnn::dist

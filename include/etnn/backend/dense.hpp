@@ -1,0 +1,9 @@
+#pragma once
+// Linear layers (GEMM with a fused bias and activation epilogue) on either device.
+// The dispatch header of this op family (dlib's tensor_tools idea): it includes the CPU kernels
+// always and the CUDA ones only under nvcc, so that layers and losses call the overloads for
+// etnn::Cpu and etnn::Cuda by their device tag and never name a backend themselves.
+#include "../cpu/dense.hpp"
+#if defined(__CUDACC__)
+#include "../cuda/dense.hpp"
+#endif

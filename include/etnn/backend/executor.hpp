@@ -1,0 +1,9 @@
+#pragma once
+// Elementwise expressions and index loops on either device: assign, fill, for_each_index.
+// The dispatch header of this op family (dlib's tensor_tools idea): it includes the CPU kernels
+// always and the CUDA ones only under nvcc, so that layers and losses call the overloads for
+// etnn::Cpu and etnn::Cuda by their device tag and never name a backend themselves.
+#include "../cpu/executor.hpp"
+#if defined(__CUDACC__)
+#include "../cuda/executor.hpp"
+#endif

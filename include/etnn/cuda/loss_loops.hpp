@@ -1,0 +1,138 @@
+#pragma once
+// The loops of the losses on the device, with the host's semantics (cpu/loss_loops.hpp): the sum of
+// an element-wise ETNN_HD term over every value (one grid-stride kernel, block partials in double),
+// and the rows of class scores (one thread per row, row losses summed on the host in row order).
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "../core/device.hpp"
+#include "../core/error.hpp"
+#include "../expr/loss_term.hpp"
+#include "../tensor/buffer.hpp"
+#include "../tensor/tensor.hpp"
+#include "memory.hpp"
+#include "reduce.hpp"
+#include "runtime.hpp"
+
+namespace etnn {
+namespace cuda {
+namespace detail {
+
+// partial[block] = sum of term values over the block's grid-stride share (in double), and
+// grad[i] = scale f'(y_i, t_i) when grad is not null. A DomainTerm also lowers *first_invalid to
+// the index of any element outside its domain.
+template <class T, class F>
+__global__ void elementwise_kernel(const T* y, const T* t, std::size_t n, T* grad, T scale, F term, double* partial,
+                                   unsigned long long* first_invalid) {
+  double sum = 0.0;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    if constexpr (expr::DomainTerm<F, T>)
+      if (!term.valid(y[i], t[i])) atomicMin(first_invalid, static_cast<unsigned long long>(i));
+    const expr::Term<T> e = term(y[i], t[i]);
+    sum += static_cast<double>(e.value);
+    if (grad != nullptr) grad[i] = e.grad * scale;
+  }
+  store_block_sum(sum, partial);
+}
+
+// One thread per row b of a (B, C) output with class indices: row_loss[b] = row(x_b, C, y_b,
+// weight, g_b, scale), where row also writes scale * dl_b/dx_b into g_b when g_b is not null.
+template <class T, class Row>
+__global__ void label_rows_kernel(const T* x, int batch, int classes, const int* labels, const float* weight,
+                                  T* grad, T scale, Row row, double* row_loss) {
+  const int b = blockIdx.x * blockDim.x + threadIdx.x;
+  if (b >= batch) return;
+  const std::size_t at = static_cast<std::size_t>(b) * classes;
+  row_loss[b] = static_cast<double>(row(x + at, classes, labels[b], weight, grad != nullptr ? grad + at : nullptr,
+                                        scale));
+}
+
+}  // namespace detail
+
+// The rows of class scores on the device: the labels and class weights (checked on the host) are
+// copied over, one kernel computes every row, and the row losses come back and are summed in T in
+// row order, as the host's label_rows_loss sums them. Row losses travel as double, which holds a
+// float or a double exactly. Its buffers are scratch that grows to the largest batch: a copy starts with its own, empty, so
+// a loss that holds one stays copyable.
+class LabelRowsScratch {
+ public:
+  LabelRowsScratch() = default;
+  LabelRowsScratch(const LabelRowsScratch&) {}
+  LabelRowsScratch& operator=(const LabelRowsScratch&) { return *this; }
+
+  // scale * sum_b row_b.
+  template <class T, class Row>
+  T run(const T* x, int batch, int classes, std::span<const int> labels, const float* weight, T* grad, T scale,
+        Row row, const char* who) {
+    labels_.reserve_discard(labels.size());
+    copy_from_host(Cuda{}, labels_.data(), labels.data(), labels.size());
+    if (weight != nullptr) {
+      weight_.reserve_discard(static_cast<std::size_t>(classes));
+      copy_from_host(Cuda{}, weight_.data(), weight, static_cast<std::size_t>(classes));
+    }
+    row_loss_.reserve_discard(static_cast<std::size_t>(batch));
+    if (batch > 0) {
+      detail::label_rows_kernel<<<(batch + 127) / 128, 128, 0, stream()>>>(
+          x, batch, classes, labels_.data(), weight != nullptr ? weight_.data() : nullptr, grad, scale, row,
+          row_loss_.data());
+      check_launch(who);
+    }
+    host_row_loss_.resize(static_cast<std::size_t>(batch));
+    copy_to_host(Cuda{}, host_row_loss_.data(), row_loss_.data(), host_row_loss_.size());
+    T total = 0;
+    for (double l : host_row_loss_) total += static_cast<T>(l);
+    return total * scale;
+  }
+
+ private:
+  Buffer<int, Cuda> labels_;
+  Buffer<float, Cuda> weight_;
+  Buffer<double, Cuda> row_loss_;
+  std::vector<double> host_row_loss_;
+};
+
+}  // namespace cuda
+
+// The element-wise loss on the device, for a term that is an ETNN_HD functor: one kernel, the sum through a
+// fixed number of block partials (the same result on every run; it may differ from the host's
+// sequential sum in the last bits). A DomainTerm's first invalid element is searched in the same
+// kernel; only when there is one are its two values copied back for the message.
+template <class T, ShapeType S, ShapeType TS, class F>
+T elementwise_loss(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T, TS, Cuda> target, T* grad, T scale,
+                   F term) {
+  const std::size_t n = output.size();
+  if (n == 0) return T(0);
+  double* partial = cuda::detail::reduction_partials();
+  unsigned long long* first_invalid = nullptr;
+  if constexpr (expr::DomainTerm<F, T>) {  // starts at the largest index: none found
+    first_invalid = cuda::detail::reduction_index();
+    ETNN_CHECK_CUDA(cudaMemsetAsync(first_invalid, 0xFF, sizeof *first_invalid, cuda::stream()));
+  }
+  using cuda::detail::reduction_blocks, cuda::detail::reduction_threads;
+  cuda::detail::elementwise_kernel<<<reduction_blocks, reduction_threads, 0, cuda::stream()>>>(
+      output.data(), target.data(), n, grad, scale, term, partial, first_invalid);
+  cuda::check_launch("etnn::loss elementwise");
+  const double total = cuda::detail::sum_of_partials(partial);
+  if constexpr (expr::DomainTerm<F, T>) {
+    unsigned long long found = 0;
+    copy_to_host(Cuda{}, &found, first_invalid, 1);
+    if (found < n) {
+      T y{}, t{};
+      copy_to_host(Cuda{}, &y, output.data() + found, 1);
+      copy_to_host(Cuda{}, &t, target.data() + found, 1);
+      throw Error(term.complaint(static_cast<std::size_t>(found), y, t));
+    }
+  }
+  return static_cast<T>(total) * scale;
+}
+
+// scale * sum_b row_b on the device (cpu/loss_loops.hpp's label_rows_loss), through `scratch`.
+template <class T, class Row>
+T label_rows_loss(Cuda, cuda::LabelRowsScratch& scratch, const T* x, int batch, int classes,
+                  std::span<const int> labels, const float* weight, T* grad, T scale, Row row, const char* who) {
+  return scratch.run(x, batch, classes, labels, weight, grad, scale, row, who);
+}
+
+}  // namespace etnn

@@ -1,0 +1,71 @@
+#pragma once
+// What every loss builds on: the public value_and_grad/value pair on either device, for a loss
+// whose targets are a tensor of the output's shape (TensorTargetLoss) and for one on class indices
+// (LabelTargetLoss), and the names a loss's terms and rows use.
+#include <cstddef>
+#include <span>
+
+#include "../backend/loss_loops.hpp"
+#include "../core/device.hpp"
+#include "../expr/loss_term.hpp"
+#include "../tensor/tensor.hpp"
+#include "checks.hpp"
+#include "reduction.hpp"
+#include "target_checks.hpp"
+
+namespace etnn::loss::detail {
+
+// Element-wise terms (expr/loss_term.hpp) return Term, a DomainTerm checks its inputs.
+using expr::DomainTerm;
+using expr::sign;
+using expr::Term;
+
+// What a loss on class indices gives both devices' row loops: the host class weights (or null),
+// the reduction's scale and its row functor.
+template <class T, class Row>
+struct LabelRowPlan {
+  const float* weight;
+  T scale;
+  Row row;
+};
+
+// The public pair of a loss whose targets are a tensor of the output's shape (RealValues,
+// MultiHot), from its private `compute(device, output, target, grad)` (grad null: the value
+// alone), which a loss defines for any device.
+template <class Loss>
+struct TensorTargetLoss {
+  // Returns the loss; grad (the output's size) receives dL/doutput.
+  template <class T, ShapeType S, ShapeType TS, class Device>
+  T value_and_grad(Device, TensorView<const T, S, Device> output, TensorView<const T, TS, Device> target,
+                   T* grad) const {
+    return static_cast<const Loss&>(*this).compute(Device{}, output, target, grad);
+  }
+  template <class T, ShapeType S, ShapeType TS, class Device>
+  T value(Device, TensorView<const T, S, Device> output, TensorView<const T, TS, Device> target) const {
+    return static_cast<const Loss&>(*this).compute(Device{}, output, target, static_cast<T*>(nullptr));
+  }
+};
+
+// The same pair for a loss on class indices (ClassIndices), whose rows are independent, from its
+// private `plan<T>(labels, batch, classes)` (checks the labels; returns a LabelRowPlan), through
+// label_rows_loss on either device (backend/loss_loops.hpp).
+template <class Loss>
+struct LabelTargetLoss {
+  template <class T, ShapeType S, class Device>
+  T value_and_grad(Device, TensorView<const T, S, Device> output, std::span<const int> labels, T* grad) const {
+    static_assert(check::class_scores<S>());
+    const auto p = loss().template plan<T>(labels, output.batch(), S::dims[0]);
+    return label_rows_loss(Device{}, scratch_, output.data(), output.batch(), S::dims[0], labels, p.weight, grad,
+                           p.scale, p.row, Loss::who);
+  }
+  template <class T, ShapeType S, class Device>
+  T value(Device, TensorView<const T, S, Device> output, std::span<const int> labels) const {
+    return value_and_grad(Device{}, output, labels, static_cast<T*>(nullptr));
+  }
+
+ private:
+  const Loss& loss() const { return static_cast<const Loss&>(*this); }
+  mutable backend::LabelRowsScratch scratch_;  // the device's copies of labels and row losses
+};
+
+}  // namespace etnn::loss::detail

@@ -1,0 +1,162 @@
+#pragma once
+// Compile-time checks of layer specs, networks and models: shapes, window options, inputs and
+// scalar types.
+// Each check is a consteval function whose static_assert message starts with a grep-able key
+// (ETNN_...) and says how to fix it; the node that needs it writes
+// `static_assert(check::something<...>());`. tests/compile_fail/ holds one program per message.
+#include <type_traits>
+
+namespace etnn::nn::check {
+
+template <bool AllLayersHaveKernels>
+consteval bool layers_on_device() {
+  static_assert(AllLayersHaveKernels,
+                "ETNN_DEVICE_LAYER: a layer of this network has no kernels for this device: every built-in "
+                "layer runs on etnn::Cuda, a layer of your own once it declares static constexpr bool "
+                "cuda_kernels = true (its forward and backward then run with etnn::Cuda); else use etnn::Cpu");
+  return true;
+}
+
+template <class In>
+consteval bool linear_input() {
+  static_assert(In::rank == 1,
+                "ETNN_SHAPE_MISMATCH: linear<N> expects a flat input (one dimension); "
+                "insert nn::flatten before it");
+  return true;
+}
+
+template <int N>
+consteval bool positive_width() {
+  static_assert(N > 0, "ETNN_BAD_WIDTH: linear<N> needs N > 0 output features");
+  return true;
+}
+
+template <class In>
+consteval bool image_input() {
+  static_assert(In::rank == 3,
+                "ETNN_SHAPE_MISMATCH: conv2d and pooling expect a (C, H, W) input; start the network with "
+                "nn::input<C, H, W> (not a flat input)");
+  return true;
+}
+
+template <bool AllOptions>
+consteval bool window_options() {
+  static_assert(AllOptions,
+                "ETNN_WINDOW_OPTION: after the kernel size, conv2d and pooling take only nn::stride<S> and "
+                "nn::pad<P>");
+  return true;
+}
+
+template <int Kernel, int Stride, int Pad>
+consteval bool window_params() {
+  static_assert(Kernel > 0 && Stride > 0 && Pad >= 0,
+                "ETNN_BAD_WINDOW: a kernel or pooling window needs kernel > 0, stride > 0 and pad >= 0");
+  return true;
+}
+
+template <int Size, int Kernel, int Pad>
+consteval bool window_fits() {
+  static_assert(Kernel <= Size + 2 * Pad,
+                "ETNN_WINDOW_TOO_LARGE: the kernel or pooling window is larger than the padded input; "
+                "use a smaller window or more padding");
+  return true;
+}
+
+template <int Kernel, int Pad>
+consteval bool pool_padding() {
+  static_assert(2 * Pad <= Kernel, "ETNN_BAD_WINDOW: pooling pad must be at most half the window, as in PyTorch");
+  return true;
+}
+
+template <class In>
+consteval bool softmax_input() {
+  static_assert(In::rank == 1,
+                "ETNN_SHAPE_MISMATCH: softmax and log_softmax work over a flat input (B, N); insert nn::flatten");
+  return true;
+}
+
+template <long long Num, long long Den>
+consteval bool dropout_probability() {
+  static_assert(Num >= 0 && Num < Den, "ETNN_DROPOUT_P: dropout needs a probability p with 0 <= p < 1");
+  return true;
+}
+
+template <class In, class Out>
+consteval bool residual_shape() {
+  static_assert(std::is_same_v<In, Out>,
+                "ETNN_RESIDUAL_SHAPE: residual(block) adds the block's output to its input, so the block "
+                "must keep the shape of its input (end it with a layer of the input's width)");
+  return true;
+}
+
+template <class A, class B>
+consteval bool concat_shapes() {
+  static_assert(A::rank == 1 && B::rank == 1,
+                "ETNN_CONCAT_SHAPE: concat(a, b) joins flat outputs (B, N) and (B, M); end each branch "
+                "with a flat layer (nn::flatten or nn::linear<N>)");
+  return true;
+}
+
+template <bool IsBlock>
+consteval bool block_without_input() {
+  static_assert(IsBlock,
+                "ETNN_BLOCK_INPUT: a block given to residual() or concat() is a chain of layers without "
+                "nn::input; its input is what precedes it in the network");
+  return true;
+}
+
+template <bool StartsWithInput>
+consteval bool network_has_input() {
+  static_assert(StartsWithInput,
+                "ETNN_NO_INPUT: a network must start with nn::input<...> giving the per-sample "
+                "input shape, e.g. nn::input<784> >> nn::linear<10>");
+  return true;
+}
+
+template <bool InputComesFirst>
+consteval bool input_first() {
+  static_assert(InputComesFirst,
+                "ETNN_INPUT_NOT_FIRST: nn::input<...> can only start a network; remove the "
+                "second nn::input");
+  return true;
+}
+
+template <bool IsLayer>
+consteval bool is_layer_spec() {
+  static_assert(IsLayer,
+                "ETNN_NOT_A_LAYER: operator>> composes etnn::nn layer specs (nn::linear<N>, "
+                "nn::relu, ...); the right-hand side is not one");
+  return true;
+}
+
+template <bool HasLayers>
+consteval bool network_has_layers() {
+  static_assert(HasLayers, "ETNN_EMPTY_NETWORK: the network has an input but no layers; add e.g. nn::linear<N>");
+  return true;
+}
+
+template <class Given, class Expected>
+consteval bool input_scalar() {
+  static_assert(std::is_same_v<Given, Expected>,
+                "ETNN_INPUT_TYPE: the input's scalar type differs from the model's; convert the "
+                "data or use etnn::Model<Net, float>");
+  return true;
+}
+
+template <class T, bool MixedPrecisionAllowed>
+consteval bool model_scalar() {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double> || MixedPrecisionAllowed,
+                "ETNN_SCALAR_TYPE: etnn::Model's scalar type must be float or double (or, on etnn::Cuda, the mixed "
+                "precisions etnn::bf16, etnn::fp16, etnn::bf16_unfused, etnn::fp16_unfused)");
+  return true;
+}
+
+template <class Given, class Expected>
+consteval bool input_shape() {
+  static_assert(std::is_same_v<Given, Expected>,
+                "ETNN_INPUT_SHAPE: the input's per-sample shape differs from the network's "
+                "nn::input<...>; load or build the data with the network's input shape");
+  return true;
+}
+
+}  // namespace etnn::nn::check

@@ -1,0 +1,27 @@
+#pragma once
+// Compile-time checks of the Trainer's arguments: a loss with parameters of its own needs their
+// optimizer.
+// Each check is a consteval function whose static_assert message starts with a grep-able key
+// (ETNN_...) and says how to fix it; the node that needs it writes
+// `static_assert(check::something<...>());`. tests/compile_fail/ holds one program per message.
+
+namespace etnn::train::check {
+
+template <bool HasOptimizer>
+consteval bool loss_optimizer() {
+  static_assert(HasOptimizer,
+                "ETNN_LOSS_OPTIMIZER: this loss has parameters of its own (a margin head's weight, "
+                "CenterLoss's centers); give the Trainer an optimizer for them after the model's: "
+                "etnn::optim::SGD loss_opt(loss, {.lr = 0.01f}); etnn::Trainer trainer(model, loss, opt, loss_opt)");
+  return true;
+}
+
+template <bool OptimizesTheLoss>
+consteval bool loss_optimizer_target() {
+  static_assert(OptimizesTheLoss,
+                "ETNN_LOSS_OPTIMIZER: the Trainer's fourth argument must be an optimizer of the loss's own "
+                "parameters, built on the loss: etnn::optim::SGD loss_opt(loss, {...})");
+  return true;
+}
+
+}  // namespace etnn::train::check

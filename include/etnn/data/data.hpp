@@ -1,5 +1,5 @@
 #pragma once
-// etnn::data: in-memory datasets, the IDX reader and the batching DataLoader.
+// etnn::data, the face of data/: in-memory datasets, the IDX reader and the batching DataLoader.
 #include "data_loader.hpp"
 #include "dataset.hpp"
 #include "idx.hpp"

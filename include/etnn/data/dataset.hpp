@@ -14,7 +14,7 @@
 #include "../core/error.hpp"
 #include "../core/shape.hpp"
 
-namespace etnn::detail {
+namespace etnn::data::detail {
 inline void check_normalization(float mean, float stddev, const char* who) {
   if (!(stddev > 0.0f) || !std::isfinite(stddev) || !std::isfinite(mean)) {
     throw Error(std::string(who) + ": mean " + std::to_string(mean) + " and stddev " + std::to_string(stddev) +
@@ -22,7 +22,7 @@ inline void check_normalization(float mean, float stddev, const char* who) {
                 "a non-constant training set");
   }
 }
-}  // namespace etnn::detail
+}  // namespace etnn::data::detail
 
 namespace etnn::data {
 
@@ -88,14 +88,14 @@ class Dataset {
 
 }  // namespace etnn::data
 
-namespace etnn::detail {
+namespace etnn::data::detail {
 template <ShapeType S>
 void require_values(const data::Dataset<S>& data, const char* where) {
   if (data.features().empty()) {
     throw Error(std::string(where) + ": the dataset is empty; there is no statistic to compute");
   }
 }
-}  // namespace etnn::detail
+}  // namespace etnn::data::detail
 
 namespace etnn::data {
 

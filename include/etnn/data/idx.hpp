@@ -31,7 +31,7 @@
 #include "../core/shape.hpp"
 #include "dataset.hpp"
 
-namespace etnn::detail {
+namespace etnn::data::detail {
 
 // Bytes handed to IdxFile::read at a time; a multiple of every value size.
 inline constexpr std::size_t idx_chunk = std::size_t{1} << 16;
@@ -280,7 +280,7 @@ std::string shape_name() {
   return name;
 }
 
-}  // namespace etnn::detail
+}  // namespace etnn::data::detail
 
 namespace etnn::data {
 

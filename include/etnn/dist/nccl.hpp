@@ -36,13 +36,13 @@
 
 namespace etnn {
 
-namespace cuda::detail {
-inline void check(ncclResult_t status, const char* call, const char* file, int line) {
-  if (status != ncclSuccess) fail("NCCL", call, ncclGetErrorString(status), file, line);
+namespace dist::detail {
+inline void check_nccl(ncclResult_t status, const char* call, const char* file, int line) {
+  if (status != ncclSuccess) cuda::detail::fail("NCCL", call, ncclGetErrorString(status), file, line);
 }
-}  // namespace cuda::detail
+}  // namespace dist::detail
 
-#define ETNN_CHECK_NCCL(call) ::etnn::cuda::detail::check((call), #call, __FILE__, __LINE__)
+#define ETNN_CHECK_NCCL(call) ::etnn::dist::detail::check_nccl((call), #call, __FILE__, __LINE__)
 
 namespace dist {
 

@@ -1,3 +1,5 @@
 #pragma once
-// etnn::io: model checkpoints in safetensors (training states: train/training_state.hpp).
+// etnn::io, the face of io/: model checkpoints in safetensors with PyTorch's state_dict names
+// (etnn::io::save, etnn::io::load), and training states that resume bitwise (save_state, load_state).
 #include "checkpoint.hpp"
+#include "training_state.hpp"

@@ -1,5 +1,5 @@
 #pragma once
-// etnn::loss: fused value-and-gradient losses with PyTorch's definitions and reductions.
+// etnn::loss, the face of loss/: fused value-and-gradient losses with PyTorch's definitions and reductions.
 //   on class indices: CrossEntropy, NLL, MultiMargin
 //   on targets of the output's shape: MSE, L1, SmoothL1, Huber, BCEWithLogits, BCE, Hinge, KLDiv
 //   on multi-hot targets: MultiLabelSoftMargin

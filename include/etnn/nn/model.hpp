@@ -18,7 +18,7 @@
 #include "checks.hpp"
 #include "../tensor/copy.hpp"
 #include "gradient_buffer.hpp"
-#include "../tensor/staging.hpp"
+#include "../backend/staging.hpp"
 #include "../tensor/tensor.hpp"
 #include "program.hpp"
 #include "../backend/executor.hpp"
@@ -183,7 +183,7 @@ class Model {
   // (and reserve()). The buffers belong to the model: one thread at a time runs a model's forward.
   template <class X>
   void forward(const X& x, TensorView<T, output_shape, Device> y) {
-    const auto in = detail::stage_as<T, Device>(const_view(x), input_staging_);
+    const auto in = backend::stage_as<T, Device>(const_view(x), input_staging_);
     using In = decltype(in);
     static_assert(nn::check::input_shape<typename In::shape, input_shape>());
     static_assert(nn::check::input_scalar<typename decltype(const_view(x))::value_type, T>());

@@ -17,7 +17,7 @@
 
 namespace etnn {
 
-namespace detail {
+namespace nn::detail {
 
 struct SummaryRow {
   std::string index, layer, shape, params, names;
@@ -50,14 +50,14 @@ struct SummaryOf<nn::Sequential<nn::Input<Dims...>, Rest...>> {
   }
 };
 
-}  // namespace detail
+}  // namespace nn::detail
 
 // The table as text, one line per module and a total.
 template <class NetSpelled>
 std::string summary() {
   using Net = std::remove_cv_t<NetSpelled>;
   static_assert(nn::check::network_has_input<nn::Network<Net>>());
-  std::vector<detail::SummaryRow> rows = detail::SummaryOf<Net>::rows();
+  std::vector<nn::detail::SummaryRow> rows = nn::detail::SummaryOf<Net>::rows();
   rows.insert(rows.begin(), {"#", "layer", "output shape", "params", "parameters"});
   std::size_t w[4] = {0, 0, 0, 0};
   for (const auto& r : rows) {

@@ -10,7 +10,7 @@
 #include "../core/error.hpp"
 #include "../tensor/copy.hpp"
 #include "../tensor/tensor.hpp"
-#include "../tensor/staging.hpp"
+#include "../backend/staging.hpp"
 
 namespace etnn {
 
@@ -53,7 +53,7 @@ double evaluate(Model& model, const Dataset& dataset, Metric metric, int batch =
   for (std::size_t first = 0; first < dataset.size(); first += static_cast<std::size_t>(batch)) {
     const int n = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(batch), dataset.size() - first));
     out.resize(n);
-    model.forward(detail::stage_as<T, Device>(samples(first, n), staging), out.view());
+    model.forward(backend::stage_as<T, Device>(samples(first, n), staging), out.view());
     const auto batch_labels = labels.subspan(first, static_cast<std::size_t>(n));
     if constexpr (std::is_same_v<Device, Cpu>) {
       metric.update(const_view(out), batch_labels);

@@ -39,7 +39,7 @@
 #include "../optim/non_finite.hpp"
 #include "../optim/parameter_set.hpp"
 #include "../tensor/tensor.hpp"
-#include "../tensor/staging.hpp"
+#include "../backend/staging.hpp"
 
 namespace etnn {
 
@@ -449,7 +449,7 @@ class Trainer {
     const int batch = in.batch();
     if (batch <= 0) throw ShapeError("etnn::Trainer: empty batch");
     reserve(batch);
-    const auto staged = detail::stage_as<T, Device>(in, input_staging_);
+    const auto staged = backend::stage_as<T, Device>(in, input_staging_);
     auto run = model_.next_run(scratch_.data());
     if (options_.sync_batch_norm && optimizer_.reducer().size() > 1) run.sync = dist::CrossRankSum(optimizer_.reducer());
     // Where the activations are does not depend on the pass, so a replayed graph needs only this.
@@ -505,7 +505,7 @@ class Trainer {
       return loss_.value_and_grad(Device{}, output, std::span<const int>(y), grad);
     } else {  // RealValues and MultiHot: a tensor of the output's shape
       static_assert(loss::check::tensor_targets<requires(const Y& t) { const_view(t); }>());
-      const auto staged = detail::stage_as<T, Device>(const_view(y), target_staging_);
+      const auto staged = backend::stage_as<T, Device>(const_view(y), target_staging_);
       return loss_.value_and_grad(Device{}, output, staged, grad);
     }
   }

@@ -5,9 +5,11 @@
 #include <string>
 #include <utility>
 
-#include "cuda_probe.hpp"
-#include "device.hpp"
-#include "error.hpp"
+#include "../core/device.hpp"
+#include "../core/error.hpp"
+#if defined(__CUDACC__)
+#include "../cuda/probe.hpp"
+#endif
 
 namespace etnn {
 
@@ -19,7 +21,7 @@ enum class DeviceKind { cpu, cuda };
 inline DeviceKind best_device() {
 #if defined(__CUDACC__)
   static const DeviceKind kind = [] {
-    const std::string why = detail::cuda_unavailable_reason();
+    const std::string why = cuda::detail::cuda_unavailable_reason();
     if (why.empty()) return DeviceKind::cuda;
     std::fprintf(stderr, "etnn: %s; running on the CPU\n", why.c_str());
     return DeviceKind::cpu;
@@ -36,7 +38,7 @@ template <class F>
 decltype(auto) dispatch(DeviceKind kind, F&& f) {
   if (kind == DeviceKind::cuda) {
 #if defined(__CUDACC__)
-    const std::string why = detail::cuda_unavailable_reason();
+    const std::string why = cuda::detail::cuda_unavailable_reason();
     if (!why.empty()) {
       std::string message = "etnn::dispatch: the CUDA device was requested but ";
       message += why;

@@ -1,12 +1,11 @@
 #pragma once
 // Whether this CUDA binary can run kernels here: a device is present, the driver is usable and
-// one of the binary's architectures (CMAKE_CUDA_ARCHITECTURES) runs on it. nvcc only.
-#if defined(__CUDACC__)
+// one of the binary's architectures (CMAKE_CUDA_ARCHITECTURES) runs on it.
 #include <cuda_runtime.h>
 
 #include <string>
 
-namespace etnn::detail {
+namespace etnn::cuda::detail {
 
 // A kernel that does nothing: asking for its attributes loads the module, which fails when no
 // architecture of this binary fits the device.
@@ -43,5 +42,4 @@ inline std::string cuda_unavailable_reason() {
   return {};
 }
 
-}  // namespace etnn::detail
-#endif
+}  // namespace etnn::cuda::detail

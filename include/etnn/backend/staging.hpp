@@ -7,10 +7,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "copy.hpp"
-#include "tensor.hpp"
+#include "../tensor/tensor.hpp"
+#include "memory.hpp"
 
-namespace etnn::detail {
+namespace etnn::backend {
 
 template <class T, class Device, class U, ShapeType S, class Src>
 TensorView<const T, S, Device> stage_as(TensorView<const U, S, Src> v, Buffer<T, Device>& staging) {
@@ -35,4 +35,4 @@ TensorView<const T, S, Device> stage_as(TensorView<const U, S, Src> v, Buffer<T,
   }
 }
 
-}  // namespace etnn::detail
+}  // namespace etnn::backend

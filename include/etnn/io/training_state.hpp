@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "../core/error.hpp"
-#include "../io/checkpoint.hpp"
+#include "checkpoint.hpp"
 
 namespace etnn::io {  // the public names stay in etnn::io beside save/load
 

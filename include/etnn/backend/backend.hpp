@@ -1,0 +1,13 @@
+#pragma once
+// The face of backend/: one dispatch header per op family, each including the CPU kernels always
+// and the CUDA ones under nvcc, plus the run-time device choice (etnn::best_device, etnn::dispatch)
+// and the staging of user data onto the model's device.
+#include "batch_norm.hpp"
+#include "conv.hpp"
+#include "dense.hpp"
+#include "device_select.hpp"
+#include "executor.hpp"
+#include "loss_loops.hpp"
+#include "memory.hpp"
+#include "pool.hpp"
+#include "staging.hpp"

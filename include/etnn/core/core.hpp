@@ -1,0 +1,11 @@
+#pragma once
+// etnn core, the face of core/: configuration (ETNN_HD), Shape<...>, the device tags and
+// allocators, errors and their message helper, the scalar types (float, double and the mixed
+// precisions), the seeded RNG, and the generic compile-time checks.
+#include "checks.hpp"
+#include "config.hpp"
+#include "device.hpp"
+#include "error.hpp"
+#include "precision.hpp"
+#include "random.hpp"
+#include "shape.hpp"

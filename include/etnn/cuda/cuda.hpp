@@ -1,0 +1,17 @@
+#pragma once
+// The CUDA backend, the face of cuda/ (nvcc only): the runtime and stream, device memory, the
+// expression executor, reductions, cuBLASLt products, convolution, pooling, batch norm, the loss
+// loops, the fully fused narrow-MLP kernels and CUDA graphs. Layers reach these through backend/.
+#include "runtime.hpp"
+#include "memory.hpp"
+#include "executor.hpp"
+#include "reduce.hpp"
+#include "blas.hpp"
+#include "dense.hpp"
+#include "conv.hpp"
+#include "pool.hpp"
+#include "batch_norm.hpp"
+#include "loss_loops.hpp"
+#include "fused_mlp.hpp"
+#include "graph.hpp"
+#include "probe.hpp"

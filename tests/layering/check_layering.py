@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Checks that include/etnn/ keeps its architecture (README, "Layers"):
+
+  * a header includes only headers of its own folder and of folders below it, in the order
+    core < expr < tensor < cpu < cuda < backend < dist < nn < loss < optim < data < io < train
+    (the umbrella etnn.hpp may include any);
+  * `__global__` (a CUDA kernel) appears only under cuda/;
+  * a header opens no namespace of another folder: etnn::<folder> (and etnn::detail, etnn::check,
+    which are core's) belong to that folder's headers.
+
+Usage: check_layering.py [ROOT]   (ROOT defaults to include/etnn next to this repository's tests/)
+Prints one line per violation and exits 1 if there is any, 0 otherwise.
+"""
+import pathlib
+import re
+import sys
+
+ORDER = ["core", "expr", "tensor", "cpu", "cuda", "backend", "dist", "nn", "loss", "optim", "data", "io", "train"]
+RANK = {folder: i for i, folder in enumerate(ORDER)}
+# Namespaces directly under etnn that belong to a folder other than their name.
+OWNER = {"detail": "core", "check": "core"}
+
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def strip_comments_and_strings(text):
+    """The code without comments, string literals and character literals (kept as blanks)."""
+    pattern = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
+    return pattern.sub(lambda m: "".join("\n" if c == "\n" else " " for c in m.group(0)), text)
+
+
+def opened_namespaces(code):
+    """Yields (line, 'a::b::c') for every namespace the code opens, with its enclosing path."""
+    stack = []  # one entry per open brace: the namespace path it opened, or None
+    token = re.compile(r'\bnamespace\s+([A-Za-z_][\w:]*)\s*\{|\bnamespace\s*\{|[{}]')
+    for m in token.finditer(code):
+        text = m.group(0)
+        if text == "{":
+            stack.append(None)
+        elif text == "}":
+            if stack:
+                stack.pop()
+        else:
+            name = m.group(1) or "(anonymous)"
+            enclosing = next((s for s in reversed(stack) if s is not None), "")
+            path = f"{enclosing}::{name}" if enclosing else name
+            stack.append(path)
+            yield code.count("\n", 0, m.start()) + 1, path
+
+
+def folder_of(root, path):
+    parts = path.relative_to(root).parts
+    return parts[0] if len(parts) > 1 else None
+
+
+def check(root):
+    problems = []
+    for path in sorted(root.rglob("*.hpp")):
+        folder = folder_of(root, path)
+        rel = path.relative_to(root)
+        if folder is not None and folder not in RANK:
+            problems.append(f"{rel}: folder '{folder}' is not in the documented order {' < '.join(ORDER)}")
+            continue
+        text = path.read_text()
+        for m in INCLUDE.finditer(text):
+            target = (path.parent / m.group(1)).resolve()
+            try:
+                target_folder = folder_of(root, target)
+            except ValueError:
+                continue  # outside include/etnn
+            line = text.count("\n", 0, m.start()) + 1
+            if folder is None or target_folder is None or target_folder == folder:
+                continue
+            if RANK[target_folder] > RANK[folder]:
+                problems.append(f"{rel}:{line}: includes {m.group(1)}: {folder}/ may include only folders "
+                                f"below it ({' < '.join(ORDER[:RANK[folder]]) or 'none'}), not {target_folder}/")
+        code = strip_comments_and_strings(text)
+        if folder != "cuda":
+            for m in re.finditer(r"\b__global__\b", code):
+                problems.append(f"{rel}:{code.count(chr(10), 0, m.start()) + 1}: a CUDA kernel (__global__) "
+                                f"outside cuda/")
+        for line, ns in opened_namespaces(code):
+            parts = ns.split("::")
+            if len(parts) < 2 or parts[0] != "etnn":
+                continue
+            owner = OWNER.get(parts[1], parts[1] if parts[1] in RANK else None)
+            if owner is not None and owner != folder and folder is not None:
+                problems.append(f"{rel}:{line}: opens namespace {ns}, which belongs to {owner}/")
+    return problems
+
+
+def main():
+    default = pathlib.Path(__file__).resolve().parents[2] / "include" / "etnn"
+    root = pathlib.Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else default
+    problems = check(root)
+    for p in problems:
+        print(p)
+    headers = len(list(root.rglob("*.hpp")))
+    print(f"check_layering: {headers} headers, {len(problems)} violation(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""The layering check catches what it is for: on a copy of include/etnn, each planted violation
+(an upward include, a sideways include, a kernel outside cuda/, a foreign folder's namespace) must
+make check_layering.py fail and name the file; the untouched copy must pass."""
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = pathlib.Path(__file__).resolve().parent
+CHECK = HERE / "check_layering.py"
+SOURCE = HERE.parents[1] / "include" / "etnn"
+
+PLANTS = [
+    ("core/config.hpp", '#include "../train/trainer.hpp"\n', "includes ../train/trainer.hpp"),
+    ("tensor/buffer.hpp", '#include "../cpu/executor.hpp"\n', "includes ../cpu/executor.hpp"),
+    ("loss/mse.hpp", '#include "../optim/sgd.hpp"\n', "includes ../optim/sgd.hpp"),
+    ("nn/layer.hpp", "template <int = 0> __global__ void planted_kernel() {}\n", "outside cuda/"),
+    ("cuda/runtime.hpp", "namespace etnn::optim::detail { inline int planted = 0; }\n",
+     "opens namespace etnn::optim::detail"),
+    ("data/sampler.hpp", "namespace etnn { namespace detail { inline int planted = 0; } }\n",
+     "opens namespace etnn::detail"),
+]
+
+
+def run(root):
+    return subprocess.run([sys.executable, str(CHECK), str(root)], capture_output=True, text=True)
+
+
+def main():
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = pathlib.Path(tmp) / "etnn"
+        shutil.copytree(SOURCE, copy)
+        clean = run(copy)
+        if clean.returncode != 0:
+            failures.append("the unmodified tree fails:\n" + clean.stdout)
+        for rel, line, expected in PLANTS:
+            target = copy / rel
+            original = target.read_text()
+            target.write_text(original + line)
+            result = run(copy)
+            target.write_text(original)
+            if result.returncode == 0 or expected not in result.stdout or rel not in result.stdout:
+                failures.append(f"planting {line.strip()!r} in {rel} was not reported as '{expected}':\n"
+                                + result.stdout)
+    for f in failures:
+        print(f)
+    print(f"{len(PLANTS) + 1 - len(failures)} passed, {len(failures)} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

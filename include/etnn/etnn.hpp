@@ -8,6 +8,7 @@
 #include "core/core.hpp"
 #include "expr/expr.hpp"
 #include "tensor/tensor.hpp"
+#include "tensor/copy.hpp"
 #include "cpu/cpu.hpp"
 #if defined(__CUDACC__)
 #include "cuda/cuda.hpp"

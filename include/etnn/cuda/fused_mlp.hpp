@@ -50,13 +50,12 @@ namespace etnn::cuda {
 template <int... W>
 inline constexpr bool fused_mlp_widths_ok = ((W == 16 || W == 32 || W == 64 || W == 128) && ...);
 
-namespace fused_mlp_detail {
+namespace detail::fused_mlp {
 
 namespace wmma = nvcuda::wmma;
 
-// The conversions of each 16-bit format (cuda/half.hpp); the layouts below count on 2 bytes.
-using detail::half_bytes;
-using detail::HalfFormat;
+// HalfFormat and half_bytes, the conversions of each 16-bit format, come from the enclosing
+// etnn::cuda::detail (cuda/half.hpp); the layouts below count on 2 bytes.
 
 inline constexpr int frag = 16;                   // WMMA fragment edge: 16x16x16 tiles
 inline constexpr int warps = 8;                   // per block
@@ -568,7 +567,7 @@ __global__ void __launch_bounds__(threads) fused_mlp_reduce_kernel(float* grads,
   }
 }
 
-}  // namespace fused_mlp_detail
+}  // namespace detail::fused_mlp
 
 // Half: __nv_bfloat16 or __half.
 template <class Half, int... Widths>
@@ -578,7 +577,7 @@ struct FusedMlp {
   static_assert(fused_mlp_widths_ok<Widths...>, "ETNN_FUSED_MLP_WIDTH: every width must be 16, 32, 64 or 128");
 
  private:
-  using Net = fused_mlp_detail::Net<Half, Widths...>;
+  using Net = detail::fused_mlp::Net<Half, Widths...>;
   using Buffers = typename Net::Buffers;
 
  public:
@@ -599,9 +598,9 @@ struct FusedMlp {
     if (batch == 0) return;
     check_device_and_saved(saved);
     const Buffers buffers = layout(batch, saved).buffers;
-    constexpr auto kernel = fused_mlp_detail::fused_mlp_forward_kernel<Net>;
-    fused_mlp_detail::allow_dynamic_smem(kernel, Net::tile_smem_bytes);
-    kernel<<<fused_mlp_detail::ceil_div(batch, fused_mlp_detail::tile_rows), fused_mlp_detail::threads,
+    constexpr auto kernel = detail::fused_mlp::fused_mlp_forward_kernel<Net>;
+    detail::fused_mlp::allow_dynamic_smem(kernel, Net::tile_smem_bytes);
+    kernel<<<detail::fused_mlp::ceil_div(batch, detail::fused_mlp::tile_rows), detail::fused_mlp::threads,
              Net::tile_smem_bytes, stream>>>(params, x, y, buffers, batch);
     check_launch("fused_mlp_forward_kernel");
   }
@@ -616,23 +615,24 @@ struct FusedMlp {
     check_device_and_saved(saved);
     const Buffers buffers = layout(batch, saved).buffers;
     if constexpr (layers >= 2) {
-      constexpr auto kernel = fused_mlp_detail::fused_mlp_chain_kernel<Net>;
-      fused_mlp_detail::allow_dynamic_smem(kernel, Net::tile_smem_bytes);
-      kernel<<<fused_mlp_detail::ceil_div(batch, fused_mlp_detail::tile_rows), fused_mlp_detail::threads,
+      constexpr auto kernel = detail::fused_mlp::fused_mlp_chain_kernel<Net>;
+      detail::fused_mlp::allow_dynamic_smem(kernel, Net::tile_smem_bytes);
+      kernel<<<detail::fused_mlp::ceil_div(batch, detail::fused_mlp::tile_rows), detail::fused_mlp::threads,
                Net::tile_smem_bytes, stream>>>(params, dy, buffers, batch);
       check_launch("fused_mlp_chain_kernel");
     }
     {
-      constexpr auto kernel = fused_mlp_detail::fused_mlp_weight_grad_kernel<Net>;
-      fused_mlp_detail::allow_dynamic_smem(kernel, Net::weight_grad_smem_bytes);
+      constexpr auto kernel = detail::fused_mlp::fused_mlp_weight_grad_kernel<Net>;
+      detail::fused_mlp::allow_dynamic_smem(kernel, Net::weight_grad_smem_bytes);
       const dim3 grid(static_cast<unsigned>(buffers.chunks), static_cast<unsigned>(layers));
-      kernel<<<grid, fused_mlp_detail::threads, Net::weight_grad_smem_bytes, stream>>>(x, dy, buffers, batch);
+      kernel<<<grid, detail::fused_mlp::threads, Net::weight_grad_smem_bytes, stream>>>(x, dy, buffers, batch);
       check_launch("fused_mlp_weight_grad_kernel");
     }
     {
-      constexpr int blocks = static_cast<int>((num_params + fused_mlp_detail::threads - 1) / fused_mlp_detail::threads);
-      fused_mlp_detail::fused_mlp_reduce_kernel<Net>
-          <<<blocks, fused_mlp_detail::threads, 0, stream>>>(grads, buffers.partial, buffers.chunks);
+      constexpr int blocks =
+          static_cast<int>((num_params + detail::fused_mlp::threads - 1) / detail::fused_mlp::threads);
+      detail::fused_mlp::fused_mlp_reduce_kernel<Net>
+          <<<blocks, detail::fused_mlp::threads, 0, stream>>>(grads, buffers.partial, buffers.chunks);
       check_launch("fused_mlp_reduce_kernel");
     }
   }
@@ -652,7 +652,7 @@ struct FusedMlp {
     std::size_t offset = 0;
     auto take = [&](std::size_t size) -> unsigned char* {
       unsigned char* at = bytes == nullptr ? nullptr : bytes + offset;
-      offset = fused_mlp_detail::round_up(offset + size, fused_mlp_detail::region_align);
+      offset = detail::fused_mlp::round_up(offset + size, detail::fused_mlp::region_align);
       return at;
     };
     const std::size_t rows = static_cast<std::size_t>(batch);
@@ -661,7 +661,7 @@ struct FusedMlp {
       buffers.activation[h] = reinterpret_cast<Half*>(take(rows * widths[h] * sizeof(Half)));
     for (int l = 0; l + 1 < layers; ++l)
       buffers.dz[l] = reinterpret_cast<Half*>(take(rows * widths[l + 1] * sizeof(Half)));
-    const fused_mlp_detail::ChunkPlan plan = fused_mlp_detail::plan_chunks(batch < 1 ? 1 : batch);
+    const detail::fused_mlp::ChunkPlan plan = detail::fused_mlp::plan_chunks(batch < 1 ? 1 : batch);
     buffers.chunks = plan.chunks;
     buffers.chunk_rows = plan.chunk_rows;
     buffers.partial =
@@ -674,7 +674,7 @@ struct FusedMlp {
   }
 
   static void check_device_and_saved(const void* saved) {
-    if (saved == nullptr || reinterpret_cast<std::uintptr_t>(saved) % fused_mlp_detail::region_align != 0)
+    if (saved == nullptr || reinterpret_cast<std::uintptr_t>(saved) % detail::fused_mlp::region_align != 0)
       throw Error("etnn fused_mlp: `saved` must be a 256-byte aligned device buffer of saved_bytes(batch)");
     int device = 0;
     int major = 0;

@@ -4,6 +4,7 @@
 #include <mma.h>
 
 #include <cstddef>
+#include <type_traits>
 
 #include "geometry.hpp"
 #include "tile_io.hpp"
@@ -24,7 +25,71 @@ struct Net : Geometry<Half, W...> {
   using RowMajorA = RowMajorAFrag<Half>;
   using ColMajorA = ColMajorAFrag<Half>;
   using RowMajorB = RowMajorBFrag<Half>;
-  using ColMajorB = ColMajorBFrag<Half>;
+
+  // ---- the product of every forward and chain layer ----
+
+  // Loads W_l (out, in) into shared `weights` (row-major, row pitch weight_ld), then, for the warp's
+  // 16 rows `strip` of `tile` (row pitch tile_ld) holding S (16, K) as Half:
+  //   acc[n] = (S B)[:, 16n .. 16n+15] = sum_k S[:, 16k..] (16x16) * B[16k.., 16n..] (16x16)
+  // where B (K, N) is W_l read in BLayout:
+  //   wmma::col_major: B = W_l^T (in, out), W_l row-major read as column-major: element (k, n) = W_l[n][k]
+  //   wmma::row_major: B = W_l (out, in) as it is:                              element (k, n) = W_l[k][n]
+  // Each fragment then goes through the warp's 16x16 fp32 scratch, and every lane calls
+  //   epilogue(v, strip, r, row, col)
+  // with its 8 values v = (S B)[r][col .. col+7] in fp32 (r = lane_row, col = 16n + lane_col), the
+  // strip (which the epilogue may write over: every lane has read it) and row, the batch row of
+  // strip row r. The forward layers (BLayout col_major) and the chain's (row_major) differ only in
+  // B's layout and their epilogues.
+  template <int l, class BLayout, class Epilogue>
+  __device__ static void strip_times_weights(Half* tile, Half* weights, float* scratch, const float* params, int row0,
+                                             Epilogue&& epilogue) {
+    using L = Layer<l>;
+    constexpr bool transposed = std::is_same_v<BLayout, wmma::col_major>;
+    static_assert(transposed || std::is_same_v<BLayout, wmma::row_major>);
+    constexpr int K = transposed ? L::in : L::out;
+    constexpr int N = transposed ? L::out : L::in;
+    using BFrag = wmma::fragment<wmma::matrix_b, frag, frag, frag, Half, BLayout>;
+
+    __syncthreads();  // every warp is done with the previous weights; the tile (x, dy, a layer's output) is complete
+    load_weights<L::out, L::in>(weights, params + L::weight_offset);
+    __syncthreads();  // the weights are visible to every warp
+
+    const int warp = static_cast<int>(threadIdx.x) / 32;
+    const int lane = static_cast<int>(threadIdx.x) % 32;
+    Half* strip = tile + warp * frag * tile_ld;
+
+    AccumulatorFrag acc[N / frag];
+#pragma unroll
+    for (int n = 0; n < N / frag; ++n) wmma::fill_fragment(acc[n], 0.0f);
+#pragma unroll
+    for (int k = 0; k < K / frag; ++k) {
+      RowMajorA s;
+      wmma::load_matrix_sync(s, strip + k * frag, tile_ld);
+#pragma unroll
+      for (int n = 0; n < N / frag; ++n) {
+        BFrag b;  // B[16k.., 16n..]: W_l[16n..][16k..] read column-major, or W_l[16k..][16n..] row-major
+        const Half* b_block = transposed ? weights + n * frag * L::weight_ld + k * frag
+                                         : weights + k * frag * L::weight_ld + n * frag;
+        wmma::load_matrix_sync(b, b_block, L::weight_ld);
+        wmma::mma_sync(acc[n], s, b, acc[n]);
+      }
+    }
+    __syncwarp();  // every lane has read the strip: the epilogue may now write over it
+
+    float* warp_scratch = scratch + warp * frag * frag;
+    const int r = lane_row(lane);
+    const int row = row0 + warp * frag + r;
+#pragma unroll
+    for (int n = 0; n < N / frag; ++n) {
+      wmma::store_matrix_sync(warp_scratch, acc[n], frag, wmma::mem_row_major);
+      __syncwarp();  // the fragment is in scratch
+      const int col = n * frag + lane_col(lane);
+      float v[8];
+      read_lane_values(warp_scratch, lane, v);
+      epilogue(v, strip, r, row, col);
+      __syncwarp();  // every lane has read scratch before the next fragment is stored there
+    }
+  }
 
   // ---- forward ----
 
@@ -36,55 +101,22 @@ struct Net : Geometry<Half, W...> {
   __device__ static void forward_layer(Half* tile, Half* weights, float* scratch, const float* params,
                                        Half* saved_activation, float* y, int row0, int batch) {
     using L = Layer<l>;
-    __syncthreads();  // every warp is done with the previous weights; the input tile is complete
-    load_weights<L::out, L::in>(weights, params + L::weight_offset);
-    __syncthreads();  // the weights are visible to every warp
-
-    const int warp = static_cast<int>(threadIdx.x) / 32;
-    const int lane = static_cast<int>(threadIdx.x) % 32;
-    Half* strip = tile + warp * frag * tile_ld;
-
-    // acc[n] = Z[:, 16n .. 16n+15] = sum_k A[:, 16k..] (16x16) * W^T[16k.., 16n..] (16x16).
-    // W^T (in, out) is W (out, in) row-major read as column-major: element (k, n) = W[n][k].
-    AccumulatorFrag acc[L::out / frag];
-#pragma unroll
-    for (int n = 0; n < L::out / frag; ++n) wmma::fill_fragment(acc[n], 0.0f);
-#pragma unroll
-    for (int k = 0; k < L::in / frag; ++k) {
-      RowMajorA a;
-      wmma::load_matrix_sync(a, strip + k * frag, tile_ld);
-#pragma unroll
-      for (int n = 0; n < L::out / frag; ++n) {
-        ColMajorB w_t;
-        wmma::load_matrix_sync(w_t, weights + n * frag * L::weight_ld + k * frag, L::weight_ld);
-        wmma::mma_sync(acc[n], a, w_t, acc[n]);
-      }
-    }
-    __syncwarp();  // every lane has read the strip: it may now be overwritten by this layer's output
-
-    float* warp_scratch = scratch + warp * frag * frag;
-    const int r = lane_row(lane);
-    const int row = row0 + warp * frag + r;
-#pragma unroll
-    for (int n = 0; n < L::out / frag; ++n) {
-      wmma::store_matrix_sync(warp_scratch, acc[n], frag, wmma::mem_row_major);
-      __syncwarp();  // the fragment is in scratch
-      const int col = n * frag + lane_col(lane);
-      float v[8];
-      read_lane_values(warp_scratch, lane, v);
-      for (int t = 0; t < 8; ++t) v[t] += params[L::bias_offset + col + t];
-      if constexpr (L::hidden) {
-        for (int t = 0; t < 8; ++t) v[t] = v[t] > 0.0f ? v[t] : 0.0f;
-        const uint4 bits = pack8<Half>(v);
-        *reinterpret_cast<uint4*>(strip + r * tile_ld + col) = bits;
-        if (row < batch)
-          *reinterpret_cast<uint4*>(saved_activation + static_cast<std::size_t>(row) * L::out + col) = bits;
-      } else {
-        if (row < batch)
-          for (int t = 0; t < 8; ++t) y[static_cast<std::size_t>(row) * L::out + col + t] = v[t];
-      }
-      __syncwarp();  // every lane has read scratch before the next fragment is stored there
-    }
+    // acc = A W^T (K = in, N = out): W^T (in, out) is W (out, in) row-major read as column-major,
+    // element (k, n) = W[n][k].
+    strip_times_weights<l, wmma::col_major>(
+        tile, weights, scratch, params, row0, [&](float (&v)[8], Half* strip, int r, int row, int col) {
+          for (int t = 0; t < 8; ++t) v[t] += params[L::bias_offset + col + t];
+          if constexpr (L::hidden) {
+            for (int t = 0; t < 8; ++t) v[t] = v[t] > 0.0f ? v[t] : 0.0f;
+            const uint4 bits = pack8<Half>(v);
+            *reinterpret_cast<uint4*>(strip + r * tile_ld + col) = bits;
+            if (row < batch)
+              *reinterpret_cast<uint4*>(saved_activation + static_cast<std::size_t>(row) * L::out + col) = bits;
+          } else {
+            if (row < batch)
+              for (int t = 0; t < 8; ++t) y[static_cast<std::size_t>(row) * L::out + col + t] = v[t];
+          }
+        });
   }
 
   template <int l>
@@ -115,51 +147,19 @@ struct Net : Geometry<Half, W...> {
                                         const Half* saved_activation, Half* dz_prev, int row0, int batch) {
     static_assert(l >= 1, "layer 0 has no dZ below it");
     using L = Layer<l>;
-    __syncthreads();  // every warp is done with the previous weights; the dy tile is complete
-    load_weights<L::out, L::in>(weights, params + L::weight_offset);
-    __syncthreads();  // the weights are visible to every warp
-
-    const int warp = static_cast<int>(threadIdx.x) / 32;
-    const int lane = static_cast<int>(threadIdx.x) % 32;
-    Half* strip = tile + warp * frag * tile_ld;
-
-    // acc[n] = dA[:, 16n..] = sum_k dZ[:, 16k..] (16x16) * W[16k.., 16n..] (16x16), W row-major.
-    AccumulatorFrag acc[L::in / frag];
-#pragma unroll
-    for (int n = 0; n < L::in / frag; ++n) wmma::fill_fragment(acc[n], 0.0f);
-#pragma unroll
-    for (int k = 0; k < L::out / frag; ++k) {
-      RowMajorA dz;
-      wmma::load_matrix_sync(dz, strip + k * frag, tile_ld);
-#pragma unroll
-      for (int n = 0; n < L::in / frag; ++n) {
-        RowMajorB w;
-        wmma::load_matrix_sync(w, weights + k * frag * L::weight_ld + n * frag, L::weight_ld);
-        wmma::mma_sync(acc[n], dz, w, acc[n]);
-      }
-    }
-    __syncwarp();  // every lane has read the strip: it may now be overwritten by dZ_{l-1}
-
-    float* warp_scratch = scratch + warp * frag * frag;
-    const int r = lane_row(lane);
-    const int row = row0 + warp * frag + r;
-#pragma unroll
-    for (int n = 0; n < L::in / frag; ++n) {
-      wmma::store_matrix_sync(warp_scratch, acc[n], frag, wmma::mem_row_major);
-      __syncwarp();  // the fragment is in scratch
-      const int col = n * frag + lane_col(lane);
-      float v[8];
-      read_lane_values(warp_scratch, lane, v);
-      float a[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};  // rows past the batch: gradient 0
-      if (row < batch)
-        unpack8<Half>(*reinterpret_cast<const uint4*>(saved_activation + static_cast<std::size_t>(row) * L::in + col),
-                      a);
-      for (int t = 0; t < 8; ++t) v[t] = a[t] > 0.0f ? v[t] : 0.0f;
-      const uint4 bits = pack8<Half>(v);
-      *reinterpret_cast<uint4*>(strip + r * tile_ld + col) = bits;
-      if (row < batch) *reinterpret_cast<uint4*>(dz_prev + static_cast<std::size_t>(row) * L::in + col) = bits;
-      __syncwarp();  // every lane has read scratch before the next fragment is stored there
-    }
+    // acc = dA_l = dZ_l W_l (K = out, N = in): W_l (out, in) row-major read as it is,
+    // element (k, n) = W_l[k][n].
+    strip_times_weights<l, wmma::row_major>(
+        tile, weights, scratch, params, row0, [&](float (&v)[8], Half* strip, int r, int row, int col) {
+          float a[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};  // rows past the batch: gradient 0
+          if (row < batch)
+            unpack8<Half>(
+                *reinterpret_cast<const uint4*>(saved_activation + static_cast<std::size_t>(row) * L::in + col), a);
+          for (int t = 0; t < 8; ++t) v[t] = a[t] > 0.0f ? v[t] : 0.0f;
+          const uint4 bits = pack8<Half>(v);
+          *reinterpret_cast<uint4*>(strip + r * tile_ld + col) = bits;
+          if (row < batch) *reinterpret_cast<uint4*>(dz_prev + static_cast<std::size_t>(row) * L::in + col) = bits;
+        });
   }
 
   template <int l>

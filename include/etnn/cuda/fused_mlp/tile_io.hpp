@@ -89,7 +89,5 @@ template <class Half>
 using ColMajorAFrag = wmma::fragment<wmma::matrix_a, frag, frag, frag, Half, wmma::col_major>;
 template <class Half>
 using RowMajorBFrag = wmma::fragment<wmma::matrix_b, frag, frag, frag, Half, wmma::row_major>;
-template <class Half>
-using ColMajorBFrag = wmma::fragment<wmma::matrix_b, frag, frag, frag, Half, wmma::col_major>;
 
 }  // namespace etnn::cuda::detail::fused_mlp

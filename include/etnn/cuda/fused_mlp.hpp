@@ -35,10 +35,11 @@
 //
 // The pieces, in cuda/fused_mlp/: geometry.hpp (widths, layouts, shared-memory sizes, `saved`'s
 // layout, the chunk plan), tile_io.hpp (global -> shared copies, the fragment epilogue's helpers),
-// net.hpp (the layers' device code), kernels.hpp (the __global__ entries) and host.hpp (FusedMlp:
-// checks and launches).
+// net.hpp (the layers' device code), kernels.hpp (the __global__ entries), host.hpp (FusedMlp:
+// checks and launches) and padding.hpp (the copies around a network run at padded widths).
 #include "fused_mlp/geometry.hpp"
 #include "fused_mlp/host.hpp"
 #include "fused_mlp/kernels.hpp"
 #include "fused_mlp/net.hpp"
+#include "fused_mlp/padding.hpp"
 #include "fused_mlp/tile_io.hpp"

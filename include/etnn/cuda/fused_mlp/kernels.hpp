@@ -13,13 +13,12 @@ namespace etnn::cuda::detail::fused_mlp {
 // bf16 WMMA needs sm_80 (fp16 WMMA sm_70, but one gate serves both formats, and etnn builds for
 // sm_80 and sm_90); for older targets the bodies compile to a trap (the launchers refuse
 // devices below compute capability 8.0 before launching).
-
-template <class N>
-__global__ void __launch_bounds__(threads)
-    fused_mlp_forward_kernel(const float* params, const float* x, float* y, typename N::Buffers saved, int batch) {
+// The body of the three tile kernels: body(the block's dynamic shared memory), behind that gate.
+template <class Body>
+__device__ __forceinline__ void with_shared_memory_on_sm80(Body&& body) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
   extern __shared__ __align__(128) unsigned char fused_mlp_smem[];
-  N::forward_tile(fused_mlp_smem, params, x, y, saved, batch);
+  body(fused_mlp_smem);
 #else
   __trap();
 #endif
@@ -27,25 +26,23 @@ __global__ void __launch_bounds__(threads)
 
 template <class N>
 __global__ void __launch_bounds__(threads)
+    fused_mlp_forward_kernel(const float* params, const float* x, float* y, typename N::Buffers saved, int batch) {
+  with_shared_memory_on_sm80([&](unsigned char* smem) { N::forward_tile(smem, params, x, y, saved, batch); });
+}
+
+template <class N>
+__global__ void __launch_bounds__(threads)
     fused_mlp_chain_kernel(const float* params, const float* dy, typename N::Buffers saved, int batch) {
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
-  extern __shared__ __align__(128) unsigned char fused_mlp_smem[];
-  N::chain_tile(fused_mlp_smem, params, dy, saved, batch);
-#else
-  __trap();
-#endif
+  with_shared_memory_on_sm80([&](unsigned char* smem) { N::chain_tile(smem, params, dy, saved, batch); });
 }
 
 // Grid (chunks, layers).
 template <class N>
 __global__ void __launch_bounds__(threads)
     fused_mlp_weight_grad_kernel(const float* x, const float* dy, typename N::Buffers saved, int batch) {
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
-  extern __shared__ __align__(128) unsigned char fused_mlp_smem[];
-  N::template weight_grad_dispatch<0>(static_cast<int>(blockIdx.y), fused_mlp_smem, x, dy, saved, batch);
-#else
-  __trap();
-#endif
+  with_shared_memory_on_sm80([&](unsigned char* smem) {
+    N::template weight_grad_dispatch<0>(static_cast<int>(blockIdx.y), smem, x, dy, saved, batch);
+  });
 }
 
 // grads[p] += sum over c in 0..chunks-1 of partial[c * num_params + p], in that order.

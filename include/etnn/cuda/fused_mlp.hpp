@@ -35,8 +35,10 @@
 //
 // The pieces, in cuda/fused_mlp/: geometry.hpp (widths, layouts, shared-memory sizes, `saved`'s
 // layout, the chunk plan), tile_io.hpp (global -> shared copies, the fragment epilogue's helpers),
-// net.hpp (the layers' device code), kernels.hpp (the __global__ entries), host.hpp (FusedMlp:
-// checks and launches) and padding.hpp (the copies around a network run at padded widths).
+// net.hpp (Net, the layers' device code: the forward and the chain layers share one
+// strip-times-weights product and differ in B's layout and their epilogues), kernels.hpp (the
+// __global__ entries), host.hpp (FusedMlp: checks and launches) and padding.hpp (the copies around
+// a network run at padded widths).
 #include "fused_mlp/geometry.hpp"
 #include "fused_mlp/host.hpp"
 #include "fused_mlp/kernels.hpp"

@@ -4943,14 +4943,18 @@ TensorView<const T, S, Device> stage_as(TensorView<const U, S, Src> v, Buffer<T,
 // `saved` (saved_bytes(batch) bytes, 256-byte aligned, e.g. from cudaMalloc) holds the hidden
 // activations written by forward and, after them, the scratch backward writes (dZ, partials):
 // backward leaves the activations untouched, so it may be called again with the same `saved`.
-#include <cuda_runtime.h>
-#include <mma.h>
-
+//
+// The pieces, in cuda/fused_mlp/: geometry.hpp (widths, layouts, shared-memory sizes, `saved`'s
+// layout, the chunk plan), tile_io.hpp (global -> shared copies, the fragment epilogue's helpers),
+// net.hpp (Net, the layers' device code: the forward and the chain layers share one
+// strip-times-weights product and differ in B's layout and their epilogues), kernels.hpp (the
+// __global__ entries), host.hpp (FusedMlp: checks and launches) and padding.hpp (the copies around
+// a network run at padded widths).
+// ---- etnn/cuda/fused_mlp/geometry.hpp ----
+// Private to cuda/fused_mlp.hpp: the fused MLP's geometry: widths and parameter offsets, block and
+// fragment sizes, the shared-memory layouts and their sizes, the layout of `saved` and the row-chunk
+// plan of the weight-gradient split.
 #include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <string>
-#include <type_traits>
 
 
 namespace etnn::cuda {
@@ -4958,13 +4962,10 @@ namespace etnn::cuda {
 template <int... W>
 inline constexpr bool fused_mlp_widths_ok = ((W == 16 || W == 32 || W == 64 || W == 128) && ...);
 
-namespace fused_mlp_detail {
+namespace detail::fused_mlp {
 
-namespace wmma = nvcuda::wmma;
-
-// The conversions of each 16-bit format (cuda/half.hpp); the layouts below count on 2 bytes.
-using detail::half_bytes;
-using detail::HalfFormat;
+// half_bytes comes from the enclosing etnn::cuda::detail (cuda/half.hpp): the layouts below count
+// on 2-byte values.
 
 inline constexpr int frag = 16;                   // WMMA fragment edge: 16x16x16 tiles
 inline constexpr int warps = 8;                   // per block
@@ -5053,13 +5054,109 @@ inline ChunkPlan plan_chunks(int batch) {
   return {ceil_div(tiles, tiles_per_chunk), tiles_per_chunk * tile_rows};
 }
 
-// Lets `kernel` use `bytes` of dynamic shared memory (above the default 48 KiB).
-template <class Kernel>
-void allow_dynamic_smem(Kernel* kernel, std::size_t bytes) {
-  ETNN_CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
-}
+// One network's layers and layouts, shared by its device code (Net) and its host driver (FusedMlp).
+template <class Half, int... W>
+struct Geometry {
+  static constexpr int layers = static_cast<int>(sizeof...(W)) - 1;
+  static constexpr std::size_t num_params = params_before<W...>(layers);
+  using Buffers = SavedBuffers<Half, layers>;
 
-// ---- small device helpers -------------------------------------------------------------------
+  template <int l>
+  struct Layer {
+    static constexpr int in = width_at<W...>(l);
+    static constexpr int out = width_at<W...>(l + 1);
+    static constexpr bool hidden = l + 1 < layers;  // ReLU, and its output is saved
+    static constexpr std::size_t weight_offset = params_before<W...>(l);
+    static constexpr std::size_t bias_offset = weight_offset + static_cast<std::size_t>(out) * in;
+    static constexpr int weight_ld = in + smem_pad;  // shared row pitch of W_l (out, in)
+  };
+
+  // Shared layout of the forward and chain kernels: a (128, max width) Half activation/gradient
+  // tile, one layer's weights, and a 16x16 fp32 scratch per warp.
+  static constexpr int tile_ld = max_width_of<W...>() + smem_pad;
+  static constexpr std::size_t tile_elems = static_cast<std::size_t>(tile_rows) * tile_ld;
+  static constexpr std::size_t weight_elems = max_weight_elems<W...>();
+  static constexpr std::size_t tile_smem_bytes =
+      (tile_elems + weight_elems) * half_bytes + static_cast<std::size_t>(warps) * frag * frag * sizeof(float);
+  static_assert(tile_elems * half_bytes % 256 == 0 && weight_elems * half_bytes % 256 == 0,
+                "shared regions must keep 256-byte alignment");
+
+  static constexpr std::size_t weight_grad_smem_bytes = max_weight_grad_smem<W...>();
+
+  struct SavedLayout {
+    std::size_t bytes;
+    Buffers buffers;  // null pointers when laid out without a base
+  };
+
+  // Regions in order, each starting on a region_align boundary:
+  //   A_h (batch, w_h) Half for 1 <= h < L;  dZ_l (batch, w_{l+1}) Half for 0 <= l < L-1;
+  //   partial (chunks, num_params) fp32.
+  static SavedLayout saved_layout(int batch, void* base) {
+    constexpr int widths[] = {W...};
+    unsigned char* bytes = static_cast<unsigned char*>(base);
+    std::size_t offset = 0;
+    auto take = [&](std::size_t size) -> unsigned char* {
+      unsigned char* at = bytes == nullptr ? nullptr : bytes + offset;
+      offset = round_up(offset + size, region_align);
+      return at;
+    };
+    const std::size_t rows = static_cast<std::size_t>(batch);
+    Buffers buffers{};
+    for (int h = 1; h < layers; ++h)
+      buffers.activation[h] = reinterpret_cast<Half*>(take(rows * widths[h] * sizeof(Half)));
+    for (int l = 0; l + 1 < layers; ++l)
+      buffers.dz[l] = reinterpret_cast<Half*>(take(rows * widths[l + 1] * sizeof(Half)));
+    const ChunkPlan plan = plan_chunks(batch < 1 ? 1 : batch);
+    buffers.chunks = plan.chunks;
+    buffers.chunk_rows = plan.chunk_rows;
+    buffers.partial =
+        reinterpret_cast<float*>(take(static_cast<std::size_t>(plan.chunks) * num_params * sizeof(float)));
+    return {offset, buffers};
+  }
+};
+
+}  // namespace detail::fused_mlp
+
+}  // namespace etnn::cuda
+// ---- etnn/cuda/fused_mlp/host.hpp ----
+// Private to cuda/fused_mlp.hpp: the fused MLP's host driver: FusedMlp<Half, Widths...>, its checks
+// and its kernel launches.
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+// ---- etnn/cuda/fused_mlp/kernels.hpp ----
+// Private to cuda/fused_mlp.hpp: the fused MLP's __global__ kernels: three thin entries into Net's
+// device code (forward, dZ chain, weight gradients) and the reduction of the per-chunk partials.
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+// ---- etnn/cuda/fused_mlp/net.hpp ----
+// Private to cuda/fused_mlp.hpp: the fused MLP's per-layer device code (Net): the forward layers, the
+// backprop (dZ chain) layers and the per-chunk weight and bias gradients, each run by a whole block.
+#include <mma.h>
+
+#include <cstddef>
+#include <type_traits>
+
+// ---- etnn/cuda/fused_mlp/tile_io.hpp ----
+// Private to cuda/fused_mlp.hpp: tile I/O of the fused MLP's kernels: block-wide copies of row tiles
+// and weights from global into shared memory as Half, packing 8 values, the lane mapping of the
+// fragment epilogue, and the WMMA fragment types.
+#include <mma.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+
+namespace etnn::cuda::detail::fused_mlp {
+
+namespace wmma = nvcuda::wmma;
 
 // Copies rows [row0, row0 + tile_rows) of a (rows, Width) row-major fp32 matrix into shared memory
 // as Half with row pitch dst_ld; rows at or past row_end become zeros. The whole block takes part.
@@ -5135,42 +5232,90 @@ template <class Half>
 using ColMajorAFrag = wmma::fragment<wmma::matrix_a, frag, frag, frag, Half, wmma::col_major>;
 template <class Half>
 using RowMajorBFrag = wmma::fragment<wmma::matrix_b, frag, frag, frag, Half, wmma::row_major>;
-template <class Half>
-using ColMajorBFrag = wmma::fragment<wmma::matrix_b, frag, frag, frag, Half, wmma::col_major>;
 
-// ---- the network ----------------------------------------------------------------------------
+}  // namespace etnn::cuda::detail::fused_mlp
+
+namespace etnn::cuda::detail::fused_mlp {
 
 template <class Half, int... W>
-struct Net {
-  static constexpr int layers = static_cast<int>(sizeof...(W)) - 1;
-  static constexpr std::size_t num_params = params_before<W...>(layers);
-  using Buffers = SavedBuffers<Half, layers>;
+struct Net : Geometry<Half, W...> {
+  using Geo = Geometry<Half, W...>;
+  using Geo::layers;
+  using Geo::num_params;
+  using typename Geo::Buffers;
+  template <int l>
+  using Layer = typename Geo::template Layer<l>;
+  using Geo::tile_elems;
+  using Geo::tile_ld;
+  using Geo::weight_elems;
   using RowMajorA = RowMajorAFrag<Half>;
   using ColMajorA = ColMajorAFrag<Half>;
   using RowMajorB = RowMajorBFrag<Half>;
-  using ColMajorB = ColMajorBFrag<Half>;
 
-  template <int l>
-  struct Layer {
-    static constexpr int in = width_at<W...>(l);
-    static constexpr int out = width_at<W...>(l + 1);
-    static constexpr bool hidden = l + 1 < layers;  // ReLU, and its output is saved
-    static constexpr std::size_t weight_offset = params_before<W...>(l);
-    static constexpr std::size_t bias_offset = weight_offset + static_cast<std::size_t>(out) * in;
-    static constexpr int weight_ld = in + smem_pad;  // shared row pitch of W_l (out, in)
-  };
+  // ---- the product of every forward and chain layer ----
 
-  // Shared layout of the forward and chain kernels: a (128, max width) Half activation/gradient
-  // tile, one layer's weights, and a 16x16 fp32 scratch per warp.
-  static constexpr int tile_ld = max_width_of<W...>() + smem_pad;
-  static constexpr std::size_t tile_elems = static_cast<std::size_t>(tile_rows) * tile_ld;
-  static constexpr std::size_t weight_elems = max_weight_elems<W...>();
-  static constexpr std::size_t tile_smem_bytes =
-      (tile_elems + weight_elems) * half_bytes + static_cast<std::size_t>(warps) * frag * frag * sizeof(float);
-  static_assert(tile_elems * half_bytes % 256 == 0 && weight_elems * half_bytes % 256 == 0,
-                "shared regions must keep 256-byte alignment");
+  // Loads W_l (out, in) into shared `weights` (row-major, row pitch weight_ld), then, for the warp's
+  // 16 rows `strip` of `tile` (row pitch tile_ld) holding S (16, K) as Half:
+  //   acc[n] = (S B)[:, 16n .. 16n+15] = sum_k S[:, 16k..] (16x16) * B[16k.., 16n..] (16x16)
+  // where B (K, N) is W_l read in BLayout:
+  //   wmma::col_major: B = W_l^T (in, out), W_l row-major read as column-major: element (k, n) = W_l[n][k]
+  //   wmma::row_major: B = W_l (out, in) as it is:                              element (k, n) = W_l[k][n]
+  // Each fragment then goes through the warp's 16x16 fp32 scratch, and every lane calls
+  //   epilogue(v, strip, r, row, col)
+  // with its 8 values v = (S B)[r][col .. col+7] in fp32 (r = lane_row, col = 16n + lane_col), the
+  // strip (which the epilogue may write over: every lane has read it) and row, the batch row of
+  // strip row r. The forward layers (BLayout col_major) and the chain's (row_major) differ only in
+  // B's layout and their epilogues.
+  template <int l, class BLayout, class Epilogue>
+  __device__ static void strip_times_weights(Half* tile, Half* weights, float* scratch, const float* params, int row0,
+                                             Epilogue&& epilogue) {
+    using L = Layer<l>;
+    constexpr bool transposed = std::is_same_v<BLayout, wmma::col_major>;
+    static_assert(transposed || std::is_same_v<BLayout, wmma::row_major>);
+    constexpr int K = transposed ? L::in : L::out;
+    constexpr int N = transposed ? L::out : L::in;
+    using BFrag = wmma::fragment<wmma::matrix_b, frag, frag, frag, Half, BLayout>;
 
-  static constexpr std::size_t weight_grad_smem_bytes = max_weight_grad_smem<W...>();
+    __syncthreads();  // every warp is done with the previous weights; the tile (x, dy, a layer's output) is complete
+    load_weights<L::out, L::in>(weights, params + L::weight_offset);
+    __syncthreads();  // the weights are visible to every warp
+
+    const int warp = static_cast<int>(threadIdx.x) / 32;
+    const int lane = static_cast<int>(threadIdx.x) % 32;
+    Half* strip = tile + warp * frag * tile_ld;
+
+    AccumulatorFrag acc[N / frag];
+#pragma unroll
+    for (int n = 0; n < N / frag; ++n) wmma::fill_fragment(acc[n], 0.0f);
+#pragma unroll
+    for (int k = 0; k < K / frag; ++k) {
+      RowMajorA s;
+      wmma::load_matrix_sync(s, strip + k * frag, tile_ld);
+#pragma unroll
+      for (int n = 0; n < N / frag; ++n) {
+        BFrag b;  // B[16k.., 16n..]: W_l[16n..][16k..] read column-major, or W_l[16k..][16n..] row-major
+        const Half* b_block = transposed ? weights + n * frag * L::weight_ld + k * frag
+                                         : weights + k * frag * L::weight_ld + n * frag;
+        wmma::load_matrix_sync(b, b_block, L::weight_ld);
+        wmma::mma_sync(acc[n], s, b, acc[n]);
+      }
+    }
+    __syncwarp();  // every lane has read the strip: the epilogue may now write over it
+
+    float* warp_scratch = scratch + warp * frag * frag;
+    const int r = lane_row(lane);
+    const int row = row0 + warp * frag + r;
+#pragma unroll
+    for (int n = 0; n < N / frag; ++n) {
+      wmma::store_matrix_sync(warp_scratch, acc[n], frag, wmma::mem_row_major);
+      __syncwarp();  // the fragment is in scratch
+      const int col = n * frag + lane_col(lane);
+      float v[8];
+      read_lane_values(warp_scratch, lane, v);
+      epilogue(v, strip, r, row, col);
+      __syncwarp();  // every lane has read scratch before the next fragment is stored there
+    }
+  }
 
   // ---- forward ----
 
@@ -5182,55 +5327,22 @@ struct Net {
   __device__ static void forward_layer(Half* tile, Half* weights, float* scratch, const float* params,
                                        Half* saved_activation, float* y, int row0, int batch) {
     using L = Layer<l>;
-    __syncthreads();  // every warp is done with the previous weights; the input tile is complete
-    load_weights<L::out, L::in>(weights, params + L::weight_offset);
-    __syncthreads();  // the weights are visible to every warp
-
-    const int warp = static_cast<int>(threadIdx.x) / 32;
-    const int lane = static_cast<int>(threadIdx.x) % 32;
-    Half* strip = tile + warp * frag * tile_ld;
-
-    // acc[n] = Z[:, 16n .. 16n+15] = sum_k A[:, 16k..] (16x16) * W^T[16k.., 16n..] (16x16).
-    // W^T (in, out) is W (out, in) row-major read as column-major: element (k, n) = W[n][k].
-    AccumulatorFrag acc[L::out / frag];
-#pragma unroll
-    for (int n = 0; n < L::out / frag; ++n) wmma::fill_fragment(acc[n], 0.0f);
-#pragma unroll
-    for (int k = 0; k < L::in / frag; ++k) {
-      RowMajorA a;
-      wmma::load_matrix_sync(a, strip + k * frag, tile_ld);
-#pragma unroll
-      for (int n = 0; n < L::out / frag; ++n) {
-        ColMajorB w_t;
-        wmma::load_matrix_sync(w_t, weights + n * frag * L::weight_ld + k * frag, L::weight_ld);
-        wmma::mma_sync(acc[n], a, w_t, acc[n]);
-      }
-    }
-    __syncwarp();  // every lane has read the strip: it may now be overwritten by this layer's output
-
-    float* warp_scratch = scratch + warp * frag * frag;
-    const int r = lane_row(lane);
-    const int row = row0 + warp * frag + r;
-#pragma unroll
-    for (int n = 0; n < L::out / frag; ++n) {
-      wmma::store_matrix_sync(warp_scratch, acc[n], frag, wmma::mem_row_major);
-      __syncwarp();  // the fragment is in scratch
-      const int col = n * frag + lane_col(lane);
-      float v[8];
-      read_lane_values(warp_scratch, lane, v);
-      for (int t = 0; t < 8; ++t) v[t] += params[L::bias_offset + col + t];
-      if constexpr (L::hidden) {
-        for (int t = 0; t < 8; ++t) v[t] = v[t] > 0.0f ? v[t] : 0.0f;
-        const uint4 bits = pack8<Half>(v);
-        *reinterpret_cast<uint4*>(strip + r * tile_ld + col) = bits;
-        if (row < batch)
-          *reinterpret_cast<uint4*>(saved_activation + static_cast<std::size_t>(row) * L::out + col) = bits;
-      } else {
-        if (row < batch)
-          for (int t = 0; t < 8; ++t) y[static_cast<std::size_t>(row) * L::out + col + t] = v[t];
-      }
-      __syncwarp();  // every lane has read scratch before the next fragment is stored there
-    }
+    // acc = A W^T (K = in, N = out): W^T (in, out) is W (out, in) row-major read as column-major,
+    // element (k, n) = W[n][k].
+    strip_times_weights<l, wmma::col_major>(
+        tile, weights, scratch, params, row0, [&](float (&v)[8], Half* strip, int r, int row, int col) {
+          for (int t = 0; t < 8; ++t) v[t] += params[L::bias_offset + col + t];
+          if constexpr (L::hidden) {
+            for (int t = 0; t < 8; ++t) v[t] = v[t] > 0.0f ? v[t] : 0.0f;
+            const uint4 bits = pack8<Half>(v);
+            *reinterpret_cast<uint4*>(strip + r * tile_ld + col) = bits;
+            if (row < batch)
+              *reinterpret_cast<uint4*>(saved_activation + static_cast<std::size_t>(row) * L::out + col) = bits;
+          } else {
+            if (row < batch)
+              for (int t = 0; t < 8; ++t) y[static_cast<std::size_t>(row) * L::out + col + t] = v[t];
+          }
+        });
   }
 
   template <int l>
@@ -5261,51 +5373,19 @@ struct Net {
                                         const Half* saved_activation, Half* dz_prev, int row0, int batch) {
     static_assert(l >= 1, "layer 0 has no dZ below it");
     using L = Layer<l>;
-    __syncthreads();  // every warp is done with the previous weights; the dy tile is complete
-    load_weights<L::out, L::in>(weights, params + L::weight_offset);
-    __syncthreads();  // the weights are visible to every warp
-
-    const int warp = static_cast<int>(threadIdx.x) / 32;
-    const int lane = static_cast<int>(threadIdx.x) % 32;
-    Half* strip = tile + warp * frag * tile_ld;
-
-    // acc[n] = dA[:, 16n..] = sum_k dZ[:, 16k..] (16x16) * W[16k.., 16n..] (16x16), W row-major.
-    AccumulatorFrag acc[L::in / frag];
-#pragma unroll
-    for (int n = 0; n < L::in / frag; ++n) wmma::fill_fragment(acc[n], 0.0f);
-#pragma unroll
-    for (int k = 0; k < L::out / frag; ++k) {
-      RowMajorA dz;
-      wmma::load_matrix_sync(dz, strip + k * frag, tile_ld);
-#pragma unroll
-      for (int n = 0; n < L::in / frag; ++n) {
-        RowMajorB w;
-        wmma::load_matrix_sync(w, weights + k * frag * L::weight_ld + n * frag, L::weight_ld);
-        wmma::mma_sync(acc[n], dz, w, acc[n]);
-      }
-    }
-    __syncwarp();  // every lane has read the strip: it may now be overwritten by dZ_{l-1}
-
-    float* warp_scratch = scratch + warp * frag * frag;
-    const int r = lane_row(lane);
-    const int row = row0 + warp * frag + r;
-#pragma unroll
-    for (int n = 0; n < L::in / frag; ++n) {
-      wmma::store_matrix_sync(warp_scratch, acc[n], frag, wmma::mem_row_major);
-      __syncwarp();  // the fragment is in scratch
-      const int col = n * frag + lane_col(lane);
-      float v[8];
-      read_lane_values(warp_scratch, lane, v);
-      float a[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};  // rows past the batch: gradient 0
-      if (row < batch)
-        unpack8<Half>(*reinterpret_cast<const uint4*>(saved_activation + static_cast<std::size_t>(row) * L::in + col),
-                      a);
-      for (int t = 0; t < 8; ++t) v[t] = a[t] > 0.0f ? v[t] : 0.0f;
-      const uint4 bits = pack8<Half>(v);
-      *reinterpret_cast<uint4*>(strip + r * tile_ld + col) = bits;
-      if (row < batch) *reinterpret_cast<uint4*>(dz_prev + static_cast<std::size_t>(row) * L::in + col) = bits;
-      __syncwarp();  // every lane has read scratch before the next fragment is stored there
-    }
+    // acc = dA_l = dZ_l W_l (K = out, N = in): W_l (out, in) row-major read as it is,
+    // element (k, n) = W_l[k][n].
+    strip_times_weights<l, wmma::row_major>(
+        tile, weights, scratch, params, row0, [&](float (&v)[8], Half* strip, int r, int row, int col) {
+          float a[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};  // rows past the batch: gradient 0
+          if (row < batch)
+            unpack8<Half>(
+                *reinterpret_cast<const uint4*>(saved_activation + static_cast<std::size_t>(row) * L::in + col), a);
+          for (int t = 0; t < 8; ++t) v[t] = a[t] > 0.0f ? v[t] : 0.0f;
+          const uint4 bits = pack8<Half>(v);
+          *reinterpret_cast<uint4*>(strip + r * tile_ld + col) = bits;
+          if (row < batch) *reinterpret_cast<uint4*>(dz_prev + static_cast<std::size_t>(row) * L::in + col) = bits;
+        });
   }
 
   template <int l>
@@ -5425,17 +5505,19 @@ struct Net {
   }
 };
 
-// ---- kernels --------------------------------------------------------------------------------
+}  // namespace etnn::cuda::detail::fused_mlp
+
+namespace etnn::cuda::detail::fused_mlp {
+
 // bf16 WMMA needs sm_80 (fp16 WMMA sm_70, but one gate serves both formats, and etnn builds for
 // sm_80 and sm_90); for older targets the bodies compile to a trap (the launchers refuse
 // devices below compute capability 8.0 before launching).
-
-template <class N>
-__global__ void __launch_bounds__(threads)
-    fused_mlp_forward_kernel(const float* params, const float* x, float* y, typename N::Buffers saved, int batch) {
+// The body of the three tile kernels: body(the block's dynamic shared memory), behind that gate.
+template <class Body>
+__device__ __forceinline__ void with_shared_memory_on_sm80(Body&& body) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
   extern __shared__ __align__(128) unsigned char fused_mlp_smem[];
-  N::forward_tile(fused_mlp_smem, params, x, y, saved, batch);
+  body(fused_mlp_smem);
 #else
   __trap();
 #endif
@@ -5443,25 +5525,23 @@ __global__ void __launch_bounds__(threads)
 
 template <class N>
 __global__ void __launch_bounds__(threads)
+    fused_mlp_forward_kernel(const float* params, const float* x, float* y, typename N::Buffers saved, int batch) {
+  with_shared_memory_on_sm80([&](unsigned char* smem) { N::forward_tile(smem, params, x, y, saved, batch); });
+}
+
+template <class N>
+__global__ void __launch_bounds__(threads)
     fused_mlp_chain_kernel(const float* params, const float* dy, typename N::Buffers saved, int batch) {
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
-  extern __shared__ __align__(128) unsigned char fused_mlp_smem[];
-  N::chain_tile(fused_mlp_smem, params, dy, saved, batch);
-#else
-  __trap();
-#endif
+  with_shared_memory_on_sm80([&](unsigned char* smem) { N::chain_tile(smem, params, dy, saved, batch); });
 }
 
 // Grid (chunks, layers).
 template <class N>
 __global__ void __launch_bounds__(threads)
     fused_mlp_weight_grad_kernel(const float* x, const float* dy, typename N::Buffers saved, int batch) {
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
-  extern __shared__ __align__(128) unsigned char fused_mlp_smem[];
-  N::template weight_grad_dispatch<0>(static_cast<int>(blockIdx.y), fused_mlp_smem, x, dy, saved, batch);
-#else
-  __trap();
-#endif
+  with_shared_memory_on_sm80([&](unsigned char* smem) {
+    N::template weight_grad_dispatch<0>(static_cast<int>(blockIdx.y), smem, x, dy, saved, batch);
+  });
 }
 
 // grads[p] += sum over c in 0..chunks-1 of partial[c * num_params + p], in that order.
@@ -5476,7 +5556,19 @@ __global__ void __launch_bounds__(threads) fused_mlp_reduce_kernel(float* grads,
   }
 }
 
-}  // namespace fused_mlp_detail
+}  // namespace etnn::cuda::detail::fused_mlp
+
+namespace etnn::cuda {
+
+namespace detail::fused_mlp {
+
+// Lets `kernel` use `bytes` of dynamic shared memory (above the default 48 KiB).
+template <class Kernel>
+void allow_dynamic_smem(Kernel* kernel, std::size_t bytes) {
+  ETNN_CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+}
+
+}  // namespace detail::fused_mlp
 
 // Half: __nv_bfloat16 or __half.
 template <class Half, int... Widths>
@@ -5486,7 +5578,7 @@ struct FusedMlp {
   static_assert(fused_mlp_widths_ok<Widths...>, "ETNN_FUSED_MLP_WIDTH: every width must be 16, 32, 64 or 128");
 
  private:
-  using Net = fused_mlp_detail::Net<Half, Widths...>;
+  using Net = detail::fused_mlp::Net<Half, Widths...>;
   using Buffers = typename Net::Buffers;
 
  public:
@@ -5497,7 +5589,7 @@ struct FusedMlp {
   // backward), then backward's scratch: dZ_0..dZ_{L-2} (Half) and the per-chunk partial gradients.
   static std::size_t saved_bytes(int batch) {
     check_batch(batch);
-    return layout(batch, nullptr).bytes;
+    return Net::saved_layout(batch, nullptr).bytes;
   }
 
   // Training forward: x (batch, in) fp32 row-major -> y (batch, out) fp32 row-major; keeps the
@@ -5506,10 +5598,10 @@ struct FusedMlp {
     check_batch(batch);
     if (batch == 0) return;
     check_device_and_saved(saved);
-    const Buffers buffers = layout(batch, saved).buffers;
-    constexpr auto kernel = fused_mlp_detail::fused_mlp_forward_kernel<Net>;
-    fused_mlp_detail::allow_dynamic_smem(kernel, Net::tile_smem_bytes);
-    kernel<<<fused_mlp_detail::ceil_div(batch, fused_mlp_detail::tile_rows), fused_mlp_detail::threads,
+    const Buffers buffers = Net::saved_layout(batch, saved).buffers;
+    constexpr auto kernel = detail::fused_mlp::fused_mlp_forward_kernel<Net>;
+    detail::fused_mlp::allow_dynamic_smem(kernel, Net::tile_smem_bytes);
+    kernel<<<detail::fused_mlp::ceil_div(batch, detail::fused_mlp::tile_rows), detail::fused_mlp::threads,
              Net::tile_smem_bytes, stream>>>(params, x, y, buffers, batch);
     check_launch("fused_mlp_forward_kernel");
   }
@@ -5522,67 +5614,37 @@ struct FusedMlp {
     check_batch(batch);
     if (batch == 0) return;
     check_device_and_saved(saved);
-    const Buffers buffers = layout(batch, saved).buffers;
+    const Buffers buffers = Net::saved_layout(batch, saved).buffers;
     if constexpr (layers >= 2) {
-      constexpr auto kernel = fused_mlp_detail::fused_mlp_chain_kernel<Net>;
-      fused_mlp_detail::allow_dynamic_smem(kernel, Net::tile_smem_bytes);
-      kernel<<<fused_mlp_detail::ceil_div(batch, fused_mlp_detail::tile_rows), fused_mlp_detail::threads,
+      constexpr auto kernel = detail::fused_mlp::fused_mlp_chain_kernel<Net>;
+      detail::fused_mlp::allow_dynamic_smem(kernel, Net::tile_smem_bytes);
+      kernel<<<detail::fused_mlp::ceil_div(batch, detail::fused_mlp::tile_rows), detail::fused_mlp::threads,
                Net::tile_smem_bytes, stream>>>(params, dy, buffers, batch);
       check_launch("fused_mlp_chain_kernel");
     }
     {
-      constexpr auto kernel = fused_mlp_detail::fused_mlp_weight_grad_kernel<Net>;
-      fused_mlp_detail::allow_dynamic_smem(kernel, Net::weight_grad_smem_bytes);
+      constexpr auto kernel = detail::fused_mlp::fused_mlp_weight_grad_kernel<Net>;
+      detail::fused_mlp::allow_dynamic_smem(kernel, Net::weight_grad_smem_bytes);
       const dim3 grid(static_cast<unsigned>(buffers.chunks), static_cast<unsigned>(layers));
-      kernel<<<grid, fused_mlp_detail::threads, Net::weight_grad_smem_bytes, stream>>>(x, dy, buffers, batch);
+      kernel<<<grid, detail::fused_mlp::threads, Net::weight_grad_smem_bytes, stream>>>(x, dy, buffers, batch);
       check_launch("fused_mlp_weight_grad_kernel");
     }
     {
-      constexpr int blocks = static_cast<int>((num_params + fused_mlp_detail::threads - 1) / fused_mlp_detail::threads);
-      fused_mlp_detail::fused_mlp_reduce_kernel<Net>
-          <<<blocks, fused_mlp_detail::threads, 0, stream>>>(grads, buffers.partial, buffers.chunks);
+      constexpr int blocks =
+          static_cast<int>((num_params + detail::fused_mlp::threads - 1) / detail::fused_mlp::threads);
+      detail::fused_mlp::fused_mlp_reduce_kernel<Net>
+          <<<blocks, detail::fused_mlp::threads, 0, stream>>>(grads, buffers.partial, buffers.chunks);
       check_launch("fused_mlp_reduce_kernel");
     }
   }
 
  private:
-  struct Layout {
-    std::size_t bytes;
-    Buffers buffers;  // null pointers when laid out without a base
-  };
-
-  // Regions in order, each starting on a region_align boundary:
-  //   A_h (batch, w_h) Half for 1 <= h < L;  dZ_l (batch, w_{l+1}) Half for 0 <= l < L-1;
-  //   partial (chunks, num_params) fp32.
-  static Layout layout(int batch, void* base) {
-    constexpr int widths[] = {Widths...};
-    unsigned char* bytes = static_cast<unsigned char*>(base);
-    std::size_t offset = 0;
-    auto take = [&](std::size_t size) -> unsigned char* {
-      unsigned char* at = bytes == nullptr ? nullptr : bytes + offset;
-      offset = fused_mlp_detail::round_up(offset + size, fused_mlp_detail::region_align);
-      return at;
-    };
-    const std::size_t rows = static_cast<std::size_t>(batch);
-    Buffers buffers{};
-    for (int h = 1; h < layers; ++h)
-      buffers.activation[h] = reinterpret_cast<Half*>(take(rows * widths[h] * sizeof(Half)));
-    for (int l = 0; l + 1 < layers; ++l)
-      buffers.dz[l] = reinterpret_cast<Half*>(take(rows * widths[l + 1] * sizeof(Half)));
-    const fused_mlp_detail::ChunkPlan plan = fused_mlp_detail::plan_chunks(batch < 1 ? 1 : batch);
-    buffers.chunks = plan.chunks;
-    buffers.chunk_rows = plan.chunk_rows;
-    buffers.partial =
-        reinterpret_cast<float*>(take(static_cast<std::size_t>(plan.chunks) * num_params * sizeof(float)));
-    return {offset, buffers};
-  }
-
   static void check_batch(int batch) {
     if (batch < 0) throw Error("etnn fused_mlp: negative batch " + std::to_string(batch));
   }
 
   static void check_device_and_saved(const void* saved) {
-    if (saved == nullptr || reinterpret_cast<std::uintptr_t>(saved) % fused_mlp_detail::region_align != 0)
+    if (saved == nullptr || reinterpret_cast<std::uintptr_t>(saved) % detail::fused_mlp::region_align != 0)
       throw Error("etnn fused_mlp: `saved` must be a 256-byte aligned device buffer of saved_bytes(batch)");
     int device = 0;
     int major = 0;
@@ -5594,6 +5656,71 @@ struct FusedMlp {
 };
 
 }  // namespace etnn::cuda
+// ---- etnn/cuda/fused_mlp/padding.hpp ----
+// Private to cuda/fused_mlp.hpp: the copies around a fused MLP run at padded widths
+// (nn/fused_mlp_program.hpp): the parameters into the padded layout, the true parameters'
+// gradients out of it, and the columns of a row-major matrix padded with zeros or dropped. One
+// thread per element written, on the stream given.
+//
+// The layouts come from the caller, so that this file needs nothing of nn/:
+//   Padding (nn::detail::PaddedMlp): std::size_t constants num_params and padded_params, and the
+//     ETNN_HD index maps padded_index(i) (true -> padded) and true_index(j) (padded -> true, or
+//     num_params where j is padding);
+//   ColumnCopy: ETNN_HD static float element(const float* from, int from_cols, int to_cols,
+//     std::size_t index), element `index` of the (rows, to_cols) copy of a (rows, from_cols) matrix
+//     (nn::detail::column_copy_element).
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+
+namespace etnn::cuda::detail {
+
+template <class Padding>
+__global__ void pad_parameters_kernel(const float* params, float* padded) {
+  const std::size_t j = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (j >= Padding::padded_params) return;
+  const std::size_t i = Padding::true_index(j);
+  padded[j] = i < Padding::num_params ? params[i] : 0.0f;
+}
+template <class Padding>
+__global__ void add_true_gradients_kernel(const float* padded_grads, float* grads) {
+  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < Padding::num_params) grads[i] += padded_grads[Padding::padded_index(i)];
+}
+template <class ColumnCopy>
+__global__ void copy_columns_kernel(const float* from, int from_cols, float* to, int to_cols, std::size_t n) {
+  const std::size_t index = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (index < n) to[index] = ColumnCopy::element(from, from_cols, to_cols, index);
+}
+
+// padded (Padding::padded_params) = params (Padding::num_params) in the padded layout, zeros
+// where it is padding.
+template <class Padding>
+void pad_parameters(const float* params, float* padded, cudaStream_t stream) {
+  constexpr std::size_t n = Padding::padded_params;
+  pad_parameters_kernel<Padding><<<grid_blocks(n), 256, 0, stream>>>(params, padded);
+  check_launch("etnn fused MLP pad_parameters_kernel");
+}
+
+// grads (Padding::num_params) += the true parameters' entries of padded_grads (padded layout).
+template <class Padding>
+void add_true_gradients(const float* padded_grads, float* grads, cudaStream_t stream) {
+  constexpr std::size_t n = Padding::num_params;
+  add_true_gradients_kernel<Padding><<<grid_blocks(n), 256, 0, stream>>>(padded_grads, grads);
+  check_launch("etnn fused MLP add_true_gradients_kernel");
+}
+
+// (rows, from_cols) -> (rows, to_cols), columns padded with zeros or dropped.
+template <class ColumnCopy>
+void copy_columns(const float* from, int from_cols, float* to, int to_cols, int rows, cudaStream_t stream) {
+  const std::size_t n = std::size_t(rows) * std::size_t(to_cols);
+  if (n == 0) return;
+  copy_columns_kernel<ColumnCopy><<<grid_blocks(n), 256, 0, stream>>>(from, from_cols, to, to_cols, n);
+  check_launch("etnn fused MLP copy_columns_kernel");
+}
+
+}  // namespace etnn::cuda::detail
 // ---- etnn/nn/fused_mlp_padding.hpp ----
 // Padding a narrow MLP to the fully fused kernels' widths (16, 32, 64 or 128), so that any chain of
 // linear layers with ReLU between them and every width at most 128 runs fused: an input of 20
@@ -5609,7 +5736,7 @@ struct FusedMlp {
 //   - a padded output is 0 and, given a zero gradient (dy padded with zeros), sends nothing back.
 // Its true parameters' gradients are therefore the true network's, and its padding's are zero.
 // The maps below are between true and padded parameter indices; they run on the host (tests) and
-// on the device (nn/fused_mlp_program.hpp's copy kernels).
+// on the device (the copy kernels of cuda/fused_mlp/padding.hpp, given them by nn/fused_mlp_program.hpp).
 #include <cstddef>
 
 
@@ -5723,31 +5850,12 @@ consteval bool fusable_mlp() {
   return PaddedMlp<FusedLayer<First>::in, FusedLayer<Ls>::out...>::fits;
 }
 
-// The copies around padded kernels, one thread per element written.
-template <class Padding>
-__global__ void pad_parameters_kernel(const float* params, float* padded) {
-  const std::size_t j = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (j >= Padding::padded_params) return;
-  const std::size_t i = Padding::true_index(j);
-  padded[j] = i < Padding::num_params ? params[i] : 0.0f;
-}
-template <class Padding>
-__global__ void add_true_gradients_kernel(const float* padded_grads, float* grads) {
-  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < Padding::num_params) grads[i] += padded_grads[Padding::padded_index(i)];
-}
-__global__ inline void copy_columns_kernel(const float* from, int from_cols, float* to, int to_cols, std::size_t n) {
-  const std::size_t index = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (index < n) to[index] = column_copy_element(from, from_cols, to_cols, index);
-}
-
-// (rows, from_cols) -> (rows, to_cols) on etnn's stream, columns padded with zeros or dropped.
-inline void copy_columns(const float* from, int from_cols, float* to, int to_cols, int rows) {
-  const std::size_t n = std::size_t(rows) * std::size_t(to_cols);
-  if (n == 0) return;
-  copy_columns_kernel<<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(from, from_cols, to, to_cols, n);
-  cuda::check_launch("etnn fused MLP copy_columns_kernel");
-}
+// column_copy_element as the padded copies' element map (cuda/fused_mlp/padding.hpp).
+struct ColumnCopy {
+  ETNN_HD static float element(const float* from, int from_cols, int to_cols, std::size_t index) {
+    return column_copy_element(from, from_cols, to_cols, index);
+  }
+};
 
 // The kernels' 16-bit operand type of a mixed-precision scalar type.
 template <class Scalar>
@@ -5844,12 +5952,10 @@ struct FusedMlpProgram<TypeList<Ls...>, Half> : Program<TypeList<Ls...>> {
     const float* dy = output_gradient(workspace, capacity);
     if constexpr (padding::needed) {
       // forward left the padded parameters and input in the scratch.
-      copy_columns(dy, static_cast<int>(out_width), r.dy, padded_out, batch);
+      cuda::detail::copy_columns<ColumnCopy>(dy, static_cast<int>(out_width), r.dy, padded_out, batch, cuda::stream());
       ETNN_CHECK_CUDA(cudaMemsetAsync(r.grads, 0, padding::padded_params * sizeof(float), cuda::stream()));
       kernels::backward(r.params, r.grads, r.x, r.saved, r.dy, batch, cuda::stream());
-      constexpr std::size_t n = padding::num_params;
-      add_true_gradients_kernel<padding><<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(r.grads, grads);
-      cuda::check_launch("etnn fused MLP add_true_gradients_kernel");
+      cuda::detail::add_true_gradients<padding>(r.grads, grads, cuda::stream());
     } else {
       kernels::backward(run.params, grads, act.front(), r.saved, dy, batch, cuda::stream());
     }
@@ -5866,12 +5972,10 @@ struct FusedMlpProgram<TypeList<Ls...>, Half> : Program<TypeList<Ls...>> {
   static void fused_forward(const Run<float>& run, const float* x, float* y, int batch) {
     const Regions r = regions(run.scratch, batch);
     if constexpr (padding::needed) {
-      constexpr std::size_t n = padding::padded_params;
-      pad_parameters_kernel<padding><<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(run.params, r.params);
-      cuda::check_launch("etnn fused MLP pad_parameters_kernel");
-      copy_columns(x, in_width, r.x, padded_in, batch);
+      cuda::detail::pad_parameters<padding>(run.params, r.params, cuda::stream());
+      cuda::detail::copy_columns<ColumnCopy>(x, in_width, r.x, padded_in, batch, cuda::stream());
       kernels::forward(r.params, r.x, r.y, r.saved, batch, cuda::stream());
-      copy_columns(r.y, padded_out, y, static_cast<int>(out_width), batch);
+      cuda::detail::copy_columns<ColumnCopy>(r.y, padded_out, y, static_cast<int>(out_width), batch, cuda::stream());
     } else {
       kernels::forward(run.params, x, y, r.saved, batch, cuda::stream());
     }

@@ -356,7 +356,7 @@ void time_case(int batch) {
 
 // Host-side check of the row-chunk plan of the weight-gradient split.
 bool chunk_plan_ok() {
-  namespace d = etnn::cuda::fused_mlp_detail;
+  namespace d = etnn::cuda::detail::fused_mlp;
   for (int batch = 1; batch <= (1 << 19); batch = batch < 4096 ? batch + 1 : batch + 997) {
     const d::ChunkPlan plan = d::plan_chunks(batch);
     const bool ok = plan.chunks >= 1 && plan.chunks <= d::max_chunks && plan.chunk_rows % d::tile_rows == 0 &&

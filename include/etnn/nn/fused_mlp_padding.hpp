@@ -13,7 +13,7 @@
 //   - a padded output is 0 and, given a zero gradient (dy padded with zeros), sends nothing back.
 // Its true parameters' gradients are therefore the true network's, and its padding's are zero.
 // The maps below are between true and padded parameter indices; they run on the host (tests) and
-// on the device (nn/fused_mlp_program.hpp's copy kernels).
+// on the device (the copy kernels of cuda/fused_mlp/padding.hpp, given them by nn/fused_mlp_program.hpp).
 #include <cstddef>
 
 #include "../core/config.hpp"

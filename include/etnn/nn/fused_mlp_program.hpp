@@ -15,6 +15,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include "../core/config.hpp"
 #include "../core/device.hpp"
 #include "../core/precision.hpp"
 
@@ -60,31 +61,12 @@ consteval bool fusable_mlp() {
   return PaddedMlp<FusedLayer<First>::in, FusedLayer<Ls>::out...>::fits;
 }
 
-// The copies around padded kernels, one thread per element written.
-template <class Padding>
-__global__ void pad_parameters_kernel(const float* params, float* padded) {
-  const std::size_t j = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (j >= Padding::padded_params) return;
-  const std::size_t i = Padding::true_index(j);
-  padded[j] = i < Padding::num_params ? params[i] : 0.0f;
-}
-template <class Padding>
-__global__ void add_true_gradients_kernel(const float* padded_grads, float* grads) {
-  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < Padding::num_params) grads[i] += padded_grads[Padding::padded_index(i)];
-}
-__global__ inline void copy_columns_kernel(const float* from, int from_cols, float* to, int to_cols, std::size_t n) {
-  const std::size_t index = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (index < n) to[index] = column_copy_element(from, from_cols, to_cols, index);
-}
-
-// (rows, from_cols) -> (rows, to_cols) on etnn's stream, columns padded with zeros or dropped.
-inline void copy_columns(const float* from, int from_cols, float* to, int to_cols, int rows) {
-  const std::size_t n = std::size_t(rows) * std::size_t(to_cols);
-  if (n == 0) return;
-  copy_columns_kernel<<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(from, from_cols, to, to_cols, n);
-  cuda::check_launch("etnn fused MLP copy_columns_kernel");
-}
+// column_copy_element as the padded copies' element map (cuda/fused_mlp/padding.hpp).
+struct ColumnCopy {
+  ETNN_HD static float element(const float* from, int from_cols, int to_cols, std::size_t index) {
+    return column_copy_element(from, from_cols, to_cols, index);
+  }
+};
 
 // The kernels' 16-bit operand type of a mixed-precision scalar type.
 template <class Scalar>
@@ -181,12 +163,10 @@ struct FusedMlpProgram<TypeList<Ls...>, Half> : Program<TypeList<Ls...>> {
     const float* dy = output_gradient(workspace, capacity);
     if constexpr (padding::needed) {
       // forward left the padded parameters and input in the scratch.
-      copy_columns(dy, static_cast<int>(out_width), r.dy, padded_out, batch);
+      cuda::detail::copy_columns<ColumnCopy>(dy, static_cast<int>(out_width), r.dy, padded_out, batch, cuda::stream());
       ETNN_CHECK_CUDA(cudaMemsetAsync(r.grads, 0, padding::padded_params * sizeof(float), cuda::stream()));
       kernels::backward(r.params, r.grads, r.x, r.saved, r.dy, batch, cuda::stream());
-      constexpr std::size_t n = padding::num_params;
-      add_true_gradients_kernel<padding><<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(r.grads, grads);
-      cuda::check_launch("etnn fused MLP add_true_gradients_kernel");
+      cuda::detail::add_true_gradients<padding>(r.grads, grads, cuda::stream());
     } else {
       kernels::backward(run.params, grads, act.front(), r.saved, dy, batch, cuda::stream());
     }
@@ -203,12 +183,10 @@ struct FusedMlpProgram<TypeList<Ls...>, Half> : Program<TypeList<Ls...>> {
   static void fused_forward(const Run<float>& run, const float* x, float* y, int batch) {
     const Regions r = regions(run.scratch, batch);
     if constexpr (padding::needed) {
-      constexpr std::size_t n = padding::padded_params;
-      pad_parameters_kernel<padding><<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(run.params, r.params);
-      cuda::check_launch("etnn fused MLP pad_parameters_kernel");
-      copy_columns(x, in_width, r.x, padded_in, batch);
+      cuda::detail::pad_parameters<padding>(run.params, r.params, cuda::stream());
+      cuda::detail::copy_columns<ColumnCopy>(x, in_width, r.x, padded_in, batch, cuda::stream());
       kernels::forward(r.params, r.x, r.y, r.saved, batch, cuda::stream());
-      copy_columns(r.y, padded_out, y, static_cast<int>(out_width), batch);
+      cuda::detail::copy_columns<ColumnCopy>(r.y, padded_out, y, static_cast<int>(out_width), batch, cuda::stream());
     } else {
       kernels::forward(run.params, x, y, r.saved, batch, cuda::stream());
     }

@@ -1,0 +1,114 @@
+#pragma once
+// Private to cuda/fused_mlp.hpp: the fused MLP's host driver: FusedMlp<Half, Widths...>, its checks
+// and its kernel launches.
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "../../core/error.hpp"
+#include "../runtime.hpp"
+#include "geometry.hpp"
+#include "kernels.hpp"
+#include "net.hpp"
+
+namespace etnn::cuda {
+
+namespace detail::fused_mlp {
+
+// Lets `kernel` use `bytes` of dynamic shared memory (above the default 48 KiB).
+template <class Kernel>
+void allow_dynamic_smem(Kernel* kernel, std::size_t bytes) {
+  ETNN_CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+}
+
+}  // namespace detail::fused_mlp
+
+// Half: __nv_bfloat16 or __half.
+template <class Half, int... Widths>
+struct FusedMlp {
+  static_assert(std::is_same_v<Half, __nv_bfloat16> || std::is_same_v<Half, __half>);
+  static_assert(sizeof...(Widths) >= 2, "ETNN_FUSED_MLP_WIDTH: a fused MLP needs an input and an output width");
+  static_assert(fused_mlp_widths_ok<Widths...>, "ETNN_FUSED_MLP_WIDTH: every width must be 16, 32, 64 or 128");
+
+ private:
+  using Net = detail::fused_mlp::Net<Half, Widths...>;
+  using Buffers = typename Net::Buffers;
+
+ public:
+  static constexpr int layers = Net::layers;
+  static constexpr std::size_t num_params = Net::num_params;
+
+  // Bytes of `saved` at this batch: hidden activations A_1..A_{L-1} (Half, kept from forward to
+  // backward), then backward's scratch: dZ_0..dZ_{L-2} (Half) and the per-chunk partial gradients.
+  static std::size_t saved_bytes(int batch) {
+    check_batch(batch);
+    return Net::saved_layout(batch, nullptr).bytes;
+  }
+
+  // Training forward: x (batch, in) fp32 row-major -> y (batch, out) fp32 row-major; keeps the
+  // hidden activations in `saved` (saved_bytes(batch) bytes, 256-byte aligned). One launch.
+  static void forward(const float* params, const float* x, float* y, void* saved, int batch, cudaStream_t stream) {
+    check_batch(batch);
+    if (batch == 0) return;
+    check_device_and_saved(saved);
+    const Buffers buffers = Net::saved_layout(batch, saved).buffers;
+    constexpr auto kernel = detail::fused_mlp::fused_mlp_forward_kernel<Net>;
+    detail::fused_mlp::allow_dynamic_smem(kernel, Net::tile_smem_bytes);
+    kernel<<<detail::fused_mlp::ceil_div(batch, detail::fused_mlp::tile_rows), detail::fused_mlp::threads,
+             Net::tile_smem_bytes, stream>>>(params, x, y, buffers, batch);
+    check_launch("fused_mlp_forward_kernel");
+  }
+
+  // Backward after forward(params, x, ., saved, batch): dy (batch, out) fp32 = dL/dy.
+  // ACCUMULATES (+=) dL/dparams into grads (params' layout). dL/dx is not computed. `saved`'s
+  // scratch part is overwritten (its activations are not). Three launches (two when L = 1).
+  static void backward(const float* params, float* grads, const float* x, void* saved, const float* dy, int batch,
+                       cudaStream_t stream) {
+    check_batch(batch);
+    if (batch == 0) return;
+    check_device_and_saved(saved);
+    const Buffers buffers = Net::saved_layout(batch, saved).buffers;
+    if constexpr (layers >= 2) {
+      constexpr auto kernel = detail::fused_mlp::fused_mlp_chain_kernel<Net>;
+      detail::fused_mlp::allow_dynamic_smem(kernel, Net::tile_smem_bytes);
+      kernel<<<detail::fused_mlp::ceil_div(batch, detail::fused_mlp::tile_rows), detail::fused_mlp::threads,
+               Net::tile_smem_bytes, stream>>>(params, dy, buffers, batch);
+      check_launch("fused_mlp_chain_kernel");
+    }
+    {
+      constexpr auto kernel = detail::fused_mlp::fused_mlp_weight_grad_kernel<Net>;
+      detail::fused_mlp::allow_dynamic_smem(kernel, Net::weight_grad_smem_bytes);
+      const dim3 grid(static_cast<unsigned>(buffers.chunks), static_cast<unsigned>(layers));
+      kernel<<<grid, detail::fused_mlp::threads, Net::weight_grad_smem_bytes, stream>>>(x, dy, buffers, batch);
+      check_launch("fused_mlp_weight_grad_kernel");
+    }
+    {
+      constexpr int blocks =
+          static_cast<int>((num_params + detail::fused_mlp::threads - 1) / detail::fused_mlp::threads);
+      detail::fused_mlp::fused_mlp_reduce_kernel<Net>
+          <<<blocks, detail::fused_mlp::threads, 0, stream>>>(grads, buffers.partial, buffers.chunks);
+      check_launch("fused_mlp_reduce_kernel");
+    }
+  }
+
+ private:
+  static void check_batch(int batch) {
+    if (batch < 0) throw Error("etnn fused_mlp: negative batch " + std::to_string(batch));
+  }
+
+  static void check_device_and_saved(const void* saved) {
+    if (saved == nullptr || reinterpret_cast<std::uintptr_t>(saved) % detail::fused_mlp::region_align != 0)
+      throw Error("etnn fused_mlp: `saved` must be a 256-byte aligned device buffer of saved_bytes(batch)");
+    int device = 0;
+    int major = 0;
+    ETNN_CHECK_CUDA(cudaGetDevice(&device));
+    ETNN_CHECK_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    if (major < 8)
+      throw DeviceError("etnn fused_mlp: its 16-bit tensor-core kernels need compute capability 8.0 or newer");
+  }
+};
+
+}  // namespace etnn::cuda

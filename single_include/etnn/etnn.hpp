@@ -2019,9 +2019,9 @@ void for_each_index(Cuda, std::size_t n, std::size_t, const F& f) {
 
 }  // namespace etnn
 // ---- etnn/cuda/reduce.hpp ----
-// Reductions the optimizer and the non-finite guard need, on the device. Results are the same
-// whatever the launch: sums go through a fixed number of block partials added on the host in
-// order, and index searches take a maximum or minimum.
+// Reductions the optimizer needs, on the device, and the memory device reductions leave their
+// results in. Results are the same whatever the launch: sums go through a fixed number of block
+// partials added on the host in order, and index searches take a maximum or minimum.
 #include <cmath>
 #include <cstddef>
 
@@ -2071,23 +2071,8 @@ __global__ void sum_of_squares_kernel(const T* x, std::size_t n, double* partial
   store_block_sum(sum, partial);
 }
 
-// found = max over non-finite x[i], i in [begin, end), of i + 1 (found starts at 0), or the
-// minimum of i (found starts at end) when `first`.
-template <class T>
-__global__ void non_finite_index_kernel(const T* x, std::size_t begin, std::size_t end, bool first,
-                                        unsigned long long* found) {
-  for (std::size_t i = begin + blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < end;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    if (!isfinite(x[i])) {
-      if (first)
-        atomicMin(found, static_cast<unsigned long long>(i));
-      else
-        atomicMax(found, static_cast<unsigned long long>(i + 1));
-    }
-  }
-}
-
-// Device memory for the partial results above, allocated once per process.
+// Device memory for the partial sums above and for the result of an index search (the non-finite
+// scan, cuda/non_finite.hpp; a loss's domain check), allocated once per process.
 inline double* reduction_partials() {
   static Buffer<double, Cuda> partials(reduction_blocks);
   return partials.data();
@@ -2095,17 +2080,6 @@ inline double* reduction_partials() {
 inline unsigned long long* reduction_index() {
   static Buffer<unsigned long long, Cuda> index(1);
   return index.data();
-}
-
-inline std::size_t search_non_finite(auto* x, std::size_t begin, std::size_t end, bool first) {
-  if (begin >= end) return first ? end : 0;
-  unsigned long long found = first ? end : 0;
-  unsigned long long* on_device = reduction_index();
-  ETNN_CHECK_CUDA(cudaMemcpyAsync(on_device, &found, sizeof found, cudaMemcpyHostToDevice, stream()));
-  non_finite_index_kernel<<<grid_blocks(end - begin), 256, 0, stream()>>>(x, begin, end, first, on_device);
-  check_launch("etnn::optim non_finite_index");
-  copy_to_host(Cuda{}, &found, on_device, 1);
-  return static_cast<std::size_t>(found);
 }
 
 }  // namespace cuda::detail
@@ -2121,19 +2095,6 @@ double sum_of_squares(Cuda, const T* x, std::size_t n) {
                                         cuda::stream()>>>(x, n, partial);
   cuda::check_launch("etnn::optim sum_of_squares");
   return cuda::detail::sum_of_partials(partial);
-}
-
-// The last i < n with x[i] NaN or infinite; n when there is none.
-template <class T>
-std::size_t last_non_finite(Cuda, const T* x, std::size_t n) {
-  const std::size_t last_plus_one = cuda::detail::search_non_finite(x, 0, n, false);
-  return last_plus_one == 0 ? n : last_plus_one - 1;
-}
-
-// The first i in [begin, end) with x[i] NaN or infinite; end when there is none.
-template <class T>
-std::size_t first_non_finite(Cuda, const T* x, std::size_t begin, std::size_t end) {
-  return cuda::detail::search_non_finite(x, begin, end, true);
 }
 
 }  // namespace optim::detail
@@ -10753,6 +10714,152 @@ class ProgressBar {
 // max_non_finite_in_a_row such steps in a row the step throws etnn::NonFiniteError.
 // An etnn::fp16 model's loss is scaled (dynamic loss scaling, TrainerOptions::loss_scaling).
 
+// ---- etnn/backend/non_finite.hpp ----
+// Where a buffer holds a NaN or an infinity, on the buffer's device: the non-finite guard's scan,
+// cpu/non_finite.hpp on the host and, under nvcc, cuda/non_finite.hpp on the GPU.
+
+// ---- etnn/cpu/non_finite.hpp ----
+// The CPU scan behind the non-finite guard: where a buffer holds a NaN or an infinity, in one read
+// of it. A float is NaN or infinite exactly when its exponent bits are all ones, the largest value
+// they can take; so the buffer is finite exactly when the maximum of its masked exponents is below
+// that. An integer maximum may be taken in any order, so it vectorises (a floating-point sum would
+// be kept in order by the compiler, and isfinite branches).
+
+
+namespace etnn::cpu::detail {
+
+// Whether x[0 .. n) are all finite: max_i (bits(x_i) & exponent) < exponent.
+template <class T>
+bool all_finite(const T* x, std::size_t n) {
+  static_assert(std::numeric_limits<T>::is_iec559 && (sizeof(T) == 4 || sizeof(T) == 8));
+  using Bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+  constexpr Bits exponent = static_cast<Bits>(sizeof(T) == 4 ? 0x7f800000ull : 0x7ff0000000000000ull);
+  Bits largest = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    Bits bits;
+    std::memcpy(&bits, x + i, sizeof bits);
+    largest = std::max(largest, bits & exponent);
+  }
+  return largest < exponent;
+}
+
+// The largest i in range with x[i] NaN or infinite (there is one).
+template <class T>
+std::size_t last_non_finite_in(const T* x, ChunkBounds range) {
+  std::size_t i = range.end;
+  while (i-- > range.begin)
+    if (!std::isfinite(x[i])) return i;
+  return range.end;
+}
+
+// The largest i < n with x[i] NaN or infinite; n when every value is finite. Chunk c of the
+// threads' chunks tests its range in one pass and, only when the test fails, looks back for the
+// index; the result does not depend on the thread count.
+template <class T>
+std::size_t last_non_finite(const T* x, std::size_t n) {
+  constexpr std::size_t max_chunks = 64;
+  const std::size_t chunks = std::min(max_chunks, chunk_count(n, 4096, static_cast<std::size_t>(num_threads())));
+  std::array<std::size_t, max_chunks> found{};
+  parallel_chunks(chunks, 1, n / chunks, [&](std::size_t first, std::size_t last) {
+    for (std::size_t c = first; c < last; ++c) {
+      const ChunkBounds range = chunk_bounds(n, chunks, c);
+      found[c] = all_finite(x + range.begin, range.end - range.begin) ? n : last_non_finite_in(x, range);
+    }
+  });
+  for (std::size_t c = chunks; c-- > 0;)
+    if (found[c] != n) return found[c];
+  return n;
+}
+
+// The first i in [begin, end) with x[i] NaN or infinite; end when there is none.
+template <class T>
+std::size_t first_non_finite(const T* x, std::size_t begin, std::size_t end) {
+  for (std::size_t i = begin; i < end; ++i)
+    if (!std::isfinite(x[i])) return i;
+  return end;
+}
+
+}  // namespace etnn::cpu::detail
+#if defined(__CUDACC__)
+// ---- etnn/cuda/non_finite.hpp ----
+// The CUDA scan behind the non-finite guard: where a device buffer holds a NaN or an infinity, as
+// the maximum (or minimum) index found, the same whatever the launch.
+#include <cmath>
+#include <cstddef>
+
+
+namespace etnn::cuda::detail {
+
+// found = max over non-finite x[i], i in [begin, end), of i + 1 (found starts at 0), or the
+// minimum of i (found starts at end) when `first`.
+template <class T>
+__global__ void non_finite_index_kernel(const T* x, std::size_t begin, std::size_t end, bool first,
+                                        unsigned long long* found) {
+  for (std::size_t i = begin + blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < end;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    if (!isfinite(x[i])) {
+      if (first)
+        atomicMin(found, static_cast<unsigned long long>(i));
+      else
+        atomicMax(found, static_cast<unsigned long long>(i + 1));
+    }
+  }
+}
+
+inline std::size_t search_non_finite(auto* x, std::size_t begin, std::size_t end, bool first) {
+  if (begin >= end) return first ? end : 0;
+  unsigned long long found = first ? end : 0;
+  unsigned long long* on_device = reduction_index();
+  ETNN_CHECK_CUDA(cudaMemcpyAsync(on_device, &found, sizeof found, cudaMemcpyHostToDevice, stream()));
+  non_finite_index_kernel<<<grid_blocks(end - begin), 256, 0, stream()>>>(x, begin, end, first, on_device);
+  check_launch("etnn::optim non_finite_index");
+  copy_to_host(Cuda{}, &found, on_device, 1);
+  return static_cast<std::size_t>(found);
+}
+
+// The last i < n with x[i] NaN or infinite; n when there is none.
+template <class T>
+std::size_t last_non_finite(const T* x, std::size_t n) {
+  const std::size_t last_plus_one = search_non_finite(x, 0, n, false);
+  return last_plus_one == 0 ? n : last_plus_one - 1;
+}
+
+// The first i in [begin, end) with x[i] NaN or infinite; end when there is none.
+template <class T>
+std::size_t first_non_finite(const T* x, std::size_t begin, std::size_t end) {
+  return search_non_finite(x, begin, end, true);
+}
+
+}  // namespace etnn::cuda::detail
+#endif
+
+namespace etnn::backend {
+
+// The largest i < n with x[i] NaN or infinite; n when every value is finite.
+template <class T>
+std::size_t last_non_finite(Cpu, const T* x, std::size_t n) {
+  return cpu::detail::last_non_finite(x, n);
+}
+
+// The first i in [begin, end) with x[i] NaN or infinite; end when there is none.
+template <class T>
+std::size_t first_non_finite(Cpu, const T* x, std::size_t begin, std::size_t end) {
+  return cpu::detail::first_non_finite(x, begin, end);
+}
+
+#if defined(__CUDACC__)
+template <class T>
+std::size_t last_non_finite(Cuda, const T* x, std::size_t n) {
+  return cuda::detail::last_non_finite(x, n);
+}
+
+template <class T>
+std::size_t first_non_finite(Cuda, const T* x, std::size_t begin, std::size_t end) {
+  return cuda::detail::first_non_finite(x, begin, end);
+}
+#endif
+
+}  // namespace etnn::backend
 #if defined(__CUDACC__)
 // ---- etnn/cuda/graph.hpp ----
 // CUDA graphs for the training step: the forward and backward passes of a static network launch
@@ -10852,69 +10959,6 @@ class GraphCache {
 
 }  // namespace etnn::cuda
 #endif
-// ---- etnn/optim/non_finite.hpp ----
-// The scan behind the Trainer's non-finite guard: where a gradient buffer holds a NaN or an
-// infinity, in one read of it. A float is NaN or infinite exactly when its exponent bits are all
-// ones, the largest value they can take; so the buffer is finite exactly when the maximum of its
-// masked exponents is below that. An integer maximum may be taken in any order, so it vectorises
-// (a floating-point sum would be kept in order by the compiler, and isfinite branches).
-
-
-namespace etnn::optim::detail {
-
-// Whether x[0 .. n) are all finite: max_i (bits(x_i) & exponent) < exponent.
-template <class T>
-bool all_finite(const T* x, std::size_t n) {
-  static_assert(std::numeric_limits<T>::is_iec559 && (sizeof(T) == 4 || sizeof(T) == 8));
-  using Bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
-  constexpr Bits exponent = static_cast<Bits>(sizeof(T) == 4 ? 0x7f800000ull : 0x7ff0000000000000ull);
-  Bits largest = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    Bits bits;
-    std::memcpy(&bits, x + i, sizeof bits);
-    largest = std::max(largest, bits & exponent);
-  }
-  return largest < exponent;
-}
-
-// The largest i in range with x[i] NaN or infinite (there is one).
-template <class T>
-std::size_t last_non_finite_in(const T* x, cpu::ChunkBounds range) {
-  std::size_t i = range.end;
-  while (i-- > range.begin)
-    if (!std::isfinite(x[i])) return i;
-  return range.end;
-}
-
-// The largest i < n with x[i] NaN or infinite; n when every value is finite. Chunk c of the
-// threads' chunks tests its range in one pass and, only when the test fails, looks back for the
-// index; the result does not depend on the thread count.
-template <class T>
-std::size_t last_non_finite(Cpu, const T* x, std::size_t n) {
-  constexpr std::size_t max_chunks = 64;
-  const std::size_t chunks =
-      std::min(max_chunks, cpu::chunk_count(n, 4096, static_cast<std::size_t>(num_threads())));
-  std::array<std::size_t, max_chunks> found{};
-  cpu::parallel_chunks(chunks, 1, n / chunks, [&](std::size_t first, std::size_t last) {
-    for (std::size_t c = first; c < last; ++c) {
-      const cpu::ChunkBounds range = cpu::chunk_bounds(n, chunks, c);
-      found[c] = all_finite(x + range.begin, range.end - range.begin) ? n : last_non_finite_in(x, range);
-    }
-  });
-  for (std::size_t c = chunks; c-- > 0;)
-    if (found[c] != n) return found[c];
-  return n;
-}
-
-// The first i in [begin, end) with x[i] NaN or infinite; end when there is none.
-template <class T>
-std::size_t first_non_finite(Cpu, const T* x, std::size_t begin, std::size_t end) {
-  for (std::size_t i = begin; i < end; ++i)
-    if (!std::isfinite(x[i])) return i;
-  return end;
-}
-
-}  // namespace etnn::optim::detail
 
 namespace etnn {
 
@@ -11247,10 +11291,10 @@ class Trainer {
       flag_in_flight_ = false;
     }
     bool gradients_finite =
-        optim::detail::last_non_finite(Device{}, model_.gradients(), Model::num_params) == Model::num_params;
+        backend::last_non_finite(Device{}, model_.gradients(), Model::num_params) == Model::num_params;
     if constexpr (has_loss_optimizer)
-      gradients_finite = gradients_finite && optim::detail::last_non_finite(Device{}, loss_.gradients(),
-                                                                            Loss::num_params) == Loss::num_params;
+      gradients_finite = gradients_finite &&
+                         backend::last_non_finite(Device{}, loss_.gradients(), Loss::num_params) == Loss::num_params;
     if (gradients_finite && ranks_with_non_finite_loss_ == 0.0) return false;
     if (non_finite_in_a_row_ == 0) {  // the first of a run: what the error will report
       first_ranks_with_non_finite_loss_ = static_cast<int>(ranks_with_non_finite_loss_);
@@ -11273,12 +11317,12 @@ class Trainer {
 
   template <class Params>
   static std::string non_finite_tensor(const T* gradients) {
-    const std::size_t last = optim::detail::last_non_finite(Device{}, gradients, Params::num_params);
+    const std::size_t last = backend::last_non_finite(Device{}, gradients, Params::num_params);
     if (last == Params::num_params) return {};
     const auto ends = optim::parameter_ends<Params>();
     const auto layer_end = std::upper_bound(ends.begin(), ends.end(), last);
     const std::size_t begin = layer_end == ends.begin() ? 0 : *(layer_end - 1);
-    const std::size_t first = optim::detail::first_non_finite(Device{}, gradients, begin, last + 1);
+    const std::size_t first = backend::first_non_finite(Device{}, gradients, begin, last + 1);
     for (const auto& p : Params::named_parameters())
       if (first >= p.offset && first < p.offset + p.numel) return p.name;
     return "element " + std::to_string(first);

@@ -22,6 +22,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include "../backend/non_finite.hpp"
 #include "../core/cross_rank_sum.hpp"
 #include "../core/error.hpp"
 #include "../core/precision.hpp"
@@ -30,11 +31,9 @@
 #if defined(__CUDACC__)
 #include "../cuda/executor.hpp"
 #include "../cuda/graph.hpp"
-#include "../cuda/reduce.hpp"
 #endif
 #include "../loss/parametric.hpp"
 #include "../loss/targets.hpp"
-#include "../optim/non_finite.hpp"
 #include "../optim/parameter_set.hpp"
 #include "../tensor/tensor.hpp"
 #include "../tensor/staging.hpp"
@@ -370,10 +369,10 @@ class Trainer {
       flag_in_flight_ = false;
     }
     bool gradients_finite =
-        optim::detail::last_non_finite(Device{}, model_.gradients(), Model::num_params) == Model::num_params;
+        backend::last_non_finite(Device{}, model_.gradients(), Model::num_params) == Model::num_params;
     if constexpr (has_loss_optimizer)
-      gradients_finite = gradients_finite && optim::detail::last_non_finite(Device{}, loss_.gradients(),
-                                                                            Loss::num_params) == Loss::num_params;
+      gradients_finite = gradients_finite &&
+                         backend::last_non_finite(Device{}, loss_.gradients(), Loss::num_params) == Loss::num_params;
     if (gradients_finite && ranks_with_non_finite_loss_ == 0.0) return false;
     if (non_finite_in_a_row_ == 0) {  // the first of a run: what the error will report
       first_ranks_with_non_finite_loss_ = static_cast<int>(ranks_with_non_finite_loss_);
@@ -396,12 +395,12 @@ class Trainer {
 
   template <class Params>
   static std::string non_finite_tensor(const T* gradients) {
-    const std::size_t last = optim::detail::last_non_finite(Device{}, gradients, Params::num_params);
+    const std::size_t last = backend::last_non_finite(Device{}, gradients, Params::num_params);
     if (last == Params::num_params) return {};
     const auto ends = optim::parameter_ends<Params>();
     const auto layer_end = std::upper_bound(ends.begin(), ends.end(), last);
     const std::size_t begin = layer_end == ends.begin() ? 0 : *(layer_end - 1);
-    const std::size_t first = optim::detail::first_non_finite(Device{}, gradients, begin, last + 1);
+    const std::size_t first = backend::first_non_finite(Device{}, gradients, begin, last + 1);
     for (const auto& p : Params::named_parameters())
       if (first >= p.offset && first < p.offset + p.numel) return p.name;
     return "element " + std::to_string(first);

@@ -7731,7 +7731,9 @@ class SmoothL1 : public detail::TensorTargetLoss<SmoothL1> {
 // the Reducer has summed the flat gradient buffer across ranks (in buckets started during
 // backward); the update divides by the number of ranks, so every rank applies the mean gradient.
 // The learning rate of each step comes from a schedule (schedule.hpp, constant by default), and
-// the mean gradient may be clipped by its global norm (grad_norm.hpp).
+// the mean gradient may be clipped by its global norm (grad_norm.hpp). Before the update it can
+// test the reduced gradients for NaN and infinity (reduce_gradients_finite, the non-finite guard's
+// test), summing the guard's loss flag across ranks meanwhile.
 //
 // A Rule provides
 //   Options                                   hyper-parameters (designated-initialisable)
@@ -7744,6 +7746,153 @@ class SmoothL1 : public detail::TensorTargetLoss<SmoothL1> {
 //                                                rate lr (options.lr as the schedule sets it for
 //                                                `step`, counted from 1)
 
+// ---- etnn/backend/non_finite.hpp ----
+// Where a buffer holds a NaN or an infinity, on the buffer's device: the non-finite guard's scan,
+// cpu/non_finite.hpp on the host and, under nvcc, cuda/non_finite.hpp on the GPU.
+
+// ---- etnn/cpu/non_finite.hpp ----
+// The CPU scan behind the non-finite guard: where a buffer holds a NaN or an infinity, in one read
+// of it. A float is NaN or infinite exactly when its exponent bits are all ones, the largest value
+// they can take; so the buffer is finite exactly when the maximum of its masked exponents is below
+// that. An integer maximum may be taken in any order, so it vectorises (a floating-point sum would
+// be kept in order by the compiler, and isfinite branches).
+#include <cstring>
+
+
+namespace etnn::cpu::detail {
+
+// Whether x[0 .. n) are all finite: max_i (bits(x_i) & exponent) < exponent.
+template <class T>
+bool all_finite(const T* x, std::size_t n) {
+  static_assert(std::numeric_limits<T>::is_iec559 && (sizeof(T) == 4 || sizeof(T) == 8));
+  using Bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+  constexpr Bits exponent = static_cast<Bits>(sizeof(T) == 4 ? 0x7f800000ull : 0x7ff0000000000000ull);
+  Bits largest = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    Bits bits;
+    std::memcpy(&bits, x + i, sizeof bits);
+    largest = std::max(largest, bits & exponent);
+  }
+  return largest < exponent;
+}
+
+// The largest i in range with x[i] NaN or infinite (there is one).
+template <class T>
+std::size_t last_non_finite_in(const T* x, ChunkBounds range) {
+  std::size_t i = range.end;
+  while (i-- > range.begin)
+    if (!std::isfinite(x[i])) return i;
+  return range.end;
+}
+
+// The largest i < n with x[i] NaN or infinite; n when every value is finite. Chunk c of the
+// threads' chunks tests its range in one pass and, only when the test fails, looks back for the
+// index; the result does not depend on the thread count.
+template <class T>
+std::size_t last_non_finite(const T* x, std::size_t n) {
+  constexpr std::size_t max_chunks = 64;
+  const std::size_t chunks = std::min(max_chunks, chunk_count(n, 4096, static_cast<std::size_t>(num_threads())));
+  std::array<std::size_t, max_chunks> found{};
+  parallel_chunks(chunks, 1, n / chunks, [&](std::size_t first, std::size_t last) {
+    for (std::size_t c = first; c < last; ++c) {
+      const ChunkBounds range = chunk_bounds(n, chunks, c);
+      found[c] = all_finite(x + range.begin, range.end - range.begin) ? n : last_non_finite_in(x, range);
+    }
+  });
+  for (std::size_t c = chunks; c-- > 0;)
+    if (found[c] != n) return found[c];
+  return n;
+}
+
+// The first i in [begin, end) with x[i] NaN or infinite; end when there is none.
+template <class T>
+std::size_t first_non_finite(const T* x, std::size_t begin, std::size_t end) {
+  for (std::size_t i = begin; i < end; ++i)
+    if (!std::isfinite(x[i])) return i;
+  return end;
+}
+
+}  // namespace etnn::cpu::detail
+#if defined(__CUDACC__)
+// ---- etnn/cuda/non_finite.hpp ----
+// The CUDA scan behind the non-finite guard: where a device buffer holds a NaN or an infinity, as
+// the maximum (or minimum) index found, the same whatever the launch.
+#include <cmath>
+#include <cstddef>
+
+
+namespace etnn::cuda::detail {
+
+// found = max over non-finite x[i], i in [begin, end), of i + 1 (found starts at 0), or the
+// minimum of i (found starts at end) when `first`.
+template <class T>
+__global__ void non_finite_index_kernel(const T* x, std::size_t begin, std::size_t end, bool first,
+                                        unsigned long long* found) {
+  for (std::size_t i = begin + blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < end;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    if (!isfinite(x[i])) {
+      if (first)
+        atomicMin(found, static_cast<unsigned long long>(i));
+      else
+        atomicMax(found, static_cast<unsigned long long>(i + 1));
+    }
+  }
+}
+
+inline std::size_t search_non_finite(auto* x, std::size_t begin, std::size_t end, bool first) {
+  if (begin >= end) return first ? end : 0;
+  unsigned long long found = first ? end : 0;
+  unsigned long long* on_device = reduction_index();
+  ETNN_CHECK_CUDA(cudaMemcpyAsync(on_device, &found, sizeof found, cudaMemcpyHostToDevice, stream()));
+  non_finite_index_kernel<<<grid_blocks(end - begin), 256, 0, stream()>>>(x, begin, end, first, on_device);
+  check_launch("etnn::optim non_finite_index");
+  copy_to_host(Cuda{}, &found, on_device, 1);
+  return static_cast<std::size_t>(found);
+}
+
+// The last i < n with x[i] NaN or infinite; n when there is none.
+template <class T>
+std::size_t last_non_finite(const T* x, std::size_t n) {
+  const std::size_t last_plus_one = search_non_finite(x, 0, n, false);
+  return last_plus_one == 0 ? n : last_plus_one - 1;
+}
+
+// The first i in [begin, end) with x[i] NaN or infinite; end when there is none.
+template <class T>
+std::size_t first_non_finite(const T* x, std::size_t begin, std::size_t end) {
+  return search_non_finite(x, begin, end, true);
+}
+
+}  // namespace etnn::cuda::detail
+#endif
+
+namespace etnn::backend {
+
+// The largest i < n with x[i] NaN or infinite; n when every value is finite.
+template <class T>
+std::size_t last_non_finite(Cpu, const T* x, std::size_t n) {
+  return cpu::detail::last_non_finite(x, n);
+}
+
+// The first i in [begin, end) with x[i] NaN or infinite; end when there is none.
+template <class T>
+std::size_t first_non_finite(Cpu, const T* x, std::size_t begin, std::size_t end) {
+  return cpu::detail::first_non_finite(x, begin, end);
+}
+
+#if defined(__CUDACC__)
+template <class T>
+std::size_t last_non_finite(Cuda, const T* x, std::size_t n) {
+  return cuda::detail::last_non_finite(x, n);
+}
+
+template <class T>
+std::size_t first_non_finite(Cuda, const T* x, std::size_t begin, std::size_t end) {
+  return cuda::detail::first_non_finite(x, begin, end);
+}
+#endif
+
+}  // namespace etnn::backend
 #if defined(__CUDACC__)
 #endif
 // ---- etnn/optim/grad_norm.hpp ----
@@ -8240,20 +8389,42 @@ class Optimizer {
   void gradients_ready_from(std::size_t first_final) { buckets_.ready_from(model_->gradients(), first_final); }
 
   // After an exception between gradients_ready_from() and step(): ends the job if reductions have
-  // started (see GradientBuckets::abandon); a single process just forgets them.
+  // started (see GradientBuckets::abandon), or the loss flag's (reduce_gradients_finite); a single
+  // process just forgets them.
   void abandon_step() noexcept {
     buckets_.abandon();
+    if (flag_in_flight_) reducer_->abort("the non-finite guard's reduction was abandoned by an exception");
     reduced_ = false;
   }
 
   // Sums the gradients across ranks, waiting for the buckets backward started. step() and
   // skip_step() do it unless it was done for this step; calling it first lets the caller read the
   // reduced gradients (the sum over ranks, the same on every rank) and choose between them, as the
-  // Trainer's non-finite guard does. Every rank must then make the same choice.
+  // non-finite guard does (reduce_gradients_finite). Every rank must then make the same choice.
   void reduce_gradients() {
     if (reduced_) return;
     buckets_.reduce_all(model_->gradients());
     reduced_ = true;
+  }
+
+  // The non-finite guard's test (train/non_finite_guard.hpp), after backward: reduces the gradients
+  // (reduce_gradients()) and says whether their sum holds no NaN and no infinity, in one read of
+  // it. The sum is the same on every rank (a NaN on one rank reaches all), so every rank reaches the
+  // same verdict without another collective. `loss_flag`, when given, is summed across ranks in
+  // place meanwhile (one value per rank: the guard's count of ranks whose loss was non-finite), its
+  // allreduce overlapping the gradients'.
+  bool reduce_gradients_finite(double* loss_flag = nullptr) {
+    const bool sum_flag = loss_flag != nullptr && reducer_->size() > 1;
+    if (sum_flag) {
+      flag_pending_ = reducer_->start_allreduce_sum(loss_flag, 1);
+      flag_in_flight_ = true;
+    }
+    reduce_gradients();
+    if (sum_flag) {
+      reducer_->wait(flag_pending_);
+      flag_in_flight_ = false;
+    }
+    return backend::last_non_finite(Device{}, model_->gradients(), Params::num_params) == Params::num_params;
   }
 
   // Ends the step without an update, as torch.cuda.amp.GradScaler skips optimizer.step() on an
@@ -8366,6 +8537,8 @@ class Optimizer {
   float max_grad_norm_ = 0.0f;
   double last_grad_norm_ = std::numeric_limits<double>::quiet_NaN();
   bool reduced_ = false;  // reduce_gradients() ran for the step in progress
+  typename R::Pending flag_pending_{};  // the guard's loss flag, summed across ranks
+  bool flag_in_flight_ = false;
 };
 
 }  // namespace etnn::optim
@@ -9097,7 +9270,6 @@ double stddev(const Dataset<S>& data) {
 // Any S with S::size equal to the per-item size is accepted: Shape<784> or Shape<1, 28, 28> for 28x28 items.
 #include <bit>
 #include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <system_error>
@@ -10714,152 +10886,6 @@ class ProgressBar {
 // max_non_finite_in_a_row such steps in a row the step throws etnn::NonFiniteError.
 // An etnn::fp16 model's loss is scaled (dynamic loss scaling, TrainerOptions::loss_scaling).
 
-// ---- etnn/backend/non_finite.hpp ----
-// Where a buffer holds a NaN or an infinity, on the buffer's device: the non-finite guard's scan,
-// cpu/non_finite.hpp on the host and, under nvcc, cuda/non_finite.hpp on the GPU.
-
-// ---- etnn/cpu/non_finite.hpp ----
-// The CPU scan behind the non-finite guard: where a buffer holds a NaN or an infinity, in one read
-// of it. A float is NaN or infinite exactly when its exponent bits are all ones, the largest value
-// they can take; so the buffer is finite exactly when the maximum of its masked exponents is below
-// that. An integer maximum may be taken in any order, so it vectorises (a floating-point sum would
-// be kept in order by the compiler, and isfinite branches).
-
-
-namespace etnn::cpu::detail {
-
-// Whether x[0 .. n) are all finite: max_i (bits(x_i) & exponent) < exponent.
-template <class T>
-bool all_finite(const T* x, std::size_t n) {
-  static_assert(std::numeric_limits<T>::is_iec559 && (sizeof(T) == 4 || sizeof(T) == 8));
-  using Bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
-  constexpr Bits exponent = static_cast<Bits>(sizeof(T) == 4 ? 0x7f800000ull : 0x7ff0000000000000ull);
-  Bits largest = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    Bits bits;
-    std::memcpy(&bits, x + i, sizeof bits);
-    largest = std::max(largest, bits & exponent);
-  }
-  return largest < exponent;
-}
-
-// The largest i in range with x[i] NaN or infinite (there is one).
-template <class T>
-std::size_t last_non_finite_in(const T* x, ChunkBounds range) {
-  std::size_t i = range.end;
-  while (i-- > range.begin)
-    if (!std::isfinite(x[i])) return i;
-  return range.end;
-}
-
-// The largest i < n with x[i] NaN or infinite; n when every value is finite. Chunk c of the
-// threads' chunks tests its range in one pass and, only when the test fails, looks back for the
-// index; the result does not depend on the thread count.
-template <class T>
-std::size_t last_non_finite(const T* x, std::size_t n) {
-  constexpr std::size_t max_chunks = 64;
-  const std::size_t chunks = std::min(max_chunks, chunk_count(n, 4096, static_cast<std::size_t>(num_threads())));
-  std::array<std::size_t, max_chunks> found{};
-  parallel_chunks(chunks, 1, n / chunks, [&](std::size_t first, std::size_t last) {
-    for (std::size_t c = first; c < last; ++c) {
-      const ChunkBounds range = chunk_bounds(n, chunks, c);
-      found[c] = all_finite(x + range.begin, range.end - range.begin) ? n : last_non_finite_in(x, range);
-    }
-  });
-  for (std::size_t c = chunks; c-- > 0;)
-    if (found[c] != n) return found[c];
-  return n;
-}
-
-// The first i in [begin, end) with x[i] NaN or infinite; end when there is none.
-template <class T>
-std::size_t first_non_finite(const T* x, std::size_t begin, std::size_t end) {
-  for (std::size_t i = begin; i < end; ++i)
-    if (!std::isfinite(x[i])) return i;
-  return end;
-}
-
-}  // namespace etnn::cpu::detail
-#if defined(__CUDACC__)
-// ---- etnn/cuda/non_finite.hpp ----
-// The CUDA scan behind the non-finite guard: where a device buffer holds a NaN or an infinity, as
-// the maximum (or minimum) index found, the same whatever the launch.
-#include <cmath>
-#include <cstddef>
-
-
-namespace etnn::cuda::detail {
-
-// found = max over non-finite x[i], i in [begin, end), of i + 1 (found starts at 0), or the
-// minimum of i (found starts at end) when `first`.
-template <class T>
-__global__ void non_finite_index_kernel(const T* x, std::size_t begin, std::size_t end, bool first,
-                                        unsigned long long* found) {
-  for (std::size_t i = begin + blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < end;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    if (!isfinite(x[i])) {
-      if (first)
-        atomicMin(found, static_cast<unsigned long long>(i));
-      else
-        atomicMax(found, static_cast<unsigned long long>(i + 1));
-    }
-  }
-}
-
-inline std::size_t search_non_finite(auto* x, std::size_t begin, std::size_t end, bool first) {
-  if (begin >= end) return first ? end : 0;
-  unsigned long long found = first ? end : 0;
-  unsigned long long* on_device = reduction_index();
-  ETNN_CHECK_CUDA(cudaMemcpyAsync(on_device, &found, sizeof found, cudaMemcpyHostToDevice, stream()));
-  non_finite_index_kernel<<<grid_blocks(end - begin), 256, 0, stream()>>>(x, begin, end, first, on_device);
-  check_launch("etnn::optim non_finite_index");
-  copy_to_host(Cuda{}, &found, on_device, 1);
-  return static_cast<std::size_t>(found);
-}
-
-// The last i < n with x[i] NaN or infinite; n when there is none.
-template <class T>
-std::size_t last_non_finite(const T* x, std::size_t n) {
-  const std::size_t last_plus_one = search_non_finite(x, 0, n, false);
-  return last_plus_one == 0 ? n : last_plus_one - 1;
-}
-
-// The first i in [begin, end) with x[i] NaN or infinite; end when there is none.
-template <class T>
-std::size_t first_non_finite(const T* x, std::size_t begin, std::size_t end) {
-  return search_non_finite(x, begin, end, true);
-}
-
-}  // namespace etnn::cuda::detail
-#endif
-
-namespace etnn::backend {
-
-// The largest i < n with x[i] NaN or infinite; n when every value is finite.
-template <class T>
-std::size_t last_non_finite(Cpu, const T* x, std::size_t n) {
-  return cpu::detail::last_non_finite(x, n);
-}
-
-// The first i in [begin, end) with x[i] NaN or infinite; end when there is none.
-template <class T>
-std::size_t first_non_finite(Cpu, const T* x, std::size_t begin, std::size_t end) {
-  return cpu::detail::first_non_finite(x, begin, end);
-}
-
-#if defined(__CUDACC__)
-template <class T>
-std::size_t last_non_finite(Cuda, const T* x, std::size_t n) {
-  return cuda::detail::last_non_finite(x, n);
-}
-
-template <class T>
-std::size_t first_non_finite(Cuda, const T* x, std::size_t begin, std::size_t end) {
-  return cuda::detail::first_non_finite(x, begin, end);
-}
-#endif
-
-}  // namespace etnn::backend
 #if defined(__CUDACC__)
 // ---- etnn/cuda/graph.hpp ----
 // CUDA graphs for the training step: the forward and backward passes of a static network launch

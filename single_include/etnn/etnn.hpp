@@ -4,29 +4,28 @@
 // ---- etnn/etnn.hpp ----
 // etnn: header-only C++20 deep learning with shapes known at compile time.
 //   #include <etnn/etnn.hpp>
+// One face header per folder, in the layering order (a folder includes only folders before it):
+//   core < expr < tensor < cpu < cuda < backend < dist < nn < loss < optim < data < io < train
 // The CUDA backend is included only under nvcc; dist/mpi and dist/nccl only on request.
 
-// ---- etnn/core/config.hpp ----
-// Build-wide configuration: version and the host/device annotation for functors.
+// ---- etnn/core/core.hpp ----
+// etnn core, the face of core/: configuration (ETNN_HD), Shape<...>, the device tags and
+// allocators, errors and their message helper, the scalar types (float, double and the mixed
+// precisions), the seeded RNG, and the generic compile-time checks.
+// ---- etnn/core/checks.hpp ----
+// The generic compile-time checks: shapes and devices. Each folder keeps its own checks in its
+// checks.hpp.
+// Each check is a consteval function whose static_assert message starts with a grep-able key
+// (ETNN_...) and says how to fix it; the node that needs it writes
+// `static_assert(check::something<...>());`. tests/compile_fail/ holds one program per message.
+#include <type_traits>
 
-#define ETNN_VERSION_MAJOR 0
-#define ETNN_VERSION_MINOR 1
-#define ETNN_VERSION_PATCH 0
-
-// ETNN_HD marks functions that run on the host and, under nvcc, on the device.
-// Every elementwise functor and update rule is ETNN_HD so both backends share one definition.
-#if defined(__CUDACC__)
-#define ETNN_HD __host__ __device__
-#else
-#define ETNN_HD
-#endif
 // ---- etnn/core/device.hpp ----
 // Devices are compile-time tags; a device knows how to allocate and free its memory.
 #include <cstddef>
 #include <cstdlib>
 #include <new>
 #include <string_view>
-#include <type_traits>
 
 namespace etnn {
 
@@ -71,63 +70,43 @@ template <class D>
 concept DeviceType = std::is_same_v<D, Cpu> || std::is_same_v<D, Cuda>;
 
 }  // namespace etnn
-// ---- etnn/core/device_select.hpp ----
-// Run-time choice among the compile-time devices.
-//   etnn::dispatch(etnn::best_device(), [&]<class Device>(Device) { run<Device>(); });
-#include <cstdio>
-#include <string>
-#include <utility>
 
-// ---- etnn/core/cuda_probe.hpp ----
-// Whether this CUDA binary can run kernels here: a device is present, the driver is usable and
-// one of the binary's architectures (CMAKE_CUDA_ARCHITECTURES) runs on it. nvcc only.
-#if defined(__CUDACC__)
-#include <cuda_runtime.h>
+namespace etnn::check {
 
-#include <string>
-
-namespace etnn::detail {
-
-// A kernel that does nothing: asking for its attributes loads the module, which fails when no
-// architecture of this binary fits the device.
-template <int = 0>
-__global__ void cuda_probe_kernel() {}
-
-// Empty when CUDA kernels can run on the current device; otherwise why not, in a few words.
-inline std::string cuda_unavailable_reason() {
-  int count = 0;
-  cudaError_t status = cudaGetDeviceCount(&count);
-  if (status != cudaSuccess) {
-    (void)cudaGetLastError();
-    std::string why = "no usable CUDA device (";
-    why += cudaGetErrorString(status);
-    why += ")";
-    return why;
-  }
-  if (count == 0) return "no CUDA device";
-  cudaFuncAttributes attributes{};
-  status = cudaFuncGetAttributes(&attributes, cuda_probe_kernel<>);
-  if (status != cudaSuccess) {
-    (void)cudaGetLastError();
-    int device = 0, major = 0, minor = 0;
-    (void)cudaGetDevice(&device);
-    (void)cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
-    (void)cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
-    std::string why = "the GPU (sm_";
-    why += std::to_string(major * 10 + minor);
-    why += ") cannot run this binary's kernels (";
-    why += cudaGetErrorString(status);
-    why += "); rebuild with CMAKE_CUDA_ARCHITECTURES including it";
-    return why;
-  }
-  return {};
+template <int... Dims>
+consteval bool shape_dims() {
+  static_assert(sizeof...(Dims) > 0, "ETNN_SHAPE_EMPTY: etnn::Shape needs at least one dimension");
+  static_assert(((Dims > 0) && ...), "ETNN_SHAPE_NONPOSITIVE: every dimension of etnn::Shape must be positive");
+  return true;
 }
 
-}  // namespace etnn::detail
+template <class Device>
+consteval bool device_available() {
+  static_assert(device_compiled<Device>,
+                "ETNN_DEVICE_UNAVAILABLE: this device's backend is not part of the build; etnn::Cuda "
+                "needs nvcc and -DETNN_WITH_CUDA=ON (the CUDA backend), otherwise use etnn::Cpu");
+  return true;
+}
+
+}  // namespace etnn::check
+// ---- etnn/core/config.hpp ----
+// Build-wide configuration: version and the host/device annotation for functors.
+
+#define ETNN_VERSION_MAJOR 0
+#define ETNN_VERSION_MINOR 1
+#define ETNN_VERSION_PATCH 0
+
+// ETNN_HD marks functions that run on the host and, under nvcc, on the device.
+// Every elementwise functor and update rule is ETNN_HD so both backends share one definition.
+#if defined(__CUDACC__)
+#define ETNN_HD __host__ __device__
+#else
+#define ETNN_HD
 #endif
 // ---- etnn/core/error.hpp ----
 // Runtime errors. Every message says what went wrong, where, and how to fix it.
 #include <stdexcept>
+#include <string>
 
 namespace etnn {
 
@@ -166,52 +145,18 @@ struct UnavailableError : Error {
   using Error::Error;
 };
 
-}  // namespace etnn
+namespace detail {
 
-namespace etnn {
-
-enum class DeviceKind { cpu, cuda };
-
-// The fastest device this binary can use here. A CUDA build answers Cuda when a usable GPU is
-// present, else Cpu after printing one line to stderr saying why (once per process). A build
-// without CUDA always answers Cpu and never mentions CUDA.
-inline DeviceKind best_device() {
-#if defined(__CUDACC__)
-  static const DeviceKind kind = [] {
-    const std::string why = detail::cuda_unavailable_reason();
-    if (why.empty()) return DeviceKind::cuda;
-    std::fprintf(stderr, "etnn: %s; running on the CPU\n", why.c_str());
-    return DeviceKind::cpu;
-  }();
-  return kind;
-#else
-  return DeviceKind::cpu;
-#endif
+// "who: part part ...", built with += (GCC 12 reports false -Wrestrict on literal + string chains).
+template <class... Parts>
+std::string message(const char* who, const Parts&... parts) {
+  std::string m = who;
+  m += ": ";
+  ((m += parts), ...);
+  return m;
 }
 
-// Calls f(Device{}) for the device named by kind; f is a generic lambda. Asking for CUDA where it
-// cannot run throws etnn::UnavailableError saying why.
-template <class F>
-decltype(auto) dispatch(DeviceKind kind, F&& f) {
-  if (kind == DeviceKind::cuda) {
-#if defined(__CUDACC__)
-    const std::string why = detail::cuda_unavailable_reason();
-    if (!why.empty()) {
-      std::string message = "etnn::dispatch: the CUDA device was requested but ";
-      message += why;
-      message += "; use etnn::DeviceKind::cpu or etnn::best_device()";
-      throw UnavailableError(message);
-    }
-    return std::forward<F>(f)(Cuda{});
-#else
-    throw UnavailableError(
-        "etnn::dispatch: the CUDA device was requested but this binary was built without CUDA; "
-        "rebuild with nvcc and -DETNN_WITH_CUDA=ON, or use etnn::DeviceKind::cpu");
-#endif
-  }
-  return std::forward<F>(f)(Cpu{});
-}
-
+}  // namespace detail
 }  // namespace etnn
 // ---- etnn/core/precision.hpp ----
 // Model scalar types. float and double compute in their own precision. etnn::bf16 and etnn::fp16
@@ -251,10 +196,6 @@ inline constexpr bool mixed_precision = products_of<Scalar> != Products::own;
 // Mixed precision that takes the fully fused kernels where a network fits them.
 template <class Scalar>
 inline constexpr bool fuses_narrow_mlps = std::is_same_v<Scalar, bf16> || std::is_same_v<Scalar, fp16>;
-
-// Whether the Trainer scales the loss by default (fp16's narrow exponent range).
-template <class Scalar>
-inline constexpr bool loss_scaled_by_default = products_of<Scalar> == Products::fp16;
 
 // The type a model keeps its parameters (and takes its data) in.
 template <class Scalar>
@@ -338,379 +279,6 @@ class Rng {
 };
 
 }  // namespace etnn
-// ---- etnn/core/reducer.hpp ----
-// The Reducer concept: how the optimizer step talks to the other ranks of a data-parallel job.
-// Optimizer<Rule, Model, Reducer> broadcasts parameters from rank 0 when it is built, and sums
-// gradient buckets across ranks with non-blocking allreduces started while backward still runs.
-// dist::Local, the single-process policy, lives here because every optimizer defaults to it;
-// dist/mpi.hpp (and the NCCL policy of the CUDA backend) add the multi-process ones.
-//
-//   rank(), size()                         this process's place in the job
-//   broadcast(data, n, root)               data = root's data, on every rank
-//   start_allreduce_sum(data, n) -> Pending   begins data = sum over ranks of data
-//   poll(pending) -> bool                  drives progress; true once complete
-//   wait(pending)                          blocks until complete (or throws: a rank failed)
-//   abort(reason)                          ends the whole job (a collective was abandoned midway);
-//                                          a single process has nothing to end and returns
-// and optionally
-//   shared_storage<T>(n) -> storage            memory whose ranges it sums in place (dist::Mpi on
-//                                          one machine), where an optimizer keeps the gradients
-//                                          (optim/gradient_storage.hpp)
-#include <concepts>
-
-// ---- etnn/core/static_checks.hpp ----
-// Every compile-time shape and type check of etnn, in one place. Each check is a consteval
-// function whose static_assert message starts with a grep-able key and says how to fix it;
-// the node that needs it writes `static_assert(check::something<...>());`.
-// tests/compile_fail/ holds one program per message.
-
-
-namespace etnn::check {
-
-template <int... Dims>
-consteval bool shape_dims() {
-  static_assert(sizeof...(Dims) > 0, "ETNN_SHAPE_EMPTY: etnn::Shape needs at least one dimension");
-  static_assert(((Dims > 0) && ...), "ETNN_SHAPE_NONPOSITIVE: every dimension of etnn::Shape must be positive");
-  return true;
-}
-
-template <class A, class B>
-consteval bool same_scalar() {
-  static_assert(std::is_same_v<A, B>,
-                "ETNN_EXPR_TYPES: both operands of an expression must have the same scalar type; "
-                "cast the scalar (e.g. 2.0f for float data)");
-  return true;
-}
-
-template <bool Sized>
-consteval bool sized_expression() {
-  static_assert(Sized,
-                "ETNN_EXPR_UNSIZED: an expression of scalars alone has no length; include at least one "
-                "expr::ref(data, n) operand");
-  return true;
-}
-
-template <long long SlopeNumerator>
-consteval bool leaky_slope() {
-  static_assert(SlopeNumerator >= 0, "ETNN_LEAKY_SLOPE: leaky_relu needs a non-negative slope");
-  return true;
-}
-
-template <class Device>
-consteval bool device_available() {
-  static_assert(device_compiled<Device>,
-                "ETNN_DEVICE_UNAVAILABLE: this device's backend is not part of the build; etnn::Cuda "
-                "needs nvcc and -DETNN_WITH_CUDA=ON (the CUDA backend), otherwise use etnn::Cpu");
-  return true;
-}
-
-template <bool ReducerReadsThisMemory>
-consteval bool reducer_device() {
-  static_assert(ReducerReadsThisMemory,
-                "ETNN_REDUCER_DEVICE: this reducer sums another device's memory than the model's: "
-                "etnn::dist::Mpi takes etnn::Cpu models, etnn::dist::Nccl takes etnn::Cuda models");
-  return true;
-}
-
-template <bool AllLayersHaveKernels>
-consteval bool layers_on_device() {
-  static_assert(AllLayersHaveKernels,
-                "ETNN_DEVICE_LAYER: a layer of this network has no kernels for this device: every built-in "
-                "layer runs on etnn::Cuda, a layer of your own once it declares static constexpr bool "
-                "cuda_kernels = true (its forward and backward then run with etnn::Cuda); else use etnn::Cpu");
-  return true;
-}
-
-template <class In>
-consteval bool linear_input() {
-  static_assert(In::rank == 1,
-                "ETNN_SHAPE_MISMATCH: linear<N> expects a flat input (one dimension); "
-                "insert nn::flatten before it");
-  return true;
-}
-
-template <int N>
-consteval bool positive_width() {
-  static_assert(N > 0, "ETNN_BAD_WIDTH: linear<N> needs N > 0 output features");
-  return true;
-}
-
-// Convolution, pooling, normalisation and combinators.
-template <class In>
-consteval bool image_input() {
-  static_assert(In::rank == 3,
-                "ETNN_SHAPE_MISMATCH: conv2d and pooling expect a (C, H, W) input; start the network with "
-                "nn::input<C, H, W> (not a flat input)");
-  return true;
-}
-
-template <bool AllOptions>
-consteval bool window_options() {
-  static_assert(AllOptions,
-                "ETNN_WINDOW_OPTION: after the kernel size, conv2d and pooling take only nn::stride<S> and "
-                "nn::pad<P>");
-  return true;
-}
-
-template <int Kernel, int Stride, int Pad>
-consteval bool window_params() {
-  static_assert(Kernel > 0 && Stride > 0 && Pad >= 0,
-                "ETNN_BAD_WINDOW: a kernel or pooling window needs kernel > 0, stride > 0 and pad >= 0");
-  return true;
-}
-
-template <int Size, int Kernel, int Pad>
-consteval bool window_fits() {
-  static_assert(Kernel <= Size + 2 * Pad,
-                "ETNN_WINDOW_TOO_LARGE: the kernel or pooling window is larger than the padded input; "
-                "use a smaller window or more padding");
-  return true;
-}
-
-template <int Kernel, int Pad>
-consteval bool pool_padding() {
-  static_assert(2 * Pad <= Kernel, "ETNN_BAD_WINDOW: pooling pad must be at most half the window, as in PyTorch");
-  return true;
-}
-
-template <class In>
-consteval bool softmax_input() {
-  static_assert(In::rank == 1,
-                "ETNN_SHAPE_MISMATCH: softmax and log_softmax work over a flat input (B, N); insert nn::flatten");
-  return true;
-}
-
-template <long long Num, long long Den>
-consteval bool dropout_probability() {
-  static_assert(Num >= 0 && Num < Den, "ETNN_DROPOUT_P: dropout needs a probability p with 0 <= p < 1");
-  return true;
-}
-
-template <class In, class Out>
-consteval bool residual_shape() {
-  static_assert(std::is_same_v<In, Out>,
-                "ETNN_RESIDUAL_SHAPE: residual(block) adds the block's output to its input, so the block "
-                "must keep the shape of its input (end it with a layer of the input's width)");
-  return true;
-}
-
-template <class A, class B>
-consteval bool concat_shapes() {
-  static_assert(A::rank == 1 && B::rank == 1,
-                "ETNN_CONCAT_SHAPE: concat(a, b) joins flat outputs (B, N) and (B, M); end each branch "
-                "with a flat layer (nn::flatten or nn::linear<N>)");
-  return true;
-}
-
-template <bool IsBlock>
-consteval bool block_without_input() {
-  static_assert(IsBlock,
-                "ETNN_BLOCK_INPUT: a block given to residual() or concat() is a chain of layers without "
-                "nn::input; its input is what precedes it in the network");
-  return true;
-}
-
-template <bool StartsWithInput>
-consteval bool network_has_input() {
-  static_assert(StartsWithInput,
-                "ETNN_NO_INPUT: a network must start with nn::input<...> giving the per-sample "
-                "input shape, e.g. nn::input<784> >> nn::linear<10>");
-  return true;
-}
-
-template <bool InputComesFirst>
-consteval bool input_first() {
-  static_assert(InputComesFirst,
-                "ETNN_INPUT_NOT_FIRST: nn::input<...> can only start a network; remove the "
-                "second nn::input");
-  return true;
-}
-
-template <bool IsLayer>
-consteval bool is_layer_spec() {
-  static_assert(IsLayer,
-                "ETNN_NOT_A_LAYER: operator>> composes etnn::nn layer specs (nn::linear<N>, "
-                "nn::relu, ...); the right-hand side is not one");
-  return true;
-}
-
-template <bool HasLayers>
-consteval bool network_has_layers() {
-  static_assert(HasLayers, "ETNN_EMPTY_NETWORK: the network has an input but no layers; add e.g. nn::linear<N>");
-  return true;
-}
-
-template <class Given, class Expected>
-consteval bool input_scalar() {
-  static_assert(std::is_same_v<Given, Expected>,
-                "ETNN_INPUT_TYPE: the input's scalar type differs from the model's; convert the "
-                "data or use etnn::Model<Net, float>");
-  return true;
-}
-
-template <class T, bool MixedPrecisionAllowed>
-consteval bool model_scalar() {
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double> || MixedPrecisionAllowed,
-                "ETNN_SCALAR_TYPE: etnn::Model's scalar type must be float or double (or, on etnn::Cuda, the mixed "
-                "precisions etnn::bf16, etnn::fp16, etnn::bf16_unfused, etnn::fp16_unfused)");
-  return true;
-}
-
-template <class Given, class Expected>
-consteval bool input_shape() {
-  static_assert(std::is_same_v<Given, Expected>,
-                "ETNN_INPUT_SHAPE: the input's per-sample shape differs from the network's "
-                "nn::input<...>; load or build the data with the network's input shape");
-  return true;
-}
-
-template <class Out>
-consteval bool class_scores() {
-  static_assert(Out::rank == 1,
-                "ETNN_LOSS_SHAPE: this loss expects flat class scores (B, C); end the network "
-                "with nn::linear<C> (or nn::flatten)");
-  return true;
-}
-
-template <class Given, class Expected>
-consteval bool target_shape() {
-  static_assert(std::is_same_v<Given, Expected>,
-                "ETNN_TARGET_SHAPE: the targets' per-sample shape must equal the network's "
-                "output shape for this loss");
-  return true;
-}
-
-// Names each member a would-be Reducer lacks (the Reducer concept of core/reducer.hpp, one
-// requirement per message).
-template <class R>
-consteval bool reducer() {
-  static_assert(requires(R& r) { { r.rank() } -> std::convertible_to<int>; },
-                "ETNN_REDUCER: the reducer has no `int rank()` member (see core/reducer.hpp)");
-  static_assert(requires(R& r) { { r.size() } -> std::convertible_to<int>; },
-                "ETNN_REDUCER: the reducer has no `int size()` member (see core/reducer.hpp)");
-  static_assert(requires(R& r, float* f, double* d, std::size_t n) {
-                  r.broadcast(f, n, 0);
-                  r.broadcast(d, n, 0);
-                },
-                "ETNN_REDUCER: the reducer has no `broadcast(T* data, size_t n, int root)` member for float and double");
-  static_assert(requires { typename R::Pending; },
-                "ETNN_REDUCER: the reducer has no `Pending` type (the handle of a started allreduce)");
-  static_assert(requires(R& r, float* f, double* d, std::size_t n) {
-                  { r.start_allreduce_sum(f, n) } -> std::same_as<typename R::Pending>;
-                  { r.start_allreduce_sum(d, n) } -> std::same_as<typename R::Pending>;
-                },
-                "ETNN_REDUCER: the reducer has no `Pending start_allreduce_sum(T* data, size_t n)` member for float "
-                "and double");
-  static_assert(requires(R& r, typename R::Pending& p) { { r.poll(p) } -> std::convertible_to<bool>; },
-                "ETNN_REDUCER: the reducer has no `bool poll(Pending&)` member");
-  static_assert(requires(R& r, typename R::Pending& p) { r.wait(p); },
-                "ETNN_REDUCER: the reducer has no `wait(Pending&)` member");
-  static_assert(requires(R& r) { r.abort("reason"); },
-                "ETNN_REDUCER: the reducer has no `abort(const char* reason)` member");
-  return true;
-}
-
-// ---- Targets the Trainer hands to a loss (loss/targets.hpp, train/trainer.hpp) ----
-
-template <bool KnownKind>
-consteval bool loss_target_kind() {
-  static_assert(KnownKind,
-                "ETNN_LOSS_TARGET_KIND: the loss's target_kind must be etnn::loss::ClassIndices, "
-                "etnn::loss::RealValues or etnn::loss::MultiHot (loss/targets.hpp); the Trainer stages "
-                "targets by it");
-  return true;
-}
-
-template <bool ClassIndices>
-consteval bool class_index_targets() {
-  static_assert(ClassIndices,
-                "ETNN_TARGET_KIND: this loss takes class indices, one int per sample "
-                "(std::vector<int>, std::span<const int>); targets of the output's shape (a Tensor) "
-                "go with losses such as MSE, BCEWithLogits or MultiLabelSoftMargin");
-  return true;
-}
-
-template <bool TensorTargets>
-consteval bool tensor_targets() {
-  static_assert(TensorTargets,
-                "ETNN_TARGET_KIND: this loss takes targets of the output's shape (an etnn::Tensor or "
-                "TensorView with one row per sample); class indices go with CrossEntropy, NLL or "
-                "MultiMargin");
-  return true;
-}
-
-// ---- Losses with parameters of their own (loss/parametric.hpp, train/trainer.hpp) ----
-
-template <class Out, int Embedding>
-consteval bool embedding_width() {
-  static_assert(Out::rank == 1 && Out::size == static_cast<std::size_t>(Embedding),
-                "ETNN_LOSS_SHAPE: the network's output must be flat embeddings (B, Embedding) of the width "
-                "the margin head or CenterLoss was declared with (its first template argument)");
-  return true;
-}
-
-template <bool HasOptimizer>
-consteval bool loss_optimizer() {
-  static_assert(HasOptimizer,
-                "ETNN_LOSS_OPTIMIZER: this loss has parameters of its own (a margin head's weight, "
-                "CenterLoss's centers); give the Trainer an optimizer for them after the model's: "
-                "etnn::optim::SGD loss_opt(loss, {.lr = 0.01f}); etnn::Trainer trainer(model, loss, opt, loss_opt)");
-  return true;
-}
-
-template <bool OptimizesTheLoss>
-consteval bool loss_optimizer_target() {
-  static_assert(OptimizesTheLoss,
-                "ETNN_LOSS_OPTIMIZER: the Trainer's fourth argument must be an optimizer of the loss's own "
-                "parameters, built on the loss: etnn::optim::SGD loss_opt(loss, {...})");
-  return true;
-}
-
-}  // namespace etnn::check
-
-namespace etnn {
-
-template <class R>
-concept Reducer = requires(R& r, float* f, double* d, std::size_t n, typename R::Pending& pending) {
-  { r.rank() } -> std::convertible_to<int>;
-  { r.size() } -> std::convertible_to<int>;
-  r.broadcast(f, n, 0);
-  r.broadcast(d, n, 0);
-  { r.start_allreduce_sum(f, n) } -> std::same_as<typename R::Pending>;
-  { r.start_allreduce_sum(d, n) } -> std::same_as<typename R::Pending>;
-  { r.poll(pending) } -> std::convertible_to<bool>;
-  r.wait(pending);
-  r.abort("reason");
-};
-
-// Whether reducer R sums memory of Device: one that names its memory (dist::Mpi the host's,
-// dist::Nccl the GPU's) takes models on that device only; one that does not (dist::Local) any.
-template <class R, class Device>
-consteval bool reducer_takes_device() {
-  if constexpr (requires { typename R::memory; })
-    return std::is_same_v<typename R::memory, Device>;
-  else
-    return true;
-}
-template <class R, class Device>
-inline constexpr bool reducer_takes = reducer_takes_device<R, Device>();
-
-namespace dist {
-
-// One process: every collective is the identity.
-struct Local {
-  struct Pending {};
-  int rank() const noexcept { return 0; }
-  int size() const noexcept { return 1; }
-  template <class T> void broadcast(T*, std::size_t, int) noexcept {}
-  template <class T> Pending start_allreduce_sum(T*, std::size_t) noexcept { return {}; }
-  bool poll(Pending&) noexcept { return true; }
-  void wait(Pending&) noexcept {}
-  void abort(const char*) noexcept {}
-};
-
-}  // namespace dist
-}  // namespace etnn
 // ---- etnn/core/shape.hpp ----
 // Shape<D0, D1, ...>: the per-sample shape of a tensor, known at compile time.
 // The batch dimension is never part of a Shape; it is a runtime value of the tensor.
@@ -721,7 +289,7 @@ namespace etnn {
 
 template <int... Dims>
 struct Shape {
-  static_assert(check::shape_dims<Dims...>());
+  static_assert(etnn::check::shape_dims<Dims...>());
 
   static constexpr int rank = sizeof...(Dims);
   static constexpr std::size_t size = (std::size_t{1} * ... * static_cast<std::size_t>(Dims));
@@ -755,211 +323,9 @@ constexpr int dim_or_one(int i) {
 }
 
 }  // namespace etnn
-// ---- etnn/tensor/buffer.hpp ----
-// Buffer<T, Device>: an owning, move-only, uninitialised array of T in a device's memory.
-
-
-namespace etnn {
-
-template <class T, class Device>
-class Buffer {
- public:
-  Buffer() = default;
-  explicit Buffer(std::size_t size)
-      : data_(static_cast<T*>(Device::allocate(size * sizeof(T)))), size_(size) {}
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-  Buffer(Buffer&& other) noexcept
-      : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
-  Buffer& operator=(Buffer&& other) noexcept {
-    if (this != &other) {
-      release();
-      data_ = std::exchange(other.data_, nullptr);
-      size_ = std::exchange(other.size_, 0);
-    }
-    return *this;
-  }
-  ~Buffer() { release(); }
-
-  T* data() noexcept { return data_; }
-  const T* data() const noexcept { return data_; }
-  std::size_t size() const noexcept { return size_; }
-  bool empty() const noexcept { return size_ == 0; }
-
-  // Grows to at least `size` elements; contents are not preserved. Never shrinks.
-  void reserve_discard(std::size_t size) {
-    if (size > size_) *this = Buffer(size);
-  }
-
- private:
-  void release() noexcept {
-    if (data_ != nullptr) Device::deallocate(data_);
-    data_ = nullptr;
-    size_ = 0;
-  }
-
-  T* data_ = nullptr;
-  std::size_t size_ = 0;
-};
-
-}  // namespace etnn
-// ---- etnn/tensor/copy.hpp ----
-// Copies between host memory and a device's memory, by device tag: code written once for every
-// device reads and writes a model's values through these (checkpoints, evaluation, staging).
-// The host's own are plain copies; the CUDA ones live in cuda/memory.hpp.
-//   etnn::copy_to_host(Device{}, host, device_values, n);
-//   auto on_host = etnn::to_host(model.forward(x));   // a Tensor in host memory
-#include <algorithm>
-
-// ---- etnn/tensor/tensor.hpp ----
-// Tensor<T, Shape, Device> owns a batch of samples of a static Shape; TensorView<T, Shape, Device>
-// refers to one. Layout is row-major with the batch outermost: element (b, i0, i1, ...) lives at
-//   b * Shape::size + ((i0 * D1 + i1) * D2 + ...).
-#include <span>
-
-
-namespace etnn {
-
-template <class T, ShapeType S, class Device = Cpu>
-class TensorView {
- public:
-  using value_type = std::remove_const_t<T>;
-  using shape = S;
-  using device = Device;
-
-  TensorView() = default;
-  TensorView(T* data, int batch) : data_(data), batch_(batch) {
-    if (batch < 0) throw ShapeError("etnn::TensorView: negative batch " + std::to_string(batch));
-  }
-  // A view of mutable data converts to a view of const data.
-  template <class U>
-    requires(std::is_const_v<T> && std::is_same_v<std::remove_const_t<T>, U>)
-  TensorView(const TensorView<U, S, Device>& other) : data_(other.data()), batch_(other.batch()) {}
-
-  T* data() const noexcept { return data_; }
-  int batch() const noexcept { return batch_; }
-  std::size_t size() const noexcept { return static_cast<std::size_t>(batch_) * S::size; }
-  // First element of sample b.
-  T* sample(int b) const noexcept { return data_ + static_cast<std::size_t>(b) * S::size; }
-  std::span<T> flat() const noexcept { return {data_, size()}; }
-
-  // Element (b, i0, i1, ...); host memory only.
-  template <class... I>
-    requires(sizeof...(I) == S::rank && std::is_same_v<Device, Cpu>)
-  T& operator()(int b, I... index) const noexcept {
-    std::size_t offset = 0;
-    int d = 0;
-    ((offset = offset * static_cast<std::size_t>(S::dims[static_cast<std::size_t>(d++)]) +
-               static_cast<std::size_t>(index)),
-     ...);
-    return data_[static_cast<std::size_t>(b) * S::size + offset];
-  }
-
-  // The first `batch` samples.
-  TensorView first(int batch) const {
-    if (batch > batch_)
-      throw ShapeError("etnn::TensorView::first: asked for " + std::to_string(batch) +
-                       " samples of a view holding " + std::to_string(batch_));
-    return {data_, batch};
-  }
-
- private:
-  T* data_ = nullptr;
-  int batch_ = 0;
-};
-
-template <class T, ShapeType S, class Device = Cpu>
-class Tensor {
- public:
-  using value_type = T;
-  using shape = S;
-  using device = Device;
-
-  Tensor() = default;
-  explicit Tensor(int batch) : buffer_(checked_elements(batch)), batch_(batch) {}
-
-  T* data() noexcept { return buffer_.data(); }
-  const T* data() const noexcept { return buffer_.data(); }
-  int batch() const noexcept { return batch_; }
-  std::size_t size() const noexcept { return static_cast<std::size_t>(batch_) * S::size; }
-  // Capacity in samples; resize() within it does not allocate.
-  int capacity() const noexcept { return static_cast<int>(buffer_.size() / S::size); }
-
-  // Changes the batch; allocates only when it exceeds the capacity. Contents are unspecified.
-  void resize(int batch) {
-    buffer_.reserve_discard(checked_elements(batch));
-    batch_ = batch;
-  }
-
-  TensorView<T, S, Device> view() noexcept { return {data(), batch_}; }
-  TensorView<const T, S, Device> view() const noexcept { return {data(), batch_}; }
-  operator TensorView<T, S, Device>() noexcept { return view(); }
-  operator TensorView<const T, S, Device>() const noexcept { return view(); }
-
-  template <class... I>
-    requires(sizeof...(I) == S::rank && std::is_same_v<Device, Cpu>)
-  T& operator()(int b, I... index) noexcept {
-    return view()(b, index...);
-  }
-  template <class... I>
-    requires(sizeof...(I) == S::rank && std::is_same_v<Device, Cpu>)
-  const T& operator()(int b, I... index) const noexcept {
-    return view()(b, index...);
-  }
-
- private:
-  static std::size_t checked_elements(int batch) {
-    if (batch < 0) throw ShapeError("etnn::Tensor: negative batch " + std::to_string(batch));
-    return static_cast<std::size_t>(batch) * S::size;
-  }
-
-  Buffer<T, Device> buffer_;
-  int batch_ = 0;
-};
-
-// A read-only view of a tensor or view: lets functions take either.
-template <class T, ShapeType S, class Device>
-TensorView<const T, S, Device> const_view(const Tensor<T, S, Device>& t) noexcept {
-  return t.view();
-}
-template <class T, ShapeType S, class Device>
-TensorView<const T, S, Device> const_view(TensorView<T, S, Device> v) noexcept {
-  return v;
-}
-
-}  // namespace etnn
-
-namespace etnn {
-
-template <class T>
-void copy_to_host(Cpu, T* host, const T* values, std::size_t n) {
-  std::copy_n(values, n, host);
-}
-
-template <class T>
-void copy_from_host(Cpu, T* values, const T* host, std::size_t n) {
-  std::copy_n(host, n, values);
-}
-
-// rows x width values from src (rows src_pitch values apart) to dst (rows dst_pitch apart), in one
-// device's memory: a column block of a (rows, pitch) matrix (nn::concat's halves).
-template <class T>
-void copy_rows(Cpu, const T* src, std::size_t src_pitch, T* dst, std::size_t dst_pitch, std::size_t width,
-               std::size_t rows) {
-  for (std::size_t r = 0; r < rows; ++r) std::copy_n(src + r * src_pitch, width, dst + r * dst_pitch);
-}
-
-// A host copy of a tensor or view on any device.
-template <class X>
-auto to_host(const X& x) {
-  const auto view = const_view(x);
-  using V = decltype(view);
-  Tensor<typename V::value_type, typename V::shape, Cpu> out(view.batch());
-  copy_to_host(typename V::device{}, out.data(), view.data(), view.size());
-  return out;
-}
-
-}  // namespace etnn
+// ---- etnn/expr/expr.hpp ----
+// etnn::expr, the face of expr/: device-neutral math. Elementwise expression templates and the
+// ETNN_HD functors with their derivatives, which both backends run (expr::ref(p, n) * 2.0f + ...).
 // ---- etnn/expr/expression.hpp ----
 // Elementwise expression templates. An expression is a tree of nodes held by value; evaluating
 // it element by element (e[i]) fuses the whole tree into one pass, done by an executor
@@ -967,6 +333,37 @@ auto to_host(const X& x) {
 //
 //   assign(dst, ref(dy) * derivative<fn::Tanh>(ref(x), ref(y)));   // one loop, no temporaries
 
+// ---- etnn/expr/checks.hpp ----
+// Compile-time checks of elementwise expressions.
+// Each check is a consteval function whose static_assert message starts with a grep-able key
+// (ETNN_...) and says how to fix it; the node that needs it writes
+// `static_assert(check::something<...>());`. tests/compile_fail/ holds one program per message.
+
+namespace etnn::expr::check {
+
+template <class A, class B>
+consteval bool same_scalar() {
+  static_assert(std::is_same_v<A, B>,
+                "ETNN_EXPR_TYPES: both operands of an expression must have the same scalar type; "
+                "cast the scalar (e.g. 2.0f for float data)");
+  return true;
+}
+
+template <bool Sized>
+consteval bool sized_expression() {
+  static_assert(Sized,
+                "ETNN_EXPR_UNSIZED: an expression of scalars alone has no length; include at least one "
+                "expr::ref(data, n) operand");
+  return true;
+}
+
+template <long long SlopeNumerator>
+consteval bool leaky_slope() {
+  static_assert(SlopeNumerator >= 0, "ETNN_LEAKY_SLOPE: leaky_relu needs a non-negative slope");
+  return true;
+}
+
+}  // namespace etnn::expr::check
 // ---- etnn/expr/functors.hpp ----
 // Elementwise functors. Each activation is a (value, derivative) pair:
 //   y = f(x)                 operator()(x)
@@ -999,7 +396,7 @@ struct Relu {
 // leaky_relu(x) = x if x > 0 else s x; with s >= 0, x > 0 <=> y > 0, so y suffices.
 template <class Slope = std::ratio<1, 100>>
 struct LeakyRelu {
-  static_assert(check::leaky_slope<Slope::num>());
+  static_assert(expr::check::leaky_slope<Slope::num>());
   static constexpr const char* name = "leaky_relu";
   static constexpr bool derivative_needs_input = false;
   template <class T> static constexpr T slope = T(Slope::num) / T(Slope::den);
@@ -1225,6 +622,350 @@ auto derivative(const X& x, const Y& y, F f = F{}) {
 }
 
 }  // namespace etnn::expr
+// ---- etnn/tensor/tensor.hpp ----
+// Tensor<T, Shape, Device> owns a batch of samples of a static Shape; TensorView<T, Shape, Device>
+// refers to one. Layout is row-major with the batch outermost: element (b, i0, i1, ...) lives at
+//   b * Shape::size + ((i0 * D1 + i1) * D2 + ...).
+#include <span>
+
+// ---- etnn/tensor/buffer.hpp ----
+// Buffer<T, Device>: an owning, move-only, uninitialised array of T in a device's memory.
+#include <utility>
+
+
+namespace etnn {
+
+template <class T, class Device>
+class Buffer {
+ public:
+  Buffer() = default;
+  explicit Buffer(std::size_t size)
+      : data_(static_cast<T*>(Device::allocate(size * sizeof(T)))), size_(size) {}
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  Buffer(Buffer&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+  Buffer& operator=(Buffer&& other) noexcept {
+    if (this != &other) {
+      release();
+      data_ = std::exchange(other.data_, nullptr);
+      size_ = std::exchange(other.size_, 0);
+    }
+    return *this;
+  }
+  ~Buffer() { release(); }
+
+  T* data() noexcept { return data_; }
+  const T* data() const noexcept { return data_; }
+  std::size_t size() const noexcept { return size_; }
+  bool empty() const noexcept { return size_ == 0; }
+
+  // Grows to at least `size` elements; contents are not preserved. Never shrinks.
+  void reserve_discard(std::size_t size) {
+    if (size > size_) *this = Buffer(size);
+  }
+
+ private:
+  void release() noexcept {
+    if (data_ != nullptr) Device::deallocate(data_);
+    data_ = nullptr;
+    size_ = 0;
+  }
+
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+}  // namespace etnn
+
+namespace etnn {
+
+template <class T, ShapeType S, class Device = Cpu>
+class TensorView {
+ public:
+  using value_type = std::remove_const_t<T>;
+  using shape = S;
+  using device = Device;
+
+  TensorView() = default;
+  TensorView(T* data, int batch) : data_(data), batch_(batch) {
+    if (batch < 0) throw ShapeError("etnn::TensorView: negative batch " + std::to_string(batch));
+  }
+  // A view of mutable data converts to a view of const data.
+  template <class U>
+    requires(std::is_const_v<T> && std::is_same_v<std::remove_const_t<T>, U>)
+  TensorView(const TensorView<U, S, Device>& other) : data_(other.data()), batch_(other.batch()) {}
+
+  T* data() const noexcept { return data_; }
+  int batch() const noexcept { return batch_; }
+  std::size_t size() const noexcept { return static_cast<std::size_t>(batch_) * S::size; }
+  // First element of sample b.
+  T* sample(int b) const noexcept { return data_ + static_cast<std::size_t>(b) * S::size; }
+  std::span<T> flat() const noexcept { return {data_, size()}; }
+
+  // Element (b, i0, i1, ...); host memory only.
+  template <class... I>
+    requires(sizeof...(I) == S::rank && std::is_same_v<Device, Cpu>)
+  T& operator()(int b, I... index) const noexcept {
+    std::size_t offset = 0;
+    int d = 0;
+    ((offset = offset * static_cast<std::size_t>(S::dims[static_cast<std::size_t>(d++)]) +
+               static_cast<std::size_t>(index)),
+     ...);
+    return data_[static_cast<std::size_t>(b) * S::size + offset];
+  }
+
+  // The first `batch` samples.
+  TensorView first(int batch) const {
+    if (batch > batch_)
+      throw ShapeError("etnn::TensorView::first: asked for " + std::to_string(batch) +
+                       " samples of a view holding " + std::to_string(batch_));
+    return {data_, batch};
+  }
+
+ private:
+  T* data_ = nullptr;
+  int batch_ = 0;
+};
+
+template <class T, ShapeType S, class Device = Cpu>
+class Tensor {
+ public:
+  using value_type = T;
+  using shape = S;
+  using device = Device;
+
+  Tensor() = default;
+  explicit Tensor(int batch) : buffer_(checked_elements(batch)), batch_(batch) {}
+
+  T* data() noexcept { return buffer_.data(); }
+  const T* data() const noexcept { return buffer_.data(); }
+  int batch() const noexcept { return batch_; }
+  std::size_t size() const noexcept { return static_cast<std::size_t>(batch_) * S::size; }
+  // Capacity in samples; resize() within it does not allocate.
+  int capacity() const noexcept { return static_cast<int>(buffer_.size() / S::size); }
+
+  // Changes the batch; allocates only when it exceeds the capacity. Contents are unspecified.
+  void resize(int batch) {
+    buffer_.reserve_discard(checked_elements(batch));
+    batch_ = batch;
+  }
+
+  TensorView<T, S, Device> view() noexcept { return {data(), batch_}; }
+  TensorView<const T, S, Device> view() const noexcept { return {data(), batch_}; }
+  operator TensorView<T, S, Device>() noexcept { return view(); }
+  operator TensorView<const T, S, Device>() const noexcept { return view(); }
+
+  template <class... I>
+    requires(sizeof...(I) == S::rank && std::is_same_v<Device, Cpu>)
+  T& operator()(int b, I... index) noexcept {
+    return view()(b, index...);
+  }
+  template <class... I>
+    requires(sizeof...(I) == S::rank && std::is_same_v<Device, Cpu>)
+  const T& operator()(int b, I... index) const noexcept {
+    return view()(b, index...);
+  }
+
+ private:
+  static std::size_t checked_elements(int batch) {
+    if (batch < 0) throw ShapeError("etnn::Tensor: negative batch " + std::to_string(batch));
+    return static_cast<std::size_t>(batch) * S::size;
+  }
+
+  Buffer<T, Device> buffer_;
+  int batch_ = 0;
+};
+
+// A read-only view of a tensor or view: lets functions take either.
+template <class T, ShapeType S, class Device>
+TensorView<const T, S, Device> const_view(const Tensor<T, S, Device>& t) noexcept {
+  return t.view();
+}
+template <class T, ShapeType S, class Device>
+TensorView<const T, S, Device> const_view(TensorView<T, S, Device> v) noexcept {
+  return v;
+}
+
+}  // namespace etnn
+// ---- etnn/tensor/copy.hpp ----
+// Copies between host memory and a device's memory, by device tag: code written once for every
+// device reads and writes a model's values through these (checkpoints, evaluation, staging).
+// The host's own are plain copies; the CUDA ones live in cuda/memory.hpp.
+//   etnn::copy_to_host(Device{}, host, device_values, n);
+//   auto on_host = etnn::to_host(model.forward(x));   // a Tensor in host memory
+#include <algorithm>
+
+
+namespace etnn {
+
+template <class T>
+void copy_to_host(Cpu, T* host, const T* values, std::size_t n) {
+  std::copy_n(values, n, host);
+}
+
+template <class T>
+void copy_from_host(Cpu, T* values, const T* host, std::size_t n) {
+  std::copy_n(host, n, values);
+}
+
+// rows x width values from src (rows src_pitch values apart) to dst (rows dst_pitch apart), in one
+// device's memory: a column block of a (rows, pitch) matrix (nn::concat's halves).
+template <class T>
+void copy_rows(Cpu, const T* src, std::size_t src_pitch, T* dst, std::size_t dst_pitch, std::size_t width,
+               std::size_t rows) {
+  for (std::size_t r = 0; r < rows; ++r) std::copy_n(src + r * src_pitch, width, dst + r * dst_pitch);
+}
+
+// A host copy of a tensor or view on any device.
+template <class X>
+auto to_host(const X& x) {
+  const auto view = const_view(x);
+  using V = decltype(view);
+  Tensor<typename V::value_type, typename V::shape, Cpu> out(view.batch());
+  copy_to_host(typename V::device{}, out.data(), view.data(), view.size());
+  return out;
+}
+
+}  // namespace etnn
+// ---- etnn/cpu/cpu.hpp ----
+// The CPU backend, the face of cpu/: the expression executor, GEMM through the CPU GEMM engine
+// with fused epilogues, im2col convolution, pooling, batch norm and the loss loops. Layers reach
+// these through backend/.
+// ---- etnn/cpu/batch_norm.hpp ----
+// Batch normalisation on the CPU, PyTorch's nn.BatchNorm1d/2d with momentum 0.1 and eps 1e-5.
+//   x, y: (B, C, S) with S the spatial size (1 after a linear layer)   gamma, beta: (C)
+//   training:  mu_c, var_c = mean and biased variance of x[:, c, :] over n = B S values (over the
+//              global batch of every rank when `sync` is set: nn.SyncBatchNorm)
+//              running_mean = (1 - m) running_mean + m mu_c
+//              running_var  = (1 - m) running_var + m var_c n / (n - 1)   (unbiased, as PyTorch)
+//   eval:      mu_c, var_c = running_mean, running_var
+//   y = gamma_c (x - mu_c) / sqrt(var_c + eps) + beta_c
+// Backward, with xhat = (x - mu) / sqrt(var + eps):
+//   dbeta += sum dy,  dgamma += sum dy xhat                         (this rank's samples)
+//   training:  dx = gamma / sqrt(var + eps) (dy - mean(dy) - xhat mean(dy xhat))   means over n
+//   eval:      dx = gamma / sqrt(var + eps) dy
+// Backward recomputes the batch statistics from x instead of keeping them. Per-channel sums run
+// over channels in parallel, accumulated in double; `sync` sums them over ranks in between (two
+// sums in forward, three in backward); it is any callable that says whether it sums (explicit
+// bool) and replaces sync(values, n) by their sum over ranks (nn passes dist::CrossRankSum).
+// dx may be dy (in place). The per-value math is the ETNN_HD functors of expr/batch_norm.hpp,
+// which the device runs too (cuda/batch_norm.hpp).
+
+// ---- etnn/expr/batch_norm.hpp ----
+// The per-value math of batch normalisation (PyTorch's nn.BatchNorm1d/2d, momentum 0.1, eps 1e-5)
+// as ETNN_HD functors, device-neutral: the CPU runs them in cpu/batch_norm.hpp, the device in
+// cuda/batch_norm.hpp, so both compute the same values.
+//   x, y: (B, C, S) with S the spatial size   gamma, beta: (C)   sums accumulated in double
+
+
+namespace etnn::expr {
+
+inline constexpr double batch_norm_momentum = 0.1;
+inline constexpr double batch_norm_eps = 1e-5;
+
+// A training pass needs two or more values per channel (the unbiased variance divides by n - 1).
+inline void check_batch_norm_count(double count, int batch) {
+  if (count < 2)
+    throw ShapeError("etnn::nn::batch_norm: training needs more than one value per channel, got a batch of " +
+                     std::to_string(batch) + "; use a larger batch or eval()");
+}
+
+// Channel sums take term(c, i) for index i of channel c; the statistics are
+// read through pointers: mean[C], inv_std[C], and the per-channel sums of the backward pass,
+// gradient_sums[2 C] (sum of dy, then sum of dy xhat).
+namespace detail {
+
+// Index i of a (B, C, S) tensor belongs to channel (i / S) % C.
+template <int C, int S>
+ETNN_HD int channel_of(std::size_t i) {
+  return static_cast<int>(i / S % C);
+}
+
+template <class T>
+struct ChannelValue {  // x (or dy)
+  const T* x;
+  ETNN_HD double operator()(int, std::size_t i) const { return static_cast<double>(x[i]); }
+};
+
+template <class T>
+struct CenteredSquare {  // (x - mu_c)^2, mu_c = sums[c] / count, count = sums[channels]
+  const T* x;
+  const double* sums;
+  int channels;
+  ETNN_HD double operator()(int c, std::size_t i) const {
+    const double centred = x[i] - sums[c] / sums[channels];
+    return centred * centred;
+  }
+};
+
+template <class T>
+struct GradientTimesXhat {  // dy xhat
+  const T* x;
+  const T* dy;
+  const double* mean;
+  const double* inv_std;
+  ETNN_HD double operator()(int c, std::size_t i) const { return dy[i] * ((x[i] - mean[c]) * inv_std[c]); }
+};
+
+template <int C, int S, class T>
+struct BatchNormalize {  // y = (x - mu) gamma / sqrt(var + eps) + beta
+  const T* gamma;
+  const T* beta;
+  const double* mean;
+  const double* inv_std;
+  const T* x;
+  T* y;
+  ETNN_HD void operator()(std::size_t i) const {
+    const int c = channel_of<C, S>(i);
+    y[i] = static_cast<T>((x[i] - mean[c]) * (gamma[c] * inv_std[c]) + beta[c]);
+  }
+};
+
+template <int C, class T>
+struct AddBatchNormParameterGradients {  // dbeta += sum dy, dgamma += sum dy xhat (this rank's)
+  const double* gradient_sums;
+  T* gamma_grad;
+  T* beta_grad;
+  ETNN_HD void operator()(std::size_t c) const {
+    beta_grad[c] += static_cast<T>(gradient_sums[c]);
+    gamma_grad[c] += static_cast<T>(gradient_sums[C + c]);
+  }
+};
+
+template <int C, int S, class T>
+struct BatchNormInputGradient {  // dx = gamma inv_std (dy - mean(dy) - xhat mean(dy xhat)); eval: gamma inv_std dy
+  const T* gamma;
+  const double* mean;
+  const double* inv_std;
+  const double* gradient_sums;
+  const double* count;
+  const T* x;
+  const T* dy;
+  T* dx;
+  bool training;
+  ETNN_HD void operator()(std::size_t i) const {
+    const int c = channel_of<C, S>(i);
+    const double xhat = (x[i] - mean[c]) * inv_std[c];
+    const double mean_dy = training ? gradient_sums[c] / *count : 0;
+    const double mean_dy_xhat = training ? gradient_sums[C + c] / *count : 0;
+    dx[i] = static_cast<T>(gamma[c] * inv_std[c] * (dy[i] - mean_dy - xhat * mean_dy_xhat));
+  }
+};
+
+// running[c], running[C + c] moved toward channel c's batch mean and unbiased variance (var is
+// the biased one over count values), and num_batches_tracked counted once (by channel 0).
+template <int C, class T>
+ETNN_HD void update_running_statistics(T* running, int c, double mean, double var, double count) {
+  constexpr double m = batch_norm_momentum;
+  running[c] = static_cast<T>((1 - m) * running[c] + m * mean);
+  running[C + c] = static_cast<T>((1 - m) * running[C + c] + m * var * count / (count - 1));
+  if (c == 0) running[2 * C] += T(1);
+}
+
+}  // namespace detail
+
+}  // namespace etnn::expr
 // ---- etnn/cpu/executor.hpp ----
 // The CPU executor: evaluates an elementwise expression into memory in one fused loop, and runs
 // an ETNN_HD functor over an index range (the optimizers' update rules, dropout) or over rows
@@ -1325,7 +1066,7 @@ namespace etnn {
 // dst[i] = e[i] for i < e.size(). dst may alias any operand that is read at the same index.
 template <class T, expr::Expression E>
 void assign(Cpu, T* dst, const E& e) {
-  static_assert(check::sized_expression<E::sized>());
+  static_assert(expr::check::sized_expression<E::sized>());
   const std::size_t n = e.size();
   cpu::parallel_chunks(n, 4096, 1, [&](std::size_t begin, std::size_t end) {
     for (std::size_t i = begin; i < end; ++i) dst[i] = e[i];
@@ -1354,6 +1095,93 @@ void for_each_index(Cpu, std::size_t n, std::size_t work_per_index, const F& f) 
   cpu::parallel_chunks(n, 1, work_per_index, [&](std::size_t begin, std::size_t end) {
     for (std::size_t i = begin; i < end; ++i) f(i);
   });
+}
+
+}  // namespace etnn
+
+namespace etnn {
+
+namespace cpu {
+
+// Calls f(i) for every index of channel c in a (B, C, S) tensor, in memory order.
+template <int C, int S, class F>
+void for_channel(int batch, int c, F&& f) {
+  for (int b = 0; b < batch; ++b) {
+    const std::size_t base = (static_cast<std::size_t>(b) * C + static_cast<std::size_t>(c)) * S;
+    for (std::size_t s = 0; s < S; ++s) f(base + s);
+  }
+}
+
+// sums[c] = sum over channel c's values of term(c, i), channels in parallel.
+template <int C, int S, class Term>
+void channel_sums(int batch, double* sums, const Term& term) {
+  parallel_chunks(std::size_t{C}, 1, static_cast<std::size_t>(batch) * S, [&](std::size_t begin, std::size_t end) {
+    for (int c = static_cast<int>(begin); c < static_cast<int>(end); ++c) {
+      double sum = 0;
+      for_channel<C, S>(batch, c, [&](std::size_t i) { sum += term(c, i); });
+      sums[c] = sum;
+    }
+  });
+}
+
+template <int C>
+struct ChannelStatistics {
+  std::array<double, C> mean, var, inv_std;
+  double count;  // values per channel (over all ranks when synchronised)
+};
+
+// This batch's statistics (summed over ranks by `sync`) when training, else the running ones.
+template <int C, int S, class T, class Sum>
+ChannelStatistics<C> channel_statistics(const T* x, const T* running, int batch, bool training,
+                                        const Sum& sync) {
+  ChannelStatistics<C> st;
+  if (training) {
+    std::array<double, C + 1> sums;  // sum of x per channel, then the count
+    channel_sums<C, S>(batch, sums.data(), expr::detail::ChannelValue<T>{x});
+    sums[C] = static_cast<double>(batch) * S;
+    sync(sums.data(), C + 1);
+    st.count = sums[C];
+    for (int c = 0; c < C; ++c) st.mean[c] = sums[c] / st.count;
+    channel_sums<C, S>(batch, st.var.data(), expr::detail::CenteredSquare<T>{x, sums.data(), C});
+    sync(st.var.data(), C);
+    for (int c = 0; c < C; ++c) st.var[c] /= st.count;
+  } else {
+    st.count = static_cast<double>(batch) * S;
+    for (int c = 0; c < C; ++c) st.mean[c] = running[c], st.var[c] = running[C + c];
+  }
+  for (int c = 0; c < C; ++c) st.inv_std[c] = 1.0 / std::sqrt(st.var[c] + expr::batch_norm_eps);
+  return st;
+}
+
+}  // namespace cpu
+
+// running: [running_mean (C), running_var (C), num_batches_tracked (1)]; updated when training.
+template <int C, int S, class T, class Sum>
+void batch_norm_forward(Cpu, const T* gamma, const T* beta, T* running, const T* x, T* y, int batch, bool training,
+                        const Sum& sync) {
+  const auto st = cpu::channel_statistics<C, S>(x, running, batch, training, sync);
+  if (training) expr::check_batch_norm_count(st.count, batch);
+  for_each_index(Cpu{}, static_cast<std::size_t>(batch) * C * S,
+                 expr::detail::BatchNormalize<C, S, T>{gamma, beta, st.mean.data(), st.inv_std.data(), x, y});
+  if (training)
+    for (int c = 0; c < C; ++c) expr::detail::update_running_statistics<C>(running, c, st.mean[c], st.var[c], st.count);
+}
+
+template <int C, int S, class T, class Sum>
+void batch_norm_backward(Cpu, const T* gamma, T* gamma_grad, T* beta_grad, const T* running, const T* x, const T* dy,
+                         T* dx, int batch, bool training, const Sum& sync) {
+  const auto st = cpu::channel_statistics<C, S>(x, running, batch, training, sync);
+  std::array<double, 2 * C> sums;  // sum dy, then sum dy xhat, per channel
+  cpu::channel_sums<C, S>(batch, sums.data(), expr::detail::ChannelValue<T>{dy});
+  cpu::channel_sums<C, S>(batch, sums.data() + C,
+                          expr::detail::GradientTimesXhat<T>{x, dy, st.mean.data(), st.inv_std.data()});
+  for (std::size_t c = 0; c < C; ++c)
+    expr::detail::AddBatchNormParameterGradients<C, T>{sums.data(), gamma_grad, beta_grad}(c);
+  if (dx == nullptr) return;
+  if (training) sync(sums.data(), 2 * C);
+  for_each_index(Cpu{}, static_cast<std::size_t>(batch) * C * S,
+                 expr::detail::BatchNormInputGradient<C, S, T>{gamma, st.mean.data(), st.inv_std.data(), sums.data(),
+                                                         &st.count, x, dy, dx, training});
 }
 
 }  // namespace etnn
@@ -1512,10 +1340,15 @@ void gemm_accumulate_serial(int m, int n, int k, const T* a, int lda, const T* b
 }
 
 }  // namespace etnn::cpu
-// ---- etnn/cpu/window.hpp ----
+// ---- etnn/expr/window.hpp ----
 // The geometry of a sliding window (convolution kernel or pooling window) over a (C, H, W) image,
 // as PyTorch defines it: out = floor((in + 2 pad - kernel) / stride) + 1, padding is virtual.
-namespace etnn::cpu {
+// Device-neutral: the CPU and CUDA convolution and pooling kernels and the nn layers share it.
+namespace etnn::expr {
+
+// The two kinds of pooling window (nn::max_pool2d, nn::avg_pool2d).
+struct MaxPooling {};
+struct AveragePooling {};
 
 template <int Channels, int Height, int Width, int Kernel, int Stride, int Pad>
 struct Window {
@@ -1536,7 +1369,7 @@ struct Window {
   static constexpr bool inside(int row, int col) { return row >= 0 && row < Height && col >= 0 && col < Width; }
 };
 
-}  // namespace etnn::cpu
+}  // namespace etnn::expr
 
 namespace etnn {
 
@@ -1671,9 +1504,150 @@ void conv2d_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T
 }
 
 }  // namespace etnn
+// ---- etnn/cpu/dense.hpp ----
+// Fully connected layer with a fused activation, on the CPU.
+//
+// Forward:   Z = X W^T + b,  Y = f(Z)          X: (B, IN)  W: (OUT, IN)  b: (OUT)  Y, Z: (B, OUT)
+//            Y's rows start as b, one GEMM accumulates X W^T into them, then one pass applies f
+//            (keeping Z only when f' needs its input and backward will run; none for identity).
+// Backward:  dZ = dY (.) f'(Z, Y)   written over dY,  db += sum_b dZ      one pass
+//            dW += dZ^T X                                                  GEMM
+//            dX  = dZ W                                                    GEMM, skipped for the first layer
+// Gradients accumulate (+=) so that micro-batches can be summed; the Trainer zeroes them.
+
+
+namespace etnn {
+
+template <int In, int Out, class Act, class T>
+void dense_forward(Cpu, const T* weight, const T* bias, const T* x, T* y, T* z_saved, int batch, Act act) {
+  const auto rows = static_cast<std::size_t>(batch);
+  cpu::parallel_chunks(rows, 8, Out, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t r = begin; r < end; ++r) std::copy_n(bias, Out, y + r * Out);
+  });
+  // Y += X W^T: W^T is W read column-major.
+  cpu::gemm_accumulate<cpu::Layout::row_major, cpu::Layout::col_major>(batch, Out, In, x, In, weight, In, y, Out);
+  if constexpr (!std::is_same_v<Act, fn::Identity>) {
+    cpu::parallel_chunks(rows, 8, Out, [&](std::size_t begin, std::size_t end) {
+      cpu::activation_epilogue(y + begin * Out, z_saved != nullptr ? z_saved + begin * Out : nullptr,
+                               (end - begin) * Out, act);
+    });
+  }
+}
+
+template <int In, int Out, class Act, class T>
+void dense_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T* x, const T* y, const T* z_saved,
+                    T* dy, T* dx, int batch, Act act) {
+  // dZ = dY (.) f'(Z, Y) and db += column sums, in one pass. Threads own disjoint column ranges,
+  // so the bias reduction needs no atomics and sums each column in a fixed order.
+  cpu::parallel_chunks(static_cast<std::size_t>(Out), 16, static_cast<std::size_t>(batch),
+                       [&](std::size_t begin, std::size_t end) {
+    for (int r = 0; r < batch; ++r) {
+      const std::size_t row = static_cast<std::size_t>(r) * Out;
+      for (std::size_t j = begin; j < end; ++j) {
+        T g = dy[row + j];
+        if constexpr (!std::is_same_v<Act, fn::Identity>) {
+          const T yv = y[row + j];
+          g *= act.derivative(z_saved != nullptr ? z_saved[row + j] : yv, yv);
+          dy[row + j] = g;
+        }
+        bias_grad[j] += g;
+      }
+    }
+  });
+  // dW += dZ^T X: dZ^T is dZ read column-major.
+  cpu::gemm_accumulate<cpu::Layout::col_major, cpu::Layout::row_major>(Out, In, batch, dy, Out, x, In, weight_grad, In);
+  if (dx != nullptr) {
+    // dX = dZ W
+    fill(Cpu{}, dx, static_cast<std::size_t>(batch) * In, T(0));
+    cpu::gemm_accumulate<cpu::Layout::row_major, cpu::Layout::row_major>(batch, In, Out, dy, Out, weight, In, dx, In);
+  }
+}
+
+}  // namespace etnn
+// ---- etnn/cpu/loss_loops.hpp ----
+// The loops of the losses on the CPU: the sum of an element-wise term over every value, and the
+// sum of a row functor over the rows of class scores. The losses (loss/*.hpp) define the terms
+// and rows; the device's loops are in cuda/loss_loops.hpp (reached through backend/loss_loops.hpp).
+
+// ---- etnn/expr/loss_term.hpp ----
+// The value and derivative of a loss's element-wise term, device-neutral: a term is an ETNN_HD
+// functor term(y, t) -> {f(y, t), df/dy}, which the CPU loop (cpu/loss_loops.hpp) and the CUDA
+// kernel (cuda/loss_loops.hpp) sum alike; loss/*.hpp define the terms.
+#include <concepts>
+
+
+namespace etnn::expr {
+
+// -1, 0 or 1 (PyTorch's sign: 0 at 0).
+template <class T>
+ETNN_HD T sign(T x) {
+  return static_cast<T>((x > T(0)) - (x < T(0)));
+}
+
+// The value and gradient of one element-wise term.
+template <class T>
+struct Term {
+  T value;
+  T grad;
+};
+
+// A term whose inputs have a domain (BCE's probabilities, -1/+1 or 0/1 targets): valid(y, t) is
+// false outside it, and complaint(i, y, t) is the error message for element i.
+template <class F, class T>
+concept DomainTerm = requires(const F& f, T y, T t, std::size_t i) {
+  { f.valid(y, t) } -> std::convertible_to<bool>;
+  { f.complaint(i, y, t) } -> std::convertible_to<std::string>;
+};
+
+}  // namespace etnn::expr
+
+namespace etnn {
+
+// loss = scale sum_i f(y_i, t_i),  dL/dy_i = scale f'(y_i, t_i)   y, t: (B, S...)
+// term(y, t) returns {f, f'}; grad null: the value alone. A term that is an ETNN_HD functor runs
+// on either device (the Cuda overload in cuda/loss_loops.hpp). A DomainTerm's inputs are checked in
+// the same pass: an element outside its domain throws etnn::Error naming the first such element
+// (after grad was written: it is the step's scratch, and nothing else has changed).
+template <class T, ShapeType S, ShapeType TS, class F>
+T elementwise_loss(Cpu, TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target, T* grad, T scale,
+                   F term) {
+  const std::size_t n = output.size();
+  const T* y = output.data();
+  const T* t = target.data();
+  T total = 0;
+  std::size_t first_invalid = n;
+  for (std::size_t i = 0; i < n; ++i) {
+    if constexpr (expr::DomainTerm<F, T>)
+      if (first_invalid == n && !term.valid(y[i], t[i])) first_invalid = i;
+    const expr::Term<T> e = term(y[i], t[i]);
+    total += e.value;
+    if (grad != nullptr) grad[i] = e.grad * scale;
+  }
+  if constexpr (expr::DomainTerm<F, T>)
+    if (first_invalid < n) throw Error(term.complaint(first_invalid, y[first_invalid], t[first_invalid]));
+  return total * scale;
+}
+
+// A loss on class indices whose rows are independent (CrossEntropy, NLL, MultiMargin), on the host:
+// scale * sum_b row(x_b, C, y_b, weight, g_b, scale) in row order, where row also writes
+// scale * dl_b/dx_b into g_b when grad is not null. Labels and weights are checked by the caller.
+// The host reads labels and weights where they are, so the device's scratch goes unused.
+template <class T, class Row, class Scratch>
+T label_rows_loss(Cpu, Scratch&, const T* x, int batch, int classes, std::span<const int> labels, const float* weight,
+                  T* grad, T scale, Row row, const char* /*who*/) {
+  T total = 0;
+  for (int b = 0; b < batch; ++b) {
+    const std::size_t at = static_cast<std::size_t>(b) * classes;
+    total += row(x + at, classes, labels[static_cast<std::size_t>(b)], weight, grad != nullptr ? grad + at : nullptr,
+                 scale);
+  }
+  return total * scale;
+}
+
+}  // namespace etnn
 // ---- etnn/cpu/pool.hpp ----
 // 2-D max and average pooling on the CPU, one (b, c) plane at a time in parallel.
-//   x: (B, C, H, W)  y: (B, C, OH, OW)   geometry G (cpu/window.hpp), padding is virtual
+//   x: (B, C, H, W)  y: (B, C, OH, OW)   geometry G (expr/window.hpp), padding is virtual
 // Max:      y = max over the window (padding never wins, as PyTorch pads with -inf)
 //           dx = dy routed to the window's first maximal input; backward finds it again by
 //           comparing x with y in the forward's scan order, so nothing is saved
@@ -1685,9 +1659,6 @@ void conv2d_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T
 namespace etnn {
 
 namespace cpu {
-
-struct MaxPooling {};
-struct AveragePooling {};
 
 // Calls f(out, inputs, count) for every output pixel of output rows [first_row, last_row) in
 // order, with inputs[0 .. count) the input pixels inside its window, row-major (padding left out).
@@ -1727,7 +1698,7 @@ void for_each_plane(X* x, Y* y, int batch, F&& f) {
 }  // namespace cpu
 
 template <class G, class T>
-void pool2d_forward(Cpu, cpu::MaxPooling, const T* x, T* y, int batch) {
+void pool2d_forward(Cpu, expr::MaxPooling, const T* x, T* y, int batch) {
   cpu::for_each_plane<G>(x, y, batch, [](const T* xp, T* yp) {
     cpu::for_each_window<G>([&](int o, const int* inputs, int count) {
       // !(v <= m) also takes a NaN, which then stays: NaN propagates as in PyTorch.
@@ -1742,7 +1713,7 @@ void pool2d_forward(Cpu, cpu::MaxPooling, const T* x, T* y, int batch) {
 // NaN maximum, which equals no input). That comparison is unpredictable, so the inputs are chosen
 // for a block of output rows first, by masks, and routed after, in output order.
 template <class G, class T>
-void pool2d_backward(Cpu, cpu::MaxPooling, const T* x, const T* y, const T* dy, T* dx, int batch) {
+void pool2d_backward(Cpu, expr::MaxPooling, const T* x, const T* y, const T* dy, T* dx, int batch) {
   constexpr int block_rows = std::max(1, 1024 / G::out_width);
   cpu::for_each_plane<G>(dx, y, batch, [&](T* dxp, const T* yp) {
     const T* xp = x + (dxp - dx);
@@ -1766,7 +1737,7 @@ void pool2d_backward(Cpu, cpu::MaxPooling, const T* x, const T* y, const T* dy, 
 }
 
 template <class G, class T>
-void pool2d_forward(Cpu, cpu::AveragePooling, const T* x, T* y, int batch) {
+void pool2d_forward(Cpu, expr::AveragePooling, const T* x, T* y, int batch) {
   constexpr T scale = T(1) / T(G::kernel * G::kernel);
   cpu::for_each_plane<G>(x, y, batch, [](const T* xp, T* yp) {
     cpu::for_each_window<G>([&](int o, const int* inputs, int count) {
@@ -1778,7 +1749,7 @@ void pool2d_forward(Cpu, cpu::AveragePooling, const T* x, T* y, int batch) {
 }
 
 template <class G, class T>
-void pool2d_backward(Cpu, cpu::AveragePooling, const T*, const T*, const T* dy, T* dx, int batch) {
+void pool2d_backward(Cpu, expr::AveragePooling, const T*, const T*, const T* dy, T* dx, int batch) {
   constexpr T scale = T(1) / T(G::kernel * G::kernel);
   cpu::for_each_plane<G>(dx, dy, batch, [](T* dxp, const T* dyp) {
     std::fill_n(dxp, G::in_pixels, T(0));
@@ -1790,6 +1761,10 @@ void pool2d_backward(Cpu, cpu::AveragePooling, const T*, const T*, const T* dy, 
 
 }  // namespace etnn
 #if defined(__CUDACC__)
+// ---- etnn/cuda/cuda.hpp ----
+// The CUDA backend, the face of cuda/ (nvcc only): the runtime and stream, device memory, the
+// expression executor, reductions, cuBLASLt products, convolution, pooling, batch norm, the loss
+// loops, the fully fused narrow-MLP kernels and CUDA graphs. Layers reach these through backend/.
 // ---- etnn/cuda/runtime.hpp ----
 // The CUDA runtime as etnn uses it: every call checked, all work on one stream.
 //   ETNN_CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, etnn::cuda::stream()));
@@ -1985,7 +1960,7 @@ __global__ void for_each_index_kernel(std::size_t n, F f) {
 // dst[i] = e[i] for i < e.size(), on the device. dst may alias an operand read at the same index.
 template <class T, expr::Expression E>
 void assign(Cuda, T* dst, const E& e) {
-  static_assert(check::sized_expression<E::sized>());
+  static_assert(expr::check::sized_expression<E::sized>());
   const std::size_t n = e.size();
   if (n == 0) return;
   cuda::detail::assign_kernel<<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(dst, e, n);
@@ -2019,9 +1994,9 @@ void for_each_index(Cuda, std::size_t n, std::size_t, const F& f) {
 
 }  // namespace etnn
 // ---- etnn/cuda/reduce.hpp ----
-// Reductions the optimizer and the non-finite guard need, on the device. Results are the same
-// whatever the launch: sums go through a fixed number of block partials added on the host in
-// order, and index searches take a maximum or minimum.
+// Reductions the optimizer needs, on the device, and the memory device reductions leave their
+// results in. Results are the same whatever the launch: sums go through a fixed number of block
+// partials added on the host in order, and index searches take a maximum or minimum.
 #include <cmath>
 #include <cstddef>
 
@@ -2071,23 +2046,8 @@ __global__ void sum_of_squares_kernel(const T* x, std::size_t n, double* partial
   store_block_sum(sum, partial);
 }
 
-// found = max over non-finite x[i], i in [begin, end), of i + 1 (found starts at 0), or the
-// minimum of i (found starts at end) when `first`.
-template <class T>
-__global__ void non_finite_index_kernel(const T* x, std::size_t begin, std::size_t end, bool first,
-                                        unsigned long long* found) {
-  for (std::size_t i = begin + blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < end;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    if (!isfinite(x[i])) {
-      if (first)
-        atomicMin(found, static_cast<unsigned long long>(i));
-      else
-        atomicMax(found, static_cast<unsigned long long>(i + 1));
-    }
-  }
-}
-
-// Device memory for the partial results above, allocated once per process.
+// Device memory for the partial sums above and for the result of an index search (the non-finite
+// scan, cuda/non_finite.hpp; a loss's domain check), allocated once per process.
 inline double* reduction_partials() {
   static Buffer<double, Cuda> partials(reduction_blocks);
   return partials.data();
@@ -2097,46 +2057,17 @@ inline unsigned long long* reduction_index() {
   return index.data();
 }
 
-inline std::size_t search_non_finite(auto* x, std::size_t begin, std::size_t end, bool first) {
-  if (begin >= end) return first ? end : 0;
-  unsigned long long found = first ? end : 0;
-  unsigned long long* on_device = reduction_index();
-  ETNN_CHECK_CUDA(cudaMemcpyAsync(on_device, &found, sizeof found, cudaMemcpyHostToDevice, stream()));
-  non_finite_index_kernel<<<grid_blocks(end - begin), 256, 0, stream()>>>(x, begin, end, first, on_device);
-  check_launch("etnn::optim non_finite_index");
-  copy_to_host(Cuda{}, &found, on_device, 1);
-  return static_cast<std::size_t>(found);
+// sum_i x[i]^2 in double (the global gradient norm).
+template <class T>
+double sum_of_squares(const T* x, std::size_t n) {
+  if (n == 0) return 0.0;
+  double* partial = reduction_partials();
+  sum_of_squares_kernel<<<reduction_blocks, reduction_threads, 0, stream()>>>(x, n, partial);
+  check_launch("etnn::optim sum_of_squares");
+  return sum_of_partials(partial);
 }
 
 }  // namespace cuda::detail
-
-namespace optim::detail {
-
-// sum_i x[i]^2 in double (the global gradient norm).
-template <class T>
-double sum_of_squares(Cuda, const T* x, std::size_t n) {
-  if (n == 0) return 0.0;
-  double* partial = cuda::detail::reduction_partials();
-  cuda::detail::sum_of_squares_kernel<<<cuda::detail::reduction_blocks, cuda::detail::reduction_threads, 0,
-                                        cuda::stream()>>>(x, n, partial);
-  cuda::check_launch("etnn::optim sum_of_squares");
-  return cuda::detail::sum_of_partials(partial);
-}
-
-// The last i < n with x[i] NaN or infinite; n when there is none.
-template <class T>
-std::size_t last_non_finite(Cuda, const T* x, std::size_t n) {
-  const std::size_t last_plus_one = cuda::detail::search_non_finite(x, 0, n, false);
-  return last_plus_one == 0 ? n : last_plus_one - 1;
-}
-
-// The first i in [begin, end) with x[i] NaN or infinite; end when there is none.
-template <class T>
-std::size_t first_non_finite(Cuda, const T* x, std::size_t begin, std::size_t end) {
-  return cuda::detail::search_non_finite(x, begin, end, true);
-}
-
-}  // namespace optim::detail
 }  // namespace etnn
 // ---- etnn/cuda/blas.hpp ----
 // Matrix products through cuBLASLt, with its fused epilogues (bias, bias + ReLU).
@@ -2782,7 +2713,7 @@ std::size_t pool_inputs(int batch) {
 }  // namespace cuda::detail
 
 template <class G, class T>
-void pool2d_forward(Cuda, cpu::MaxPooling, const T* x, T* y, int batch) {
+void pool2d_forward(Cuda, expr::MaxPooling, const T* x, T* y, int batch) {
   const std::size_t n = cuda::detail::pool_outputs<G>(batch);
   if (n == 0) return;
   cuda::detail::max_pool_forward_kernel<G><<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(x, y, n);
@@ -2790,7 +2721,7 @@ void pool2d_forward(Cuda, cpu::MaxPooling, const T* x, T* y, int batch) {
 }
 
 template <class G, class T>
-void pool2d_forward(Cuda, cpu::AveragePooling, const T* x, T* y, int batch) {
+void pool2d_forward(Cuda, expr::AveragePooling, const T* x, T* y, int batch) {
   const std::size_t n = cuda::detail::pool_outputs<G>(batch);
   if (n == 0) return;
   cuda::detail::average_pool_forward_kernel<G><<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(x, y, n);
@@ -2801,734 +2732,15 @@ template <class G, class Kind, class T>
 void pool2d_backward(Cuda, Kind, const T* x, const T* y, const T* dy, T* dx, int batch) {
   const std::size_t n = cuda::detail::pool_inputs<G>(batch);
   if (n == 0) return;
-  constexpr bool max = std::is_same_v<Kind, cpu::MaxPooling>;
+  constexpr bool max = std::is_same_v<Kind, expr::MaxPooling>;
   cuda::detail::pool_backward_kernel<G, max><<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(x, y, dy, dx, n);
   cuda::check_launch("etnn::pool2d_backward");
 }
 
 }  // namespace etnn
-#endif
-// ---- etnn/nn/concat.hpp ----
-// nn::concat(a, b): two blocks applied to the same input, their flat outputs joined per sample:
-//   y = [a(x), b(x)]      a(x): (B, N)  b(x): (B, M)  y: (B, N + M)
-// The PyTorch equivalent holds the branches as nn.ModuleList `branches` of two nn.Sequential:
-//   def forward(self, x): return torch.cat([self.branches[0](x), self.branches[1](x)], dim=1)
-// so parameters are named "<index>.branches.0.0.weight", "<index>.branches.1.0.weight", ...
-//   constexpr auto net = nn::input<16> >> nn::concat(nn::linear<8> >> nn::relu, nn::linear<4>) >> nn::linear<2>;
-
-#if defined(__CUDACC__)
-#endif
-// ---- etnn/nn/block.hpp ----
-// A block: a chain of layer specs without nn::input, run as a network of its own inside a
-// combinator layer (residual, concat). The combinator's input is the block's input.
-//   nn::linear<64> >> nn::relu >> nn::linear<64>            a Sequential without input
-// Its parameters and buffers are the block's flat arrays, named as a PyTorch module holding the
-// block as an nn.Sequential attribute would name them: "<prefix>.<index>.<name>" ("block.0.weight").
-
-// ---- etnn/nn/program.hpp ----
-// The network executor: runs the Layers of a network forward and backward over one flat
-// parameter buffer, one flat gradient buffer and one workspace, with every offset computed at
-// compile time.
-//
-// Training workspace, per sample of capacity C (all blocks are C rows):
-//   [ layer outputs and saved values | gradient buffer A | gradient buffer B ]
-// Layer outputs are kept for backward; flatten's output is its input and takes no space.
-// Backward ping-pongs dY/dX between A and B; elementwise layers work in place. Layers before the
-// first one with parameters are never run backward, and that layer skips its input gradient.
-// Besides the workspace a call takes the model's buffers (running statistics, one flat array with
-// compile-time offsets like the parameters) and a scratch array that layers use in turn.
-#include <tuple>
-
-// ---- etnn/core/type_list.hpp ----
-// A compile-time list of types, with the few operations the network plan needs.
-namespace etnn {
-
-template <class... Ts>
-struct TypeList {
-  static constexpr int size = sizeof...(Ts);
-};
-
-namespace detail {
-template <class T, class List>
-struct Prepend;
-template <class T, class... Ts>
-struct Prepend<T, TypeList<Ts...>> {
-  using type = TypeList<T, Ts...>;
-};
-}  // namespace detail
-
-template <class T, class List>
-using Prepend = typename detail::Prepend<T, List>::type;
-
-}  // namespace etnn
-#if defined(__CUDACC__)
-#endif
-// ---- etnn/nn/layer.hpp ----
-// The Layer concept: a layer spec bound to its input shape and its position in the network.
-// The network executor (nn/program.hpp) runs any type that models it, built-in or user-defined.
-//
-//   in_shape, out_shape          per-sample shapes
-//   module_index                 position in the equivalent torch.nn.Sequential (state_dict prefix)
-//   num_params, params           size of its slice of the flat parameter buffer, and its tensors
-//   saved_per_sample             extra values forward keeps for backward (training only)
-//   output_aliases_input         output is the input reinterpreted (flatten): no storage, no work
-//   backward_in_place            dx may be written over dy (elementwise layers)
-//   init(params, rng)            PyTorch-default initialisation
-//   forward(device, pass, params, x, y, saved, batch)                   saved is null in inference
-//   backward(device, pass, params, grads, x, y, saved, dy, dx, batch)   dx is null for the first layer;
-//                                                                       grads accumulate (+=); dy may be overwritten
-// pass (nn/pass.hpp) carries the mode, the layer's buffers, its scratch space and its random seed.
-// Optional members, zero or absent when not given:
-//   num_buffers, buffers, init_buffers(buffers)   non-trainable state saved with the model
-//                                                 (batch norm's running statistics)
-//   scratch_values(batch)                         temporary values needed during one call, or
-//   scratch_values<Device>(batch)                 the same where it depends on the device
-//   cuda_kernels                                  true when forward/backward have etnn::Cuda overloads
-//   draws_random                                  true when training passes draw random numbers
-//                                                 (dropout): a recorded CUDA graph could not replay them
-
-// ---- etnn/nn/param_info.hpp ----
-// Description of one parameter tensor of a layer: its PyTorch name suffix ("weight", "bias"),
-// its shape in PyTorch's layout, and where it lives inside the layer's slice of the flat buffer.
-
-namespace etnn::nn {
-
-struct ParamInfo {
-  std::string_view name;
-  int rank;
-  std::array<int, 4> shape;
-  std::size_t offset;  // within the layer's parameters
-
-  constexpr std::size_t numel() const {
-    std::size_t n = 1;
-    for (int i = 0; i < rank; ++i) n *= static_cast<std::size_t>(shape[static_cast<std::size_t>(i)]);
-    return n;
-  }
-};
-
-}  // namespace etnn::nn
-// ---- etnn/nn/pass.hpp ----
-// What a layer's forward and backward see besides its parameters and activations. Program (the
-// network executor) fills one per layer and call; backward gets the same values its forward had.
-
-// ---- etnn/core/cross_rank_sum.hpp ----
-// A type-erased sum over the ranks of a data-parallel job, for layers whose forward or backward
-// needs statistics of the whole global batch (batch norm with TrainerOptions::sync_batch_norm).
-// Empty (false) in a single process or when the statistics stay local.
-
-namespace etnn {
-
-class CrossRankSum {
- public:
-  CrossRankSum() = default;
-  // values = their sum over ranks, by reducer.start_allreduce_sum and wait (any Reducer).
-  template <class R>
-  explicit CrossRankSum(R& reducer)
-      : reducer_(&reducer), sum_([](void* r, double* values, std::size_t n) {
-          auto& typed = *static_cast<R*>(r);
-          auto pending = typed.start_allreduce_sum(values, n);
-          typed.wait(pending);
-        }) {}
-
-  explicit operator bool() const noexcept { return sum_ != nullptr; }
-  void operator()(double* values, std::size_t n) const {
-    if (sum_ != nullptr) sum_(reducer_, values, n);
-  }
-
- private:
-  void* reducer_ = nullptr;
-  void (*sum_)(void*, double*, std::size_t) = nullptr;
-};
-
-}  // namespace etnn
-
-namespace etnn::nn {
-
-template <class T>
-struct Pass {
-  bool training = true;    // PyTorch's module.training: batch statistics, dropout active
-  T* buffers = nullptr;    // the layer's non-trainable state (running statistics), or null
-  T* scratch = nullptr;    // scratch_values(batch) values of the layer's own during the call
-  std::uint64_t seed = 0;  // random stream of this forward pass for this layer (dropout masks)
-  CrossRankSum sync{};     // sums over the ranks of a data-parallel step (synchronised batch norm)
-  Products products = Products::own;  // the operands of matrix products (16-bit: mixed precision)
-};
-
-}  // namespace etnn::nn
-
-namespace etnn::nn {
-
-template <class L>
-concept Layer = requires {
-  typename L::in_shape;
-  typename L::out_shape;
-  { L::module_index } -> std::convertible_to<int>;
-  { L::num_params } -> std::convertible_to<std::size_t>;
-  { L::saved_per_sample } -> std::convertible_to<std::size_t>;
-  { L::output_aliases_input } -> std::convertible_to<bool>;
-  { L::backward_in_place } -> std::convertible_to<bool>;
-  L::params.size();
-} && ShapeType<typename L::in_shape> && ShapeType<typename L::out_shape>;
-
-// Defaults for a layer without parameters.
-struct ParameterFree {
-  static constexpr std::size_t num_params = 0;
-  static constexpr std::array<ParamInfo, 0> params{};
-  template <class T> static void init(T*, Rng&) {}
-};
-
-// Defaults for a parameter-free layer whose output has its input's shape, keeps nothing for
-// backward and may write dx over dy (activations, dropout, softmax).
-template <ShapeType In, int Index>
-struct InPlaceLayer : ParameterFree {
-  using in_shape = In;
-  using out_shape = In;
-  static constexpr int module_index = Index;
-  static constexpr std::size_t saved_per_sample = 0;
-  static constexpr bool output_aliases_input = false;
-  static constexpr bool backward_in_place = true;
-};
-
-// Whether a layer has kernels for a device: every layer runs on the CPU; one with CUDA kernels
-// (cuda/) says so with `static constexpr bool cuda_kernels = true`.
-template <class L, class Device>
-inline constexpr bool runs_on = std::is_same_v<Device, Cpu> || requires { requires L::cuda_kernels; };
-
-// Whether a layer draws random numbers in training passes (dropout), which it says with
-// `static constexpr bool draws_random = true`: each pass then differs from the one before, so a
-// recorded CUDA graph of the step could not replay it.
-template <class L>
-inline constexpr bool draws_random = requires { requires L::draws_random; };
-
-// A layer's non-trainable state (0 when it declares none) and its scratch need for a batch.
-template <Layer L>
-constexpr std::size_t num_buffers_of() {
-  if constexpr (requires { L::num_buffers; }) return L::num_buffers;
-  else return 0;
-}
-template <Layer L, class Device>
-constexpr std::size_t scratch_values_of(int batch) {
-  if constexpr (requires { L::template scratch_values<Device>(batch); }) return L::template scratch_values<Device>(batch);
-  else if constexpr (requires { L::scratch_values(batch); }) return L::scratch_values(batch);
-  else return 0;
-}
-
-}  // namespace etnn::nn
-
-namespace etnn::nn::detail {
-
-// Per-sample values a layer keeps during training: its output (unless it aliases its input)
-// and what its backward needs besides.
-template <Layer L>
-inline constexpr std::size_t storage_of = (L::output_aliases_input ? 0 : L::out_shape::size) + L::saved_per_sample;
-
-template <std::size_t N>
-constexpr std::array<std::size_t, N> exclusive_scan(std::array<std::size_t, N> sizes) {
-  std::size_t at = 0;
-  for (auto& s : sizes) at += std::exchange(s, at);
-  return sizes;
-}
-
-// One call of the network, from which each layer's Pass is made.
-template <class T>
-struct Run {
-  const T* params;
-  T* buffers;                  // Program::num_buffers values
-  T* scratch;                  // Program::scratch_values<Device>(batch) values
-  bool training = true;
-  std::uint64_t seed = 0;      // this pass's random stream; each layer derives its own
-  CrossRankSum sync{};         // global-batch statistics across ranks (sync_batch_norm), else empty
-  Products products = Products::own;  // mixed precision on the per-layer path: GEMMs from 16-bit copies
-};
-
-template <class Layers>
-struct Program;
-
-template <Layer... Ls>
-struct Program<TypeList<Ls...>> {
-  static constexpr std::size_t count = sizeof...(Ls);
-  using Index = std::make_index_sequence<count>;
-
-  template <std::size_t I>
-  using layer = std::tuple_element_t<I, std::tuple<Ls...>>;
-
- public:
-  static constexpr std::array<std::size_t, count> param_offset = exclusive_scan<count>({Ls::num_params...});
-  static constexpr std::array<std::size_t, count> buffer_offset = exclusive_scan<count>({num_buffers_of<Ls>()...});
-  static constexpr std::size_t num_params = (std::size_t{0} + ... + Ls::num_params);
-  static constexpr std::size_t num_buffers = (std::size_t{0} + ... + num_buffers_of<Ls>());
-  // End of each layer's parameters in the flat buffer.
-  static constexpr std::array<std::size_t, count> param_ends = [] {
-    std::array<std::size_t, count> ends{Ls::num_params...};
-    for (std::size_t i = 0; i < count; ++i) ends[i] += param_offset[i];
-    return ends;
-  }();
-  // Per-sample offsets of each layer's output; its saved values follow the output.
-  static constexpr std::array<std::size_t, count> storage_offset = exclusive_scan<count>({storage_of<Ls>...});
-  static constexpr std::size_t storage_per_sample = (std::size_t{0} + ... + storage_of<Ls>);
-  // The widest tensor any layer reads or writes: sizes the gradient and inference buffers.
-  static constexpr std::size_t max_width = std::max({std::size_t{1}, Ls::in_shape::size..., Ls::out_shape::size...});
-  static constexpr std::size_t workspace_per_sample = storage_per_sample + 2 * max_width;
-
-  // Scratch shared by the layers (each uses it only during its own call).
-  template <class Device>
-  static constexpr std::size_t scratch_values(int batch) {
-    return std::max({std::size_t{0}, scratch_values_of<Ls, Device>(batch)...});
-  }
-
-  // Whether every layer has kernels for Device, and whether any draws random numbers.
-  template <class Device>
-  static constexpr bool runs_on = (nn::runs_on<Ls, Device> && ...);
-  static constexpr bool draws_random = (nn::draws_random<Ls> || ...);
-
-  static constexpr std::size_t first_trainable = [] {
-    constexpr std::array<bool, count + 1> has{(Ls::num_params > 0)..., true};
-    std::size_t i = 0;
-    while (!has[i]) ++i;
-    return i;
-  }();
-
-  // act[0] = input, act[i + 1] = output of layer i; filled by forward_train, read by backward.
-  template <class T>
-  using Activations = std::array<const T*, count + 1>;
-
-  template <class T>
-  static T* output_gradient(T* workspace, int capacity) {
-    return workspace + storage_per_sample * static_cast<std::size_t>(capacity);
-  }
-
-  // Where forward_train puts each activation for input x.
-  template <class T>
-  static Activations<T> locate(const T* x, T* workspace, int capacity) {
-    Activations<T> act{};
-    act[0] = x;
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      ((act[I + 1] = layer<I>::output_aliases_input ? act[I]
-                                                    : workspace + storage_offset[I] * static_cast<std::size_t>(capacity)),
-       ...);
-    }(Index{});
-    return act;
-  }
-
-  template <class T, class Device>
-  static void forward_train(Device device, const Run<T>& run, const T* x, T* workspace, int capacity, int batch,
-                            Activations<T>& act) {
-    act = locate(x, workspace, capacity);
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (forward_layer<I>(device, run, workspace, capacity, batch, act), ...);
-    }(Index{});
-  }
-
-  // Expects dL/d(output) at output_gradient(workspace); accumulates dL/d(params) into grads.
-  // After each layer with parameters, calls layer_done(offset): every gradient at offsets >= offset
-  // is then final (the data-parallel optimizer starts reducing them).
-  // With InputGradient (a block inside residual or concat) every layer runs backward and the
-  // result is where dL/dx is; otherwise the result is null.
-  template <bool InputGradient = false, class T, class Device, class LayerDone>
-  static const T* backward(Device device, const Run<T>& run, T* grads, T* workspace, int capacity, int batch,
-                           const Activations<T>& act, LayerDone&& layer_done) {
-    T* dy = output_gradient(workspace, capacity);
-    T* spare = dy + max_width * static_cast<std::size_t>(capacity);
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      ((backward_layer<count - 1 - I, InputGradient>(device, run, grads, workspace, capacity, batch, act, dy, spare),
-        layer<count - 1 - I>::num_params > 0 ? layer_done(param_offset[count - 1 - I]) : void()),
-       ...);
-    }(Index{});
-    return InputGradient ? dy : nullptr;
-  }
-
-  // PyTorch-default parameters, each layer from its own random stream of `seed` (so a layer's
-  // initial values do not depend on the layers before it).
-  template <class T>
-  static void init_params(T* params, std::uint64_t seed) {
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (init_layer_params<I>(params, seed), ...);
-    }(Index{});
-  }
-  template <class T>
-  static void init_buffers(T* buffers) {
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (init_layer_buffers<I>(buffers), ...);
-    }(Index{});
-  }
-
-  // Inference: no saved values, outputs ping-pong in `scratch` (2 * max_width * batch values),
-  // the last layer writes into `out`.
-  template <class T, class Device>
-  static void forward_infer(Device device, const Run<T>& run, const T* x, T* scratch, T* out, int batch) {
-    const T* current = x;
-    int toggle = 0;
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (infer_layer<I>(device, run, scratch, out, batch, current, toggle), ...);
-    }(Index{});
-    if (current != out) {
-      using Last = layer<count - 1>;
-      const std::size_t n = static_cast<std::size_t>(batch) * Last::out_shape::size;
-      assign(device, out, expr::ref(current, n));
-    }
-  }
-
- private:
-  template <std::size_t I, class T>
-  static Pass<T> pass_of(const Run<T>& run) {
-    using L = layer<I>;
-    return {run.training, num_buffers_of<L>() > 0 ? run.buffers + buffer_offset[I] : nullptr, run.scratch,
-            derive_seed(run.seed, static_cast<std::uint64_t>(L::module_index)), run.sync, run.products};
-  }
-
-  // Runs a layer's pass; on a device, a failed device call's error also names the layer.
-  template <std::size_t I, class Device, class Call>
-  static void naming_layer(Device, Call&& call) {
-    if constexpr (std::is_same_v<Device, Cpu>) {
-      call();
-    } else {
-      try {
-        call();
-      } catch (const DeviceError& e) {
-        std::string message = e.what();
-        message += "; in layer ";
-        message += std::to_string(layer<I>::module_index);
-        message += " of the network (parameters '";
-        message += std::to_string(layer<I>::module_index);
-        message += ".*')";
-        throw DeviceError(message);
-      }
-    }
-  }
-
-  template <std::size_t I, class T>
-  static void init_layer_params(T* params, std::uint64_t seed) {
-    Rng rng(derive_seed(seed, static_cast<std::uint64_t>(layer<I>::module_index)));
-    layer<I>::init(params + param_offset[I], rng);
-  }
-  template <std::size_t I, class T>
-  static void init_layer_buffers(T* buffers) {
-    if constexpr (num_buffers_of<layer<I>>() > 0) layer<I>::init_buffers(buffers + buffer_offset[I]);
-  }
-
-  template <std::size_t I, class T, class Device>
-  static void forward_layer(Device device, const Run<T>& run, T* workspace, int capacity, int batch,
-                            const Activations<T>& act) {
-    using L = layer<I>;
-    if constexpr (!L::output_aliases_input) {
-      T* y = workspace + storage_offset[I] * static_cast<std::size_t>(capacity);
-      T* saved = L::saved_per_sample > 0 ? y + L::out_shape::size * static_cast<std::size_t>(capacity) : nullptr;
-      naming_layer<I>(device, [&] {
-        L::forward(device, pass_of<I>(run), run.params + param_offset[I], act[I], y, saved, batch);
-      });
-    }
-  }
-
-  template <std::size_t I, bool InputGradient, class T, class Device>
-  static void backward_layer(Device device, const Run<T>& run, T* grads, T* workspace, int capacity, int batch,
-                             const Activations<T>& act, T*& dy, T*& spare) {
-    using L = layer<I>;
-    if constexpr ((InputGradient || I >= first_trainable) && !L::output_aliases_input) {
-      constexpr bool needs_dx = InputGradient || I > first_trainable;
-      T* dx = needs_dx ? (L::backward_in_place ? dy : spare) : nullptr;
-      const T* saved = L::saved_per_sample > 0
-                           ? workspace + storage_offset[I] * static_cast<std::size_t>(capacity) +
-                                 L::out_shape::size * static_cast<std::size_t>(capacity)
-                           : nullptr;
-      naming_layer<I>(device, [&] {
-        L::backward(device, pass_of<I>(run), run.params + param_offset[I], grads + param_offset[I], act[I],
-                    act[I + 1], saved, dy, dx, batch);
-      });
-      if constexpr (needs_dx && !L::backward_in_place) std::swap(dy, spare);
-    }
-  }
-
-  template <std::size_t I, class T, class Device>
-  static void infer_layer(Device device, const Run<T>& run, T* scratch, T* out, int batch, const T*& current,
-                          int& toggle) {
-    using L = layer<I>;
-    if constexpr (!L::output_aliases_input) {
-      T* y = I == last_computing ? out : scratch + static_cast<std::size_t>(toggle) * max_width * static_cast<std::size_t>(batch);
-      naming_layer<I>(device, [&] {
-        L::forward(device, pass_of<I>(run), run.params + param_offset[I], current, y, static_cast<T*>(nullptr), batch);
-      });
-      current = y;
-      toggle ^= 1;
-    }
-  }
-
-  static constexpr std::size_t last_computing = [] {
-    constexpr std::array<bool, count + 1> computes{false, !Ls::output_aliases_input...};
-    std::size_t i = count;
-    while (i > 0 && !computes[i]) --i;
-    return i == 0 ? count : i - 1;
-  }();
-};
-
-}  // namespace etnn::nn::detail
-// ---- etnn/nn/sequential.hpp ----
-// nn::Sequential<Specs...>: a chain of layer specs, built with operator>>.
-// Starting with nn::input<...> it is a network: shapes, parameter count and layers are inferred
-// at compile time.
-//   constexpr auto mlp = nn::input<784> >> nn::linear<512> >> nn::relu >> nn::linear<10>;
-//   using Mlp = decltype(mlp);   // nn::Sequential<nn::Input<784>, nn::Linear<512>, nn::ReLU, nn::Linear<10>>
-
-// ---- etnn/nn/plan.hpp ----
-// The fusion rewrite: a list of layer specs bound to an input shape becomes a list of Layers.
-//   linear<N> >> activation   ->  one DenseLayer<In, N, F>   (GEMM + fused epilogue)
-//   conv2d<...> >> activation ->  one ConvLayer<..., F>       (likewise)
-//   any other spec S          ->  S::bind<In, Index>
-// Index counts specs as torch.nn.Sequential counts modules, so a fused pair keeps the linear's
-// index for its parameter names and the activation's index is skipped.
-// ---- etnn/nn/specs.hpp ----
-// Layer specs: what a user writes. A spec knows nothing of its input shape until the network
-// binds it (`bind<In, Index>`), which yields a Layer (nn/layer.hpp).
-//   nn::input<1, 28, 28>, nn::linear<512>, nn::flatten, nn::relu, ...
-// A spec that can absorb the activation after it (linear, conv2d) also has bind_fused<In, F, Index>.
-
-// ---- etnn/nn/activation_layer.hpp ----
-// A standalone elementwise activation (one not fused into a preceding linear layer).
-//   y = f(x);   dx = dy (.) f'(x, y), written over dy
-#if defined(__CUDACC__)
-#endif
-
-namespace etnn::nn {
-
-template <ShapeType In, class F, int Index>
-struct ActivationLayer : InPlaceLayer<In, Index> {
-  static constexpr bool cuda_kernels = true;  // the expression executor of each device
-  template <class T, class Device>
-  static void forward(Device device, const Pass<T>&, const T*, const T* x, T* y, T*, int batch) {
-    assign(device, y, expr::apply<F>(expr::ref(x, elements(batch))));
-  }
-
-  template <class T, class Device>
-  static void backward(Device device, const Pass<T>&, const T*, T*, const T* x, const T* y, const T*, T* dy, T* dx,
-                       int batch) {
-    const std::size_t n = elements(batch);
-    assign(device, dx, expr::ref(dy, n) * expr::derivative<F>(expr::ref(x, n), expr::ref(y, n)));
-  }
-
- private:
-  static std::size_t elements(int batch) { return static_cast<std::size_t>(batch) * In::size; }
-};
-
-}  // namespace etnn::nn
-// ---- etnn/nn/batch_norm_layer.hpp ----
-// nn::batch_norm bound to its input: PyTorch's nn.BatchNorm1d(C) after a linear layer (input (C)
-// or (C, L)) and nn.BatchNorm2d(C) after a convolution (input (C, H, W)); C is the first dimension.
-// Parameters weight = 1, bias = 0; buffers running_mean = 0, running_var = 1, num_batches_tracked.
-// In a data-parallel Trainer with sync_batch_norm, batch statistics cover every rank's batch
-// (PyTorch's nn.SyncBatchNorm); otherwise each rank's own (DDP's default).
-// ---- etnn/cpu/batch_norm.hpp ----
-// Batch normalisation on the CPU, PyTorch's nn.BatchNorm1d/2d with momentum 0.1 and eps 1e-5.
-//   x, y: (B, C, S) with S the spatial size (1 after a linear layer)   gamma, beta: (C)
-//   training:  mu_c, var_c = mean and biased variance of x[:, c, :] over n = B S values (over the
-//              global batch of every rank when `sync` is set: nn.SyncBatchNorm)
-//              running_mean = (1 - m) running_mean + m mu_c
-//              running_var  = (1 - m) running_var + m var_c n / (n - 1)   (unbiased, as PyTorch)
-//   eval:      mu_c, var_c = running_mean, running_var
-//   y = gamma_c (x - mu_c) / sqrt(var_c + eps) + beta_c
-// Backward, with xhat = (x - mu) / sqrt(var + eps):
-//   dbeta += sum dy,  dgamma += sum dy xhat                         (this rank's samples)
-//   training:  dx = gamma / sqrt(var + eps) (dy - mean(dy) - xhat mean(dy xhat))   means over n
-//   eval:      dx = gamma / sqrt(var + eps) dy
-// Backward recomputes the batch statistics from x instead of keeping them. Per-channel sums run
-// over channels in parallel, accumulated in double; `sync` sums them over ranks in between (two
-// sums in forward, three in backward). dx may be dy (in place). The per-value math is the ETNN_HD
-// functors below, which the device runs too (cuda/batch_norm.hpp).
-
-
-namespace etnn {
-
-inline constexpr double batch_norm_momentum = 0.1;
-inline constexpr double batch_norm_eps = 1e-5;
-
-// The per-value math of batch norm as ETNN_HD functors, which the CPU runs here and the device in
-// cuda/batch_norm.hpp. Channel sums take term(c, i) for index i of channel c; the statistics are
-// read through pointers: mean[C], inv_std[C], and the per-channel sums of the backward pass,
-// gradient_sums[2 C] (sum of dy, then sum of dy xhat).
-namespace detail {
-
-// Index i of a (B, C, S) tensor belongs to channel (i / S) % C.
-template <int C, int S>
-ETNN_HD int channel_of(std::size_t i) {
-  return static_cast<int>(i / S % C);
-}
-
-template <class T>
-struct ChannelValue {  // x (or dy)
-  const T* x;
-  ETNN_HD double operator()(int, std::size_t i) const { return static_cast<double>(x[i]); }
-};
-
-template <class T>
-struct CenteredSquare {  // (x - mu_c)^2, mu_c = sums[c] / count, count = sums[channels]
-  const T* x;
-  const double* sums;
-  int channels;
-  ETNN_HD double operator()(int c, std::size_t i) const {
-    const double centred = x[i] - sums[c] / sums[channels];
-    return centred * centred;
-  }
-};
-
-template <class T>
-struct GradientTimesXhat {  // dy xhat
-  const T* x;
-  const T* dy;
-  const double* mean;
-  const double* inv_std;
-  ETNN_HD double operator()(int c, std::size_t i) const { return dy[i] * ((x[i] - mean[c]) * inv_std[c]); }
-};
-
-template <int C, int S, class T>
-struct BatchNormalize {  // y = (x - mu) gamma / sqrt(var + eps) + beta
-  const T* gamma;
-  const T* beta;
-  const double* mean;
-  const double* inv_std;
-  const T* x;
-  T* y;
-  ETNN_HD void operator()(std::size_t i) const {
-    const int c = channel_of<C, S>(i);
-    y[i] = static_cast<T>((x[i] - mean[c]) * (gamma[c] * inv_std[c]) + beta[c]);
-  }
-};
-
-template <int C, class T>
-struct AddBatchNormParameterGradients {  // dbeta += sum dy, dgamma += sum dy xhat (this rank's)
-  const double* gradient_sums;
-  T* gamma_grad;
-  T* beta_grad;
-  ETNN_HD void operator()(std::size_t c) const {
-    beta_grad[c] += static_cast<T>(gradient_sums[c]);
-    gamma_grad[c] += static_cast<T>(gradient_sums[C + c]);
-  }
-};
-
-template <int C, int S, class T>
-struct BatchNormInputGradient {  // dx = gamma inv_std (dy - mean(dy) - xhat mean(dy xhat)); eval: gamma inv_std dy
-  const T* gamma;
-  const double* mean;
-  const double* inv_std;
-  const double* gradient_sums;
-  const double* count;
-  const T* x;
-  const T* dy;
-  T* dx;
-  bool training;
-  ETNN_HD void operator()(std::size_t i) const {
-    const int c = channel_of<C, S>(i);
-    const double xhat = (x[i] - mean[c]) * inv_std[c];
-    const double mean_dy = training ? gradient_sums[c] / *count : 0;
-    const double mean_dy_xhat = training ? gradient_sums[C + c] / *count : 0;
-    dx[i] = static_cast<T>(gamma[c] * inv_std[c] * (dy[i] - mean_dy - xhat * mean_dy_xhat));
-  }
-};
-
-// running[c], running[C + c] moved toward channel c's batch mean and unbiased variance (var is
-// the biased one over count values), and num_batches_tracked counted once (by channel 0).
-template <int C, class T>
-ETNN_HD void update_running_statistics(T* running, int c, double mean, double var, double count) {
-  constexpr double m = batch_norm_momentum;
-  running[c] = static_cast<T>((1 - m) * running[c] + m * mean);
-  running[C + c] = static_cast<T>((1 - m) * running[C + c] + m * var * count / (count - 1));
-  if (c == 0) running[2 * C] += T(1);
-}
-
-}  // namespace detail
-
-namespace cpu {
-
-// Calls f(i) for every index of channel c in a (B, C, S) tensor, in memory order.
-template <int C, int S, class F>
-void for_channel(int batch, int c, F&& f) {
-  for (int b = 0; b < batch; ++b) {
-    const std::size_t base = (static_cast<std::size_t>(b) * C + static_cast<std::size_t>(c)) * S;
-    for (std::size_t s = 0; s < S; ++s) f(base + s);
-  }
-}
-
-// sums[c] = sum over channel c's values of term(c, i), channels in parallel.
-template <int C, int S, class Term>
-void channel_sums(int batch, double* sums, const Term& term) {
-  parallel_chunks(std::size_t{C}, 1, static_cast<std::size_t>(batch) * S, [&](std::size_t begin, std::size_t end) {
-    for (int c = static_cast<int>(begin); c < static_cast<int>(end); ++c) {
-      double sum = 0;
-      for_channel<C, S>(batch, c, [&](std::size_t i) { sum += term(c, i); });
-      sums[c] = sum;
-    }
-  });
-}
-
-template <int C>
-struct ChannelStatistics {
-  std::array<double, C> mean, var, inv_std;
-  double count;  // values per channel (over all ranks when synchronised)
-};
-
-// This batch's statistics (summed over ranks by `sync`) when training, else the running ones.
-template <int C, int S, class T>
-ChannelStatistics<C> channel_statistics(const T* x, const T* running, int batch, bool training,
-                                        const CrossRankSum& sync) {
-  ChannelStatistics<C> st;
-  if (training) {
-    std::array<double, C + 1> sums;  // sum of x per channel, then the count
-    channel_sums<C, S>(batch, sums.data(), etnn::detail::ChannelValue<T>{x});
-    sums[C] = static_cast<double>(batch) * S;
-    sync(sums.data(), C + 1);
-    st.count = sums[C];
-    for (int c = 0; c < C; ++c) st.mean[c] = sums[c] / st.count;
-    channel_sums<C, S>(batch, st.var.data(), etnn::detail::CenteredSquare<T>{x, sums.data(), C});
-    sync(st.var.data(), C);
-    for (int c = 0; c < C; ++c) st.var[c] /= st.count;
-  } else {
-    st.count = static_cast<double>(batch) * S;
-    for (int c = 0; c < C; ++c) st.mean[c] = running[c], st.var[c] = running[C + c];
-  }
-  for (int c = 0; c < C; ++c) st.inv_std[c] = 1.0 / std::sqrt(st.var[c] + batch_norm_eps);
-  return st;
-}
-
-}  // namespace cpu
-
-// A training pass needs two or more values per channel (the unbiased variance divides by n - 1).
-inline void check_batch_norm_count(double count, int batch) {
-  if (count < 2)
-    throw ShapeError("etnn::nn::batch_norm: training needs more than one value per channel, got a batch of " +
-                     std::to_string(batch) + "; use a larger batch or eval()");
-}
-
-// running: [running_mean (C), running_var (C), num_batches_tracked (1)]; updated when training.
-template <int C, int S, class T>
-void batch_norm_forward(Cpu, const T* gamma, const T* beta, T* running, const T* x, T* y, int batch, bool training,
-                        const CrossRankSum& sync) {
-  const auto st = cpu::channel_statistics<C, S>(x, running, batch, training, sync);
-  if (training) check_batch_norm_count(st.count, batch);
-  for_each_index(Cpu{}, static_cast<std::size_t>(batch) * C * S,
-                 detail::BatchNormalize<C, S, T>{gamma, beta, st.mean.data(), st.inv_std.data(), x, y});
-  if (training)
-    for (int c = 0; c < C; ++c) detail::update_running_statistics<C>(running, c, st.mean[c], st.var[c], st.count);
-}
-
-template <int C, int S, class T>
-void batch_norm_backward(Cpu, const T* gamma, T* gamma_grad, T* beta_grad, const T* running, const T* x, const T* dy,
-                         T* dx, int batch, bool training, const CrossRankSum& sync) {
-  const auto st = cpu::channel_statistics<C, S>(x, running, batch, training, sync);
-  std::array<double, 2 * C> sums;  // sum dy, then sum dy xhat, per channel
-  cpu::channel_sums<C, S>(batch, sums.data(), detail::ChannelValue<T>{dy});
-  cpu::channel_sums<C, S>(batch, sums.data() + C,
-                          detail::GradientTimesXhat<T>{x, dy, st.mean.data(), st.inv_std.data()});
-  for (std::size_t c = 0; c < C; ++c)
-    detail::AddBatchNormParameterGradients<C, T>{sums.data(), gamma_grad, beta_grad}(c);
-  if (dx == nullptr) return;
-  if (training) sync(sums.data(), 2 * C);
-  for_each_index(Cpu{}, static_cast<std::size_t>(batch) * C * S,
-                 detail::BatchNormInputGradient<C, S, T>{gamma, st.mean.data(), st.inv_std.data(), sums.data(),
-                                                         &st.count, x, dy, dx, training});
-}
-
-}  // namespace etnn
-#if defined(__CUDACC__)
 // ---- etnn/cuda/batch_norm.hpp ----
-// Batch normalisation on the device, with the CPU's semantics and its per-value ETNN_HD functors
-// (cpu/batch_norm.hpp):
+// Batch normalisation on the device, with the CPU's semantics and the per-value ETNN_HD functors
+// both run (expr/batch_norm.hpp):
 //   x, y: (B, C, S)   per-channel sums over n = B S values, in double
 //   training:  mu_c, var_c from this batch (summed over ranks by `sync`), running ones updated
 //   eval:      mu_c, var_c = running_mean, running_var
@@ -3603,23 +2815,23 @@ __global__ void finish_statistics_kernel(BatchNormValues<C> v, T* running, bool 
     const double count = v.sums[C];
     mean = v.sums[c] / count;
     var = v.squares[c] / count;
-    if (update_running) etnn::detail::update_running_statistics<C>(running, c, mean, var, count);
+    if (update_running) expr::detail::update_running_statistics<C>(running, c, mean, var, count);
   } else {
     mean = running[c];
     var = running[C + c];
   }
   v.mean[c] = mean;
-  v.inv_std[c] = 1.0 / sqrt(var + batch_norm_eps);
+  v.inv_std[c] = 1.0 / sqrt(var + expr::batch_norm_eps);
 }
 
-// The statistics of cpu::channel_statistics into v.mean and v.inv_std, on the device.
-template <int C, int S, class T>
+// The statistics of cpu::channel_statistics (cpu/batch_norm.hpp) into v.mean and v.inv_std, on the device.
+template <int C, int S, class T, class Sum>
 void statistics(const BatchNormValues<C>& v, const T* x, T* running, int batch, bool training, bool update_running,
-                const CrossRankSum& sync) {
+                const Sum& sync) {
   if (training) {
-    channel_sums<C, S>(batch, etnn::detail::ChannelValue<T>{x}, v.sums, true);
+    channel_sums<C, S>(batch, expr::detail::ChannelValue<T>{x}, v.sums, true);
     sync(v.sums, C + 1);
-    channel_sums<C, S>(batch, etnn::detail::CenteredSquare<T>{x, v.sums, C}, v.squares);
+    channel_sums<C, S>(batch, expr::detail::CenteredSquare<T>{x, v.sums, C}, v.squares);
     sync(v.squares, C);
   }
   constexpr unsigned threads = 128;
@@ -3631,1284 +2843,168 @@ void statistics(const BatchNormValues<C>& v, const T* x, T* running, int batch, 
 }  // namespace cuda::detail
 
 // running: [running_mean (C), running_var (C), num_batches_tracked (1)]; updated when training.
-template <int C, int S, class T>
+template <int C, int S, class T, class Sum>
 void batch_norm_forward(Cuda, const T* gamma, const T* beta, T* running, const T* x, T* y, int batch, bool training,
-                        const CrossRankSum& sync) {
+                        const Sum& sync) {
   // Without sync the count is this batch's. With it the count is summed on the device, where it
   // cannot be checked without waiting for it; a Trainer's synchronised step always has at least 2
   // (it takes no empty batch, and syncs only across 2 or more ranks).
-  if (training && !sync) check_batch_norm_count(static_cast<double>(batch) * S, batch);
+  if (training && !sync) expr::check_batch_norm_count(static_cast<double>(batch) * S, batch);
   const auto v = cuda::detail::batch_norm_values<C>();
   cuda::detail::statistics<C, S>(v, x, running, batch, training, true, sync);
   for_each_index(Cuda{}, static_cast<std::size_t>(batch) * C * S,
-                 detail::BatchNormalize<C, S, T>{gamma, beta, v.mean, v.inv_std, x, y});
+                 expr::detail::BatchNormalize<C, S, T>{gamma, beta, v.mean, v.inv_std, x, y});
 }
 
-template <int C, int S, class T>
+template <int C, int S, class T, class Sum>
 void batch_norm_backward(Cuda, const T* gamma, T* gamma_grad, T* beta_grad, const T* running, const T* x, const T* dy,
-                         T* dx, int batch, bool training, const CrossRankSum& sync) {
+                         T* dx, int batch, bool training, const Sum& sync) {
   const auto v = cuda::detail::batch_norm_values<C>();
   // Recomputed as forward computed them; the running statistics are not updated again.
   cuda::detail::statistics<C, S>(v, x, const_cast<T*>(running), batch, training, false, sync);
-  cuda::detail::channel_sums<C, S>(batch, detail::ChannelValue<T>{dy}, v.gradient_sums);
-  cuda::detail::channel_sums<C, S>(batch, detail::GradientTimesXhat<T>{x, dy, v.mean, v.inv_std},
+  cuda::detail::channel_sums<C, S>(batch, expr::detail::ChannelValue<T>{dy}, v.gradient_sums);
+  cuda::detail::channel_sums<C, S>(batch, expr::detail::GradientTimesXhat<T>{x, dy, v.mean, v.inv_std},
                                    v.gradient_sums + C);
   for_each_index(Cuda{}, std::size_t{C},
-                 detail::AddBatchNormParameterGradients<C, T>{v.gradient_sums, gamma_grad, beta_grad});
+                 expr::detail::AddBatchNormParameterGradients<C, T>{v.gradient_sums, gamma_grad, beta_grad});
   if (dx == nullptr) return;
   if (training) sync(v.gradient_sums, 2 * C);
   for_each_index(Cuda{}, static_cast<std::size_t>(batch) * C * S,
-                 detail::BatchNormInputGradient<C, S, T>{gamma, v.mean, v.inv_std, v.gradient_sums, v.sums + C, x, dy,
+                 expr::detail::BatchNormInputGradient<C, S, T>{gamma, v.mean, v.inv_std, v.gradient_sums, v.sums + C, x, dy,
                                                          dx, training});
 }
 
 }  // namespace etnn
-#endif
-
-namespace etnn::nn {
-
-template <ShapeType In, int Index>
-struct BatchNormLayer {
-  static constexpr int channels = In::dims[0];
-  static constexpr int spatial = static_cast<int>(In::size) / channels;
-
-  using in_shape = In;
-  using out_shape = In;
-  static constexpr int module_index = Index;
-  static constexpr std::size_t num_params = 2 * std::size_t{channels};
-  static constexpr std::array<ParamInfo, 2> params{{
-      {"weight", 1, {channels, 0, 0, 0}, 0},
-      {"bias", 1, {channels, 0, 0, 0}, channels},
-  }};
-  static constexpr std::size_t num_buffers = 2 * std::size_t{channels} + 1;
-  static constexpr std::array<ParamInfo, 3> buffers{{
-      {"running_mean", 1, {channels, 0, 0, 0}, 0},
-      {"running_var", 1, {channels, 0, 0, 0}, channels},
-      {"num_batches_tracked", 0, {0, 0, 0, 0}, 2 * std::size_t{channels}},
-  }};
-  static constexpr std::size_t saved_per_sample = 0;
-  static constexpr bool output_aliases_input = false;
-  static constexpr bool backward_in_place = true;
-  static constexpr bool cuda_kernels = true;  // cuda/batch_norm.hpp
-
-  template <class T>
-  static void init(T* p, Rng&) {
-    for (int c = 0; c < channels; ++c) p[c] = T(1), p[channels + c] = T(0);
-  }
-  template <class T>
-  static void init_buffers(T* b) {
-    for (int c = 0; c < channels; ++c) b[c] = T(0), b[channels + c] = T(1);
-    b[2 * channels] = T(0);
-  }
-
-  template <class T, class Device>
-  static void forward(Device device, const Pass<T>& pass, const T* p, const T* x, T* y, T*, int batch) {
-    batch_norm_forward<channels, spatial>(device, p, p + channels, pass.buffers, x, y, batch, pass.training, pass.sync);
-  }
-
-  template <class T, class Device>
-  static void backward(Device device, const Pass<T>& pass, const T* p, T* g, const T* x, const T*, const T*, T* dy,
-                       T* dx, int batch) {
-    batch_norm_backward<channels, spatial>(device, p, g, g + channels, pass.buffers, x, dy, dx, batch, pass.training,
-                                           pass.sync);
-  }
-};
-
-}  // namespace etnn::nn
-// ---- etnn/nn/conv_layer.hpp ----
-// nn::conv2d<Out, K, stride<S>, pad<P>> bound to a (C, H, W) input, optionally fused with the
-// activation that follows it: PyTorch's nn.Conv2d(C, Out, K, stride=S, padding=P).
-//   y = f(conv(x, W) + b)   x: (B, C, H, W)  W: (Out, C, K, K)  b: (Out)  y: (B, Out, OH, OW)
-
-#if defined(__CUDACC__)
-#endif
-// ---- etnn/nn/init.hpp ----
-// PyTorch's default initialisation of nn.Linear and nn.Conv2d (reset_parameters): weights by
-// kaiming_uniform_(a = sqrt(5)), which is U(-1/sqrt(fan_in), 1/sqrt(fan_in)), and the bias from
-// the same bound. fan_in is in_features, or C K K for a convolution.
-
-
-namespace etnn::nn {
-
-template <class T>
-void init_fan_in_uniform(T* p, std::size_t n, std::size_t fan_in, Rng& rng) {
-  const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
-  for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<T>(rng.uniform(-bound, bound));
-}
-
-}  // namespace etnn::nn
-
-namespace etnn::nn {
-
-template <ShapeType In, int Out, int Kernel, int Stride, int Pad, class Act, int Index>
-struct ConvLayer {
-  static_assert(check::image_input<In>());
-  static_assert(check::positive_width<Out>());
-  static_assert(check::window_params<Kernel, Stride, Pad>());
-  static_assert(check::window_fits<dim_or_one<In>(1), Kernel, Pad>());
-  static_assert(check::window_fits<dim_or_one<In>(2), Kernel, Pad>());
-  using geometry = cpu::Window<dim_or_one<In>(0), dim_or_one<In>(1), dim_or_one<In>(2), Kernel, Stride, Pad>;
-  static constexpr int channels = geometry::channels;
-  static constexpr std::size_t fan_in = std::size_t{channels} * Kernel * Kernel;
-  static constexpr std::size_t weight_size = Out * fan_in;
-
-  using in_shape = In;
-  using out_shape = Shape<Out, geometry::out_height, geometry::out_width>;
-  using activation = Act;
-  static constexpr int module_index = Index;
-  static constexpr std::size_t num_params = weight_size + Out;
-  static constexpr std::array<ParamInfo, 2> params{{
-      {"weight", 4, {Out, channels, Kernel, Kernel}, 0},
-      {"bias", 1, {Out, 0, 0, 0}, weight_size},
-  }};
-  static constexpr std::size_t saved_per_sample = Act::derivative_needs_input ? out_shape::size : 0;
-  static constexpr bool output_aliases_input = false;
-  static constexpr bool backward_in_place = false;
-  static constexpr bool cuda_kernels = true;  // cuda/conv.hpp
-  // On a GPU the im2col columns of every sample of the batch (one GEMM over all of them); the CPU
-  // converts one image at a time into a buffer of each thread's own (cpu/conv.hpp).
-  template <class Device>
-  static constexpr std::size_t scratch_values(int batch) {
-    return std::is_same_v<Device, Cuda> ? static_cast<std::size_t>(batch) * fan_in * geometry::out_pixels : 0;
-  }
-
-  template <class T>
-  static void init(T* p, Rng& rng) {
-    init_fan_in_uniform(p, num_params, fan_in, rng);
-  }
-
-  template <class T, class Device>
-  static void forward(Device device, const Pass<T>& pass, const T* p, const T* x, T* y, T* saved, int batch) {
-    conv2d_forward<geometry, Out>(device, p, p + weight_size, x, y, saved, pass.scratch, batch, Act{});
-  }
-
-  template <class T, class Device>
-  static void backward(Device device, const Pass<T>& pass, const T* p, T* g, const T* x, const T* y,
-                       const T* saved, T* dy, T* dx, int batch) {
-    conv2d_backward<geometry, Out>(device, p, g, g + weight_size, x, y, saved, dy, dx, pass.scratch, batch, Act{});
-  }
-};
-
-}  // namespace etnn::nn
-// ---- etnn/nn/dense_layer.hpp ----
-// nn::linear<Out> bound to a flat input, optionally fused with the activation that follows it.
-//   y = f(x W^T + b)    x: (B, IN)  W: (OUT, IN)  b: (OUT)  y: (B, OUT)
-
-// ---- etnn/cpu/dense.hpp ----
-// Fully connected layer with a fused activation, on the CPU.
-//
-// Forward:   Z = X W^T + b,  Y = f(Z)          X: (B, IN)  W: (OUT, IN)  b: (OUT)  Y, Z: (B, OUT)
-//            Y's rows start as b, one GEMM accumulates X W^T into them, then one pass applies f
-//            (keeping Z only when f' needs its input and backward will run; none for identity).
-// Backward:  dZ = dY (.) f'(Z, Y)   written over dY,  db += sum_b dZ      one pass
-//            dW += dZ^T X                                                  GEMM
-//            dX  = dZ W                                                    GEMM, skipped for the first layer
-// Gradients accumulate (+=) so that micro-batches can be summed; the Trainer zeroes them.
-
-
-namespace etnn {
-
-template <int In, int Out, class Act, class T>
-void dense_forward(Cpu, const T* weight, const T* bias, const T* x, T* y, T* z_saved, int batch, Act act) {
-  const auto rows = static_cast<std::size_t>(batch);
-  cpu::parallel_chunks(rows, 8, Out, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t r = begin; r < end; ++r) std::copy_n(bias, Out, y + r * Out);
-  });
-  // Y += X W^T: W^T is W read column-major.
-  cpu::gemm_accumulate<cpu::Layout::row_major, cpu::Layout::col_major>(batch, Out, In, x, In, weight, In, y, Out);
-  if constexpr (!std::is_same_v<Act, fn::Identity>) {
-    cpu::parallel_chunks(rows, 8, Out, [&](std::size_t begin, std::size_t end) {
-      cpu::activation_epilogue(y + begin * Out, z_saved != nullptr ? z_saved + begin * Out : nullptr,
-                               (end - begin) * Out, act);
-    });
-  }
-}
-
-template <int In, int Out, class Act, class T>
-void dense_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T* x, const T* y, const T* z_saved,
-                    T* dy, T* dx, int batch, Act act) {
-  // dZ = dY (.) f'(Z, Y) and db += column sums, in one pass. Threads own disjoint column ranges,
-  // so the bias reduction needs no atomics and sums each column in a fixed order.
-  cpu::parallel_chunks(static_cast<std::size_t>(Out), 16, static_cast<std::size_t>(batch),
-                       [&](std::size_t begin, std::size_t end) {
-    for (int r = 0; r < batch; ++r) {
-      const std::size_t row = static_cast<std::size_t>(r) * Out;
-      for (std::size_t j = begin; j < end; ++j) {
-        T g = dy[row + j];
-        if constexpr (!std::is_same_v<Act, fn::Identity>) {
-          const T yv = y[row + j];
-          g *= act.derivative(z_saved != nullptr ? z_saved[row + j] : yv, yv);
-          dy[row + j] = g;
-        }
-        bias_grad[j] += g;
-      }
-    }
-  });
-  // dW += dZ^T X: dZ^T is dZ read column-major.
-  cpu::gemm_accumulate<cpu::Layout::col_major, cpu::Layout::row_major>(Out, In, batch, dy, Out, x, In, weight_grad, In);
-  if (dx != nullptr) {
-    // dX = dZ W
-    fill(Cpu{}, dx, static_cast<std::size_t>(batch) * In, T(0));
-    cpu::gemm_accumulate<cpu::Layout::row_major, cpu::Layout::row_major>(batch, In, Out, dy, Out, weight, In, dx, In);
-  }
-}
-
-}  // namespace etnn
-#if defined(__CUDACC__)
-#endif
-
-namespace etnn::nn {
-
-template <ShapeType In, int Out, class Act, int Index>
-struct DenseLayer {
-  static_assert(check::linear_input<In>());
-  static constexpr int in_features = In::dims[0];
-
-  using in_shape = In;
-  using out_shape = Shape<Out>;
-  using activation = Act;
-  static constexpr int module_index = Index;
-  static constexpr std::size_t num_params = std::size_t{Out} * in_features + Out;
-  static constexpr std::array<ParamInfo, 2> params{{
-      {"weight", 2, {Out, in_features, 0, 0}, 0},
-      {"bias", 1, {Out, 0, 0, 0}, std::size_t{Out} * in_features},
-  }};
-  // The pre-activation Z, when f' cannot be computed from the output alone (gelu, silu).
-  static constexpr std::size_t saved_per_sample = Act::derivative_needs_input ? Out : 0;
-  static constexpr bool output_aliases_input = false;
-  static constexpr bool backward_in_place = false;
-  static constexpr bool cuda_kernels = true;  // cuda/dense.hpp
-
-  template <class T>
-  static void init(T* p, Rng& rng) {
-    init_fan_in_uniform(p, num_params, in_features, rng);
-  }
-
-  // On the device, a mixed-precision model's products read 16-bit copies of their operands.
-  template <class T, class Device>
-  static void forward(Device device, const Pass<T>& pass, const T* p, const T* x, T* y, T* saved, int batch) {
-    if constexpr (std::is_same_v<Device, Cpu>)
-      dense_forward<in_features, Out>(device, p, p + params[1].offset, x, y, saved, batch, Act{});
-    else
-      dense_forward<in_features, Out>(device, p, p + params[1].offset, x, y, saved, batch, Act{}, pass.products);
-  }
-
-  template <class T, class Device>
-  static void backward(Device device, const Pass<T>& pass, const T* p, T* g, const T* x, const T* y, const T* saved,
-                       T* dy, T* dx, int batch) {
-    if constexpr (std::is_same_v<Device, Cpu>)
-      dense_backward<in_features, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, batch, Act{});
-    else
-      dense_backward<in_features, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, batch, Act{},
-                                       pass.products);
-  }
-};
-
-}  // namespace etnn::nn
-// ---- etnn/nn/dropout_layer.hpp ----
-// nn::dropout bound to its input: PyTorch's nn.Dropout(p), p = 0.5 by default
-// (nn::dropout_with<std::ratio<1, 5>> for p = 0.2). In training mode
-//   y = x m / (1 - p),  m_i = [u(seed, i) >= p]      dx = dy m / (1 - p)
-// and y = x, dx = dy in eval mode. u is counter_uniform (core/random.hpp): the mask is a function
-// of the pass's seed and the element's index, so backward recomputes it (nothing is saved), and
-// it is the same whatever the number of threads or the device. Each training pass draws a fresh
-// mask from the model's seed (see etnn::Model::next_run). dx may be dy (in place).
-
-#if defined(__CUDACC__)
-#endif
-
-namespace etnn::nn {
-
-namespace detail {
-// out[i] = in[i] m_i / (1 - p) (forward: in = x; backward: in = dy), or in[i] in eval mode.
-template <class T>
-struct DropoutMask {
-  double p;
-  T scale;  // 1 / (1 - p)
-  std::uint64_t seed;
-  const T* in;
-  T* out;
-  bool training;
-  ETNN_HD void operator()(std::size_t i) const {
-    out[i] = !training ? in[i] : counter_uniform(seed, i) >= p ? in[i] * scale : T(0);
-  }
-};
-}  // namespace detail
-
-template <ShapeType In, class P, int Index>
-struct DropoutLayer : InPlaceLayer<In, Index> {
-  static_assert(check::dropout_probability<P::num, P::den>());
-  static constexpr double p = static_cast<double>(P::num) / static_cast<double>(P::den);
-  static constexpr bool cuda_kernels = true;  // for_each_index on the device
-  static constexpr bool draws_random = true;  // a new mask every training pass
-
-  template <class T, class Device>
-  static void forward(Device device, const Pass<T>& pass, const T*, const T* x, T* y, T*, int batch) {
-    apply(device, pass, x, y, batch);
-  }
-
-  template <class T, class Device>
-  static void backward(Device device, const Pass<T>& pass, const T*, T*, const T*, const T*, const T*, T* dy, T* dx,
-                       int batch) {
-    apply(device, pass, dy, dx, batch);
-  }
-
- private:
-  template <class T, class Device>
-  static void apply(Device device, const Pass<T>& pass, const T* in, T* out, int batch) {
-    const T scale = static_cast<T>(1.0 / (1.0 - p));
-    // About 4 operations per element: a hash, a compare, a multiply, a store.
-    for_each_index(device, static_cast<std::size_t>(batch) * In::size, 4,
-                   detail::DropoutMask<T>{p, scale, pass.seed, in, out, pass.training});
-  }
-};
-
-}  // namespace etnn::nn
-// ---- etnn/nn/flatten_layer.hpp ----
-// nn::flatten: (B, C, H, W) -> (B, C*H*W). Row-major storage makes it a reinterpretation:
-// its output is its input, and it does no work in either direction.
-
-namespace etnn::nn {
-
-template <ShapeType In, int Index>
-struct FlattenLayer : ParameterFree {
-  using in_shape = In;
-  using out_shape = Flat<In>;
-  static constexpr int module_index = Index;
-  static constexpr std::size_t saved_per_sample = 0;
-  static constexpr bool output_aliases_input = true;
-  static constexpr bool backward_in_place = true;
-  static constexpr bool cuda_kernels = true;  // no work on any device
-
-  template <class T, class Device>
-  static void forward(Device, const Pass<T>&, const T*, const T*, T*, T*, int) {}
-  template <class T, class Device>
-  static void backward(Device, const Pass<T>&, const T*, T*, const T*, const T*, const T*, T*, T*, int) {}
-};
-
-}  // namespace etnn::nn
-// ---- etnn/nn/layer_norm_layer.hpp ----
-// nn::layer_norm bound to its input: PyTorch's nn.LayerNorm(shape of the sample) with eps 1e-5,
-// normalising each sample over all its N values, with elementwise affine weight (gamma) = 1 and
-// bias (beta) = 0 of the sample's shape.
-//   mu, var = mean and biased variance of the sample; xhat = (x - mu) / sqrt(var + eps)
-//   y = gamma (.) xhat + beta                                  x, y: (B, N)
-// Backward, with g = dy (.) gamma:
-//   dgamma += sum_b dy (.) xhat,  dbeta += sum_b dy            one functor call per feature
-//   dx = (g - mean(g) - xhat mean(g (.) xhat)) / sqrt(var + eps)   one per sample
-// Forward keeps (mu, 1 / sqrt(var + eps)) per sample when training. Each functor is ETNN_HD and
-// serves both devices: host threads split its calls, the device runs a thread per call.
-
-#if defined(__CUDACC__)
-#endif
-
-namespace etnn::nn {
-
-namespace detail {
-inline constexpr double layer_norm_eps = 1e-5;
-
-// y's sample b from x's, its statistics (mean, 1 / std) into stats[2b, 2b + 1] when not null.
-template <int N, class T>
-struct LayerNormRows {
-  const T* gamma;
-  const T* beta;
-  const T* x;
-  T* y;
-  T* stats;
-  ETNN_HD void operator()(std::size_t b) const {
-    const T* xb = x + b * N;
-    T* yb = y + b * N;
-    double mean = 0, var = 0;
-    for (int j = 0; j < N; ++j) mean += xb[j];
-    mean /= N;
-    for (int j = 0; j < N; ++j) var += (xb[j] - mean) * (xb[j] - mean);
-    const double inv_std = 1.0 / std::sqrt(var / N + layer_norm_eps);
-    for (int j = 0; j < N; ++j) yb[j] = static_cast<T>(gamma[j] * ((xb[j] - mean) * inv_std) + beta[j]);
-    if (stats != nullptr) stats[2 * b] = static_cast<T>(mean), stats[2 * b + 1] = static_cast<T>(inv_std);
-  }
-};
-
-template <int N, class T>
-ETNN_HD T layer_norm_xhat(const T* x, const T* stats, std::size_t b, int j) {
-  return (x[b * N + j] - stats[2 * b]) * stats[2 * b + 1];
-}
-
-// Feature j's gamma and beta gradients, summed over the batch in sample order.
-template <int N, class T>
-struct LayerNormParameterGradients {
-  const T* x;
-  const T* stats;
-  const T* dy;
-  T* gamma_grad;
-  T* beta_grad;
-  std::size_t batch;
-  ETNN_HD void operator()(std::size_t feature) const {
-    const int j = static_cast<int>(feature);
-    T dgamma = gamma_grad[j], dbeta = beta_grad[j];
-    for (std::size_t b = 0; b < batch; ++b) {
-      dgamma += dy[b * N + j] * layer_norm_xhat<N>(x, stats, b, j);
-      dbeta += dy[b * N + j];
-    }
-    gamma_grad[j] = dgamma;
-    beta_grad[j] = dbeta;
-  }
-};
-
-// dx's sample b.
-template <int N, class T>
-struct LayerNormInputGradientRows {
-  const T* gamma;
-  const T* x;
-  const T* stats;
-  const T* dy;
-  T* dx;
-  ETNN_HD void operator()(std::size_t b) const {
-    double sum_g = 0, sum_g_xhat = 0;
-    for (int j = 0; j < N; ++j) {
-      const double g = dy[b * N + j] * gamma[j];
-      sum_g += g;
-      sum_g_xhat += g * layer_norm_xhat<N>(x, stats, b, j);
-    }
-    for (int j = 0; j < N; ++j) {
-      const double g = dy[b * N + j] * gamma[j];
-      dx[b * N + j] = static_cast<T>((g - sum_g / N - layer_norm_xhat<N>(x, stats, b, j) * sum_g_xhat / N) *
-                                     stats[2 * b + 1]);
-    }
-  }
-};
-}  // namespace detail
-
-template <ShapeType In, int Index>
-struct LayerNormLayer {
-  static constexpr int width = static_cast<int>(In::size);
-  static constexpr ParamInfo shaped(std::string_view name, std::size_t offset) {
-    ParamInfo info{name, In::rank, {0, 0, 0, 0}, offset};
-    std::copy(In::dims.begin(), In::dims.end(), info.shape.begin());
-    return info;
-  }
-
-  using in_shape = In;
-  using out_shape = In;
-  static constexpr int module_index = Index;
-  static constexpr std::size_t num_params = 2 * In::size;
-  static constexpr std::array<ParamInfo, 2> params{{shaped("weight", 0), shaped("bias", In::size)}};
-  static constexpr std::size_t saved_per_sample = 2;  // mean and 1 / std
-  static constexpr bool output_aliases_input = false;
-  static constexpr bool backward_in_place = false;
-  static constexpr bool cuda_kernels = true;  // the functors on the device
-
-  template <class T>
-  static void init(T* p, Rng&) {
-    std::fill_n(p, In::size, T(1));
-    std::fill_n(p + In::size, In::size, T(0));
-  }
-
-  template <class T, class Device>
-  static void forward(Device device, const Pass<T>&, const T* p, const T* x, T* y, T* saved, int batch) {
-    for_each_index(device, static_cast<std::size_t>(batch), 3 * In::size,
-                 detail::LayerNormRows<width, T>{p, p + In::size, x, y, saved});
-  }
-
-  template <class T, class Device>
-  static void backward(Device device, const Pass<T>&, const T* p, T* g, const T* x, const T*, const T* saved, T* dy,
-                       T* dx, int batch) {
-    const auto samples = static_cast<std::size_t>(batch);
-    for_each_index(device, In::size, 2 * samples,
-                 detail::LayerNormParameterGradients<width, T>{x, saved, dy, g, g + In::size, samples});
-    if (dx == nullptr) return;
-    for_each_index(device, samples, 4 * In::size, detail::LayerNormInputGradientRows<width, T>{p, x, saved, dy, dx});
-  }
-};
-
-}  // namespace etnn::nn
-// ---- etnn/nn/pool_layer.hpp ----
-// nn::max_pool2d<K, stride<S>, pad<P>> and nn::avg_pool2d<...> bound to a (C, H, W) input:
-// PyTorch's nn.MaxPool2d(K, S, P) and nn.AvgPool2d(K, S, P) (stride defaults to K).
-//   x: (B, C, H, W)  y: (B, C, OH, OW)
-#if defined(__CUDACC__)
-#endif
-
-namespace etnn::nn {
-
-template <ShapeType In, class Kind, int Kernel, int Stride, int Pad, int Index>
-struct PoolLayer : ParameterFree {
-  static_assert(check::image_input<In>());
-  static_assert(check::window_params<Kernel, Stride, Pad>());
-  static_assert(check::pool_padding<Kernel, Pad>());
-  static_assert(check::window_fits<dim_or_one<In>(1), Kernel, Pad>());
-  static_assert(check::window_fits<dim_or_one<In>(2), Kernel, Pad>());
-  using geometry = cpu::Window<dim_or_one<In>(0), dim_or_one<In>(1), dim_or_one<In>(2), Kernel, Stride, Pad>;
-
-  using in_shape = In;
-  using out_shape = Shape<geometry::channels, geometry::out_height, geometry::out_width>;
-  static constexpr int module_index = Index;
-  static constexpr std::size_t saved_per_sample = 0;
-  static constexpr bool output_aliases_input = false;
-  static constexpr bool backward_in_place = false;
-  static constexpr bool cuda_kernels = true;  // cuda/pool.hpp
-
-  template <class T, class Device>
-  static void forward(Device device, const Pass<T>&, const T*, const T* x, T* y, T*, int batch) {
-    pool2d_forward<geometry>(device, Kind{}, x, y, batch);
-  }
-
-  template <class T, class Device>
-  static void backward(Device device, const Pass<T>&, const T*, T*, const T* x, const T* y, const T*, T* dy, T* dx,
-                       int batch) {
-    pool2d_backward<geometry>(device, Kind{}, x, y, dy, dx, batch);
-  }
-};
-
-}  // namespace etnn::nn
-// ---- etnn/nn/softmax_layer.hpp ----
-// nn::softmax and nn::log_softmax over a flat input: PyTorch's nn.Softmax(dim=1) and
-// nn.LogSoftmax(dim=1), each row shifted by its maximum m so that any finite input is safe.
-//   x, y: (B, N)
-//   softmax:      y = exp(x - m) / sum exp(x - m)        dx = y (.) (dy - <dy, y>)
-//   log_softmax:  y = x - m - log sum exp(x - m)         dx = dy - exp(y) sum dy
-// The row math is one ETNN_HD functor for both devices: host threads split the rows, the device
-// runs a thread per row. Backward may write dx over dy (in place).
-
-#if defined(__CUDACC__)
-#endif
-
-namespace etnn::nn {
-
-namespace detail {
-struct Probabilities {};     // softmax
-struct LogProbabilities {};  // log_softmax
-
-// y's row r from x's.
-template <int N, class Kind, class T>
-struct SoftmaxRows {
-  const T* x;
-  T* y;
-  ETNN_HD void operator()(std::size_t r) const {
-    const T* xr = x + r * N;
-    T* yr = y + r * N;
-    T m = xr[0];
-    for (int j = 1; j < N; ++j) m = xr[j] > m ? xr[j] : m;
-    T sum = 0;
-    for (int j = 0; j < N; ++j) sum += std::exp(xr[j] - m);
-    if constexpr (std::is_same_v<Kind, Probabilities>) {
-      const T inv = T(1) / sum;
-      for (int j = 0; j < N; ++j) yr[j] = std::exp(xr[j] - m) * inv;
-    } else {
-      const T log_sum = std::log(sum);  // subtracted after m: m + log_sum would round at large |m|
-      for (int j = 0; j < N; ++j) yr[j] = (xr[j] - m) - log_sum;
-    }
-  }
-};
-
-// dx's row r from y's and dy's; dx may be dy.
-template <int N, class Kind, class T>
-struct SoftmaxGradientRows {
-  const T* y;
-  const T* dy;
-  T* dx;
-  ETNN_HD void operator()(std::size_t r) const {
-    const T* yr = y + r * N;
-    const T* dyr = dy + r * N;
-    T* dxr = dx + r * N;
-    T sum = 0;
-    if constexpr (std::is_same_v<Kind, Probabilities>) {
-      for (int j = 0; j < N; ++j) sum += dyr[j] * yr[j];
-      for (int j = 0; j < N; ++j) dxr[j] = yr[j] * (dyr[j] - sum);
-    } else {
-      for (int j = 0; j < N; ++j) sum += dyr[j];
-      for (int j = 0; j < N; ++j) dxr[j] = dyr[j] - std::exp(yr[j]) * sum;
-    }
-  }
-};
-}  // namespace detail
-
-template <ShapeType In, class Kind, int Index>
-struct SoftmaxLayer : InPlaceLayer<In, Index> {
-  static_assert(check::softmax_input<In>());
-  static constexpr int width = static_cast<int>(In::size);
-  static constexpr bool cuda_kernels = true;  // the row functors on the device
-
-  template <class T, class Device>
-  static void forward(Device device, const Pass<T>&, const T*, const T* x, T* y, T*, int batch) {
-    for_each_index(device, static_cast<std::size_t>(batch), 4 * width, detail::SoftmaxRows<width, Kind, T>{x, y});
-  }
-
-  template <class T, class Device>
-  static void backward(Device device, const Pass<T>&, const T*, T*, const T*, const T* y, const T*, T* dy, T* dx,
-                       int batch) {
-    for_each_index(device, static_cast<std::size_t>(batch), 4 * width,
-                 detail::SoftmaxGradientRows<width, Kind, T>{y, dy, dx});
-  }
-};
-
-}  // namespace etnn::nn
-
-namespace etnn::nn {
-
-// Tag base of every layer spec; operator>> composes only these.
-struct LayerSpec {};
-
-template <class S>
-concept Spec = std::is_base_of_v<LayerSpec, S>;
-
-// The per-sample input shape; starts every network.
-template <int... Dims>
-struct Input : LayerSpec {
-  using shape = Shape<Dims...>;
-  static std::string describe() {
-    std::string s = "input<";
-    ((s += std::to_string(Dims) + ","), ...);
-    s.back() = '>';
-    return s;
-  }
-};
-
-// Fully connected: y = x W^T + b with Out features, PyTorch's nn.Linear(in, Out).
-template <int Out>
-struct Linear : LayerSpec {
-  static_assert(check::positive_width<Out>());
-  template <ShapeType In, class F, int Index>
-  using bind_fused = DenseLayer<In, Out, F, Index>;
-  template <ShapeType In, int Index>
-  using bind = bind_fused<In, fn::Identity, Index>;
-  static std::string describe() { return "linear<" + std::to_string(Out) + ">"; }
-};
-
-// Options of conv2d and the pooling layers, written after the kernel size in any order:
-//   nn::conv2d<16, 3, nn::stride<2>, nn::pad<1>>
-template <int S>
-struct stride {};
-template <int P>
-struct pad {};
-
-namespace detail {
-template <int S>
-constexpr int pick_stride(stride<S>, int) { return S; }
-template <class O>
-constexpr int pick_stride(O, int fallback) { return fallback; }
-template <int P>
-constexpr int pick_pad(pad<P>, int) { return P; }
-template <class O>
-constexpr int pick_pad(O, int fallback) { return fallback; }
-template <class O>
-inline constexpr bool is_window_option = false;
-template <int S>
-inline constexpr bool is_window_option<stride<S>> = true;
-template <int P>
-inline constexpr bool is_window_option<pad<P>> = true;
-
-template <int Default, class... Opts>
-constexpr int stride_of() {
-  static_assert(check::window_options<(is_window_option<Opts> && ...)>());
-  int s = Default;
-  ((s = pick_stride(Opts{}, s)), ...);
-  return s;
-}
-template <class... Opts>
-constexpr int pad_of() {
-  int p = 0;
-  ((p = pick_pad(Opts{}, p)), ...);
-  return p;
-}
-
-inline std::string window_description(const char* name, std::initializer_list<int> leading, int stride, int pad) {
-  std::string s = name;
-  s += '<';
-  for (int v : leading) (s += std::to_string(v)) += ',';
-  s += "stride<" + std::to_string(stride) + ">,pad<" + std::to_string(pad) + ">>";
-  return s;
-}
-}  // namespace detail
-
-// PyTorch's nn.Conv2d(C, Out, Kernel, stride=Stride, padding=Pad) on (C, H, W) inputs.
-template <int Out, int Kernel, int Stride, int Pad>
-struct Conv2d : LayerSpec {
-  template <ShapeType In, class F, int Index>
-  using bind_fused = ConvLayer<In, Out, Kernel, Stride, Pad, F, Index>;
-  template <ShapeType In, int Index>
-  using bind = bind_fused<In, fn::Identity, Index>;
-  static std::string describe() { return detail::window_description("conv2d", {Out, Kernel}, Stride, Pad); }
-};
-
-// PyTorch's nn.MaxPool2d / nn.AvgPool2d(Kernel, stride=Stride, padding=Pad).
-template <class Kind, int Kernel, int Stride, int Pad>
-struct Pool2d : LayerSpec {
-  template <ShapeType In, int Index>
-  using bind = PoolLayer<In, Kind, Kernel, Stride, Pad, Index>;
-  static std::string describe() {
-    return detail::window_description(std::is_same_v<Kind, cpu::MaxPooling> ? "max_pool2d" : "avg_pool2d", {Kernel},
-                                      Stride, Pad);
-  }
-};
-
-// A parameter-free or self-describing layer spec bound by one template: batch_norm, layer_norm,
-// softmax, log_softmax.
-template <template <class, int> class Bound, const char* Name>
-struct SimpleSpec : LayerSpec {
-  template <ShapeType In, int Index>
-  using bind = Bound<In, Index>;
-  static std::string describe() { return Name; }
-};
-
-namespace detail {
-inline constexpr char batch_norm_name[] = "batch_norm";
-inline constexpr char layer_norm_name[] = "layer_norm";
-inline constexpr char softmax_name[] = "softmax";
-inline constexpr char log_softmax_name[] = "log_softmax";
-template <ShapeType In, int Index>
-using SoftmaxOf = SoftmaxLayer<In, detail::Probabilities, Index>;
-template <ShapeType In, int Index>
-using LogSoftmaxOf = SoftmaxLayer<In, detail::LogProbabilities, Index>;
-}  // namespace detail
-
-using BatchNorm = SimpleSpec<BatchNormLayer, detail::batch_norm_name>;
-using LayerNorm = SimpleSpec<LayerNormLayer, detail::layer_norm_name>;
-using Softmax = SimpleSpec<detail::SoftmaxOf, detail::softmax_name>;
-using LogSoftmax = SimpleSpec<detail::LogSoftmaxOf, detail::log_softmax_name>;
-
-// PyTorch's nn.Dropout(p) with p = P::num / P::den.
-template <class P = std::ratio<1, 2>>
-struct Dropout : LayerSpec {
-  template <ShapeType In, int Index>
-  using bind = DropoutLayer<In, P, Index>;
-  static std::string describe() { return "dropout<" + std::to_string(P::num) + "/" + std::to_string(P::den) + ">"; }
-};
-
-// (B, ...) -> (B, prod(...)), PyTorch's nn.Flatten().
-struct Flatten : LayerSpec {
-  template <ShapeType In, int Index>
-  using bind = FlattenLayer<In, Index>;
-  static std::string describe() { return "flatten"; }
-};
-
-// An elementwise activation F (expr/functors.hpp).
-template <class F>
-struct Activation : LayerSpec {
-  using function = F;
-  template <ShapeType In, int Index>
-  using bind = ActivationLayer<In, F, Index>;
-  static std::string describe() { return F::name; }
-};
-
-using ReLU = Activation<fn::Relu>;
-template <class Slope = std::ratio<1, 100>>
-using LeakyReLU = Activation<fn::LeakyRelu<Slope>>;
-using Tanh = Activation<fn::Tanh>;
-using Sigmoid = Activation<fn::Sigmoid>;
-using GELU = Activation<fn::Gelu>;
-using SiLU = Activation<fn::Silu>;
-
-template <int... Dims>
-inline constexpr Input<Dims...> input{};
-template <int Out>
-inline constexpr Linear<Out> linear{};
-inline constexpr Flatten flatten{};
-template <int Out, int Kernel, class... Opts>
-inline constexpr Conv2d<Out, Kernel, detail::stride_of<1, Opts...>(), detail::pad_of<Opts...>()> conv2d{};
-template <int Kernel, class... Opts>
-inline constexpr Pool2d<cpu::MaxPooling, Kernel, detail::stride_of<Kernel, Opts...>(), detail::pad_of<Opts...>()>
-    max_pool2d{};
-template <int Kernel, class... Opts>
-inline constexpr Pool2d<cpu::AveragePooling, Kernel, detail::stride_of<Kernel, Opts...>(), detail::pad_of<Opts...>()>
-    avg_pool2d{};
-inline constexpr BatchNorm batch_norm{};
-inline constexpr LayerNorm layer_norm{};
-inline constexpr Softmax softmax{};
-inline constexpr LogSoftmax log_softmax{};
-// p = 0.5 as PyTorch; another p: nn::dropout_with<std::ratio<1, 5>>.
-inline constexpr Dropout<> dropout{};
-template <class P>
-inline constexpr Dropout<P> dropout_with{};
-inline constexpr ReLU relu{};
-// Negative slope 0.01 as PyTorch; another slope: nn::leaky_relu_with<std::ratio<1, 5>>.
-inline constexpr LeakyReLU<> leaky_relu{};
-template <class Slope>
-inline constexpr LeakyReLU<Slope> leaky_relu_with{};
-inline constexpr Tanh tanh{};
-inline constexpr Sigmoid sigmoid{};
-inline constexpr GELU gelu{};
-inline constexpr SiLU silu{};
-
-}  // namespace etnn::nn
-
-namespace etnn::nn::detail {
-
-template <ShapeType In, int Index, class... Specs>
-struct Plan;
-
-template <ShapeType In, int Index>
-struct Plan<In, Index> {
-  using layers = TypeList<>;
-  using out_shape = In;
-};
-
-template <ShapeType In, int Index, class S, class... Rest>
-struct Plan<In, Index, S, Rest...> {
-  using head = typename S::template bind<In, Index>;
-  using tail = Plan<typename head::out_shape, Index + 1, Rest...>;
-  using layers = Prepend<head, typename tail::layers>;
-  using out_shape = typename tail::out_shape;
-};
-
-template <class S>
-concept Fusable = requires { typename S::template bind_fused<Shape<1, 1, 1>, fn::Identity, 0>; };
-
-template <ShapeType In, int Index, Fusable S, class F, class... Rest>
-struct Plan<In, Index, S, Activation<F>, Rest...> {
-  using head = typename S::template bind_fused<In, F, Index>;
-  using tail = Plan<typename head::out_shape, Index + 2, Rest...>;
-  using layers = Prepend<head, typename tail::layers>;
-  using out_shape = typename tail::out_shape;
-};
-
-}  // namespace etnn::nn::detail
-
-namespace etnn::nn {
-
-// A chain that does not start with nn::input is not a network: etnn::Model rejects it with
-// ETNN_NO_INPUT. (Blocks spliced into networks arrive with nn::residual.)
-template <class... Specs>
-struct Sequential {
-  static constexpr bool is_network = false;
-};
-
-template <int... Dims, class... Rest>
-struct Sequential<Input<Dims...>, Rest...> {
-  static constexpr bool is_network = true;
-  using input_shape = Shape<Dims...>;
-  using layers = typename detail::Plan<input_shape, 0, Rest...>::layers;  // TypeList of Layers
-  using output_shape = typename detail::Plan<input_shape, 0, Rest...>::out_shape;
-
- private:
-  template <class... Ls>
-  static constexpr std::size_t sum_params(TypeList<Ls...>) {
-    return (std::size_t{0} + ... + Ls::num_params);
-  }
-
- public:
-  static constexpr std::size_t num_params = sum_params(layers{});
-
-  // "input<784> >> linear<512> >> relu >> linear<10>"
-  static std::string describe() { return (Input<Dims...>::describe() + ... + (" >> " + Rest::describe())); }
-};
-
-namespace detail {
-template <class T>
-struct IsSequential : std::false_type {};
-template <class... S>
-struct IsSequential<Sequential<S...>> : std::true_type {};
-template <class T>
-struct IsInput : std::false_type {};
-template <int... D>
-struct IsInput<Input<D...>> : std::true_type {};
-template <class Chain, class Next>
-struct Append;
-template <class... S, class Next>
-struct Append<Sequential<S...>, Next> {
-  using type = Sequential<S..., Next>;
-};
-}  // namespace detail
-
-// A type usable as etnn::Model's network: a Sequential that starts with nn::input.
-template <class Net>
-concept Network = detail::IsSequential<Net>::value && requires { requires Net::is_network; };
-
-template <class A, class B>
-  requires(Spec<A> || detail::IsSequential<A>::value)
-constexpr auto operator>>(A, B) {
-  static_assert(check::is_layer_spec<Spec<B>>());
-  static_assert(check::input_first<!detail::IsInput<B>::value>());
-  if constexpr (detail::IsSequential<A>::value) {
-    return typename detail::Append<A, B>::type{};
-  } else {
-    return Sequential<A, B>{};
-  }
-}
-
-}  // namespace etnn::nn
-
-namespace etnn::nn::detail {
-
-// A block given as one spec or as a chain.
-template <class B>
-struct AsChain {
-  using type = Sequential<B>;
-};
-template <class... S>
-struct AsChain<Sequential<S...>> {
-  using type = Sequential<S...>;
-};
-
-template <ShapeType In, class Chain>
-struct BlockOf;
-
-template <ShapeType In, class... Specs>
-struct BlockOf<In, Sequential<Specs...>> {
-  static_assert(check::block_without_input<!Sequential<Specs...>::is_network>());
-  using plan = Plan<In, 0, Specs...>;
-  using program = Program<typename plan::layers>;
-  using out_shape = typename plan::out_shape;
-};
-
-// "linear<64> >> relu >> linear<64>"
-template <class Chain>
-struct ChainDescription;
-template <class... Specs>
-struct ChainDescription<Sequential<Specs...>> {
-  static std::string describe() {
-    std::string s;
-    ((s += (s.empty() ? "" : " >> ") + Specs::describe()), ...);
-    return s;
-  }
-};
-
-constexpr std::size_t decimal_digits(int v) { return v < 10 ? 1 : 1 + decimal_digits(v / 10); }
-
-// Parameter (or, with Buffers, buffer) descriptions of program P for an enclosing layer: names
-// "Prefix.<index>.<name>" stored at compile time, offsets shifted by Base.
-template <class P, bool Buffers, const char* Prefix, std::size_t Base = 0>
-struct NestedInfos {
-  template <std::size_t I>
-  static constexpr auto infos_of() {
-    using L = typename P::template layer<I>;
-    if constexpr (!Buffers) return L::params;
-    else if constexpr (num_buffers_of<L>() > 0) return L::buffers;
-    else return std::array<ParamInfo, 0>{};
-  }
-  template <std::size_t I>
-  static constexpr std::size_t offset_of() {
-    return Base + (Buffers ? P::buffer_offset[I] : P::param_offset[I]);
-  }
-  template <class F>
-  static constexpr void for_each(F&& f) {  // f(module index, info, offset of the layer's slice)
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      ([&] {
-        for (const ParamInfo& info : infos_of<I>()) f(P::template layer<I>::module_index, info, offset_of<I>());
-      }(), ...);
-    }(std::make_index_sequence<P::count>{});
-  }
-  static constexpr std::size_t name_length(int index, const ParamInfo& info) {
-    return std::string_view(Prefix).size() + 1 + decimal_digits(index) + 1 + info.name.size();
-  }
-
-  static constexpr std::size_t count = [] {
-    std::size_t n = 0;
-    for_each([&](int, const ParamInfo&, std::size_t) { ++n; });
-    return n;
-  }();
-  static constexpr std::size_t chars = [] {
-    std::size_t n = 0;
-    for_each([&](int index, const ParamInfo& info, std::size_t) { n += name_length(index, info); });
-    return n;
-  }();
-  // All names back to back: "block.0.weightblock.0.bias..."
-  static constexpr std::array<char, chars> storage = [] {
-    std::array<char, chars> s{};
-    std::size_t at = 0;
-    for_each([&](int index, const ParamInfo& info, std::size_t) {
-      for (char c : std::string_view(Prefix)) s[at++] = c;
-      s[at++] = '.';
-      const std::size_t digits = decimal_digits(index);
-      for (std::size_t d = digits; d > 0; --d, index /= 10) s[at + d - 1] = static_cast<char>('0' + index % 10);
-      at += digits;
-      s[at++] = '.';
-      for (char c : info.name) s[at++] = c;
-    });
-    return s;
-  }();
-  static constexpr std::array<ParamInfo, count> infos = [] {
-    std::array<ParamInfo, count> out{};
-    std::size_t k = 0, at = 0;
-    for_each([&](int index, const ParamInfo& info, std::size_t offset) {
-      const std::size_t length = name_length(index, info);
-      out[k++] = {std::string_view(storage.data() + at, length), info.rank, info.shape, offset + info.offset};
-      at += length;
-    });
-    return out;
-  }();
-};
-
-template <std::size_t A, std::size_t B>
-constexpr std::array<ParamInfo, A + B> join(const std::array<ParamInfo, A>& a, const std::array<ParamInfo, B>& b) {
-  std::array<ParamInfo, A + B> out{};
-  std::copy(a.begin(), a.end(), out.begin());
-  std::copy(b.begin(), b.end(), out.begin() + A);
-  return out;
-}
-
-// Running block P inside a combinator layer, with the combinator's pass (its buffers are the
-// block's, its seed the block's random stream). The block's training workspace is the combinator's
-// saved values (P::workspace_per_sample per sample, laid out for `batch` rows); in inference its
-// ping-pong buffers come first in the scratch, and its layers' scratch follows.
-template <class P>
-struct BlockRun {
-  template <class Device>
-  static constexpr std::size_t scratch_values(int batch) {
-    return 2 * P::max_width * static_cast<std::size_t>(batch) + P::template scratch_values<Device>(batch);
-  }
-
-  template <class T>
-  static Run<T> run_of(const Pass<T>& pass, const T* params, int batch) {
-    return {params,    pass.buffers, pass.scratch + 2 * P::max_width * static_cast<std::size_t>(batch), pass.training,
-            pass.seed, pass.sync,    pass.products};
-  }
-
-  // The block's output for x: in its workspace when training (workspace not null), else in `out`.
-  template <class T, class Device>
-  static const T* forward(Device device, const Pass<T>& pass, const T* params, const T* x, T* workspace, T* out,
-                          int batch) {
-    const Run<T> run = run_of(pass, params, batch);
-    if (workspace == nullptr) {
-      P::forward_infer(device, run, x, pass.scratch, out, batch);
-      return out;
-    }
-    typename P::template Activations<T> act;
-    P::forward_train(device, run, x, workspace, batch, batch, act);
-    return act.back();
-  }
-
-  // Where backward expects dL/d(block output).
-  template <class T>
-  static T* output_gradient(T* workspace, int batch) {
-    return P::output_gradient(workspace, batch);
-  }
-
-  // Accumulates the block's parameter gradients; returns dL/dx when InputGradient, else null.
-  template <bool InputGradient, class T, class Device>
-  static const T* backward(Device device, const Pass<T>& pass, const T* params, T* grads, const T* x, T* workspace,
-                           int batch) {
-    return P::template backward<InputGradient>(device, run_of(pass, params, batch), grads, workspace, batch, batch,
-                                               P::locate(x, workspace, batch), [](std::size_t) {});
-  }
-};
-
-}  // namespace etnn::nn::detail
-
-namespace etnn::nn {
-
-template <ShapeType In, class ChainA, class ChainB, int Index>
-struct ConcatLayer {
-  using block_a = detail::BlockOf<In, ChainA>;
-  using block_b = detail::BlockOf<In, ChainB>;
-  using program_a = typename block_a::program;
-  using program_b = typename block_b::program;
-  using run_a = detail::BlockRun<program_a>;
-  using run_b = detail::BlockRun<program_b>;
-  static_assert(check::concat_shapes<typename block_a::out_shape, typename block_b::out_shape>());
-  static constexpr std::size_t width_a = block_a::out_shape::size, width_b = block_b::out_shape::size;
-  static constexpr char prefix_a[] = "branches.0";
-  static constexpr char prefix_b[] = "branches.1";
-
-  using in_shape = In;
-  using out_shape = Shape<static_cast<int>(width_a + width_b)>;
-  static constexpr int module_index = Index;
-  static constexpr std::size_t num_params = program_a::num_params + program_b::num_params;
-  static constexpr auto params =
-      detail::join(detail::NestedInfos<program_a, false, prefix_a>::infos,
-                   detail::NestedInfos<program_b, false, prefix_b, program_a::num_params>::infos);
-  static constexpr std::size_t num_buffers = program_a::num_buffers + program_b::num_buffers;
-  static constexpr auto buffers =
-      detail::join(detail::NestedInfos<program_a, true, prefix_a>::infos,
-                   detail::NestedInfos<program_b, true, prefix_b, program_a::num_buffers>::infos);
-  // Both branches' workspaces, a's first (laid out for the batch's rows).
-  static constexpr std::size_t saved_per_sample = program_a::workspace_per_sample + program_b::workspace_per_sample;
-  static constexpr bool output_aliases_input = false;
-  static constexpr bool backward_in_place = false;
-  static constexpr bool cuda_kernels = program_a::template runs_on<Cuda> && program_b::template runs_on<Cuda>;
-  static constexpr bool draws_random = program_a::draws_random || program_b::draws_random;
-  // Inference: both outputs, then the larger branch's own scratch.
-  template <class Device>
-  static constexpr std::size_t scratch_values(int batch) {
-    return (width_a + width_b) * static_cast<std::size_t>(batch) +
-           std::max(run_a::template scratch_values<Device>(batch), run_b::template scratch_values<Device>(batch));
-  }
-
-  template <class T>
-  static void init(T* p, Rng& rng) {
-    program_a::init_params(p, rng.next());
-    program_b::init_params(p + program_a::num_params, rng.next());
-  }
-  template <class T>
-  static void init_buffers(T* b) {
-    program_a::init_buffers(b);
-    program_b::init_buffers(b + program_a::num_buffers);
-  }
-
-  template <class T, class Device>
-  static void forward(Device device, const Pass<T>& pass, const T* p, const T* x, T* y, T* saved, int batch) {
-    const auto rows = static_cast<std::size_t>(batch);
-    // Inference outputs go to the scratch; the branches' own scratch follows them.
-    T* out_a = pass.scratch;
-    T* out_b = out_a + width_a * rows;
-    Pass<T> pass_a = pass;
-    pass_a.scratch = out_b + width_b * rows;
-    T* workspace_b = saved != nullptr ? saved + program_a::workspace_per_sample * rows : nullptr;
-    const T* a = run_a::forward(device, pass_a, p, x, saved, out_a, batch);
-    const T* b = run_b::forward(device, branch_b(pass_a), p + program_a::num_params, x, workspace_b, out_b, batch);
-    copy_rows(device, a, width_a, y, out_shape::size, width_a, rows);
-    copy_rows(device, b, width_b, y + width_a, out_shape::size, width_b, rows);
-  }
-
-  // dx = a'(x)^T dy_a + b'(x)^T dy_b, dy split by columns; both branches' gradients accumulate.
-  template <class T, class Device>
-  static void backward(Device device, const Pass<T>& pass, const T* p, T* g, const T* x, const T*, const T* saved,
-                       T* dy, T* dx, int batch) {
-    const auto rows = static_cast<std::size_t>(batch);
-    T* workspace_a = const_cast<T*>(saved);  // the branches' own workspaces, which their backward reuses
-    T* workspace_b = workspace_a + program_a::workspace_per_sample * rows;
-    T* dy_a = run_a::output_gradient(workspace_a, batch);
-    T* dy_b = run_b::output_gradient(workspace_b, batch);
-    copy_rows(device, dy, out_shape::size, dy_a, width_a, width_a, rows);
-    copy_rows(device, dy + width_a, out_shape::size, dy_b, width_b, width_b, rows);
-    const T* p_b = p + program_a::num_params;
-    T* g_b = g + program_a::num_params;
-    if (dx == nullptr) {
-      run_a::template backward<false>(device, pass, p, g, x, workspace_a, batch);
-      run_b::template backward<false>(device, branch_b(pass), p_b, g_b, x, workspace_b, batch);
-    } else {
-      const T* dx_a = run_a::template backward<true>(device, pass, p, g, x, workspace_a, batch);
-      const T* dx_b = run_b::template backward<true>(device, branch_b(pass), p_b, g_b, x, workspace_b, batch);
-      const std::size_t n = rows * In::size;
-      assign(device, dx, expr::ref(dx_a, n) + expr::ref(dx_b, n));
-    }
-  }
-
- private:
-  // Branch b's pass: its buffers follow a's, and its random stream differs from a's.
-  template <class T>
-  static Pass<T> branch_b(Pass<T> pass) {
-    if (pass.buffers != nullptr) pass.buffers += program_a::num_buffers;
-    pass.seed = derive_seed(pass.seed, 1);
-    return pass;
-  }
-};
-
-template <class ChainA, class ChainB>
-struct Concat : LayerSpec {
-  template <ShapeType In, int Index>
-  using bind = ConcatLayer<In, ChainA, ChainB, Index>;
-  static std::string describe() {
-    return "concat(" + detail::ChainDescription<ChainA>::describe() + ", " +
-           detail::ChainDescription<ChainB>::describe() + ")";
-  }
-};
-
-template <class A, class B>
-  requires((Spec<A> || detail::IsSequential<A>::value) && (Spec<B> || detail::IsSequential<B>::value))
-constexpr auto concat(A, B) {
-  return Concat<typename detail::AsChain<A>::type, typename detail::AsChain<B>::type>{};
-}
-
-}  // namespace etnn::nn
-// ---- etnn/nn/model.hpp ----
-// etnn::Model<Net, T, Device>: a network type on a device with a scalar type. It owns one flat
-// parameter buffer and one flat gradient buffer; every parameter tensor is a slice at a
-// compile-time offset, named as torch.nn.Sequential.state_dict() names it ("0.weight", ...).
-// Non-trainable state (batch norm's running statistics) lives in a third flat buffer, named the
-// same way ("1.running_mean"). Like a torch.nn.Module it is in training mode until eval().
+// ---- etnn/cuda/loss_loops.hpp ----
+// The loops of the losses on the device, with the host's semantics (cpu/loss_loops.hpp): the sum of
+// an element-wise ETNN_HD term over every value (one grid-stride kernel, block partials in double),
+// and the rows of class scores (one thread per row, row losses summed on the host in row order).
+#include <cstddef>
+#include <span>
 #include <vector>
 
-// ---- etnn/tensor/gradient_buffer.hpp ----
-// The flat gradient buffer of a parameter set (a Model, a loss with parameters): memory of its
-// own, or for a while memory that a data-parallel optimizer's reducer sums in place (dist::Mpi's
-// shared memory on one machine; optim/gradient_storage.hpp), the gradients moving along each way.
-// Its own memory is released meanwhile, so the gradients exist once, as with PyTorch DDP's
-// gradient_as_bucket_view, and allocated again when they come back.
-
 
 namespace etnn {
+namespace cuda {
+namespace detail {
 
-template <class T, class Device>
-class GradientBuffer {
- public:
-  explicit GradientBuffer(std::size_t n) : own_(n), size_(n) {}
-  GradientBuffer(GradientBuffer&& other) noexcept
-      : own_(std::move(other.own_)), elsewhere_(std::exchange(other.elsewhere_, nullptr)), size_(other.size_) {}
-  GradientBuffer& operator=(GradientBuffer&& other) noexcept {
-    own_ = std::move(other.own_);
-    elsewhere_ = std::exchange(other.elsewhere_, nullptr);
-    size_ = other.size_;
-    return *this;
+// partial[block] = sum of term values over the block's grid-stride share (in double), and
+// grad[i] = scale f'(y_i, t_i) when grad is not null. A DomainTerm also lowers *first_invalid to
+// the index of any element outside its domain.
+template <class T, class F>
+__global__ void elementwise_kernel(const T* y, const T* t, std::size_t n, T* grad, T scale, F term, double* partial,
+                                   unsigned long long* first_invalid) {
+  double sum = 0.0;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    if constexpr (expr::DomainTerm<F, T>)
+      if (!term.valid(y[i], t[i])) atomicMin(first_invalid, static_cast<unsigned long long>(i));
+    const expr::Term<T> e = term(y[i], t[i]);
+    sum += static_cast<double>(e.value);
+    if (grad != nullptr) grad[i] = e.grad * scale;
   }
-
-  T* data() noexcept { return elsewhere_ != nullptr ? elsewhere_ : own_.data(); }
-  const T* data() const noexcept { return elsewhere_ != nullptr ? elsewhere_ : own_.data(); }
-
-  // Keeps the gradients in `storage` (size() values on Device that outlive this use), or in memory
-  // of its own again with nullptr (which allocates it). The values move along.
-  void keep_in(T* storage) {
-    if (storage == data() || (storage == nullptr && elsewhere_ == nullptr)) return;
-    if (storage == nullptr) {
-      Buffer<T, Device> own(size_);
-      assign(Device{}, own.data(), expr::ref(static_cast<const T*>(elsewhere_), size_));
-      own_ = std::move(own);
-    } else {
-      assign(Device{}, storage, expr::ref(static_cast<const T*>(data()), size_));
-      own_ = Buffer<T, Device>();
-    }
-    elsewhere_ = storage;
-  }
-
-  std::size_t size() const noexcept { return size_; }
-
- private:
-  Buffer<T, Device> own_;
-  T* elsewhere_ = nullptr;
-  std::size_t size_;
-};
-
-}  // namespace etnn
-// ---- etnn/tensor/staging.hpp ----
-// Bringing user data to the model: a view of the model's scalar type on the model's device.
-// Data already in that form passes through untouched; otherwise it is converted (and, for a
-// device model, copied from host memory) into a buffer that grows to the largest batch seen and is
-// then reused: no allocation per step.
-
-
-namespace etnn::detail {
-
-template <class T, class Device, class U, ShapeType S, class Src>
-TensorView<const T, S, Device> stage_as(TensorView<const U, S, Src> v, Buffer<T, Device>& staging) {
-  static_assert(std::is_same_v<Src, Device> || std::is_same_v<Src, Cpu>,
-                "etnn: data on one device cannot feed a model on another; pass host data or data on the model's device");
-  if constexpr (std::is_same_v<T, U> && std::is_same_v<Device, Src>) {
-    return v;
-  } else if constexpr (std::is_same_v<Device, Src>) {  // host data of another scalar type
-    staging.reserve_discard(v.size());
-    std::transform(v.data(), v.data() + v.size(), staging.data(), [](U u) { return static_cast<T>(u); });
-    return {staging.data(), v.batch()};
-  } else {  // host data for a device model
-    staging.reserve_discard(v.size());
-    if constexpr (std::is_same_v<T, U>) {
-      copy_from_host(Device{}, staging.data(), v.data(), v.size());
-    } else {
-      thread_local std::vector<T> converted;
-      converted.assign(v.data(), v.data() + v.size());
-      copy_from_host(Device{}, staging.data(), converted.data(), converted.size());
-    }
-    return {staging.data(), v.batch()};
-  }
+  store_block_sum(sum, partial);
 }
 
-}  // namespace etnn::detail
-#if defined(__CUDACC__)
-// ---- etnn/nn/fused_mlp_program.hpp ----
-// The network executor of a mixed-precision model on CUDA (etnn::Model<Net, etnn::bf16, Cuda>,
-// or etnn::fp16): a chain of linear layers with ReLU between them and every width at most 128 runs
-// as the fully fused kernels of cuda/fused_mlp.hpp, one forward launch and three backward ones,
-// activations on chip in the 16-bit format. Widths other than 16, 32, 64 and 128 are padded with zeros to the next of them
-// (nn/fused_mlp_padding.hpp): then the parameters, the input and the output gradient are copied
-// into padded buffers first, and the output and the parameter gradients copied back. It is
-// Program with forward and backward replaced: the parameter layout, names and initialisation are
-// the same, so checkpoints and optimizers do not change.
-//
-// Training workspace per sample: [ output (out) | dL/doutput (out) ]; the layers' scratch
-// (scratch_values(batch)) holds the kernels' saved activations and backward scratch, then, when
-// padded, the padded parameters, their gradients, input, output and output gradient.
-#include <cstddef>
-#include <tuple>
-#include <type_traits>
+// One thread per row b of a (B, C) output with class indices: row_loss[b] = row(x_b, C, y_b,
+// weight, g_b, scale), where row also writes scale * dl_b/dx_b into g_b when g_b is not null.
+template <class T, class Row>
+__global__ void label_rows_kernel(const T* x, int batch, int classes, const int* labels, const float* weight,
+                                  T* grad, T scale, Row row, double* row_loss) {
+  const int b = blockIdx.x * blockDim.x + threadIdx.x;
+  if (b >= batch) return;
+  const std::size_t at = static_cast<std::size_t>(b) * classes;
+  row_loss[b] = static_cast<double>(row(x + at, classes, labels[b], weight, grad != nullptr ? grad + at : nullptr,
+                                        scale));
+}
 
+}  // namespace detail
+
+// The rows of class scores on the device: the labels and class weights (checked on the host) are
+// copied over, one kernel computes every row, and the row losses come back and are summed in T in
+// row order, as the host's label_rows_loss sums them. Row losses travel as double, which holds a
+// float or a double exactly. Its buffers are scratch that grows to the largest batch: a copy starts with its own, empty, so
+// a loss that holds one stays copyable.
+class LabelRowsScratch {
+ public:
+  LabelRowsScratch() = default;
+  LabelRowsScratch(const LabelRowsScratch&) {}
+  LabelRowsScratch& operator=(const LabelRowsScratch&) { return *this; }
+
+  // scale * sum_b row_b.
+  template <class T, class Row>
+  T run(const T* x, int batch, int classes, std::span<const int> labels, const float* weight, T* grad, T scale,
+        Row row, const char* who) {
+    labels_.reserve_discard(labels.size());
+    copy_from_host(Cuda{}, labels_.data(), labels.data(), labels.size());
+    if (weight != nullptr) {
+      weight_.reserve_discard(static_cast<std::size_t>(classes));
+      copy_from_host(Cuda{}, weight_.data(), weight, static_cast<std::size_t>(classes));
+    }
+    row_loss_.reserve_discard(static_cast<std::size_t>(batch));
+    if (batch > 0) {
+      detail::label_rows_kernel<<<(batch + 127) / 128, 128, 0, stream()>>>(
+          x, batch, classes, labels_.data(), weight != nullptr ? weight_.data() : nullptr, grad, scale, row,
+          row_loss_.data());
+      check_launch(who);
+    }
+    host_row_loss_.resize(static_cast<std::size_t>(batch));
+    copy_to_host(Cuda{}, host_row_loss_.data(), row_loss_.data(), host_row_loss_.size());
+    T total = 0;
+    for (double l : host_row_loss_) total += static_cast<T>(l);
+    return total * scale;
+  }
+
+ private:
+  Buffer<int, Cuda> labels_;
+  Buffer<float, Cuda> weight_;
+  Buffer<double, Cuda> row_loss_;
+  std::vector<double> host_row_loss_;
+};
+
+}  // namespace cuda
+
+// The element-wise loss on the device, for a term that is an ETNN_HD functor: one kernel, the sum through a
+// fixed number of block partials (the same result on every run; it may differ from the host's
+// sequential sum in the last bits). A DomainTerm's first invalid element is searched in the same
+// kernel; only when there is one are its two values copied back for the message.
+template <class T, ShapeType S, ShapeType TS, class F>
+T elementwise_loss(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T, TS, Cuda> target, T* grad, T scale,
+                   F term) {
+  const std::size_t n = output.size();
+  if (n == 0) return T(0);
+  double* partial = cuda::detail::reduction_partials();
+  unsigned long long* first_invalid = nullptr;
+  if constexpr (expr::DomainTerm<F, T>) {  // starts at the largest index: none found
+    first_invalid = cuda::detail::reduction_index();
+    ETNN_CHECK_CUDA(cudaMemsetAsync(first_invalid, 0xFF, sizeof *first_invalid, cuda::stream()));
+  }
+  using cuda::detail::reduction_blocks, cuda::detail::reduction_threads;
+  cuda::detail::elementwise_kernel<<<reduction_blocks, reduction_threads, 0, cuda::stream()>>>(
+      output.data(), target.data(), n, grad, scale, term, partial, first_invalid);
+  cuda::check_launch("etnn::loss elementwise");
+  const double total = cuda::detail::sum_of_partials(partial);
+  if constexpr (expr::DomainTerm<F, T>) {
+    unsigned long long found = 0;
+    copy_to_host(Cuda{}, &found, first_invalid, 1);
+    if (found < n) {
+      T y{}, t{};
+      copy_to_host(Cuda{}, &y, output.data() + found, 1);
+      copy_to_host(Cuda{}, &t, target.data() + found, 1);
+      throw Error(term.complaint(static_cast<std::size_t>(found), y, t));
+    }
+  }
+  return static_cast<T>(total) * scale;
+}
+
+// scale * sum_b row_b on the device (cpu/loss_loops.hpp's label_rows_loss), through `scratch`.
+template <class T, class Row>
+T label_rows_loss(Cuda, cuda::LabelRowsScratch& scratch, const T* x, int batch, int classes,
+                  std::span<const int> labels, const float* weight, T* grad, T scale, Row row, const char* who) {
+  return scratch.run(x, batch, classes, labels, weight, grad, scale, row, who);
+}
+
+}  // namespace etnn
 // ---- etnn/cuda/fused_mlp.hpp ----
 // Fully fused narrow MLP on 16-bit tensor cores, bf16 or fp16 (the tiny-cuda-nn idea).
 //
@@ -5721,6 +3817,2223 @@ void copy_columns(const float* from, int from_cols, float* to, int to_cols, int 
 }
 
 }  // namespace etnn::cuda::detail
+// ---- etnn/cuda/graph.hpp ----
+// CUDA graphs for the training step: the forward and backward passes of a static network launch
+// the same GEMMs and kernels on the same pointers at every step of a given batch size, so each is
+// recorded once into a graph and replayed with one launch (no per-kernel launch cost on the host).
+//
+//   GraphCache graphs;
+//   graphs.run({part, batch, input}, [&] { program::forward_train(...); });
+//
+// The first run for a key records work() (nothing executes while recording) and launches the
+// graph; later runs launch it again without calling work(). If recording fails (work() did
+// something a graph cannot hold), the cache turns itself off, says why (reason()), and from then
+// on calls work() directly: never a wrong result, at worst the eager speed.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+#include <utility>
+
+
+namespace etnn::cuda {
+
+class GraphCache {
+ public:
+  // part: which piece of the step (forward, backward); batch and input: what the work depends on
+  // that may change between steps (every other pointer belongs to the trainer and stays put).
+  using Key = std::tuple<int, int, const void*>;
+
+  // off_reason: empty to record, else why the step is not recorded (reason() says it).
+  explicit GraphCache(std::string off_reason = "") : reason_(std::move(off_reason)) {}
+  GraphCache(const GraphCache&) = delete;
+  GraphCache& operator=(const GraphCache&) = delete;
+  ~GraphCache() { clear(); }
+
+  template <class Work>
+  void run(const Key& key, Work&& work) {
+    if (!enabled()) {
+      work();
+      return;
+    }
+    auto it = graphs_.find(key);
+    if (it == graphs_.end()) {
+      cudaGraphExec_t graph = record(work);
+      if (graph == nullptr) {
+        work();
+        return;
+      }
+      it = graphs_.emplace(key, graph).first;
+    }
+    ETNN_CHECK_CUDA(cudaGraphLaunch(it->second, stream()));
+    ++replays_;
+  }
+
+  // Forgets every recorded graph: the memory they point at is about to go (a Trainer's workspace
+  // when it grows). The next run of each key records again.
+  void clear() {
+    for (auto& [key, graph] : graphs_) (void)cudaGraphExecDestroy(graph);
+    graphs_.clear();
+  }
+
+  bool enabled() const noexcept { return reason_.empty(); }
+  // Why graphs are off ("" while they are on).
+  const std::string& reason() const noexcept { return reason_; }
+  std::size_t recorded() const noexcept { return graphs_.size(); }
+  std::int64_t launches() const noexcept { return replays_; }
+
+ private:
+  // work() recorded into an executable graph, or null (and the cache off) when it cannot be.
+  template <class Work>
+  cudaGraphExec_t record(Work& work) {
+    ETNN_CHECK_CUDA(cudaStreamBeginCapture(stream(), cudaStreamCaptureModeThreadLocal));
+    std::string failure;
+    try {
+      work();
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+    cudaGraph_t graph = nullptr;
+    const cudaError_t ended = cudaStreamEndCapture(stream(), &graph);
+    if (failure.empty() && ended != cudaSuccess) failure = cudaGetErrorString(ended);
+    cudaGraphExec_t executable = nullptr;
+    if (failure.empty()) {
+      const cudaError_t made = cudaGraphInstantiate(&executable, graph, 0);
+      if (made != cudaSuccess) failure = cudaGetErrorString(made);
+    }
+    if (graph != nullptr) (void)cudaGraphDestroy(graph);
+    if (failure.empty()) return executable;
+    (void)cudaGetLastError();
+    reason_ = "recording failed: " + failure;
+    return nullptr;
+  }
+
+  std::string reason_;  // why graphs are off; empty while they are on
+  std::map<Key, cudaGraphExec_t> graphs_;
+  std::int64_t replays_ = 0;
+};
+
+}  // namespace etnn::cuda
+// ---- etnn/cuda/probe.hpp ----
+// Whether this CUDA binary can run kernels here: a device is present, the driver is usable and
+// one of the binary's architectures (CMAKE_CUDA_ARCHITECTURES) runs on it.
+#include <cuda_runtime.h>
+
+#include <string>
+
+namespace etnn::cuda::detail {
+
+// A kernel that does nothing: asking for its attributes loads the module, which fails when no
+// architecture of this binary fits the device.
+template <int = 0>
+__global__ void cuda_probe_kernel() {}
+
+// Empty when CUDA kernels can run on the current device; otherwise why not, in a few words.
+inline std::string cuda_unavailable_reason() {
+  int count = 0;
+  cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    (void)cudaGetLastError();
+    std::string why = "no usable CUDA device (";
+    why += cudaGetErrorString(status);
+    why += ")";
+    return why;
+  }
+  if (count == 0) return "no CUDA device";
+  cudaFuncAttributes attributes{};
+  status = cudaFuncGetAttributes(&attributes, cuda_probe_kernel<>);
+  if (status != cudaSuccess) {
+    (void)cudaGetLastError();
+    int device = 0, major = 0, minor = 0;
+    (void)cudaGetDevice(&device);
+    (void)cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+    (void)cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+    std::string why = "the GPU (sm_";
+    why += std::to_string(major * 10 + minor);
+    why += ") cannot run this binary's kernels (";
+    why += cudaGetErrorString(status);
+    why += "); rebuild with CMAKE_CUDA_ARCHITECTURES including it";
+    return why;
+  }
+  return {};
+}
+
+}  // namespace etnn::cuda::detail
+#endif
+// ---- etnn/backend/backend.hpp ----
+// The face of backend/: one dispatch header per op family, each including the CPU kernels always
+// and the CUDA ones under nvcc, plus the run-time device choice (etnn::best_device, etnn::dispatch)
+// and the staging of user data onto the model's device.
+// ---- etnn/backend/batch_norm.hpp ----
+// Batch normalisation's forward and backward on either device: batch_norm_forward, batch_norm_backward.
+// The dispatch header of this op family (dlib's tensor_tools idea): it includes the CPU kernels
+// always and the CUDA ones only under nvcc, so that layers and losses call the overloads for
+// etnn::Cpu and etnn::Cuda by their device tag and never name a backend themselves.
+#if defined(__CUDACC__)
+#endif
+// ---- etnn/backend/conv.hpp ----
+// 2-D convolution's forward and backward on either device: conv2d_forward, conv2d_backward.
+// The dispatch header of this op family (dlib's tensor_tools idea): it includes the CPU kernels
+// always and the CUDA ones only under nvcc, so that layers and losses call the overloads for
+// etnn::Cpu and etnn::Cuda by their device tag and never name a backend themselves.
+#if defined(__CUDACC__)
+#endif
+// ---- etnn/backend/dense.hpp ----
+// Linear layers (GEMM with a fused bias and activation epilogue) on either device.
+// The dispatch header of this op family (dlib's tensor_tools idea): it includes the CPU kernels
+// always and the CUDA ones only under nvcc, so that layers and losses call the overloads for
+// etnn::Cpu and etnn::Cuda by their device tag and never name a backend themselves.
+#if defined(__CUDACC__)
+#endif
+// ---- etnn/backend/device_select.hpp ----
+// Run-time choice among the compile-time devices.
+//   etnn::dispatch(etnn::best_device(), [&]<class Device>(Device) { run<Device>(); });
+#include <cstdio>
+
+#if defined(__CUDACC__)
+#endif
+
+namespace etnn {
+
+enum class DeviceKind { cpu, cuda };
+
+// The fastest device this binary can use here. A CUDA build answers Cuda when a usable GPU is
+// present, else Cpu after printing one line to stderr saying why (once per process). A build
+// without CUDA always answers Cpu and never mentions CUDA.
+inline DeviceKind best_device() {
+#if defined(__CUDACC__)
+  static const DeviceKind kind = [] {
+    const std::string why = cuda::detail::cuda_unavailable_reason();
+    if (why.empty()) return DeviceKind::cuda;
+    std::fprintf(stderr, "etnn: %s; running on the CPU\n", why.c_str());
+    return DeviceKind::cpu;
+  }();
+  return kind;
+#else
+  return DeviceKind::cpu;
+#endif
+}
+
+// Calls f(Device{}) for the device named by kind; f is a generic lambda. Asking for CUDA where it
+// cannot run throws etnn::UnavailableError saying why.
+template <class F>
+decltype(auto) dispatch(DeviceKind kind, F&& f) {
+  if (kind == DeviceKind::cuda) {
+#if defined(__CUDACC__)
+    const std::string why = cuda::detail::cuda_unavailable_reason();
+    if (!why.empty()) {
+      std::string message = "etnn::dispatch: the CUDA device was requested but ";
+      message += why;
+      message += "; use etnn::DeviceKind::cpu or etnn::best_device()";
+      throw UnavailableError(message);
+    }
+    return std::forward<F>(f)(Cuda{});
+#else
+    throw UnavailableError(
+        "etnn::dispatch: the CUDA device was requested but this binary was built without CUDA; "
+        "rebuild with nvcc and -DETNN_WITH_CUDA=ON, or use etnn::DeviceKind::cpu");
+#endif
+  }
+  return std::forward<F>(f)(Cpu{});
+}
+
+}  // namespace etnn
+// ---- etnn/backend/executor.hpp ----
+// Elementwise expressions and index loops on either device: assign, fill, for_each_index.
+// The dispatch header of this op family (dlib's tensor_tools idea): it includes the CPU kernels
+// always and the CUDA ones only under nvcc, so that layers and losses call the overloads for
+// etnn::Cpu and etnn::Cuda by their device tag and never name a backend themselves.
+#if defined(__CUDACC__)
+#endif
+// ---- etnn/backend/loss_loops.hpp ----
+// The loops of the losses on either device: elementwise_loss (an element-wise term summed over
+// every value) and label_rows_loss (a row functor summed over the rows of class scores), and the
+// scratch a loss on class indices keeps for the device's loop (LabelRowsScratch; nothing on a
+// host-only build).
+// The dispatch header of this op family (dlib's tensor_tools idea): it includes the CPU kernels
+// always and the CUDA ones only under nvcc, so that layers and losses call the overloads for
+// etnn::Cpu and etnn::Cuda by their device tag and never name a backend themselves.
+#if defined(__CUDACC__)
+#endif
+
+namespace etnn::backend {
+
+#if defined(__CUDACC__)
+using LabelRowsScratch = cuda::LabelRowsScratch;
+#else
+struct LabelRowsScratch {};
+#endif
+
+}  // namespace etnn::backend
+// ---- etnn/backend/memory.hpp ----
+// Copies between host and device memory and of row blocks (copy_rows) on either device.
+// The dispatch header of this op family (dlib's tensor_tools idea): it includes the CPU kernels
+// always and the CUDA ones only under nvcc, so that layers and losses call the overloads for
+// etnn::Cpu and etnn::Cuda by their device tag and never name a backend themselves.
+#if defined(__CUDACC__)
+#endif
+// ---- etnn/backend/pool.hpp ----
+// 2-D max and average pooling on either device: pool2d_forward, pool2d_backward.
+// The dispatch header of this op family (dlib's tensor_tools idea): it includes the CPU kernels
+// always and the CUDA ones only under nvcc, so that layers and losses call the overloads for
+// etnn::Cpu and etnn::Cuda by their device tag and never name a backend themselves.
+#if defined(__CUDACC__)
+#endif
+// ---- etnn/backend/staging.hpp ----
+// Bringing user data to the model: a view of the model's scalar type on the model's device.
+// Data already in that form passes through untouched; otherwise it is converted (and, for a
+// device model, copied from host memory) into a buffer that grows to the largest batch seen and is
+// then reused: no allocation per step.
+#include <vector>
+
+
+namespace etnn::backend {
+
+template <class T, class Device, class U, ShapeType S, class Src>
+TensorView<const T, S, Device> stage_as(TensorView<const U, S, Src> v, Buffer<T, Device>& staging) {
+  static_assert(std::is_same_v<Src, Device> || std::is_same_v<Src, Cpu>,
+                "etnn: data on one device cannot feed a model on another; pass host data or data on the model's device");
+  if constexpr (std::is_same_v<T, U> && std::is_same_v<Device, Src>) {
+    return v;
+  } else if constexpr (std::is_same_v<Device, Src>) {  // host data of another scalar type
+    staging.reserve_discard(v.size());
+    std::transform(v.data(), v.data() + v.size(), staging.data(), [](U u) { return static_cast<T>(u); });
+    return {staging.data(), v.batch()};
+  } else {  // host data for a device model
+    staging.reserve_discard(v.size());
+    if constexpr (std::is_same_v<T, U>) {
+      copy_from_host(Device{}, staging.data(), v.data(), v.size());
+    } else {
+      thread_local std::vector<T> converted;
+      converted.assign(v.data(), v.data() + v.size());
+      copy_from_host(Device{}, staging.data(), converted.data(), converted.size());
+    }
+    return {staging.data(), v.batch()};
+  }
+}
+
+}  // namespace etnn::backend
+// ---- etnn/dist/dist.hpp ----
+// etnn::dist, the face of dist/: the Reducer concept a data-parallel optimizer step talks to, the
+// single-process policy dist::Local, and the cross-rank sum synchronised batch norm uses. The
+// multi-process policies come on request: <etnn/dist/mpi.hpp> (dist::Mpi) and <etnn/dist/nccl.hpp>
+// (dist::Nccl, under nvcc).
+// ---- etnn/dist/checks.hpp ----
+// Compile-time checks of reducers (dist/reducer.hpp): the members a data-parallel policy needs
+// and the device whose memory it sums.
+// Each check is a consteval function whose static_assert message starts with a grep-able key
+// (ETNN_...) and says how to fix it; the node that needs it writes
+// `static_assert(check::something<...>());`. tests/compile_fail/ holds one program per message.
+
+namespace etnn::dist::check {
+
+template <bool ReducerReadsThisMemory>
+consteval bool reducer_device() {
+  static_assert(ReducerReadsThisMemory,
+                "ETNN_REDUCER_DEVICE: this reducer sums another device's memory than the model's: "
+                "etnn::dist::Mpi takes etnn::Cpu models, etnn::dist::Nccl takes etnn::Cuda models");
+  return true;
+}
+
+// Names each member a would-be Reducer lacks (the Reducer concept of dist/reducer.hpp, one
+// requirement per message).
+template <class R>
+consteval bool reducer() {
+  static_assert(requires(R& r) { { r.rank() } -> std::convertible_to<int>; },
+                "ETNN_REDUCER: the reducer has no `int rank()` member (see dist/reducer.hpp)");
+  static_assert(requires(R& r) { { r.size() } -> std::convertible_to<int>; },
+                "ETNN_REDUCER: the reducer has no `int size()` member (see dist/reducer.hpp)");
+  static_assert(requires(R& r, float* f, double* d, std::size_t n) {
+                  r.broadcast(f, n, 0);
+                  r.broadcast(d, n, 0);
+                },
+                "ETNN_REDUCER: the reducer has no `broadcast(T* data, size_t n, int root)` member for float and double");
+  static_assert(requires { typename R::Pending; },
+                "ETNN_REDUCER: the reducer has no `Pending` type (the handle of a started allreduce)");
+  static_assert(requires(R& r, float* f, double* d, std::size_t n) {
+                  { r.start_allreduce_sum(f, n) } -> std::same_as<typename R::Pending>;
+                  { r.start_allreduce_sum(d, n) } -> std::same_as<typename R::Pending>;
+                },
+                "ETNN_REDUCER: the reducer has no `Pending start_allreduce_sum(T* data, size_t n)` member for float "
+                "and double");
+  static_assert(requires(R& r, typename R::Pending& p) { { r.poll(p) } -> std::convertible_to<bool>; },
+                "ETNN_REDUCER: the reducer has no `bool poll(Pending&)` member");
+  static_assert(requires(R& r, typename R::Pending& p) { r.wait(p); },
+                "ETNN_REDUCER: the reducer has no `wait(Pending&)` member");
+  static_assert(requires(R& r) { r.abort("reason"); },
+                "ETNN_REDUCER: the reducer has no `abort(const char* reason)` member");
+  return true;
+}
+
+}  // namespace etnn::dist::check
+// ---- etnn/dist/cross_rank_sum.hpp ----
+// A type-erased sum over the ranks of a data-parallel job, for layers whose forward or backward
+// needs statistics of the whole global batch (batch norm with TrainerOptions::sync_batch_norm).
+// Empty (false) in a single process or when the statistics stay local.
+
+namespace etnn::dist {
+
+class CrossRankSum {
+ public:
+  CrossRankSum() = default;
+  // values = their sum over ranks, by reducer.start_allreduce_sum and wait (any Reducer).
+  template <class R>
+  explicit CrossRankSum(R& reducer)
+      : reducer_(&reducer), sum_([](void* r, double* values, std::size_t n) {
+          auto& typed = *static_cast<R*>(r);
+          auto pending = typed.start_allreduce_sum(values, n);
+          typed.wait(pending);
+        }) {}
+
+  explicit operator bool() const noexcept { return sum_ != nullptr; }
+  void operator()(double* values, std::size_t n) const {
+    if (sum_ != nullptr) sum_(reducer_, values, n);
+  }
+
+ private:
+  void* reducer_ = nullptr;
+  void (*sum_)(void*, double*, std::size_t) = nullptr;
+};
+
+}  // namespace etnn::dist
+// ---- etnn/dist/reducer.hpp ----
+// The Reducer concept: how the optimizer step talks to the other ranks of a data-parallel job.
+// Optimizer<Rule, Model, Reducer> broadcasts parameters from rank 0 when it is built, and sums
+// gradient buckets across ranks with non-blocking allreduces started while backward still runs.
+// dist::Local, the single-process policy, lives here because every optimizer defaults to it;
+// dist/mpi.hpp and dist/nccl.hpp add the multi-process ones.
+//
+//   rank(), size()                         this process's place in the job
+//   broadcast(data, n, root)               data = root's data, on every rank
+//   start_allreduce_sum(data, n) -> Pending   begins data = sum over ranks of data
+//   poll(pending) -> bool                  drives progress; true once complete
+//   wait(pending)                          blocks until complete (or throws: a rank failed)
+//   abort(reason)                          ends the whole job (a collective was abandoned midway);
+//                                          a single process has nothing to end and returns
+// and optionally
+//   shared_storage<T>(n) -> storage            memory whose ranges it sums in place (dist::Mpi on
+//                                          one machine), where an optimizer keeps the gradients
+//                                          (optim/gradient_storage.hpp)
+
+namespace etnn::dist {
+
+template <class R>
+concept Reducer = requires(R& r, float* f, double* d, std::size_t n, typename R::Pending& pending) {
+  { r.rank() } -> std::convertible_to<int>;
+  { r.size() } -> std::convertible_to<int>;
+  r.broadcast(f, n, 0);
+  r.broadcast(d, n, 0);
+  { r.start_allreduce_sum(f, n) } -> std::same_as<typename R::Pending>;
+  { r.start_allreduce_sum(d, n) } -> std::same_as<typename R::Pending>;
+  { r.poll(pending) } -> std::convertible_to<bool>;
+  r.wait(pending);
+  r.abort("reason");
+};
+
+// Whether reducer R sums memory of Device: one that names its memory (dist::Mpi the host's,
+// dist::Nccl the GPU's) takes models on that device only; one that does not (dist::Local) any.
+template <class R, class Device>
+consteval bool reducer_takes_device() {
+  if constexpr (requires { typename R::memory; })
+    return std::is_same_v<typename R::memory, Device>;
+  else
+    return true;
+}
+template <class R, class Device>
+inline constexpr bool reducer_takes = reducer_takes_device<R, Device>();
+
+// One process: every collective is the identity.
+struct Local {
+  struct Pending {};
+  int rank() const noexcept { return 0; }
+  int size() const noexcept { return 1; }
+  template <class T> void broadcast(T*, std::size_t, int) noexcept {}
+  template <class T> Pending start_allreduce_sum(T*, std::size_t) noexcept { return {}; }
+  bool poll(Pending&) noexcept { return true; }
+  void wait(Pending&) noexcept {}
+  void abort(const char*) noexcept {}
+};
+
+}  // namespace etnn::dist
+// ---- etnn/nn/nn.hpp ----
+// etnn::nn, the face of nn/: layer specs composed with >>, Sequential and the combinators
+// (residual, concat), the model (etnn::Model: parameters, forward), and its summary.
+//   constexpr auto mlp = nn::input<784> >> nn::linear<512> >> nn::relu >> nn::linear<10>;
+//   etnn::Model<decltype(mlp)> model{0};
+// ---- etnn/nn/checks.hpp ----
+// Compile-time checks of layer specs, networks and models: shapes, window options, inputs and
+// scalar types.
+// Each check is a consteval function whose static_assert message starts with a grep-able key
+// (ETNN_...) and says how to fix it; the node that needs it writes
+// `static_assert(check::something<...>());`. tests/compile_fail/ holds one program per message.
+
+namespace etnn::nn::check {
+
+template <bool AllLayersHaveKernels>
+consteval bool layers_on_device() {
+  static_assert(AllLayersHaveKernels,
+                "ETNN_DEVICE_LAYER: a layer of this network has no kernels for this device: every built-in "
+                "layer runs on etnn::Cuda, a layer of your own once it declares static constexpr bool "
+                "cuda_kernels = true (its forward and backward then run with etnn::Cuda); else use etnn::Cpu");
+  return true;
+}
+
+template <class In>
+consteval bool linear_input() {
+  static_assert(In::rank == 1,
+                "ETNN_SHAPE_MISMATCH: linear<N> expects a flat input (one dimension); "
+                "insert nn::flatten before it");
+  return true;
+}
+
+template <int N>
+consteval bool positive_width() {
+  static_assert(N > 0, "ETNN_BAD_WIDTH: linear<N> needs N > 0 output features");
+  return true;
+}
+
+template <class In>
+consteval bool image_input() {
+  static_assert(In::rank == 3,
+                "ETNN_SHAPE_MISMATCH: conv2d and pooling expect a (C, H, W) input; start the network with "
+                "nn::input<C, H, W> (not a flat input)");
+  return true;
+}
+
+template <bool AllOptions>
+consteval bool window_options() {
+  static_assert(AllOptions,
+                "ETNN_WINDOW_OPTION: after the kernel size, conv2d and pooling take only nn::stride<S> and "
+                "nn::pad<P>");
+  return true;
+}
+
+template <int Kernel, int Stride, int Pad>
+consteval bool window_params() {
+  static_assert(Kernel > 0 && Stride > 0 && Pad >= 0,
+                "ETNN_BAD_WINDOW: a kernel or pooling window needs kernel > 0, stride > 0 and pad >= 0");
+  return true;
+}
+
+template <int Size, int Kernel, int Pad>
+consteval bool window_fits() {
+  static_assert(Kernel <= Size + 2 * Pad,
+                "ETNN_WINDOW_TOO_LARGE: the kernel or pooling window is larger than the padded input; "
+                "use a smaller window or more padding");
+  return true;
+}
+
+template <int Kernel, int Pad>
+consteval bool pool_padding() {
+  static_assert(2 * Pad <= Kernel, "ETNN_BAD_WINDOW: pooling pad must be at most half the window, as in PyTorch");
+  return true;
+}
+
+template <class In>
+consteval bool softmax_input() {
+  static_assert(In::rank == 1,
+                "ETNN_SHAPE_MISMATCH: softmax and log_softmax work over a flat input (B, N); insert nn::flatten");
+  return true;
+}
+
+template <long long Num, long long Den>
+consteval bool dropout_probability() {
+  static_assert(Num >= 0 && Num < Den, "ETNN_DROPOUT_P: dropout needs a probability p with 0 <= p < 1");
+  return true;
+}
+
+template <class In, class Out>
+consteval bool residual_shape() {
+  static_assert(std::is_same_v<In, Out>,
+                "ETNN_RESIDUAL_SHAPE: residual(block) adds the block's output to its input, so the block "
+                "must keep the shape of its input (end it with a layer of the input's width)");
+  return true;
+}
+
+template <class A, class B>
+consteval bool concat_shapes() {
+  static_assert(A::rank == 1 && B::rank == 1,
+                "ETNN_CONCAT_SHAPE: concat(a, b) joins flat outputs (B, N) and (B, M); end each branch "
+                "with a flat layer (nn::flatten or nn::linear<N>)");
+  return true;
+}
+
+template <bool IsBlock>
+consteval bool block_without_input() {
+  static_assert(IsBlock,
+                "ETNN_BLOCK_INPUT: a block given to residual() or concat() is a chain of layers without "
+                "nn::input; its input is what precedes it in the network");
+  return true;
+}
+
+template <bool StartsWithInput>
+consteval bool network_has_input() {
+  static_assert(StartsWithInput,
+                "ETNN_NO_INPUT: a network must start with nn::input<...> giving the per-sample "
+                "input shape, e.g. nn::input<784> >> nn::linear<10>");
+  return true;
+}
+
+template <bool InputComesFirst>
+consteval bool input_first() {
+  static_assert(InputComesFirst,
+                "ETNN_INPUT_NOT_FIRST: nn::input<...> can only start a network; remove the "
+                "second nn::input");
+  return true;
+}
+
+template <bool IsLayer>
+consteval bool is_layer_spec() {
+  static_assert(IsLayer,
+                "ETNN_NOT_A_LAYER: operator>> composes etnn::nn layer specs (nn::linear<N>, "
+                "nn::relu, ...); the right-hand side is not one");
+  return true;
+}
+
+template <bool HasLayers>
+consteval bool network_has_layers() {
+  static_assert(HasLayers, "ETNN_EMPTY_NETWORK: the network has an input but no layers; add e.g. nn::linear<N>");
+  return true;
+}
+
+template <class Given, class Expected>
+consteval bool input_scalar() {
+  static_assert(std::is_same_v<Given, Expected>,
+                "ETNN_INPUT_TYPE: the input's scalar type differs from the model's; convert the "
+                "data or use etnn::Model<Net, float>");
+  return true;
+}
+
+template <class T, bool MixedPrecisionAllowed>
+consteval bool model_scalar() {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double> || MixedPrecisionAllowed,
+                "ETNN_SCALAR_TYPE: etnn::Model's scalar type must be float or double (or, on etnn::Cuda, the mixed "
+                "precisions etnn::bf16, etnn::fp16, etnn::bf16_unfused, etnn::fp16_unfused)");
+  return true;
+}
+
+template <class Given, class Expected>
+consteval bool input_shape() {
+  static_assert(std::is_same_v<Given, Expected>,
+                "ETNN_INPUT_SHAPE: the input's per-sample shape differs from the network's "
+                "nn::input<...>; load or build the data with the network's input shape");
+  return true;
+}
+
+}  // namespace etnn::nn::check
+// ---- etnn/nn/concat.hpp ----
+// nn::concat(a, b): two blocks applied to the same input, their flat outputs joined per sample:
+//   y = [a(x), b(x)]      a(x): (B, N)  b(x): (B, M)  y: (B, N + M)
+// The PyTorch equivalent holds the branches as nn.ModuleList `branches` of two nn.Sequential:
+//   def forward(self, x): return torch.cat([self.branches[0](x), self.branches[1](x)], dim=1)
+// so parameters are named "<index>.branches.0.0.weight", "<index>.branches.1.0.weight", ...
+//   constexpr auto net = nn::input<16> >> nn::concat(nn::linear<8> >> nn::relu, nn::linear<4>) >> nn::linear<2>;
+
+// ---- etnn/nn/block.hpp ----
+// A block: a chain of layer specs without nn::input, run as a network of its own inside a
+// combinator layer (residual, concat). The combinator's input is the block's input.
+//   nn::linear<64> >> nn::relu >> nn::linear<64>            a Sequential without input
+// Its parameters and buffers are the block's flat arrays, named as a PyTorch module holding the
+// block as an nn.Sequential attribute would name them: "<prefix>.<index>.<name>" ("block.0.weight").
+
+// ---- etnn/nn/program.hpp ----
+// The network executor: runs the Layers of a network forward and backward over one flat
+// parameter buffer, one flat gradient buffer and one workspace, with every offset computed at
+// compile time.
+//
+// Training workspace, per sample of capacity C (all blocks are C rows):
+//   [ layer outputs and saved values | gradient buffer A | gradient buffer B ]
+// Layer outputs are kept for backward; flatten's output is its input and takes no space.
+// Backward ping-pongs dY/dX between A and B; elementwise layers work in place. Layers before the
+// first one with parameters are never run backward, and that layer skips its input gradient.
+// Besides the workspace a call takes the model's buffers (running statistics, one flat array with
+// compile-time offsets like the parameters) and a scratch array that layers use in turn.
+#include <tuple>
+
+// ---- etnn/core/type_list.hpp ----
+// A compile-time list of types, with the few operations the network plan needs.
+namespace etnn {
+
+template <class... Ts>
+struct TypeList {
+  static constexpr int size = sizeof...(Ts);
+};
+
+namespace detail {
+template <class T, class List>
+struct Prepend;
+template <class T, class... Ts>
+struct Prepend<T, TypeList<Ts...>> {
+  using type = TypeList<T, Ts...>;
+};
+}  // namespace detail
+
+template <class T, class List>
+using Prepend = typename detail::Prepend<T, List>::type;
+
+}  // namespace etnn
+// ---- etnn/nn/layer.hpp ----
+// The Layer concept: a layer spec bound to its input shape and its position in the network.
+// The network executor (nn/program.hpp) runs any type that models it, built-in or user-defined.
+//
+//   in_shape, out_shape          per-sample shapes
+//   module_index                 position in the equivalent torch.nn.Sequential (state_dict prefix)
+//   num_params, params           size of its slice of the flat parameter buffer, and its tensors
+//   saved_per_sample             extra values forward keeps for backward (training only)
+//   output_aliases_input         output is the input reinterpreted (flatten): no storage, no work
+//   backward_in_place            dx may be written over dy (elementwise layers)
+//   init(params, rng)            PyTorch-default initialisation
+//   forward(device, pass, params, x, y, saved, batch)                   saved is null in inference
+//   backward(device, pass, params, grads, x, y, saved, dy, dx, batch)   dx is null for the first layer;
+//                                                                       grads accumulate (+=); dy may be overwritten
+// pass (nn/pass.hpp) carries the mode, the layer's buffers, its scratch space and its random seed.
+// Optional members, zero or absent when not given:
+//   num_buffers, buffers, init_buffers(buffers)   non-trainable state saved with the model
+//                                                 (batch norm's running statistics)
+//   scratch_values(batch)                         temporary values needed during one call, or
+//   scratch_values<Device>(batch)                 the same where it depends on the device
+//   cuda_kernels                                  true when forward/backward have etnn::Cuda overloads
+//   draws_random                                  true when training passes draw random numbers
+//                                                 (dropout): a recorded CUDA graph could not replay them
+
+// ---- etnn/nn/param_info.hpp ----
+// Description of one parameter tensor of a layer: its PyTorch name suffix ("weight", "bias"),
+// its shape in PyTorch's layout, and where it lives inside the layer's slice of the flat buffer.
+
+namespace etnn::nn {
+
+struct ParamInfo {
+  std::string_view name;
+  int rank;
+  std::array<int, 4> shape;
+  std::size_t offset;  // within the layer's parameters
+
+  constexpr std::size_t numel() const {
+    std::size_t n = 1;
+    for (int i = 0; i < rank; ++i) n *= static_cast<std::size_t>(shape[static_cast<std::size_t>(i)]);
+    return n;
+  }
+};
+
+}  // namespace etnn::nn
+// ---- etnn/nn/pass.hpp ----
+// What a layer's forward and backward see besides its parameters and activations. Program (the
+// network executor) fills one per layer and call; backward gets the same values its forward had.
+
+
+namespace etnn::nn {
+
+template <class T>
+struct Pass {
+  bool training = true;    // PyTorch's module.training: batch statistics, dropout active
+  T* buffers = nullptr;    // the layer's non-trainable state (running statistics), or null
+  T* scratch = nullptr;    // scratch_values(batch) values of the layer's own during the call
+  std::uint64_t seed = 0;  // random stream of this forward pass for this layer (dropout masks)
+  dist::CrossRankSum sync{};     // sums over the ranks of a data-parallel step (synchronised batch norm)
+  Products products = Products::own;  // the operands of matrix products (16-bit: mixed precision)
+};
+
+}  // namespace etnn::nn
+
+namespace etnn::nn {
+
+template <class L>
+concept Layer = requires {
+  typename L::in_shape;
+  typename L::out_shape;
+  { L::module_index } -> std::convertible_to<int>;
+  { L::num_params } -> std::convertible_to<std::size_t>;
+  { L::saved_per_sample } -> std::convertible_to<std::size_t>;
+  { L::output_aliases_input } -> std::convertible_to<bool>;
+  { L::backward_in_place } -> std::convertible_to<bool>;
+  L::params.size();
+} && ShapeType<typename L::in_shape> && ShapeType<typename L::out_shape>;
+
+// Defaults for a layer without parameters.
+struct ParameterFree {
+  static constexpr std::size_t num_params = 0;
+  static constexpr std::array<ParamInfo, 0> params{};
+  template <class T> static void init(T*, Rng&) {}
+};
+
+// Defaults for a parameter-free layer whose output has its input's shape, keeps nothing for
+// backward and may write dx over dy (activations, dropout, softmax).
+template <ShapeType In, int Index>
+struct InPlaceLayer : ParameterFree {
+  using in_shape = In;
+  using out_shape = In;
+  static constexpr int module_index = Index;
+  static constexpr std::size_t saved_per_sample = 0;
+  static constexpr bool output_aliases_input = false;
+  static constexpr bool backward_in_place = true;
+};
+
+// Whether a layer has kernels for a device: every layer runs on the CPU; one with CUDA kernels
+// (cuda/) says so with `static constexpr bool cuda_kernels = true`.
+template <class L, class Device>
+inline constexpr bool runs_on = std::is_same_v<Device, Cpu> || requires { requires L::cuda_kernels; };
+
+// Whether a layer draws random numbers in training passes (dropout), which it says with
+// `static constexpr bool draws_random = true`: each pass then differs from the one before, so a
+// recorded CUDA graph of the step could not replay it.
+template <class L>
+inline constexpr bool draws_random = requires { requires L::draws_random; };
+
+// A layer's non-trainable state (0 when it declares none) and its scratch need for a batch.
+template <Layer L>
+constexpr std::size_t num_buffers_of() {
+  if constexpr (requires { L::num_buffers; }) return L::num_buffers;
+  else return 0;
+}
+template <Layer L, class Device>
+constexpr std::size_t scratch_values_of(int batch) {
+  if constexpr (requires { L::template scratch_values<Device>(batch); }) return L::template scratch_values<Device>(batch);
+  else if constexpr (requires { L::scratch_values(batch); }) return L::scratch_values(batch);
+  else return 0;
+}
+
+}  // namespace etnn::nn
+
+namespace etnn::nn::detail {
+
+// Per-sample values a layer keeps during training: its output (unless it aliases its input)
+// and what its backward needs besides.
+template <Layer L>
+inline constexpr std::size_t storage_of = (L::output_aliases_input ? 0 : L::out_shape::size) + L::saved_per_sample;
+
+template <std::size_t N>
+constexpr std::array<std::size_t, N> exclusive_scan(std::array<std::size_t, N> sizes) {
+  std::size_t at = 0;
+  for (auto& s : sizes) at += std::exchange(s, at);
+  return sizes;
+}
+
+// One call of the network, from which each layer's Pass is made.
+template <class T>
+struct Run {
+  const T* params;
+  T* buffers;                  // Program::num_buffers values
+  T* scratch;                  // Program::scratch_values<Device>(batch) values
+  bool training = true;
+  std::uint64_t seed = 0;      // this pass's random stream; each layer derives its own
+  dist::CrossRankSum sync{};         // global-batch statistics across ranks (sync_batch_norm), else empty
+  Products products = Products::own;  // mixed precision on the per-layer path: GEMMs from 16-bit copies
+};
+
+template <class Layers>
+struct Program;
+
+template <Layer... Ls>
+struct Program<TypeList<Ls...>> {
+  static constexpr std::size_t count = sizeof...(Ls);
+  using Index = std::make_index_sequence<count>;
+
+  template <std::size_t I>
+  using layer = std::tuple_element_t<I, std::tuple<Ls...>>;
+
+ public:
+  static constexpr std::array<std::size_t, count> param_offset = exclusive_scan<count>({Ls::num_params...});
+  static constexpr std::array<std::size_t, count> buffer_offset = exclusive_scan<count>({num_buffers_of<Ls>()...});
+  static constexpr std::size_t num_params = (std::size_t{0} + ... + Ls::num_params);
+  static constexpr std::size_t num_buffers = (std::size_t{0} + ... + num_buffers_of<Ls>());
+  // End of each layer's parameters in the flat buffer.
+  static constexpr std::array<std::size_t, count> param_ends = [] {
+    std::array<std::size_t, count> ends{Ls::num_params...};
+    for (std::size_t i = 0; i < count; ++i) ends[i] += param_offset[i];
+    return ends;
+  }();
+  // Per-sample offsets of each layer's output; its saved values follow the output.
+  static constexpr std::array<std::size_t, count> storage_offset = exclusive_scan<count>({storage_of<Ls>...});
+  static constexpr std::size_t storage_per_sample = (std::size_t{0} + ... + storage_of<Ls>);
+  // The widest tensor any layer reads or writes: sizes the gradient and inference buffers.
+  static constexpr std::size_t max_width = std::max({std::size_t{1}, Ls::in_shape::size..., Ls::out_shape::size...});
+  static constexpr std::size_t workspace_per_sample = storage_per_sample + 2 * max_width;
+
+  // Scratch shared by the layers (each uses it only during its own call).
+  template <class Device>
+  static constexpr std::size_t scratch_values(int batch) {
+    return std::max({std::size_t{0}, scratch_values_of<Ls, Device>(batch)...});
+  }
+
+  // Whether every layer has kernels for Device, and whether any draws random numbers.
+  template <class Device>
+  static constexpr bool runs_on = (nn::runs_on<Ls, Device> && ...);
+  static constexpr bool draws_random = (nn::draws_random<Ls> || ...);
+
+  static constexpr std::size_t first_trainable = [] {
+    constexpr std::array<bool, count + 1> has{(Ls::num_params > 0)..., true};
+    std::size_t i = 0;
+    while (!has[i]) ++i;
+    return i;
+  }();
+
+  // act[0] = input, act[i + 1] = output of layer i; filled by forward_train, read by backward.
+  template <class T>
+  using Activations = std::array<const T*, count + 1>;
+
+  template <class T>
+  static T* output_gradient(T* workspace, int capacity) {
+    return workspace + storage_per_sample * static_cast<std::size_t>(capacity);
+  }
+
+  // Where forward_train puts each activation for input x.
+  template <class T>
+  static Activations<T> locate(const T* x, T* workspace, int capacity) {
+    Activations<T> act{};
+    act[0] = x;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((act[I + 1] = layer<I>::output_aliases_input ? act[I]
+                                                    : workspace + storage_offset[I] * static_cast<std::size_t>(capacity)),
+       ...);
+    }(Index{});
+    return act;
+  }
+
+  template <class T, class Device>
+  static void forward_train(Device device, const Run<T>& run, const T* x, T* workspace, int capacity, int batch,
+                            Activations<T>& act) {
+    act = locate(x, workspace, capacity);
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (forward_layer<I>(device, run, workspace, capacity, batch, act), ...);
+    }(Index{});
+  }
+
+  // Expects dL/d(output) at output_gradient(workspace); accumulates dL/d(params) into grads.
+  // After each layer with parameters, calls layer_done(offset): every gradient at offsets >= offset
+  // is then final (the data-parallel optimizer starts reducing them).
+  // With InputGradient (a block inside residual or concat) every layer runs backward and the
+  // result is where dL/dx is; otherwise the result is null.
+  template <bool InputGradient = false, class T, class Device, class LayerDone>
+  static const T* backward(Device device, const Run<T>& run, T* grads, T* workspace, int capacity, int batch,
+                           const Activations<T>& act, LayerDone&& layer_done) {
+    T* dy = output_gradient(workspace, capacity);
+    T* spare = dy + max_width * static_cast<std::size_t>(capacity);
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((backward_layer<count - 1 - I, InputGradient>(device, run, grads, workspace, capacity, batch, act, dy, spare),
+        layer<count - 1 - I>::num_params > 0 ? layer_done(param_offset[count - 1 - I]) : void()),
+       ...);
+    }(Index{});
+    return InputGradient ? dy : nullptr;
+  }
+
+  // PyTorch-default parameters, each layer from its own random stream of `seed` (so a layer's
+  // initial values do not depend on the layers before it).
+  template <class T>
+  static void init_params(T* params, std::uint64_t seed) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (init_layer_params<I>(params, seed), ...);
+    }(Index{});
+  }
+  template <class T>
+  static void init_buffers(T* buffers) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (init_layer_buffers<I>(buffers), ...);
+    }(Index{});
+  }
+
+  // Inference: no saved values, outputs ping-pong in `scratch` (2 * max_width * batch values),
+  // the last layer writes into `out`.
+  template <class T, class Device>
+  static void forward_infer(Device device, const Run<T>& run, const T* x, T* scratch, T* out, int batch) {
+    const T* current = x;
+    int toggle = 0;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (infer_layer<I>(device, run, scratch, out, batch, current, toggle), ...);
+    }(Index{});
+    if (current != out) {
+      using Last = layer<count - 1>;
+      const std::size_t n = static_cast<std::size_t>(batch) * Last::out_shape::size;
+      assign(device, out, expr::ref(current, n));
+    }
+  }
+
+ private:
+  template <std::size_t I, class T>
+  static Pass<T> pass_of(const Run<T>& run) {
+    using L = layer<I>;
+    return {run.training, num_buffers_of<L>() > 0 ? run.buffers + buffer_offset[I] : nullptr, run.scratch,
+            derive_seed(run.seed, static_cast<std::uint64_t>(L::module_index)), run.sync, run.products};
+  }
+
+  // Runs a layer's pass; on a device, a failed device call's error also names the layer.
+  template <std::size_t I, class Device, class Call>
+  static void naming_layer(Device, Call&& call) {
+    if constexpr (std::is_same_v<Device, Cpu>) {
+      call();
+    } else {
+      try {
+        call();
+      } catch (const DeviceError& e) {
+        std::string message = e.what();
+        message += "; in layer ";
+        message += std::to_string(layer<I>::module_index);
+        message += " of the network (parameters '";
+        message += std::to_string(layer<I>::module_index);
+        message += ".*')";
+        throw DeviceError(message);
+      }
+    }
+  }
+
+  template <std::size_t I, class T>
+  static void init_layer_params(T* params, std::uint64_t seed) {
+    Rng rng(derive_seed(seed, static_cast<std::uint64_t>(layer<I>::module_index)));
+    layer<I>::init(params + param_offset[I], rng);
+  }
+  template <std::size_t I, class T>
+  static void init_layer_buffers(T* buffers) {
+    if constexpr (num_buffers_of<layer<I>>() > 0) layer<I>::init_buffers(buffers + buffer_offset[I]);
+  }
+
+  template <std::size_t I, class T, class Device>
+  static void forward_layer(Device device, const Run<T>& run, T* workspace, int capacity, int batch,
+                            const Activations<T>& act) {
+    using L = layer<I>;
+    if constexpr (!L::output_aliases_input) {
+      T* y = workspace + storage_offset[I] * static_cast<std::size_t>(capacity);
+      T* saved = L::saved_per_sample > 0 ? y + L::out_shape::size * static_cast<std::size_t>(capacity) : nullptr;
+      naming_layer<I>(device, [&] {
+        L::forward(device, pass_of<I>(run), run.params + param_offset[I], act[I], y, saved, batch);
+      });
+    }
+  }
+
+  template <std::size_t I, bool InputGradient, class T, class Device>
+  static void backward_layer(Device device, const Run<T>& run, T* grads, T* workspace, int capacity, int batch,
+                             const Activations<T>& act, T*& dy, T*& spare) {
+    using L = layer<I>;
+    if constexpr ((InputGradient || I >= first_trainable) && !L::output_aliases_input) {
+      constexpr bool needs_dx = InputGradient || I > first_trainable;
+      T* dx = needs_dx ? (L::backward_in_place ? dy : spare) : nullptr;
+      const T* saved = L::saved_per_sample > 0
+                           ? workspace + storage_offset[I] * static_cast<std::size_t>(capacity) +
+                                 L::out_shape::size * static_cast<std::size_t>(capacity)
+                           : nullptr;
+      naming_layer<I>(device, [&] {
+        L::backward(device, pass_of<I>(run), run.params + param_offset[I], grads + param_offset[I], act[I],
+                    act[I + 1], saved, dy, dx, batch);
+      });
+      if constexpr (needs_dx && !L::backward_in_place) std::swap(dy, spare);
+    }
+  }
+
+  template <std::size_t I, class T, class Device>
+  static void infer_layer(Device device, const Run<T>& run, T* scratch, T* out, int batch, const T*& current,
+                          int& toggle) {
+    using L = layer<I>;
+    if constexpr (!L::output_aliases_input) {
+      T* y = I == last_computing ? out : scratch + static_cast<std::size_t>(toggle) * max_width * static_cast<std::size_t>(batch);
+      naming_layer<I>(device, [&] {
+        L::forward(device, pass_of<I>(run), run.params + param_offset[I], current, y, static_cast<T*>(nullptr), batch);
+      });
+      current = y;
+      toggle ^= 1;
+    }
+  }
+
+  static constexpr std::size_t last_computing = [] {
+    constexpr std::array<bool, count + 1> computes{false, !Ls::output_aliases_input...};
+    std::size_t i = count;
+    while (i > 0 && !computes[i]) --i;
+    return i == 0 ? count : i - 1;
+  }();
+};
+
+}  // namespace etnn::nn::detail
+// ---- etnn/nn/sequential.hpp ----
+// nn::Sequential<Specs...>: a chain of layer specs, built with operator>>.
+// Starting with nn::input<...> it is a network: shapes, parameter count and layers are inferred
+// at compile time.
+//   constexpr auto mlp = nn::input<784> >> nn::linear<512> >> nn::relu >> nn::linear<10>;
+//   using Mlp = decltype(mlp);   // nn::Sequential<nn::Input<784>, nn::Linear<512>, nn::ReLU, nn::Linear<10>>
+
+// ---- etnn/nn/plan.hpp ----
+// The fusion rewrite: a list of layer specs bound to an input shape becomes a list of Layers.
+//   linear<N> >> activation   ->  one DenseLayer<In, N, F>   (GEMM + fused epilogue)
+//   conv2d<...> >> activation ->  one ConvLayer<..., F>       (likewise)
+//   any other spec S          ->  S::bind<In, Index>
+// Index counts specs as torch.nn.Sequential counts modules, so a fused pair keeps the linear's
+// index for its parameter names and the activation's index is skipped.
+// ---- etnn/nn/specs.hpp ----
+// Layer specs: what a user writes. A spec knows nothing of its input shape until the network
+// binds it (`bind<In, Index>`), which yields a Layer (nn/layer.hpp).
+//   nn::input<1, 28, 28>, nn::linear<512>, nn::flatten, nn::relu, ...
+// A spec that can absorb the activation after it (linear, conv2d) also has bind_fused<In, F, Index>.
+
+// ---- etnn/nn/activation_layer.hpp ----
+// A standalone elementwise activation (one not fused into a preceding linear layer).
+//   y = f(x);   dx = dy (.) f'(x, y), written over dy
+
+namespace etnn::nn {
+
+template <ShapeType In, class F, int Index>
+struct ActivationLayer : InPlaceLayer<In, Index> {
+  static constexpr bool cuda_kernels = true;  // the expression executor of each device
+  template <class T, class Device>
+  static void forward(Device device, const Pass<T>&, const T*, const T* x, T* y, T*, int batch) {
+    assign(device, y, expr::apply<F>(expr::ref(x, elements(batch))));
+  }
+
+  template <class T, class Device>
+  static void backward(Device device, const Pass<T>&, const T*, T*, const T* x, const T* y, const T*, T* dy, T* dx,
+                       int batch) {
+    const std::size_t n = elements(batch);
+    assign(device, dx, expr::ref(dy, n) * expr::derivative<F>(expr::ref(x, n), expr::ref(y, n)));
+  }
+
+ private:
+  static std::size_t elements(int batch) { return static_cast<std::size_t>(batch) * In::size; }
+};
+
+}  // namespace etnn::nn
+// ---- etnn/nn/batch_norm_layer.hpp ----
+// nn::batch_norm bound to its input: PyTorch's nn.BatchNorm1d(C) after a linear layer (input (C)
+// or (C, L)) and nn.BatchNorm2d(C) after a convolution (input (C, H, W)); C is the first dimension.
+// Parameters weight = 1, bias = 0; buffers running_mean = 0, running_var = 1, num_batches_tracked.
+// In a data-parallel Trainer with sync_batch_norm, batch statistics cover every rank's batch
+// (PyTorch's nn.SyncBatchNorm); otherwise each rank's own (DDP's default).
+
+
+namespace etnn::nn {
+
+template <ShapeType In, int Index>
+struct BatchNormLayer {
+  static constexpr int channels = In::dims[0];
+  static constexpr int spatial = static_cast<int>(In::size) / channels;
+
+  using in_shape = In;
+  using out_shape = In;
+  static constexpr int module_index = Index;
+  static constexpr std::size_t num_params = 2 * std::size_t{channels};
+  static constexpr std::array<ParamInfo, 2> params{{
+      {"weight", 1, {channels, 0, 0, 0}, 0},
+      {"bias", 1, {channels, 0, 0, 0}, channels},
+  }};
+  static constexpr std::size_t num_buffers = 2 * std::size_t{channels} + 1;
+  static constexpr std::array<ParamInfo, 3> buffers{{
+      {"running_mean", 1, {channels, 0, 0, 0}, 0},
+      {"running_var", 1, {channels, 0, 0, 0}, channels},
+      {"num_batches_tracked", 0, {0, 0, 0, 0}, 2 * std::size_t{channels}},
+  }};
+  static constexpr std::size_t saved_per_sample = 0;
+  static constexpr bool output_aliases_input = false;
+  static constexpr bool backward_in_place = true;
+  static constexpr bool cuda_kernels = true;  // cuda/batch_norm.hpp
+
+  template <class T>
+  static void init(T* p, Rng&) {
+    for (int c = 0; c < channels; ++c) p[c] = T(1), p[channels + c] = T(0);
+  }
+  template <class T>
+  static void init_buffers(T* b) {
+    for (int c = 0; c < channels; ++c) b[c] = T(0), b[channels + c] = T(1);
+    b[2 * channels] = T(0);
+  }
+
+  template <class T, class Device>
+  static void forward(Device device, const Pass<T>& pass, const T* p, const T* x, T* y, T*, int batch) {
+    batch_norm_forward<channels, spatial>(device, p, p + channels, pass.buffers, x, y, batch, pass.training, pass.sync);
+  }
+
+  template <class T, class Device>
+  static void backward(Device device, const Pass<T>& pass, const T* p, T* g, const T* x, const T*, const T*, T* dy,
+                       T* dx, int batch) {
+    batch_norm_backward<channels, spatial>(device, p, g, g + channels, pass.buffers, x, dy, dx, batch, pass.training,
+                                           pass.sync);
+  }
+};
+
+}  // namespace etnn::nn
+// ---- etnn/nn/conv_layer.hpp ----
+// nn::conv2d<Out, K, stride<S>, pad<P>> bound to a (C, H, W) input, optionally fused with the
+// activation that follows it: PyTorch's nn.Conv2d(C, Out, K, stride=S, padding=P).
+//   y = f(conv(x, W) + b)   x: (B, C, H, W)  W: (Out, C, K, K)  b: (Out)  y: (B, Out, OH, OW)
+
+// ---- etnn/nn/init.hpp ----
+// PyTorch's default initialisation of nn.Linear and nn.Conv2d (reset_parameters): weights by
+// kaiming_uniform_(a = sqrt(5)), which is U(-1/sqrt(fan_in), 1/sqrt(fan_in)), and the bias from
+// the same bound. fan_in is in_features, or C K K for a convolution.
+
+
+namespace etnn::nn {
+
+template <class T>
+void init_fan_in_uniform(T* p, std::size_t n, std::size_t fan_in, Rng& rng) {
+  const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
+  for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<T>(rng.uniform(-bound, bound));
+}
+
+}  // namespace etnn::nn
+
+namespace etnn::nn {
+
+template <ShapeType In, int Out, int Kernel, int Stride, int Pad, class Act, int Index>
+struct ConvLayer {
+  static_assert(check::image_input<In>());
+  static_assert(check::positive_width<Out>());
+  static_assert(check::window_params<Kernel, Stride, Pad>());
+  static_assert(check::window_fits<dim_or_one<In>(1), Kernel, Pad>());
+  static_assert(check::window_fits<dim_or_one<In>(2), Kernel, Pad>());
+  using geometry = expr::Window<dim_or_one<In>(0), dim_or_one<In>(1), dim_or_one<In>(2), Kernel, Stride, Pad>;
+  static constexpr int channels = geometry::channels;
+  static constexpr std::size_t fan_in = std::size_t{channels} * Kernel * Kernel;
+  static constexpr std::size_t weight_size = Out * fan_in;
+
+  using in_shape = In;
+  using out_shape = Shape<Out, geometry::out_height, geometry::out_width>;
+  using activation = Act;
+  static constexpr int module_index = Index;
+  static constexpr std::size_t num_params = weight_size + Out;
+  static constexpr std::array<ParamInfo, 2> params{{
+      {"weight", 4, {Out, channels, Kernel, Kernel}, 0},
+      {"bias", 1, {Out, 0, 0, 0}, weight_size},
+  }};
+  static constexpr std::size_t saved_per_sample = Act::derivative_needs_input ? out_shape::size : 0;
+  static constexpr bool output_aliases_input = false;
+  static constexpr bool backward_in_place = false;
+  static constexpr bool cuda_kernels = true;  // cuda/conv.hpp
+  // On a GPU the im2col columns of every sample of the batch (one GEMM over all of them); the CPU
+  // converts one image at a time into a buffer of each thread's own (cpu/conv.hpp).
+  template <class Device>
+  static constexpr std::size_t scratch_values(int batch) {
+    return std::is_same_v<Device, Cuda> ? static_cast<std::size_t>(batch) * fan_in * geometry::out_pixels : 0;
+  }
+
+  template <class T>
+  static void init(T* p, Rng& rng) {
+    init_fan_in_uniform(p, num_params, fan_in, rng);
+  }
+
+  template <class T, class Device>
+  static void forward(Device device, const Pass<T>& pass, const T* p, const T* x, T* y, T* saved, int batch) {
+    conv2d_forward<geometry, Out>(device, p, p + weight_size, x, y, saved, pass.scratch, batch, Act{});
+  }
+
+  template <class T, class Device>
+  static void backward(Device device, const Pass<T>& pass, const T* p, T* g, const T* x, const T* y,
+                       const T* saved, T* dy, T* dx, int batch) {
+    conv2d_backward<geometry, Out>(device, p, g, g + weight_size, x, y, saved, dy, dx, pass.scratch, batch, Act{});
+  }
+};
+
+}  // namespace etnn::nn
+// ---- etnn/nn/dense_layer.hpp ----
+// nn::linear<Out> bound to a flat input, optionally fused with the activation that follows it.
+//   y = f(x W^T + b)    x: (B, IN)  W: (OUT, IN)  b: (OUT)  y: (B, OUT)
+
+
+namespace etnn::nn {
+
+template <ShapeType In, int Out, class Act, int Index>
+struct DenseLayer {
+  static_assert(check::linear_input<In>());
+  static constexpr int in_features = In::dims[0];
+
+  using in_shape = In;
+  using out_shape = Shape<Out>;
+  using activation = Act;
+  static constexpr int module_index = Index;
+  static constexpr std::size_t num_params = std::size_t{Out} * in_features + Out;
+  static constexpr std::array<ParamInfo, 2> params{{
+      {"weight", 2, {Out, in_features, 0, 0}, 0},
+      {"bias", 1, {Out, 0, 0, 0}, std::size_t{Out} * in_features},
+  }};
+  // The pre-activation Z, when f' cannot be computed from the output alone (gelu, silu).
+  static constexpr std::size_t saved_per_sample = Act::derivative_needs_input ? Out : 0;
+  static constexpr bool output_aliases_input = false;
+  static constexpr bool backward_in_place = false;
+  static constexpr bool cuda_kernels = true;  // cuda/dense.hpp
+
+  template <class T>
+  static void init(T* p, Rng& rng) {
+    init_fan_in_uniform(p, num_params, in_features, rng);
+  }
+
+  // On the device, a mixed-precision model's products read 16-bit copies of their operands.
+  template <class T, class Device>
+  static void forward(Device device, const Pass<T>& pass, const T* p, const T* x, T* y, T* saved, int batch) {
+    if constexpr (std::is_same_v<Device, Cpu>)
+      dense_forward<in_features, Out>(device, p, p + params[1].offset, x, y, saved, batch, Act{});
+    else
+      dense_forward<in_features, Out>(device, p, p + params[1].offset, x, y, saved, batch, Act{}, pass.products);
+  }
+
+  template <class T, class Device>
+  static void backward(Device device, const Pass<T>& pass, const T* p, T* g, const T* x, const T* y, const T* saved,
+                       T* dy, T* dx, int batch) {
+    if constexpr (std::is_same_v<Device, Cpu>)
+      dense_backward<in_features, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, batch, Act{});
+    else
+      dense_backward<in_features, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, batch, Act{},
+                                       pass.products);
+  }
+};
+
+}  // namespace etnn::nn
+// ---- etnn/nn/dropout_layer.hpp ----
+// nn::dropout bound to its input: PyTorch's nn.Dropout(p), p = 0.5 by default
+// (nn::dropout_with<std::ratio<1, 5>> for p = 0.2). In training mode
+//   y = x m / (1 - p),  m_i = [u(seed, i) >= p]      dx = dy m / (1 - p)
+// and y = x, dx = dy in eval mode. u is counter_uniform (core/random.hpp): the mask is a function
+// of the pass's seed and the element's index, so backward recomputes it (nothing is saved), and
+// it is the same whatever the number of threads or the device. Each training pass draws a fresh
+// mask from the model's seed (see etnn::Model::next_run). dx may be dy (in place).
+
+
+namespace etnn::nn {
+
+namespace detail {
+// out[i] = in[i] m_i / (1 - p) (forward: in = x; backward: in = dy), or in[i] in eval mode.
+template <class T>
+struct DropoutMask {
+  double p;
+  T scale;  // 1 / (1 - p)
+  std::uint64_t seed;
+  const T* in;
+  T* out;
+  bool training;
+  ETNN_HD void operator()(std::size_t i) const {
+    out[i] = !training ? in[i] : counter_uniform(seed, i) >= p ? in[i] * scale : T(0);
+  }
+};
+}  // namespace detail
+
+template <ShapeType In, class P, int Index>
+struct DropoutLayer : InPlaceLayer<In, Index> {
+  static_assert(check::dropout_probability<P::num, P::den>());
+  static constexpr double p = static_cast<double>(P::num) / static_cast<double>(P::den);
+  static constexpr bool cuda_kernels = true;  // for_each_index on the device
+  static constexpr bool draws_random = true;  // a new mask every training pass
+
+  template <class T, class Device>
+  static void forward(Device device, const Pass<T>& pass, const T*, const T* x, T* y, T*, int batch) {
+    apply(device, pass, x, y, batch);
+  }
+
+  template <class T, class Device>
+  static void backward(Device device, const Pass<T>& pass, const T*, T*, const T*, const T*, const T*, T* dy, T* dx,
+                       int batch) {
+    apply(device, pass, dy, dx, batch);
+  }
+
+ private:
+  template <class T, class Device>
+  static void apply(Device device, const Pass<T>& pass, const T* in, T* out, int batch) {
+    const T scale = static_cast<T>(1.0 / (1.0 - p));
+    // About 4 operations per element: a hash, a compare, a multiply, a store.
+    for_each_index(device, static_cast<std::size_t>(batch) * In::size, 4,
+                   detail::DropoutMask<T>{p, scale, pass.seed, in, out, pass.training});
+  }
+};
+
+}  // namespace etnn::nn
+// ---- etnn/nn/flatten_layer.hpp ----
+// nn::flatten: (B, C, H, W) -> (B, C*H*W). Row-major storage makes it a reinterpretation:
+// its output is its input, and it does no work in either direction.
+
+namespace etnn::nn {
+
+template <ShapeType In, int Index>
+struct FlattenLayer : ParameterFree {
+  using in_shape = In;
+  using out_shape = Flat<In>;
+  static constexpr int module_index = Index;
+  static constexpr std::size_t saved_per_sample = 0;
+  static constexpr bool output_aliases_input = true;
+  static constexpr bool backward_in_place = true;
+  static constexpr bool cuda_kernels = true;  // no work on any device
+
+  template <class T, class Device>
+  static void forward(Device, const Pass<T>&, const T*, const T*, T*, T*, int) {}
+  template <class T, class Device>
+  static void backward(Device, const Pass<T>&, const T*, T*, const T*, const T*, const T*, T*, T*, int) {}
+};
+
+}  // namespace etnn::nn
+// ---- etnn/nn/layer_norm_layer.hpp ----
+// nn::layer_norm bound to its input: PyTorch's nn.LayerNorm(shape of the sample) with eps 1e-5,
+// normalising each sample over all its N values, with elementwise affine weight (gamma) = 1 and
+// bias (beta) = 0 of the sample's shape.
+//   mu, var = mean and biased variance of the sample; xhat = (x - mu) / sqrt(var + eps)
+//   y = gamma (.) xhat + beta                                  x, y: (B, N)
+// Backward, with g = dy (.) gamma:
+//   dgamma += sum_b dy (.) xhat,  dbeta += sum_b dy            one functor call per feature
+//   dx = (g - mean(g) - xhat mean(g (.) xhat)) / sqrt(var + eps)   one per sample
+// Forward keeps (mu, 1 / sqrt(var + eps)) per sample when training. Each functor is ETNN_HD and
+// serves both devices: host threads split its calls, the device runs a thread per call.
+
+
+
+namespace etnn::nn {
+
+namespace detail {
+inline constexpr double layer_norm_eps = 1e-5;
+
+// y's sample b from x's, its statistics (mean, 1 / std) into stats[2b, 2b + 1] when not null.
+template <int N, class T>
+struct LayerNormRows {
+  const T* gamma;
+  const T* beta;
+  const T* x;
+  T* y;
+  T* stats;
+  ETNN_HD void operator()(std::size_t b) const {
+    const T* xb = x + b * N;
+    T* yb = y + b * N;
+    double mean = 0, var = 0;
+    for (int j = 0; j < N; ++j) mean += xb[j];
+    mean /= N;
+    for (int j = 0; j < N; ++j) var += (xb[j] - mean) * (xb[j] - mean);
+    const double inv_std = 1.0 / std::sqrt(var / N + layer_norm_eps);
+    for (int j = 0; j < N; ++j) yb[j] = static_cast<T>(gamma[j] * ((xb[j] - mean) * inv_std) + beta[j]);
+    if (stats != nullptr) stats[2 * b] = static_cast<T>(mean), stats[2 * b + 1] = static_cast<T>(inv_std);
+  }
+};
+
+template <int N, class T>
+ETNN_HD T layer_norm_xhat(const T* x, const T* stats, std::size_t b, int j) {
+  return (x[b * N + j] - stats[2 * b]) * stats[2 * b + 1];
+}
+
+// Feature j's gamma and beta gradients, summed over the batch in sample order.
+template <int N, class T>
+struct LayerNormParameterGradients {
+  const T* x;
+  const T* stats;
+  const T* dy;
+  T* gamma_grad;
+  T* beta_grad;
+  std::size_t batch;
+  ETNN_HD void operator()(std::size_t feature) const {
+    const int j = static_cast<int>(feature);
+    T dgamma = gamma_grad[j], dbeta = beta_grad[j];
+    for (std::size_t b = 0; b < batch; ++b) {
+      dgamma += dy[b * N + j] * layer_norm_xhat<N>(x, stats, b, j);
+      dbeta += dy[b * N + j];
+    }
+    gamma_grad[j] = dgamma;
+    beta_grad[j] = dbeta;
+  }
+};
+
+// dx's sample b.
+template <int N, class T>
+struct LayerNormInputGradientRows {
+  const T* gamma;
+  const T* x;
+  const T* stats;
+  const T* dy;
+  T* dx;
+  ETNN_HD void operator()(std::size_t b) const {
+    double sum_g = 0, sum_g_xhat = 0;
+    for (int j = 0; j < N; ++j) {
+      const double g = dy[b * N + j] * gamma[j];
+      sum_g += g;
+      sum_g_xhat += g * layer_norm_xhat<N>(x, stats, b, j);
+    }
+    for (int j = 0; j < N; ++j) {
+      const double g = dy[b * N + j] * gamma[j];
+      dx[b * N + j] = static_cast<T>((g - sum_g / N - layer_norm_xhat<N>(x, stats, b, j) * sum_g_xhat / N) *
+                                     stats[2 * b + 1]);
+    }
+  }
+};
+}  // namespace detail
+
+template <ShapeType In, int Index>
+struct LayerNormLayer {
+  static constexpr int width = static_cast<int>(In::size);
+  static constexpr ParamInfo shaped(std::string_view name, std::size_t offset) {
+    ParamInfo info{name, In::rank, {0, 0, 0, 0}, offset};
+    std::copy(In::dims.begin(), In::dims.end(), info.shape.begin());
+    return info;
+  }
+
+  using in_shape = In;
+  using out_shape = In;
+  static constexpr int module_index = Index;
+  static constexpr std::size_t num_params = 2 * In::size;
+  static constexpr std::array<ParamInfo, 2> params{{shaped("weight", 0), shaped("bias", In::size)}};
+  static constexpr std::size_t saved_per_sample = 2;  // mean and 1 / std
+  static constexpr bool output_aliases_input = false;
+  static constexpr bool backward_in_place = false;
+  static constexpr bool cuda_kernels = true;  // the functors on the device
+
+  template <class T>
+  static void init(T* p, Rng&) {
+    std::fill_n(p, In::size, T(1));
+    std::fill_n(p + In::size, In::size, T(0));
+  }
+
+  template <class T, class Device>
+  static void forward(Device device, const Pass<T>&, const T* p, const T* x, T* y, T* saved, int batch) {
+    for_each_index(device, static_cast<std::size_t>(batch), 3 * In::size,
+                 detail::LayerNormRows<width, T>{p, p + In::size, x, y, saved});
+  }
+
+  template <class T, class Device>
+  static void backward(Device device, const Pass<T>&, const T* p, T* g, const T* x, const T*, const T* saved, T* dy,
+                       T* dx, int batch) {
+    const auto samples = static_cast<std::size_t>(batch);
+    for_each_index(device, In::size, 2 * samples,
+                 detail::LayerNormParameterGradients<width, T>{x, saved, dy, g, g + In::size, samples});
+    if (dx == nullptr) return;
+    for_each_index(device, samples, 4 * In::size, detail::LayerNormInputGradientRows<width, T>{p, x, saved, dy, dx});
+  }
+};
+
+}  // namespace etnn::nn
+// ---- etnn/nn/pool_layer.hpp ----
+// nn::max_pool2d<K, stride<S>, pad<P>> and nn::avg_pool2d<...> bound to a (C, H, W) input:
+// PyTorch's nn.MaxPool2d(K, S, P) and nn.AvgPool2d(K, S, P) (stride defaults to K).
+//   x: (B, C, H, W)  y: (B, C, OH, OW)
+
+namespace etnn::nn {
+
+template <ShapeType In, class Kind, int Kernel, int Stride, int Pad, int Index>
+struct PoolLayer : ParameterFree {
+  static_assert(check::image_input<In>());
+  static_assert(check::window_params<Kernel, Stride, Pad>());
+  static_assert(check::pool_padding<Kernel, Pad>());
+  static_assert(check::window_fits<dim_or_one<In>(1), Kernel, Pad>());
+  static_assert(check::window_fits<dim_or_one<In>(2), Kernel, Pad>());
+  using geometry = expr::Window<dim_or_one<In>(0), dim_or_one<In>(1), dim_or_one<In>(2), Kernel, Stride, Pad>;
+
+  using in_shape = In;
+  using out_shape = Shape<geometry::channels, geometry::out_height, geometry::out_width>;
+  static constexpr int module_index = Index;
+  static constexpr std::size_t saved_per_sample = 0;
+  static constexpr bool output_aliases_input = false;
+  static constexpr bool backward_in_place = false;
+  static constexpr bool cuda_kernels = true;  // cuda/pool.hpp
+
+  template <class T, class Device>
+  static void forward(Device device, const Pass<T>&, const T*, const T* x, T* y, T*, int batch) {
+    pool2d_forward<geometry>(device, Kind{}, x, y, batch);
+  }
+
+  template <class T, class Device>
+  static void backward(Device device, const Pass<T>&, const T*, T*, const T* x, const T* y, const T*, T* dy, T* dx,
+                       int batch) {
+    pool2d_backward<geometry>(device, Kind{}, x, y, dy, dx, batch);
+  }
+};
+
+}  // namespace etnn::nn
+// ---- etnn/nn/softmax_layer.hpp ----
+// nn::softmax and nn::log_softmax over a flat input: PyTorch's nn.Softmax(dim=1) and
+// nn.LogSoftmax(dim=1), each row shifted by its maximum m so that any finite input is safe.
+//   x, y: (B, N)
+//   softmax:      y = exp(x - m) / sum exp(x - m)        dx = y (.) (dy - <dy, y>)
+//   log_softmax:  y = x - m - log sum exp(x - m)         dx = dy - exp(y) sum dy
+// The row math is one ETNN_HD functor for both devices: host threads split the rows, the device
+// runs a thread per row. Backward may write dx over dy (in place).
+
+
+namespace etnn::nn {
+
+namespace detail {
+struct Probabilities {};     // softmax
+struct LogProbabilities {};  // log_softmax
+
+// y's row r from x's.
+template <int N, class Kind, class T>
+struct SoftmaxRows {
+  const T* x;
+  T* y;
+  ETNN_HD void operator()(std::size_t r) const {
+    const T* xr = x + r * N;
+    T* yr = y + r * N;
+    T m = xr[0];
+    for (int j = 1; j < N; ++j) m = xr[j] > m ? xr[j] : m;
+    T sum = 0;
+    for (int j = 0; j < N; ++j) sum += std::exp(xr[j] - m);
+    if constexpr (std::is_same_v<Kind, Probabilities>) {
+      const T inv = T(1) / sum;
+      for (int j = 0; j < N; ++j) yr[j] = std::exp(xr[j] - m) * inv;
+    } else {
+      const T log_sum = std::log(sum);  // subtracted after m: m + log_sum would round at large |m|
+      for (int j = 0; j < N; ++j) yr[j] = (xr[j] - m) - log_sum;
+    }
+  }
+};
+
+// dx's row r from y's and dy's; dx may be dy.
+template <int N, class Kind, class T>
+struct SoftmaxGradientRows {
+  const T* y;
+  const T* dy;
+  T* dx;
+  ETNN_HD void operator()(std::size_t r) const {
+    const T* yr = y + r * N;
+    const T* dyr = dy + r * N;
+    T* dxr = dx + r * N;
+    T sum = 0;
+    if constexpr (std::is_same_v<Kind, Probabilities>) {
+      for (int j = 0; j < N; ++j) sum += dyr[j] * yr[j];
+      for (int j = 0; j < N; ++j) dxr[j] = yr[j] * (dyr[j] - sum);
+    } else {
+      for (int j = 0; j < N; ++j) sum += dyr[j];
+      for (int j = 0; j < N; ++j) dxr[j] = dyr[j] - std::exp(yr[j]) * sum;
+    }
+  }
+};
+}  // namespace detail
+
+template <ShapeType In, class Kind, int Index>
+struct SoftmaxLayer : InPlaceLayer<In, Index> {
+  static_assert(check::softmax_input<In>());
+  static constexpr int width = static_cast<int>(In::size);
+  static constexpr bool cuda_kernels = true;  // the row functors on the device
+
+  template <class T, class Device>
+  static void forward(Device device, const Pass<T>&, const T*, const T* x, T* y, T*, int batch) {
+    for_each_index(device, static_cast<std::size_t>(batch), 4 * width, detail::SoftmaxRows<width, Kind, T>{x, y});
+  }
+
+  template <class T, class Device>
+  static void backward(Device device, const Pass<T>&, const T*, T*, const T*, const T* y, const T*, T* dy, T* dx,
+                       int batch) {
+    for_each_index(device, static_cast<std::size_t>(batch), 4 * width,
+                 detail::SoftmaxGradientRows<width, Kind, T>{y, dy, dx});
+  }
+};
+
+}  // namespace etnn::nn
+
+namespace etnn::nn {
+
+// Tag base of every layer spec; operator>> composes only these.
+struct LayerSpec {};
+
+template <class S>
+concept Spec = std::is_base_of_v<LayerSpec, S>;
+
+// The per-sample input shape; starts every network.
+template <int... Dims>
+struct Input : LayerSpec {
+  using shape = Shape<Dims...>;
+  static std::string describe() {
+    std::string s = "input<";
+    ((s += std::to_string(Dims) + ","), ...);
+    s.back() = '>';
+    return s;
+  }
+};
+
+// Fully connected: y = x W^T + b with Out features, PyTorch's nn.Linear(in, Out).
+template <int Out>
+struct Linear : LayerSpec {
+  static_assert(check::positive_width<Out>());
+  template <ShapeType In, class F, int Index>
+  using bind_fused = DenseLayer<In, Out, F, Index>;
+  template <ShapeType In, int Index>
+  using bind = bind_fused<In, fn::Identity, Index>;
+  static std::string describe() { return "linear<" + std::to_string(Out) + ">"; }
+};
+
+// Options of conv2d and the pooling layers, written after the kernel size in any order:
+//   nn::conv2d<16, 3, nn::stride<2>, nn::pad<1>>
+template <int S>
+struct stride {};
+template <int P>
+struct pad {};
+
+namespace detail {
+template <int S>
+constexpr int pick_stride(stride<S>, int) { return S; }
+template <class O>
+constexpr int pick_stride(O, int fallback) { return fallback; }
+template <int P>
+constexpr int pick_pad(pad<P>, int) { return P; }
+template <class O>
+constexpr int pick_pad(O, int fallback) { return fallback; }
+template <class O>
+inline constexpr bool is_window_option = false;
+template <int S>
+inline constexpr bool is_window_option<stride<S>> = true;
+template <int P>
+inline constexpr bool is_window_option<pad<P>> = true;
+
+template <int Default, class... Opts>
+constexpr int stride_of() {
+  static_assert(check::window_options<(is_window_option<Opts> && ...)>());
+  int s = Default;
+  ((s = pick_stride(Opts{}, s)), ...);
+  return s;
+}
+template <class... Opts>
+constexpr int pad_of() {
+  int p = 0;
+  ((p = pick_pad(Opts{}, p)), ...);
+  return p;
+}
+
+inline std::string window_description(const char* name, std::initializer_list<int> leading, int stride, int pad) {
+  std::string s = name;
+  s += '<';
+  for (int v : leading) (s += std::to_string(v)) += ',';
+  s += "stride<" + std::to_string(stride) + ">,pad<" + std::to_string(pad) + ">>";
+  return s;
+}
+}  // namespace detail
+
+// PyTorch's nn.Conv2d(C, Out, Kernel, stride=Stride, padding=Pad) on (C, H, W) inputs.
+template <int Out, int Kernel, int Stride, int Pad>
+struct Conv2d : LayerSpec {
+  template <ShapeType In, class F, int Index>
+  using bind_fused = ConvLayer<In, Out, Kernel, Stride, Pad, F, Index>;
+  template <ShapeType In, int Index>
+  using bind = bind_fused<In, fn::Identity, Index>;
+  static std::string describe() { return detail::window_description("conv2d", {Out, Kernel}, Stride, Pad); }
+};
+
+// PyTorch's nn.MaxPool2d / nn.AvgPool2d(Kernel, stride=Stride, padding=Pad).
+template <class Kind, int Kernel, int Stride, int Pad>
+struct Pool2d : LayerSpec {
+  template <ShapeType In, int Index>
+  using bind = PoolLayer<In, Kind, Kernel, Stride, Pad, Index>;
+  static std::string describe() {
+    return detail::window_description(std::is_same_v<Kind, expr::MaxPooling> ? "max_pool2d" : "avg_pool2d", {Kernel},
+                                      Stride, Pad);
+  }
+};
+
+// A parameter-free or self-describing layer spec bound by one template: batch_norm, layer_norm,
+// softmax, log_softmax.
+template <template <class, int> class Bound, const char* Name>
+struct SimpleSpec : LayerSpec {
+  template <ShapeType In, int Index>
+  using bind = Bound<In, Index>;
+  static std::string describe() { return Name; }
+};
+
+namespace detail {
+inline constexpr char batch_norm_name[] = "batch_norm";
+inline constexpr char layer_norm_name[] = "layer_norm";
+inline constexpr char softmax_name[] = "softmax";
+inline constexpr char log_softmax_name[] = "log_softmax";
+template <ShapeType In, int Index>
+using SoftmaxOf = SoftmaxLayer<In, detail::Probabilities, Index>;
+template <ShapeType In, int Index>
+using LogSoftmaxOf = SoftmaxLayer<In, detail::LogProbabilities, Index>;
+}  // namespace detail
+
+using BatchNorm = SimpleSpec<BatchNormLayer, detail::batch_norm_name>;
+using LayerNorm = SimpleSpec<LayerNormLayer, detail::layer_norm_name>;
+using Softmax = SimpleSpec<detail::SoftmaxOf, detail::softmax_name>;
+using LogSoftmax = SimpleSpec<detail::LogSoftmaxOf, detail::log_softmax_name>;
+
+// PyTorch's nn.Dropout(p) with p = P::num / P::den.
+template <class P = std::ratio<1, 2>>
+struct Dropout : LayerSpec {
+  template <ShapeType In, int Index>
+  using bind = DropoutLayer<In, P, Index>;
+  static std::string describe() { return "dropout<" + std::to_string(P::num) + "/" + std::to_string(P::den) + ">"; }
+};
+
+// (B, ...) -> (B, prod(...)), PyTorch's nn.Flatten().
+struct Flatten : LayerSpec {
+  template <ShapeType In, int Index>
+  using bind = FlattenLayer<In, Index>;
+  static std::string describe() { return "flatten"; }
+};
+
+// An elementwise activation F (expr/functors.hpp).
+template <class F>
+struct Activation : LayerSpec {
+  using function = F;
+  template <ShapeType In, int Index>
+  using bind = ActivationLayer<In, F, Index>;
+  static std::string describe() { return F::name; }
+};
+
+using ReLU = Activation<fn::Relu>;
+template <class Slope = std::ratio<1, 100>>
+using LeakyReLU = Activation<fn::LeakyRelu<Slope>>;
+using Tanh = Activation<fn::Tanh>;
+using Sigmoid = Activation<fn::Sigmoid>;
+using GELU = Activation<fn::Gelu>;
+using SiLU = Activation<fn::Silu>;
+
+template <int... Dims>
+inline constexpr Input<Dims...> input{};
+template <int Out>
+inline constexpr Linear<Out> linear{};
+inline constexpr Flatten flatten{};
+template <int Out, int Kernel, class... Opts>
+inline constexpr Conv2d<Out, Kernel, detail::stride_of<1, Opts...>(), detail::pad_of<Opts...>()> conv2d{};
+template <int Kernel, class... Opts>
+inline constexpr Pool2d<expr::MaxPooling, Kernel, detail::stride_of<Kernel, Opts...>(), detail::pad_of<Opts...>()>
+    max_pool2d{};
+template <int Kernel, class... Opts>
+inline constexpr Pool2d<expr::AveragePooling, Kernel, detail::stride_of<Kernel, Opts...>(), detail::pad_of<Opts...>()>
+    avg_pool2d{};
+inline constexpr BatchNorm batch_norm{};
+inline constexpr LayerNorm layer_norm{};
+inline constexpr Softmax softmax{};
+inline constexpr LogSoftmax log_softmax{};
+// p = 0.5 as PyTorch; another p: nn::dropout_with<std::ratio<1, 5>>.
+inline constexpr Dropout<> dropout{};
+template <class P>
+inline constexpr Dropout<P> dropout_with{};
+inline constexpr ReLU relu{};
+// Negative slope 0.01 as PyTorch; another slope: nn::leaky_relu_with<std::ratio<1, 5>>.
+inline constexpr LeakyReLU<> leaky_relu{};
+template <class Slope>
+inline constexpr LeakyReLU<Slope> leaky_relu_with{};
+inline constexpr Tanh tanh{};
+inline constexpr Sigmoid sigmoid{};
+inline constexpr GELU gelu{};
+inline constexpr SiLU silu{};
+
+}  // namespace etnn::nn
+
+namespace etnn::nn::detail {
+
+template <ShapeType In, int Index, class... Specs>
+struct Plan;
+
+template <ShapeType In, int Index>
+struct Plan<In, Index> {
+  using layers = TypeList<>;
+  using out_shape = In;
+};
+
+template <ShapeType In, int Index, class S, class... Rest>
+struct Plan<In, Index, S, Rest...> {
+  using head = typename S::template bind<In, Index>;
+  using tail = Plan<typename head::out_shape, Index + 1, Rest...>;
+  using layers = Prepend<head, typename tail::layers>;
+  using out_shape = typename tail::out_shape;
+};
+
+template <class S>
+concept Fusable = requires { typename S::template bind_fused<Shape<1, 1, 1>, fn::Identity, 0>; };
+
+template <ShapeType In, int Index, Fusable S, class F, class... Rest>
+struct Plan<In, Index, S, Activation<F>, Rest...> {
+  using head = typename S::template bind_fused<In, F, Index>;
+  using tail = Plan<typename head::out_shape, Index + 2, Rest...>;
+  using layers = Prepend<head, typename tail::layers>;
+  using out_shape = typename tail::out_shape;
+};
+
+}  // namespace etnn::nn::detail
+
+namespace etnn::nn {
+
+// A chain that does not start with nn::input is not a network: etnn::Model rejects it with
+// ETNN_NO_INPUT. (Blocks spliced into networks arrive with nn::residual.)
+template <class... Specs>
+struct Sequential {
+  static constexpr bool is_network = false;
+};
+
+template <int... Dims, class... Rest>
+struct Sequential<Input<Dims...>, Rest...> {
+  static constexpr bool is_network = true;
+  using input_shape = Shape<Dims...>;
+  using layers = typename detail::Plan<input_shape, 0, Rest...>::layers;  // TypeList of Layers
+  using output_shape = typename detail::Plan<input_shape, 0, Rest...>::out_shape;
+
+ private:
+  template <class... Ls>
+  static constexpr std::size_t sum_params(TypeList<Ls...>) {
+    return (std::size_t{0} + ... + Ls::num_params);
+  }
+
+ public:
+  static constexpr std::size_t num_params = sum_params(layers{});
+
+  // "input<784> >> linear<512> >> relu >> linear<10>"
+  static std::string describe() { return (Input<Dims...>::describe() + ... + (" >> " + Rest::describe())); }
+};
+
+namespace detail {
+template <class T>
+struct IsSequential : std::false_type {};
+template <class... S>
+struct IsSequential<Sequential<S...>> : std::true_type {};
+template <class T>
+struct IsInput : std::false_type {};
+template <int... D>
+struct IsInput<Input<D...>> : std::true_type {};
+template <class Chain, class Next>
+struct Append;
+template <class... S, class Next>
+struct Append<Sequential<S...>, Next> {
+  using type = Sequential<S..., Next>;
+};
+}  // namespace detail
+
+// A type usable as etnn::Model's network: a Sequential that starts with nn::input.
+template <class Net>
+concept Network = detail::IsSequential<Net>::value && requires { requires Net::is_network; };
+
+template <class A, class B>
+  requires(Spec<A> || detail::IsSequential<A>::value)
+constexpr auto operator>>(A, B) {
+  static_assert(check::is_layer_spec<Spec<B>>());
+  static_assert(check::input_first<!detail::IsInput<B>::value>());
+  if constexpr (detail::IsSequential<A>::value) {
+    return typename detail::Append<A, B>::type{};
+  } else {
+    return Sequential<A, B>{};
+  }
+}
+
+}  // namespace etnn::nn
+
+namespace etnn::nn::detail {
+
+// A block given as one spec or as a chain.
+template <class B>
+struct AsChain {
+  using type = Sequential<B>;
+};
+template <class... S>
+struct AsChain<Sequential<S...>> {
+  using type = Sequential<S...>;
+};
+
+template <ShapeType In, class Chain>
+struct BlockOf;
+
+template <ShapeType In, class... Specs>
+struct BlockOf<In, Sequential<Specs...>> {
+  static_assert(check::block_without_input<!Sequential<Specs...>::is_network>());
+  using plan = Plan<In, 0, Specs...>;
+  using program = Program<typename plan::layers>;
+  using out_shape = typename plan::out_shape;
+};
+
+// "linear<64> >> relu >> linear<64>"
+template <class Chain>
+struct ChainDescription;
+template <class... Specs>
+struct ChainDescription<Sequential<Specs...>> {
+  static std::string describe() {
+    std::string s;
+    ((s += (s.empty() ? "" : " >> ") + Specs::describe()), ...);
+    return s;
+  }
+};
+
+constexpr std::size_t decimal_digits(int v) { return v < 10 ? 1 : 1 + decimal_digits(v / 10); }
+
+// Parameter (or, with Buffers, buffer) descriptions of program P for an enclosing layer: names
+// "Prefix.<index>.<name>" stored at compile time, offsets shifted by Base.
+template <class P, bool Buffers, const char* Prefix, std::size_t Base = 0>
+struct NestedInfos {
+  template <std::size_t I>
+  static constexpr auto infos_of() {
+    using L = typename P::template layer<I>;
+    if constexpr (!Buffers) return L::params;
+    else if constexpr (num_buffers_of<L>() > 0) return L::buffers;
+    else return std::array<ParamInfo, 0>{};
+  }
+  template <std::size_t I>
+  static constexpr std::size_t offset_of() {
+    return Base + (Buffers ? P::buffer_offset[I] : P::param_offset[I]);
+  }
+  template <class F>
+  static constexpr void for_each(F&& f) {  // f(module index, info, offset of the layer's slice)
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ([&] {
+        for (const ParamInfo& info : infos_of<I>()) f(P::template layer<I>::module_index, info, offset_of<I>());
+      }(), ...);
+    }(std::make_index_sequence<P::count>{});
+  }
+  static constexpr std::size_t name_length(int index, const ParamInfo& info) {
+    return std::string_view(Prefix).size() + 1 + decimal_digits(index) + 1 + info.name.size();
+  }
+
+  static constexpr std::size_t count = [] {
+    std::size_t n = 0;
+    for_each([&](int, const ParamInfo&, std::size_t) { ++n; });
+    return n;
+  }();
+  static constexpr std::size_t chars = [] {
+    std::size_t n = 0;
+    for_each([&](int index, const ParamInfo& info, std::size_t) { n += name_length(index, info); });
+    return n;
+  }();
+  // All names back to back: "block.0.weightblock.0.bias..."
+  static constexpr std::array<char, chars> storage = [] {
+    std::array<char, chars> s{};
+    std::size_t at = 0;
+    for_each([&](int index, const ParamInfo& info, std::size_t) {
+      for (char c : std::string_view(Prefix)) s[at++] = c;
+      s[at++] = '.';
+      const std::size_t digits = decimal_digits(index);
+      for (std::size_t d = digits; d > 0; --d, index /= 10) s[at + d - 1] = static_cast<char>('0' + index % 10);
+      at += digits;
+      s[at++] = '.';
+      for (char c : info.name) s[at++] = c;
+    });
+    return s;
+  }();
+  static constexpr std::array<ParamInfo, count> infos = [] {
+    std::array<ParamInfo, count> out{};
+    std::size_t k = 0, at = 0;
+    for_each([&](int index, const ParamInfo& info, std::size_t offset) {
+      const std::size_t length = name_length(index, info);
+      out[k++] = {std::string_view(storage.data() + at, length), info.rank, info.shape, offset + info.offset};
+      at += length;
+    });
+    return out;
+  }();
+};
+
+template <std::size_t A, std::size_t B>
+constexpr std::array<ParamInfo, A + B> join(const std::array<ParamInfo, A>& a, const std::array<ParamInfo, B>& b) {
+  std::array<ParamInfo, A + B> out{};
+  std::copy(a.begin(), a.end(), out.begin());
+  std::copy(b.begin(), b.end(), out.begin() + A);
+  return out;
+}
+
+// Running block P inside a combinator layer, with the combinator's pass (its buffers are the
+// block's, its seed the block's random stream). The block's training workspace is the combinator's
+// saved values (P::workspace_per_sample per sample, laid out for `batch` rows); in inference its
+// ping-pong buffers come first in the scratch, and its layers' scratch follows.
+template <class P>
+struct BlockRun {
+  template <class Device>
+  static constexpr std::size_t scratch_values(int batch) {
+    return 2 * P::max_width * static_cast<std::size_t>(batch) + P::template scratch_values<Device>(batch);
+  }
+
+  template <class T>
+  static Run<T> run_of(const Pass<T>& pass, const T* params, int batch) {
+    return {params,    pass.buffers, pass.scratch + 2 * P::max_width * static_cast<std::size_t>(batch), pass.training,
+            pass.seed, pass.sync,    pass.products};
+  }
+
+  // The block's output for x: in its workspace when training (workspace not null), else in `out`.
+  template <class T, class Device>
+  static const T* forward(Device device, const Pass<T>& pass, const T* params, const T* x, T* workspace, T* out,
+                          int batch) {
+    const Run<T> run = run_of(pass, params, batch);
+    if (workspace == nullptr) {
+      P::forward_infer(device, run, x, pass.scratch, out, batch);
+      return out;
+    }
+    typename P::template Activations<T> act;
+    P::forward_train(device, run, x, workspace, batch, batch, act);
+    return act.back();
+  }
+
+  // Where backward expects dL/d(block output).
+  template <class T>
+  static T* output_gradient(T* workspace, int batch) {
+    return P::output_gradient(workspace, batch);
+  }
+
+  // Accumulates the block's parameter gradients; returns dL/dx when InputGradient, else null.
+  template <bool InputGradient, class T, class Device>
+  static const T* backward(Device device, const Pass<T>& pass, const T* params, T* grads, const T* x, T* workspace,
+                           int batch) {
+    return P::template backward<InputGradient>(device, run_of(pass, params, batch), grads, workspace, batch, batch,
+                                               P::locate(x, workspace, batch), [](std::size_t) {});
+  }
+};
+
+}  // namespace etnn::nn::detail
+
+namespace etnn::nn {
+
+template <ShapeType In, class ChainA, class ChainB, int Index>
+struct ConcatLayer {
+  using block_a = detail::BlockOf<In, ChainA>;
+  using block_b = detail::BlockOf<In, ChainB>;
+  using program_a = typename block_a::program;
+  using program_b = typename block_b::program;
+  using run_a = detail::BlockRun<program_a>;
+  using run_b = detail::BlockRun<program_b>;
+  static_assert(check::concat_shapes<typename block_a::out_shape, typename block_b::out_shape>());
+  static constexpr std::size_t width_a = block_a::out_shape::size, width_b = block_b::out_shape::size;
+  static constexpr char prefix_a[] = "branches.0";
+  static constexpr char prefix_b[] = "branches.1";
+
+  using in_shape = In;
+  using out_shape = Shape<static_cast<int>(width_a + width_b)>;
+  static constexpr int module_index = Index;
+  static constexpr std::size_t num_params = program_a::num_params + program_b::num_params;
+  static constexpr auto params =
+      detail::join(detail::NestedInfos<program_a, false, prefix_a>::infos,
+                   detail::NestedInfos<program_b, false, prefix_b, program_a::num_params>::infos);
+  static constexpr std::size_t num_buffers = program_a::num_buffers + program_b::num_buffers;
+  static constexpr auto buffers =
+      detail::join(detail::NestedInfos<program_a, true, prefix_a>::infos,
+                   detail::NestedInfos<program_b, true, prefix_b, program_a::num_buffers>::infos);
+  // Both branches' workspaces, a's first (laid out for the batch's rows).
+  static constexpr std::size_t saved_per_sample = program_a::workspace_per_sample + program_b::workspace_per_sample;
+  static constexpr bool output_aliases_input = false;
+  static constexpr bool backward_in_place = false;
+  static constexpr bool cuda_kernels = program_a::template runs_on<Cuda> && program_b::template runs_on<Cuda>;
+  static constexpr bool draws_random = program_a::draws_random || program_b::draws_random;
+  // Inference: both outputs, then the larger branch's own scratch.
+  template <class Device>
+  static constexpr std::size_t scratch_values(int batch) {
+    return (width_a + width_b) * static_cast<std::size_t>(batch) +
+           std::max(run_a::template scratch_values<Device>(batch), run_b::template scratch_values<Device>(batch));
+  }
+
+  template <class T>
+  static void init(T* p, Rng& rng) {
+    program_a::init_params(p, rng.next());
+    program_b::init_params(p + program_a::num_params, rng.next());
+  }
+  template <class T>
+  static void init_buffers(T* b) {
+    program_a::init_buffers(b);
+    program_b::init_buffers(b + program_a::num_buffers);
+  }
+
+  template <class T, class Device>
+  static void forward(Device device, const Pass<T>& pass, const T* p, const T* x, T* y, T* saved, int batch) {
+    const auto rows = static_cast<std::size_t>(batch);
+    // Inference outputs go to the scratch; the branches' own scratch follows them.
+    T* out_a = pass.scratch;
+    T* out_b = out_a + width_a * rows;
+    Pass<T> pass_a = pass;
+    pass_a.scratch = out_b + width_b * rows;
+    T* workspace_b = saved != nullptr ? saved + program_a::workspace_per_sample * rows : nullptr;
+    const T* a = run_a::forward(device, pass_a, p, x, saved, out_a, batch);
+    const T* b = run_b::forward(device, branch_b(pass_a), p + program_a::num_params, x, workspace_b, out_b, batch);
+    copy_rows(device, a, width_a, y, out_shape::size, width_a, rows);
+    copy_rows(device, b, width_b, y + width_a, out_shape::size, width_b, rows);
+  }
+
+  // dx = a'(x)^T dy_a + b'(x)^T dy_b, dy split by columns; both branches' gradients accumulate.
+  template <class T, class Device>
+  static void backward(Device device, const Pass<T>& pass, const T* p, T* g, const T* x, const T*, const T* saved,
+                       T* dy, T* dx, int batch) {
+    const auto rows = static_cast<std::size_t>(batch);
+    T* workspace_a = const_cast<T*>(saved);  // the branches' own workspaces, which their backward reuses
+    T* workspace_b = workspace_a + program_a::workspace_per_sample * rows;
+    T* dy_a = run_a::output_gradient(workspace_a, batch);
+    T* dy_b = run_b::output_gradient(workspace_b, batch);
+    copy_rows(device, dy, out_shape::size, dy_a, width_a, width_a, rows);
+    copy_rows(device, dy + width_a, out_shape::size, dy_b, width_b, width_b, rows);
+    const T* p_b = p + program_a::num_params;
+    T* g_b = g + program_a::num_params;
+    if (dx == nullptr) {
+      run_a::template backward<false>(device, pass, p, g, x, workspace_a, batch);
+      run_b::template backward<false>(device, branch_b(pass), p_b, g_b, x, workspace_b, batch);
+    } else {
+      const T* dx_a = run_a::template backward<true>(device, pass, p, g, x, workspace_a, batch);
+      const T* dx_b = run_b::template backward<true>(device, branch_b(pass), p_b, g_b, x, workspace_b, batch);
+      const std::size_t n = rows * In::size;
+      assign(device, dx, expr::ref(dx_a, n) + expr::ref(dx_b, n));
+    }
+  }
+
+ private:
+  // Branch b's pass: its buffers follow a's, and its random stream differs from a's.
+  template <class T>
+  static Pass<T> branch_b(Pass<T> pass) {
+    if (pass.buffers != nullptr) pass.buffers += program_a::num_buffers;
+    pass.seed = derive_seed(pass.seed, 1);
+    return pass;
+  }
+};
+
+template <class ChainA, class ChainB>
+struct Concat : LayerSpec {
+  template <ShapeType In, int Index>
+  using bind = ConcatLayer<In, ChainA, ChainB, Index>;
+  static std::string describe() {
+    return "concat(" + detail::ChainDescription<ChainA>::describe() + ", " +
+           detail::ChainDescription<ChainB>::describe() + ")";
+  }
+};
+
+template <class A, class B>
+  requires((Spec<A> || detail::IsSequential<A>::value) && (Spec<B> || detail::IsSequential<B>::value))
+constexpr auto concat(A, B) {
+  return Concat<typename detail::AsChain<A>::type, typename detail::AsChain<B>::type>{};
+}
+
+}  // namespace etnn::nn
+// ---- etnn/nn/model.hpp ----
+// etnn::Model<Net, T, Device>: a network type on a device with a scalar type. It owns one flat
+// parameter buffer and one flat gradient buffer; every parameter tensor is a slice at a
+// compile-time offset, named as torch.nn.Sequential.state_dict() names it ("0.weight", ...).
+// Non-trainable state (batch norm's running statistics) lives in a third flat buffer, named the
+// same way ("1.running_mean"). Like a torch.nn.Module it is in training mode until eval().
+
+// ---- etnn/nn/gradient_buffer.hpp ----
+// The flat gradient buffer of a parameter set (a Model, a loss with parameters): memory of its
+// own, or for a while memory that a data-parallel optimizer's reducer sums in place (dist::Mpi's
+// shared memory on one machine; optim/gradient_storage.hpp), the gradients moving along each way.
+// Its own memory is released meanwhile, so the gradients exist once, as with PyTorch DDP's
+// gradient_as_bucket_view, and allocated again when they come back.
+
+
+namespace etnn::nn {
+
+template <class T, class Device>
+class GradientBuffer {
+ public:
+  explicit GradientBuffer(std::size_t n) : own_(n), size_(n) {}
+  GradientBuffer(GradientBuffer&& other) noexcept
+      : own_(std::move(other.own_)), elsewhere_(std::exchange(other.elsewhere_, nullptr)), size_(other.size_) {}
+  GradientBuffer& operator=(GradientBuffer&& other) noexcept {
+    own_ = std::move(other.own_);
+    elsewhere_ = std::exchange(other.elsewhere_, nullptr);
+    size_ = other.size_;
+    return *this;
+  }
+
+  T* data() noexcept { return elsewhere_ != nullptr ? elsewhere_ : own_.data(); }
+  const T* data() const noexcept { return elsewhere_ != nullptr ? elsewhere_ : own_.data(); }
+
+  // Keeps the gradients in `storage` (size() values on Device that outlive this use), or in memory
+  // of its own again with nullptr (which allocates it). The values move along.
+  void keep_in(T* storage) {
+    if (storage == data() || (storage == nullptr && elsewhere_ == nullptr)) return;
+    if (storage == nullptr) {
+      Buffer<T, Device> own(size_);
+      assign(Device{}, own.data(), expr::ref(static_cast<const T*>(elsewhere_), size_));
+      own_ = std::move(own);
+    } else {
+      assign(Device{}, storage, expr::ref(static_cast<const T*>(data()), size_));
+      own_ = Buffer<T, Device>();
+    }
+    elsewhere_ = storage;
+  }
+
+  std::size_t size() const noexcept { return size_; }
+
+ private:
+  Buffer<T, Device> own_;
+  T* elsewhere_ = nullptr;
+  std::size_t size_;
+};
+
+}  // namespace etnn::nn
+#if defined(__CUDACC__)
+// ---- etnn/nn/fused_mlp_program.hpp ----
+// The network executor of a mixed-precision model on CUDA (etnn::Model<Net, etnn::bf16, Cuda>,
+// or etnn::fp16): a chain of linear layers with ReLU between them and every width at most 128 runs
+// as the fully fused kernels of cuda/fused_mlp.hpp, one forward launch and three backward ones,
+// activations on chip in the 16-bit format. Widths other than 16, 32, 64 and 128 are padded with zeros to the next of them
+// (nn/fused_mlp_padding.hpp): then the parameters, the input and the output gradient are copied
+// into padded buffers first, and the output and the parameter gradients copied back. It is
+// Program with forward and backward replaced: the parameter layout, names and initialisation are
+// the same, so checkpoints and optimizers do not change.
+//
+// Training workspace per sample: [ output (out) | dL/doutput (out) ]; the layers' scratch
+// (scratch_values(batch)) holds the kernels' saved activations and backward scratch, then, when
+// padded, the padded parameters, their gradients, input, output and output gradient.
+#include <cstddef>
+#include <tuple>
+#include <type_traits>
+
+
 // ---- etnn/nn/fused_mlp_padding.hpp ----
 // Padding a narrow MLP to the fully fused kernels' widths (16, 32, 64 or 128), so that any chain of
 // linear layers with ReLU between them and every width at most 128 runs fused: an input of 20
@@ -6020,10 +6333,10 @@ template <class NetSpelled, class Scalar = float, class Device = Cpu>
 class Model {
   using Net = std::remove_cv_t<NetSpelled>;
   using T = master_t<Scalar>;
-  static_assert(check::network_has_input<nn::Network<Net>>());
-  static_assert(check::network_has_layers<(Net::layers::size > 0)>());
-  static_assert(check::model_scalar<Scalar, mixed_precision<Scalar> && std::is_same_v<Device, Cuda>>());
-  static_assert(check::device_available<Device>());
+  static_assert(nn::check::network_has_input<nn::Network<Net>>());
+  static_assert(nn::check::network_has_layers<(Net::layers::size > 0)>());
+  static_assert(nn::check::model_scalar<Scalar, mixed_precision<Scalar> && std::is_same_v<Device, Cuda>>());
+  static_assert(etnn::check::device_available<Device>());
 
  public:
   using network = Net;
@@ -6035,7 +6348,7 @@ class Model {
   using program = typename nn::detail::ProgramFor<Net, Scalar>::type;
   static constexpr std::size_t num_params = Net::num_params;
   static constexpr std::size_t num_buffers = program::num_buffers;
-  static_assert(check::layers_on_device<!device_compiled<Device> || program::template runs_on<Device>>());
+  static_assert(nn::check::layers_on_device<!device_compiled<Device> || program::template runs_on<Device>>());
 
   // Parameters initialised as PyTorch initialises each layer, from a seeded generator: one
   // stream per layer, so a layer's initial values do not depend on the layers before it.
@@ -6140,10 +6453,10 @@ class Model {
   // (and reserve()). The buffers belong to the model: one thread at a time runs a model's forward.
   template <class X>
   void forward(const X& x, TensorView<T, output_shape, Device> y) {
-    const auto in = detail::stage_as<T, Device>(const_view(x), input_staging_);
+    const auto in = backend::stage_as<T, Device>(const_view(x), input_staging_);
     using In = decltype(in);
-    static_assert(check::input_shape<typename In::shape, input_shape>());
-    static_assert(check::input_scalar<typename decltype(const_view(x))::value_type, T>());
+    static_assert(nn::check::input_shape<typename In::shape, input_shape>());
+    static_assert(nn::check::input_scalar<typename decltype(const_view(x))::value_type, T>());
     if (in.batch() != y.batch())
       throw ShapeError("etnn::Model::forward: input batch " + std::to_string(in.batch()) +
                        " but output batch " + std::to_string(y.batch()));
@@ -6168,7 +6481,7 @@ class Model {
   }
 
   Buffer<T, Device> params_;
-  GradientBuffer<T, Device> grads_;
+  nn::GradientBuffer<T, Device> grads_;
   Buffer<T, Device> buffers_;
   std::uint64_t seed_;
   std::uint64_t passes_ = 0;   // training-mode forward passes so far (dropout streams)
@@ -6279,7 +6592,7 @@ constexpr auto residual(Block) {
 
 namespace etnn {
 
-namespace detail {
+namespace nn::detail {
 
 struct SummaryRow {
   std::string index, layer, shape, params, names;
@@ -6312,14 +6625,14 @@ struct SummaryOf<nn::Sequential<nn::Input<Dims...>, Rest...>> {
   }
 };
 
-}  // namespace detail
+}  // namespace nn::detail
 
 // The table as text, one line per module and a total.
 template <class NetSpelled>
 std::string summary() {
   using Net = std::remove_cv_t<NetSpelled>;
-  static_assert(check::network_has_input<nn::Network<Net>>());
-  std::vector<detail::SummaryRow> rows = detail::SummaryOf<Net>::rows();
+  static_assert(nn::check::network_has_input<nn::Network<Net>>());
+  std::vector<nn::detail::SummaryRow> rows = nn::detail::SummaryOf<Net>::rows();
   rows.insert(rows.begin(), {"#", "layer", "output shape", "params", "parameters"});
   std::size_t w[4] = {0, 0, 0, 0};
   for (const auto& r : rows) {
@@ -6347,7 +6660,7 @@ std::string summary() {
 
 }  // namespace etnn
 // ---- etnn/loss/loss.hpp ----
-// etnn::loss: fused value-and-gradient losses with PyTorch's definitions and reductions.
+// etnn::loss, the face of loss/: fused value-and-gradient losses with PyTorch's definitions and reductions.
 //   on class indices: CrossEntropy, NLL, MultiMargin
 //   on targets of the output's shape: MSE, L1, SmoothL1, Huber, BCEWithLogits, BCE, Hinge, KLDiv
 //   on multi-hot targets: MultiLabelSoftMargin
@@ -6363,13 +6676,76 @@ std::string summary() {
 // denominator at 1e-12 (the float nearest it, also in double, as PyTorch) keeps the gradient
 // finite there.
 
+// ---- etnn/loss/target_loss.hpp ----
+// What every loss builds on: the public value_and_grad/value pair on either device, for a loss
+// whose targets are a tensor of the output's shape (TensorTargetLoss) and for one on class indices
+// (LabelTargetLoss), and the names a loss's terms and rows use.
+
+// ---- etnn/loss/checks.hpp ----
+// Compile-time checks of losses: the output they take and the kind and shape of their targets.
+// Each check is a consteval function whose static_assert message starts with a grep-able key
+// (ETNN_...) and says how to fix it; the node that needs it writes
+// `static_assert(check::something<...>());`. tests/compile_fail/ holds one program per message.
+
+namespace etnn::loss::check {
+
+template <class Out>
+consteval bool class_scores() {
+  static_assert(Out::rank == 1,
+                "ETNN_LOSS_SHAPE: this loss expects flat class scores (B, C); end the network "
+                "with nn::linear<C> (or nn::flatten)");
+  return true;
+}
+
+template <class Given, class Expected>
+consteval bool target_shape() {
+  static_assert(std::is_same_v<Given, Expected>,
+                "ETNN_TARGET_SHAPE: the targets' per-sample shape must equal the network's "
+                "output shape for this loss");
+  return true;
+}
+
+template <bool KnownKind>
+consteval bool loss_target_kind() {
+  static_assert(KnownKind,
+                "ETNN_LOSS_TARGET_KIND: the loss's target_kind must be etnn::loss::ClassIndices, "
+                "etnn::loss::RealValues or etnn::loss::MultiHot (loss/targets.hpp); the Trainer stages "
+                "targets by it");
+  return true;
+}
+
+template <bool ClassIndices>
+consteval bool class_index_targets() {
+  static_assert(ClassIndices,
+                "ETNN_TARGET_KIND: this loss takes class indices, one int per sample "
+                "(std::vector<int>, std::span<const int>); targets of the output's shape (a Tensor) "
+                "go with losses such as MSE, BCEWithLogits or MultiLabelSoftMargin");
+  return true;
+}
+
+template <bool TensorTargets>
+consteval bool tensor_targets() {
+  static_assert(TensorTargets,
+                "ETNN_TARGET_KIND: this loss takes targets of the output's shape (an etnn::Tensor or "
+                "TensorView with one row per sample); class indices go with CrossEntropy, NLL or "
+                "MultiMargin");
+  return true;
+}
+
+template <class Out, int Embedding>
+consteval bool embedding_width() {
+  static_assert(Out::rank == 1 && Out::size == static_cast<std::size_t>(Embedding),
+                "ETNN_LOSS_SHAPE: the network's output must be flat embeddings (B, Embedding) of the width "
+                "the margin head or CenterLoss was declared with (its first template argument)");
+  return true;
+}
+
+}  // namespace etnn::loss::check
 // ---- etnn/loss/reduction.hpp ----
-// What the losses share: the reduction to one number, the checks of targets, labels and class
-// weights, the value_and_grad/value pair, and the loop of element-wise losses.
+// PyTorch's `reduction` of a loss to one number: the mean (default) or the sum of the per-element
+// (or per-sample) losses, and the weighted mean over class weights.
 //   etnn::loss::L1 loss({.reduction = etnn::loss::Reduction::sum});
 
-#if defined(__CUDACC__)
-#endif
 
 namespace etnn::loss {
 
@@ -6379,20 +6755,39 @@ enum class Reduction { mean, sum };
 
 namespace detail {
 
-// "who: part part ...", built with += (GCC 12 reports false -Wrestrict on literal + string chains).
-template <class... Parts>
-std::string message(const char* who, const Parts&... parts) {
-  std::string m = who;
-  m += ": ";
-  ((m += parts), ...);
-  return m;
-}
-
 // 1/count for the mean, 1 for the sum.
 template <class T>
 T reduction_scale(Reduction reduction, std::size_t count) {
   return reduction == Reduction::mean ? T(1) / static_cast<T>(count) : T(1);
 }
+
+// Class c's weight, 1 without weights (weight null).
+template <class T>
+ETNN_HD T class_weight(const float* weight, int c) {
+  return weight == nullptr ? T(1) : static_cast<T>(weight[c]);
+}
+
+// PyTorch's weighted mean over the batch divides by the targets' weights, sum_b w[y_b]
+// (B without weights); the sum divides by nothing.
+template <class T>
+T weighted_reduction_scale(Reduction reduction, std::span<const int> labels, const float* weight) {
+  if (reduction == Reduction::sum) return T(1);
+  T total = 0;
+  for (int y : labels) total += class_weight<T>(weight, y);
+  return T(1) / total;
+}
+
+}  // namespace detail
+}  // namespace etnn::loss
+// ---- etnn/loss/target_checks.hpp ----
+// The run-time checks of a loss's inputs: targets of the output's shape with one row per sample,
+// class indices in range, binary targets, and class weights (finite, >= 0, one per class). Each
+// throws an etnn::ShapeError or etnn::Error whose message starts with the loss's name.
+
+
+namespace etnn::loss::detail {
+
+using etnn::detail::message;
 
 // Targets of the output's shape, one row per sample (on any device: only the shapes are read).
 template <class T, ShapeType S, ShapeType TS, class Device>
@@ -6445,118 +6840,23 @@ inline const float* weights_or_null(const std::vector<float>& weight) {
   return weight.empty() ? nullptr : weight.data();
 }
 
-template <class T>
-ETNN_HD T class_weight(const float* weight, int c) {
-  return weight == nullptr ? T(1) : static_cast<T>(weight[c]);
+// The labels (one in [0, classes) per sample) and class weights (one per class, or none) checked;
+// the weights, or null for all ones.
+inline const float* checked_class_weights(std::span<const int> labels, int batch, int classes,
+                                          const std::vector<float>& weight, const char* who) {
+  check_labels(labels, batch, classes, who);
+  check_weight_count(weight, classes, who);
+  return weights_or_null(weight);
 }
 
-// PyTorch's weighted mean over the batch divides by the targets' weights, sum_b w[y_b]
-// (B without weights); the sum divides by nothing.
-template <class T>
-T weighted_reduction_scale(Reduction reduction, std::span<const int> labels, const float* weight) {
-  if (reduction == Reduction::sum) return T(1);
-  T total = 0;
-  for (int y : labels) total += class_weight<T>(weight, y);
-  return T(1) / total;
-}
+}  // namespace etnn::loss::detail
 
-// -1, 0 or 1 (PyTorch's sign: 0 at 0).
-template <class T>
-ETNN_HD T sign(T x) {
-  return static_cast<T>((x > T(0)) - (x < T(0)));
-}
+namespace etnn::loss::detail {
 
-// The value and gradient of one element-wise term.
-template <class T>
-struct Term {
-  T value;
-  T grad;
-};
-
-// A term whose inputs have a domain (BCE's probabilities, -1/+1 or 0/1 targets): valid(y, t) is
-// false outside it, and complaint(i, y, t) is the error message for element i.
-template <class F, class T>
-concept DomainTerm = requires(const F& f, T y, T t, std::size_t i) {
-  { f.valid(y, t) } -> std::convertible_to<bool>;
-  { f.complaint(i, y, t) } -> std::convertible_to<std::string>;
-};
-
-// loss = scale sum_i f(y_i, t_i),  dL/dy_i = scale f'(y_i, t_i)   y, t: (B, S...)
-// term(y, t) returns {f, f'}; grad null: the value alone. A term that is an ETNN_HD functor runs
-// on either device (the Cuda overload below). A DomainTerm's inputs are checked in the same pass:
-// an element outside its domain throws etnn::Error naming the first such element (after grad
-// was written: it is the step's scratch, and nothing else has changed).
-template <class T, ShapeType S, ShapeType TS, class F>
-T elementwise(Cpu, TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target, T* grad, T scale,
-              F term) {
-  const std::size_t n = output.size();
-  const T* y = output.data();
-  const T* t = target.data();
-  T total = 0;
-  std::size_t first_invalid = n;
-  for (std::size_t i = 0; i < n; ++i) {
-    if constexpr (DomainTerm<F, T>)
-      if (first_invalid == n && !term.valid(y[i], t[i])) first_invalid = i;
-    const Term<T> e = term(y[i], t[i]);
-    total += e.value;
-    if (grad != nullptr) grad[i] = e.grad * scale;
-  }
-  if constexpr (DomainTerm<F, T>)
-    if (first_invalid < n) throw Error(term.complaint(first_invalid, y[first_invalid], t[first_invalid]));
-  return total * scale;
-}
-
-#if defined(__CUDACC__)
-// partial[block] = sum of term values over the block's grid-stride share (in double), and
-// grad[i] = scale f'(y_i, t_i) when grad is not null. A DomainTerm also lowers *first_invalid to
-// the index of any element outside its domain.
-template <class T, class F>
-__global__ void elementwise_kernel(const T* y, const T* t, std::size_t n, T* grad, T scale, F term, double* partial,
-                                   unsigned long long* first_invalid) {
-  double sum = 0.0;
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    if constexpr (DomainTerm<F, T>)
-      if (!term.valid(y[i], t[i])) atomicMin(first_invalid, static_cast<unsigned long long>(i));
-    const Term<T> e = term(y[i], t[i]);
-    sum += static_cast<double>(e.value);
-    if (grad != nullptr) grad[i] = e.grad * scale;
-  }
-  cuda::detail::store_block_sum(sum, partial);
-}
-
-// The same on the device, for a term that is an ETNN_HD functor: one kernel, the sum through a
-// fixed number of block partials (the same result on every run; it may differ from the host's
-// sequential sum in the last bits). A DomainTerm's first invalid element is searched in the same
-// kernel; only when there is one are its two values copied back for the message.
-template <class T, ShapeType S, ShapeType TS, class F>
-T elementwise(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T, TS, Cuda> target, T* grad, T scale,
-              F term) {
-  const std::size_t n = output.size();
-  if (n == 0) return T(0);
-  double* partial = cuda::detail::reduction_partials();
-  unsigned long long* first_invalid = nullptr;
-  if constexpr (DomainTerm<F, T>) {  // starts at the largest index: none found
-    first_invalid = cuda::detail::reduction_index();
-    ETNN_CHECK_CUDA(cudaMemsetAsync(first_invalid, 0xFF, sizeof *first_invalid, cuda::stream()));
-  }
-  elementwise_kernel<<<cuda::detail::reduction_blocks, cuda::detail::reduction_threads, 0, cuda::stream()>>>(
-      output.data(), target.data(), n, grad, scale, term, partial, first_invalid);
-  cuda::check_launch("etnn::loss elementwise");
-  const double total = cuda::detail::sum_of_partials(partial);
-  if constexpr (DomainTerm<F, T>) {
-    unsigned long long found = 0;
-    copy_to_host(Cuda{}, &found, first_invalid, 1);
-    if (found < n) {
-      T y{}, t{};
-      copy_to_host(Cuda{}, &y, output.data() + found, 1);
-      copy_to_host(Cuda{}, &t, target.data() + found, 1);
-      throw Error(term.complaint(static_cast<std::size_t>(found), y, t));
-    }
-  }
-  return static_cast<T>(total) * scale;
-}
-#endif
+// Element-wise terms (expr/loss_term.hpp) return Term, a DomainTerm checks its inputs.
+using expr::DomainTerm;
+using expr::sign;
+using expr::Term;
 
 // What a loss on class indices gives both devices' row loops: the host class weights (or null),
 // the reduction's scale and its row functor.
@@ -6567,149 +6867,46 @@ struct LabelRowPlan {
   Row row;
 };
 
-// The labels (one in [0, classes) per sample) and class weights (one per class, or none) checked;
-// the weights, or null for all ones.
-inline const float* checked_class_weights(std::span<const int> labels, int batch, int classes,
-                                          const std::vector<float>& weight, const char* who) {
-  check_labels(labels, batch, classes, who);
-  check_weight_count(weight, classes, who);
-  return weights_or_null(weight);
-}
-
-// A loss on class indices whose rows are independent (CrossEntropy, NLL, MultiMargin), on the host:
-// scale * sum_b row(x_b, C, y_b, weight, g_b, scale) in row order, where row also writes
-// scale * dl_b/dx_b into g_b when grad is not null. Labels and weights are checked by the caller.
-template <class T, class Row>
-T label_rows(const T* x, int batch, int classes, std::span<const int> labels, const float* weight, T* grad, T scale,
-             Row row) {
-  T total = 0;
-  for (int b = 0; b < batch; ++b) {
-    const std::size_t at = static_cast<std::size_t>(b) * classes;
-    total += row(x + at, classes, labels[static_cast<std::size_t>(b)], weight, grad != nullptr ? grad + at : nullptr,
-                 scale);
-  }
-  return total * scale;
-}
-
-#if defined(__CUDACC__)
-// One thread per row b of a (B, C) output with class indices: row_loss[b] = row(x_b, C, y_b,
-// weight, g_b, scale), where row also writes scale * dl_b/dx_b into g_b when g_b is not null.
-template <class T, class Row>
-__global__ void label_rows_kernel(const T* x, int batch, int classes, const int* labels, const float* weight,
-                                  T* grad, T scale, Row row, double* row_loss) {
-  const int b = blockIdx.x * blockDim.x + threadIdx.x;
-  if (b >= batch) return;
-  const std::size_t at = static_cast<std::size_t>(b) * classes;
-  row_loss[b] = static_cast<double>(row(x + at, classes, labels[b], weight, grad != nullptr ? grad + at : nullptr,
-                                        scale));
-}
-
-// The same on the device: the labels and class weights (checked on the host) are copied over, one
-// kernel computes every row, and the row losses come back and are summed in T in row order, as
-// label_rows sums them. Row losses travel as double, which holds a float or a double exactly.
-// Its buffers are scratch that grows to the largest batch: a copy starts with its own, empty, so
-// a loss that holds one stays copyable.
-class DeviceLabelRows {
- public:
-  DeviceLabelRows() = default;
-  DeviceLabelRows(const DeviceLabelRows&) {}
-  DeviceLabelRows& operator=(const DeviceLabelRows&) { return *this; }
-
-  // scale * sum_b row_b.
-  template <class T, class Row>
-  T run(const T* x, int batch, int classes, std::span<const int> labels, const float* weight, T* grad, T scale,
-        Row row, const char* who) {
-    labels_.reserve_discard(labels.size());
-    copy_from_host(Cuda{}, labels_.data(), labels.data(), labels.size());
-    if (weight != nullptr) {
-      weight_.reserve_discard(static_cast<std::size_t>(classes));
-      copy_from_host(Cuda{}, weight_.data(), weight, static_cast<std::size_t>(classes));
-    }
-    row_loss_.reserve_discard(static_cast<std::size_t>(batch));
-    if (batch > 0) {
-      label_rows_kernel<<<(batch + 127) / 128, 128, 0, cuda::stream()>>>(
-          x, batch, classes, labels_.data(), weight != nullptr ? weight_.data() : nullptr, grad, scale, row,
-          row_loss_.data());
-      cuda::check_launch(who);
-    }
-    host_row_loss_.resize(static_cast<std::size_t>(batch));
-    copy_to_host(Cuda{}, host_row_loss_.data(), row_loss_.data(), host_row_loss_.size());
-    T total = 0;
-    for (double l : host_row_loss_) total += static_cast<T>(l);
-    return total * scale;
-  }
-
- private:
-  Buffer<int, Cuda> labels_;
-  Buffer<float, Cuda> weight_;
-  Buffer<double, Cuda> row_loss_;
-  std::vector<double> host_row_loss_;
-};
-#endif
-
 // The public pair of a loss whose targets are a tensor of the output's shape (RealValues,
 // MultiHot), from its private `compute(device, output, target, grad)` (grad null: the value
 // alone), which a loss defines for any device.
 template <class Loss>
 struct TensorTargetLoss {
   // Returns the loss; grad (the output's size) receives dL/doutput.
-  template <class T, ShapeType S, ShapeType TS>
-  T value_and_grad(Cpu, TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target, T* grad) const {
-    return static_cast<const Loss&>(*this).compute(Cpu{}, output, target, grad);
+  template <class T, ShapeType S, ShapeType TS, class Device>
+  T value_and_grad(Device, TensorView<const T, S, Device> output, TensorView<const T, TS, Device> target,
+                   T* grad) const {
+    return static_cast<const Loss&>(*this).compute(Device{}, output, target, grad);
   }
-  template <class T, ShapeType S, ShapeType TS>
-  T value(Cpu, TensorView<const T, S, Cpu> output, TensorView<const T, TS, Cpu> target) const {
-    return static_cast<const Loss&>(*this).compute(Cpu{}, output, target, static_cast<T*>(nullptr));
+  template <class T, ShapeType S, ShapeType TS, class Device>
+  T value(Device, TensorView<const T, S, Device> output, TensorView<const T, TS, Device> target) const {
+    return static_cast<const Loss&>(*this).compute(Device{}, output, target, static_cast<T*>(nullptr));
   }
-#if defined(__CUDACC__)
-  template <class T, ShapeType S, ShapeType TS>
-  T value_and_grad(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T, TS, Cuda> target, T* grad) const {
-    return static_cast<const Loss&>(*this).compute(Cuda{}, output, target, grad);
-  }
-  template <class T, ShapeType S, ShapeType TS>
-  T value(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T, TS, Cuda> target) const {
-    return value_and_grad(Cuda{}, output, target, static_cast<T*>(nullptr));
-  }
-#endif
 };
 
 // The same pair for a loss on class indices (ClassIndices), whose rows are independent, from its
-// private `plan<T>(labels, batch, classes)` (checks the labels; returns a LabelRowPlan): label_rows
-// on the host, DeviceLabelRows on the device.
+// private `plan<T>(labels, batch, classes)` (checks the labels; returns a LabelRowPlan), through
+// label_rows_loss on either device (backend/loss_loops.hpp).
 template <class Loss>
 struct LabelTargetLoss {
-  template <class T, ShapeType S>
-  T value_and_grad(Cpu, TensorView<const T, S, Cpu> output, std::span<const int> labels, T* grad) const {
+  template <class T, ShapeType S, class Device>
+  T value_and_grad(Device, TensorView<const T, S, Device> output, std::span<const int> labels, T* grad) const {
     static_assert(check::class_scores<S>());
     const auto p = loss().template plan<T>(labels, output.batch(), S::dims[0]);
-    return label_rows(output.data(), output.batch(), S::dims[0], labels, p.weight, grad, p.scale, p.row);
+    return label_rows_loss(Device{}, scratch_, output.data(), output.batch(), S::dims[0], labels, p.weight, grad,
+                           p.scale, p.row, Loss::who);
   }
-  template <class T, ShapeType S>
-  T value(Cpu, TensorView<const T, S, Cpu> output, std::span<const int> labels) const {
-    return value_and_grad(Cpu{}, output, labels, static_cast<T*>(nullptr));
+  template <class T, ShapeType S, class Device>
+  T value(Device, TensorView<const T, S, Device> output, std::span<const int> labels) const {
+    return value_and_grad(Device{}, output, labels, static_cast<T*>(nullptr));
   }
-#if defined(__CUDACC__)
-  template <class T, ShapeType S>
-  T value_and_grad(Cuda, TensorView<const T, S, Cuda> output, std::span<const int> labels, T* grad) const {
-    static_assert(check::class_scores<S>());
-    const auto p = loss().template plan<T>(labels, output.batch(), S::dims[0]);
-    return device_.run(output.data(), output.batch(), S::dims[0], labels, p.weight, grad, p.scale, p.row, Loss::who);
-  }
-  template <class T, ShapeType S>
-  T value(Cuda, TensorView<const T, S, Cuda> output, std::span<const int> labels) const {
-    return value_and_grad(Cuda{}, output, labels, static_cast<T*>(nullptr));
-  }
-#endif
 
  private:
   const Loss& loss() const { return static_cast<const Loss&>(*this); }
-#if defined(__CUDACC__)
-  mutable DeviceLabelRows device_;
-#endif
+  mutable backend::LabelRowsScratch scratch_;  // the device's copies of labels and row losses
 };
 
-}  // namespace detail
-}  // namespace etnn::loss
+}  // namespace etnn::loss::detail
 // ---- etnn/loss/targets.hpp ----
 // What kind of targets a loss takes; the Trainer stages them accordingly.
 namespace etnn::loss {
@@ -6773,7 +6970,7 @@ class BCE : public detail::TensorTargetLoss<BCE> {
   template <class Device, class T, ShapeType S, ShapeType TS>
   T compute(Device device, TensorView<const T, S, Device> probs, TensorView<const T, TS, Device> target, T* grad) const {
     detail::check_targets(probs, target, "etnn::loss::BCE");
-    return detail::elementwise(device, probs, target, grad,
+    return elementwise_loss(device, probs, target, grad,
                                detail::reduction_scale<T>(options_.reduction, probs.size()), detail::BceTerm{});
   }
 
@@ -6840,7 +7037,7 @@ class BCEWithLogits : public detail::TensorTargetLoss<BCEWithLogits> {
   template <class Device, class T, ShapeType S, ShapeType TS>
   T compute(Device device, TensorView<const T, S, Device> logits, TensorView<const T, TS, Device> target, T* grad) const {
     detail::check_targets(logits, target, "etnn::loss::BCEWithLogits");
-    return detail::elementwise(device, logits, target, grad,
+    return elementwise_loss(device, logits, target, grad,
                                detail::reduction_scale<T>(options_.reduction, logits.size()),
                                detail::BceWithLogitsTerm<T>{static_cast<T>(options_.pos_weight)});
   }
@@ -6956,7 +7153,7 @@ class ParameterMatrix {
 
  private:
   Buffer<T, Cpu> params_;
-  GradientBuffer<T, Cpu> grads_;
+  nn::GradientBuffer<T, Cpu> grads_;
   T gradient_scale_ = 1;
 };
 
@@ -7029,6 +7226,7 @@ class CenterLoss : public detail::ParameterMatrix<CenterLoss<Embedding, Classes,
 // mean is 0/0 = NaN, as in PyTorch.
 // logsumexp is shifted by the row maximum m and -log p_bc computed as (m - z_bc) + log sum_j exp(z_bj - m),
 // so any finite logits are safe and large ones lose no precision to cancellation.
+
 
 
 namespace etnn::loss {
@@ -7163,7 +7361,7 @@ class Hinge : public detail::TensorTargetLoss<Hinge> {
   template <class Device, class T, ShapeType S, ShapeType TS>
   T compute(Device device, TensorView<const T, S, Device> scores, TensorView<const T, TS, Device> target, T* grad) const {
     detail::check_targets(scores, target, "etnn::loss::Hinge");
-    return detail::elementwise(device, scores, target, grad,
+    return elementwise_loss(device, scores, target, grad,
                                detail::reduction_scale<T>(options_.reduction, scores.size()), detail::HingeTerm{});
   }
 
@@ -7220,7 +7418,7 @@ class Huber : public detail::TensorTargetLoss<Huber> {
   template <class Device, class T, ShapeType S, ShapeType TS>
   T compute(Device device, TensorView<const T, S, Device> output, TensorView<const T, TS, Device> target, T* grad) const {
     detail::check_targets(output, target, "etnn::loss::Huber");
-    return detail::elementwise(device, output, target, grad,
+    return elementwise_loss(device, output, target, grad,
                                detail::reduction_scale<T>(options_.reduction, output.size()),
                                detail::HuberTerm<T>{static_cast<T>(options_.delta)});
   }
@@ -7285,8 +7483,8 @@ class KLDiv : public detail::TensorTargetLoss<KLDiv> {
                                   ? static_cast<std::size_t>(log_probs.batch())
                                   : log_probs.size();
     const T scale = options_.reduction == KLDivReduction::sum ? T(1) : T(1) / static_cast<T>(count);
-    if (options_.log_target) return detail::elementwise(device, log_probs, target, grad, scale, detail::KlLogTarget{});
-    return detail::elementwise(device, log_probs, target, grad, scale, detail::KlTarget{});
+    if (options_.log_target) return elementwise_loss(device, log_probs, target, grad, scale, detail::KlLogTarget{});
+    return elementwise_loss(device, log_probs, target, grad, scale, detail::KlTarget{});
   }
 
   Options options_;
@@ -7330,7 +7528,7 @@ class L1 : public detail::TensorTargetLoss<L1> {
   template <class Device, class T, ShapeType S, ShapeType TS>
   T compute(Device device, TensorView<const T, S, Device> output, TensorView<const T, TS, Device> target, T* grad) const {
     detail::check_targets(output, target, "etnn::loss::L1");
-    return detail::elementwise(device, output, target, grad,
+    return elementwise_loss(device, output, target, grad,
                                detail::reduction_scale<T>(options_.reduction, output.size()), detail::AbsoluteError{});
   }
 
@@ -7598,7 +7796,7 @@ class MSE : public detail::TensorTargetLoss<MSE> {
   template <class Device, class T, ShapeType S, ShapeType TS>
   T compute(Device device, TensorView<const T, S, Device> output, TensorView<const T, TS, Device> target, T* grad) const {
     detail::check_targets(output, target, "etnn::loss::MSE");
-    return detail::elementwise(device, output, target, grad,
+    return elementwise_loss(device, output, target, grad,
                                detail::reduction_scale<T>(options_.reduction, output.size()), detail::SquaredError{});
   }
 
@@ -7612,6 +7810,7 @@ class MSE : public detail::TensorTargetLoss<MSE> {
 //   l_b = w[y_b] / C sum_{j != y_b} max(0, h_bj)^p          p = 1 or 2
 //   loss = r sum_b l_b       r = 1/B (mean; PyTorch divides by B even with weights) or 1 (sum)
 //   dL/dx_bj = r w[y_b] / C p max(0, h_bj)^(p-1)  for j != y_b,   dL/dx_b,y_b = -sum_{j != y_b} dL/dx_bj
+
 
 
 namespace etnn::loss {
@@ -7735,7 +7934,7 @@ class MultiLabelSoftMargin : public detail::TensorTargetLoss<MultiLabelSoftMargi
     constexpr auto classes = static_cast<std::size_t>(S::dims[0]);
     const T scale = detail::reduction_scale<T>(options_.reduction, static_cast<std::size_t>(logits.batch())) /
                     static_cast<T>(classes);
-    return detail::elementwise(device, logits, target, grad, scale, detail::MultiLabelSoftMarginTerm{});
+    return elementwise_loss(device, logits, target, grad, scale, detail::MultiLabelSoftMarginTerm{});
   }
 
   Options options_;
@@ -7748,6 +7947,7 @@ class MultiLabelSoftMargin : public detail::TensorTargetLoss<MultiLabelSoftMargi
 //   loss = -r sum_b w[y_b] x_b,y_b      r = 1 / sum_b w[y_b] (mean; 1/B without weights) or 1 (sum)
 //   dL/dx_bj = -r w[y_b] [j = y_b]
 // When every target has weight 0 the weighted mean is 0/0 = NaN, as in PyTorch.
+
 
 
 namespace etnn::loss {
@@ -7846,7 +8046,7 @@ class SmoothL1 : public detail::TensorTargetLoss<SmoothL1> {
   template <class Device, class T, ShapeType S, ShapeType TS>
   T compute(Device device, TensorView<const T, S, Device> output, TensorView<const T, TS, Device> target, T* grad) const {
     detail::check_targets(output, target, "etnn::loss::SmoothL1");
-    return detail::elementwise(device, output, target, grad,
+    return elementwise_loss(device, output, target, grad,
                                detail::reduction_scale<T>(options_.reduction, output.size()),
                                detail::SmoothL1Term<T>{static_cast<T>(options_.beta)});
   }
@@ -7855,6 +8055,11 @@ class SmoothL1 : public detail::TensorTargetLoss<SmoothL1> {
 };
 
 }  // namespace etnn::loss
+// ---- etnn/optim/optim.hpp ----
+// etnn::optim, the face of optim/: the optimizers (SGD, Adam, AdamW) over a model's flat
+// parameter buffer, each finishing a step (reduce across ranks, non-finite scan, update), gradient
+// clipping and learning-rate schedules.
+//   etnn::optim::SGD opt(model, {.lr = 0.01f, .momentum = 0.9f});
 // ---- etnn/optim/adam.hpp ----
 // Adam and AdamW with the semantics of torch.optim.Adam / torch.optim.AdamW (their single-tensor
 // and foreach implementations). Per parameter, at step t (from 1), with g the mean gradient over
@@ -7874,7 +8079,9 @@ class SmoothL1 : public detail::TensorTargetLoss<SmoothL1> {
 // the Reducer has summed the flat gradient buffer across ranks (in buckets started during
 // backward); the update divides by the number of ranks, so every rank applies the mean gradient.
 // The learning rate of each step comes from a schedule (schedule.hpp, constant by default), and
-// the mean gradient may be clipped by its global norm (grad_norm.hpp).
+// the mean gradient may be clipped by its global norm (grad_norm.hpp). Before the update it can
+// test the reduced gradients for NaN and infinity (reduce_gradients_finite, the non-finite guard's
+// test), summing the guard's loss flag across ranks meanwhile.
 //
 // A Rule provides
 //   Options                                   hyper-parameters (designated-initialisable)
@@ -7887,29 +8094,175 @@ class SmoothL1 : public detail::TensorTargetLoss<SmoothL1> {
 //                                                rate lr (options.lr as the schedule sets it for
 //                                                `step`, counted from 1)
 
+// ---- etnn/backend/non_finite.hpp ----
+// Where a buffer holds a NaN or an infinity, on the buffer's device: the non-finite guard's scan,
+// cpu/non_finite.hpp on the host and, under nvcc, cuda/non_finite.hpp on the GPU.
+
+// ---- etnn/cpu/non_finite.hpp ----
+// The CPU scan behind the non-finite guard: where a buffer holds a NaN or an infinity, in one read
+// of it. A float is NaN or infinite exactly when its exponent bits are all ones, the largest value
+// they can take; so the buffer is finite exactly when the maximum of its masked exponents is below
+// that. An integer maximum may be taken in any order, so it vectorises (a floating-point sum would
+// be kept in order by the compiler, and isfinite branches).
+#include <cstring>
+
+
+namespace etnn::cpu::detail {
+
+// Whether x[0 .. n) are all finite: max_i (bits(x_i) & exponent) < exponent.
+template <class T>
+bool all_finite(const T* x, std::size_t n) {
+  static_assert(std::numeric_limits<T>::is_iec559 && (sizeof(T) == 4 || sizeof(T) == 8));
+  using Bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+  constexpr Bits exponent = static_cast<Bits>(sizeof(T) == 4 ? 0x7f800000ull : 0x7ff0000000000000ull);
+  Bits largest = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    Bits bits;
+    std::memcpy(&bits, x + i, sizeof bits);
+    largest = std::max(largest, bits & exponent);
+  }
+  return largest < exponent;
+}
+
+// The largest i in range with x[i] NaN or infinite (there is one).
+template <class T>
+std::size_t last_non_finite_in(const T* x, ChunkBounds range) {
+  std::size_t i = range.end;
+  while (i-- > range.begin)
+    if (!std::isfinite(x[i])) return i;
+  return range.end;
+}
+
+// The largest i < n with x[i] NaN or infinite; n when every value is finite. Chunk c of the
+// threads' chunks tests its range in one pass and, only when the test fails, looks back for the
+// index; the result does not depend on the thread count.
+template <class T>
+std::size_t last_non_finite(const T* x, std::size_t n) {
+  constexpr std::size_t max_chunks = 64;
+  const std::size_t chunks = std::min(max_chunks, chunk_count(n, 4096, static_cast<std::size_t>(num_threads())));
+  std::array<std::size_t, max_chunks> found{};
+  parallel_chunks(chunks, 1, n / chunks, [&](std::size_t first, std::size_t last) {
+    for (std::size_t c = first; c < last; ++c) {
+      const ChunkBounds range = chunk_bounds(n, chunks, c);
+      found[c] = all_finite(x + range.begin, range.end - range.begin) ? n : last_non_finite_in(x, range);
+    }
+  });
+  for (std::size_t c = chunks; c-- > 0;)
+    if (found[c] != n) return found[c];
+  return n;
+}
+
+// The first i in [begin, end) with x[i] NaN or infinite; end when there is none.
+template <class T>
+std::size_t first_non_finite(const T* x, std::size_t begin, std::size_t end) {
+  for (std::size_t i = begin; i < end; ++i)
+    if (!std::isfinite(x[i])) return i;
+  return end;
+}
+
+}  // namespace etnn::cpu::detail
 #if defined(__CUDACC__)
+// ---- etnn/cuda/non_finite.hpp ----
+// The CUDA scan behind the non-finite guard: where a device buffer holds a NaN or an infinity, as
+// the maximum (or minimum) index found, the same whatever the launch.
+#include <cmath>
+#include <cstddef>
+
+
+namespace etnn::cuda::detail {
+
+// found = max over non-finite x[i], i in [begin, end), of i + 1 (found starts at 0), or the
+// minimum of i (found starts at end) when `first`.
+template <class T>
+__global__ void non_finite_index_kernel(const T* x, std::size_t begin, std::size_t end, bool first,
+                                        unsigned long long* found) {
+  for (std::size_t i = begin + blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < end;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    if (!isfinite(x[i])) {
+      if (first)
+        atomicMin(found, static_cast<unsigned long long>(i));
+      else
+        atomicMax(found, static_cast<unsigned long long>(i + 1));
+    }
+  }
+}
+
+inline std::size_t search_non_finite(auto* x, std::size_t begin, std::size_t end, bool first) {
+  if (begin >= end) return first ? end : 0;
+  unsigned long long found = first ? end : 0;
+  unsigned long long* on_device = reduction_index();
+  ETNN_CHECK_CUDA(cudaMemcpyAsync(on_device, &found, sizeof found, cudaMemcpyHostToDevice, stream()));
+  non_finite_index_kernel<<<grid_blocks(end - begin), 256, 0, stream()>>>(x, begin, end, first, on_device);
+  check_launch("etnn::optim non_finite_index");
+  copy_to_host(Cuda{}, &found, on_device, 1);
+  return static_cast<std::size_t>(found);
+}
+
+// The last i < n with x[i] NaN or infinite; n when there is none.
+template <class T>
+std::size_t last_non_finite(const T* x, std::size_t n) {
+  const std::size_t last_plus_one = search_non_finite(x, 0, n, false);
+  return last_plus_one == 0 ? n : last_plus_one - 1;
+}
+
+// The first i in [begin, end) with x[i] NaN or infinite; end when there is none.
+template <class T>
+std::size_t first_non_finite(const T* x, std::size_t begin, std::size_t end) {
+  return search_non_finite(x, begin, end, true);
+}
+
+}  // namespace etnn::cuda::detail
 #endif
-// ---- etnn/optim/grad_norm.hpp ----
-// Gradient clipping by global norm, as torch.nn.utils.clip_grad_norm_ (norm_type 2):
-//   norm  = sqrt(sum_i g_i^2)                       g: the mean gradient over ranks, all parameters
-//   scale = min(max_norm / (norm + 1e-6), 1)        multiplies every g_i (NaN when norm is NaN, as torch)
-// The optimizer folds `scale` into the gradient scale of its fused update, so clipping costs one
-// read of the gradients (the norm) and no extra write.
+
+namespace etnn::backend {
+
+// The largest i < n with x[i] NaN or infinite; n when every value is finite.
+template <class T>
+std::size_t last_non_finite(Cpu, const T* x, std::size_t n) {
+  return cpu::detail::last_non_finite(x, n);
+}
+
+// The first i in [begin, end) with x[i] NaN or infinite; end when there is none.
+template <class T>
+std::size_t first_non_finite(Cpu, const T* x, std::size_t begin, std::size_t end) {
+  return cpu::detail::first_non_finite(x, begin, end);
+}
+
+#if defined(__CUDACC__)
+template <class T>
+std::size_t last_non_finite(Cuda, const T* x, std::size_t n) {
+  return cuda::detail::last_non_finite(x, n);
+}
+
+template <class T>
+std::size_t first_non_finite(Cuda, const T* x, std::size_t begin, std::size_t end) {
+  return cuda::detail::first_non_finite(x, begin, end);
+}
+#endif
+
+}  // namespace etnn::backend
+// ---- etnn/backend/sum_of_squares.hpp ----
+// sum_i x_i^2 in double, on the buffer's device: cpu/sum_of_squares.hpp on the host and, under nvcc,
+// cuda/reduce.hpp on the GPU (the global gradient norm of clipping, optim/grad_norm.hpp).
+
+// ---- etnn/cpu/sum_of_squares.hpp ----
+// The sum of squares of a buffer on the host, in double: the global gradient norm
+// (optim/grad_norm.hpp) reads it; cuda/reduce.hpp has the device's.
 
 
-namespace etnn::optim::detail {
+namespace etnn::cpu::detail {
 
 // sum_i x_i^2 for i < n, accumulated in double in one pass. Chunk c of the threads' chunks sums its
 // range, and the chunk sums are added in order: the same value for the same thread count.
 template <class T>
-double sum_of_squares(Cpu, const T* x, std::size_t n) {
+double sum_of_squares(const T* x, std::size_t n) {
   constexpr std::size_t max_chunks = 64;
   const std::size_t chunks =
-      std::min(max_chunks, cpu::chunk_count(n, 4096, static_cast<std::size_t>(num_threads())));
+      std::min(max_chunks, chunk_count(n, 4096, static_cast<std::size_t>(num_threads())));
   std::array<double, max_chunks> partial{};
-  cpu::parallel_chunks(chunks, 1, n / chunks, [&](std::size_t first, std::size_t last) {
+  parallel_chunks(chunks, 1, n / chunks, [&](std::size_t first, std::size_t last) {
     for (std::size_t c = first; c < last; ++c) {
-      const cpu::ChunkBounds range = cpu::chunk_bounds(n, chunks, c);
+      const ChunkBounds range = chunk_bounds(n, chunks, c);
       std::array<double, 4> lanes{};  // independent sums: the adds pipeline
       std::size_t i = range.begin;
       for (; i + 4 <= range.end; i += 4)
@@ -7922,6 +8275,34 @@ double sum_of_squares(Cpu, const T* x, std::size_t n) {
   for (std::size_t c = 0; c < chunks; ++c) total += partial[c];
   return total;
 }
+
+}  // namespace etnn::cpu::detail
+#if defined(__CUDACC__)
+#endif
+
+namespace etnn::backend {
+
+template <class T>
+double sum_of_squares(Cpu, const T* x, std::size_t n) {
+  return cpu::detail::sum_of_squares(x, n);
+}
+
+#if defined(__CUDACC__)
+template <class T>
+double sum_of_squares(Cuda, const T* x, std::size_t n) {
+  return cuda::detail::sum_of_squares(x, n);
+}
+#endif
+
+}  // namespace etnn::backend
+// ---- etnn/optim/grad_norm.hpp ----
+// Gradient clipping by global norm, as torch.nn.utils.clip_grad_norm_ (norm_type 2):
+//   norm  = sqrt(sum_i g_i^2)                       g: the mean gradient over ranks, all parameters
+//   scale = min(max_norm / (norm + 1e-6), 1)        multiplies every g_i (NaN when norm is NaN, as torch)
+// The optimizer folds `scale` into the gradient scale of its fused update, so clipping costs one
+// read of the gradients (the norm, backend/sum_of_squares.hpp) and no extra write.
+
+namespace etnn::optim::detail {
 
 // clip_grad_norm_'s factor for a gradient of global norm `norm`.
 inline double clip_scale(double max_norm, double norm) { return std::min(max_norm / (norm + 1e-6), 1.0); }
@@ -7948,7 +8329,7 @@ struct BucketOptions {
   bool gradient_as_bucket_view = true;
 };
 
-template <Reducer R, class T>
+template <dist::Reducer R, class T>
 class GradientBuckets {
  public:
   // layer_ends: the end offset of each layer's parameters in the flat buffer, in layer order.
@@ -8127,7 +8508,7 @@ struct StorageOf<R, P> {
   using type = decltype(std::declval<R&>().template shared_storage<typename P::value_type>(std::size_t{}));
 };
 
-template <Reducer R, ParameterSet P>
+template <dist::Reducer R, ParameterSet P>
 class GradientStorage {
  public:
   GradientStorage() = default;
@@ -8181,7 +8562,7 @@ constexpr std::uint64_t fingerprint(std::string_view text) {
   return h;
 }
 
-template <Reducer R>
+template <dist::Reducer R>
 bool same_on_every_rank(R& reducer, std::uint64_t value) {
   // 16 bits per double: exact whatever the value.
   std::array<double, 4> root{};
@@ -8196,7 +8577,7 @@ bool same_on_every_rank(R& reducer, std::uint64_t value) {
 
 // Throws etnn::DistError on every rank unless all ranks run the model `description` with
 // `num_params` parameters.
-template <Reducer R>
+template <dist::Reducer R>
 void require_same_model(R& reducer, std::size_t num_params, const std::string& description) {
   if (reducer.size() == 1) return;
   if (!same_on_every_rank(reducer, num_params) || !same_on_every_rank(reducer, fingerprint(description)))
@@ -8347,7 +8728,7 @@ namespace etnn::optim {
 
 template <class Rule, ParameterSet Params, class R = dist::Local>
 class Optimizer {
-  static_assert(check::reducer<R>());
+  static_assert(dist::check::reducer<R>());
 
  public:
   using rule = Rule;
@@ -8356,7 +8737,7 @@ class Optimizer {
   using reducer_type = R;
   using T = typename Params::value_type;
   using Device = typename Params::device;
-  static_assert(check::reducer_device<reducer_takes<R, Device>>());
+  static_assert(dist::check::reducer_device<dist::reducer_takes<R, Device>>());
 
   // A single-process optimizer.
   Optimizer(Params& model, const Options& options)
@@ -8383,20 +8764,42 @@ class Optimizer {
   void gradients_ready_from(std::size_t first_final) { buckets_.ready_from(model_->gradients(), first_final); }
 
   // After an exception between gradients_ready_from() and step(): ends the job if reductions have
-  // started (see GradientBuckets::abandon); a single process just forgets them.
+  // started (see GradientBuckets::abandon), or the loss flag's (reduce_gradients_finite); a single
+  // process just forgets them.
   void abandon_step() noexcept {
     buckets_.abandon();
+    if (flag_in_flight_) reducer_->abort("the non-finite guard's reduction was abandoned by an exception");
     reduced_ = false;
   }
 
   // Sums the gradients across ranks, waiting for the buckets backward started. step() and
   // skip_step() do it unless it was done for this step; calling it first lets the caller read the
   // reduced gradients (the sum over ranks, the same on every rank) and choose between them, as the
-  // Trainer's non-finite guard does. Every rank must then make the same choice.
+  // non-finite guard does (reduce_gradients_finite). Every rank must then make the same choice.
   void reduce_gradients() {
     if (reduced_) return;
     buckets_.reduce_all(model_->gradients());
     reduced_ = true;
+  }
+
+  // The non-finite guard's test (train/non_finite_guard.hpp), after backward: reduces the gradients
+  // (reduce_gradients()) and says whether their sum holds no NaN and no infinity, in one read of
+  // it. The sum is the same on every rank (a NaN on one rank reaches all), so every rank reaches the
+  // same verdict without another collective. `loss_flag`, when given, is summed across ranks in
+  // place meanwhile (one value per rank: the guard's count of ranks whose loss was non-finite), its
+  // allreduce overlapping the gradients'.
+  bool reduce_gradients_finite(double* loss_flag = nullptr) {
+    const bool sum_flag = loss_flag != nullptr && reducer_->size() > 1;
+    if (sum_flag) {
+      flag_pending_ = reducer_->start_allreduce_sum(loss_flag, 1);
+      flag_in_flight_ = true;
+    }
+    reduce_gradients();
+    if (sum_flag) {
+      reducer_->wait(flag_pending_);
+      flag_in_flight_ = false;
+    }
+    return backend::last_non_finite(Device{}, model_->gradients(), Params::num_params) == Params::num_params;
   }
 
   // Ends the step without an update, as torch.cuda.amp.GradScaler skips optimizer.step() on an
@@ -8427,7 +8830,7 @@ class Optimizer {
     if (max_grad_norm_ > 0.0f) {
       // ||mean|| = ||sum|| / ranks; the clip factor joins the gradient scale of the fused update.
       const double ranks = static_cast<double>(reducer_->size());
-      last_grad_norm_ = std::sqrt(detail::sum_of_squares(Device{}, model_->gradients(), Params::num_params)) / ranks;
+      last_grad_norm_ = std::sqrt(backend::sum_of_squares(Device{}, model_->gradients(), Params::num_params)) / ranks;
       const double clip = detail::clip_scale(max_grad_norm_, last_grad_norm_);
       if (!(clip >= 1.0)) grad_scale = static_cast<T>(clip / ranks);
     }
@@ -8509,6 +8912,8 @@ class Optimizer {
   float max_grad_norm_ = 0.0f;
   double last_grad_norm_ = std::numeric_limits<double>::quiet_NaN();
   bool reduced_ = false;  // reduce_gradients() ran for the step in progress
+  typename R::Pending flag_pending_{};  // the guard's loss flag, summed across ranks
+  bool flag_in_flight_ = false;
 };
 
 }  // namespace etnn::optim
@@ -8731,7 +9136,7 @@ SGD(Model&, const SgdOptions&, R&, BucketOptions) -> SGD<Model, R>;
 
 }  // namespace etnn::optim
 // ---- etnn/data/data.hpp ----
-// etnn::data: in-memory datasets, the IDX reader and the batching DataLoader.
+// etnn::data, the face of data/: in-memory datasets, the IDX reader and the batching DataLoader.
 // ---- etnn/data/data_loader.hpp ----
 // DataLoader: the batches of an in-memory dataset in a per-epoch sample order.
 //   order  the sampler's indices for the epoch: 0..n-1 (SequentialSampler) or a permutation seeded
@@ -9125,7 +9530,7 @@ class DataLoader {
 //   labels:   n ints in [0, INT_MAX), class indices
 
 
-namespace etnn::detail {
+namespace etnn::data::detail {
 inline void check_normalization(float mean, float stddev, const char* who) {
   if (!(stddev > 0.0f) || !std::isfinite(stddev) || !std::isfinite(mean)) {
     throw Error(std::string(who) + ": mean " + std::to_string(mean) + " and stddev " + std::to_string(stddev) +
@@ -9133,7 +9538,7 @@ inline void check_normalization(float mean, float stddev, const char* who) {
                 "a non-constant training set");
   }
 }
-}  // namespace etnn::detail
+}  // namespace etnn::data::detail
 
 namespace etnn::data {
 
@@ -9199,14 +9604,14 @@ class Dataset {
 
 }  // namespace etnn::data
 
-namespace etnn::detail {
+namespace etnn::data::detail {
 template <ShapeType S>
 void require_values(const data::Dataset<S>& data, const char* where) {
   if (data.features().empty()) {
     throw Error(std::string(where) + ": the dataset is empty; there is no statistic to compute");
   }
 }
-}  // namespace etnn::detail
+}  // namespace etnn::data::detail
 
 namespace etnn::data {
 
@@ -9240,7 +9645,6 @@ double stddev(const Dataset<S>& data) {
 // Any S with S::size equal to the per-item size is accepted: Shape<784> or Shape<1, 28, 28> for 28x28 items.
 #include <bit>
 #include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <system_error>
@@ -9267,7 +9671,7 @@ inline UniqueFile open_for_reading(const std::filesystem::path& path) {
 
 }  // namespace etnn
 
-namespace etnn::detail {
+namespace etnn::data::detail {
 
 // Bytes handed to IdxFile::read at a time; a multiple of every value size.
 inline constexpr std::size_t idx_chunk = std::size_t{1} << 16;
@@ -9516,7 +9920,7 @@ std::string shape_name() {
   return name;
 }
 
-}  // namespace etnn::detail
+}  // namespace etnn::data::detail
 
 namespace etnn::data {
 
@@ -9703,7 +10107,8 @@ double stddev(const IdxDataset<S>& data) {
 
 }  // namespace etnn::data
 // ---- etnn/io/io.hpp ----
-// etnn::io: model checkpoints in safetensors (training states: train/training_state.hpp).
+// etnn::io, the face of io/: model checkpoints in safetensors with PyTorch's state_dict names
+// (etnn::io::save, etnn::io::load), and training states that resume bitwise (save_state, load_state).
 // ---- etnn/io/checkpoint.hpp ----
 // Model checkpoints in safetensors, named as torch.nn.Sequential.state_dict() names them:
 //   etnn::io::save(model, "mlp.safetensors");
@@ -10581,944 +10986,7 @@ void load(Model& model, const std::filesystem::path& path) {
 }
 
 }  // namespace etnn::io
-// ---- etnn/train/evaluate.hpp ----
-// etnn::evaluate: runs the model over a whole dataset in inference mode and returns a metric.
-// The model is in eval mode meanwhile (running statistics, no dropout) and back in its own after.
-
-
-namespace etnn {
-
-// dataset: anything with a shape, size(), labels() and either features() (all samples,
-// contiguous, such as etnn::data::Dataset) or copy_sample(i, out) (etnn::data::IdxDataset).
-// metric: etnn::metrics::accuracy or any type with update() and result().
-template <class Model, class Dataset, class Metric>
-double evaluate(Model& model, const Dataset& dataset, Metric metric, int batch = 256) {
-  using T = typename Model::value_type;
-  using Device = typename Model::device;
-  using S = typename Dataset::shape;
-  if (batch <= 0) throw ShapeError("etnn::evaluate: batch must be positive, got " + std::to_string(batch));
-  Tensor<T, typename Model::output_shape, Device> out(batch);
-  Buffer<T, Device> staging;
-  Tensor<T, typename Model::output_shape, Cpu> out_on_host;  // a device model's outputs, for the metric
-  struct ModeGuard {
-    Model& m;
-    bool was_training;
-    ~ModeGuard() { m.train(was_training); }
-  } guard{model, model.training()};
-  model.eval();
-  const auto labels = dataset.labels();
-  if (labels.size() != dataset.size())
-    throw ShapeError("etnn::evaluate: the dataset's labels do not hold size() samples");
-  // Samples [first, first + n) as a view: in place when the dataset holds its features contiguously,
-  // else copied (a dataset streamed from disk).
-  std::vector<float> copied;
-  const auto samples = [&](std::size_t first, int n) {
-    if constexpr (requires { dataset.features(); }) {
-      const auto features = dataset.features();
-      if (features.size() != dataset.size() * S::size)
-        throw ShapeError("etnn::evaluate: the dataset's features do not hold size() samples of " + S::to_string());
-      return TensorView<const float, S, Cpu>(features.data() + first * S::size, n);
-    } else {
-      copied.resize(static_cast<std::size_t>(n) * S::size);
-      for (int r = 0; r < n; ++r) dataset.copy_sample(first + static_cast<std::size_t>(r), copied.data() + r * S::size);
-      return TensorView<const float, S, Cpu>(copied.data(), n);
-    }
-  };
-  for (std::size_t first = 0; first < dataset.size(); first += static_cast<std::size_t>(batch)) {
-    const int n = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(batch), dataset.size() - first));
-    out.resize(n);
-    model.forward(detail::stage_as<T, Device>(samples(first, n), staging), out.view());
-    const auto batch_labels = labels.subspan(first, static_cast<std::size_t>(n));
-    if constexpr (std::is_same_v<Device, Cpu>) {
-      metric.update(const_view(out), batch_labels);
-    } else {  // metrics read host memory
-      out_on_host.resize(n);
-      copy_to_host(Device{}, out_on_host.data(), out.data(), out.size());
-      metric.update(const_view(out_on_host), batch_labels);
-    }
-  }
-  return metric.result();
-}
-
-}  // namespace etnn
-// ---- etnn/train/metrics.hpp ----
-// Metrics accumulate over batches of model outputs and targets, then give one number. Each is a
-// value type with update(outputs, targets) and result(); etnn::evaluate drives those that take
-// class indices (a Dataset's labels):
-//   float acc = etnn::evaluate(model, test, etnn::metrics::accuracy);
-//   float top5 = etnn::evaluate(model, test, etnn::metrics::top_k_accuracy(5));
-// Those that take targets of the output's shape are driven by the caller:
-//   etnn::metrics::MeanAbsoluteError mae;
-//   for (...) mae.update(etnn::const_view(model.forward(x)), etnn::const_view(y));
-//   double error = mae.result();
-
-
-namespace etnn::metrics {
-
-namespace detail {
-using loss::detail::message;
-
-inline void check_label_count(std::span<const int> labels, int rows, const char* who) {
-  if (labels.size() != static_cast<std::size_t>(rows))
-    throw ShapeError(message(who, std::to_string(labels.size()), " labels for ", std::to_string(rows),
-                             " score rows; pass one label per row"));
-}
-
-template <class T, ShapeType S, class U, ShapeType TS>
-void check_target_rows(TensorView<const T, S, Cpu> outputs, TensorView<const U, TS, Cpu> targets, const char* who) {
-  static_assert(check::target_shape<TS, S>());
-  if (outputs.batch() != targets.batch())
-    throw ShapeError(message(who, std::to_string(targets.batch()), " target rows for ",
-                             std::to_string(outputs.batch()), " output rows; pass one target row per sample"));
-}
-}  // namespace detail
-
-// Fraction of samples whose highest score is the label (ties: the first maximum).
-//   scores: (B, C)   labels: B class indices
-struct Accuracy {
-  std::size_t correct = 0;
-  std::size_t total = 0;
-
-  template <class T, ShapeType S>
-  void update(TensorView<const T, S, Cpu> scores, std::span<const int> labels) {
-    static_assert(check::class_scores<S>());
-    detail::check_label_count(labels, scores.batch(), "etnn::metrics::Accuracy");
-    for (int b = 0; b < scores.batch(); ++b) {
-      const T* row = scores.sample(b);
-      int best = 0;
-      for (int j = 1; j < S::dims[0]; ++j) best = row[j] > row[best] ? j : best;
-      correct += best == labels[static_cast<std::size_t>(b)] ? 1 : 0;
-    }
-    total += static_cast<std::size_t>(scores.batch());
-  }
-
-  double result() const { return total == 0 ? 0.0 : static_cast<double>(correct) / static_cast<double>(total); }
-};
-
-inline constexpr Accuracy accuracy{};
-
-// Fraction of samples whose label is among the k highest scores. Equal scores rank by class
-// index (a stable sort, descending), so k = 1 is Accuracy; a label outside [0, C) never counts.
-//   scores: (B, C)   labels: B class indices   1 <= k <= C
-struct TopKAccuracy {
-  int k = 5;
-  std::size_t correct = 0;
-  std::size_t total = 0;
-
-  template <class T, ShapeType S>
-  void update(TensorView<const T, S, Cpu> scores, std::span<const int> labels) {
-    static_assert(check::class_scores<S>());
-    constexpr int classes = S::dims[0];
-    if (k < 1 || k > classes)
-      throw Error(detail::message("etnn::metrics::TopKAccuracy", "k = ", std::to_string(k), " is outside [1, ",
-                                  std::to_string(classes), "]; the network has ", std::to_string(classes),
-                                  " outputs"));
-    detail::check_label_count(labels, scores.batch(), "etnn::metrics::TopKAccuracy");
-    for (int b = 0; b < scores.batch(); ++b) {
-      const T* row = scores.sample(b);
-      const int y = labels[static_cast<std::size_t>(b)];
-      if (y < 0 || y >= classes) continue;
-      int rank = 0;  // classes ranked before the label
-      for (int j = 0; j < classes; ++j) rank += row[j] > row[y] || (row[j] == row[y] && j < y) ? 1 : 0;
-      correct += rank < k ? 1 : 0;
-    }
-    total += static_cast<std::size_t>(scores.batch());
-  }
-
-  double result() const { return total == 0 ? 0.0 : static_cast<double>(correct) / static_cast<double>(total); }
-};
-
-inline TopKAccuracy top_k_accuracy(int k) {
-  if (k < 1) throw Error(detail::message("etnn::metrics::top_k_accuracy", "k must be >= 1, got ", std::to_string(k)));
-  return {.k = k};
-}
-
-// Micro-averaged F1 of multi-label predictions: output c of a sample predicts its label c when
-// the logit is > 0 (probability > 0.5 after a sigmoid).
-//   F1 = 2 TP / (2 TP + FP + FN), counted over every (sample, label); 0 when there is nothing to
-//   count (no positive label and no positive prediction), as scikit-learn's zero_division default.
-//   logits: (B, C)   targets: (B, C) of 0 and 1
-struct MultiLabelF1 {
-  std::size_t true_positives = 0;
-  std::size_t false_positives = 0;
-  std::size_t false_negatives = 0;
-
-  template <class T, ShapeType S, class U, ShapeType TS>
-  void update(TensorView<const T, S, Cpu> logits, TensorView<const U, TS, Cpu> targets) {
-    detail::check_target_rows(logits, targets, "etnn::metrics::MultiLabelF1");
-    const T* z = logits.data();
-    const U* t = targets.data();
-    for (std::size_t i = 0; i < logits.size(); ++i) {
-      if (t[i] != U(0) && t[i] != U(1))
-        throw Error(detail::message("etnn::metrics::MultiLabelF1", "target element ", std::to_string(i), " is ",
-                                    std::to_string(t[i]), "; multi-label targets are 0 or 1"));
-      const bool predicted = z[i] > T(0);
-      const bool actual = t[i] == U(1);
-      true_positives += predicted && actual ? 1 : 0;
-      false_positives += predicted && !actual ? 1 : 0;
-      false_negatives += !predicted && actual ? 1 : 0;
-    }
-  }
-
-  double result() const {
-    const std::size_t denominator = 2 * true_positives + false_positives + false_negatives;
-    return denominator == 0 ? 0.0 : 2.0 * static_cast<double>(true_positives) / static_cast<double>(denominator);
-  }
-};
-
-inline constexpr MultiLabelF1 multilabel_f1{};
-
-// Mean of |output - target| over every element of every sample, summed in double.
-//   outputs, targets: (B, S...)
-struct MeanAbsoluteError {
-  double sum = 0;
-  std::size_t count = 0;
-
-  template <class T, ShapeType S, class U, ShapeType TS>
-  void update(TensorView<const T, S, Cpu> outputs, TensorView<const U, TS, Cpu> targets) {
-    detail::check_target_rows(outputs, targets, "etnn::metrics::MeanAbsoluteError");
-    const T* y = outputs.data();
-    const U* t = targets.data();
-    for (std::size_t i = 0; i < outputs.size(); ++i) sum += std::abs(static_cast<double>(y[i]) - static_cast<double>(t[i]));
-    count += outputs.size();
-  }
-
-  double result() const { return count == 0 ? 0.0 : sum / static_cast<double>(count); }
-};
-
-inline constexpr MeanAbsoluteError mean_absolute_error{};
-
-}  // namespace etnn::metrics
-// ---- etnn/train/progress.hpp ----
-// A live one-line progress bar for a training epoch:
-//   epoch 3/10 [=========>          ] 28160/60000  loss 0.4123  51234 samples/s
-// Redrawn at most 10 times a second, only when the stream is a terminal (logs stay clean).
-#include <chrono>
-
-namespace etnn {
-
-class ProgressBar {
- public:
-  using Clock = std::chrono::steady_clock;
-
-  ProgressBar(std::string label, std::size_t total, std::FILE* stream = stderr)
-      : label_(std::move(label)), total_(total), stream_(stream), live_(::isatty(::fileno(stream)) != 0),
-        start_(Clock::now()), last_draw_(start_) {}
-
-  // `done` samples processed so far, `loss` a running mean.
-  void update(std::size_t done, double loss) {
-    const auto now = Clock::now();
-    if (!live_ || (now - last_draw_ < std::chrono::milliseconds(100) && done < total_)) return;
-    last_draw_ = now;
-    constexpr int width = 30;
-    const double fraction = total_ == 0 ? 1.0 : static_cast<double>(done) / static_cast<double>(total_);
-    const int filled = static_cast<int>(fraction * width);
-    std::string bar(static_cast<std::size_t>(width), ' ');
-    for (int i = 0; i < filled && i < width; ++i) bar[static_cast<std::size_t>(i)] = '=';
-    if (filled < width) bar[static_cast<std::size_t>(filled)] = '>';
-    std::fprintf(stream_, "\r%s [%s] %zu/%zu  loss %.4f  %.0f samples/s ", label_.c_str(), bar.c_str(), done,
-                 total_, loss, static_cast<double>(done) / seconds());
-    std::fflush(stream_);
-  }
-
-  // Erases the bar so that a summary line can take its place.
-  void finish() {
-    if (live_) std::fprintf(stream_, "\r%*s\r", 100, "");
-  }
-
-  double seconds() const {
-    const double s = std::chrono::duration<double>(Clock::now() - start_).count();
-    return s > 0 ? s : 1e-9;
-  }
-
- private:
-  std::string label_;
-  std::size_t total_;
-  std::FILE* stream_;
-  bool live_;
-  Clock::time_point start_;
-  Clock::time_point last_draw_;
-};
-
-}  // namespace etnn
-// ---- etnn/train/trainer.hpp ----
-// etnn::Trainer: one training step is forward, loss, backward, gradient reduction and update,
-// over a workspace sized once from the network type and the largest batch. After the first step
-// at a given batch size a step allocates nothing.
-//   etnn::Trainer trainer(model, loss, opt);
-//   for (auto batch : loader) trainer.step(batch);
-//   float l = trainer.step(x, y);
-//   etnn::Trainer big(model, loss, opt, {.accumulate = 4});   // 4 micro-batches per update
-// A loss with parameters of its own (loss/parametric.hpp: ArcFace, CenterLoss, ...) comes with
-// their optimizer, which steps after the model's:
-//   etnn::Trainer trainer(model, arcface, opt, head_opt);
-// A step whose loss or reduced gradient holds a NaN or an infinity is skipped (the non-finite
-// guard, on by default): parameters, optimizer state and buffers stay as they were, and after
-// max_non_finite_in_a_row such steps in a row the step throws etnn::NonFiniteError.
-// An etnn::fp16 model's loss is scaled (dynamic loss scaling, TrainerOptions::loss_scaling).
-
-#if defined(__CUDACC__)
-// ---- etnn/cuda/graph.hpp ----
-// CUDA graphs for the training step: the forward and backward passes of a static network launch
-// the same GEMMs and kernels on the same pointers at every step of a given batch size, so each is
-// recorded once into a graph and replayed with one launch (no per-kernel launch cost on the host).
-//
-//   GraphCache graphs;
-//   graphs.run({part, batch, input}, [&] { program::forward_train(...); });
-//
-// The first run for a key records work() (nothing executes while recording) and launches the
-// graph; later runs launch it again without calling work(). If recording fails (work() did
-// something a graph cannot hold), the cache turns itself off, says why (reason()), and from then
-// on calls work() directly: never a wrong result, at worst the eager speed.
-#include <cstdint>
-#include <map>
-#include <string>
-#include <tuple>
-#include <utility>
-
-
-namespace etnn::cuda {
-
-class GraphCache {
- public:
-  // part: which piece of the step (forward, backward); batch and input: what the work depends on
-  // that may change between steps (every other pointer belongs to the trainer and stays put).
-  using Key = std::tuple<int, int, const void*>;
-
-  // off_reason: empty to record, else why the step is not recorded (reason() says it).
-  explicit GraphCache(std::string off_reason = "") : reason_(std::move(off_reason)) {}
-  GraphCache(const GraphCache&) = delete;
-  GraphCache& operator=(const GraphCache&) = delete;
-  ~GraphCache() { clear(); }
-
-  template <class Work>
-  void run(const Key& key, Work&& work) {
-    if (!enabled()) {
-      work();
-      return;
-    }
-    auto it = graphs_.find(key);
-    if (it == graphs_.end()) {
-      cudaGraphExec_t graph = record(work);
-      if (graph == nullptr) {
-        work();
-        return;
-      }
-      it = graphs_.emplace(key, graph).first;
-    }
-    ETNN_CHECK_CUDA(cudaGraphLaunch(it->second, stream()));
-    ++replays_;
-  }
-
-  // Forgets every recorded graph: the memory they point at is about to go (a Trainer's workspace
-  // when it grows). The next run of each key records again.
-  void clear() {
-    for (auto& [key, graph] : graphs_) (void)cudaGraphExecDestroy(graph);
-    graphs_.clear();
-  }
-
-  bool enabled() const noexcept { return reason_.empty(); }
-  // Why graphs are off ("" while they are on).
-  const std::string& reason() const noexcept { return reason_; }
-  std::size_t recorded() const noexcept { return graphs_.size(); }
-  std::int64_t launches() const noexcept { return replays_; }
-
- private:
-  // work() recorded into an executable graph, or null (and the cache off) when it cannot be.
-  template <class Work>
-  cudaGraphExec_t record(Work& work) {
-    ETNN_CHECK_CUDA(cudaStreamBeginCapture(stream(), cudaStreamCaptureModeThreadLocal));
-    std::string failure;
-    try {
-      work();
-    } catch (const std::exception& e) {
-      failure = e.what();
-    }
-    cudaGraph_t graph = nullptr;
-    const cudaError_t ended = cudaStreamEndCapture(stream(), &graph);
-    if (failure.empty() && ended != cudaSuccess) failure = cudaGetErrorString(ended);
-    cudaGraphExec_t executable = nullptr;
-    if (failure.empty()) {
-      const cudaError_t made = cudaGraphInstantiate(&executable, graph, 0);
-      if (made != cudaSuccess) failure = cudaGetErrorString(made);
-    }
-    if (graph != nullptr) (void)cudaGraphDestroy(graph);
-    if (failure.empty()) return executable;
-    (void)cudaGetLastError();
-    reason_ = "recording failed: " + failure;
-    return nullptr;
-  }
-
-  std::string reason_;  // why graphs are off; empty while they are on
-  std::map<Key, cudaGraphExec_t> graphs_;
-  std::int64_t replays_ = 0;
-};
-
-}  // namespace etnn::cuda
-#endif
-// ---- etnn/optim/non_finite.hpp ----
-// The scan behind the Trainer's non-finite guard: where a gradient buffer holds a NaN or an
-// infinity, in one read of it. A float is NaN or infinite exactly when its exponent bits are all
-// ones, the largest value they can take; so the buffer is finite exactly when the maximum of its
-// masked exponents is below that. An integer maximum may be taken in any order, so it vectorises
-// (a floating-point sum would be kept in order by the compiler, and isfinite branches).
-
-
-namespace etnn::optim::detail {
-
-// Whether x[0 .. n) are all finite: max_i (bits(x_i) & exponent) < exponent.
-template <class T>
-bool all_finite(const T* x, std::size_t n) {
-  static_assert(std::numeric_limits<T>::is_iec559 && (sizeof(T) == 4 || sizeof(T) == 8));
-  using Bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
-  constexpr Bits exponent = static_cast<Bits>(sizeof(T) == 4 ? 0x7f800000ull : 0x7ff0000000000000ull);
-  Bits largest = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    Bits bits;
-    std::memcpy(&bits, x + i, sizeof bits);
-    largest = std::max(largest, bits & exponent);
-  }
-  return largest < exponent;
-}
-
-// The largest i in range with x[i] NaN or infinite (there is one).
-template <class T>
-std::size_t last_non_finite_in(const T* x, cpu::ChunkBounds range) {
-  std::size_t i = range.end;
-  while (i-- > range.begin)
-    if (!std::isfinite(x[i])) return i;
-  return range.end;
-}
-
-// The largest i < n with x[i] NaN or infinite; n when every value is finite. Chunk c of the
-// threads' chunks tests its range in one pass and, only when the test fails, looks back for the
-// index; the result does not depend on the thread count.
-template <class T>
-std::size_t last_non_finite(Cpu, const T* x, std::size_t n) {
-  constexpr std::size_t max_chunks = 64;
-  const std::size_t chunks =
-      std::min(max_chunks, cpu::chunk_count(n, 4096, static_cast<std::size_t>(num_threads())));
-  std::array<std::size_t, max_chunks> found{};
-  cpu::parallel_chunks(chunks, 1, n / chunks, [&](std::size_t first, std::size_t last) {
-    for (std::size_t c = first; c < last; ++c) {
-      const cpu::ChunkBounds range = cpu::chunk_bounds(n, chunks, c);
-      found[c] = all_finite(x + range.begin, range.end - range.begin) ? n : last_non_finite_in(x, range);
-    }
-  });
-  for (std::size_t c = chunks; c-- > 0;)
-    if (found[c] != n) return found[c];
-  return n;
-}
-
-// The first i in [begin, end) with x[i] NaN or infinite; end when there is none.
-template <class T>
-std::size_t first_non_finite(Cpu, const T* x, std::size_t begin, std::size_t end) {
-  for (std::size_t i = begin; i < end; ++i)
-    if (!std::isfinite(x[i])) return i;
-  return end;
-}
-
-}  // namespace etnn::optim::detail
-
-namespace etnn {
-
-// Dynamic loss scaling (torch.cuda.amp.GradScaler, with its defaults). Each step multiplies the
-// loss's gradient by the scale S before backward, so that gradients too small for fp16 products
-// (below 2^-24) survive them; the gradients reduced across ranks are divided by S before the
-// update (one pass over them), so the update, clipping and gradients() after the step see the
-// true gradients. A step whose gradients overflow (the loss finite, S above 1) is skipped by the
-// non-finite guard and S multiplied by backoff_factor; after growth_interval updates in a row, S
-// is multiplied by growth_factor (while it stays finite). Powers of two (the default factors)
-// make the scaling exact: a model that never overflows trains as it would unscaled.
-struct LossScaling {
-  bool enabled = true;
-  float init_scale = 65536.0f;  // 2^16
-  float growth_factor = 2.0f;   // > 1
-  float backoff_factor = 0.5f;  // in (0, 1)
-  int growth_interval = 2000;   // >= 1
-};
-
-struct TrainerOptions {
-  int accumulate = 1;  // micro-batches per optimizer step (gradient accumulation)
-  // Data parallel: batch norm's statistics over the global batch of all ranks (PyTorch's
-  // nn.SyncBatchNorm: N ranks with batch b then train as one process with batch N b), instead of
-  // each rank's own batch (DDP's default). Costs a few small allreduces per batch-norm layer.
-  bool sync_batch_norm = false;
-  // The non-finite guard: before each update, the loss of every micro-batch on every rank (one
-  // all-reduced count) and the gradients summed across ranks (one read) are tested; a NaN or an
-  // infinity skips the update (Optimizer::skip_step) and restores the model's buffers (batch
-  // norm's running statistics) to the start of the step.
-  bool skip_non_finite = true;
-  // Skipped steps in a row after which step() throws etnn::NonFiniteError naming the first
-  // parameter tensor backward gave a non-finite gradient; 0 never throws.
-  int max_non_finite_in_a_row = 3;
-  // On etnn::Cuda: record the forward and the backward pass of each batch size into CUDA graphs
-  // and replay them (cuda/graph.hpp); false launches every kernel each step.
-  bool cuda_graphs = true;
-  // Dynamic loss scaling; unset: on with LossScaling's defaults for an etnn::fp16 model, off
-  // otherwise. It needs the non-finite guard (skip_non_finite), which skips overflowing steps. A
-  // step skipped while the scale is above 1 and the loss finite is an overflow: it backs the scale
-  // off and does not count toward max_non_finite_in_a_row. Other skipped steps (a non-finite loss,
-  // or non-finite gradients at a scale of 1 or less) leave the scale and count as usual.
-  std::optional<LossScaling> loss_scaling{};
-};
-
-namespace detail {
-// The Trainer's LossOptim for a loss without parameters.
-struct NoLossOptimizer {};
-
-// How a host model runs the pieces of a step that a device model may record (cuda::GraphCache).
-struct EagerSteps {
-  explicit EagerSteps(const std::string&) {}
-  void clear() {}
-  template <class Key, class Work>
-  void run(const Key&, Work&& work) {
-    work();
-  }
-};
-
-#if defined(__CUDACC__)
-template <class Device>
-using StepGraphs = std::conditional_t<std::is_same_v<Device, Cuda>, cuda::GraphCache, EagerSteps>;
-#else
-template <class Device>
-using StepGraphs = EagerSteps;
-#endif
-}  // namespace detail
-
-template <class Model, class Loss, class Optim, class LossOptim = detail::NoLossOptimizer>
-class Trainer {
- public:
-  // A loss with parameters of its own (loss/parametric.hpp) needs an optimizer for them.
-  static constexpr bool loss_has_parameters = loss::ParametricLoss<Loss>;
-  static constexpr bool has_loss_optimizer = !std::is_same_v<LossOptim, detail::NoLossOptimizer>;
-  static_assert(check::loss_optimizer<!loss_has_parameters || has_loss_optimizer>());
-
-  using T = typename Model::value_type;
-  using Device = typename Model::device;
-  using program = typename Model::program;
-  using input_shape = typename Model::input_shape;
-  using output_shape = typename Model::output_shape;
-  using reducer_type = typename Optim::reducer_type;
-
-  Trainer(Model& model, Loss& loss, Optim& optimizer, TrainerOptions options = {})
-      : model_(model), loss_(loss), optimizer_(optimizer), options_(checked(options)),
-        loss_scale_(initial_loss_scale(options_)), graphs_(graphs_off_reason(options, optimizer)) {}
-
-  // loss_optimizer updates the loss's own parameters (a parametric loss only).
-  Trainer(Model& model, Loss& loss, Optim& optimizer, LossOptim& loss_optimizer, TrainerOptions options = {})
-    requires has_loss_optimizer
-      : model_(model), loss_(loss), optimizer_(optimizer), loss_optimizer_(&loss_optimizer),
-        options_(checked(options)), loss_scale_(initial_loss_scale(options_)),
-        graphs_(graphs_off_reason(options, optimizer)) {
-    static_assert(check::loss_optimizer_target<
-                  loss_has_parameters && requires { requires std::is_same_v<typename LossOptim::model_type, Loss>; }>());
-  }
-
-  // Sizes everything a step needs for batches of up to `batch` samples: the workspace, the
-  // buffers that convert float data to the model's scalar type, and the GEMMs' packing buffers
-  // (by one forward and backward pass of zeros, which adds exactly zero to the gradients; it runs in
-  // eval mode, so running statistics and dropout streams are untouched).
-  // Steps after it allocate nothing; without it the first step (or a larger batch) does this.
-  void reserve(int batch) {
-    if (batch <= capacity_) return;
-    const auto rows = static_cast<std::size_t>(batch);
-    graphs_.clear();  // they point into the workspace and scratch replaced here
-    workspace_ = Buffer<T, Device>(program::workspace_per_sample * rows);
-    scratch_ = Buffer<T, Device>(program::template scratch_values<Device>(batch));
-    capacity_ = batch;
-    if constexpr (!std::is_same_v<T, float>) {
-      input_staging_.reserve_discard(input_shape::size * rows);
-      target_staging_.reserve_discard(output_shape::size * rows);
-    }
-    Buffer<T, Device> zeros(input_shape::size * rows);
-    fill(Device{}, zeros.data(), zeros.size(), T(0));
-    const auto run = model_.next_run(scratch_.data(), true);
-    program::forward_train(Device{}, run, zeros.data(), workspace_.data(), capacity_, batch, activations_);
-    fill(Device{}, program::output_gradient(workspace_.data(), capacity_), output_shape::size * rows, T(0));
-    program::backward(Device{}, run, model_.gradients(), workspace_.data(), capacity_, batch, activations_,
-                      [](std::size_t) {});
-  }
-  int capacity() const noexcept { return capacity_; }
-
-  // A batch from a DataLoader: batch.x (B samples), batch.y (B targets).
-  template <class Batch>
-    requires requires(const Batch& b) { b.x; b.y; }
-  T step(const Batch& batch) {
-    return step(batch.x, batch.y);
-  }
-
-  // x: B samples of the network's input shape; y: B class indices or (B, output) real targets,
-  // as the loss takes. Returns the batch's mean loss (before the update).
-  // With accumulate = k, each call is one micro-batch: gradients of k calls are averaged, and only
-  // the k-th call reduces them across ranks and updates (PyTorch's no_sync on the others).
-  template <class X, class Y>
-  T step(const X& x, const Y& y) {
-    const bool last = micro_step_ + 1 == options_.accumulate;
-    if (micro_step_ == 0) start_window();
-    if (!last) {
-      const T loss = backward_pass(x, y, [](std::size_t) {});
-      loss_non_finite_ |= !std::isfinite(loss);
-      ++micro_step_;
-      return loss;
-    }
-    T loss{};
-    bool skipped = false;
-    try {
-      loss = backward_pass(x, y, [this](std::size_t first) { optimizer_.gradients_ready_from(first); });
-      loss_non_finite_ |= !std::isfinite(loss);
-      skipped = options_.skip_non_finite && non_finite_step();
-      if (!skipped && loss_scaling_on()) unscale_gradients();
-      if (skipped) {
-        if constexpr (Model::num_buffers > 0)
-          if (buffers_saved_)
-            assign(Device{}, model_.buffers(), expr::ref(saved_buffers_.data(), Model::num_buffers));
-        optimizer_.skip_step();
-        if constexpr (has_loss_optimizer) loss_optimizer_->skip_step();
-      } else {
-        optimizer_.step();
-        if constexpr (has_loss_optimizer) loss_optimizer_->step();
-      }
-      micro_step_ = 0;
-    } catch (...) {
-      optimizer_.abandon_step();  // reductions in flight: the job cannot continue consistently
-      if constexpr (has_loss_optimizer) loss_optimizer_->abandon_step();
-      if (flag_in_flight_) optimizer_.reducer().abort("the non-finite guard's reduction was abandoned by an exception");
-      throw;
-    }
-    if (loss_scaling_on()) {
-      const bool overflow = skipped && overflowed();
-      update_loss_scale(skipped, overflow);
-      if (overflow) {  // what loss scaling expects now and then: not a non-finite run
-        ++skipped_steps_;
-        return loss;
-      }
-    }
-    if (skipped)
-      count_skipped();
-    else
-      non_finite_in_a_row_ = 0;
-    return loss;
-  }
-
-  // Forward, loss and backward without an update and without communication: adds to the model's
-  // gradients (and a parametric loss's) dL/dparams of this batch's mean loss, divided by
-  // `accumulate` (so that k calls sum to the mean over the k batches) and multiplied by
-  // loss_scale() (1 unless loss scaling is on: divide by it before an update). For custom loops;
-  // does not move the accumulation window.
-  template <class X, class Y>
-  T accumulate_gradients(const X& x, const Y& y) {
-    return backward_pass(x, y, [](std::size_t) {});
-  }
-
-  const TrainerOptions& options() const noexcept { return options_; }
-  // Position within the accumulation window (0 .. accumulate - 1), kept by training checkpoints.
-  int micro_step() const noexcept { return micro_step_; }
-  void restore_micro_step(int micro_step) {
-    if (micro_step < 0 || micro_step >= options_.accumulate)
-      throw Error("etnn::Trainer: micro step " + std::to_string(micro_step) + " outside [0, " +
-                  std::to_string(options_.accumulate) + ")");
-    micro_step_ = micro_step;
-    buffers_saved_ = false;  // a window resumed midway has no copy of its starting buffers
-  }
-
-  // Steps the non-finite guard has skipped so far (loss-scale overflows included), and how many of
-  // the latest ones in a row (0 after an update, and after the error that a run of
-  // max_non_finite_in_a_row ends with; overflows neither count nor end a run).
-  std::int64_t skipped_steps() const noexcept { return skipped_steps_; }
-  int non_finite_in_a_row() const noexcept { return non_finite_in_a_row_; }
-
-  // Dynamic loss scaling: the scale the next step multiplies the loss's gradient by (1 when off),
-  // and the updates in a row made at it (growth_interval of them grow it). Training checkpoints
-  // keep both.
-  float loss_scale() const noexcept { return loss_scale_; }
-  int updates_at_loss_scale() const noexcept { return updates_at_scale_; }
-  void restore_loss_scale(float scale, int updates_at_scale) {
-    if (!loss_scaling_on())
-      throw Error("etnn::Trainer: a loss scale (" + std::to_string(scale) +
-                  ") for a trainer without loss scaling; turn TrainerOptions::loss_scaling on to resume it");
-    if (!(scale > 0.0f) || !std::isfinite(scale))
-      throw Error("etnn::Trainer: the loss scale must be finite and > 0, got " + std::to_string(scale));
-    const int interval = options_.loss_scaling->growth_interval;
-    if (updates_at_scale < 0 || updates_at_scale >= interval)
-      throw Error("etnn::Trainer: " + std::to_string(updates_at_scale) + " updates at the loss scale, outside [0, " +
-                  std::to_string(interval) + ") (growth_interval)");
-    loss_scale_ = scale;
-    updates_at_scale_ = updates_at_scale;
-  }
-  Model& model() noexcept { return model_; }
-  Optim& optimizer() noexcept { return optimizer_; }
-  // On CUDA, the recorded graphs of the step (cuda::GraphCache: how many, whether on, and why not).
-  const detail::StepGraphs<Device>& step_graphs() const noexcept { return graphs_; }
-  // The optimizer of a parametric loss's parameters.
-  LossOptim& loss_optimizer() noexcept
-    requires has_loss_optimizer
-  {
-    return *loss_optimizer_;
-  }
-
- private:
-  static TrainerOptions checked(TrainerOptions options) {
-    if (options.accumulate < 1)
-      throw Error("etnn::Trainer: accumulate must be >= 1, got " + std::to_string(options.accumulate));
-    if (options.max_non_finite_in_a_row < 0)
-      throw Error("etnn::Trainer: max_non_finite_in_a_row must be >= 0 (0: never throw), got " +
-                  std::to_string(options.max_non_finite_in_a_row));
-    if (!options.loss_scaling)
-      options.loss_scaling = LossScaling{.enabled = loss_scaled_by_default<typename Model::scalar_type>};
-    const LossScaling& scaling = *options.loss_scaling;
-    if (scaling.enabled) {
-      const auto bad = [](const char* what, double value) {
-        throw Error(std::string("etnn::Trainer: loss scaling's ") + what + ", got " + std::to_string(value));
-      };
-      if (!(scaling.init_scale > 0.0f) || !std::isfinite(scaling.init_scale))
-        bad("init_scale must be finite and > 0", scaling.init_scale);
-      if (!(scaling.growth_factor > 1.0f) || !std::isfinite(scaling.growth_factor))
-        bad("growth_factor must be finite and > 1", scaling.growth_factor);
-      if (!(scaling.backoff_factor > 0.0f && scaling.backoff_factor < 1.0f))
-        bad("backoff_factor must be in (0, 1)", scaling.backoff_factor);
-      if (scaling.growth_interval < 1) bad("growth_interval must be >= 1", scaling.growth_interval);
-      if (!options.skip_non_finite)
-        throw Error("etnn::Trainer: loss scaling skips the steps whose gradients overflow, which needs the non-finite "
-                    "guard: leave skip_non_finite on, or turn loss scaling off");
-    }
-    return options;
-  }
-
-  static float initial_loss_scale(const TrainerOptions& options) {
-    return options.loss_scaling->enabled ? options.loss_scaling->init_scale : 1.0f;
-  }
-  bool loss_scaling_on() const noexcept { return options_.loss_scaling->enabled; }
-
-  // A skipped step that scaling explains: the loss was finite on every rank and the scale, above
-  // 1, made the gradients overflow.
-  bool overflowed() const noexcept { return ranks_with_non_finite_loss_ == 0.0 && loss_scale_ > 1.0f; }
-
-  // The reduced gradients (the model's and a parametric loss's) divided by the loss scale.
-  void unscale_gradients() {
-    const T inverse = T(1) / static_cast<T>(loss_scale_);
-    assign(Device{}, model_.gradients(), expr::ref(model_.gradients(), Model::num_params) * inverse);
-    if constexpr (has_loss_optimizer)
-      assign(Device{}, loss_.gradients(), expr::ref(loss_.gradients(), Loss::num_params) * inverse);
-  }
-
-  // After each update window: an overflow backs the scale off (so it stays above
-  // min(init_scale, backoff_factor)); an update counts toward growth; another skipped step changes
-  // nothing.
-  void update_loss_scale(bool skipped, bool overflow) {
-    const LossScaling& scaling = *options_.loss_scaling;
-    if (overflow) {
-      loss_scale_ *= scaling.backoff_factor;
-      updates_at_scale_ = 0;
-    } else if (!skipped && ++updates_at_scale_ == scaling.growth_interval) {
-      const float grown = loss_scale_ * scaling.growth_factor;
-      if (std::isfinite(grown)) loss_scale_ = grown;
-      updates_at_scale_ = 0;
-    }
-  }
-
-  // The first micro-batch of an accumulation window: gradients zeroed; for the guard, the buffers
-  // kept (the forward passes update running statistics) and the window's loss flag cleared.
-  void start_window() {
-    model_.zero_grad();
-    if constexpr (loss_has_parameters) loss_.zero_grad();
-    loss_non_finite_ = false;
-    if constexpr (Model::num_buffers > 0) {
-      if (options_.skip_non_finite) {
-        assign(Device{}, saved_buffers_.data(), expr::ref(model_.buffers(), Model::num_buffers));
-        buffers_saved_ = true;
-      }
-    }
-  }
-
-  // The guard's test, after backward: whether any rank's loss in this window was non-finite (a
-  // count summed across ranks, its allreduce overlapping the gradients') or the gradients summed
-  // across ranks hold a NaN or an infinity (the same sum on every rank: a NaN on one rank reaches
-  // all, so this needs no extra collective). Every rank reaches the same verdict. Reduces the
-  // gradients (Optimizer::reduce_gradients).
-  bool non_finite_step() {
-    auto& reducer = optimizer_.reducer();
-    ranks_with_non_finite_loss_ = loss_non_finite_ ? 1.0 : 0.0;
-    const bool distributed = reducer.size() > 1;
-    if (distributed) {
-      flag_pending_ = reducer.start_allreduce_sum(&ranks_with_non_finite_loss_, 1);
-      flag_in_flight_ = true;
-    }
-    optimizer_.reduce_gradients();
-    if constexpr (has_loss_optimizer) loss_optimizer_->reduce_gradients();
-    if (distributed) {
-      reducer.wait(flag_pending_);
-      flag_in_flight_ = false;
-    }
-    bool gradients_finite =
-        optim::detail::last_non_finite(Device{}, model_.gradients(), Model::num_params) == Model::num_params;
-    if constexpr (has_loss_optimizer)
-      gradients_finite = gradients_finite && optim::detail::last_non_finite(Device{}, loss_.gradients(),
-                                                                            Loss::num_params) == Loss::num_params;
-    if (gradients_finite && ranks_with_non_finite_loss_ == 0.0) return false;
-    if (non_finite_in_a_row_ == 0) {  // the first of a run: what the error will report
-      first_ranks_with_non_finite_loss_ = static_cast<int>(ranks_with_non_finite_loss_);
-      first_non_finite_ = gradients_finite ? std::string() : first_non_finite_gradient();
-    }
-    return true;
-  }
-
-  // The parameter tensor whose gradient backward computed first among those holding a NaN or an
-  // infinity: a parametric loss's (computed before the model's backward), else the model's layer
-  // nearest the output with one (backward runs from the output; a NaN arising in a layer reaches
-  // every layer before it), and within that layer its first such tensor.
-  std::string first_non_finite_gradient() const {
-    if constexpr (has_loss_optimizer) {
-      std::string name = non_finite_tensor<Loss>(loss_.gradients());
-      if (!name.empty()) return name.insert(0, "loss.");
-    }
-    return non_finite_tensor<Model>(model_.gradients());
-  }
-
-  template <class Params>
-  static std::string non_finite_tensor(const T* gradients) {
-    const std::size_t last = optim::detail::last_non_finite(Device{}, gradients, Params::num_params);
-    if (last == Params::num_params) return {};
-    const auto ends = optim::parameter_ends<Params>();
-    const auto layer_end = std::upper_bound(ends.begin(), ends.end(), last);
-    const std::size_t begin = layer_end == ends.begin() ? 0 : *(layer_end - 1);
-    const std::size_t first = optim::detail::first_non_finite(Device{}, gradients, begin, last + 1);
-    for (const auto& p : Params::named_parameters())
-      if (first >= p.offset && first < p.offset + p.numel) return p.name;
-    return "element " + std::to_string(first);
-  }
-
-  // A skipped step: counted; a run of max_non_finite_in_a_row of them ends in an error.
-  void count_skipped() {
-    ++skipped_steps_;
-    ++non_finite_in_a_row_;
-    if (options_.max_non_finite_in_a_row == 0 || non_finite_in_a_row_ < options_.max_non_finite_in_a_row) return;
-    std::string message = "etnn::Trainer: ";
-    message += std::to_string(non_finite_in_a_row_);
-    message += " steps in a row with non-finite ";
-    message += first_non_finite_.empty() ? "losses" : "gradients";
-    message += " (each skipped: the parameters are those before the first); first non-finite: ";
-    if (first_non_finite_.empty()) {
-      message += "the loss (the gradients were finite)";
-    } else {
-      message += "'";
-      message += first_non_finite_;
-      message += "' (of the gradients backward computed, the first with a NaN or an infinity)";
-    }
-    if (first_ranks_with_non_finite_loss_ > 0) {
-      const int ranks = optimizer_.reducer().size();
-      message += "; the loss was non-finite on ";
-      message += std::to_string(first_ranks_with_non_finite_loss_);
-      message += " of ";
-      message += std::to_string(ranks);
-      message += ranks == 1 ? " rank" : " ranks";
-    }
-    message += ". Lower the learning rate, clip gradients (Optimizer::set_max_grad_norm), look for NaN or "
-               "infinity in the data, or raise TrainerOptions::max_non_finite_in_a_row";
-    non_finite_in_a_row_ = 0;
-    throw NonFiniteError(message);
-  }
-
-  // Forward, loss (its gradient times loss_scale() / accumulate) and backward, calling layer_done as
-  // layers finish (see Program::backward).
-  template <class X, class Y, class LayerDone>
-  T backward_pass(const X& x, const Y& y, LayerDone&& layer_done) {
-    const auto in = const_view(x);
-    static_assert(check::input_shape<typename decltype(in)::shape, input_shape>());
-    const int batch = in.batch();
-    if (batch <= 0) throw ShapeError("etnn::Trainer: empty batch");
-    reserve(batch);
-    const auto staged = detail::stage_as<T, Device>(in, input_staging_);
-    auto run = model_.next_run(scratch_.data());
-    if (options_.sync_batch_norm && optimizer_.reducer().size() > 1) run.sync = CrossRankSum(optimizer_.reducer());
-    // Where the activations are does not depend on the pass, so a replayed graph needs only this.
-    activations_ = program::locate(staged.data(), workspace_.data(), capacity_);
-    graphs_.run(step_key(0, run.training, batch, staged.data()), [&] {
-      program::forward_train(Device{}, run, staged.data(), workspace_.data(), capacity_, batch, activations_);
-    });
-    const TensorView<const T, output_shape, Device> output(activations_.back(), batch);
-    T* output_grad = program::output_gradient(workspace_.data(), capacity_);
-    // dL/doutput is scaled by the loss scale and 1/accumulate; a parametric loss adds its
-    // parameters' gradients itself, scaled the same.
-    const T gradient_scale = static_cast<T>(loss_scale_) / static_cast<T>(options_.accumulate);
-    if constexpr (loss_has_parameters) loss_.set_gradient_scale(gradient_scale);
-    const T loss = loss_value_and_grad(output, y, output_grad);
-    if (gradient_scale != T(1)) {
-      const std::size_t n = static_cast<std::size_t>(batch) * output_shape::size;
-      assign(Device{}, output_grad, expr::ref(output_grad, n) * gradient_scale);
-    }
-    graphs_.run(step_key(1, run.training, batch, staged.data()), [&] {
-      program::backward(Device{}, run, model_.gradients(), workspace_.data(), capacity_, batch, activations_,
-                        layer_done);
-    });
-    return loss;
-  }
-
-  // Why the step is not recorded into CUDA graphs, or "" when it is. Graphs record what a pass
-  // launches, not the host's part of it, with the arguments of the recording.
-  static std::string graphs_off_reason(const TrainerOptions& options, Optim& optimizer) {
-    if (!options.cuda_graphs) return "turned off";
-    if (optimizer.reducer().size() > 1)  // it starts its allreduces from backward's callbacks
-      return "a data-parallel step launches its allreduces from the host";
-    if constexpr (program::draws_random) return "the network draws random numbers (dropout): each pass differs";
-    return "";
-  }
-
-  // A graph of the step holds pointers and sizes: the input's address and the batch, besides the
-  // trainer's and the model's own buffers, which stay put. The mode selects kernels (batch norm's
-  // statistics), so eval-mode passes are parts of their own: 0 forward, 1 backward, 2 and 3 the
-  // same in eval mode. Nothing else a recorded pass reads changes between steps: a network that
-  // draws random numbers is not recorded, and in one process the bucket callbacks do nothing.
-  static std::tuple<int, int, const void*> step_key(int part, bool training, int batch, const void* input) {
-    return {training ? part : part + 2, batch, input};
-  }
-
-  template <class Y>
-  T loss_value_and_grad(TensorView<const T, output_shape, Device> output, const Y& y, T* grad) {
-    using Kind = typename Loss::target_kind;
-    static_assert(check::loss_target_kind<std::is_same_v<Kind, loss::ClassIndices> ||
-                                          std::is_same_v<Kind, loss::RealValues> ||
-                                          std::is_same_v<Kind, loss::MultiHot>>());
-    if constexpr (std::is_same_v<Kind, loss::ClassIndices>) {
-      static_assert(check::class_index_targets<std::is_convertible_v<const Y&, std::span<const int>>>());
-      return loss_.value_and_grad(Device{}, output, std::span<const int>(y), grad);
-    } else {  // RealValues and MultiHot: a tensor of the output's shape
-      static_assert(check::tensor_targets<requires(const Y& t) { const_view(t); }>());
-      const auto staged = detail::stage_as<T, Device>(const_view(y), target_staging_);
-      return loss_.value_and_grad(Device{}, output, staged, grad);
-    }
-  }
-
-  Model& model_;
-  Loss& loss_;
-  Optim& optimizer_;
-  LossOptim* loss_optimizer_ = nullptr;  // null without loss parameters
-  TrainerOptions options_;
-  int micro_step_ = 0;  // position within the current accumulation window
-  // The non-finite guard.
-  bool loss_non_finite_ = false;             // a micro-batch of this window had a non-finite loss
-  double ranks_with_non_finite_loss_ = 0.0;  // summed across ranks in place
-  typename reducer_type::Pending flag_pending_{};
-  bool flag_in_flight_ = false;
-  Buffer<T, Device> saved_buffers_{Model::num_buffers};  // the model's buffers at the start of the window
-  bool buffers_saved_ = false;
-  std::int64_t skipped_steps_ = 0;
-  int non_finite_in_a_row_ = 0;
-  std::string first_non_finite_;  // in the run's first step: the tensor; empty when only the loss was
-  int first_ranks_with_non_finite_loss_ = 0;
-  float loss_scale_ = 1.0f;    // dynamic loss scaling; 1 when off
-  int updates_at_scale_ = 0;  // updates in a row at loss_scale_
-  Buffer<T, Device> workspace_;
-  Buffer<T, Device> scratch_;  // the layers' scratch (im2col columns, per-channel sums)
-  int capacity_ = 0;
-  Buffer<T, Device> input_staging_;
-  Buffer<T, Device> target_staging_;
-  typename program::template Activations<T> activations_{};
-  detail::StepGraphs<Device> graphs_;
-};
-
-}  // namespace etnn
-// ---- etnn/train/training_state.hpp ----
+// ---- etnn/io/training_state.hpp ----
 // Training checkpoints: everything needed to continue training as if it had never stopped.
 //   etnn::io::save_state(trainer, loader, "run.state.safetensors");   // e.g. after a step
 //   etnn::io::load_state(trainer, loader, "run.state.safetensors");   // in a new process
@@ -11708,3 +11176,1003 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
 }
 
 }  // namespace etnn::io
+// ---- etnn/train/train.hpp ----
+// The face of train/: etnn::Trainer (a training step: forward, loss, backward, reduce, update),
+// etnn::evaluate with etnn::metrics, and progress reporting.
+//   etnn::Trainer trainer(model, loss, opt);
+//   for (auto batch : loader) trainer.step(batch);
+// ---- etnn/train/evaluate.hpp ----
+// etnn::evaluate: runs the model over a whole dataset in inference mode and returns a metric.
+// The model is in eval mode meanwhile (running statistics, no dropout) and back in its own after.
+
+
+namespace etnn {
+
+// dataset: anything with a shape, size(), labels() and either features() (all samples,
+// contiguous, such as etnn::data::Dataset) or copy_sample(i, out) (etnn::data::IdxDataset).
+// metric: etnn::metrics::accuracy or any type with update() and result().
+template <class Model, class Dataset, class Metric>
+double evaluate(Model& model, const Dataset& dataset, Metric metric, int batch = 256) {
+  using T = typename Model::value_type;
+  using Device = typename Model::device;
+  using S = typename Dataset::shape;
+  if (batch <= 0) throw ShapeError("etnn::evaluate: batch must be positive, got " + std::to_string(batch));
+  Tensor<T, typename Model::output_shape, Device> out(batch);
+  Buffer<T, Device> staging;
+  Tensor<T, typename Model::output_shape, Cpu> out_on_host;  // a device model's outputs, for the metric
+  struct ModeGuard {
+    Model& m;
+    bool was_training;
+    ~ModeGuard() { m.train(was_training); }
+  } guard{model, model.training()};
+  model.eval();
+  const auto labels = dataset.labels();
+  if (labels.size() != dataset.size())
+    throw ShapeError("etnn::evaluate: the dataset's labels do not hold size() samples");
+  // Samples [first, first + n) as a view: in place when the dataset holds its features contiguously,
+  // else copied (a dataset streamed from disk).
+  std::vector<float> copied;
+  const auto samples = [&](std::size_t first, int n) {
+    if constexpr (requires { dataset.features(); }) {
+      const auto features = dataset.features();
+      if (features.size() != dataset.size() * S::size)
+        throw ShapeError("etnn::evaluate: the dataset's features do not hold size() samples of " + S::to_string());
+      return TensorView<const float, S, Cpu>(features.data() + first * S::size, n);
+    } else {
+      copied.resize(static_cast<std::size_t>(n) * S::size);
+      for (int r = 0; r < n; ++r) dataset.copy_sample(first + static_cast<std::size_t>(r), copied.data() + r * S::size);
+      return TensorView<const float, S, Cpu>(copied.data(), n);
+    }
+  };
+  for (std::size_t first = 0; first < dataset.size(); first += static_cast<std::size_t>(batch)) {
+    const int n = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(batch), dataset.size() - first));
+    out.resize(n);
+    model.forward(backend::stage_as<T, Device>(samples(first, n), staging), out.view());
+    const auto batch_labels = labels.subspan(first, static_cast<std::size_t>(n));
+    if constexpr (std::is_same_v<Device, Cpu>) {
+      metric.update(const_view(out), batch_labels);
+    } else {  // metrics read host memory
+      out_on_host.resize(n);
+      copy_to_host(Device{}, out_on_host.data(), out.data(), out.size());
+      metric.update(const_view(out_on_host), batch_labels);
+    }
+  }
+  return metric.result();
+}
+
+}  // namespace etnn
+// ---- etnn/train/metrics.hpp ----
+// Metrics accumulate over batches of model outputs and targets, then give one number. Each is a
+// value type with update(outputs, targets) and result(); etnn::evaluate drives those that take
+// class indices (a Dataset's labels):
+//   float acc = etnn::evaluate(model, test, etnn::metrics::accuracy);
+//   float top5 = etnn::evaluate(model, test, etnn::metrics::top_k_accuracy(5));
+// Those that take targets of the output's shape are driven by the caller:
+//   etnn::metrics::MeanAbsoluteError mae;
+//   for (...) mae.update(etnn::const_view(model.forward(x)), etnn::const_view(y));
+//   double error = mae.result();
+
+
+namespace etnn::metrics {
+
+namespace detail {
+using etnn::detail::message;
+
+inline void check_label_count(std::span<const int> labels, int rows, const char* who) {
+  if (labels.size() != static_cast<std::size_t>(rows))
+    throw ShapeError(message(who, std::to_string(labels.size()), " labels for ", std::to_string(rows),
+                             " score rows; pass one label per row"));
+}
+
+template <class T, ShapeType S, class U, ShapeType TS>
+void check_target_rows(TensorView<const T, S, Cpu> outputs, TensorView<const U, TS, Cpu> targets, const char* who) {
+  static_assert(loss::check::target_shape<TS, S>());
+  if (outputs.batch() != targets.batch())
+    throw ShapeError(message(who, std::to_string(targets.batch()), " target rows for ",
+                             std::to_string(outputs.batch()), " output rows; pass one target row per sample"));
+}
+}  // namespace detail
+
+// Fraction of samples whose highest score is the label (ties: the first maximum).
+//   scores: (B, C)   labels: B class indices
+struct Accuracy {
+  std::size_t correct = 0;
+  std::size_t total = 0;
+
+  template <class T, ShapeType S>
+  void update(TensorView<const T, S, Cpu> scores, std::span<const int> labels) {
+    static_assert(loss::check::class_scores<S>());
+    detail::check_label_count(labels, scores.batch(), "etnn::metrics::Accuracy");
+    for (int b = 0; b < scores.batch(); ++b) {
+      const T* row = scores.sample(b);
+      int best = 0;
+      for (int j = 1; j < S::dims[0]; ++j) best = row[j] > row[best] ? j : best;
+      correct += best == labels[static_cast<std::size_t>(b)] ? 1 : 0;
+    }
+    total += static_cast<std::size_t>(scores.batch());
+  }
+
+  double result() const { return total == 0 ? 0.0 : static_cast<double>(correct) / static_cast<double>(total); }
+};
+
+inline constexpr Accuracy accuracy{};
+
+// Fraction of samples whose label is among the k highest scores. Equal scores rank by class
+// index (a stable sort, descending), so k = 1 is Accuracy; a label outside [0, C) never counts.
+//   scores: (B, C)   labels: B class indices   1 <= k <= C
+struct TopKAccuracy {
+  int k = 5;
+  std::size_t correct = 0;
+  std::size_t total = 0;
+
+  template <class T, ShapeType S>
+  void update(TensorView<const T, S, Cpu> scores, std::span<const int> labels) {
+    static_assert(loss::check::class_scores<S>());
+    constexpr int classes = S::dims[0];
+    if (k < 1 || k > classes)
+      throw Error(detail::message("etnn::metrics::TopKAccuracy", "k = ", std::to_string(k), " is outside [1, ",
+                                  std::to_string(classes), "]; the network has ", std::to_string(classes),
+                                  " outputs"));
+    detail::check_label_count(labels, scores.batch(), "etnn::metrics::TopKAccuracy");
+    for (int b = 0; b < scores.batch(); ++b) {
+      const T* row = scores.sample(b);
+      const int y = labels[static_cast<std::size_t>(b)];
+      if (y < 0 || y >= classes) continue;
+      int rank = 0;  // classes ranked before the label
+      for (int j = 0; j < classes; ++j) rank += row[j] > row[y] || (row[j] == row[y] && j < y) ? 1 : 0;
+      correct += rank < k ? 1 : 0;
+    }
+    total += static_cast<std::size_t>(scores.batch());
+  }
+
+  double result() const { return total == 0 ? 0.0 : static_cast<double>(correct) / static_cast<double>(total); }
+};
+
+inline TopKAccuracy top_k_accuracy(int k) {
+  if (k < 1) throw Error(detail::message("etnn::metrics::top_k_accuracy", "k must be >= 1, got ", std::to_string(k)));
+  return {.k = k};
+}
+
+// Micro-averaged F1 of multi-label predictions: output c of a sample predicts its label c when
+// the logit is > 0 (probability > 0.5 after a sigmoid).
+//   F1 = 2 TP / (2 TP + FP + FN), counted over every (sample, label); 0 when there is nothing to
+//   count (no positive label and no positive prediction), as scikit-learn's zero_division default.
+//   logits: (B, C)   targets: (B, C) of 0 and 1
+struct MultiLabelF1 {
+  std::size_t true_positives = 0;
+  std::size_t false_positives = 0;
+  std::size_t false_negatives = 0;
+
+  template <class T, ShapeType S, class U, ShapeType TS>
+  void update(TensorView<const T, S, Cpu> logits, TensorView<const U, TS, Cpu> targets) {
+    detail::check_target_rows(logits, targets, "etnn::metrics::MultiLabelF1");
+    const T* z = logits.data();
+    const U* t = targets.data();
+    for (std::size_t i = 0; i < logits.size(); ++i) {
+      if (t[i] != U(0) && t[i] != U(1))
+        throw Error(detail::message("etnn::metrics::MultiLabelF1", "target element ", std::to_string(i), " is ",
+                                    std::to_string(t[i]), "; multi-label targets are 0 or 1"));
+      const bool predicted = z[i] > T(0);
+      const bool actual = t[i] == U(1);
+      true_positives += predicted && actual ? 1 : 0;
+      false_positives += predicted && !actual ? 1 : 0;
+      false_negatives += !predicted && actual ? 1 : 0;
+    }
+  }
+
+  double result() const {
+    const std::size_t denominator = 2 * true_positives + false_positives + false_negatives;
+    return denominator == 0 ? 0.0 : 2.0 * static_cast<double>(true_positives) / static_cast<double>(denominator);
+  }
+};
+
+inline constexpr MultiLabelF1 multilabel_f1{};
+
+// Mean of |output - target| over every element of every sample, summed in double.
+//   outputs, targets: (B, S...)
+struct MeanAbsoluteError {
+  double sum = 0;
+  std::size_t count = 0;
+
+  template <class T, ShapeType S, class U, ShapeType TS>
+  void update(TensorView<const T, S, Cpu> outputs, TensorView<const U, TS, Cpu> targets) {
+    detail::check_target_rows(outputs, targets, "etnn::metrics::MeanAbsoluteError");
+    const T* y = outputs.data();
+    const U* t = targets.data();
+    for (std::size_t i = 0; i < outputs.size(); ++i) sum += std::abs(static_cast<double>(y[i]) - static_cast<double>(t[i]));
+    count += outputs.size();
+  }
+
+  double result() const { return count == 0 ? 0.0 : sum / static_cast<double>(count); }
+};
+
+inline constexpr MeanAbsoluteError mean_absolute_error{};
+
+}  // namespace etnn::metrics
+// ---- etnn/train/progress.hpp ----
+// A live one-line progress bar for a training epoch:
+//   epoch 3/10 [=========>          ] 28160/60000  loss 0.4123  51234 samples/s
+// Redrawn at most 10 times a second, only when the stream is a terminal (logs stay clean).
+#include <chrono>
+
+namespace etnn {
+
+class ProgressBar {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  ProgressBar(std::string label, std::size_t total, std::FILE* stream = stderr)
+      : label_(std::move(label)), total_(total), stream_(stream), live_(::isatty(::fileno(stream)) != 0),
+        start_(Clock::now()), last_draw_(start_) {}
+
+  // `done` samples processed so far, `loss` a running mean.
+  void update(std::size_t done, double loss) {
+    const auto now = Clock::now();
+    if (!live_ || (now - last_draw_ < std::chrono::milliseconds(100) && done < total_)) return;
+    last_draw_ = now;
+    constexpr int width = 30;
+    const double fraction = total_ == 0 ? 1.0 : static_cast<double>(done) / static_cast<double>(total_);
+    const int filled = static_cast<int>(fraction * width);
+    std::string bar(static_cast<std::size_t>(width), ' ');
+    for (int i = 0; i < filled && i < width; ++i) bar[static_cast<std::size_t>(i)] = '=';
+    if (filled < width) bar[static_cast<std::size_t>(filled)] = '>';
+    std::fprintf(stream_, "\r%s [%s] %zu/%zu  loss %.4f  %.0f samples/s ", label_.c_str(), bar.c_str(), done,
+                 total_, loss, static_cast<double>(done) / seconds());
+    std::fflush(stream_);
+  }
+
+  // Erases the bar so that a summary line can take its place.
+  void finish() {
+    if (live_) std::fprintf(stream_, "\r%*s\r", 100, "");
+  }
+
+  double seconds() const {
+    const double s = std::chrono::duration<double>(Clock::now() - start_).count();
+    return s > 0 ? s : 1e-9;
+  }
+
+ private:
+  std::string label_;
+  std::size_t total_;
+  std::FILE* stream_;
+  bool live_;
+  Clock::time_point start_;
+  Clock::time_point last_draw_;
+};
+
+}  // namespace etnn
+// ---- etnn/train/trainer.hpp ----
+// etnn::Trainer: one training step is forward, loss, backward, gradient reduction and update,
+// over a workspace sized once from the network type and the largest batch. After the first step
+// at a given batch size a step allocates nothing.
+//   etnn::Trainer trainer(model, loss, opt);
+//   for (auto batch : loader) trainer.step(batch);
+//   float l = trainer.step(x, y);
+//   etnn::Trainer big(model, loss, opt, {.accumulate = 4});   // 4 micro-batches per update
+// A loss with parameters of its own (loss/parametric.hpp: ArcFace, CenterLoss, ...) comes with
+// their optimizer, which steps after the model's:
+//   etnn::Trainer trainer(model, arcface, opt, head_opt);
+// A step whose loss or reduced gradient holds a NaN or an infinity is skipped (the non-finite
+// guard, on by default): parameters, optimizer state and buffers stay as they were, and after
+// max_non_finite_in_a_row such steps in a row the step throws etnn::NonFiniteError.
+// An etnn::fp16 model's loss is scaled (dynamic loss scaling, TrainerOptions::loss_scaling).
+// The Trainer orchestrates: the model's training pass runs forward and backward
+// (nn/training_pass.hpp), the optimizers finish the step (reduce, non-finite scan, update), and the
+// guard (non_finite_guard.hpp) and the loss scaler (loss_scaler.hpp) keep their rules.
+
+// ---- etnn/train/checks.hpp ----
+// Compile-time checks of the Trainer's arguments: a loss with parameters of its own needs their
+// optimizer.
+// Each check is a consteval function whose static_assert message starts with a grep-able key
+// (ETNN_...) and says how to fix it; the node that needs it writes
+// `static_assert(check::something<...>());`. tests/compile_fail/ holds one program per message.
+
+namespace etnn::train::check {
+
+template <bool HasOptimizer>
+consteval bool loss_optimizer() {
+  static_assert(HasOptimizer,
+                "ETNN_LOSS_OPTIMIZER: this loss has parameters of its own (a margin head's weight, "
+                "CenterLoss's centers); give the Trainer an optimizer for them after the model's: "
+                "etnn::optim::SGD loss_opt(loss, {.lr = 0.01f}); etnn::Trainer trainer(model, loss, opt, loss_opt)");
+  return true;
+}
+
+template <bool OptimizesTheLoss>
+consteval bool loss_optimizer_target() {
+  static_assert(OptimizesTheLoss,
+                "ETNN_LOSS_OPTIMIZER: the Trainer's fourth argument must be an optimizer of the loss's own "
+                "parameters, built on the loss: etnn::optim::SGD loss_opt(loss, {...})");
+  return true;
+}
+
+}  // namespace etnn::train::check
+// ---- etnn/loss/target_staging.hpp ----
+// loss::detail::TargetStaging<T, Device>: a step's targets brought to a loss as its target_kind
+// (targets.hpp) says: class indices as they are, targets of the output's shape staged as the
+// model's scalar type on its device, in a buffer that grows to the largest batch and is reused.
+
+
+namespace etnn::loss::detail {
+
+template <class T, class Device>
+class TargetStaging {
+ public:
+  // Sizes the buffer that converts float targets to T for `values` target values.
+  void reserve(std::size_t values) {
+    if constexpr (!std::is_same_v<T, float>) staging_.reserve_discard(values);
+  }
+
+  // The loss's mean value over the batch, and dL/doutput into grad (output's shape).
+  template <class Loss, ShapeType S, class Y>
+  T value_and_grad(Loss& loss, TensorView<const T, S, Device> output, const Y& y, T* grad) {
+    using Kind = typename Loss::target_kind;
+    static_assert(check::loss_target_kind<std::is_same_v<Kind, ClassIndices> || std::is_same_v<Kind, RealValues> ||
+                                          std::is_same_v<Kind, MultiHot>>());
+    if constexpr (std::is_same_v<Kind, ClassIndices>) {
+      static_assert(check::class_index_targets<std::is_convertible_v<const Y&, std::span<const int>>>());
+      return loss.value_and_grad(Device{}, output, std::span<const int>(y), grad);
+    } else {  // RealValues and MultiHot: a tensor of the output's shape
+      static_assert(check::tensor_targets<requires(const Y& t) { const_view(t); }>());
+      const auto staged = backend::stage_as<T, Device>(const_view(y), staging_);
+      return loss.value_and_grad(Device{}, output, staged, grad);
+    }
+  }
+
+ private:
+  Buffer<T, Device> staging_;
+};
+
+}  // namespace etnn::loss::detail
+// ---- etnn/nn/training_pass.hpp ----
+// etnn::nn::TrainingPass<Model>: a model's training forward and backward passes, over a workspace
+// sized once from the network type and the largest batch (laid out as nn/program.hpp says). It
+// owns the workspace, the layers' scratch, the activations from forward to backward, the input
+// staging and, on CUDA, the passes recorded into graphs (backend/graphs.hpp). After the first pass
+// at a given batch size a pass allocates nothing.
+//   nn::TrainingPass pass(model);
+//   const auto out = pass.forward(x);       // out.values: y (B, output); out.gradient: dL/dy goes there
+//   loss.value_and_grad(Cpu{}, out.values, labels, out.gradient);
+//   pass.backward(1.0f, [](std::size_t) {});  // model.gradients() += dL/dparams
+
+// ---- etnn/backend/graphs.hpp ----
+// StepGraphs<Device>: how the training pass runs the pieces of a step on Device. A CUDA model
+// records them into CUDA graphs and replays those (cuda::GraphCache, under nvcc); a host model runs
+// them as they come (EagerSteps).
+
+#if defined(__CUDACC__)
+#endif
+
+namespace etnn::backend {
+
+// Runs each piece of a step when asked: GraphCache's interface, without the recording.
+struct EagerSteps {
+  explicit EagerSteps(const std::string&) {}
+  void clear() {}
+  template <class Key, class Work>
+  void run(const Key&, Work&& work) {
+    work();
+  }
+};
+
+#if defined(__CUDACC__)
+template <class Device>
+using StepGraphs = std::conditional_t<std::is_same_v<Device, Cuda>, cuda::GraphCache, EagerSteps>;
+#else
+template <class Device>
+using StepGraphs = EagerSteps;
+#endif
+
+}  // namespace etnn::backend
+
+namespace etnn::nn {
+
+template <class Model>
+class TrainingPass {
+ public:
+  using T = typename Model::value_type;
+  using Device = typename Model::device;
+  using program = typename Model::program;
+  using input_shape = typename Model::input_shape;
+  using output_shape = typename Model::output_shape;
+
+  // What forward() leaves for the loss: the network's output y, and where the loss writes dL/dy
+  // (the same shape, in the workspace), which backward() reads.
+  struct Output {
+    TensorView<const T, output_shape, Device> values;
+    T* gradient;
+  };
+
+  // graphs_off: why the passes must not be recorded into CUDA graphs, or "" to record them where
+  // they can be.
+  explicit TrainingPass(Model& model, std::string graphs_off = "")
+      : model_(model), graphs_(graphs_off_reason(std::move(graphs_off))) {}
+
+  // Sizes everything a pass needs for batches of up to `batch` samples: the workspace, the scratch,
+  // the buffer that converts float input to the model's scalar type, and the GEMMs' packing
+  // buffers (by one forward and backward pass of zeros, which adds exactly zero to the gradients;
+  // it runs in eval mode, so running statistics and dropout streams are untouched).
+  void reserve(int batch) {
+    if (batch <= capacity_) return;
+    const auto rows = static_cast<std::size_t>(batch);
+    graphs_.clear();  // they point into the workspace and scratch replaced here
+    workspace_ = Buffer<T, Device>(program::workspace_per_sample * rows);
+    scratch_ = Buffer<T, Device>(program::template scratch_values<Device>(batch));
+    capacity_ = batch;
+    if constexpr (!std::is_same_v<T, float>) input_staging_.reserve_discard(input_shape::size * rows);
+    Buffer<T, Device> zeros(input_shape::size * rows);
+    fill(Device{}, zeros.data(), zeros.size(), T(0));
+    const auto run = model_.next_run(scratch_.data(), true);
+    program::forward_train(Device{}, run, zeros.data(), workspace_.data(), capacity_, batch, activations_);
+    fill(Device{}, program::output_gradient(workspace_.data(), capacity_), output_shape::size * rows, T(0));
+    program::backward(Device{}, run, model_.gradients(), workspace_.data(), capacity_, batch, activations_,
+                      [](std::size_t) {});
+  }
+  int capacity() const noexcept { return capacity_; }
+
+  // The forward pass, in the model's mode, of x: B samples of the network's input shape. sync:
+  // the sum across ranks of batch norm's global-batch statistics, or empty for each rank's own.
+  template <class X>
+  Output forward(const X& x, dist::CrossRankSum sync = {}) {
+    const auto in = const_view(x);
+    static_assert(check::input_shape<typename decltype(in)::shape, input_shape>());
+    batch_ = in.batch();
+    if (batch_ <= 0) throw ShapeError("etnn::Trainer: empty batch");
+    reserve(batch_);
+    input_ = backend::stage_as<T, Device>(in, input_staging_).data();
+    run_ = model_.next_run(scratch_.data());
+    run_.sync = sync;
+    // Where the activations are does not depend on the pass, so a replayed graph needs only this.
+    activations_ = program::locate(input_, workspace_.data(), capacity_);
+    graphs_.run(graph_key(0), [&] {
+      program::forward_train(Device{}, run_, input_, workspace_.data(), capacity_, batch_, activations_);
+    });
+    return {{activations_.back(), batch_}, program::output_gradient(workspace_.data(), capacity_)};
+  }
+
+  // The backward pass of the last forward(): dL/dy, as the loss left it at Output::gradient, times
+  // gradient_scale; then model.gradients() += dL/dparams, calling layer_done as layers finish (see
+  // Program::backward).
+  template <class LayerDone>
+  void backward(T gradient_scale, LayerDone&& layer_done) {
+    if (gradient_scale != T(1)) {
+      T* output_gradient = program::output_gradient(workspace_.data(), capacity_);
+      const std::size_t n = static_cast<std::size_t>(batch_) * output_shape::size;
+      assign(Device{}, output_gradient, expr::ref(output_gradient, n) * gradient_scale);
+    }
+    graphs_.run(graph_key(1), [&] {
+      program::backward(Device{}, run_, model_.gradients(), workspace_.data(), capacity_, batch_, activations_,
+                        layer_done);
+    });
+  }
+
+  // On CUDA, the recorded graphs of the passes (cuda::GraphCache: how many, whether on, and why not).
+  const backend::StepGraphs<Device>& graphs() const noexcept { return graphs_; }
+
+ private:
+  // Why the passes are not recorded, or "" when they are. Graphs record what a pass launches, not
+  // the host's part of it, with the arguments of the recording.
+  static std::string graphs_off_reason(std::string off) {
+    if (!off.empty()) return off;
+    if constexpr (program::draws_random) return "the network draws random numbers (dropout): each pass differs";
+    return "";
+  }
+
+  // A graph of a pass holds pointers and sizes: the input's address and the batch, besides the
+  // pass's and the model's own buffers, which stay put. The mode selects kernels (batch norm's
+  // statistics), so eval-mode passes are parts of their own: 0 forward, 1 backward, 2 and 3 the
+  // same in eval mode. Nothing else a recorded pass reads changes between steps: a network that
+  // draws random numbers is not recorded, and in one process the bucket callbacks do nothing.
+  std::tuple<int, int, const void*> graph_key(int part) const {
+    return {run_.training ? part : part + 2, batch_, input_};
+  }
+
+  Model& model_;
+  Buffer<T, Device> workspace_;
+  Buffer<T, Device> scratch_;  // the layers' scratch (im2col columns, per-channel sums)
+  int capacity_ = 0;
+  Buffer<T, Device> input_staging_;
+  typename program::template Activations<T> activations_{};
+  // The pass in progress, from forward() to backward().
+  detail::Run<T> run_{};
+  int batch_ = 0;
+  const T* input_ = nullptr;
+  backend::StepGraphs<Device> graphs_;
+};
+
+}  // namespace etnn::nn
+// ---- etnn/train/loss_scaler.hpp ----
+// Dynamic loss scaling: etnn::LossScaling, its options, and train::detail::LossScaler, which keeps
+// the scale by torch.cuda.amp.GradScaler's rules for the Trainer.
+
+
+namespace etnn {
+
+// Whether the Trainer scales the loss by default: for fp16 products (etnn::fp16 and
+// etnn::fp16_unfused), whose exponent range is narrow.
+template <class Scalar>
+inline constexpr bool loss_scaled_by_default = products_of<Scalar> == Products::fp16;
+
+// Dynamic loss scaling (torch.cuda.amp.GradScaler, with its defaults). Each step multiplies the
+// loss's gradient by the scale S before backward, so that gradients too small for fp16 products
+// (below 2^-24) survive them; the gradients reduced across ranks are divided by S before the
+// update (one pass over them), so the update, clipping and gradients() after the step see the
+// true gradients. A step whose gradients overflow (the loss finite, S above 1) is skipped by the
+// non-finite guard and S multiplied by backoff_factor; after growth_interval updates in a row, S
+// is multiplied by growth_factor (while it stays finite). Powers of two (the default factors)
+// make the scaling exact: a model that never overflows trains as it would unscaled.
+struct LossScaling {
+  bool enabled = true;
+  float init_scale = 65536.0f;  // 2^16
+  float growth_factor = 2.0f;   // > 1
+  float backoff_factor = 0.5f;  // in (0, 1)
+  int growth_interval = 2000;   // >= 1
+};
+
+namespace train::detail {
+
+// The scale S of a training run and the updates made at it; S is 1 while scaling is off.
+class LossScaler {
+ public:
+  // scaling: the Trainer's resolved options; guarded: whether the non-finite guard, which skips
+  // the steps whose gradients overflow, is on (TrainerOptions::skip_non_finite).
+  LossScaler(const LossScaling& scaling, bool guarded)
+      : scaling_(checked(scaling, guarded)), scale_(scaling.enabled ? scaling.init_scale : 1.0f) {}
+
+  bool on() const noexcept { return scaling_.enabled; }
+  float scale() const noexcept { return scale_; }
+  int updates_at_scale() const noexcept { return updates_at_scale_; }
+
+  // Resumes a run at a scale and a count of updates at it (a training checkpoint's).
+  void restore(float scale, int updates_at_scale) {
+    if (!on())
+      throw Error("etnn::Trainer: a loss scale (" + std::to_string(scale) +
+                  ") for a trainer without loss scaling; turn TrainerOptions::loss_scaling on to resume it");
+    if (!(scale > 0.0f) || !std::isfinite(scale))
+      throw Error("etnn::Trainer: the loss scale must be finite and > 0, got " + std::to_string(scale));
+    const int interval = scaling_.growth_interval;
+    if (updates_at_scale < 0 || updates_at_scale >= interval)
+      throw Error("etnn::Trainer: " + std::to_string(updates_at_scale) + " updates at the loss scale, outside [0, " +
+                  std::to_string(interval) + ") (growth_interval)");
+    scale_ = scale;
+    updates_at_scale_ = updates_at_scale;
+  }
+
+  // The reduced gradients of a parameter set (a model, a parametric loss) divided by S, while on.
+  template <optim::ParameterSet Params>
+  void unscale(Params& params) const {
+    if (!on()) return;
+    using T = typename Params::value_type;
+    const T inverse = T(1) / static_cast<T>(scale_);
+    assign(typename Params::device{}, params.gradients(), expr::ref(params.gradients(), Params::num_params) * inverse);
+  }
+
+  // After each update window; returns whether a skipped step was an overflow: one that scaling
+  // explains, the loss finite on every rank and S above 1 making the gradients overflow. An
+  // overflow backs S off (so it stays above min(init_scale, backoff_factor)); an update counts
+  // toward growth; another skipped step changes nothing.
+  bool update(bool skipped, bool loss_finite_on_every_rank) {
+    if (!on()) return false;
+    const bool overflow = skipped && loss_finite_on_every_rank && scale_ > 1.0f;
+    if (overflow) {
+      scale_ *= scaling_.backoff_factor;
+      updates_at_scale_ = 0;
+    } else if (!skipped && ++updates_at_scale_ == scaling_.growth_interval) {
+      const float grown = scale_ * scaling_.growth_factor;
+      if (std::isfinite(grown)) scale_ = grown;
+      updates_at_scale_ = 0;
+    }
+    return overflow;
+  }
+
+ private:
+  static LossScaling checked(const LossScaling& scaling, bool guarded) {
+    if (!scaling.enabled) return scaling;
+    const auto bad = [](const char* what, double value) {
+      throw Error(std::string("etnn::Trainer: loss scaling's ") + what + ", got " + std::to_string(value));
+    };
+    if (!(scaling.init_scale > 0.0f) || !std::isfinite(scaling.init_scale))
+      bad("init_scale must be finite and > 0", scaling.init_scale);
+    if (!(scaling.growth_factor > 1.0f) || !std::isfinite(scaling.growth_factor))
+      bad("growth_factor must be finite and > 1", scaling.growth_factor);
+    if (!(scaling.backoff_factor > 0.0f && scaling.backoff_factor < 1.0f))
+      bad("backoff_factor must be in (0, 1)", scaling.backoff_factor);
+    if (scaling.growth_interval < 1) bad("growth_interval must be >= 1", scaling.growth_interval);
+    if (!guarded)
+      throw Error("etnn::Trainer: loss scaling skips the steps whose gradients overflow, which needs the non-finite "
+                  "guard: leave skip_non_finite on, or turn loss scaling off");
+    return scaling;
+  }
+
+  LossScaling scaling_;
+  float scale_;                // S
+  int updates_at_scale_ = 0;  // updates in a row at S
+};
+
+}  // namespace train::detail
+}  // namespace etnn
+// ---- etnn/train/non_finite_guard.hpp ----
+// train::detail::NonFiniteGuard<Model>: the Trainer's non-finite guard. A step whose loss or
+// reduced gradient holds a NaN or an infinity is skipped: parameters, optimizer state and the
+// model's buffers stay as they were at the start of the step; after max_non_finite_in_a_row such
+// steps in a row it throws etnn::NonFiniteError naming the first parameter tensor backward gave a
+// non-finite gradient.
+
+
+namespace etnn::train::detail {
+
+// The parameter tensor of Params whose gradient backward computed first among those holding a
+// NaN or an infinity; "" when every gradient is finite. Backward runs from the output and a NaN
+// arising in a layer reaches every layer before it: so the layer nearest the output with one, and
+// within that layer its first such tensor.
+template <optim::ParameterSet Params>
+std::string non_finite_tensor(const typename Params::value_type* gradients) {
+  using Device = typename Params::device;
+  const std::size_t last = backend::last_non_finite(Device{}, gradients, Params::num_params);
+  if (last == Params::num_params) return {};
+  const auto ends = optim::parameter_ends<Params>();
+  const auto layer_end = std::upper_bound(ends.begin(), ends.end(), last);
+  const std::size_t begin = layer_end == ends.begin() ? 0 : *(layer_end - 1);
+  const std::size_t first = backend::first_non_finite(Device{}, gradients, begin, last + 1);
+  for (const auto& p : Params::named_parameters())
+    if (first >= p.offset && first < p.offset + p.numel) return p.name;
+  return "element " + std::to_string(first);
+}
+
+template <class Model>
+class NonFiniteGuard {
+  using T = typename Model::value_type;
+  using Device = typename Model::device;
+
+ public:
+  // on: TrainerOptions::skip_non_finite; max_in_a_row: TrainerOptions::max_non_finite_in_a_row.
+  NonFiniteGuard(bool on, int max_in_a_row) : on_(on), max_in_a_row_(max_in_a_row) {
+    if (max_in_a_row < 0)
+      throw Error("etnn::Trainer: max_non_finite_in_a_row must be >= 0 (0: never throw), got " +
+                  std::to_string(max_in_a_row));
+  }
+
+  bool on() const noexcept { return on_; }
+  // Steps skipped so far (loss-scale overflows included), and how many of the latest ones in a row
+  // (0 after an update, and after the error that a run of max_in_a_row ends with).
+  std::int64_t skipped_steps() const noexcept { return skipped_steps_; }
+  int non_finite_in_a_row() const noexcept { return non_finite_in_a_row_; }
+
+  // The first micro-batch of an accumulation window: the model's buffers kept (the forward passes
+  // update running statistics) and the window's loss flag cleared.
+  void start_window(const Model& model) {
+    loss_non_finite_ = false;
+    if constexpr (Model::num_buffers > 0) {
+      if (on_) {
+        assign(Device{}, saved_buffers_.data(), expr::ref(model.buffers(), Model::num_buffers));
+        buffers_saved_ = true;
+      }
+    }
+  }
+  // A window resumed midway (a training checkpoint's) has no copy of its starting buffers.
+  void resume_window() noexcept { buffers_saved_ = false; }
+  // Each micro-batch's mean loss.
+  void check_loss(T loss) noexcept { loss_non_finite_ |= !std::isfinite(loss); }
+
+  // The guard's test, after backward: whether any rank's loss in this window was non-finite (a
+  // count summed across ranks, its allreduce overlapping the gradients') or the gradients summed
+  // across ranks hold a NaN or an infinity (Optimizer::reduce_gradients_finite). Every rank
+  // reaches the same verdict. Reduces the gradients of the model's optimizer and of a parametric
+  // loss's. Off, it skips nothing.
+  template <class ModelOptimizer, class... LossOptimizer>
+  bool skips(ModelOptimizer& optimizer, LossOptimizer&... loss_optimizer) {
+    if (!on_) return false;
+    ranks_with_non_finite_loss_ = loss_non_finite_ ? 1.0 : 0.0;
+    bool gradients_finite = optimizer.reduce_gradients_finite(&ranks_with_non_finite_loss_);
+    ((gradients_finite = loss_optimizer.reduce_gradients_finite() && gradients_finite), ...);
+    ranks_ = optimizer.reducer().size();
+    if (gradients_finite && loss_finite_on_every_rank()) return false;
+    if (non_finite_in_a_row_ == 0) {  // the first of a run: what the error will report
+      first_ranks_with_non_finite_loss_ = static_cast<int>(ranks_with_non_finite_loss_);
+      first_non_finite_ =
+          gradients_finite ? std::string() : first_non_finite_gradient(optimizer.model(), loss_optimizer.model()...);
+    }
+    return true;
+  }
+  // In the window skips() tested.
+  bool loss_finite_on_every_rank() const noexcept { return ranks_with_non_finite_loss_ == 0.0; }
+
+  // A skipped step: the model's buffers back to the start of the window.
+  void restore_buffers(Model& model) {
+    if constexpr (Model::num_buffers > 0)
+      if (buffers_saved_) assign(Device{}, model.buffers(), expr::ref(saved_buffers_.data(), Model::num_buffers));
+  }
+
+  // After each update window: an update ends a run of skipped steps; a skipped step is counted, and
+  // a run of max_in_a_row of them ends in an error. An overflow (a skipped step that loss scaling
+  // explains) is what loss scaling expects now and then: counted, it neither joins nor ends a run.
+  void end_window(bool skipped, bool overflow) {
+    if (overflow)
+      ++skipped_steps_;
+    else if (skipped)
+      count_skipped();
+    else
+      non_finite_in_a_row_ = 0;
+  }
+
+ private:
+  // The parameter tensor whose gradient backward computed first among those holding a NaN or an
+  // infinity: a parametric loss's (computed before the model's backward), else the model's.
+  template <class... Loss>
+  static std::string first_non_finite_gradient(const Model& model, const Loss&... loss) {
+    std::string name;
+    ((name = non_finite_tensor<Loss>(loss.gradients())), ...);
+    if (!name.empty()) return name.insert(0, "loss.");
+    return non_finite_tensor<Model>(model.gradients());
+  }
+
+  // A skipped step: counted; a run of max_in_a_row of them ends in an error.
+  void count_skipped() {
+    ++skipped_steps_;
+    ++non_finite_in_a_row_;
+    if (max_in_a_row_ == 0 || non_finite_in_a_row_ < max_in_a_row_) return;
+    std::string message = "etnn::Trainer: ";
+    message += std::to_string(non_finite_in_a_row_);
+    message += " steps in a row with non-finite ";
+    message += first_non_finite_.empty() ? "losses" : "gradients";
+    message += " (each skipped: the parameters are those before the first); first non-finite: ";
+    if (first_non_finite_.empty()) {
+      message += "the loss (the gradients were finite)";
+    } else {
+      message += "'";
+      message += first_non_finite_;
+      message += "' (of the gradients backward computed, the first with a NaN or an infinity)";
+    }
+    if (first_ranks_with_non_finite_loss_ > 0) {
+      message += "; the loss was non-finite on ";
+      message += std::to_string(first_ranks_with_non_finite_loss_);
+      message += " of ";
+      message += std::to_string(ranks_);
+      message += ranks_ == 1 ? " rank" : " ranks";
+    }
+    message += ". Lower the learning rate, clip gradients (Optimizer::set_max_grad_norm), look for NaN or "
+               "infinity in the data, or raise TrainerOptions::max_non_finite_in_a_row";
+    non_finite_in_a_row_ = 0;
+    throw NonFiniteError(message);
+  }
+
+  bool on_;
+  int max_in_a_row_;
+  bool loss_non_finite_ = false;             // a micro-batch of this window had a non-finite loss
+  double ranks_with_non_finite_loss_ = 0.0;  // summed across ranks in place
+  int ranks_ = 1;                            // in the job
+  Buffer<T, Device> saved_buffers_{Model::num_buffers};  // the model's buffers at the start of the window
+  bool buffers_saved_ = false;
+  std::int64_t skipped_steps_ = 0;
+  int non_finite_in_a_row_ = 0;
+  std::string first_non_finite_;  // in the run's first step: the tensor; empty when only the loss was
+  int first_ranks_with_non_finite_loss_ = 0;
+};
+
+}  // namespace etnn::train::detail
+
+namespace etnn {
+
+struct TrainerOptions {
+  int accumulate = 1;  // micro-batches per optimizer step (gradient accumulation)
+  // Data parallel: batch norm's statistics over the global batch of all ranks (PyTorch's
+  // nn.SyncBatchNorm: N ranks with batch b then train as one process with batch N b), instead of
+  // each rank's own batch (DDP's default). Costs a few small allreduces per batch-norm layer.
+  bool sync_batch_norm = false;
+  // The non-finite guard: before each update, the loss of every micro-batch on every rank (one
+  // all-reduced count) and the gradients summed across ranks (one read) are tested; a NaN or an
+  // infinity skips the update (Optimizer::skip_step) and restores the model's buffers (batch
+  // norm's running statistics) to the start of the step.
+  bool skip_non_finite = true;
+  // Skipped steps in a row after which step() throws etnn::NonFiniteError naming the first
+  // parameter tensor backward gave a non-finite gradient; 0 never throws.
+  int max_non_finite_in_a_row = 3;
+  // On etnn::Cuda: record the forward and the backward pass of each batch size into CUDA graphs
+  // and replay them (cuda/graph.hpp); false launches every kernel each step.
+  bool cuda_graphs = true;
+  // Dynamic loss scaling; unset: on with LossScaling's defaults for an etnn::fp16 model, off
+  // otherwise. It needs the non-finite guard (skip_non_finite), which skips overflowing steps. A
+  // step skipped while the scale is above 1 and the loss finite is an overflow: it backs the scale
+  // off and does not count toward max_non_finite_in_a_row. Other skipped steps (a non-finite loss,
+  // or non-finite gradients at a scale of 1 or less) leave the scale and count as usual.
+  std::optional<LossScaling> loss_scaling{};
+};
+
+namespace train::detail {
+// The Trainer's LossOptim for a loss without parameters.
+struct NoLossOptimizer {};
+}  // namespace train::detail
+
+template <class Model, class Loss, class Optim, class LossOptim = train::detail::NoLossOptimizer>
+class Trainer {
+ public:
+  // A loss with parameters of its own (loss/parametric.hpp) needs an optimizer for them.
+  static constexpr bool loss_has_parameters = loss::ParametricLoss<Loss>;
+  static constexpr bool has_loss_optimizer = !std::is_same_v<LossOptim, train::detail::NoLossOptimizer>;
+  static_assert(train::check::loss_optimizer<!loss_has_parameters || has_loss_optimizer>());
+
+  using T = typename Model::value_type;
+  using Device = typename Model::device;
+  using program = typename Model::program;
+  using input_shape = typename Model::input_shape;
+  using output_shape = typename Model::output_shape;
+  using reducer_type = typename Optim::reducer_type;
+
+  Trainer(Model& model, Loss& loss, Optim& optimizer, TrainerOptions options = {})
+      : model_(model), loss_(loss), optimizer_(optimizer), options_(checked(options)),
+        guard_(options_.skip_non_finite, options_.max_non_finite_in_a_row),
+        scaler_(*options_.loss_scaling, options_.skip_non_finite), pass_(model, graphs_off_reason(options, optimizer)) {}
+
+  // loss_optimizer updates the loss's own parameters (a parametric loss only).
+  Trainer(Model& model, Loss& loss, Optim& optimizer, LossOptim& loss_optimizer, TrainerOptions options = {})
+    requires has_loss_optimizer
+      : Trainer(model, loss, optimizer, options) {
+    static_assert(train::check::loss_optimizer_target<
+                  loss_has_parameters && requires { requires std::is_same_v<typename LossOptim::model_type, Loss>; }>());
+    loss_optimizer_ = &loss_optimizer;
+  }
+
+  // Sizes everything a step needs for batches of up to `batch` samples: the training pass's
+  // workspace and buffers (TrainingPass::reserve) and the buffer that converts float targets to
+  // the model's scalar type. Steps after it allocate nothing; without it the first step (or a
+  // larger batch) does this.
+  void reserve(int batch) {
+    if (batch <= pass_.capacity()) return;
+    targets_.reserve(output_shape::size * static_cast<std::size_t>(batch));
+    pass_.reserve(batch);
+  }
+  int capacity() const noexcept { return pass_.capacity(); }
+
+  // A batch from a DataLoader: batch.x (B samples), batch.y (B targets).
+  template <class Batch>
+    requires requires(const Batch& b) { b.x; b.y; }
+  T step(const Batch& batch) {
+    return step(batch.x, batch.y);
+  }
+
+  // x: B samples of the network's input shape; y: B class indices or (B, output) real targets,
+  // as the loss takes. Returns the batch's mean loss (before the update).
+  // With accumulate = k, each call is one micro-batch: gradients of k calls are averaged, and only
+  // the k-th call reduces them across ranks and updates (PyTorch's no_sync on the others).
+  template <class X, class Y>
+  T step(const X& x, const Y& y) {
+    if (micro_step_ == 0) start_window();
+    if (micro_step_ + 1 < options_.accumulate) {
+      const T loss = backward_pass(x, y, [](std::size_t) {});
+      guard_.check_loss(loss);
+      ++micro_step_;
+      return loss;
+    }
+    T loss{};
+    bool skipped = false;
+    try {
+      loss = backward_pass(x, y, [this](std::size_t first) { optimizer_.gradients_ready_from(first); });
+      guard_.check_loss(loss);
+      skipped = with_optimizers([&](auto&... optimizer) { return guard_.skips(optimizer...); });
+      if (skipped) {
+        guard_.restore_buffers(model_);
+        with_optimizers([](auto&... optimizer) { (optimizer.skip_step(), ...); });
+      } else {
+        with_optimizers([&](auto&... optimizer) {
+          (scaler_.unscale(optimizer.model()), ...);
+          (optimizer.step(), ...);
+        });
+      }
+      micro_step_ = 0;
+    } catch (...) {  // reductions in flight: the job cannot continue consistently
+      with_optimizers([](auto&... optimizer) { (optimizer.abandon_step(), ...); });
+      throw;
+    }
+    guard_.end_window(skipped, scaler_.update(skipped, guard_.loss_finite_on_every_rank()));
+    return loss;
+  }
+
+  // Forward, loss and backward without an update and without communication: adds to the model's
+  // gradients (and a parametric loss's) dL/dparams of this batch's mean loss, divided by
+  // `accumulate` (so that k calls sum to the mean over the k batches) and multiplied by
+  // loss_scale() (1 unless loss scaling is on: divide by it before an update). For custom loops;
+  // does not move the accumulation window.
+  template <class X, class Y>
+  T accumulate_gradients(const X& x, const Y& y) {
+    return backward_pass(x, y, [](std::size_t) {});
+  }
+
+  const TrainerOptions& options() const noexcept { return options_; }
+  // Position within the accumulation window (0 .. accumulate - 1), kept by training checkpoints.
+  int micro_step() const noexcept { return micro_step_; }
+  void restore_micro_step(int micro_step) {
+    if (micro_step < 0 || micro_step >= options_.accumulate)
+      throw Error("etnn::Trainer: micro step " + std::to_string(micro_step) + " outside [0, " +
+                  std::to_string(options_.accumulate) + ")");
+    micro_step_ = micro_step;
+    guard_.resume_window();
+  }
+
+  // Steps the non-finite guard has skipped so far (loss-scale overflows included), and how many of
+  // the latest ones in a row (0 after an update, and after the error that a run of
+  // max_non_finite_in_a_row ends with; overflows neither count nor end a run).
+  std::int64_t skipped_steps() const noexcept { return guard_.skipped_steps(); }
+  int non_finite_in_a_row() const noexcept { return guard_.non_finite_in_a_row(); }
+
+  // Dynamic loss scaling: the scale the next step multiplies the loss's gradient by (1 when off),
+  // and the updates in a row made at it (growth_interval of them grow it). Training checkpoints
+  // keep both.
+  float loss_scale() const noexcept { return scaler_.scale(); }
+  int updates_at_loss_scale() const noexcept { return scaler_.updates_at_scale(); }
+  void restore_loss_scale(float scale, int updates_at_scale) { scaler_.restore(scale, updates_at_scale); }
+  Model& model() noexcept { return model_; }
+  Optim& optimizer() noexcept { return optimizer_; }
+  // On CUDA, the recorded graphs of the step (cuda::GraphCache: how many, whether on, and why not).
+  const backend::StepGraphs<Device>& step_graphs() const noexcept { return pass_.graphs(); }
+  // The optimizer of a parametric loss's parameters.
+  LossOptim& loss_optimizer() noexcept
+    requires has_loss_optimizer
+  {
+    return *loss_optimizer_;
+  }
+
+ private:
+  static TrainerOptions checked(TrainerOptions options) {
+    if (options.accumulate < 1)
+      throw Error("etnn::Trainer: accumulate must be >= 1, got " + std::to_string(options.accumulate));
+    if (!options.loss_scaling)
+      options.loss_scaling = LossScaling{.enabled = loss_scaled_by_default<typename Model::scalar_type>};
+    return options;
+  }
+
+  // Why the step is not recorded into CUDA graphs, or "" when it may be (TrainingPass adds the
+  // network's reasons).
+  static std::string graphs_off_reason(const TrainerOptions& options, Optim& optimizer) {
+    if (!options.cuda_graphs) return "turned off";
+    if (optimizer.reducer().size() > 1)  // it starts its allreduces from backward's callbacks
+      return "a data-parallel step launches its allreduces from the host";
+    return "";
+  }
+
+  // f(the model's optimizer, a parametric loss's optimizer if any): the optimizers that finish a
+  // step, in the order they step.
+  template <class F>
+  decltype(auto) with_optimizers(F&& f) {
+    if constexpr (has_loss_optimizer)
+      return f(optimizer_, *loss_optimizer_);
+    else
+      return f(optimizer_);
+  }
+
+  // The first micro-batch of an accumulation window: gradients zeroed, and the guard's window
+  // started.
+  void start_window() {
+    model_.zero_grad();
+    if constexpr (loss_has_parameters) loss_.zero_grad();
+    guard_.start_window(model_);
+  }
+
+  // Forward, loss (its gradient times loss_scale() / accumulate) and backward, calling layer_done as
+  // layers finish (see Program::backward).
+  template <class X, class Y, class LayerDone>
+  T backward_pass(const X& x, const Y& y, LayerDone&& layer_done) {
+    dist::CrossRankSum sync;
+    if (options_.sync_batch_norm && optimizer_.reducer().size() > 1) sync = dist::CrossRankSum(optimizer_.reducer());
+    const auto output = pass_.forward(x, sync);
+    // dL/doutput is scaled by the loss scale and 1/accumulate; a parametric loss adds its
+    // parameters' gradients itself, scaled the same.
+    const T gradient_scale = static_cast<T>(scaler_.scale()) / static_cast<T>(options_.accumulate);
+    if constexpr (loss_has_parameters) loss_.set_gradient_scale(gradient_scale);
+    const T loss = targets_.value_and_grad(loss_, output.values, y, output.gradient);
+    pass_.backward(gradient_scale, layer_done);
+    return loss;
+  }
+
+  Model& model_;
+  Loss& loss_;
+  Optim& optimizer_;
+  LossOptim* loss_optimizer_ = nullptr;  // null without loss parameters
+  TrainerOptions options_;
+  int micro_step_ = 0;  // position within the current accumulation window
+  train::detail::NonFiniteGuard<Model> guard_;
+  train::detail::LossScaler scaler_;
+  nn::TrainingPass<Model> pass_;
+  loss::detail::TargetStaging<T, Device> targets_;
+};
+
+}  // namespace etnn

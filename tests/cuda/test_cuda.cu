@@ -232,14 +232,14 @@ TEST_CASE_TEMPLATE("device reductions: sum of squares and the non-finite search"
   for (T x : v) expected += static_cast<double>(x) * static_cast<double>(x);
   auto dv = to_device(v);
   CHECK(etnn::optim::detail::sum_of_squares(etnn::Cuda{}, dv.data(), n) == doctest::Approx(expected).epsilon(1e-12));
-  CHECK(etnn::optim::detail::last_non_finite(etnn::Cuda{}, dv.data(), n) == n);
+  CHECK(etnn::backend::last_non_finite(etnn::Cuda{}, dv.data(), n) == n);
   v[17] = std::numeric_limits<T>::quiet_NaN();
   v[99999] = std::numeric_limits<T>::infinity();
   dv = to_device(v);
-  CHECK(etnn::optim::detail::last_non_finite(etnn::Cuda{}, dv.data(), n) == 99999);
-  CHECK(etnn::optim::detail::first_non_finite(etnn::Cuda{}, dv.data(), 0, n) == 17);
-  CHECK(etnn::optim::detail::first_non_finite(etnn::Cuda{}, dv.data(), 18, n) == 99999);
-  CHECK(etnn::optim::detail::first_non_finite(etnn::Cuda{}, dv.data(), 18, 99999) == 99999);
+  CHECK(etnn::backend::last_non_finite(etnn::Cuda{}, dv.data(), n) == 99999);
+  CHECK(etnn::backend::first_non_finite(etnn::Cuda{}, dv.data(), 0, n) == 17);
+  CHECK(etnn::backend::first_non_finite(etnn::Cuda{}, dv.data(), 18, n) == 99999);
+  CHECK(etnn::backend::first_non_finite(etnn::Cuda{}, dv.data(), 18, 99999) == 99999);
 }
 
 namespace {

@@ -261,31 +261,31 @@ TEST_CASE("the guard's options: off trains on the NaN, 0 never throws, a negativ
 
 TEST_CASE("the guard's scan finds the last non-finite value whatever the thread count") {
   std::vector<double> g(100000, 1.0);
-  CHECK(etnn::optim::detail::last_non_finite(etnn::Cpu{}, g.data(), g.size()) == g.size());
+  CHECK(etnn::backend::last_non_finite(etnn::Cpu{}, g.data(), g.size()) == g.size());
   g[70001] = -std::numeric_limits<double>::infinity();
   g[3] = std::numeric_limits<double>::quiet_NaN();
   g[99999] = std::numeric_limits<double>::max();  // finite
   const int saved = etnn::num_threads();
   for (const int threads : {1, 2, 3}) {
     etnn::set_num_threads(threads);
-    CHECK(etnn::optim::detail::last_non_finite(etnn::Cpu{}, g.data(), g.size()) == 70001);
+    CHECK(etnn::backend::last_non_finite(etnn::Cpu{}, g.data(), g.size()) == 70001);
   }
   etnn::set_num_threads(saved);
-  CHECK(etnn::optim::detail::last_non_finite(etnn::Cpu{}, g.data(), 0) == 0);
-  CHECK(etnn::optim::detail::first_non_finite(etnn::Cpu{}, g.data(), 0, g.size()) == 3);
+  CHECK(etnn::backend::last_non_finite(etnn::Cpu{}, g.data(), 0) == 0);
+  CHECK(etnn::backend::first_non_finite(etnn::Cpu{}, g.data(), 0, g.size()) == 3);
 }
 
 TEST_CASE("the guard's scan tells every finite float from NaN and infinity of either sign") {
   using limits = std::numeric_limits<float>;
   std::vector<float> g = {0.0f, -0.0f, limits::max(), -limits::max(), limits::denorm_min(), -limits::min(), 1e-30f};
   g.resize(37, 2.5f);  // past a vector width, with a remainder
-  CHECK(etnn::optim::detail::last_non_finite(etnn::Cpu{}, g.data(), g.size()) == g.size());
+  CHECK(etnn::backend::last_non_finite(etnn::Cpu{}, g.data(), g.size()) == g.size());
   for (const float bad : {limits::infinity(), -limits::infinity(), limits::quiet_NaN(), -limits::quiet_NaN(),
                           limits::signaling_NaN()}) {
     for (const std::size_t at : {std::size_t{0}, std::size_t{17}, g.size() - 1}) {
       std::vector<float> h = g;
       h[at] = bad;
-      CHECK(etnn::optim::detail::last_non_finite(etnn::Cpu{}, h.data(), h.size()) == at);
+      CHECK(etnn::backend::last_non_finite(etnn::Cpu{}, h.data(), h.size()) == at);
     }
   }
 }

@@ -38,10 +38,6 @@ inline constexpr bool mixed_precision = products_of<Scalar> != Products::own;
 template <class Scalar>
 inline constexpr bool fuses_narrow_mlps = std::is_same_v<Scalar, bf16> || std::is_same_v<Scalar, fp16>;
 
-// Whether the Trainer scales the loss by default (fp16's narrow exponent range).
-template <class Scalar>
-inline constexpr bool loss_scaled_by_default = products_of<Scalar> == Products::fp16;
-
 // The type a model keeps its parameters (and takes its data) in.
 template <class Scalar>
 using master_t = std::conditional_t<mixed_precision<Scalar>, float, Scalar>;

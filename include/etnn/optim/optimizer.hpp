@@ -4,7 +4,9 @@
 // the Reducer has summed the flat gradient buffer across ranks (in buckets started during
 // backward); the update divides by the number of ranks, so every rank applies the mean gradient.
 // The learning rate of each step comes from a schedule (schedule.hpp, constant by default), and
-// the mean gradient may be clipped by its global norm (grad_norm.hpp).
+// the mean gradient may be clipped by its global norm (grad_norm.hpp). Before the update it can
+// test the reduced gradients for NaN and infinity (reduce_gradients_finite, the non-finite guard's
+// test), summing the guard's loss flag across ranks meanwhile.
 //
 // A Rule provides
 //   Options                                   hyper-parameters (designated-initialisable)
@@ -23,14 +25,12 @@
 #include <string>
 #include <type_traits>
 
+#include "../backend/non_finite.hpp"
 #include "../core/error.hpp"
 #include "../dist/reducer.hpp"
 #include "../dist/checks.hpp"
-#include "../cpu/executor.hpp"
-#if defined(__CUDACC__)
-#include "../cuda/executor.hpp"
-#include "../cuda/reduce.hpp"
-#endif
+#include "../backend/executor.hpp"
+#include "../backend/sum_of_squares.hpp"
 #include "../tensor/buffer.hpp"
 #include "grad_norm.hpp"
 #include "gradient_buckets.hpp"
@@ -79,20 +79,42 @@ class Optimizer {
   void gradients_ready_from(std::size_t first_final) { buckets_.ready_from(model_->gradients(), first_final); }
 
   // After an exception between gradients_ready_from() and step(): ends the job if reductions have
-  // started (see GradientBuckets::abandon); a single process just forgets them.
+  // started (see GradientBuckets::abandon), or the loss flag's (reduce_gradients_finite); a single
+  // process just forgets them.
   void abandon_step() noexcept {
     buckets_.abandon();
+    if (flag_in_flight_) reducer_->abort("the non-finite guard's reduction was abandoned by an exception");
     reduced_ = false;
   }
 
   // Sums the gradients across ranks, waiting for the buckets backward started. step() and
   // skip_step() do it unless it was done for this step; calling it first lets the caller read the
   // reduced gradients (the sum over ranks, the same on every rank) and choose between them, as the
-  // Trainer's non-finite guard does. Every rank must then make the same choice.
+  // non-finite guard does (reduce_gradients_finite). Every rank must then make the same choice.
   void reduce_gradients() {
     if (reduced_) return;
     buckets_.reduce_all(model_->gradients());
     reduced_ = true;
+  }
+
+  // The non-finite guard's test (train/non_finite_guard.hpp), after backward: reduces the gradients
+  // (reduce_gradients()) and says whether their sum holds no NaN and no infinity, in one read of
+  // it. The sum is the same on every rank (a NaN on one rank reaches all), so every rank reaches the
+  // same verdict without another collective. `loss_flag`, when given, is summed across ranks in
+  // place meanwhile (one value per rank: the guard's count of ranks whose loss was non-finite), its
+  // allreduce overlapping the gradients'.
+  bool reduce_gradients_finite(double* loss_flag = nullptr) {
+    const bool sum_flag = loss_flag != nullptr && reducer_->size() > 1;
+    if (sum_flag) {
+      flag_pending_ = reducer_->start_allreduce_sum(loss_flag, 1);
+      flag_in_flight_ = true;
+    }
+    reduce_gradients();
+    if (sum_flag) {
+      reducer_->wait(flag_pending_);
+      flag_in_flight_ = false;
+    }
+    return backend::last_non_finite(Device{}, model_->gradients(), Params::num_params) == Params::num_params;
   }
 
   // Ends the step without an update, as torch.cuda.amp.GradScaler skips optimizer.step() on an
@@ -123,7 +145,7 @@ class Optimizer {
     if (max_grad_norm_ > 0.0f) {
       // ||mean|| = ||sum|| / ranks; the clip factor joins the gradient scale of the fused update.
       const double ranks = static_cast<double>(reducer_->size());
-      last_grad_norm_ = std::sqrt(detail::sum_of_squares(Device{}, model_->gradients(), Params::num_params)) / ranks;
+      last_grad_norm_ = std::sqrt(backend::sum_of_squares(Device{}, model_->gradients(), Params::num_params)) / ranks;
       const double clip = detail::clip_scale(max_grad_norm_, last_grad_norm_);
       if (!(clip >= 1.0)) grad_scale = static_cast<T>(clip / ranks);
     }
@@ -205,6 +227,8 @@ class Optimizer {
   float max_grad_norm_ = 0.0f;
   double last_grad_norm_ = std::numeric_limits<double>::quiet_NaN();
   bool reduced_ = false;  // reduce_gradients() ran for the step in progress
+  typename R::Pending flag_pending_{};  // the guard's loss flag, summed across ranks
+  bool flag_in_flight_ = false;
 };
 
 }  // namespace etnn::optim

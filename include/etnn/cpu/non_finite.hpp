@@ -1,9 +1,9 @@
 #pragma once
-// The scan behind the Trainer's non-finite guard: where a gradient buffer holds a NaN or an
-// infinity, in one read of it. A float is NaN or infinite exactly when its exponent bits are all
-// ones, the largest value they can take; so the buffer is finite exactly when the maximum of its
-// masked exponents is below that. An integer maximum may be taken in any order, so it vectorises
-// (a floating-point sum would be kept in order by the compiler, and isfinite branches).
+// The CPU scan behind the non-finite guard: where a buffer holds a NaN or an infinity, in one read
+// of it. A float is NaN or infinite exactly when its exponent bits are all ones, the largest value
+// they can take; so the buffer is finite exactly when the maximum of its masked exponents is below
+// that. An integer maximum may be taken in any order, so it vectorises (a floating-point sum would
+// be kept in order by the compiler, and isfinite branches).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -13,10 +13,9 @@
 #include <limits>
 #include <type_traits>
 
-#include "../core/device.hpp"
-#include "../cpu/parallel.hpp"
+#include "parallel.hpp"
 
-namespace etnn::optim::detail {
+namespace etnn::cpu::detail {
 
 // Whether x[0 .. n) are all finite: max_i (bits(x_i) & exponent) < exponent.
 template <class T>
@@ -35,7 +34,7 @@ bool all_finite(const T* x, std::size_t n) {
 
 // The largest i in range with x[i] NaN or infinite (there is one).
 template <class T>
-std::size_t last_non_finite_in(const T* x, cpu::ChunkBounds range) {
+std::size_t last_non_finite_in(const T* x, ChunkBounds range) {
   std::size_t i = range.end;
   while (i-- > range.begin)
     if (!std::isfinite(x[i])) return i;
@@ -46,14 +45,13 @@ std::size_t last_non_finite_in(const T* x, cpu::ChunkBounds range) {
 // threads' chunks tests its range in one pass and, only when the test fails, looks back for the
 // index; the result does not depend on the thread count.
 template <class T>
-std::size_t last_non_finite(Cpu, const T* x, std::size_t n) {
+std::size_t last_non_finite(const T* x, std::size_t n) {
   constexpr std::size_t max_chunks = 64;
-  const std::size_t chunks =
-      std::min(max_chunks, cpu::chunk_count(n, 4096, static_cast<std::size_t>(num_threads())));
+  const std::size_t chunks = std::min(max_chunks, chunk_count(n, 4096, static_cast<std::size_t>(num_threads())));
   std::array<std::size_t, max_chunks> found{};
-  cpu::parallel_chunks(chunks, 1, n / chunks, [&](std::size_t first, std::size_t last) {
+  parallel_chunks(chunks, 1, n / chunks, [&](std::size_t first, std::size_t last) {
     for (std::size_t c = first; c < last; ++c) {
-      const cpu::ChunkBounds range = cpu::chunk_bounds(n, chunks, c);
+      const ChunkBounds range = chunk_bounds(n, chunks, c);
       found[c] = all_finite(x + range.begin, range.end - range.begin) ? n : last_non_finite_in(x, range);
     }
   });
@@ -64,10 +62,10 @@ std::size_t last_non_finite(Cpu, const T* x, std::size_t n) {
 
 // The first i in [begin, end) with x[i] NaN or infinite; end when there is none.
 template <class T>
-std::size_t first_non_finite(Cpu, const T* x, std::size_t begin, std::size_t end) {
+std::size_t first_non_finite(const T* x, std::size_t begin, std::size_t end) {
   for (std::size_t i = begin; i < end; ++i)
     if (!std::isfinite(x[i])) return i;
   return end;
 }
 
-}  // namespace etnn::optim::detail
+}  // namespace etnn::cpu::detail

@@ -144,7 +144,7 @@ int main(int argc, char** argv) {
   double seconds = 1.0;
   for (int i = 1; i + 1 < argc; i += 2)
     if (std::strcmp(argv[i], "--seconds") == 0) seconds = std::atof(argv[i + 1]);
-  const std::string why = etnn::detail::cuda_unavailable_reason();
+  const std::string why = etnn::cuda::detail::cuda_unavailable_reason();
   if (!why.empty()) {
     std::printf("bench_cuda: skipped: %s\n", why.c_str());
     return 77;

@@ -193,10 +193,6 @@ inline constexpr Products products_of = std::is_same_v<Scalar, bf16> || std::is_
 template <class Scalar>
 inline constexpr bool mixed_precision = products_of<Scalar> != Products::own;
 
-// Mixed precision that takes the fully fused kernels where a network fits them.
-template <class Scalar>
-inline constexpr bool fuses_narrow_mlps = std::is_same_v<Scalar, bf16> || std::is_same_v<Scalar, fp16>;
-
 // The type a model keeps its parameters (and takes its data) in.
 template <class Scalar>
 using master_t = std::conditional_t<mixed_precision<Scalar>, float, Scalar>;
@@ -324,8 +320,124 @@ constexpr int dim_or_one(int i) {
 
 }  // namespace etnn
 // ---- etnn/expr/expr.hpp ----
-// etnn::expr, the face of expr/: device-neutral math. Elementwise expression templates and the
-// ETNN_HD functors with their derivatives, which both backends run (expr::ref(p, n) * 2.0f + ...).
+// etnn::expr, the face of expr/: device-neutral math that both backends run. Elementwise
+// expression templates and the ETNN_HD functors with their derivatives (expr::ref(p, n) * 2.0f),
+// batch norm's per-value functors, loss terms, the geometry of a sliding window, and the padding
+// of a narrow MLP to the fused kernels' widths.
+// ---- etnn/expr/batch_norm.hpp ----
+// The per-value math of batch normalisation (PyTorch's nn.BatchNorm1d/2d, momentum 0.1, eps 1e-5)
+// as ETNN_HD functors, device-neutral: the CPU runs them in cpu/batch_norm.hpp, the device in
+// cuda/batch_norm.hpp, so both compute the same values.
+//   x, y: (B, C, S) with S the spatial size   gamma, beta: (C)   sums accumulated in double
+
+
+namespace etnn::expr {
+
+inline constexpr double batch_norm_momentum = 0.1;
+inline constexpr double batch_norm_eps = 1e-5;
+
+// A training pass needs two or more values per channel (the unbiased variance divides by n - 1).
+inline void check_batch_norm_count(double count, int batch) {
+  if (count < 2)
+    throw ShapeError("etnn::nn::batch_norm: training needs more than one value per channel, got a batch of " +
+                     std::to_string(batch) + "; use a larger batch or eval()");
+}
+
+// Channel sums take term(c, i) for index i of channel c; the statistics are
+// read through pointers: mean[C], inv_std[C], and the per-channel sums of the backward pass,
+// gradient_sums[2 C] (sum of dy, then sum of dy xhat).
+namespace detail {
+
+// Index i of a (B, C, S) tensor belongs to channel (i / S) % C.
+template <int C, int S>
+ETNN_HD int channel_of(std::size_t i) {
+  return static_cast<int>(i / S % C);
+}
+
+template <class T>
+struct ChannelValue {  // x (or dy)
+  const T* x;
+  ETNN_HD double operator()(int, std::size_t i) const { return static_cast<double>(x[i]); }
+};
+
+template <class T>
+struct CenteredSquare {  // (x - mu_c)^2, mu_c = sums[c] / count, count = sums[channels]
+  const T* x;
+  const double* sums;
+  int channels;
+  ETNN_HD double operator()(int c, std::size_t i) const {
+    const double centred = x[i] - sums[c] / sums[channels];
+    return centred * centred;
+  }
+};
+
+template <class T>
+struct GradientTimesXhat {  // dy xhat
+  const T* x;
+  const T* dy;
+  const double* mean;
+  const double* inv_std;
+  ETNN_HD double operator()(int c, std::size_t i) const { return dy[i] * ((x[i] - mean[c]) * inv_std[c]); }
+};
+
+template <int C, int S, class T>
+struct BatchNormalize {  // y = (x - mu) gamma / sqrt(var + eps) + beta
+  const T* gamma;
+  const T* beta;
+  const double* mean;
+  const double* inv_std;
+  const T* x;
+  T* y;
+  ETNN_HD void operator()(std::size_t i) const {
+    const int c = channel_of<C, S>(i);
+    y[i] = static_cast<T>((x[i] - mean[c]) * (gamma[c] * inv_std[c]) + beta[c]);
+  }
+};
+
+template <int C, class T>
+struct AddBatchNormParameterGradients {  // dbeta += sum dy, dgamma += sum dy xhat (this rank's)
+  const double* gradient_sums;
+  T* gamma_grad;
+  T* beta_grad;
+  ETNN_HD void operator()(std::size_t c) const {
+    beta_grad[c] += static_cast<T>(gradient_sums[c]);
+    gamma_grad[c] += static_cast<T>(gradient_sums[C + c]);
+  }
+};
+
+template <int C, int S, class T>
+struct BatchNormInputGradient {  // dx = gamma inv_std (dy - mean(dy) - xhat mean(dy xhat)); eval: gamma inv_std dy
+  const T* gamma;
+  const double* mean;
+  const double* inv_std;
+  const double* gradient_sums;
+  const double* count;
+  const T* x;
+  const T* dy;
+  T* dx;
+  bool training;
+  ETNN_HD void operator()(std::size_t i) const {
+    const int c = channel_of<C, S>(i);
+    const double xhat = (x[i] - mean[c]) * inv_std[c];
+    const double mean_dy = training ? gradient_sums[c] / *count : 0;
+    const double mean_dy_xhat = training ? gradient_sums[C + c] / *count : 0;
+    dx[i] = static_cast<T>(gamma[c] * inv_std[c] * (dy[i] - mean_dy - xhat * mean_dy_xhat));
+  }
+};
+
+// running[c], running[C + c] moved toward channel c's batch mean and unbiased variance (var is
+// the biased one over count values), and num_batches_tracked counted once (by channel 0).
+template <int C, class T>
+ETNN_HD void update_running_statistics(T* running, int c, double mean, double var, double count) {
+  constexpr double m = batch_norm_momentum;
+  running[c] = static_cast<T>((1 - m) * running[c] + m * mean);
+  running[C + c] = static_cast<T>((1 - m) * running[C + c] + m * var * count / (count - 1));
+  if (c == 0) running[2 * C] += T(1);
+}
+
+}  // namespace detail
+
+}  // namespace etnn::expr
 // ---- etnn/expr/expression.hpp ----
 // Elementwise expression templates. An expression is a tree of nodes held by value; evaluating
 // it element by element (e[i]) fuses the whole tree into one pass, done by an executor
@@ -622,6 +734,160 @@ auto derivative(const X& x, const Y& y, F f = F{}) {
 }
 
 }  // namespace etnn::expr
+// ---- etnn/expr/fused_mlp_padding.hpp ----
+// Padding a narrow MLP to the fully fused kernels' widths (16, 32, 64 or 128), so that any chain of
+// linear layers with ReLU between them and every width at most 128 runs fused: an input of 20
+// features or 10 classes out is carried as 32 and 16.
+//
+// Widths W_0 .. W_L (W_0 the input), padded P_l = fused_width(W_l). Parameters are laid out per
+// layer as etnn and PyTorch do, weight (W_{l+1}, W_l) row-major then bias (W_{l+1}); the padded
+// network's the same way with P. Padding is zeros: the padded network computes the same function
+// on the true features, because
+//   - a padded input column meets only zero weights;
+//   - a padded hidden unit has zero weights in and zero bias, so it is ReLU(0) = 0, and its
+//     weights out are zero too;
+//   - a padded output is 0 and, given a zero gradient (dy padded with zeros), sends nothing back.
+// Its true parameters' gradients are therefore the true network's, and its padding's are zero.
+// The maps below are between true and padded parameter indices; device-neutral, they run on the
+// host (tests) and on the device (the copy kernels of cuda/fused_mlp/padding.hpp).
+
+
+namespace etnn::expr {
+
+// The smallest fused kernel width that holds w features: 16, 32, 64 or 128; 0 when w > 128.
+ETNN_HD constexpr int fused_width(int w) {
+  return w <= 16 ? 16 : w <= 32 ? 32 : w <= 64 ? 64 : w <= 128 ? 128 : 0;
+}
+
+template <int... Widths>
+struct PaddedMlp {
+  static_assert(sizeof...(Widths) >= 2, "a chain of linear layers has an input and an output width");
+  static constexpr int layers = static_cast<int>(sizeof...(Widths)) - 1;
+  static constexpr bool fits = ((Widths > 0 && fused_width(Widths) != 0) && ...);
+  static constexpr bool needed = ((fused_width(Widths) != Widths) || ...);
+
+  // Parameters of the chain, true or padded: sum_l w_{l+1} (w_l + 1).
+  static constexpr std::size_t params_of(bool padded) {
+    constexpr int widths[] = {Widths...};
+    const auto width = [&](int l) { return std::size_t(padded ? fused_width(widths[l]) : widths[l]); };
+    std::size_t total = 0;
+    for (int l = 0; l < layers; ++l) total += width(l + 1) * (width(l) + 1);
+    return total;
+  }
+  static constexpr std::size_t num_params = params_of(false);
+  static constexpr std::size_t padded_params = params_of(true);
+
+  // Where true parameter i (< num_params) lives in the padded layout.
+  ETNN_HD static constexpr std::size_t padded_index(std::size_t i) {
+    constexpr int widths[] = {Widths...};
+    std::size_t at = 0, padded_at = 0;
+    for (int l = 0; l < layers; ++l) {
+      const std::size_t in = std::size_t(widths[l]), out = std::size_t(widths[l + 1]);
+      const std::size_t in_p = std::size_t(fused_width(widths[l])), out_p = std::size_t(fused_width(widths[l + 1]));
+      if (i < at + out * (in + 1)) {
+        const std::size_t k = i - at;
+        return k < out * in ? padded_at + k / in * in_p + k % in : padded_at + out_p * in_p + (k - out * in);
+      }
+      at += out * (in + 1);
+      padded_at += out_p * (in_p + 1);
+    }
+    return padded_params;
+  }
+
+  // The true parameter at padded index j (< padded_params), or num_params where j is padding.
+  ETNN_HD static constexpr std::size_t true_index(std::size_t j) {
+    constexpr int widths[] = {Widths...};
+    std::size_t at = 0, padded_at = 0;
+    for (int l = 0; l < layers; ++l) {
+      const std::size_t in = std::size_t(widths[l]), out = std::size_t(widths[l + 1]);
+      const std::size_t in_p = std::size_t(fused_width(widths[l])), out_p = std::size_t(fused_width(widths[l + 1]));
+      if (j < padded_at + out_p * (in_p + 1)) {
+        const std::size_t k = j - padded_at;
+        if (k < out_p * in_p) {
+          const std::size_t row = k / in_p, col = k % in_p;
+          return row < out && col < in ? at + row * in + col : num_params;
+        }
+        const std::size_t row = k - out_p * in_p;
+        return row < out ? at + out * in + row : num_params;
+      }
+      at += out * (in + 1);
+      padded_at += out_p * (in_p + 1);
+    }
+    return num_params;
+  }
+};
+
+// Element `index` of a (rows, to_cols) row-major matrix copied from a (rows, from_cols) one:
+// the same element where column < from_cols, else 0. Pads columns (to_cols > from_cols) or drops
+// them (to_cols < from_cols).
+template <class T>
+ETNN_HD constexpr T column_copy_element(const T* from, int from_cols, int to_cols, std::size_t index) {
+  const std::size_t row = index / std::size_t(to_cols), col = index % std::size_t(to_cols);
+  return col < std::size_t(from_cols) ? from[row * std::size_t(from_cols) + col] : T(0);
+}
+
+}  // namespace etnn::expr
+// ---- etnn/expr/loss_term.hpp ----
+// The value and derivative of a loss's element-wise term, device-neutral: a term is an ETNN_HD
+// functor term(y, t) -> {f(y, t), df/dy}, which the CPU loop (cpu/loss_loops.hpp) and the CUDA
+// kernel (cuda/loss_loops.hpp) sum alike; loss/*.hpp define the terms.
+#include <concepts>
+
+
+namespace etnn::expr {
+
+// -1, 0 or 1 (PyTorch's sign: 0 at 0).
+template <class T>
+ETNN_HD T sign(T x) {
+  return static_cast<T>((x > T(0)) - (x < T(0)));
+}
+
+// The value and gradient of one element-wise term.
+template <class T>
+struct Term {
+  T value;
+  T grad;
+};
+
+// A term whose inputs have a domain (BCE's probabilities, -1/+1 or 0/1 targets): valid(y, t) is
+// false outside it, and complaint(i, y, t) is the error message for element i.
+template <class F, class T>
+concept DomainTerm = requires(const F& f, T y, T t, std::size_t i) {
+  { f.valid(y, t) } -> std::convertible_to<bool>;
+  { f.complaint(i, y, t) } -> std::convertible_to<std::string>;
+};
+
+}  // namespace etnn::expr
+// ---- etnn/expr/window.hpp ----
+// The geometry of a sliding window (convolution kernel or pooling window) over a (C, H, W) image,
+// as PyTorch defines it: out = floor((in + 2 pad - kernel) / stride) + 1, padding is virtual.
+// Device-neutral: the CPU and CUDA convolution and pooling kernels and the nn layers share it.
+namespace etnn::expr {
+
+// The two kinds of pooling window (nn::max_pool2d, nn::avg_pool2d).
+struct MaxPooling {};
+struct AveragePooling {};
+
+template <int Channels, int Height, int Width, int Kernel, int Stride, int Pad>
+struct Window {
+  static constexpr int channels = Channels;
+  static constexpr int height = Height;
+  static constexpr int width = Width;
+  static constexpr int kernel = Kernel;
+  static constexpr int stride = Stride;
+  static constexpr int pad = Pad;
+  static constexpr int out_height = (Height + 2 * Pad - Kernel) / Stride + 1;
+  static constexpr int out_width = (Width + 2 * Pad - Kernel) / Stride + 1;
+  static constexpr int out_pixels = out_height * out_width;
+  static constexpr int in_pixels = Height * Width;
+
+  // Input row of window row ki at output row oh (may be outside [0, height): padding).
+  static constexpr int in_row(int oh, int ki) { return oh * Stride - Pad + ki; }
+  static constexpr int in_col(int ow, int kj) { return ow * Stride - Pad + kj; }
+  static constexpr bool inside(int row, int col) { return row >= 0 && row < Height && col >= 0 && col < Width; }
+};
+
+}  // namespace etnn::expr
 // ---- etnn/tensor/tensor.hpp ----
 // Tensor<T, Shape, Device> owns a batch of samples of a static Shape; TensorView<T, Shape, Device>
 // refers to one. Layout is row-major with the batch outermost: element (b, i0, i1, ...) lives at
@@ -852,120 +1118,6 @@ auto to_host(const X& x) {
 // dx may be dy (in place). The per-value math is the ETNN_HD functors of expr/batch_norm.hpp,
 // which the device runs too (cuda/batch_norm.hpp).
 
-// ---- etnn/expr/batch_norm.hpp ----
-// The per-value math of batch normalisation (PyTorch's nn.BatchNorm1d/2d, momentum 0.1, eps 1e-5)
-// as ETNN_HD functors, device-neutral: the CPU runs them in cpu/batch_norm.hpp, the device in
-// cuda/batch_norm.hpp, so both compute the same values.
-//   x, y: (B, C, S) with S the spatial size   gamma, beta: (C)   sums accumulated in double
-
-
-namespace etnn::expr {
-
-inline constexpr double batch_norm_momentum = 0.1;
-inline constexpr double batch_norm_eps = 1e-5;
-
-// A training pass needs two or more values per channel (the unbiased variance divides by n - 1).
-inline void check_batch_norm_count(double count, int batch) {
-  if (count < 2)
-    throw ShapeError("etnn::nn::batch_norm: training needs more than one value per channel, got a batch of " +
-                     std::to_string(batch) + "; use a larger batch or eval()");
-}
-
-// Channel sums take term(c, i) for index i of channel c; the statistics are
-// read through pointers: mean[C], inv_std[C], and the per-channel sums of the backward pass,
-// gradient_sums[2 C] (sum of dy, then sum of dy xhat).
-namespace detail {
-
-// Index i of a (B, C, S) tensor belongs to channel (i / S) % C.
-template <int C, int S>
-ETNN_HD int channel_of(std::size_t i) {
-  return static_cast<int>(i / S % C);
-}
-
-template <class T>
-struct ChannelValue {  // x (or dy)
-  const T* x;
-  ETNN_HD double operator()(int, std::size_t i) const { return static_cast<double>(x[i]); }
-};
-
-template <class T>
-struct CenteredSquare {  // (x - mu_c)^2, mu_c = sums[c] / count, count = sums[channels]
-  const T* x;
-  const double* sums;
-  int channels;
-  ETNN_HD double operator()(int c, std::size_t i) const {
-    const double centred = x[i] - sums[c] / sums[channels];
-    return centred * centred;
-  }
-};
-
-template <class T>
-struct GradientTimesXhat {  // dy xhat
-  const T* x;
-  const T* dy;
-  const double* mean;
-  const double* inv_std;
-  ETNN_HD double operator()(int c, std::size_t i) const { return dy[i] * ((x[i] - mean[c]) * inv_std[c]); }
-};
-
-template <int C, int S, class T>
-struct BatchNormalize {  // y = (x - mu) gamma / sqrt(var + eps) + beta
-  const T* gamma;
-  const T* beta;
-  const double* mean;
-  const double* inv_std;
-  const T* x;
-  T* y;
-  ETNN_HD void operator()(std::size_t i) const {
-    const int c = channel_of<C, S>(i);
-    y[i] = static_cast<T>((x[i] - mean[c]) * (gamma[c] * inv_std[c]) + beta[c]);
-  }
-};
-
-template <int C, class T>
-struct AddBatchNormParameterGradients {  // dbeta += sum dy, dgamma += sum dy xhat (this rank's)
-  const double* gradient_sums;
-  T* gamma_grad;
-  T* beta_grad;
-  ETNN_HD void operator()(std::size_t c) const {
-    beta_grad[c] += static_cast<T>(gradient_sums[c]);
-    gamma_grad[c] += static_cast<T>(gradient_sums[C + c]);
-  }
-};
-
-template <int C, int S, class T>
-struct BatchNormInputGradient {  // dx = gamma inv_std (dy - mean(dy) - xhat mean(dy xhat)); eval: gamma inv_std dy
-  const T* gamma;
-  const double* mean;
-  const double* inv_std;
-  const double* gradient_sums;
-  const double* count;
-  const T* x;
-  const T* dy;
-  T* dx;
-  bool training;
-  ETNN_HD void operator()(std::size_t i) const {
-    const int c = channel_of<C, S>(i);
-    const double xhat = (x[i] - mean[c]) * inv_std[c];
-    const double mean_dy = training ? gradient_sums[c] / *count : 0;
-    const double mean_dy_xhat = training ? gradient_sums[C + c] / *count : 0;
-    dx[i] = static_cast<T>(gamma[c] * inv_std[c] * (dy[i] - mean_dy - xhat * mean_dy_xhat));
-  }
-};
-
-// running[c], running[C + c] moved toward channel c's batch mean and unbiased variance (var is
-// the biased one over count values), and num_batches_tracked counted once (by channel 0).
-template <int C, class T>
-ETNN_HD void update_running_statistics(T* running, int c, double mean, double var, double count) {
-  constexpr double m = batch_norm_momentum;
-  running[c] = static_cast<T>((1 - m) * running[c] + m * mean);
-  running[C + c] = static_cast<T>((1 - m) * running[C + c] + m * var * count / (count - 1));
-  if (c == 0) running[2 * C] += T(1);
-}
-
-}  // namespace detail
-
-}  // namespace etnn::expr
 // ---- etnn/cpu/executor.hpp ----
 // The CPU executor: evaluates an elementwise expression into memory in one fused loop, and runs
 // an ETNN_HD functor over an index range (the optimizers' update rules, dropout) or over rows
@@ -1340,36 +1492,6 @@ void gemm_accumulate_serial(int m, int n, int k, const T* a, int lda, const T* b
 }
 
 }  // namespace etnn::cpu
-// ---- etnn/expr/window.hpp ----
-// The geometry of a sliding window (convolution kernel or pooling window) over a (C, H, W) image,
-// as PyTorch defines it: out = floor((in + 2 pad - kernel) / stride) + 1, padding is virtual.
-// Device-neutral: the CPU and CUDA convolution and pooling kernels and the nn layers share it.
-namespace etnn::expr {
-
-// The two kinds of pooling window (nn::max_pool2d, nn::avg_pool2d).
-struct MaxPooling {};
-struct AveragePooling {};
-
-template <int Channels, int Height, int Width, int Kernel, int Stride, int Pad>
-struct Window {
-  static constexpr int channels = Channels;
-  static constexpr int height = Height;
-  static constexpr int width = Width;
-  static constexpr int kernel = Kernel;
-  static constexpr int stride = Stride;
-  static constexpr int pad = Pad;
-  static constexpr int out_height = (Height + 2 * Pad - Kernel) / Stride + 1;
-  static constexpr int out_width = (Width + 2 * Pad - Kernel) / Stride + 1;
-  static constexpr int out_pixels = out_height * out_width;
-  static constexpr int in_pixels = Height * Width;
-
-  // Input row of window row ki at output row oh (may be outside [0, height): padding).
-  static constexpr int in_row(int oh, int ki) { return oh * Stride - Pad + ki; }
-  static constexpr int in_col(int ow, int kj) { return ow * Stride - Pad + kj; }
-  static constexpr bool inside(int row, int col) { return row >= 0 && row < Height && col >= 0 && col < Width; }
-};
-
-}  // namespace etnn::expr
 
 namespace etnn {
 
@@ -1569,37 +1691,6 @@ void dense_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T*
 // sum of a row functor over the rows of class scores. The losses (loss/*.hpp) define the terms
 // and rows; the device's loops are in cuda/loss_loops.hpp (reached through backend/loss_loops.hpp).
 
-// ---- etnn/expr/loss_term.hpp ----
-// The value and derivative of a loss's element-wise term, device-neutral: a term is an ETNN_HD
-// functor term(y, t) -> {f(y, t), df/dy}, which the CPU loop (cpu/loss_loops.hpp) and the CUDA
-// kernel (cuda/loss_loops.hpp) sum alike; loss/*.hpp define the terms.
-#include <concepts>
-
-
-namespace etnn::expr {
-
-// -1, 0 or 1 (PyTorch's sign: 0 at 0).
-template <class T>
-ETNN_HD T sign(T x) {
-  return static_cast<T>((x > T(0)) - (x < T(0)));
-}
-
-// The value and gradient of one element-wise term.
-template <class T>
-struct Term {
-  T value;
-  T grad;
-};
-
-// A term whose inputs have a domain (BCE's probabilities, -1/+1 or 0/1 targets): valid(y, t) is
-// false outside it, and complaint(i, y, t) is the error message for element i.
-template <class F, class T>
-concept DomainTerm = requires(const F& f, T y, T t, std::size_t i) {
-  { f.valid(y, t) } -> std::convertible_to<bool>;
-  { f.complaint(i, y, t) } -> std::convertible_to<std::string>;
-};
-
-}  // namespace etnn::expr
 
 namespace etnn {
 
@@ -3753,25 +3844,26 @@ struct FusedMlp {
 
 }  // namespace etnn::cuda
 // ---- etnn/cuda/fused_mlp/padding.hpp ----
-// Private to cuda/fused_mlp.hpp: the copies around a fused MLP run at padded widths
-// (nn/fused_mlp_program.hpp): the parameters into the padded layout, the true parameters'
-// gradients out of it, and the columns of a row-major matrix padded with zeros or dropped. One
-// thread per element written, on the stream given.
+// Private to cuda/fused_mlp.hpp: the fused kernels at a network's own widths, PaddedFusedMlp<Half,
+// Widths...>. Widths other than 16, 32, 64 and 128 are padded with zeros to the next of them
+// (expr/fused_mlp_padding.hpp says why the padded network computes the true one): the parameters,
+// the input and the output gradient are copied into padded buffers first, and the output and the
+// parameter gradients copied back, by the copy kernels below (one thread per element written, on
+// etnn's stream). Widths that need no padding run FusedMlp directly.
 //
-// The layouts come from the caller, so that this file needs nothing of nn/:
-//   Padding (nn::detail::PaddedMlp): std::size_t constants num_params and padded_params, and the
-//     ETNN_HD index maps padded_index(i) (true -> padded) and true_index(j) (padded -> true, or
-//     num_params where j is padding);
-//   ColumnCopy: ETNN_HD static float element(const float* from, int from_cols, int to_cols,
-//     std::size_t index), element `index` of the (rows, to_cols) copy of a (rows, from_cols) matrix
-//     (nn::detail::column_copy_element).
+// The scratch (scratch_floats(batch) floats, 256-byte aligned) holds the kernels' `saved` first,
+// then when padded each region on a 256-byte boundary:
+//   saved | padded params | their gradients | x (batch, P_0) | y (batch, P_L) | dy (batch, P_L)
 #include <cuda_runtime.h>
 
 #include <cstddef>
 
 
-namespace etnn::cuda::detail {
+namespace etnn::cuda {
 
+namespace detail::fused_mlp {
+
+// padded[j] = the true parameter at padded index j, 0 where j is padding.
 template <class Padding>
 __global__ void pad_parameters_kernel(const float* params, float* padded) {
   const std::size_t j = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -3779,44 +3871,111 @@ __global__ void pad_parameters_kernel(const float* params, float* padded) {
   const std::size_t i = Padding::true_index(j);
   padded[j] = i < Padding::num_params ? params[i] : 0.0f;
 }
+// grads[i] += padded_grads[padded index of i] for every true parameter i.
 template <class Padding>
 __global__ void add_true_gradients_kernel(const float* padded_grads, float* grads) {
   const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < Padding::num_params) grads[i] += padded_grads[Padding::padded_index(i)];
 }
-template <class ColumnCopy>
-__global__ void copy_columns_kernel(const float* from, int from_cols, float* to, int to_cols, std::size_t n) {
+// to (rows, to_cols) = from (rows, from_cols), columns padded with zeros or dropped; n = rows to_cols.
+__global__ inline void copy_columns_kernel(const float* from, int from_cols, float* to, int to_cols, std::size_t n) {
   const std::size_t index = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (index < n) to[index] = ColumnCopy::element(from, from_cols, to_cols, index);
-}
-
-// padded (Padding::padded_params) = params (Padding::num_params) in the padded layout, zeros
-// where it is padding.
-template <class Padding>
-void pad_parameters(const float* params, float* padded, cudaStream_t stream) {
-  constexpr std::size_t n = Padding::padded_params;
-  pad_parameters_kernel<Padding><<<grid_blocks(n), 256, 0, stream>>>(params, padded);
-  check_launch("etnn fused MLP pad_parameters_kernel");
-}
-
-// grads (Padding::num_params) += the true parameters' entries of padded_grads (padded layout).
-template <class Padding>
-void add_true_gradients(const float* padded_grads, float* grads, cudaStream_t stream) {
-  constexpr std::size_t n = Padding::num_params;
-  add_true_gradients_kernel<Padding><<<grid_blocks(n), 256, 0, stream>>>(padded_grads, grads);
-  check_launch("etnn fused MLP add_true_gradients_kernel");
+  if (index < n) to[index] = expr::column_copy_element(from, from_cols, to_cols, index);
 }
 
 // (rows, from_cols) -> (rows, to_cols), columns padded with zeros or dropped.
-template <class ColumnCopy>
-void copy_columns(const float* from, int from_cols, float* to, int to_cols, int rows, cudaStream_t stream) {
+inline void copy_columns(const float* from, int from_cols, float* to, int to_cols, int rows) {
   const std::size_t n = std::size_t(rows) * std::size_t(to_cols);
   if (n == 0) return;
-  copy_columns_kernel<ColumnCopy><<<grid_blocks(n), 256, 0, stream>>>(from, from_cols, to, to_cols, n);
+  copy_columns_kernel<<<grid_blocks(n), 256, 0, stream()>>>(from, from_cols, to, to_cols, n);
   check_launch("etnn fused MLP copy_columns_kernel");
 }
 
-}  // namespace etnn::cuda::detail
+}  // namespace detail::fused_mlp
+
+// The fused MLP of true widths Widths = {w_0 (input), ..., w_L (output)}, each at most 128, with
+// Half (__nv_bfloat16 or __half) operands: forward and backward as FusedMlp's, on etnn's stream.
+template <class Half, int... Widths>
+struct PaddedFusedMlp {
+  using padding = expr::PaddedMlp<Widths...>;
+  static_assert(padding::fits, "ETNN_FUSED_MLP_WIDTH: every width of a fused MLP must be at most 128");
+  using kernels = FusedMlp<Half, expr::fused_width(Widths)...>;
+  static constexpr int widths[] = {Widths...};
+  static constexpr int in_width = widths[0];
+  static constexpr int out_width = widths[sizeof...(Widths) - 1];
+  static constexpr int padded_in = expr::fused_width(in_width);
+  static constexpr int padded_out = expr::fused_width(out_width);
+
+  // Floats of scratch at this batch.
+  static std::size_t scratch_floats(int batch) { return regions(nullptr, batch).floats; }
+
+  // x (batch, w_0) -> y (batch, w_L), fp32 row-major; keeps in `scratch` what backward needs.
+  static void forward(const float* params, const float* x, float* y, float* scratch, int batch) {
+    const Regions r = regions(scratch, batch);
+    if constexpr (padding::needed) {
+      constexpr std::size_t n = padding::padded_params;
+      detail::fused_mlp::pad_parameters_kernel<padding><<<grid_blocks(n), 256, 0, stream()>>>(params, r.params);
+      check_launch("etnn fused MLP pad_parameters_kernel");
+      detail::fused_mlp::copy_columns(x, in_width, r.x, padded_in, batch);
+      kernels::forward(r.params, r.x, r.y, r.saved, batch, stream());
+      detail::fused_mlp::copy_columns(r.y, padded_out, y, out_width, batch);
+    } else {
+      kernels::forward(params, x, y, r.saved, batch, stream());
+    }
+  }
+
+  // grads += dL/dparams for the output gradient dy (batch, w_L), after forward on the same x and
+  // scratch (forward left the padded parameters and input there).
+  static void backward(const float* params, float* grads, const float* x, const float* dy, float* scratch,
+                       int batch) {
+    const Regions r = regions(scratch, batch);
+    if constexpr (padding::needed) {
+      detail::fused_mlp::copy_columns(dy, out_width, r.dy, padded_out, batch);
+      ETNN_CHECK_CUDA(cudaMemsetAsync(r.grads, 0, padding::padded_params * sizeof(float), stream()));
+      kernels::backward(r.params, r.grads, r.x, r.saved, r.dy, batch, stream());
+      constexpr std::size_t n = padding::num_params;
+      detail::fused_mlp::add_true_gradients_kernel<padding><<<grid_blocks(n), 256, 0, stream()>>>(r.grads, grads);
+      check_launch("etnn fused MLP add_true_gradients_kernel");
+    } else {
+      kernels::backward(params, grads, x, r.saved, dy, batch, stream());
+    }
+  }
+
+ private:
+  // The scratch's regions (unused ones null).
+  struct Regions {
+    void* saved;
+    float* params;  // padded_params, the padded parameters
+    float* grads;   // padded_params, their gradients
+    float* x;       // (batch, padded_in)
+    float* y;       // (batch, padded_out)
+    float* dy;      // (batch, padded_out)
+    std::size_t floats;
+  };
+  static Regions regions(float* scratch, int batch) {
+    constexpr std::size_t align = 256 / sizeof(float);
+    std::size_t at = 0;
+    const auto take = [&](std::size_t floats) {
+      float* region = scratch == nullptr ? nullptr : scratch + at;
+      at += (floats + align - 1) / align * align;
+      return region;
+    };
+    const auto rows = static_cast<std::size_t>(batch);
+    Regions r{};
+    r.saved = take((kernels::saved_bytes(batch) + sizeof(float) - 1) / sizeof(float));
+    if constexpr (padding::needed) {
+      r.params = take(padding::padded_params);
+      r.grads = take(padding::padded_params);
+      r.x = take(rows * padded_in);
+      r.y = take(rows * padded_out);
+      r.dy = take(rows * padded_out);
+    }
+    r.floats = at;
+    return r;
+  }
+};
+
+}  // namespace etnn::cuda
 // ---- etnn/cuda/graph.hpp ----
 // CUDA graphs for the training step: the forward and backward passes of a static network launch
 // the same GEMMs and kernels on the same pointers at every step of a given batch size, so each is
@@ -6015,119 +6174,52 @@ class GradientBuffer {
 };
 
 }  // namespace etnn::nn
-#if defined(__CUDACC__)
 // ---- etnn/nn/fused_mlp_program.hpp ----
 // The network executor of a mixed-precision model on CUDA (etnn::Model<Net, etnn::bf16, Cuda>,
 // or etnn::fp16): a chain of linear layers with ReLU between them and every width at most 128 runs
-// as the fully fused kernels of cuda/fused_mlp.hpp, one forward launch and three backward ones,
-// activations on chip in the 16-bit format. Widths other than 16, 32, 64 and 128 are padded with zeros to the next of them
-// (nn/fused_mlp_padding.hpp): then the parameters, the input and the output gradient are copied
-// into padded buffers first, and the output and the parameter gradients copied back. It is
-// Program with forward and backward replaced: the parameter layout, names and initialisation are
-// the same, so checkpoints and optimizers do not change.
+// as the fully fused kernels (cuda/fused_mlp.hpp, through backend/fused_mlp.hpp), one forward
+// launch and three backward ones, activations on chip in the 16-bit format. Widths other than 16,
+// 32, 64 and 128 run padded with zeros to the next of them (expr/fused_mlp_padding.hpp,
+// cuda/fused_mlp/padding.hpp). It is Program with forward and backward replaced: the parameter
+// layout, names and initialisation are the same, so checkpoints and optimizers do not change.
 //
 // Training workspace per sample: [ output (out) | dL/doutput (out) ]; the layers' scratch
-// (scratch_values(batch)) holds the kernels' saved activations and backward scratch, then, when
-// padded, the padded parameters, their gradients, input, output and output gradient.
-#include <cstddef>
-#include <tuple>
-#include <type_traits>
+// (scratch_values(batch)) holds the kernels' saved activations and backward scratch, and when
+// padded the padded parameters, their gradients, input, output and output gradient.
 
+// ---- etnn/backend/fused_mlp.hpp ----
+// The fully fused narrow-MLP kernels for the program that runs them (nn/fused_mlp_program.hpp):
+//   HalfOf<Scalar>::type             the 16-bit operand type of a mixed-precision scalar type
+//                                    (__half for etnn::fp16, __nv_bfloat16 for etnn::bf16)
+//   FusedMlpKernels<Half, W...>::type  the kernels at a network's true widths W (cuda::PaddedFusedMlp)
+// Only an nvcc build has them; a host build declares both and defines neither, so a program that
+// names them compiles there as long as nothing instantiates it (etnn::device_compiled<Cuda> is
+// false, and nn never chooses the fused program).
+// The dispatch header of this op family (dlib's tensor_tools idea): it includes the CUDA kernels
+// only under nvcc, so that nn never names a backend itself.
 
-// ---- etnn/nn/fused_mlp_padding.hpp ----
-// Padding a narrow MLP to the fully fused kernels' widths (16, 32, 64 or 128), so that any chain of
-// linear layers with ReLU between them and every width at most 128 runs fused: an input of 20
-// features or 10 classes out is carried as 32 and 16.
-//
-// Widths W_0 .. W_L (W_0 the input), padded P_l = fused_width(W_l). Parameters are laid out per
-// layer as etnn and PyTorch do, weight (W_{l+1}, W_l) row-major then bias (W_{l+1}); the padded
-// network's the same way with P. Padding is zeros: the padded network computes the same function
-// on the true features, because
-//   - a padded input column meets only zero weights;
-//   - a padded hidden unit has zero weights in and zero bias, so it is ReLU(0) = 0, and its
-//     weights out are zero too;
-//   - a padded output is 0 and, given a zero gradient (dy padded with zeros), sends nothing back.
-// Its true parameters' gradients are therefore the true network's, and its padding's are zero.
-// The maps below are between true and padded parameter indices; they run on the host (tests) and
-// on the device (the copy kernels of cuda/fused_mlp/padding.hpp, given them by nn/fused_mlp_program.hpp).
-#include <cstddef>
+#if defined(__CUDACC__)
+#endif
 
+namespace etnn::backend {
 
-namespace etnn::nn::detail {
+template <class Scalar>
+struct HalfOf;
+template <class Half, int... Widths>
+struct FusedMlpKernels;
 
-// The smallest fused kernel width that holds w features: 16, 32, 64 or 128; 0 when w > 128.
-ETNN_HD constexpr int fused_width(int w) {
-  return w <= 16 ? 16 : w <= 32 ? 32 : w <= 64 ? 64 : w <= 128 ? 128 : 0;
-}
-
-template <int... Widths>
-struct PaddedMlp {
-  static_assert(sizeof...(Widths) >= 2, "a chain of linear layers has an input and an output width");
-  static constexpr int layers = static_cast<int>(sizeof...(Widths)) - 1;
-  static constexpr bool fits = ((Widths > 0 && fused_width(Widths) != 0) && ...);
-  static constexpr bool needed = ((fused_width(Widths) != Widths) || ...);
-
-  // Parameters of the chain, true or padded: sum_l w_{l+1} (w_l + 1).
-  static constexpr std::size_t params_of(bool padded) {
-    constexpr int widths[] = {Widths...};
-    const auto width = [&](int l) { return std::size_t(padded ? fused_width(widths[l]) : widths[l]); };
-    std::size_t total = 0;
-    for (int l = 0; l < layers; ++l) total += width(l + 1) * (width(l) + 1);
-    return total;
-  }
-  static constexpr std::size_t num_params = params_of(false);
-  static constexpr std::size_t padded_params = params_of(true);
-
-  // Where true parameter i (< num_params) lives in the padded layout.
-  ETNN_HD static constexpr std::size_t padded_index(std::size_t i) {
-    constexpr int widths[] = {Widths...};
-    std::size_t at = 0, padded_at = 0;
-    for (int l = 0; l < layers; ++l) {
-      const std::size_t in = std::size_t(widths[l]), out = std::size_t(widths[l + 1]);
-      const std::size_t in_p = std::size_t(fused_width(widths[l])), out_p = std::size_t(fused_width(widths[l + 1]));
-      if (i < at + out * (in + 1)) {
-        const std::size_t k = i - at;
-        return k < out * in ? padded_at + k / in * in_p + k % in : padded_at + out_p * in_p + (k - out * in);
-      }
-      at += out * (in + 1);
-      padded_at += out_p * (in_p + 1);
-    }
-    return padded_params;
-  }
-
-  // The true parameter at padded index j (< padded_params), or num_params where j is padding.
-  ETNN_HD static constexpr std::size_t true_index(std::size_t j) {
-    constexpr int widths[] = {Widths...};
-    std::size_t at = 0, padded_at = 0;
-    for (int l = 0; l < layers; ++l) {
-      const std::size_t in = std::size_t(widths[l]), out = std::size_t(widths[l + 1]);
-      const std::size_t in_p = std::size_t(fused_width(widths[l])), out_p = std::size_t(fused_width(widths[l + 1]));
-      if (j < padded_at + out_p * (in_p + 1)) {
-        const std::size_t k = j - padded_at;
-        if (k < out_p * in_p) {
-          const std::size_t row = k / in_p, col = k % in_p;
-          return row < out && col < in ? at + row * in + col : num_params;
-        }
-        const std::size_t row = k - out_p * in_p;
-        return row < out ? at + out * in + row : num_params;
-      }
-      at += out * (in + 1);
-      padded_at += out_p * (in_p + 1);
-    }
-    return num_params;
-  }
+#if defined(__CUDACC__)
+template <class Scalar>
+struct HalfOf {
+  using type = std::conditional_t<products_of<Scalar> == Products::fp16, __half, __nv_bfloat16>;
 };
+template <class Half, int... Widths>
+struct FusedMlpKernels {
+  using type = cuda::PaddedFusedMlp<Half, Widths...>;
+};
+#endif
 
-// Element `index` of a (rows, to_cols) row-major matrix copied from a (rows, from_cols) one:
-// the same element where column < from_cols, else 0. Pads columns (to_cols > from_cols) or drops
-// them (to_cols < from_cols).
-template <class T>
-ETNN_HD constexpr T column_copy_element(const T* from, int from_cols, int to_cols, std::size_t index) {
-  const std::size_t row = index / std::size_t(to_cols), col = index % std::size_t(to_cols);
-  return col < std::size_t(from_cols) ? from[row * std::size_t(from_cols) + col] : T(0);
-}
-
-}  // namespace etnn::nn::detail
+}  // namespace etnn::backend
 
 namespace etnn::nn::detail {
 
@@ -6160,19 +6252,8 @@ consteval bool fusable_mlp() {
   for (std::size_t i = 0; i < n; ++i)
     if (!dense[i] || (i + 1 < n ? !relu[i] : !identity[i])) return false;
   using First = std::tuple_element_t<0, std::tuple<Ls...>>;
-  return PaddedMlp<FusedLayer<First>::in, FusedLayer<Ls>::out...>::fits;
+  return expr::PaddedMlp<FusedLayer<First>::in, FusedLayer<Ls>::out...>::fits;
 }
-
-// column_copy_element as the padded copies' element map (cuda/fused_mlp/padding.hpp).
-struct ColumnCopy {
-  ETNN_HD static float element(const float* from, int from_cols, int to_cols, std::size_t index) {
-    return column_copy_element(from, from_cols, to_cols, index);
-  }
-};
-
-// The kernels' 16-bit operand type of a mixed-precision scalar type.
-template <class Scalar>
-using half_of = std::conditional_t<products_of<Scalar> == Products::fp16, __half, __nv_bfloat16>;
 
 // Half: __nv_bfloat16 or __half.
 template <class Layers, class Half>
@@ -6183,54 +6264,18 @@ struct FusedMlpProgram<TypeList<Ls...>, Half> : Program<TypeList<Ls...>> {
   using base = Program<TypeList<Ls...>>;
   static_assert(fusable_mlp<Ls...>(), "etnn: ProgramFor chooses FusedMlpProgram only for networks it takes");
   using First = std::tuple_element_t<0, std::tuple<Ls...>>;
-  using padding = PaddedMlp<FusedLayer<First>::in, FusedLayer<Ls>::out...>;
-  using kernels = cuda::FusedMlp<Half, fused_width(FusedLayer<First>::in), fused_width(FusedLayer<Ls>::out)...>;
-  static constexpr int in_width = FusedLayer<First>::in;
+  // The kernels at the network's widths: input, then each layer's output.
+  using kernels = typename backend::FusedMlpKernels<Half, FusedLayer<First>::in, FusedLayer<Ls>::out...>::type;
   static constexpr std::size_t out_width = base::template layer<base::count - 1>::out_shape::size;
-  static constexpr int padded_in = fused_width(in_width);
-  static constexpr int padded_out = fused_width(static_cast<int>(out_width));
 
   static constexpr std::size_t storage_per_sample = out_width;
   static constexpr std::size_t workspace_per_sample = 2 * out_width;
   template <class Device>
   static constexpr bool runs_on = std::is_same_v<Device, Cuda>;
 
-  // The scratch's regions: the kernels' `saved` first (256-byte aligned, as the scratch is), then
-  // when padded each region on a 256-byte boundary.
-  struct Regions {
-    void* saved;
-    float* params;  // padded_params, the padded parameters
-    float* grads;   // padded_params, their gradients
-    float* x;       // (batch, padded_in)
-    float* y;       // (batch, padded_out)
-    float* dy;      // (batch, padded_out)
-    std::size_t floats;
-  };
-  static Regions regions(float* scratch, int batch) {
-    constexpr std::size_t align = 256 / sizeof(float);
-    std::size_t at = 0;
-    const auto take = [&](std::size_t floats) {
-      float* region = scratch == nullptr ? nullptr : scratch + at;
-      at += (floats + align - 1) / align * align;
-      return region;
-    };
-    const auto rows = static_cast<std::size_t>(batch);
-    Regions r{};
-    r.saved = take((kernels::saved_bytes(batch) + sizeof(float) - 1) / sizeof(float));
-    if constexpr (padding::needed) {
-      r.params = take(padding::padded_params);
-      r.grads = take(padding::padded_params);
-      r.x = take(rows * padded_in);
-      r.y = take(rows * padded_out);
-      r.dy = take(rows * padded_out);
-    }
-    r.floats = at;
-    return r;
-  }
-
   template <class Device>
   static std::size_t scratch_values(int batch) {
-    return regions(nullptr, batch).floats;
+    return kernels::scratch_floats(batch);
   }
 
   template <class T>
@@ -6253,7 +6298,7 @@ struct FusedMlpProgram<TypeList<Ls...>, Half> : Program<TypeList<Ls...>> {
   static void forward_train(Cuda, const Run<float>& run, const float* x, float* workspace, int capacity, int batch,
                             Activations<float>& act) {
     act = locate(x, workspace, capacity);
-    fused_forward(run, x, workspace, batch);
+    kernels::forward(run.params, x, workspace, run.scratch, batch);
   }
 
   // Every gradient is final when the last kernel is: layer_done(0) once.
@@ -6261,42 +6306,17 @@ struct FusedMlpProgram<TypeList<Ls...>, Half> : Program<TypeList<Ls...>> {
   static const float* backward(Cuda, const Run<float>& run, float* grads, float* workspace, int capacity, int batch,
                                const Activations<float>& act, LayerDone&& layer_done) {
     static_assert(!InputGradient, "a fused MLP computes no input gradient (it is not a block inside another)");
-    const Regions r = regions(run.scratch, batch);
-    const float* dy = output_gradient(workspace, capacity);
-    if constexpr (padding::needed) {
-      // forward left the padded parameters and input in the scratch.
-      cuda::detail::copy_columns<ColumnCopy>(dy, static_cast<int>(out_width), r.dy, padded_out, batch, cuda::stream());
-      ETNN_CHECK_CUDA(cudaMemsetAsync(r.grads, 0, padding::padded_params * sizeof(float), cuda::stream()));
-      kernels::backward(r.params, r.grads, r.x, r.saved, r.dy, batch, cuda::stream());
-      cuda::detail::add_true_gradients<padding>(r.grads, grads, cuda::stream());
-    } else {
-      kernels::backward(run.params, grads, act.front(), r.saved, dy, batch, cuda::stream());
-    }
+    kernels::backward(run.params, grads, act.front(), output_gradient(workspace, capacity), run.scratch, batch);
     layer_done(std::size_t{0});
     return nullptr;
   }
 
   static void forward_infer(Cuda, const Run<float>& run, const float* x, float*, float* out, int batch) {
-    fused_forward(run, x, out, batch);
-  }
-
- private:
-  // x (batch, in) -> y (batch, out) through the kernels, padded when the widths need it.
-  static void fused_forward(const Run<float>& run, const float* x, float* y, int batch) {
-    const Regions r = regions(run.scratch, batch);
-    if constexpr (padding::needed) {
-      cuda::detail::pad_parameters<padding>(run.params, r.params, cuda::stream());
-      cuda::detail::copy_columns<ColumnCopy>(x, in_width, r.x, padded_in, batch, cuda::stream());
-      kernels::forward(r.params, r.x, r.y, r.saved, batch, cuda::stream());
-      cuda::detail::copy_columns<ColumnCopy>(r.y, padded_out, y, static_cast<int>(out_width), batch, cuda::stream());
-    } else {
-      kernels::forward(run.params, x, y, r.saved, batch, cuda::stream());
-    }
+    kernels::forward(run.params, x, out, run.scratch, batch);
   }
 };
 
 }  // namespace etnn::nn::detail
-#endif
 
 namespace etnn {
 
@@ -6309,21 +6329,30 @@ struct NamedParameter {
 };
 
 namespace nn::detail {
-// The executor of a network for a model's scalar type: Program, or for etnn::bf16 or etnn::fp16
-// and a network the fully fused kernels take, those (nn/fused_mlp_program.hpp).
+// Mixed precision that takes the fully fused kernels where a network fits them.
+template <class Scalar>
+inline constexpr bool fuses_narrow_mlps = std::is_same_v<Scalar, bf16> || std::is_same_v<Scalar, fp16>;
+
+// Whether a model of Net and Scalar runs as the fully fused kernels: a build that has them (nvcc),
+// etnn::bf16 or etnn::fp16, and a chain of linear layers they take.
 template <class Net, class Scalar>
+consteval bool runs_fused() {
+  if constexpr (!fuses_narrow_mlps<Scalar> || !device_compiled<Cuda>)
+    return false;
+  else
+    return []<class... Ls>(TypeList<Ls...>) { return fusable_mlp<Ls...>(); }(typename Net::layers{});
+}
+
+// The executor of a network for a model's scalar type: Program, or the fully fused kernels
+// (nn/fused_mlp_program.hpp) where runs_fused says so.
+template <class Net, class Scalar, bool Fused = runs_fused<Net, Scalar>()>
 struct ProgramFor {
   using type = Program<typename Net::layers>;
 };
-#if defined(__CUDACC__)
 template <class Net, class Scalar>
-  requires fuses_narrow_mlps<Scalar>
-struct ProgramFor<Net, Scalar> {
-  static constexpr bool fusable = []<class... Ls>(TypeList<Ls...>) { return fusable_mlp<Ls...>(); }(typename Net::layers{});
-  using type = std::conditional_t<fusable, FusedMlpProgram<typename Net::layers, half_of<Scalar>>,
-                                  Program<typename Net::layers>>;
+struct ProgramFor<Net, Scalar, true> {
+  using type = FusedMlpProgram<typename Net::layers, typename backend::HalfOf<Scalar>::type>;
 };
-#endif
 }  // namespace nn::detail
 
 // Net may be spelled decltype(net) for a constexpr net, which is const-qualified. Scalar is float,

@@ -20,7 +20,7 @@ namespace nn = etnn::nn;
 namespace cuda_test {
 
 inline bool gpu() {
-  static const bool usable = etnn::detail::cuda_unavailable_reason().empty();
+  static const bool usable = etnn::cuda::detail::cuda_unavailable_reason().empty();
   return usable;
 }
 

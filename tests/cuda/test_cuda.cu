@@ -17,7 +17,7 @@ using namespace cuda_test;
 // ---- Host side: no device needed --------------------------------------------------------------
 
 TEST_CASE("best_device answers CUDA exactly when a usable GPU is present, and says why not once") {
-  const std::string why = etnn::detail::cuda_unavailable_reason();
+  const std::string why = etnn::cuda::detail::cuda_unavailable_reason();
   CHECK((etnn::best_device() == etnn::DeviceKind::cuda) == why.empty());
   if (!why.empty()) MESSAGE("no GPU here: " << why);
 }
@@ -33,7 +33,7 @@ TEST_CASE("dispatch to CUDA without a usable GPU throws UnavailableError naming 
   } catch (const etnn::UnavailableError& e) {
     const std::string message = e.what();
     CHECK(message.find("the CUDA device was requested but") != std::string::npos);
-    CHECK(message.find(etnn::detail::cuda_unavailable_reason()) != std::string::npos);
+    CHECK(message.find(etnn::cuda::detail::cuda_unavailable_reason()) != std::string::npos);
   }
   CHECK(etnn::dispatch(etnn::DeviceKind::cpu, []<class D>(D) { return std::string(D::name); }) == "cpu");
 }
@@ -231,7 +231,7 @@ TEST_CASE_TEMPLATE("device reductions: sum of squares and the non-finite search"
   double expected = 0;
   for (T x : v) expected += static_cast<double>(x) * static_cast<double>(x);
   auto dv = to_device(v);
-  CHECK(etnn::optim::detail::sum_of_squares(etnn::Cuda{}, dv.data(), n) == doctest::Approx(expected).epsilon(1e-12));
+  CHECK(etnn::backend::sum_of_squares(etnn::Cuda{}, dv.data(), n) == doctest::Approx(expected).epsilon(1e-12));
   CHECK(etnn::backend::last_non_finite(etnn::Cuda{}, dv.data(), n) == n);
   v[17] = std::numeric_limits<T>::quiet_NaN();
   v[99999] = std::numeric_limits<T>::infinity();

@@ -12,7 +12,7 @@ namespace nn = etnn::nn;
 
 namespace {
 bool gpu() {
-  static const bool usable = etnn::detail::cuda_unavailable_reason().empty();
+  static const bool usable = etnn::cuda::detail::cuda_unavailable_reason().empty();
   return usable;
 }
 using Net = decltype(nn::input<16> >> nn::linear<32> >> nn::relu >> nn::linear<4>);

@@ -163,9 +163,9 @@ TEST_CASE("the gradient norm over a large buffer is the sum of squares in double
     g[i] = static_cast<float>(std::sin(0.001 * static_cast<double>(i))) * 1e-3f;
     expected += static_cast<double>(g[i]) * static_cast<double>(g[i]);
   }
-  const double sum = etnn::optim::detail::sum_of_squares(etnn::Cpu{}, g.data(), g.size());
+  const double sum = etnn::backend::sum_of_squares(etnn::Cpu{}, g.data(), g.size());
   CHECK(sum == doctest::Approx(expected).epsilon(1e-13));
-  CHECK(etnn::optim::detail::sum_of_squares(etnn::Cpu{}, g.data(), 0) == 0.0);
-  CHECK(etnn::optim::detail::sum_of_squares(etnn::Cpu{}, g.data(), 3) ==
+  CHECK(etnn::backend::sum_of_squares(etnn::Cpu{}, g.data(), 0) == 0.0);
+  CHECK(etnn::backend::sum_of_squares(etnn::Cpu{}, g.data(), 3) ==
         static_cast<double>(g[0]) * g[0] + static_cast<double>(g[1]) * g[1] + static_cast<double>(g[2]) * g[2]);
 }

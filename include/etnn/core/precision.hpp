@@ -34,10 +34,6 @@ inline constexpr Products products_of = std::is_same_v<Scalar, bf16> || std::is_
 template <class Scalar>
 inline constexpr bool mixed_precision = products_of<Scalar> != Products::own;
 
-// Mixed precision that takes the fully fused kernels where a network fits them.
-template <class Scalar>
-inline constexpr bool fuses_narrow_mlps = std::is_same_v<Scalar, bf16> || std::is_same_v<Scalar, fp16>;
-
 // The type a model keeps its parameters (and takes its data) in.
 template <class Scalar>
 using master_t = std::conditional_t<mixed_precision<Scalar>, float, Scalar>;

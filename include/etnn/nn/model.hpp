@@ -23,9 +23,7 @@
 #include "program.hpp"
 #include "../backend/executor.hpp"
 #include "../backend/memory.hpp"
-#if defined(__CUDACC__)
 #include "fused_mlp_program.hpp"
-#endif
 #include "sequential.hpp"
 
 namespace etnn {
@@ -39,21 +37,30 @@ struct NamedParameter {
 };
 
 namespace nn::detail {
-// The executor of a network for a model's scalar type: Program, or for etnn::bf16 or etnn::fp16
-// and a network the fully fused kernels take, those (nn/fused_mlp_program.hpp).
+// Mixed precision that takes the fully fused kernels where a network fits them.
+template <class Scalar>
+inline constexpr bool fuses_narrow_mlps = std::is_same_v<Scalar, bf16> || std::is_same_v<Scalar, fp16>;
+
+// Whether a model of Net and Scalar runs as the fully fused kernels: a build that has them (nvcc),
+// etnn::bf16 or etnn::fp16, and a chain of linear layers they take.
 template <class Net, class Scalar>
+consteval bool runs_fused() {
+  if constexpr (!fuses_narrow_mlps<Scalar> || !device_compiled<Cuda>)
+    return false;
+  else
+    return []<class... Ls>(TypeList<Ls...>) { return fusable_mlp<Ls...>(); }(typename Net::layers{});
+}
+
+// The executor of a network for a model's scalar type: Program, or the fully fused kernels
+// (nn/fused_mlp_program.hpp) where runs_fused says so.
+template <class Net, class Scalar, bool Fused = runs_fused<Net, Scalar>()>
 struct ProgramFor {
   using type = Program<typename Net::layers>;
 };
-#if defined(__CUDACC__)
 template <class Net, class Scalar>
-  requires fuses_narrow_mlps<Scalar>
-struct ProgramFor<Net, Scalar> {
-  static constexpr bool fusable = []<class... Ls>(TypeList<Ls...>) { return fusable_mlp<Ls...>(); }(typename Net::layers{});
-  using type = std::conditional_t<fusable, FusedMlpProgram<typename Net::layers, half_of<Scalar>>,
-                                  Program<typename Net::layers>>;
+struct ProgramFor<Net, Scalar, true> {
+  using type = FusedMlpProgram<typename Net::layers, typename backend::HalfOf<Scalar>::type>;
 };
-#endif
 }  // namespace nn::detail
 
 // Net may be spelled decltype(net) for a constexpr net, which is const-qualified. Scalar is float,

@@ -1,24 +1,27 @@
 #pragma once
-// Private to cuda/fused_mlp.hpp: the copies around a fused MLP run at padded widths
-// (nn/fused_mlp_program.hpp): the parameters into the padded layout, the true parameters'
-// gradients out of it, and the columns of a row-major matrix padded with zeros or dropped. One
-// thread per element written, on the stream given.
+// Private to cuda/fused_mlp.hpp: the fused kernels at a network's own widths, PaddedFusedMlp<Half,
+// Widths...>. Widths other than 16, 32, 64 and 128 are padded with zeros to the next of them
+// (expr/fused_mlp_padding.hpp says why the padded network computes the true one): the parameters,
+// the input and the output gradient are copied into padded buffers first, and the output and the
+// parameter gradients copied back, by the copy kernels below (one thread per element written, on
+// etnn's stream). Widths that need no padding run FusedMlp directly.
 //
-// The layouts come from the caller, so that this file needs nothing of nn/:
-//   Padding (nn::detail::PaddedMlp): std::size_t constants num_params and padded_params, and the
-//     ETNN_HD index maps padded_index(i) (true -> padded) and true_index(j) (padded -> true, or
-//     num_params where j is padding);
-//   ColumnCopy: ETNN_HD static float element(const float* from, int from_cols, int to_cols,
-//     std::size_t index), element `index` of the (rows, to_cols) copy of a (rows, from_cols) matrix
-//     (nn::detail::column_copy_element).
+// The scratch (scratch_floats(batch) floats, 256-byte aligned) holds the kernels' `saved` first,
+// then when padded each region on a 256-byte boundary:
+//   saved | padded params | their gradients | x (batch, P_0) | y (batch, P_L) | dy (batch, P_L)
 #include <cuda_runtime.h>
 
 #include <cstddef>
 
+#include "../../expr/fused_mlp_padding.hpp"
 #include "../runtime.hpp"
+#include "host.hpp"
 
-namespace etnn::cuda::detail {
+namespace etnn::cuda {
 
+namespace detail::fused_mlp {
+
+// padded[j] = the true parameter at padded index j, 0 where j is padding.
 template <class Padding>
 __global__ void pad_parameters_kernel(const float* params, float* padded) {
   const std::size_t j = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -26,41 +29,108 @@ __global__ void pad_parameters_kernel(const float* params, float* padded) {
   const std::size_t i = Padding::true_index(j);
   padded[j] = i < Padding::num_params ? params[i] : 0.0f;
 }
+// grads[i] += padded_grads[padded index of i] for every true parameter i.
 template <class Padding>
 __global__ void add_true_gradients_kernel(const float* padded_grads, float* grads) {
   const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < Padding::num_params) grads[i] += padded_grads[Padding::padded_index(i)];
 }
-template <class ColumnCopy>
-__global__ void copy_columns_kernel(const float* from, int from_cols, float* to, int to_cols, std::size_t n) {
+// to (rows, to_cols) = from (rows, from_cols), columns padded with zeros or dropped; n = rows to_cols.
+__global__ inline void copy_columns_kernel(const float* from, int from_cols, float* to, int to_cols, std::size_t n) {
   const std::size_t index = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (index < n) to[index] = ColumnCopy::element(from, from_cols, to_cols, index);
-}
-
-// padded (Padding::padded_params) = params (Padding::num_params) in the padded layout, zeros
-// where it is padding.
-template <class Padding>
-void pad_parameters(const float* params, float* padded, cudaStream_t stream) {
-  constexpr std::size_t n = Padding::padded_params;
-  pad_parameters_kernel<Padding><<<grid_blocks(n), 256, 0, stream>>>(params, padded);
-  check_launch("etnn fused MLP pad_parameters_kernel");
-}
-
-// grads (Padding::num_params) += the true parameters' entries of padded_grads (padded layout).
-template <class Padding>
-void add_true_gradients(const float* padded_grads, float* grads, cudaStream_t stream) {
-  constexpr std::size_t n = Padding::num_params;
-  add_true_gradients_kernel<Padding><<<grid_blocks(n), 256, 0, stream>>>(padded_grads, grads);
-  check_launch("etnn fused MLP add_true_gradients_kernel");
+  if (index < n) to[index] = expr::column_copy_element(from, from_cols, to_cols, index);
 }
 
 // (rows, from_cols) -> (rows, to_cols), columns padded with zeros or dropped.
-template <class ColumnCopy>
-void copy_columns(const float* from, int from_cols, float* to, int to_cols, int rows, cudaStream_t stream) {
+inline void copy_columns(const float* from, int from_cols, float* to, int to_cols, int rows) {
   const std::size_t n = std::size_t(rows) * std::size_t(to_cols);
   if (n == 0) return;
-  copy_columns_kernel<ColumnCopy><<<grid_blocks(n), 256, 0, stream>>>(from, from_cols, to, to_cols, n);
+  copy_columns_kernel<<<grid_blocks(n), 256, 0, stream()>>>(from, from_cols, to, to_cols, n);
   check_launch("etnn fused MLP copy_columns_kernel");
 }
 
-}  // namespace etnn::cuda::detail
+}  // namespace detail::fused_mlp
+
+// The fused MLP of true widths Widths = {w_0 (input), ..., w_L (output)}, each at most 128, with
+// Half (__nv_bfloat16 or __half) operands: forward and backward as FusedMlp's, on etnn's stream.
+template <class Half, int... Widths>
+struct PaddedFusedMlp {
+  using padding = expr::PaddedMlp<Widths...>;
+  static_assert(padding::fits, "ETNN_FUSED_MLP_WIDTH: every width of a fused MLP must be at most 128");
+  using kernels = FusedMlp<Half, expr::fused_width(Widths)...>;
+  static constexpr int widths[] = {Widths...};
+  static constexpr int in_width = widths[0];
+  static constexpr int out_width = widths[sizeof...(Widths) - 1];
+  static constexpr int padded_in = expr::fused_width(in_width);
+  static constexpr int padded_out = expr::fused_width(out_width);
+
+  // Floats of scratch at this batch.
+  static std::size_t scratch_floats(int batch) { return regions(nullptr, batch).floats; }
+
+  // x (batch, w_0) -> y (batch, w_L), fp32 row-major; keeps in `scratch` what backward needs.
+  static void forward(const float* params, const float* x, float* y, float* scratch, int batch) {
+    const Regions r = regions(scratch, batch);
+    if constexpr (padding::needed) {
+      constexpr std::size_t n = padding::padded_params;
+      detail::fused_mlp::pad_parameters_kernel<padding><<<grid_blocks(n), 256, 0, stream()>>>(params, r.params);
+      check_launch("etnn fused MLP pad_parameters_kernel");
+      detail::fused_mlp::copy_columns(x, in_width, r.x, padded_in, batch);
+      kernels::forward(r.params, r.x, r.y, r.saved, batch, stream());
+      detail::fused_mlp::copy_columns(r.y, padded_out, y, out_width, batch);
+    } else {
+      kernels::forward(params, x, y, r.saved, batch, stream());
+    }
+  }
+
+  // grads += dL/dparams for the output gradient dy (batch, w_L), after forward on the same x and
+  // scratch (forward left the padded parameters and input there).
+  static void backward(const float* params, float* grads, const float* x, const float* dy, float* scratch,
+                       int batch) {
+    const Regions r = regions(scratch, batch);
+    if constexpr (padding::needed) {
+      detail::fused_mlp::copy_columns(dy, out_width, r.dy, padded_out, batch);
+      ETNN_CHECK_CUDA(cudaMemsetAsync(r.grads, 0, padding::padded_params * sizeof(float), stream()));
+      kernels::backward(r.params, r.grads, r.x, r.saved, r.dy, batch, stream());
+      constexpr std::size_t n = padding::num_params;
+      detail::fused_mlp::add_true_gradients_kernel<padding><<<grid_blocks(n), 256, 0, stream()>>>(r.grads, grads);
+      check_launch("etnn fused MLP add_true_gradients_kernel");
+    } else {
+      kernels::backward(params, grads, x, r.saved, dy, batch, stream());
+    }
+  }
+
+ private:
+  // The scratch's regions (unused ones null).
+  struct Regions {
+    void* saved;
+    float* params;  // padded_params, the padded parameters
+    float* grads;   // padded_params, their gradients
+    float* x;       // (batch, padded_in)
+    float* y;       // (batch, padded_out)
+    float* dy;      // (batch, padded_out)
+    std::size_t floats;
+  };
+  static Regions regions(float* scratch, int batch) {
+    constexpr std::size_t align = 256 / sizeof(float);
+    std::size_t at = 0;
+    const auto take = [&](std::size_t floats) {
+      float* region = scratch == nullptr ? nullptr : scratch + at;
+      at += (floats + align - 1) / align * align;
+      return region;
+    };
+    const auto rows = static_cast<std::size_t>(batch);
+    Regions r{};
+    r.saved = take((kernels::saved_bytes(batch) + sizeof(float) - 1) / sizeof(float));
+    if constexpr (padding::needed) {
+      r.params = take(padding::padded_params);
+      r.grads = take(padding::padded_params);
+      r.x = take(rows * padded_in);
+      r.y = take(rows * padded_out);
+      r.dy = take(rows * padded_out);
+    }
+    r.floats = at;
+    return r;
+  }
+};
+
+}  // namespace etnn::cuda

@@ -12,13 +12,13 @@
 //     weights out are zero too;
 //   - a padded output is 0 and, given a zero gradient (dy padded with zeros), sends nothing back.
 // Its true parameters' gradients are therefore the true network's, and its padding's are zero.
-// The maps below are between true and padded parameter indices; they run on the host (tests) and
-// on the device (the copy kernels of cuda/fused_mlp/padding.hpp, given them by nn/fused_mlp_program.hpp).
+// The maps below are between true and padded parameter indices; device-neutral, they run on the
+// host (tests) and on the device (the copy kernels of cuda/fused_mlp/padding.hpp).
 #include <cstddef>
 
 #include "../core/config.hpp"
 
-namespace etnn::nn::detail {
+namespace etnn::expr {
 
 // The smallest fused kernel width that holds w features: 16, 32, 64 or 128; 0 when w > 128.
 ETNN_HD constexpr int fused_width(int w) {
@@ -92,4 +92,4 @@ ETNN_HD constexpr T column_copy_element(const T* from, int from_cols, int to_col
   return col < std::size_t(from_cols) ? from[row * std::size_t(from_cols) + col] : T(0);
 }
 
-}  // namespace etnn::nn::detail
+}  // namespace etnn::expr

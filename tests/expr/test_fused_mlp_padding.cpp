@@ -1,11 +1,11 @@
 // The padding that lets the fully fused bf16 kernels take any MLP with widths up to 128
-// (nn/fused_mlp_padding.hpp), checked on the CPU: the index maps are each other's inverse, and the
+// (expr/fused_mlp_padding.hpp), checked on the CPU: the index maps are each other's inverse, and the
 // padded network, with its parameters and input laid out by them, computes the true network's
 // outputs and gradients (double precision), with zeros in every padded place.
 #include <doctest/doctest.h>
 
 #include <etnn/etnn.hpp>
-#include <etnn/nn/fused_mlp_padding.hpp>
+#include <etnn/expr/fused_mlp_padding.hpp>
 
 #include <cmath>
 #include <vector>
@@ -13,8 +13,8 @@
 #include "support/gradcheck.hpp"
 
 namespace nn = etnn::nn;
-using nn::detail::fused_width;
-using nn::detail::PaddedMlp;
+using etnn::expr::fused_width;
+using etnn::expr::PaddedMlp;
 
 TEST_CASE("fused widths: the next of 16, 32, 64, 128; none above 128") {
   CHECK(fused_width(1) == 16);
@@ -55,9 +55,9 @@ TEST_CASE("the parameter maps are each other's inverse, and padding is everythin
 TEST_CASE("column copies pad with zeros and drop columns") {
   const std::vector<float> m = {1, 2, 3, 4, 5, 6};  // (2, 3)
   std::vector<float> padded(2 * 5), back(2 * 3);
-  for (std::size_t k = 0; k < padded.size(); ++k) padded[k] = nn::detail::column_copy_element(m.data(), 3, 5, k);
+  for (std::size_t k = 0; k < padded.size(); ++k) padded[k] = etnn::expr::column_copy_element(m.data(), 3, 5, k);
   CHECK(padded == std::vector<float>{1, 2, 3, 0, 0, 4, 5, 6, 0, 0});
-  for (std::size_t k = 0; k < back.size(); ++k) back[k] = nn::detail::column_copy_element(padded.data(), 5, 3, k);
+  for (std::size_t k = 0; k < back.size(); ++k) back[k] = etnn::expr::column_copy_element(padded.data(), 5, 3, k);
   CHECK(back == m);
 }
 
@@ -77,7 +77,7 @@ TEST_CASE("a padded MLP computes the true one's outputs and parameter gradients,
   etnn::test::fill_uniform(x.data(), x.size(), 5, 2.0);
   etnn::Tensor<double, etnn::Shape<32>> padded_x(batch);
   for (std::size_t k = 0; k < padded_x.size(); ++k)
-    padded_x.data()[k] = nn::detail::column_copy_element(x.data(), 20, 32, k);
+    padded_x.data()[k] = etnn::expr::column_copy_element(x.data(), 20, 32, k);
 
   // Outputs: the true ones, then zeros.
   const auto y = model.forward(x);
@@ -98,7 +98,7 @@ TEST_CASE("a padded MLP computes the true one's outputs and parameter gradients,
   etnn::test::fill_uniform(target.data(), target.size(), 6);
   etnn::Tensor<double, etnn::Shape<16>> padded_target(batch);
   for (std::size_t k = 0; k < padded_target.size(); ++k)
-    padded_target.data()[k] = nn::detail::column_copy_element(target.data(), 3, 16, k);
+    padded_target.data()[k] = etnn::expr::column_copy_element(target.data(), 3, 16, k);
   etnn::loss::MSE loss({.reduction = etnn::loss::Reduction::sum});
   etnn::optim::SGD opt(model, {.lr = 0.0f});
   etnn::optim::SGD padded_opt(padded, {.lr = 0.0f});

@@ -13,6 +13,7 @@
 // allocators, errors and their message helper, the scalar types (float, double and the mixed
 // precisions), the seeded RNG, and the generic compile-time checks.
 // ---- etnn/core/checks.hpp ----
+// Private to core/: include <etnn/core/core.hpp> or <etnn/etnn.hpp>.
 // The generic compile-time checks: shapes and devices. Each folder keeps its own checks in its
 // checks.hpp.
 // Each check is a consteval function whose static_assert message starts with a grep-able key
@@ -21,6 +22,7 @@
 #include <type_traits>
 
 // ---- etnn/core/device.hpp ----
+// Private to core/: include <etnn/core/core.hpp> or <etnn/etnn.hpp>.
 // Devices are compile-time tags; a device knows how to allocate and free its memory.
 #include <cstddef>
 #include <cstdlib>
@@ -90,6 +92,7 @@ consteval bool device_available() {
 
 }  // namespace etnn::check
 // ---- etnn/core/config.hpp ----
+// Private to core/: include <etnn/core/core.hpp> or <etnn/etnn.hpp>.
 // Build-wide configuration: version and the host/device annotation for functors.
 
 #define ETNN_VERSION_MAJOR 0
@@ -104,6 +107,7 @@ consteval bool device_available() {
 #define ETNN_HD
 #endif
 // ---- etnn/core/error.hpp ----
+// Private to core/: include <etnn/core/core.hpp> or <etnn/etnn.hpp>.
 // Runtime errors. Every message says what went wrong, where, and how to fix it.
 #include <stdexcept>
 #include <string>
@@ -159,6 +163,7 @@ std::string message(const char* who, const Parts&... parts) {
 }  // namespace detail
 }  // namespace etnn
 // ---- etnn/core/precision.hpp ----
+// Private to core/: include <etnn/core/core.hpp> or <etnn/etnn.hpp>.
 // Model scalar types. float and double compute in their own precision. etnn::bf16 and etnn::fp16
 // are mixed precision, as torch.autocast with fp32 master weights: parameters, gradients,
 // optimizer state, inputs and outputs stay fp32, and the network's matrix products run in the
@@ -199,6 +204,7 @@ using master_t = std::conditional_t<mixed_precision<Scalar>, float, Scalar>;
 
 }  // namespace etnn
 // ---- etnn/core/random.hpp ----
+// Private to core/: include <etnn/core/core.hpp> or <etnn/etnn.hpp>.
 // Seeded random numbers that give the same sequence on every platform and standard library
 // (std::uniform_*_distribution do not). Used for initialisation, shuffling and dropout.
 #include <cstdint>
@@ -276,6 +282,7 @@ class Rng {
 
 }  // namespace etnn
 // ---- etnn/core/shape.hpp ----
+// Private to core/: include <etnn/core/core.hpp> or <etnn/etnn.hpp>.
 // Shape<D0, D1, ...>: the per-sample shape of a tensor, known at compile time.
 // The batch dimension is never part of a Shape; it is a runtime value of the tensor.
 #include <array>
@@ -325,6 +332,7 @@ constexpr int dim_or_one(int i) {
 // batch norm's per-value functors, loss terms, the geometry of a sliding window, and the padding
 // of a narrow MLP to the fused kernels' widths.
 // ---- etnn/expr/batch_norm.hpp ----
+// Private to expr/: include <etnn/expr/expr.hpp> or <etnn/etnn.hpp>.
 // The per-value math of batch normalisation (PyTorch's nn.BatchNorm1d/2d, momentum 0.1, eps 1e-5)
 // as ETNN_HD functors, device-neutral: the CPU runs them in cpu/batch_norm.hpp, the device in
 // cuda/batch_norm.hpp, so both compute the same values.
@@ -439,6 +447,7 @@ ETNN_HD void update_running_statistics(T* running, int c, double mean, double va
 
 }  // namespace etnn::expr
 // ---- etnn/expr/expression.hpp ----
+// Private to expr/: include <etnn/expr/expr.hpp> or <etnn/etnn.hpp>.
 // Elementwise expression templates. An expression is a tree of nodes held by value; evaluating
 // it element by element (e[i]) fuses the whole tree into one pass, done by an executor
 // (cpu/executor.hpp, and the CUDA one, which passes the tree by value into one kernel).
@@ -446,6 +455,7 @@ ETNN_HD void update_running_statistics(T* running, int c, double mean, double va
 //   assign(dst, ref(dy) * derivative<fn::Tanh>(ref(x), ref(y)));   // one loop, no temporaries
 
 // ---- etnn/expr/checks.hpp ----
+// Private to expr/: include <etnn/expr/expr.hpp> or <etnn/etnn.hpp>.
 // Compile-time checks of elementwise expressions.
 // Each check is a consteval function whose static_assert message starts with a grep-able key
 // (ETNN_...) and says how to fix it; the node that needs it writes
@@ -477,6 +487,7 @@ consteval bool leaky_slope() {
 
 }  // namespace etnn::expr::check
 // ---- etnn/expr/functors.hpp ----
+// Private to expr/: include <etnn/expr/expr.hpp> or <etnn/etnn.hpp>.
 // Elementwise functors. Each activation is a (value, derivative) pair:
 //   y = f(x)                 operator()(x)
 //   dy/dx = f'(x, y)         derivative(x, y)
@@ -735,6 +746,7 @@ auto derivative(const X& x, const Y& y, F f = F{}) {
 
 }  // namespace etnn::expr
 // ---- etnn/expr/fused_mlp_padding.hpp ----
+// Private to expr/: include <etnn/expr/expr.hpp> or <etnn/etnn.hpp>.
 // Padding a narrow MLP to the fully fused kernels' widths (16, 32, 64 or 128), so that any chain of
 // linear layers with ReLU between them and every width at most 128 runs fused: an input of 20
 // features or 10 classes out is carried as 32 and 16.
@@ -828,6 +840,7 @@ ETNN_HD constexpr T column_copy_element(const T* from, int from_cols, int to_col
 
 }  // namespace etnn::expr
 // ---- etnn/expr/loss_term.hpp ----
+// Private to expr/: include <etnn/expr/expr.hpp> or <etnn/etnn.hpp>.
 // The value and derivative of a loss's element-wise term, device-neutral: a term is an ETNN_HD
 // functor term(y, t) -> {f(y, t), df/dy}, which the CPU loop (cpu/loss_loops.hpp) and the CUDA
 // kernel (cuda/loss_loops.hpp) sum alike; loss/*.hpp define the terms.
@@ -859,6 +872,7 @@ concept DomainTerm = requires(const F& f, T y, T t, std::size_t i) {
 
 }  // namespace etnn::expr
 // ---- etnn/expr/window.hpp ----
+// Private to expr/: include <etnn/expr/expr.hpp> or <etnn/etnn.hpp>.
 // The geometry of a sliding window (convolution kernel or pooling window) over a (C, H, W) image,
 // as PyTorch defines it: out = floor((in + 2 pad - kernel) / stride) + 1, padding is virtual.
 // Device-neutral: the CPU and CUDA convolution and pooling kernels and the nn layers share it.
@@ -895,6 +909,7 @@ struct Window {
 #include <span>
 
 // ---- etnn/tensor/buffer.hpp ----
+// Private to tensor/: include <etnn/tensor/tensor.hpp> or <etnn/etnn.hpp>.
 // Buffer<T, Device>: an owning, move-only, uninitialised array of T in a device's memory.
 #include <utility>
 
@@ -1055,6 +1070,7 @@ TensorView<const T, S, Device> const_view(TensorView<T, S, Device> v) noexcept {
 
 }  // namespace etnn
 // ---- etnn/tensor/copy.hpp ----
+// Private to tensor/: include <etnn/tensor/tensor.hpp> or <etnn/etnn.hpp>.
 // Copies between host memory and a device's memory, by device tag: code written once for every
 // device reads and writes a model's values through these (checkpoints, evaluation, staging).
 // The host's own are plain copies; the CUDA ones live in cuda/memory.hpp.
@@ -1099,6 +1115,7 @@ auto to_host(const X& x) {
 // with fused epilogues, im2col convolution, pooling, batch norm and the loss loops. Layers reach
 // these through backend/.
 // ---- etnn/cpu/batch_norm.hpp ----
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
 // Batch normalisation on the CPU, PyTorch's nn.BatchNorm1d/2d with momentum 0.1 and eps 1e-5.
 //   x, y: (B, C, S) with S the spatial size (1 after a linear layer)   gamma, beta: (C)
 //   training:  mu_c, var_c = mean and biased variance of x[:, c, :] over n = B S values (over the
@@ -1119,11 +1136,13 @@ auto to_host(const X& x) {
 // which the device runs too (cuda/batch_norm.hpp).
 
 // ---- etnn/cpu/executor.hpp ----
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
 // The CPU executor: evaluates an elementwise expression into memory in one fused loop, and runs
 // an ETNN_HD functor over an index range (the optimizers' update rules, dropout) or over rows
 // (the per-sample math of softmax and layer norm).
 
 // ---- etnn/cpu/parallel.hpp ----
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
 // Threading of CPU loops: OpenMP when the build has it, a plain loop otherwise.
 // The GEMM (cpu/gemm.hpp) threads through the same chunks.
 #include <exception>
@@ -1338,6 +1357,7 @@ void batch_norm_backward(Cpu, const T* gamma, T* gamma_grad, T* beta_grad, const
 
 }  // namespace etnn
 // ---- etnn/cpu/conv.hpp ----
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
 // 2-D convolution with a fused activation on the CPU: im2col and one GEMM per sample.
 //   x: (B, C, H, W)  W: (OUT, C, K, K) read as (OUT, D) with D = C K K  b: (OUT)  y: (B, OUT, OH, OW)
 //   cols_b = im2col(x_b)                      (D, P) with P = OH OW, one row per (c, ki, kj)
@@ -1352,6 +1372,7 @@ void batch_norm_backward(Cpu, const T* gamma, T* gamma_grad, T* beta_grad, const
 // first layer: 5 MB at batch 64). Backward converts again rather than keeping them.
 
 // ---- etnn/cpu/epilogue.hpp ----
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
 // The activation step fused after a GEMM (dense and convolution layers), on the CPU.
 //   forward:  y = f(z) over z in place, keeping z when f' needs its input (z_saved not null)
 //   backward: dz = dy (.) f'(z, y) over dy in place
@@ -1378,6 +1399,7 @@ void activation_gradient(T* dy, const T* y, const T* z_saved, std::size_t n, Act
 
 }  // namespace etnn::cpu
 // ---- etnn/cpu/gemm.hpp ----
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
 // General matrix multiply on the CPU: C += A B with Eigen's packed, cache-blocked kernel (gebp).
 //   A: (M, K)   B: (K, N)   C: (M, N) row-major, leading dimension ldc
 // A and B may each be row- or column-major (a transposed operand is the other layout, no copy).
@@ -1627,6 +1649,7 @@ void conv2d_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T
 
 }  // namespace etnn
 // ---- etnn/cpu/dense.hpp ----
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
 // Fully connected layer with a fused activation, on the CPU.
 //
 // Forward:   Z = X W^T + b,  Y = f(Z)          X: (B, IN)  W: (OUT, IN)  b: (OUT)  Y, Z: (B, OUT)
@@ -1687,6 +1710,7 @@ void dense_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T*
 
 }  // namespace etnn
 // ---- etnn/cpu/loss_loops.hpp ----
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
 // The loops of the losses on the CPU: the sum of an element-wise term over every value, and the
 // sum of a row functor over the rows of class scores. The losses (loss/*.hpp) define the terms
 // and rows; the device's loops are in cuda/loss_loops.hpp (reached through backend/loss_loops.hpp).
@@ -1737,6 +1761,7 @@ T label_rows_loss(Cpu, Scratch&, const T* x, int batch, int classes, std::span<c
 
 }  // namespace etnn
 // ---- etnn/cpu/pool.hpp ----
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
 // 2-D max and average pooling on the CPU, one (b, c) plane at a time in parallel.
 //   x: (B, C, H, W)  y: (B, C, OH, OW)   geometry G (expr/window.hpp), padding is virtual
 // Max:      y = max over the window (padding never wins, as PyTorch pads with -inf)
@@ -1857,6 +1882,7 @@ void pool2d_backward(Cpu, expr::AveragePooling, const T*, const T*, const T* dy,
 // expression executor, reductions, cuBLASLt products, convolution, pooling, batch norm, the loss
 // loops, the fully fused narrow-MLP kernels and CUDA graphs. Layers reach these through backend/.
 // ---- etnn/cuda/runtime.hpp ----
+// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
 // The CUDA runtime as etnn uses it: every call checked, all work on one stream.
 //   ETNN_CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, etnn::cuda::stream()));
 // A failed call throws etnn::DeviceError naming the call, the error and where it was made.
@@ -1935,6 +1961,7 @@ inline unsigned grid_blocks(std::size_t n, unsigned threads_per_block = 256) {
 
 }  // namespace etnn::cuda
 // ---- etnn/cuda/memory.hpp ----
+// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
 // Device memory: stream-ordered allocation on etnn's stream (cudaMallocAsync draws from the
 // device's memory pool, so a Trainer's buffers come and go without synchronising the device), and
 // copies between host and device memory.
@@ -2015,6 +2042,7 @@ class GrowingScratch {
 
 }  // namespace etnn
 // ---- etnn/cuda/executor.hpp ----
+// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
 // The CUDA executor: an elementwise expression tree is passed by value into one grid-stride
 // kernel, so a whole fused expression is one launch and one pass over memory. The functors are
 // the ETNN_HD ones the CPU executor runs (expr/functors.hpp), so both devices compute the same math.
@@ -2085,6 +2113,7 @@ void for_each_index(Cuda, std::size_t n, std::size_t, const F& f) {
 
 }  // namespace etnn
 // ---- etnn/cuda/reduce.hpp ----
+// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
 // Reductions the optimizer needs, on the device, and the memory device reductions leave their
 // results in. Results are the same whatever the launch: sums go through a fixed number of block
 // partials added on the host in order, and index searches take a maximum or minimum.
@@ -2161,6 +2190,7 @@ double sum_of_squares(const T* x, std::size_t n) {
 }  // namespace cuda::detail
 }  // namespace etnn
 // ---- etnn/cuda/blas.hpp ----
+// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
 // Matrix products through cuBLASLt, with its fused epilogues (bias, bias + ReLU).
 // cuBLASLt is column-major; etnn's row-major (R, C) matrix is a column-major (C, R) one, and
 // cuda/dense.hpp states each product in those terms. A product's descriptors and algorithm are
@@ -2299,6 +2329,7 @@ class Blas {
 
 }  // namespace etnn::cuda
 // ---- etnn/cuda/dense.hpp ----
+// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
 // Fully connected layer with a fused activation, on the device.
 //
 // Forward:   Z = X W^T + b,  Y = f(Z)          X: (B, IN)  W: (OUT, IN)  b: (OUT)  Y, Z: (B, OUT)
@@ -2318,6 +2349,7 @@ class Blas {
 #include <type_traits>
 
 // ---- etnn/cuda/half.hpp ----
+// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
 // The two 16-bit formats of etnn's mixed precision on the device, as kernels convert to and from
 // them: __nv_bfloat16 (etnn::bf16: fp32's exponent range, 8 bits of mantissa) and __half
 // (etnn::fp16: 11 bits of mantissa, overflows past 65504). Both are 2 bytes. Rounding is to
@@ -2516,6 +2548,7 @@ void dense_backward(Cuda, const T* weight, T* weight_grad, T* bias_grad, const T
 
 }  // namespace etnn
 // ---- etnn/cuda/conv.hpp ----
+// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
 // 2-D convolution with a fused activation on the device: im2col over the whole batch and one
 // GEMM, where the CPU runs one GEMM per sample (cpu/conv.hpp has the same math).
 //   x: (B, C, H, W)  W: (OUT, D) with D = C K K  b: (OUT)  y: (B, OUT, OH, OW)  P = OH OW
@@ -2689,6 +2722,7 @@ void conv2d_backward(Cuda, const T* weight, T* weight_grad, T* bias_grad, const 
 
 }  // namespace etnn
 // ---- etnn/cuda/pool.hpp ----
+// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
 // 2-D max and average pooling on the device, with the CPU's semantics (cpu/pool.hpp): padding
 // never wins a max, a window's gradient goes to the first input in scan order equal to its
 // output, averages count padding. Forward is one thread per output; backward is one thread per
@@ -2830,6 +2864,7 @@ void pool2d_backward(Cuda, Kind, const T* x, const T* y, const T* dy, T* dx, int
 
 }  // namespace etnn
 // ---- etnn/cuda/batch_norm.hpp ----
+// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
 // Batch normalisation on the device, with the CPU's semantics and the per-value ETNN_HD functors
 // both run (expr/batch_norm.hpp):
 //   x, y: (B, C, S)   per-channel sums over n = B S values, in double
@@ -2967,6 +3002,7 @@ void batch_norm_backward(Cuda, const T* gamma, T* gamma_grad, T* beta_grad, cons
 
 }  // namespace etnn
 // ---- etnn/cuda/loss_loops.hpp ----
+// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
 // The loops of the losses on the device, with the host's semantics (cpu/loss_loops.hpp): the sum of
 // an element-wise ETNN_HD term over every value (one grid-stride kernel, block partials in double),
 // and the rows of class scores (one thread per row, row losses summed on the host in row order).
@@ -3097,6 +3133,7 @@ T label_rows_loss(Cuda, cuda::LabelRowsScratch& scratch, const T* x, int batch, 
 
 }  // namespace etnn
 // ---- etnn/cuda/fused_mlp.hpp ----
+// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
 // Fully fused narrow MLP on 16-bit tensor cores, bf16 or fp16 (the tiny-cuda-nn idea).
 //
 //   y = W_{L-1} f(... f(W_0 x + b_0) ...) + b_{L-1}     widths {w_0 = in, w_1, ..., w_L = out}
@@ -3977,6 +4014,7 @@ struct PaddedFusedMlp {
 
 }  // namespace etnn::cuda
 // ---- etnn/cuda/graph.hpp ----
+// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
 // CUDA graphs for the training step: the forward and backward passes of a static network launch
 // the same GEMMs and kernels on the same pointers at every step of a given batch size, so each is
 // recorded once into a graph and replayed with one launch (no per-kernel launch cost on the host).
@@ -4074,6 +4112,7 @@ class GraphCache {
 
 }  // namespace etnn::cuda
 // ---- etnn/cuda/probe.hpp ----
+// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
 // Whether this CUDA binary can run kernels here: a device is present, the driver is usable and
 // one of the binary's architectures (CMAKE_CUDA_ARCHITECTURES) runs on it.
 #include <cuda_runtime.h>
@@ -4124,6 +4163,7 @@ inline std::string cuda_unavailable_reason() {
 // and the CUDA ones under nvcc, plus the run-time device choice (etnn::best_device, etnn::dispatch)
 // and the staging of user data onto the model's device.
 // ---- etnn/backend/batch_norm.hpp ----
+// Private to backend/: include <etnn/backend/backend.hpp> or <etnn/etnn.hpp>.
 // Batch normalisation's forward and backward on either device: batch_norm_forward, batch_norm_backward.
 // The dispatch header of this op family (dlib's tensor_tools idea): it includes the CPU kernels
 // always and the CUDA ones only under nvcc, so that layers and losses call the overloads for
@@ -4131,6 +4171,7 @@ inline std::string cuda_unavailable_reason() {
 #if defined(__CUDACC__)
 #endif
 // ---- etnn/backend/conv.hpp ----
+// Private to backend/: include <etnn/backend/backend.hpp> or <etnn/etnn.hpp>.
 // 2-D convolution's forward and backward on either device: conv2d_forward, conv2d_backward.
 // The dispatch header of this op family (dlib's tensor_tools idea): it includes the CPU kernels
 // always and the CUDA ones only under nvcc, so that layers and losses call the overloads for
@@ -4138,6 +4179,7 @@ inline std::string cuda_unavailable_reason() {
 #if defined(__CUDACC__)
 #endif
 // ---- etnn/backend/dense.hpp ----
+// Private to backend/: include <etnn/backend/backend.hpp> or <etnn/etnn.hpp>.
 // Linear layers (GEMM with a fused bias and activation epilogue) on either device.
 // The dispatch header of this op family (dlib's tensor_tools idea): it includes the CPU kernels
 // always and the CUDA ones only under nvcc, so that layers and losses call the overloads for
@@ -4145,6 +4187,7 @@ inline std::string cuda_unavailable_reason() {
 #if defined(__CUDACC__)
 #endif
 // ---- etnn/backend/device_select.hpp ----
+// Private to backend/: include <etnn/backend/backend.hpp> or <etnn/etnn.hpp>.
 // Run-time choice among the compile-time devices.
 //   etnn::dispatch(etnn::best_device(), [&]<class Device>(Device) { run<Device>(); });
 #include <cstdio>
@@ -4198,6 +4241,7 @@ decltype(auto) dispatch(DeviceKind kind, F&& f) {
 
 }  // namespace etnn
 // ---- etnn/backend/executor.hpp ----
+// Private to backend/: include <etnn/backend/backend.hpp> or <etnn/etnn.hpp>.
 // Elementwise expressions and index loops on either device: assign, fill, for_each_index.
 // The dispatch header of this op family (dlib's tensor_tools idea): it includes the CPU kernels
 // always and the CUDA ones only under nvcc, so that layers and losses call the overloads for
@@ -4205,6 +4249,7 @@ decltype(auto) dispatch(DeviceKind kind, F&& f) {
 #if defined(__CUDACC__)
 #endif
 // ---- etnn/backend/loss_loops.hpp ----
+// Private to backend/: include <etnn/backend/backend.hpp> or <etnn/etnn.hpp>.
 // The loops of the losses on either device: elementwise_loss (an element-wise term summed over
 // every value) and label_rows_loss (a row functor summed over the rows of class scores), and the
 // scratch a loss on class indices keeps for the device's loop (LabelRowsScratch; nothing on a
@@ -4225,6 +4270,7 @@ struct LabelRowsScratch {};
 
 }  // namespace etnn::backend
 // ---- etnn/backend/memory.hpp ----
+// Private to backend/: include <etnn/backend/backend.hpp> or <etnn/etnn.hpp>.
 // Copies between host and device memory and of row blocks (copy_rows) on either device.
 // The dispatch header of this op family (dlib's tensor_tools idea): it includes the CPU kernels
 // always and the CUDA ones only under nvcc, so that layers and losses call the overloads for
@@ -4232,6 +4278,7 @@ struct LabelRowsScratch {};
 #if defined(__CUDACC__)
 #endif
 // ---- etnn/backend/pool.hpp ----
+// Private to backend/: include <etnn/backend/backend.hpp> or <etnn/etnn.hpp>.
 // 2-D max and average pooling on either device: pool2d_forward, pool2d_backward.
 // The dispatch header of this op family (dlib's tensor_tools idea): it includes the CPU kernels
 // always and the CUDA ones only under nvcc, so that layers and losses call the overloads for
@@ -4239,6 +4286,7 @@ struct LabelRowsScratch {};
 #if defined(__CUDACC__)
 #endif
 // ---- etnn/backend/staging.hpp ----
+// Private to backend/: include <etnn/backend/backend.hpp> or <etnn/etnn.hpp>.
 // Bringing user data to the model: a view of the model's scalar type on the model's device.
 // Data already in that form passes through untouched; otherwise it is converted (and, for a
 // device model, copied from host memory) into a buffer that grows to the largest batch seen and is
@@ -4278,6 +4326,7 @@ TensorView<const T, S, Device> stage_as(TensorView<const U, S, Src> v, Buffer<T,
 // multi-process policies come on request: <etnn/dist/mpi.hpp> (dist::Mpi) and <etnn/dist/nccl.hpp>
 // (dist::Nccl, under nvcc).
 // ---- etnn/dist/checks.hpp ----
+// Private to dist/: include <etnn/dist/dist.hpp> or <etnn/etnn.hpp>.
 // Compile-time checks of reducers (dist/reducer.hpp): the members a data-parallel policy needs
 // and the device whose memory it sums.
 // Each check is a consteval function whose static_assert message starts with a grep-able key
@@ -4326,6 +4375,7 @@ consteval bool reducer() {
 
 }  // namespace etnn::dist::check
 // ---- etnn/dist/cross_rank_sum.hpp ----
+// Private to dist/: include <etnn/dist/dist.hpp> or <etnn/etnn.hpp>.
 // A type-erased sum over the ranks of a data-parallel job, for layers whose forward or backward
 // needs statistics of the whole global batch (batch norm with TrainerOptions::sync_batch_norm).
 // Empty (false) in a single process or when the statistics stay local.
@@ -4356,6 +4406,7 @@ class CrossRankSum {
 
 }  // namespace etnn::dist
 // ---- etnn/dist/reducer.hpp ----
+// Private to dist/: include <etnn/dist/dist.hpp> or <etnn/etnn.hpp>.
 // The Reducer concept: how the optimizer step talks to the other ranks of a data-parallel job.
 // Optimizer<Rule, Model, Reducer> broadcasts parameters from rank 0 when it is built, and sums
 // gradient buckets across ranks with non-blocking allreduces started while backward still runs.
@@ -4420,6 +4471,7 @@ struct Local {
 //   constexpr auto mlp = nn::input<784> >> nn::linear<512> >> nn::relu >> nn::linear<10>;
 //   etnn::Model<decltype(mlp)> model{0};
 // ---- etnn/nn/checks.hpp ----
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // Compile-time checks of layer specs, networks and models: shapes, window options, inputs and
 // scalar types.
 // Each check is a consteval function whose static_assert message starts with a grep-able key
@@ -4581,6 +4633,7 @@ consteval bool input_shape() {
 
 }  // namespace etnn::nn::check
 // ---- etnn/nn/concat.hpp ----
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // nn::concat(a, b): two blocks applied to the same input, their flat outputs joined per sample:
 //   y = [a(x), b(x)]      a(x): (B, N)  b(x): (B, M)  y: (B, N + M)
 // The PyTorch equivalent holds the branches as nn.ModuleList `branches` of two nn.Sequential:
@@ -4589,6 +4642,7 @@ consteval bool input_shape() {
 //   constexpr auto net = nn::input<16> >> nn::concat(nn::linear<8> >> nn::relu, nn::linear<4>) >> nn::linear<2>;
 
 // ---- etnn/nn/block.hpp ----
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // A block: a chain of layer specs without nn::input, run as a network of its own inside a
 // combinator layer (residual, concat). The combinator's input is the block's input.
 //   nn::linear<64> >> nn::relu >> nn::linear<64>            a Sequential without input
@@ -4596,6 +4650,7 @@ consteval bool input_shape() {
 // block as an nn.Sequential attribute would name them: "<prefix>.<index>.<name>" ("block.0.weight").
 
 // ---- etnn/nn/program.hpp ----
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // The network executor: runs the Layers of a network forward and backward over one flat
 // parameter buffer, one flat gradient buffer and one workspace, with every offset computed at
 // compile time.
@@ -4610,6 +4665,7 @@ consteval bool input_shape() {
 #include <tuple>
 
 // ---- etnn/core/type_list.hpp ----
+// Private to core/: include <etnn/core/core.hpp> or <etnn/etnn.hpp>.
 // A compile-time list of types, with the few operations the network plan needs.
 namespace etnn {
 
@@ -4632,6 +4688,7 @@ using Prepend = typename detail::Prepend<T, List>::type;
 
 }  // namespace etnn
 // ---- etnn/nn/layer.hpp ----
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // The Layer concept: a layer spec bound to its input shape and its position in the network.
 // The network executor (nn/program.hpp) runs any type that models it, built-in or user-defined.
 //
@@ -4656,6 +4713,7 @@ using Prepend = typename detail::Prepend<T, List>::type;
 //                                                 (dropout): a recorded CUDA graph could not replay them
 
 // ---- etnn/nn/param_info.hpp ----
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // Description of one parameter tensor of a layer: its PyTorch name suffix ("weight", "bias"),
 // its shape in PyTorch's layout, and where it lives inside the layer's slice of the flat buffer.
 
@@ -4676,6 +4734,7 @@ struct ParamInfo {
 
 }  // namespace etnn::nn
 // ---- etnn/nn/pass.hpp ----
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // What a layer's forward and backward see besides its parameters and activations. Program (the
 // network executor) fills one per layer and call; backward gets the same values its forward had.
 
@@ -5000,6 +5059,7 @@ struct Program<TypeList<Ls...>> {
 
 }  // namespace etnn::nn::detail
 // ---- etnn/nn/sequential.hpp ----
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // nn::Sequential<Specs...>: a chain of layer specs, built with operator>>.
 // Starting with nn::input<...> it is a network: shapes, parameter count and layers are inferred
 // at compile time.
@@ -5007,6 +5067,7 @@ struct Program<TypeList<Ls...>> {
 //   using Mlp = decltype(mlp);   // nn::Sequential<nn::Input<784>, nn::Linear<512>, nn::ReLU, nn::Linear<10>>
 
 // ---- etnn/nn/plan.hpp ----
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // The fusion rewrite: a list of layer specs bound to an input shape becomes a list of Layers.
 //   linear<N> >> activation   ->  one DenseLayer<In, N, F>   (GEMM + fused epilogue)
 //   conv2d<...> >> activation ->  one ConvLayer<..., F>       (likewise)
@@ -5014,12 +5075,14 @@ struct Program<TypeList<Ls...>> {
 // Index counts specs as torch.nn.Sequential counts modules, so a fused pair keeps the linear's
 // index for its parameter names and the activation's index is skipped.
 // ---- etnn/nn/specs.hpp ----
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // Layer specs: what a user writes. A spec knows nothing of its input shape until the network
 // binds it (`bind<In, Index>`), which yields a Layer (nn/layer.hpp).
 //   nn::input<1, 28, 28>, nn::linear<512>, nn::flatten, nn::relu, ...
 // A spec that can absorb the activation after it (linear, conv2d) also has bind_fused<In, F, Index>.
 
 // ---- etnn/nn/activation_layer.hpp ----
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // A standalone elementwise activation (one not fused into a preceding linear layer).
 //   y = f(x);   dx = dy (.) f'(x, y), written over dy
 
@@ -5046,6 +5109,7 @@ struct ActivationLayer : InPlaceLayer<In, Index> {
 
 }  // namespace etnn::nn
 // ---- etnn/nn/batch_norm_layer.hpp ----
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // nn::batch_norm bound to its input: PyTorch's nn.BatchNorm1d(C) after a linear layer (input (C)
 // or (C, L)) and nn.BatchNorm2d(C) after a convolution (input (C, H, W)); C is the first dimension.
 // Parameters weight = 1, bias = 0; buffers running_mean = 0, running_var = 1, num_batches_tracked.
@@ -5104,11 +5168,13 @@ struct BatchNormLayer {
 
 }  // namespace etnn::nn
 // ---- etnn/nn/conv_layer.hpp ----
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // nn::conv2d<Out, K, stride<S>, pad<P>> bound to a (C, H, W) input, optionally fused with the
 // activation that follows it: PyTorch's nn.Conv2d(C, Out, K, stride=S, padding=P).
 //   y = f(conv(x, W) + b)   x: (B, C, H, W)  W: (Out, C, K, K)  b: (Out)  y: (B, Out, OH, OW)
 
 // ---- etnn/nn/init.hpp ----
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // PyTorch's default initialisation of nn.Linear and nn.Conv2d (reset_parameters): weights by
 // kaiming_uniform_(a = sqrt(5)), which is U(-1/sqrt(fan_in), 1/sqrt(fan_in)), and the bias from
 // the same bound. fan_in is in_features, or C K K for a convolution.
@@ -5177,6 +5243,7 @@ struct ConvLayer {
 
 }  // namespace etnn::nn
 // ---- etnn/nn/dense_layer.hpp ----
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // nn::linear<Out> bound to a flat input, optionally fused with the activation that follows it.
 //   y = f(x W^T + b)    x: (B, IN)  W: (OUT, IN)  b: (OUT)  y: (B, OUT)
 
@@ -5230,6 +5297,7 @@ struct DenseLayer {
 
 }  // namespace etnn::nn
 // ---- etnn/nn/dropout_layer.hpp ----
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // nn::dropout bound to its input: PyTorch's nn.Dropout(p), p = 0.5 by default
 // (nn::dropout_with<std::ratio<1, 5>> for p = 0.2). In training mode
 //   y = x m / (1 - p),  m_i = [u(seed, i) >= p]      dx = dy m / (1 - p)
@@ -5287,6 +5355,7 @@ struct DropoutLayer : InPlaceLayer<In, Index> {
 
 }  // namespace etnn::nn
 // ---- etnn/nn/flatten_layer.hpp ----
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // nn::flatten: (B, C, H, W) -> (B, C*H*W). Row-major storage makes it a reinterpretation:
 // its output is its input, and it does no work in either direction.
 
@@ -5310,6 +5379,7 @@ struct FlattenLayer : ParameterFree {
 
 }  // namespace etnn::nn
 // ---- etnn/nn/layer_norm_layer.hpp ----
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // nn::layer_norm bound to its input: PyTorch's nn.LayerNorm(shape of the sample) with eps 1e-5,
 // normalising each sample over all its N values, with elementwise affine weight (gamma) = 1 and
 // bias (beta) = 0 of the sample's shape.
@@ -5443,6 +5513,7 @@ struct LayerNormLayer {
 
 }  // namespace etnn::nn
 // ---- etnn/nn/pool_layer.hpp ----
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // nn::max_pool2d<K, stride<S>, pad<P>> and nn::avg_pool2d<...> bound to a (C, H, W) input:
 // PyTorch's nn.MaxPool2d(K, S, P) and nn.AvgPool2d(K, S, P) (stride defaults to K).
 //   x: (B, C, H, W)  y: (B, C, OH, OW)
@@ -5480,6 +5551,7 @@ struct PoolLayer : ParameterFree {
 
 }  // namespace etnn::nn
 // ---- etnn/nn/softmax_layer.hpp ----
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // nn::softmax and nn::log_softmax over a flat input: PyTorch's nn.Softmax(dim=1) and
 // nn.LogSoftmax(dim=1), each row shifted by its maximum m so that any finite input is safe.
 //   x, y: (B, N)
@@ -6118,6 +6190,7 @@ constexpr auto concat(A, B) {
 
 }  // namespace etnn::nn
 // ---- etnn/nn/model.hpp ----
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // etnn::Model<Net, T, Device>: a network type on a device with a scalar type. It owns one flat
 // parameter buffer and one flat gradient buffer; every parameter tensor is a slice at a
 // compile-time offset, named as torch.nn.Sequential.state_dict() names it ("0.weight", ...).
@@ -6125,6 +6198,7 @@ constexpr auto concat(A, B) {
 // same way ("1.running_mean"). Like a torch.nn.Module it is in training mode until eval().
 
 // ---- etnn/nn/gradient_buffer.hpp ----
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // The flat gradient buffer of a parameter set (a Model, a loss with parameters): memory of its
 // own, or for a while memory that a data-parallel optimizer's reducer sums in place (dist::Mpi's
 // shared memory on one machine; optim/gradient_storage.hpp), the gradients moving along each way.
@@ -6175,6 +6249,7 @@ class GradientBuffer {
 
 }  // namespace etnn::nn
 // ---- etnn/nn/fused_mlp_program.hpp ----
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // The network executor of a mixed-precision model on CUDA (etnn::Model<Net, etnn::bf16, Cuda>,
 // or etnn::fp16): a chain of linear layers with ReLU between them and every width at most 128 runs
 // as the fully fused kernels (cuda/fused_mlp.hpp, through backend/fused_mlp.hpp), one forward
@@ -6188,6 +6263,7 @@ class GradientBuffer {
 // padded the padded parameters, their gradients, input, output and output gradient.
 
 // ---- etnn/backend/fused_mlp.hpp ----
+// Private to backend/: include <etnn/backend/backend.hpp> or <etnn/etnn.hpp>.
 // The fully fused narrow-MLP kernels for the program that runs them (nn/fused_mlp_program.hpp):
 //   HalfOf<Scalar>::type             the 16-bit operand type of a mixed-precision scalar type
 //                                    (__half for etnn::fp16, __nv_bfloat16 for etnn::bf16)
@@ -6523,6 +6599,7 @@ class Model {
 
 }  // namespace etnn
 // ---- etnn/nn/residual.hpp ----
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // nn::residual(block): y = x + block(x), the block keeping its input's shape (checked at compile
 // time). The PyTorch equivalent is a module holding the block as nn.Sequential `block`:
 //   class Residual(nn.Module):
@@ -6609,6 +6686,7 @@ constexpr auto residual(Block) {
 
 }  // namespace etnn::nn
 // ---- etnn/nn/summary.hpp ----
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // etnn::summary<Net>(): a table of the network's modules, as torchinfo prints for PyTorch:
 //   #  layer          output shape  params  parameters
 //      input<784>     (784)              0
@@ -6696,6 +6774,7 @@ std::string summary() {
 //   with parameters of their own, on embeddings and class indices: CosFace, ArcFace, SphereFace,
 //   CenterLoss (each trained by its own optimizer, see parametric.hpp)
 // ---- etnn/loss/bce.hpp ----
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // Binary cross-entropy on probabilities (PyTorch's BCELoss), value and gradient in one pass.
 //   x, t: (B, S...), x and t in [0, 1]  (x e.g. after nn::sigmoid; on logits BCEWithLogits is stabler)
 //   l_i = -( t_i max(log x_i, -100) + (1 - t_i) max(log(1 - x_i), -100) )
@@ -6706,11 +6785,13 @@ std::string summary() {
 // finite there.
 
 // ---- etnn/loss/target_loss.hpp ----
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // What every loss builds on: the public value_and_grad/value pair on either device, for a loss
 // whose targets are a tensor of the output's shape (TensorTargetLoss) and for one on class indices
 // (LabelTargetLoss), and the names a loss's terms and rows use.
 
 // ---- etnn/loss/checks.hpp ----
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // Compile-time checks of losses: the output they take and the kind and shape of their targets.
 // Each check is a consteval function whose static_assert message starts with a grep-able key
 // (ETNN_...) and says how to fix it; the node that needs it writes
@@ -6771,6 +6852,7 @@ consteval bool embedding_width() {
 
 }  // namespace etnn::loss::check
 // ---- etnn/loss/reduction.hpp ----
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // PyTorch's `reduction` of a loss to one number: the mean (default) or the sum of the per-element
 // (or per-sample) losses, and the weighted mean over class weights.
 //   etnn::loss::L1 loss({.reduction = etnn::loss::Reduction::sum});
@@ -6809,6 +6891,7 @@ T weighted_reduction_scale(Reduction reduction, std::span<const int> labels, con
 }  // namespace detail
 }  // namespace etnn::loss
 // ---- etnn/loss/target_checks.hpp ----
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // The run-time checks of a loss's inputs: targets of the output's shape with one row per sample,
 // class indices in range, binary targets, and class weights (finite, >= 0, one per class). Each
 // throws an etnn::ShapeError or etnn::Error whose message starts with the loss's name.
@@ -6937,6 +7020,7 @@ struct LabelTargetLoss {
 
 }  // namespace etnn::loss::detail
 // ---- etnn/loss/targets.hpp ----
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // What kind of targets a loss takes; the Trainer stages them accordingly.
 namespace etnn::loss {
 
@@ -7008,6 +7092,7 @@ class BCE : public detail::TensorTargetLoss<BCE> {
 
 }  // namespace etnn::loss
 // ---- etnn/loss/bce_with_logits.hpp ----
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // Binary cross-entropy on logits (PyTorch's BCEWithLogitsLoss with a scalar pos_weight), value
 // and gradient in one pass, stable for any finite logit.
 //   z, t: (B, S...), t in [0, 1]   a = 1 + (pos_weight - 1) t   sigma(z) = 1 / (1 + exp(-z))
@@ -7076,6 +7161,7 @@ class BCEWithLogits : public detail::TensorTargetLoss<BCEWithLogits> {
 
 }  // namespace etnn::loss
 // ---- etnn/loss/center_loss.hpp ----
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // CenterLoss (Wen et al. 2016) with learnable centers, a parameter of the loss trained by its own
 // optimizer (loss/parametric.hpp), as the PyTorch implementations do it (autograd gradient and a
 // separate optimizer, not the paper's hand-written center update with alpha):
@@ -7091,6 +7177,7 @@ class BCEWithLogits : public detail::TensorTargetLoss<BCEWithLogits> {
 // centers are initialised N(0, 1) (torch.randn) and saved as "centers".
 
 // ---- etnn/loss/parametric.hpp ----
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // Losses with parameters of their own (the margin heads' class weights, CenterLoss's centers), as
 // pytorch-metric-learning has them: the loss owns a flat parameter buffer and a flat gradient
 // buffer, is an optim::ParameterSet, gets its own optimizer and is trained by a Trainer given both:
@@ -7244,6 +7331,7 @@ class CenterLoss : public detail::ParameterMatrix<CenterLoss<Embedding, Classes,
 
 }  // namespace etnn::loss
 // ---- etnn/loss/cross_entropy.hpp ----
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // Softmax cross-entropy on logits (PyTorch's CrossEntropyLoss with class indices), with class
 // weights w and label smoothing eps, value and gradient in one pass over the batch.
 //   z: (B, C) logits   y: B class indices   p_b = softmax(z_b)   -log p_bc = logsumexp(z_b) - z_bc
@@ -7343,6 +7431,7 @@ class CrossEntropy : public detail::LabelTargetLoss<CrossEntropy> {
 
 }  // namespace etnn::loss
 // ---- etnn/loss/hinge.hpp ----
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // Binary hinge loss on scores with targets -1 or +1, value and gradient in one pass.
 //   z, y: (B, S...) (usually (B, 1)), y_i in {-1, +1}
 //   loss = r sum_i max(0, 1 - y_i z_i)       r = 1/n (mean, n = B * S::size) or 1 (sum)
@@ -7399,6 +7488,7 @@ class Hinge : public detail::TensorTargetLoss<Hinge> {
 
 }  // namespace etnn::loss
 // ---- etnn/loss/huber.hpp ----
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // Huber loss (PyTorch's HuberLoss), value and gradient in one pass; d_i = y_i - t_i.
 //   l_i = 0.5 d_i^2          if |d_i| < delta,   delta (|d_i| - 0.5 delta)   otherwise
 //   loss = r sum_i l_i       y, t: (B, S...)   r = 1/n (mean, n = B * S::size) or 1 (sum)
@@ -7457,6 +7547,7 @@ class Huber : public detail::TensorTargetLoss<Huber> {
 
 }  // namespace etnn::loss
 // ---- etnn/loss/kl_div.hpp ----
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // Kullback-Leibler divergence (PyTorch's KLDivLoss), value and gradient in one pass.
 //   x: (B, S...) log-probabilities (the model's)   t: (B, S...) probabilities, or log-probabilities
 //   with log_target
@@ -7521,6 +7612,7 @@ class KLDiv : public detail::TensorTargetLoss<KLDiv> {
 
 }  // namespace etnn::loss
 // ---- etnn/loss/l1.hpp ----
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // Mean absolute error (PyTorch's L1Loss), value and gradient in one pass.
 //   loss = r sum_i |y_i - t_i|          y, t: (B, S...)   r = 1/n (mean, n = B * S::size) or 1 (sum)
 //   dL/dy_i = r sign(y_i - t_i)         (0 where y_i = t_i, as PyTorch)
@@ -7566,6 +7658,7 @@ class L1 : public detail::TensorTargetLoss<L1> {
 
 }  // namespace etnn::loss
 // ---- etnn/loss/margin_heads.hpp ----
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // Face-recognition margin heads: a softmax cross-entropy over scaled cosines between L2-normalised
 // embeddings and L2-normalised class weight rows, with a margin on the target class's cosine. The
 // weight matrix is a parameter of the loss (loss/parametric.hpp), trained by its own optimizer.
@@ -7790,6 +7883,7 @@ using SphereFace = MarginHead<margin::MultiplicativeAngular, Embedding, Classes,
 
 }  // namespace etnn::loss
 // ---- etnn/loss/mse.hpp ----
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // Mean squared error (PyTorch's MSELoss), value and gradient in one pass.
 //   loss = r sum_i (y_i - t_i)^2          y, t: (B, S...)   r = 1/n (mean, n = B * S::size) or 1 (sum)
 //   dL/dy_i = 2 r (y_i - t_i)
@@ -7834,6 +7928,7 @@ class MSE : public detail::TensorTargetLoss<MSE> {
 
 }  // namespace etnn::loss
 // ---- etnn/loss/multi_margin.hpp ----
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // Multi-class margin loss on scores (PyTorch's MultiMarginLoss), value and gradient in one pass.
 //   x: (B, C) scores   y: B class indices   h_bj = margin - x_b,y_b + x_bj   w: class weights
 //   l_b = w[y_b] / C sum_{j != y_b} max(0, h_bj)^p          p = 1 or 2
@@ -7911,6 +8006,7 @@ class MultiMargin : public detail::LabelTargetLoss<MultiMargin> {
 
 }  // namespace etnn::loss
 // ---- etnn/loss/multilabel_soft_margin.hpp ----
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // Multi-label one-versus-all loss on logits (PyTorch's MultiLabelSoftMarginLoss), value and
 // gradient in one pass, stable for any finite logit.
 //   z: (B, C) logits   t: (B, C) multi-hot, t_bc in {0, 1}
@@ -7971,6 +8067,7 @@ class MultiLabelSoftMargin : public detail::TensorTargetLoss<MultiLabelSoftMargi
 
 }  // namespace etnn::loss
 // ---- etnn/loss/nll.hpp ----
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // Negative log-likelihood on log-probabilities (PyTorch's NLLLoss), value and gradient in one pass.
 //   x: (B, C) log-probabilities (e.g. after nn::log_softmax)   y: B class indices   w: class weights
 //   loss = -r sum_b w[y_b] x_b,y_b      r = 1 / sum_b w[y_b] (mean; 1/B without weights) or 1 (sum)
@@ -8027,6 +8124,7 @@ class NLL : public detail::LabelTargetLoss<NLL> {
 
 }  // namespace etnn::loss
 // ---- etnn/loss/smooth_l1.hpp ----
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // Smooth L1 (PyTorch's SmoothL1Loss), value and gradient in one pass; d_i = y_i - t_i.
 //   l_i = 0.5 d_i^2 / beta   if |d_i| < beta,   |d_i| - 0.5 beta   otherwise
 //   loss = r sum_i l_i         y, t: (B, S...)   r = 1/n (mean, n = B * S::size) or 1 (sum)
@@ -8090,6 +8188,7 @@ class SmoothL1 : public detail::TensorTargetLoss<SmoothL1> {
 // clipping and learning-rate schedules.
 //   etnn::optim::SGD opt(model, {.lr = 0.01f, .momentum = 0.9f});
 // ---- etnn/optim/adam.hpp ----
+// Private to optim/: include <etnn/optim/optim.hpp> or <etnn/etnn.hpp>.
 // Adam and AdamW with the semantics of torch.optim.Adam / torch.optim.AdamW (their single-tensor
 // and foreach implementations). Per parameter, at step t (from 1), with g the mean gradient over
 // ranks (grad_scale * grads[i], clipped when the optimizer clips):
@@ -8103,6 +8202,7 @@ class SmoothL1 : public detail::TensorTargetLoss<SmoothL1> {
 // Python floats.
 
 // ---- etnn/optim/optimizer.hpp ----
+// Private to optim/: include <etnn/optim/optim.hpp> or <etnn/etnn.hpp>.
 // Optimizer<Rule, Params, Reducer>: one update rule applied to the flat parameter buffer of a
 // ParameterSet (parameter_set.hpp: a model, or a loss with parameters) in one fused pass, after
 // the Reducer has summed the flat gradient buffer across ranks (in buckets started during
@@ -8124,10 +8224,12 @@ class SmoothL1 : public detail::TensorTargetLoss<SmoothL1> {
 //                                                `step`, counted from 1)
 
 // ---- etnn/backend/non_finite.hpp ----
+// Private to backend/: include <etnn/backend/backend.hpp> or <etnn/etnn.hpp>.
 // Where a buffer holds a NaN or an infinity, on the buffer's device: the non-finite guard's scan,
 // cpu/non_finite.hpp on the host and, under nvcc, cuda/non_finite.hpp on the GPU.
 
 // ---- etnn/cpu/non_finite.hpp ----
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
 // The CPU scan behind the non-finite guard: where a buffer holds a NaN or an infinity, in one read
 // of it. A float is NaN or infinite exactly when its exponent bits are all ones, the largest value
 // they can take; so the buffer is finite exactly when the maximum of its masked exponents is below
@@ -8192,6 +8294,7 @@ std::size_t first_non_finite(const T* x, std::size_t begin, std::size_t end) {
 }  // namespace etnn::cpu::detail
 #if defined(__CUDACC__)
 // ---- etnn/cuda/non_finite.hpp ----
+// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
 // The CUDA scan behind the non-finite guard: where a device buffer holds a NaN or an infinity, as
 // the maximum (or minimum) index found, the same whatever the launch.
 #include <cmath>
@@ -8271,10 +8374,12 @@ std::size_t first_non_finite(Cuda, const T* x, std::size_t begin, std::size_t en
 
 }  // namespace etnn::backend
 // ---- etnn/backend/sum_of_squares.hpp ----
+// Private to backend/: include <etnn/backend/backend.hpp> or <etnn/etnn.hpp>.
 // sum_i x_i^2 in double, on the buffer's device: cpu/sum_of_squares.hpp on the host and, under nvcc,
 // cuda/reduce.hpp on the GPU (the global gradient norm of clipping, optim/grad_norm.hpp).
 
 // ---- etnn/cpu/sum_of_squares.hpp ----
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
 // The sum of squares of a buffer on the host, in double: the global gradient norm
 // (optim/grad_norm.hpp) reads it; cuda/reduce.hpp has the device's.
 
@@ -8325,6 +8430,7 @@ double sum_of_squares(Cuda, const T* x, std::size_t n) {
 
 }  // namespace etnn::backend
 // ---- etnn/optim/grad_norm.hpp ----
+// Private to optim/: include <etnn/optim/optim.hpp> or <etnn/etnn.hpp>.
 // Gradient clipping by global norm, as torch.nn.utils.clip_grad_norm_ (norm_type 2):
 //   norm  = sqrt(sum_i g_i^2)                       g: the mean gradient over ranks, all parameters
 //   scale = min(max_norm / (norm + 1e-6), 1)        multiplies every g_i (NaN when norm is NaN, as torch)
@@ -8338,6 +8444,7 @@ inline double clip_scale(double max_norm, double norm) { return std::min(max_nor
 
 }  // namespace etnn::optim::detail
 // ---- etnn/optim/gradient_buckets.hpp ----
+// Private to optim/: include <etnn/optim/optim.hpp> or <etnn/etnn.hpp>.
 // Gradient buckets: the flat gradient buffer cut at layer boundaries into ranges of at least
 // `bucket_bytes` (PyTorch's DistributedDataParallel default, 25 MiB), in reverse layer order, the
 // order in which backward finishes them. Each bucket's allreduce starts as soon as backward has
@@ -8434,6 +8541,7 @@ class GradientBuckets {
 
 }  // namespace etnn::optim
 // ---- etnn/optim/gradient_storage.hpp ----
+// Private to optim/: include <etnn/optim/optim.hpp> or <etnn/etnn.hpp>.
 // Where a data-parallel optimizer keeps its model's gradients. When the reducer offers memory it
 // sums in place (dist::Mpi with every rank on one machine: Mpi::shared_storage) and the parameter
 // set can keep its gradients elsewhere (Model::keep_gradients_in), the gradients move into that
@@ -8445,6 +8553,7 @@ class GradientBuckets {
 // Otherwise nothing changes.
 
 // ---- etnn/optim/parameter_set.hpp ----
+// Private to optim/: include <etnn/optim/optim.hpp> or <etnn/etnn.hpp>.
 // etnn::optim::ParameterSet: what an optimizer (and a checkpoint) needs of the thing whose
 // parameters it updates. An etnn::Model is one; so is a loss with parameters of its own (a margin
 // head's class weights, CenterLoss's centers), which gets its own optimizer as in
@@ -8576,6 +8685,7 @@ class GradientStorage {
 
 }  // namespace etnn::optim::detail
 // ---- etnn/optim/rank_agreement.hpp ----
+// Private to optim/: include <etnn/optim/optim.hpp> or <etnn/etnn.hpp>.
 // Checks that every rank of a data-parallel job holds the same value (the model's parameter count
 // and a hash of its description) with the Reducer alone: rank 0's value is broadcast, each rank
 // compares, and a count of the ranks that differ is summed; every rank reaches the same verdict,
@@ -8617,6 +8727,7 @@ void require_same_model(R& reducer, std::size_t num_params, const std::string& d
 
 }  // namespace etnn::optim::detail
 // ---- etnn/optim/schedule.hpp ----
+// Private to optim/: include <etnn/optim/optim.hpp> or <etnn/etnn.hpp>.
 // Learning-rate schedules: the lr of an optimizer step as a pure function of s, the number of
 // steps done before it (s = 0 for the first step), and of base = the optimizer's options().lr.
 // A training state keeps the step count, so a resumed run continues the schedule exactly.
@@ -9082,6 +9193,7 @@ AdamW(Model&, const AdamWOptions&, R&, BucketOptions) -> AdamW<Model, R>;
 
 }  // namespace etnn::optim
 // ---- etnn/optim/sgd.hpp ----
+// Private to optim/: include <etnn/optim/optim.hpp> or <etnn/etnn.hpp>.
 // Stochastic gradient descent with momentum, dampening, Nesterov and weight decay, with
 // PyTorch's torch.optim.SGD semantics (g: the mean gradient over ranks, grad_scale * grads[i]):
 //   d = g + wd w
@@ -9167,6 +9279,7 @@ SGD(Model&, const SgdOptions&, R&, BucketOptions) -> SGD<Model, R>;
 // ---- etnn/data/data.hpp ----
 // etnn::data, the face of data/: in-memory datasets, the IDX reader and the batching DataLoader.
 // ---- etnn/data/data_loader.hpp ----
+// Private to data/: include <etnn/data/data.hpp> or <etnn/etnn.hpp>.
 // DataLoader: the batches of an in-memory dataset in a per-epoch sample order.
 //   order  the sampler's indices for the epoch: 0..n-1 (SequentialSampler) or a permutation seeded
 //          by (seed, epoch) (RandomSampler), identical on every platform and standard library
@@ -9181,6 +9294,7 @@ SGD(Model&, const SgdOptions&, R&, BucketOptions) -> SGD<Model, R>;
 #include <thread>
 
 // ---- etnn/data/sampler.hpp ----
+// Private to data/: include <etnn/data/data.hpp> or <etnn/etnn.hpp>.
 // Samplers: which samples an epoch visits, and in which order.
 #include <numeric>
 
@@ -9554,6 +9668,7 @@ class DataLoader {
 
 }  // namespace etnn::data
 // ---- etnn/data/dataset.hpp ----
+// Private to data/: include <etnn/data/data.hpp> or <etnn/etnn.hpp>.
 // Dataset<S>: n labelled samples of the static shape S, held in host memory.
 //   features: n * S::size floats, sample i at [i * S::size, (i + 1) * S::size), row-major in S
 //   labels:   n ints in [0, INT_MAX), class indices
@@ -9665,6 +9780,7 @@ double stddev(const Dataset<S>& data) {
 
 }  // namespace etnn::data
 // ---- etnn/data/idx.hpp ----
+// Private to data/: include <etnn/data/data.hpp> or <etnn/etnn.hpp>.
 // load_idx<S>(images, labels): a Dataset<S> from a pair of IDX files (the MNIST / Fashion-MNIST format),
 // raw or gzipped. An IDX file is, all integers big-endian:
 //   magic  0x00 0x00 <type> <ndims>       type 0x08 = unsigned byte, 0x0D = float32
@@ -9683,6 +9799,7 @@ double stddev(const Dataset<S>& data) {
 #endif
 
 // ---- etnn/core/file.hpp ----
+// Private to core/: include <etnn/core/core.hpp> or <etnn/etnn.hpp>.
 // A C stream that closes itself: the readers (IDX, safetensors) own their files through it.
 
 namespace etnn {
@@ -9981,6 +10098,7 @@ Dataset<S> load_idx(const std::filesystem::path& images, const std::filesystem::
 
 }  // namespace etnn::data
 // ---- etnn/data/idx_dataset.hpp ----
+// Private to data/: include <etnn/data/data.hpp> or <etnn/etnn.hpp>.
 // IdxDataset<S>: an IDX image/label pair (raw or gzipped, as load_idx reads them) that stays on
 // disk when its features would take more memory than a cap: each sample is then read by offset
 // (pread at header + i * item bytes) when a DataLoader gathers it. Below the cap it is loaded whole,
@@ -10139,6 +10257,7 @@ double stddev(const IdxDataset<S>& data) {
 // etnn::io, the face of io/: model checkpoints in safetensors with PyTorch's state_dict names
 // (etnn::io::save, etnn::io::load), and training states that resume bitwise (save_state, load_state).
 // ---- etnn/io/checkpoint.hpp ----
+// Private to io/: include <etnn/io/io.hpp> or <etnn/etnn.hpp>.
 // Model checkpoints in safetensors, named as torch.nn.Sequential.state_dict() names them:
 //   etnn::io::save(model, "mlp.safetensors");
 //   etnn::io::load(model, "mlp.safetensors");   // throws etnn::IoError on any mismatch
@@ -10153,6 +10272,7 @@ double stddev(const IdxDataset<S>& data) {
 #include <set>
 
 // ---- etnn/io/half.hpp ----
+// Private to io/: include <etnn/io/io.hpp> or <etnn/etnn.hpp>.
 // IEEE half precision (F16) and bfloat16 (BF16) to and from float, bit-exact, rounding to
 // nearest-even when narrowing (as PyTorch's .half() and .bfloat16()).
 
@@ -10210,6 +10330,7 @@ inline std::uint16_t float_to_f16(float f) {
 
 }  // namespace etnn::io
 // ---- etnn/io/safetensors.hpp ----
+// Private to io/: include <etnn/io/io.hpp> or <etnn/etnn.hpp>.
 // The safetensors format (huggingface/safetensors):
 //   [8 bytes: N, little-endian u64] [N bytes: JSON header, UTF-8, may end in spaces] [data]
 //   header: {"__metadata__": {"key": "value", ...},
@@ -10222,6 +10343,7 @@ inline std::uint16_t float_to_f16(float f) {
 
 
 // ---- etnn/io/atomic_file.hpp ----
+// Private to io/: include <etnn/io/io.hpp> or <etnn/etnn.hpp>.
 // Atomic file replacement: the bytes go to a temporary file in the target's directory, which is
 // flushed to disk (fsync), renamed over the target, and the directory is flushed too. A crash or
 // a full disk at any point leaves either the previous file or the complete new one at the target
@@ -10309,6 +10431,7 @@ inline void write_atomically(const std::filesystem::path& path, std::span<const 
 
 }  // namespace etnn::io
 // ---- etnn/io/json.hpp ----
+// Private to io/: include <etnn/io/io.hpp> or <etnn/etnn.hpp>.
 // A strict JSON reader for the small documents etnn reads (safetensors headers): objects,
 // arrays, strings (validated UTF-8, all escapes), and integers. Anything else, malformed text,
 // duplicate keys, invalid UTF-8, nesting deeper than 64 levels or an array of more than 64
@@ -11016,6 +11139,7 @@ void load(Model& model, const std::filesystem::path& path) {
 
 }  // namespace etnn::io
 // ---- etnn/io/training_state.hpp ----
+// Private to io/: include <etnn/io/io.hpp> or <etnn/etnn.hpp>.
 // Training checkpoints: everything needed to continue training as if it had never stopped.
 //   etnn::io::save_state(trainer, loader, "run.state.safetensors");   // e.g. after a step
 //   etnn::io::load_state(trainer, loader, "run.state.safetensors");   // in a new process
@@ -11211,6 +11335,7 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
 //   etnn::Trainer trainer(model, loss, opt);
 //   for (auto batch : loader) trainer.step(batch);
 // ---- etnn/train/evaluate.hpp ----
+// Private to train/: include <etnn/train/train.hpp> or <etnn/etnn.hpp>.
 // etnn::evaluate: runs the model over a whole dataset in inference mode and returns a metric.
 // The model is in eval mode meanwhile (running statistics, no dropout) and back in its own after.
 
@@ -11271,6 +11396,7 @@ double evaluate(Model& model, const Dataset& dataset, Metric metric, int batch =
 
 }  // namespace etnn
 // ---- etnn/train/metrics.hpp ----
+// Private to train/: include <etnn/train/train.hpp> or <etnn/etnn.hpp>.
 // Metrics accumulate over batches of model outputs and targets, then give one number. Each is a
 // value type with update(outputs, targets) and result(); etnn::evaluate drives those that take
 // class indices (a Dataset's labels):
@@ -11419,6 +11545,7 @@ inline constexpr MeanAbsoluteError mean_absolute_error{};
 
 }  // namespace etnn::metrics
 // ---- etnn/train/progress.hpp ----
+// Private to train/: include <etnn/train/train.hpp> or <etnn/etnn.hpp>.
 // A live one-line progress bar for a training epoch:
 //   epoch 3/10 [=========>          ] 28160/60000  loss 0.4123  51234 samples/s
 // Redrawn at most 10 times a second, only when the stream is a terminal (logs stay clean).
@@ -11471,6 +11598,7 @@ class ProgressBar {
 
 }  // namespace etnn
 // ---- etnn/train/trainer.hpp ----
+// Private to train/: include <etnn/train/train.hpp> or <etnn/etnn.hpp>.
 // etnn::Trainer: one training step is forward, loss, backward, gradient reduction and update,
 // over a workspace sized once from the network type and the largest batch. After the first step
 // at a given batch size a step allocates nothing.
@@ -11490,6 +11618,7 @@ class ProgressBar {
 // guard (non_finite_guard.hpp) and the loss scaler (loss_scaler.hpp) keep their rules.
 
 // ---- etnn/train/checks.hpp ----
+// Private to train/: include <etnn/train/train.hpp> or <etnn/etnn.hpp>.
 // Compile-time checks of the Trainer's arguments: a loss with parameters of its own needs their
 // optimizer.
 // Each check is a consteval function whose static_assert message starts with a grep-able key
@@ -11517,6 +11646,7 @@ consteval bool loss_optimizer_target() {
 
 }  // namespace etnn::train::check
 // ---- etnn/loss/target_staging.hpp ----
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // loss::detail::TargetStaging<T, Device>: a step's targets brought to a loss as its target_kind
 // (targets.hpp) says: class indices as they are, targets of the output's shape staged as the
 // model's scalar type on its device, in a buffer that grows to the largest batch and is reused.
@@ -11554,6 +11684,7 @@ class TargetStaging {
 
 }  // namespace etnn::loss::detail
 // ---- etnn/nn/training_pass.hpp ----
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // etnn::nn::TrainingPass<Model>: a model's training forward and backward passes, over a workspace
 // sized once from the network type and the largest batch (laid out as nn/program.hpp says). It
 // owns the workspace, the layers' scratch, the activations from forward to backward, the input
@@ -11565,6 +11696,7 @@ class TargetStaging {
 //   pass.backward(1.0f, [](std::size_t) {});  // model.gradients() += dL/dparams
 
 // ---- etnn/backend/graphs.hpp ----
+// Private to backend/: include <etnn/backend/backend.hpp> or <etnn/etnn.hpp>.
 // StepGraphs<Device>: how the training pass runs the pieces of a step on Device. A CUDA model
 // records them into CUDA graphs and replays those (cuda::GraphCache, under nvcc); a host model runs
 // them as they come (EagerSteps).
@@ -11711,6 +11843,7 @@ class TrainingPass {
 
 }  // namespace etnn::nn
 // ---- etnn/train/loss_scaler.hpp ----
+// Private to train/: include <etnn/train/train.hpp> or <etnn/etnn.hpp>.
 // Dynamic loss scaling: etnn::LossScaling, its options, and train::detail::LossScaler, which keeps
 // the scale by torch.cuda.amp.GradScaler's rules for the Trainer.
 
@@ -11821,6 +11954,7 @@ class LossScaler {
 }  // namespace train::detail
 }  // namespace etnn
 // ---- etnn/train/non_finite_guard.hpp ----
+// Private to train/: include <etnn/train/train.hpp> or <etnn/etnn.hpp>.
 // train::detail::NonFiniteGuard<Model>: the Trainer's non-finite guard. A step whose loss or
 // reduced gradient holds a NaN or an infinity is skipped: parameters, optimizer state and the
 // model's buffers stay as they were at the start of the step; after max_non_finite_in_a_row such
@@ -11979,6 +12113,13 @@ class NonFiniteGuard {
 };
 
 }  // namespace etnn::train::detail
+// ---- etnn/train/trainer_options.hpp ----
+// Private to train/: include <etnn/train/train.hpp> or <etnn/etnn.hpp>.
+// etnn::TrainerOptions: what a Trainer's step does besides forward, loss, backward and update:
+// gradient accumulation, synchronised batch norm, the non-finite guard, CUDA graphs and dynamic
+// loss scaling.
+//   etnn::Trainer trainer(model, loss, opt, {.accumulate = 4, .max_non_finite_in_a_row = 10});
+
 
 namespace etnn {
 
@@ -12006,6 +12147,10 @@ struct TrainerOptions {
   // or non-finite gradients at a scale of 1 or less) leave the scale and count as usual.
   std::optional<LossScaling> loss_scaling{};
 };
+
+}  // namespace etnn
+
+namespace etnn {
 
 namespace train::detail {
 // The Trainer's LossOptim for a loss without parameters.

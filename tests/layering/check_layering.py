@@ -6,7 +6,10 @@
     (the umbrella etnn.hpp may include any);
   * `__global__` (a CUDA kernel) appears only under cuda/;
   * a header opens no namespace of another folder: etnn::<folder> (and etnn::detail, etnn::check,
-    which are core's) belong to that folder's headers.
+    which are core's) belong to that folder's headers;
+  * every folder has a face header, <folder>/<folder>.hpp, and every other header but the ones
+    included on request (dist/mpi.hpp, dist/nccl.hpp) says in its first line that it is private
+    ("// Private to ...").
 
 Usage: check_layering.py [ROOT]   (ROOT defaults to include/etnn next to this repository's tests/)
 Prints one line per violation and exits 1 if there is any, 0 otherwise.
@@ -19,6 +22,8 @@ ORDER = ["core", "expr", "tensor", "cpu", "cuda", "backend", "dist", "nn", "loss
 RANK = {folder: i for i, folder in enumerate(ORDER)}
 # Namespaces directly under etnn that belong to a folder other than their name.
 OWNER = {"detail": "core", "check": "core"}
+# Public headers besides etnn.hpp and the faces: the data-parallel policies, included on request.
+ON_REQUEST = {"dist/mpi.hpp", "dist/nccl.hpp"}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
@@ -62,6 +67,11 @@ def check(root):
             problems.append(f"{rel}: folder '{folder}' is not in the documented order {' < '.join(ORDER)}")
             continue
         text = path.read_text()
+        public = folder is None or rel.as_posix() in ON_REQUEST or rel.as_posix() == f"{folder}/{folder}.hpp"
+        second_line = (text.split("\n") + ["", ""])[1]
+        if not public and not second_line.startswith("// Private to "):
+            problems.append(f"{rel}:2: a private header whose first line does not say so "
+                            f"('// Private to {folder}/: include <etnn/{folder}/{folder}.hpp> ...')")
         for m in INCLUDE.finditer(text):
             target = (path.parent / m.group(1)).resolve()
             try:
@@ -86,6 +96,9 @@ def check(root):
             owner = OWNER.get(parts[1], parts[1] if parts[1] in RANK else None)
             if owner is not None and owner != folder and folder is not None:
                 problems.append(f"{rel}:{line}: opens namespace {ns}, which belongs to {owner}/")
+    for folder in ORDER:
+        if (root / folder).is_dir() and not (root / folder / f"{folder}.hpp").exists():
+            problems.append(f"{folder}/: no face header {folder}/{folder}.hpp")
     return problems
 
 

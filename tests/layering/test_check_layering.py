@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The layering check catches what it is for: on a copy of include/etnn, each planted violation
-(an upward include, a sideways include, a kernel outside cuda/, a foreign folder's namespace) must
+(an upward include, a sideways include, a kernel outside cuda/, a foreign folder's namespace, a
+private header that does not say so) must
 make check_layering.py fail and name the file; the untouched copy must pass."""
 import pathlib
 import shutil
@@ -22,6 +23,8 @@ PLANTS = [
     ("data/sampler.hpp", "namespace etnn { namespace detail { inline int planted = 0; } }\n",
      "opens namespace etnn::detail"),
 ]
+# A new header in nn/ without the private marker.
+UNMARKED = ("nn/planted.hpp", "#pragma once\n// A layer of its own.\n", "does not say so")
 
 
 def run(root):
@@ -45,9 +48,15 @@ def main():
             if result.returncode == 0 or expected not in result.stdout or rel not in result.stdout:
                 failures.append(f"planting {line.strip()!r} in {rel} was not reported as '{expected}':\n"
                                 + result.stdout)
+        rel, text, expected = UNMARKED
+        (copy / rel).write_text(text)
+        result = run(copy)
+        (copy / rel).unlink()
+        if result.returncode == 0 or expected not in result.stdout or rel not in result.stdout:
+            failures.append(f"a new header {rel} without the private marker was not reported:\n" + result.stdout)
     for f in failures:
         print(f)
-    print(f"{len(PLANTS) + 1 - len(failures)} passed, {len(failures)} failed")
+    print(f"{len(PLANTS) + 2 - len(failures)} passed, {len(failures)} failed")
     return 1 if failures else 0
 
 

@@ -1,4 +1,5 @@
 #pragma once
+// Private to backend/: include <etnn/backend/backend.hpp> or <etnn/etnn.hpp>.
 // Linear layers (GEMM with a fused bias and activation epilogue) on either device.
 // The dispatch header of this op family (dlib's tensor_tools idea): it includes the CPU kernels
 // always and the CUDA ones only under nvcc, so that layers and losses call the overloads for

@@ -1,4 +1,5 @@
 #pragma once
+// Private to backend/: include <etnn/backend/backend.hpp> or <etnn/etnn.hpp>.
 // The fully fused narrow-MLP kernels for the program that runs them (nn/fused_mlp_program.hpp):
 //   HalfOf<Scalar>::type             the 16-bit operand type of a mixed-precision scalar type
 //                                    (__half for etnn::fp16, __nv_bfloat16 for etnn::bf16)

@@ -1,4 +1,5 @@
 #pragma once
+// Private to backend/: include <etnn/backend/backend.hpp> or <etnn/etnn.hpp>.
 // StepGraphs<Device>: how the training pass runs the pieces of a step on Device. A CUDA model
 // records them into CUDA graphs and replays those (cuda::GraphCache, under nvcc); a host model runs
 // them as they come (EagerSteps).

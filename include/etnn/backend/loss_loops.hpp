@@ -1,4 +1,5 @@
 #pragma once
+// Private to backend/: include <etnn/backend/backend.hpp> or <etnn/etnn.hpp>.
 // The loops of the losses on either device: elementwise_loss (an element-wise term summed over
 // every value) and label_rows_loss (a row functor summed over the rows of class scores), and the
 // scratch a loss on class indices keeps for the device's loop (LabelRowsScratch; nothing on a

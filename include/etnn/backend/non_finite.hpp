@@ -1,4 +1,5 @@
 #pragma once
+// Private to backend/: include <etnn/backend/backend.hpp> or <etnn/etnn.hpp>.
 // Where a buffer holds a NaN or an infinity, on the buffer's device: the non-finite guard's scan,
 // cpu/non_finite.hpp on the host and, under nvcc, cuda/non_finite.hpp on the GPU.
 #include <cstddef>

@@ -1,4 +1,5 @@
 #pragma once
+// Private to backend/: include <etnn/backend/backend.hpp> or <etnn/etnn.hpp>.
 // Bringing user data to the model: a view of the model's scalar type on the model's device.
 // Data already in that form passes through untouched; otherwise it is converted (and, for a
 // device model, copied from host memory) into a buffer that grows to the largest batch seen and is

@@ -1,4 +1,5 @@
 #pragma once
+// Private to backend/: include <etnn/backend/backend.hpp> or <etnn/etnn.hpp>.
 // sum_i x_i^2 in double, on the buffer's device: cpu/sum_of_squares.hpp on the host and, under nvcc,
 // cuda/reduce.hpp on the GPU (the global gradient norm of clipping, optim/grad_norm.hpp).
 #include <cstddef>

@@ -1,4 +1,5 @@
 #pragma once
+// Private to core/: include <etnn/core/core.hpp> or <etnn/etnn.hpp>.
 // The generic compile-time checks: shapes and devices. Each folder keeps its own checks in its
 // checks.hpp.
 // Each check is a consteval function whose static_assert message starts with a grep-able key

@@ -1,4 +1,5 @@
 #pragma once
+// Private to core/: include <etnn/core/core.hpp> or <etnn/etnn.hpp>.
 // Build-wide configuration: version and the host/device annotation for functors.
 
 #define ETNN_VERSION_MAJOR 0

@@ -1,4 +1,5 @@
 #pragma once
+// Private to core/: include <etnn/core/core.hpp> or <etnn/etnn.hpp>.
 // Devices are compile-time tags; a device knows how to allocate and free its memory.
 #include <cstddef>
 #include <cstdlib>

@@ -1,4 +1,5 @@
 #pragma once
+// Private to core/: include <etnn/core/core.hpp> or <etnn/etnn.hpp>.
 // Runtime errors. Every message says what went wrong, where, and how to fix it.
 #include <stdexcept>
 #include <string>

@@ -1,4 +1,5 @@
 #pragma once
+// Private to core/: include <etnn/core/core.hpp> or <etnn/etnn.hpp>.
 // A C stream that closes itself: the readers (IDX, safetensors) own their files through it.
 #include <cstdio>
 #include <filesystem>

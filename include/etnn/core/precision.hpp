@@ -1,4 +1,5 @@
 #pragma once
+// Private to core/: include <etnn/core/core.hpp> or <etnn/etnn.hpp>.
 // Model scalar types. float and double compute in their own precision. etnn::bf16 and etnn::fp16
 // are mixed precision, as torch.autocast with fp32 master weights: parameters, gradients,
 // optimizer state, inputs and outputs stay fp32, and the network's matrix products run in the

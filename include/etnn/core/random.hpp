@@ -1,4 +1,5 @@
 #pragma once
+// Private to core/: include <etnn/core/core.hpp> or <etnn/etnn.hpp>.
 // Seeded random numbers that give the same sequence on every platform and standard library
 // (std::uniform_*_distribution do not). Used for initialisation, shuffling and dropout.
 #include <cstdint>

@@ -1,4 +1,5 @@
 #pragma once
+// Private to core/: include <etnn/core/core.hpp> or <etnn/etnn.hpp>.
 // Shape<D0, D1, ...>: the per-sample shape of a tensor, known at compile time.
 // The batch dimension is never part of a Shape; it is a runtime value of the tensor.
 #include <array>

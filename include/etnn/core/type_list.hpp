@@ -1,4 +1,5 @@
 #pragma once
+// Private to core/: include <etnn/core/core.hpp> or <etnn/etnn.hpp>.
 // A compile-time list of types, with the few operations the network plan needs.
 namespace etnn {
 

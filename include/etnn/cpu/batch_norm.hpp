@@ -1,4 +1,5 @@
 #pragma once
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
 // Batch normalisation on the CPU, PyTorch's nn.BatchNorm1d/2d with momentum 0.1 and eps 1e-5.
 //   x, y: (B, C, S) with S the spatial size (1 after a linear layer)   gamma, beta: (C)
 //   training:  mu_c, var_c = mean and biased variance of x[:, c, :] over n = B S values (over the

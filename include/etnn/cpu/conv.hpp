@@ -1,4 +1,5 @@
 #pragma once
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
 // 2-D convolution with a fused activation on the CPU: im2col and one GEMM per sample.
 //   x: (B, C, H, W)  W: (OUT, C, K, K) read as (OUT, D) with D = C K K  b: (OUT)  y: (B, OUT, OH, OW)
 //   cols_b = im2col(x_b)                      (D, P) with P = OH OW, one row per (c, ki, kj)

@@ -1,4 +1,5 @@
 #pragma once
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
 // The activation step fused after a GEMM (dense and convolution layers), on the CPU.
 //   forward:  y = f(z) over z in place, keeping z when f' needs its input (z_saved not null)
 //   backward: dz = dy (.) f'(z, y) over dy in place

@@ -1,4 +1,5 @@
 #pragma once
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
 // The CPU executor: evaluates an elementwise expression into memory in one fused loop, and runs
 // an ETNN_HD functor over an index range (the optimizers' update rules, dropout) or over rows
 // (the per-sample math of softmax and layer norm).

@@ -1,4 +1,5 @@
 #pragma once
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
 // General matrix multiply on the CPU: C += A B with Eigen's packed, cache-blocked kernel (gebp).
 //   A: (M, K)   B: (K, N)   C: (M, N) row-major, leading dimension ldc
 // A and B may each be row- or column-major (a transposed operand is the other layout, no copy).

@@ -1,4 +1,5 @@
 #pragma once
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
 // The loops of the losses on the CPU: the sum of an element-wise term over every value, and the
 // sum of a row functor over the rows of class scores. The losses (loss/*.hpp) define the terms
 // and rows; the device's loops are in cuda/loss_loops.hpp (reached through backend/loss_loops.hpp).

@@ -1,4 +1,5 @@
 #pragma once
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
 // The CPU scan behind the non-finite guard: where a buffer holds a NaN or an infinity, in one read
 // of it. A float is NaN or infinite exactly when its exponent bits are all ones, the largest value
 // they can take; so the buffer is finite exactly when the maximum of its masked exponents is below

@@ -1,4 +1,5 @@
 #pragma once
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
 // Threading of CPU loops: OpenMP when the build has it, a plain loop otherwise.
 // The GEMM (cpu/gemm.hpp) threads through the same chunks.
 #include <algorithm>

@@ -1,4 +1,5 @@
 #pragma once
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
 // 2-D max and average pooling on the CPU, one (b, c) plane at a time in parallel.
 //   x: (B, C, H, W)  y: (B, C, OH, OW)   geometry G (expr/window.hpp), padding is virtual
 // Max:      y = max over the window (padding never wins, as PyTorch pads with -inf)

@@ -1,4 +1,5 @@
 #pragma once
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
 // The sum of squares of a buffer on the host, in double: the global gradient norm
 // (optim/grad_norm.hpp) reads it; cuda/reduce.hpp has the device's.
 #include <algorithm>

@@ -1,4 +1,5 @@
 #pragma once
+// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
 // Batch normalisation on the device, with the CPU's semantics and the per-value ETNN_HD functors
 // both run (expr/batch_norm.hpp):
 //   x, y: (B, C, S)   per-channel sums over n = B S values, in double

@@ -1,4 +1,5 @@
 #pragma once
+// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
 // Matrix products through cuBLASLt, with its fused epilogues (bias, bias + ReLU).
 // cuBLASLt is column-major; etnn's row-major (R, C) matrix is a column-major (C, R) one, and
 // cuda/dense.hpp states each product in those terms. A product's descriptors and algorithm are

@@ -1,4 +1,5 @@
 #pragma once
+// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
 // 2-D convolution with a fused activation on the device: im2col over the whole batch and one
 // GEMM, where the CPU runs one GEMM per sample (cpu/conv.hpp has the same math).
 //   x: (B, C, H, W)  W: (OUT, D) with D = C K K  b: (OUT)  y: (B, OUT, OH, OW)  P = OH OW

@@ -1,4 +1,5 @@
 #pragma once
+// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
 // The CUDA executor: an elementwise expression tree is passed by value into one grid-stride
 // kernel, so a whole fused expression is one launch and one pass over memory. The functors are
 // the ETNN_HD ones the CPU executor runs (expr/functors.hpp), so both devices compute the same math.

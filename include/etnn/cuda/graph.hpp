@@ -1,4 +1,5 @@
 #pragma once
+// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
 // CUDA graphs for the training step: the forward and backward passes of a static network launch
 // the same GEMMs and kernels on the same pointers at every step of a given batch size, so each is
 // recorded once into a graph and replayed with one launch (no per-kernel launch cost on the host).

@@ -1,4 +1,5 @@
 #pragma once
+// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
 // The two 16-bit formats of etnn's mixed precision on the device, as kernels convert to and from
 // them: __nv_bfloat16 (etnn::bf16: fp32's exponent range, 8 bits of mantissa) and __half
 // (etnn::fp16: 11 bits of mantissa, overflows past 65504). Both are 2 bytes. Rounding is to

@@ -1,4 +1,5 @@
 #pragma once
+// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
 // The loops of the losses on the device, with the host's semantics (cpu/loss_loops.hpp): the sum of
 // an element-wise ETNN_HD term over every value (one grid-stride kernel, block partials in double),
 // and the rows of class scores (one thread per row, row losses summed on the host in row order).

@@ -1,4 +1,5 @@
 #pragma once
+// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
 // The CUDA scan behind the non-finite guard: where a device buffer holds a NaN or an infinity, as
 // the maximum (or minimum) index found, the same whatever the launch.
 #include <cmath>

@@ -1,4 +1,5 @@
 #pragma once
+// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
 // 2-D max and average pooling on the device, with the CPU's semantics (cpu/pool.hpp): padding
 // never wins a max, a window's gradient goes to the first input in scan order equal to its
 // output, averages count padding. Forward is one thread per output; backward is one thread per

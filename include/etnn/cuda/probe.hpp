@@ -1,4 +1,5 @@
 #pragma once
+// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
 // Whether this CUDA binary can run kernels here: a device is present, the driver is usable and
 // one of the binary's architectures (CMAKE_CUDA_ARCHITECTURES) runs on it.
 #include <cuda_runtime.h>

@@ -1,4 +1,5 @@
 #pragma once
+// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
 // The CUDA runtime as etnn uses it: every call checked, all work on one stream.
 //   ETNN_CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, etnn::cuda::stream()));
 // A failed call throws etnn::DeviceError naming the call, the error and where it was made.

@@ -1,4 +1,5 @@
 #pragma once
+// Private to data/: include <etnn/data/data.hpp> or <etnn/etnn.hpp>.
 // DataLoader: the batches of an in-memory dataset in a per-epoch sample order.
 //   order  the sampler's indices for the epoch: 0..n-1 (SequentialSampler) or a permutation seeded
 //          by (seed, epoch) (RandomSampler), identical on every platform and standard library

@@ -1,4 +1,5 @@
 #pragma once
+// Private to data/: include <etnn/data/data.hpp> or <etnn/etnn.hpp>.
 // Dataset<S>: n labelled samples of the static shape S, held in host memory.
 //   features: n * S::size floats, sample i at [i * S::size, (i + 1) * S::size), row-major in S
 //   labels:   n ints in [0, INT_MAX), class indices

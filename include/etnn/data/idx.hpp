@@ -1,4 +1,5 @@
 #pragma once
+// Private to data/: include <etnn/data/data.hpp> or <etnn/etnn.hpp>.
 // load_idx<S>(images, labels): a Dataset<S> from a pair of IDX files (the MNIST / Fashion-MNIST format),
 // raw or gzipped. An IDX file is, all integers big-endian:
 //   magic  0x00 0x00 <type> <ndims>       type 0x08 = unsigned byte, 0x0D = float32

@@ -1,4 +1,5 @@
 #pragma once
+// Private to data/: include <etnn/data/data.hpp> or <etnn/etnn.hpp>.
 // IdxDataset<S>: an IDX image/label pair (raw or gzipped, as load_idx reads them) that stays on
 // disk when its features would take more memory than a cap: each sample is then read by offset
 // (pread at header + i * item bytes) when a DataLoader gathers it. Below the cap it is loaded whole,

@@ -1,4 +1,5 @@
 #pragma once
+// Private to data/: include <etnn/data/data.hpp> or <etnn/etnn.hpp>.
 // Samplers: which samples an epoch visits, and in which order.
 #include <cstddef>
 #include <cstdint>

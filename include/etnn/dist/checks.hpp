@@ -1,4 +1,5 @@
 #pragma once
+// Private to dist/: include <etnn/dist/dist.hpp> or <etnn/etnn.hpp>.
 // Compile-time checks of reducers (dist/reducer.hpp): the members a data-parallel policy needs
 // and the device whose memory it sums.
 // Each check is a consteval function whose static_assert message starts with a grep-able key

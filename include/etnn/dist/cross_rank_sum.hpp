@@ -1,4 +1,5 @@
 #pragma once
+// Private to dist/: include <etnn/dist/dist.hpp> or <etnn/etnn.hpp>.
 // A type-erased sum over the ranks of a data-parallel job, for layers whose forward or backward
 // needs statistics of the whole global batch (batch norm with TrainerOptions::sync_batch_norm).
 // Empty (false) in a single process or when the statistics stay local.

@@ -1,4 +1,5 @@
 #pragma once
+// Private to dist/: include <etnn/dist/dist.hpp> or <etnn/etnn.hpp>.
 // The Reducer concept: how the optimizer step talks to the other ranks of a data-parallel job.
 // Optimizer<Rule, Model, Reducer> broadcasts parameters from rank 0 when it is built, and sums
 // gradient buckets across ranks with non-blocking allreduces started while backward still runs.

@@ -1,4 +1,5 @@
 #pragma once
+// Private to expr/: include <etnn/expr/expr.hpp> or <etnn/etnn.hpp>.
 // The per-value math of batch normalisation (PyTorch's nn.BatchNorm1d/2d, momentum 0.1, eps 1e-5)
 // as ETNN_HD functors, device-neutral: the CPU runs them in cpu/batch_norm.hpp, the device in
 // cuda/batch_norm.hpp, so both compute the same values.

@@ -1,4 +1,5 @@
 #pragma once
+// Private to expr/: include <etnn/expr/expr.hpp> or <etnn/etnn.hpp>.
 // Compile-time checks of elementwise expressions.
 // Each check is a consteval function whose static_assert message starts with a grep-able key
 // (ETNN_...) and says how to fix it; the node that needs it writes

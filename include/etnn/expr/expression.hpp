@@ -1,4 +1,5 @@
 #pragma once
+// Private to expr/: include <etnn/expr/expr.hpp> or <etnn/etnn.hpp>.
 // Elementwise expression templates. An expression is a tree of nodes held by value; evaluating
 // it element by element (e[i]) fuses the whole tree into one pass, done by an executor
 // (cpu/executor.hpp, and the CUDA one, which passes the tree by value into one kernel).

@@ -1,4 +1,5 @@
 #pragma once
+// Private to expr/: include <etnn/expr/expr.hpp> or <etnn/etnn.hpp>.
 // Elementwise functors. Each activation is a (value, derivative) pair:
 //   y = f(x)                 operator()(x)
 //   dy/dx = f'(x, y)         derivative(x, y)

@@ -1,4 +1,5 @@
 #pragma once
+// Private to expr/: include <etnn/expr/expr.hpp> or <etnn/etnn.hpp>.
 // Padding a narrow MLP to the fully fused kernels' widths (16, 32, 64 or 128), so that any chain of
 // linear layers with ReLU between them and every width at most 128 runs fused: an input of 20
 // features or 10 classes out is carried as 32 and 16.

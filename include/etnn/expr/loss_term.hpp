@@ -1,4 +1,5 @@
 #pragma once
+// Private to expr/: include <etnn/expr/expr.hpp> or <etnn/etnn.hpp>.
 // The value and derivative of a loss's element-wise term, device-neutral: a term is an ETNN_HD
 // functor term(y, t) -> {f(y, t), df/dy}, which the CPU loop (cpu/loss_loops.hpp) and the CUDA
 // kernel (cuda/loss_loops.hpp) sum alike; loss/*.hpp define the terms.

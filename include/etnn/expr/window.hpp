@@ -1,4 +1,5 @@
 #pragma once
+// Private to expr/: include <etnn/expr/expr.hpp> or <etnn/etnn.hpp>.
 // The geometry of a sliding window (convolution kernel or pooling window) over a (C, H, W) image,
 // as PyTorch defines it: out = floor((in + 2 pad - kernel) / stride) + 1, padding is virtual.
 // Device-neutral: the CPU and CUDA convolution and pooling kernels and the nn layers share it.

@@ -1,4 +1,5 @@
 #pragma once
+// Private to io/: include <etnn/io/io.hpp> or <etnn/etnn.hpp>.
 // Atomic file replacement: the bytes go to a temporary file in the target's directory, which is
 // flushed to disk (fsync), renamed over the target, and the directory is flushed too. A crash or
 // a full disk at any point leaves either the previous file or the complete new one at the target

@@ -1,4 +1,5 @@
 #pragma once
+// Private to io/: include <etnn/io/io.hpp> or <etnn/etnn.hpp>.
 // Model checkpoints in safetensors, named as torch.nn.Sequential.state_dict() names them:
 //   etnn::io::save(model, "mlp.safetensors");
 //   etnn::io::load(model, "mlp.safetensors");   // throws etnn::IoError on any mismatch

@@ -1,4 +1,5 @@
 #pragma once
+// Private to io/: include <etnn/io/io.hpp> or <etnn/etnn.hpp>.
 // IEEE half precision (F16) and bfloat16 (BF16) to and from float, bit-exact, rounding to
 // nearest-even when narrowing (as PyTorch's .half() and .bfloat16()).
 #include <bit>

@@ -1,4 +1,5 @@
 #pragma once
+// Private to io/: include <etnn/io/io.hpp> or <etnn/etnn.hpp>.
 // A strict JSON reader for the small documents etnn reads (safetensors headers): objects,
 // arrays, strings (validated UTF-8, all escapes), and integers. Anything else, malformed text,
 // duplicate keys, invalid UTF-8, nesting deeper than 64 levels or an array of more than 64

@@ -1,4 +1,5 @@
 #pragma once
+// Private to io/: include <etnn/io/io.hpp> or <etnn/etnn.hpp>.
 // The safetensors format (huggingface/safetensors):
 //   [8 bytes: N, little-endian u64] [N bytes: JSON header, UTF-8, may end in spaces] [data]
 //   header: {"__metadata__": {"key": "value", ...},

@@ -1,4 +1,5 @@
 #pragma once
+// Private to io/: include <etnn/io/io.hpp> or <etnn/etnn.hpp>.
 // Training checkpoints: everything needed to continue training as if it had never stopped.
 //   etnn::io::save_state(trainer, loader, "run.state.safetensors");   // e.g. after a step
 //   etnn::io::load_state(trainer, loader, "run.state.safetensors");   // in a new process

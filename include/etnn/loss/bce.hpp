@@ -1,4 +1,5 @@
 #pragma once
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // Binary cross-entropy on probabilities (PyTorch's BCELoss), value and gradient in one pass.
 //   x, t: (B, S...), x and t in [0, 1]  (x e.g. after nn::sigmoid; on logits BCEWithLogits is stabler)
 //   l_i = -( t_i max(log x_i, -100) + (1 - t_i) max(log(1 - x_i), -100) )

@@ -1,4 +1,5 @@
 #pragma once
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // Binary cross-entropy on logits (PyTorch's BCEWithLogitsLoss with a scalar pos_weight), value
 // and gradient in one pass, stable for any finite logit.
 //   z, t: (B, S...), t in [0, 1]   a = 1 + (pos_weight - 1) t   sigma(z) = 1 / (1 + exp(-z))

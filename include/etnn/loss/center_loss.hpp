@@ -1,4 +1,5 @@
 #pragma once
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // CenterLoss (Wen et al. 2016) with learnable centers, a parameter of the loss trained by its own
 // optimizer (loss/parametric.hpp), as the PyTorch implementations do it (autograd gradient and a
 // separate optimizer, not the paper's hand-written center update with alpha):

@@ -1,4 +1,5 @@
 #pragma once
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // Compile-time checks of losses: the output they take and the kind and shape of their targets.
 // Each check is a consteval function whose static_assert message starts with a grep-able key
 // (ETNN_...) and says how to fix it; the node that needs it writes

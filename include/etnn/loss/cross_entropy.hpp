@@ -1,4 +1,5 @@
 #pragma once
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // Softmax cross-entropy on logits (PyTorch's CrossEntropyLoss with class indices), with class
 // weights w and label smoothing eps, value and gradient in one pass over the batch.
 //   z: (B, C) logits   y: B class indices   p_b = softmax(z_b)   -log p_bc = logsumexp(z_b) - z_bc

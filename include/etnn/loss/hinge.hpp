@@ -1,4 +1,5 @@
 #pragma once
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // Binary hinge loss on scores with targets -1 or +1, value and gradient in one pass.
 //   z, y: (B, S...) (usually (B, 1)), y_i in {-1, +1}
 //   loss = r sum_i max(0, 1 - y_i z_i)       r = 1/n (mean, n = B * S::size) or 1 (sum)

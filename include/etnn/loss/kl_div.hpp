@@ -1,4 +1,5 @@
 #pragma once
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // Kullback-Leibler divergence (PyTorch's KLDivLoss), value and gradient in one pass.
 //   x: (B, S...) log-probabilities (the model's)   t: (B, S...) probabilities, or log-probabilities
 //   with log_target

@@ -1,4 +1,5 @@
 #pragma once
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // Mean absolute error (PyTorch's L1Loss), value and gradient in one pass.
 //   loss = r sum_i |y_i - t_i|          y, t: (B, S...)   r = 1/n (mean, n = B * S::size) or 1 (sum)
 //   dL/dy_i = r sign(y_i - t_i)         (0 where y_i = t_i, as PyTorch)

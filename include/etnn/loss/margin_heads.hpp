@@ -1,4 +1,5 @@
 #pragma once
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // Face-recognition margin heads: a softmax cross-entropy over scaled cosines between L2-normalised
 // embeddings and L2-normalised class weight rows, with a margin on the target class's cosine. The
 // weight matrix is a parameter of the loss (loss/parametric.hpp), trained by its own optimizer.

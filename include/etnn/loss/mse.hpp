@@ -1,4 +1,5 @@
 #pragma once
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // Mean squared error (PyTorch's MSELoss), value and gradient in one pass.
 //   loss = r sum_i (y_i - t_i)^2          y, t: (B, S...)   r = 1/n (mean, n = B * S::size) or 1 (sum)
 //   dL/dy_i = 2 r (y_i - t_i)

@@ -1,4 +1,5 @@
 #pragma once
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // Multi-class margin loss on scores (PyTorch's MultiMarginLoss), value and gradient in one pass.
 //   x: (B, C) scores   y: B class indices   h_bj = margin - x_b,y_b + x_bj   w: class weights
 //   l_b = w[y_b] / C sum_{j != y_b} max(0, h_bj)^p          p = 1 or 2

@@ -1,4 +1,5 @@
 #pragma once
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // Multi-label one-versus-all loss on logits (PyTorch's MultiLabelSoftMarginLoss), value and
 // gradient in one pass, stable for any finite logit.
 //   z: (B, C) logits   t: (B, C) multi-hot, t_bc in {0, 1}

@@ -1,4 +1,5 @@
 #pragma once
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // Negative log-likelihood on log-probabilities (PyTorch's NLLLoss), value and gradient in one pass.
 //   x: (B, C) log-probabilities (e.g. after nn::log_softmax)   y: B class indices   w: class weights
 //   loss = -r sum_b w[y_b] x_b,y_b      r = 1 / sum_b w[y_b] (mean; 1/B without weights) or 1 (sum)

@@ -1,4 +1,5 @@
 #pragma once
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // Losses with parameters of their own (the margin heads' class weights, CenterLoss's centers), as
 // pytorch-metric-learning has them: the loss owns a flat parameter buffer and a flat gradient
 // buffer, is an optim::ParameterSet, gets its own optimizer and is trained by a Trainer given both:

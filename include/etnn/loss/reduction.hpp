@@ -1,4 +1,5 @@
 #pragma once
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // PyTorch's `reduction` of a loss to one number: the mean (default) or the sum of the per-element
 // (or per-sample) losses, and the weighted mean over class weights.
 //   etnn::loss::L1 loss({.reduction = etnn::loss::Reduction::sum});

@@ -1,4 +1,5 @@
 #pragma once
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // Smooth L1 (PyTorch's SmoothL1Loss), value and gradient in one pass; d_i = y_i - t_i.
 //   l_i = 0.5 d_i^2 / beta   if |d_i| < beta,   |d_i| - 0.5 beta   otherwise
 //   loss = r sum_i l_i         y, t: (B, S...)   r = 1/n (mean, n = B * S::size) or 1 (sum)

@@ -1,4 +1,5 @@
 #pragma once
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // The run-time checks of a loss's inputs: targets of the output's shape with one row per sample,
 // class indices in range, binary targets, and class weights (finite, >= 0, one per class). Each
 // throws an etnn::ShapeError or etnn::Error whose message starts with the loss's name.

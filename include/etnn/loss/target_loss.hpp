@@ -1,4 +1,5 @@
 #pragma once
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // What every loss builds on: the public value_and_grad/value pair on either device, for a loss
 // whose targets are a tensor of the output's shape (TensorTargetLoss) and for one on class indices
 // (LabelTargetLoss), and the names a loss's terms and rows use.

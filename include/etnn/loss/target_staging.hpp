@@ -1,4 +1,5 @@
 #pragma once
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // loss::detail::TargetStaging<T, Device>: a step's targets brought to a loss as its target_kind
 // (targets.hpp) says: class indices as they are, targets of the output's shape staged as the
 // model's scalar type on its device, in a buffer that grows to the largest batch and is reused.

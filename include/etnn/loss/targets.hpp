@@ -1,4 +1,5 @@
 #pragma once
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // What kind of targets a loss takes; the Trainer stages them accordingly.
 namespace etnn::loss {
 

@@ -1,4 +1,5 @@
 #pragma once
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // A standalone elementwise activation (one not fused into a preceding linear layer).
 //   y = f(x);   dx = dy (.) f'(x, y), written over dy
 #include "../backend/executor.hpp"

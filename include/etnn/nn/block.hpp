@@ -1,4 +1,5 @@
 #pragma once
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // A block: a chain of layer specs without nn::input, run as a network of its own inside a
 // combinator layer (residual, concat). The combinator's input is the block's input.
 //   nn::linear<64> >> nn::relu >> nn::linear<64>            a Sequential without input

@@ -1,4 +1,5 @@
 #pragma once
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // Compile-time checks of layer specs, networks and models: shapes, window options, inputs and
 // scalar types.
 // Each check is a consteval function whose static_assert message starts with a grep-able key

@@ -1,4 +1,5 @@
 #pragma once
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // nn::concat(a, b): two blocks applied to the same input, their flat outputs joined per sample:
 //   y = [a(x), b(x)]      a(x): (B, N)  b(x): (B, M)  y: (B, N + M)
 // The PyTorch equivalent holds the branches as nn.ModuleList `branches` of two nn.Sequential:

@@ -1,4 +1,5 @@
 #pragma once
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // nn::dropout bound to its input: PyTorch's nn.Dropout(p), p = 0.5 by default
 // (nn::dropout_with<std::ratio<1, 5>> for p = 0.2). In training mode
 //   y = x m / (1 - p),  m_i = [u(seed, i) >= p]      dx = dy m / (1 - p)

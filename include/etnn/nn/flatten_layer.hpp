@@ -1,4 +1,5 @@
 #pragma once
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // nn::flatten: (B, C, H, W) -> (B, C*H*W). Row-major storage makes it a reinterpretation:
 // its output is its input, and it does no work in either direction.
 #include "layer.hpp"

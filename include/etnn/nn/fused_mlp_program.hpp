@@ -1,4 +1,5 @@
 #pragma once
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // The network executor of a mixed-precision model on CUDA (etnn::Model<Net, etnn::bf16, Cuda>,
 // or etnn::fp16): a chain of linear layers with ReLU between them and every width at most 128 runs
 // as the fully fused kernels (cuda/fused_mlp.hpp, through backend/fused_mlp.hpp), one forward

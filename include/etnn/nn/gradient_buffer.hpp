@@ -1,4 +1,5 @@
 #pragma once
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // The flat gradient buffer of a parameter set (a Model, a loss with parameters): memory of its
 // own, or for a while memory that a data-parallel optimizer's reducer sums in place (dist::Mpi's
 // shared memory on one machine; optim/gradient_storage.hpp), the gradients moving along each way.

@@ -1,4 +1,5 @@
 #pragma once
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // PyTorch's default initialisation of nn.Linear and nn.Conv2d (reset_parameters): weights by
 // kaiming_uniform_(a = sqrt(5)), which is U(-1/sqrt(fan_in), 1/sqrt(fan_in)), and the bias from
 // the same bound. fan_in is in_features, or C K K for a convolution.

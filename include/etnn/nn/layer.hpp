@@ -1,4 +1,5 @@
 #pragma once
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // The Layer concept: a layer spec bound to its input shape and its position in the network.
 // The network executor (nn/program.hpp) runs any type that models it, built-in or user-defined.
 //

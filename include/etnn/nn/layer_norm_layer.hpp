@@ -1,4 +1,5 @@
 #pragma once
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // nn::layer_norm bound to its input: PyTorch's nn.LayerNorm(shape of the sample) with eps 1e-5,
 // normalising each sample over all its N values, with elementwise affine weight (gamma) = 1 and
 // bias (beta) = 0 of the sample's shape.

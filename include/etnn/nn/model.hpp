@@ -1,4 +1,5 @@
 #pragma once
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // etnn::Model<Net, T, Device>: a network type on a device with a scalar type. It owns one flat
 // parameter buffer and one flat gradient buffer; every parameter tensor is a slice at a
 // compile-time offset, named as torch.nn.Sequential.state_dict() names it ("0.weight", ...).

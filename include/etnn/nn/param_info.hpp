@@ -1,4 +1,5 @@
 #pragma once
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // Description of one parameter tensor of a layer: its PyTorch name suffix ("weight", "bias"),
 // its shape in PyTorch's layout, and where it lives inside the layer's slice of the flat buffer.
 #include <array>

@@ -1,4 +1,5 @@
 #pragma once
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // What a layer's forward and backward see besides its parameters and activations. Program (the
 // network executor) fills one per layer and call; backward gets the same values its forward had.
 #include <cstdint>

@@ -1,4 +1,5 @@
 #pragma once
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // The fusion rewrite: a list of layer specs bound to an input shape becomes a list of Layers.
 //   linear<N> >> activation   ->  one DenseLayer<In, N, F>   (GEMM + fused epilogue)
 //   conv2d<...> >> activation ->  one ConvLayer<..., F>       (likewise)

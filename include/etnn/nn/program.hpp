@@ -1,4 +1,5 @@
 #pragma once
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // The network executor: runs the Layers of a network forward and backward over one flat
 // parameter buffer, one flat gradient buffer and one workspace, with every offset computed at
 // compile time.

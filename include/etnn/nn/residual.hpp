@@ -1,4 +1,5 @@
 #pragma once
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // nn::residual(block): y = x + block(x), the block keeping its input's shape (checked at compile
 // time). The PyTorch equivalent is a module holding the block as nn.Sequential `block`:
 //   class Residual(nn.Module):

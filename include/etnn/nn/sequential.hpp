@@ -1,4 +1,5 @@
 #pragma once
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // nn::Sequential<Specs...>: a chain of layer specs, built with operator>>.
 // Starting with nn::input<...> it is a network: shapes, parameter count and layers are inferred
 // at compile time.

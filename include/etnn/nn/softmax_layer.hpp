@@ -1,4 +1,5 @@
 #pragma once
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // nn::softmax and nn::log_softmax over a flat input: PyTorch's nn.Softmax(dim=1) and
 // nn.LogSoftmax(dim=1), each row shifted by its maximum m so that any finite input is safe.
 //   x, y: (B, N)

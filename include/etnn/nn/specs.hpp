@@ -1,4 +1,5 @@
 #pragma once
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // Layer specs: what a user writes. A spec knows nothing of its input shape until the network
 // binds it (`bind<In, Index>`), which yields a Layer (nn/layer.hpp).
 //   nn::input<1, 28, 28>, nn::linear<512>, nn::flatten, nn::relu, ...

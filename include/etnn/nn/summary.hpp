@@ -1,4 +1,5 @@
 #pragma once
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // etnn::summary<Net>(): a table of the network's modules, as torchinfo prints for PyTorch:
 //   #  layer          output shape  params  parameters
 //      input<784>     (784)              0

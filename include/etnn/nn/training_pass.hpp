@@ -1,4 +1,5 @@
 #pragma once
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // etnn::nn::TrainingPass<Model>: a model's training forward and backward passes, over a workspace
 // sized once from the network type and the largest batch (laid out as nn/program.hpp says). It
 // owns the workspace, the layers' scratch, the activations from forward to backward, the input

@@ -1,4 +1,5 @@
 #pragma once
+// Private to optim/: include <etnn/optim/optim.hpp> or <etnn/etnn.hpp>.
 // Adam and AdamW with the semantics of torch.optim.Adam / torch.optim.AdamW (their single-tensor
 // and foreach implementations). Per parameter, at step t (from 1), with g the mean gradient over
 // ranks (grad_scale * grads[i], clipped when the optimizer clips):

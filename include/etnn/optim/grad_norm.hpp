@@ -1,4 +1,5 @@
 #pragma once
+// Private to optim/: include <etnn/optim/optim.hpp> or <etnn/etnn.hpp>.
 // Gradient clipping by global norm, as torch.nn.utils.clip_grad_norm_ (norm_type 2):
 //   norm  = sqrt(sum_i g_i^2)                       g: the mean gradient over ranks, all parameters
 //   scale = min(max_norm / (norm + 1e-6), 1)        multiplies every g_i (NaN when norm is NaN, as torch)

@@ -1,4 +1,5 @@
 #pragma once
+// Private to optim/: include <etnn/optim/optim.hpp> or <etnn/etnn.hpp>.
 // Gradient buckets: the flat gradient buffer cut at layer boundaries into ranges of at least
 // `bucket_bytes` (PyTorch's DistributedDataParallel default, 25 MiB), in reverse layer order, the
 // order in which backward finishes them. Each bucket's allreduce starts as soon as backward has

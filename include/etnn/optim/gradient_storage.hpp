@@ -1,4 +1,5 @@
 #pragma once
+// Private to optim/: include <etnn/optim/optim.hpp> or <etnn/etnn.hpp>.
 // Where a data-parallel optimizer keeps its model's gradients. When the reducer offers memory it
 // sums in place (dist::Mpi with every rank on one machine: Mpi::shared_storage) and the parameter
 // set can keep its gradients elsewhere (Model::keep_gradients_in), the gradients move into that

@@ -1,4 +1,5 @@
 #pragma once
+// Private to optim/: include <etnn/optim/optim.hpp> or <etnn/etnn.hpp>.
 // Optimizer<Rule, Params, Reducer>: one update rule applied to the flat parameter buffer of a
 // ParameterSet (parameter_set.hpp: a model, or a loss with parameters) in one fused pass, after
 // the Reducer has summed the flat gradient buffer across ranks (in buckets started during

@@ -1,4 +1,5 @@
 #pragma once
+// Private to optim/: include <etnn/optim/optim.hpp> or <etnn/etnn.hpp>.
 // etnn::optim::ParameterSet: what an optimizer (and a checkpoint) needs of the thing whose
 // parameters it updates. An etnn::Model is one; so is a loss with parameters of its own (a margin
 // head's class weights, CenterLoss's centers), which gets its own optimizer as in

@@ -1,4 +1,5 @@
 #pragma once
+// Private to optim/: include <etnn/optim/optim.hpp> or <etnn/etnn.hpp>.
 // Checks that every rank of a data-parallel job holds the same value (the model's parameter count
 // and a hash of its description) with the Reducer alone: rank 0's value is broadcast, each rank
 // compares, and a count of the ranks that differ is summed; every rank reaches the same verdict,

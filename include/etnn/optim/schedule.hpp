@@ -1,4 +1,5 @@
 #pragma once
+// Private to optim/: include <etnn/optim/optim.hpp> or <etnn/etnn.hpp>.
 // Learning-rate schedules: the lr of an optimizer step as a pure function of s, the number of
 // steps done before it (s = 0 for the first step), and of base = the optimizer's options().lr.
 // A training state keeps the step count, so a resumed run continues the schedule exactly.

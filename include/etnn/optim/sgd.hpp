@@ -1,4 +1,5 @@
 #pragma once
+// Private to optim/: include <etnn/optim/optim.hpp> or <etnn/etnn.hpp>.
 // Stochastic gradient descent with momentum, dampening, Nesterov and weight decay, with
 // PyTorch's torch.optim.SGD semantics (g: the mean gradient over ranks, grad_scale * grads[i]):
 //   d = g + wd w

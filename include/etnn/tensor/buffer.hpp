@@ -1,4 +1,5 @@
 #pragma once
+// Private to tensor/: include <etnn/tensor/tensor.hpp> or <etnn/etnn.hpp>.
 // Buffer<T, Device>: an owning, move-only, uninitialised array of T in a device's memory.
 #include <cstddef>
 #include <utility>

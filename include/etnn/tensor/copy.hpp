@@ -1,4 +1,5 @@
 #pragma once
+// Private to tensor/: include <etnn/tensor/tensor.hpp> or <etnn/etnn.hpp>.
 // Copies between host memory and a device's memory, by device tag: code written once for every
 // device reads and writes a model's values through these (checkpoints, evaluation, staging).
 // The host's own are plain copies; the CUDA ones live in cuda/memory.hpp.

@@ -1,4 +1,5 @@
 #pragma once
+// Private to train/: include <etnn/train/train.hpp> or <etnn/etnn.hpp>.
 // Compile-time checks of the Trainer's arguments: a loss with parameters of its own needs their
 // optimizer.
 // Each check is a consteval function whose static_assert message starts with a grep-able key

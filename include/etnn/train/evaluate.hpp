@@ -1,4 +1,5 @@
 #pragma once
+// Private to train/: include <etnn/train/train.hpp> or <etnn/etnn.hpp>.
 // etnn::evaluate: runs the model over a whole dataset in inference mode and returns a metric.
 // The model is in eval mode meanwhile (running statistics, no dropout) and back in its own after.
 #include <algorithm>

@@ -1,4 +1,5 @@
 #pragma once
+// Private to train/: include <etnn/train/train.hpp> or <etnn/etnn.hpp>.
 // Dynamic loss scaling: etnn::LossScaling, its options, and train::detail::LossScaler, which keeps
 // the scale by torch.cuda.amp.GradScaler's rules for the Trainer.
 #include <cmath>

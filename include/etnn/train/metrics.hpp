@@ -1,4 +1,5 @@
 #pragma once
+// Private to train/: include <etnn/train/train.hpp> or <etnn/etnn.hpp>.
 // Metrics accumulate over batches of model outputs and targets, then give one number. Each is a
 // value type with update(outputs, targets) and result(); etnn::evaluate drives those that take
 // class indices (a Dataset's labels):

@@ -1,4 +1,5 @@
 #pragma once
+// Private to train/: include <etnn/train/train.hpp> or <etnn/etnn.hpp>.
 // train::detail::NonFiniteGuard<Model>: the Trainer's non-finite guard. A step whose loss or
 // reduced gradient holds a NaN or an infinity is skipped: parameters, optimizer state and the
 // model's buffers stay as they were at the start of the step; after max_non_finite_in_a_row such

@@ -1,4 +1,5 @@
 #pragma once
+// Private to train/: include <etnn/train/train.hpp> or <etnn/etnn.hpp>.
 // A live one-line progress bar for a training epoch:
 //   epoch 3/10 [=========>          ] 28160/60000  loss 0.4123  51234 samples/s
 // Redrawn at most 10 times a second, only when the stream is a terminal (logs stay clean).

@@ -7,3 +7,4 @@
 #include "metrics.hpp"
 #include "progress.hpp"
 #include "trainer.hpp"
+#include "trainer_options.hpp"

@@ -13,7 +13,7 @@ using namespace cuda_test;
 
 namespace {
 using Narrow = decltype(nn::input<32> >> nn::linear<64> >> nn::relu >> nn::linear<64> >> nn::relu >> nn::linear<16>);
-// Input 20 and output 10 run padded to 32 and 16, the hidden 48 to 64 (nn/fused_mlp_padding.hpp).
+// Input 20 and output 10 run padded to 32 and 16, the hidden 48 to 64 (expr/fused_mlp_padding.hpp).
 using Padded = decltype(nn::input<20> >> nn::linear<48> >> nn::relu >> nn::linear<10>);
 
 // Not fusable (input 784, a tanh): etnn::bf16 and etnn::fp16 run it layer by layer, products

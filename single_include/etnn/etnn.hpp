@@ -162,6 +162,27 @@ std::string message(const char* who, const Parts&... parts) {
 
 }  // namespace detail
 }  // namespace etnn
+// ---- etnn/core/file.hpp ----
+// Private to core/: include <etnn/core/core.hpp> or <etnn/etnn.hpp>.
+// A C stream that closes itself: the readers (IDX, safetensors) own their files through it.
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+namespace etnn {
+
+struct FileCloser {
+  void operator()(std::FILE* f) const noexcept { std::fclose(f); }
+};
+
+using UniqueFile = std::unique_ptr<std::FILE, FileCloser>;
+
+// The file opened for binary reading, or null.
+inline UniqueFile open_for_reading(const std::filesystem::path& path) {
+  return UniqueFile(std::fopen(path.c_str(), "rb"));
+}
+
+}  // namespace etnn
 // ---- etnn/core/precision.hpp ----
 // Private to core/: include <etnn/core/core.hpp> or <etnn/etnn.hpp>.
 // Model scalar types. float and double compute in their own precision. etnn::bf16 and etnn::fp16
@@ -324,6 +345,29 @@ template <ShapeType S>
 constexpr int dim_or_one(int i) {
   return i < S::rank ? S::dims[static_cast<std::size_t>(i)] : 1;
 }
+
+}  // namespace etnn
+// ---- etnn/core/type_list.hpp ----
+// Private to core/: include <etnn/core/core.hpp> or <etnn/etnn.hpp>.
+// A compile-time list of types, with the few operations the network plan needs.
+namespace etnn {
+
+template <class... Ts>
+struct TypeList {
+  static constexpr int size = sizeof...(Ts);
+};
+
+namespace detail {
+template <class T, class List>
+struct Prepend;
+template <class T, class... Ts>
+struct Prepend<T, TypeList<Ts...>> {
+  using type = TypeList<T, Ts...>;
+};
+}  // namespace detail
+
+template <class T, class List>
+using Prepend = typename detail::Prepend<T, List>::type;
 
 }  // namespace etnn
 // ---- etnn/expr/expr.hpp ----
@@ -764,7 +808,7 @@ auto derivative(const X& x, const Y& y, F f = F{}) {
 // host (tests) and on the device (the copy kernels of cuda/fused_mlp/padding.hpp).
 
 
-namespace etnn::expr {
+namespace etnn::expr::detail {
 
 // The smallest fused kernel width that holds w features: 16, 32, 64 or 128; 0 when w > 128.
 ETNN_HD constexpr int fused_width(int w) {
@@ -838,7 +882,7 @@ ETNN_HD constexpr T column_copy_element(const T* from, int from_cols, int to_col
   return col < std::size_t(from_cols) ? from[row * std::size_t(from_cols) + col] : T(0);
 }
 
-}  // namespace etnn::expr
+}  // namespace etnn::expr::detail
 // ---- etnn/expr/loss_term.hpp ----
 // Private to expr/: include <etnn/expr/expr.hpp> or <etnn/etnn.hpp>.
 // The value and derivative of a loss's element-wise term, device-neutral: a term is an ETNN_HD
@@ -903,11 +947,9 @@ struct Window {
 
 }  // namespace etnn::expr
 // ---- etnn/tensor/tensor.hpp ----
-// Tensor<T, Shape, Device> owns a batch of samples of a static Shape; TensorView<T, Shape, Device>
-// refers to one. Layout is row-major with the batch outermost: element (b, i0, i1, ...) lives at
-//   b * Shape::size + ((i0 * D1 + i1) * D2 + ...).
-#include <span>
-
+// etnn tensors, the face of tensor/: Buffer<T, Device> (RAII memory on a device), Tensor and TensorView with a
+// static per-sample Shape and a run-time batch, and host copies (to_host, copy_rows on the CPU).
+//   etnn::Tensor<float, etnn::Shape<784>> x(64);   x.sample(b)[i]
 // ---- etnn/tensor/buffer.hpp ----
 // Private to tensor/: include <etnn/tensor/tensor.hpp> or <etnn/etnn.hpp>.
 // Buffer<T, Device>: an owning, move-only, uninitialised array of T in a device's memory.
@@ -958,6 +1000,22 @@ class Buffer {
 };
 
 }  // namespace etnn
+// ---- etnn/tensor/copy.hpp ----
+// Private to tensor/: include <etnn/tensor/tensor.hpp> or <etnn/etnn.hpp>.
+// Copies between host memory and a device's memory, by device tag: code written once for every
+// device reads and writes a model's values through these (checkpoints, evaluation, staging).
+// The host's own are plain copies; the CUDA ones live in cuda/memory.hpp.
+//   etnn::copy_to_host(Device{}, host, device_values, n);
+//   auto on_host = etnn::to_host(model.forward(x));   // a Tensor in host memory
+#include <algorithm>
+
+// ---- etnn/tensor/tensor_view.hpp ----
+// Private to tensor/: include <etnn/tensor/tensor.hpp> or <etnn/etnn.hpp>.
+// Tensor<T, Shape, Device> owns a batch of samples of a static Shape; TensorView<T, Shape, Device>
+// refers to one. Layout is row-major with the batch outermost: element (b, i0, i1, ...) lives at
+//   b * Shape::size + ((i0 * D1 + i1) * D2 + ...).
+#include <span>
+
 
 namespace etnn {
 
@@ -1069,15 +1127,6 @@ TensorView<const T, S, Device> const_view(TensorView<T, S, Device> v) noexcept {
 }
 
 }  // namespace etnn
-// ---- etnn/tensor/copy.hpp ----
-// Private to tensor/: include <etnn/tensor/tensor.hpp> or <etnn/etnn.hpp>.
-// Copies between host memory and a device's memory, by device tag: code written once for every
-// device reads and writes a model's values through these (checkpoints, evaluation, staging).
-// The host's own are plain copies; the CUDA ones live in cuda/memory.hpp.
-//   etnn::copy_to_host(Device{}, host, device_values, n);
-//   auto on_host = etnn::to_host(model.forward(x));   // a Tensor in host memory
-#include <algorithm>
-
 
 namespace etnn {
 
@@ -1760,6 +1809,71 @@ T label_rows_loss(Cpu, Scratch&, const T* x, int batch, int classes, std::span<c
 }
 
 }  // namespace etnn
+// ---- etnn/cpu/non_finite.hpp ----
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
+// The CPU scan behind the non-finite guard: where a buffer holds a NaN or an infinity, in one read
+// of it. A float is NaN or infinite exactly when its exponent bits are all ones, the largest value
+// they can take; so the buffer is finite exactly when the maximum of its masked exponents is below
+// that. An integer maximum may be taken in any order, so it vectorises (a floating-point sum would
+// be kept in order by the compiler, and isfinite branches).
+#include <cstring>
+#include <limits>
+
+
+namespace etnn::cpu::detail {
+
+// Whether x[0 .. n) are all finite: max_i (bits(x_i) & exponent) < exponent.
+template <class T>
+bool all_finite(const T* x, std::size_t n) {
+  static_assert(std::numeric_limits<T>::is_iec559 && (sizeof(T) == 4 || sizeof(T) == 8));
+  using Bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+  constexpr Bits exponent = static_cast<Bits>(sizeof(T) == 4 ? 0x7f800000ull : 0x7ff0000000000000ull);
+  Bits largest = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    Bits bits;
+    std::memcpy(&bits, x + i, sizeof bits);
+    largest = std::max(largest, bits & exponent);
+  }
+  return largest < exponent;
+}
+
+// The largest i in range with x[i] NaN or infinite (there is one).
+template <class T>
+std::size_t last_non_finite_in(const T* x, ChunkBounds range) {
+  std::size_t i = range.end;
+  while (i-- > range.begin)
+    if (!std::isfinite(x[i])) return i;
+  return range.end;
+}
+
+// The largest i < n with x[i] NaN or infinite; n when every value is finite. Chunk c of the
+// threads' chunks tests its range in one pass and, only when the test fails, looks back for the
+// index; the result does not depend on the thread count.
+template <class T>
+std::size_t last_non_finite(const T* x, std::size_t n) {
+  constexpr std::size_t max_chunks = 64;
+  const std::size_t chunks = std::min(max_chunks, chunk_count(n, 4096, static_cast<std::size_t>(num_threads())));
+  std::array<std::size_t, max_chunks> found{};
+  parallel_chunks(chunks, 1, n / chunks, [&](std::size_t first, std::size_t last) {
+    for (std::size_t c = first; c < last; ++c) {
+      const ChunkBounds range = chunk_bounds(n, chunks, c);
+      found[c] = all_finite(x + range.begin, range.end - range.begin) ? n : last_non_finite_in(x, range);
+    }
+  });
+  for (std::size_t c = chunks; c-- > 0;)
+    if (found[c] != n) return found[c];
+  return n;
+}
+
+// The first i in [begin, end) with x[i] NaN or infinite; end when there is none.
+template <class T>
+std::size_t first_non_finite(const T* x, std::size_t begin, std::size_t end) {
+  for (std::size_t i = begin; i < end; ++i)
+    if (!std::isfinite(x[i])) return i;
+  return end;
+}
+
+}  // namespace etnn::cpu::detail
 // ---- etnn/cpu/pool.hpp ----
 // Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
 // 2-D max and average pooling on the CPU, one (b, c) plane at a time in parallel.
@@ -1769,7 +1883,6 @@ T label_rows_loss(Cpu, Scratch&, const T* x, int batch, int classes, std::span<c
 //           comparing x with y in the forward's scan order, so nothing is saved
 // Average:  y = sum over the window / K^2 (PyTorch's count_include_pad = true)
 //           dx = dy / K^2 added to every input of the window
-#include <limits>
 
 
 namespace etnn {
@@ -1876,6 +1989,39 @@ void pool2d_backward(Cpu, expr::AveragePooling, const T*, const T*, const T* dy,
 }
 
 }  // namespace etnn
+// ---- etnn/cpu/sum_of_squares.hpp ----
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
+// The sum of squares of a buffer on the host, in double: the global gradient norm
+// (optim/grad_norm.hpp) reads it; cuda/reduce.hpp has the device's.
+
+
+namespace etnn::cpu::detail {
+
+// sum_i x_i^2 for i < n, accumulated in double in one pass. Chunk c of the threads' chunks sums its
+// range, and the chunk sums are added in order: the same value for the same thread count.
+template <class T>
+double sum_of_squares(const T* x, std::size_t n) {
+  constexpr std::size_t max_chunks = 64;
+  const std::size_t chunks =
+      std::min(max_chunks, chunk_count(n, 4096, static_cast<std::size_t>(num_threads())));
+  std::array<double, max_chunks> partial{};
+  parallel_chunks(chunks, 1, n / chunks, [&](std::size_t first, std::size_t last) {
+    for (std::size_t c = first; c < last; ++c) {
+      const ChunkBounds range = chunk_bounds(n, chunks, c);
+      std::array<double, 4> lanes{};  // independent sums: the adds pipeline
+      std::size_t i = range.begin;
+      for (; i + 4 <= range.end; i += 4)
+        for (std::size_t k = 0; k < 4; ++k) lanes[k] += static_cast<double>(x[i + k]) * static_cast<double>(x[i + k]);
+      for (; i < range.end; ++i) lanes[0] += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+      partial[c] = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+    }
+  });
+  double total = 0.0;
+  for (std::size_t c = 0; c < chunks; ++c) total += partial[c];
+  return total;
+}
+
+}  // namespace etnn::cpu::detail
 #if defined(__CUDACC__)
 // ---- etnn/cuda/cuda.hpp ----
 // The CUDA backend, the face of cuda/ (nvcc only): the runtime and stream, device memory, the
@@ -2116,7 +2262,8 @@ void for_each_index(Cuda, std::size_t n, std::size_t, const F& f) {
 // Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
 // Reductions the optimizer needs, on the device, and the memory device reductions leave their
 // results in. Results are the same whatever the launch: sums go through a fixed number of block
-// partials added on the host in order, and index searches take a maximum or minimum.
+// partials added on the host in order (the index searches of cuda/non_finite.hpp take a maximum
+// or minimum).
 #include <cmath>
 #include <cstddef>
 
@@ -2458,8 +2605,8 @@ inline RowChunks row_chunks(int batch) {
   return {count, (batch + count - 1) / count};
 }
 
-// Device scratch for per-chunk column sums, grown as needed (sized by the Trainer's warm-up pass,
-// so a recorded step never grows it).
+// Device scratch for per-chunk column sums, grown as needed (sized by the training pass's
+// warm-up, nn::TrainingPass::reserve, so a recorded step never grows it).
 template <class T>
 T* column_partials(std::size_t values) {
   static GrowingScratch<T> partials;
@@ -2475,8 +2622,9 @@ __global__ void to_half_kernel(const float* src, Half* dst, std::size_t n) {
 }
 
 // A 16-bit copy of n values in device scratch `slot` (0 or 1: a product's two operands), grown as
-// needed (sized by the Trainer's warm-up pass, so a recorded step never grows it). Work on etnn's
-// stream runs in order: a product has read its copies before the next one overwrites them.
+// needed (sized by the training pass's warm-up, nn::TrainingPass::reserve, so a recorded step
+// never grows it). Work on etnn's stream runs in order: a product has read its copies before the
+// next one overwrites them.
 template <class Half>
 const Half* half_copy(int slot, const float* src, std::size_t n) {
   static GrowingScratch<Half> copies[2];
@@ -2561,7 +2709,7 @@ void dense_backward(Cuda, const T* weight, T* weight_grad, T* bias_grad, const T
 //            dcols = W^T dZ',  dx = col2im(dcols)             skipped for the first layer; col2im
 //                                                             gathers per input pixel in the CPU's order
 // Z' and dZ' live in a device buffer of the backend's, grown to the largest batch (sized by the
-// Trainer's warm-up pass, so a recorded step never reallocates it).
+// training pass's warm-up, nn::TrainingPass::reserve, so a recorded step never reallocates it).
 #include <cstddef>
 #include <type_traits>
 
@@ -3050,8 +3198,8 @@ __global__ void label_rows_kernel(const T* x, int batch, int classes, const int*
 // The rows of class scores on the device: the labels and class weights (checked on the host) are
 // copied over, one kernel computes every row, and the row losses come back and are summed in T in
 // row order, as the host's label_rows_loss sums them. Row losses travel as double, which holds a
-// float or a double exactly. Its buffers are scratch that grows to the largest batch: a copy starts with its own, empty, so
-// a loss that holds one stays copyable.
+// float or a double exactly. Its buffers are scratch that grows to the largest batch: a copy
+// starts with its own, empty, so a loss that holds one stays copyable.
 class LabelRowsScratch {
  public:
   LabelRowsScratch() = default;
@@ -3917,7 +4065,7 @@ __global__ void add_true_gradients_kernel(const float* padded_grads, float* grad
 // to (rows, to_cols) = from (rows, from_cols), columns padded with zeros or dropped; n = rows to_cols.
 __global__ inline void copy_columns_kernel(const float* from, int from_cols, float* to, int to_cols, std::size_t n) {
   const std::size_t index = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (index < n) to[index] = expr::column_copy_element(from, from_cols, to_cols, index);
+  if (index < n) to[index] = expr::detail::column_copy_element(from, from_cols, to_cols, index);
 }
 
 // (rows, from_cols) -> (rows, to_cols), columns padded with zeros or dropped.
@@ -3934,14 +4082,13 @@ inline void copy_columns(const float* from, int from_cols, float* to, int to_col
 // Half (__nv_bfloat16 or __half) operands: forward and backward as FusedMlp's, on etnn's stream.
 template <class Half, int... Widths>
 struct PaddedFusedMlp {
-  using padding = expr::PaddedMlp<Widths...>;
-  static_assert(padding::fits, "ETNN_FUSED_MLP_WIDTH: every width of a fused MLP must be at most 128");
-  using kernels = FusedMlp<Half, expr::fused_width(Widths)...>;
+  using padding = expr::detail::PaddedMlp<Widths...>;
+  using kernels = FusedMlp<Half, expr::detail::fused_width(Widths)...>;  // checks the widths
   static constexpr int widths[] = {Widths...};
   static constexpr int in_width = widths[0];
   static constexpr int out_width = widths[sizeof...(Widths) - 1];
-  static constexpr int padded_in = expr::fused_width(in_width);
-  static constexpr int padded_out = expr::fused_width(out_width);
+  static constexpr int padded_in = expr::detail::fused_width(in_width);
+  static constexpr int padded_out = expr::detail::fused_width(out_width);
 
   // Floats of scratch at this batch.
   static std::size_t scratch_floats(int batch) { return regions(nullptr, batch).floats; }
@@ -4066,8 +4213,8 @@ class GraphCache {
     ++replays_;
   }
 
-  // Forgets every recorded graph: the memory they point at is about to go (a Trainer's workspace
-  // when it grows). The next run of each key records again.
+  // Forgets every recorded graph: the memory they point at is about to go (a training pass's
+  // workspace when it grows, nn/training_pass.hpp). The next run of each key records again.
   void clear() {
     for (auto& [key, graph] : graphs_) (void)cudaGraphExecDestroy(graph);
     graphs_.clear();
@@ -4111,6 +4258,57 @@ class GraphCache {
 };
 
 }  // namespace etnn::cuda
+// ---- etnn/cuda/non_finite.hpp ----
+// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
+// The CUDA scan behind the non-finite guard: where a device buffer holds a NaN or an infinity, as
+// the maximum (or minimum) index found, the same whatever the launch.
+#include <cmath>
+#include <cstddef>
+
+
+namespace etnn::cuda::detail {
+
+// found = max over non-finite x[i], i in [begin, end), of i + 1 (found starts at 0), or the
+// minimum of i (found starts at end) when `first`.
+template <class T>
+__global__ void non_finite_index_kernel(const T* x, std::size_t begin, std::size_t end, bool first,
+                                        unsigned long long* found) {
+  for (std::size_t i = begin + blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < end;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    if (!isfinite(x[i])) {
+      if (first)
+        atomicMin(found, static_cast<unsigned long long>(i));
+      else
+        atomicMax(found, static_cast<unsigned long long>(i + 1));
+    }
+  }
+}
+
+inline std::size_t search_non_finite(auto* x, std::size_t begin, std::size_t end, bool first) {
+  if (begin >= end) return first ? end : 0;
+  unsigned long long found = first ? end : 0;
+  unsigned long long* on_device = reduction_index();
+  ETNN_CHECK_CUDA(cudaMemcpyAsync(on_device, &found, sizeof found, cudaMemcpyHostToDevice, stream()));
+  non_finite_index_kernel<<<grid_blocks(end - begin), 256, 0, stream()>>>(x, begin, end, first, on_device);
+  check_launch("etnn::optim non_finite_index");
+  copy_to_host(Cuda{}, &found, on_device, 1);
+  return static_cast<std::size_t>(found);
+}
+
+// The last i < n with x[i] NaN or infinite; n when there is none.
+template <class T>
+std::size_t last_non_finite(const T* x, std::size_t n) {
+  const std::size_t last_plus_one = search_non_finite(x, 0, n, false);
+  return last_plus_one == 0 ? n : last_plus_one - 1;
+}
+
+// The first i in [begin, end) with x[i] NaN or infinite; end when there is none.
+template <class T>
+std::size_t first_non_finite(const T* x, std::size_t begin, std::size_t end) {
+  return search_non_finite(x, begin, end, true);
+}
+
+}  // namespace etnn::cuda::detail
 // ---- etnn/cuda/probe.hpp ----
 // Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
 // Whether this CUDA binary can run kernels here: a device is present, the driver is usable and
@@ -4190,7 +4388,6 @@ inline std::string cuda_unavailable_reason() {
 // Private to backend/: include <etnn/backend/backend.hpp> or <etnn/etnn.hpp>.
 // Run-time choice among the compile-time devices.
 //   etnn::dispatch(etnn::best_device(), [&]<class Device>(Device) { run<Device>(); });
-#include <cstdio>
 
 #if defined(__CUDACC__)
 #endif
@@ -4248,6 +4445,70 @@ decltype(auto) dispatch(DeviceKind kind, F&& f) {
 // etnn::Cpu and etnn::Cuda by their device tag and never name a backend themselves.
 #if defined(__CUDACC__)
 #endif
+// ---- etnn/backend/fused_mlp.hpp ----
+// Private to backend/: include <etnn/backend/backend.hpp> or <etnn/etnn.hpp>.
+// The fully fused narrow-MLP kernels for the program that runs them (nn/fused_mlp_program.hpp):
+//   HalfOf<Scalar>::type             the 16-bit operand type of a mixed-precision scalar type
+//                                    (__half for etnn::fp16, __nv_bfloat16 for etnn::bf16)
+//   FusedMlpKernels<Half, W...>::type  the kernels at a network's true widths W (cuda::PaddedFusedMlp)
+// Only an nvcc build has them; a host build declares both and defines neither, so a program that
+// names them compiles there as long as nothing instantiates it (etnn::device_compiled<Cuda> is
+// false, and nn never chooses the fused program).
+// The dispatch header of this op family (dlib's tensor_tools idea): it includes the CUDA kernels
+// only under nvcc, so that nn never names a backend itself.
+
+#if defined(__CUDACC__)
+#endif
+
+namespace etnn::backend {
+
+template <class Scalar>
+struct HalfOf;
+template <class Half, int... Widths>
+struct FusedMlpKernels;
+
+#if defined(__CUDACC__)
+template <class Scalar>
+struct HalfOf {
+  using type = std::conditional_t<products_of<Scalar> == Products::fp16, __half, __nv_bfloat16>;
+};
+template <class Half, int... Widths>
+struct FusedMlpKernels {
+  using type = cuda::PaddedFusedMlp<Half, Widths...>;
+};
+#endif
+
+}  // namespace etnn::backend
+// ---- etnn/backend/graphs.hpp ----
+// Private to backend/: include <etnn/backend/backend.hpp> or <etnn/etnn.hpp>.
+// StepGraphs<Device>: how the training pass runs the pieces of a step on Device. A CUDA model
+// records them into CUDA graphs and replays those (cuda::GraphCache, under nvcc); a host model runs
+// them as they come (EagerSteps).
+
+#if defined(__CUDACC__)
+#endif
+
+namespace etnn::backend {
+
+// Runs each piece of a step when asked: GraphCache's interface, without the recording.
+struct EagerSteps {
+  explicit EagerSteps(const std::string&) {}
+  void clear() {}
+  template <class Key, class Work>
+  void run(const Key&, Work&& work) {
+    work();
+  }
+};
+
+#if defined(__CUDACC__)
+template <class Device>
+using StepGraphs = std::conditional_t<std::is_same_v<Device, Cuda>, cuda::GraphCache, EagerSteps>;
+#else
+template <class Device>
+using StepGraphs = EagerSteps;
+#endif
+
+}  // namespace etnn::backend
 // ---- etnn/backend/loss_loops.hpp ----
 // Private to backend/: include <etnn/backend/backend.hpp> or <etnn/etnn.hpp>.
 // The loops of the losses on either device: elementwise_loss (an element-wise term summed over
@@ -4277,6 +4538,41 @@ struct LabelRowsScratch {};
 // etnn::Cpu and etnn::Cuda by their device tag and never name a backend themselves.
 #if defined(__CUDACC__)
 #endif
+// ---- etnn/backend/non_finite.hpp ----
+// Private to backend/: include <etnn/backend/backend.hpp> or <etnn/etnn.hpp>.
+// Where a buffer holds a NaN or an infinity, on the buffer's device: the non-finite guard's scan,
+// cpu/non_finite.hpp on the host and, under nvcc, cuda/non_finite.hpp on the GPU.
+
+#if defined(__CUDACC__)
+#endif
+
+namespace etnn::backend {
+
+// The largest i < n with x[i] NaN or infinite; n when every value is finite.
+template <class T>
+std::size_t last_non_finite(Cpu, const T* x, std::size_t n) {
+  return cpu::detail::last_non_finite(x, n);
+}
+
+// The first i in [begin, end) with x[i] NaN or infinite; end when there is none.
+template <class T>
+std::size_t first_non_finite(Cpu, const T* x, std::size_t begin, std::size_t end) {
+  return cpu::detail::first_non_finite(x, begin, end);
+}
+
+#if defined(__CUDACC__)
+template <class T>
+std::size_t last_non_finite(Cuda, const T* x, std::size_t n) {
+  return cuda::detail::last_non_finite(x, n);
+}
+
+template <class T>
+std::size_t first_non_finite(Cuda, const T* x, std::size_t begin, std::size_t end) {
+  return cuda::detail::first_non_finite(x, begin, end);
+}
+#endif
+
+}  // namespace etnn::backend
 // ---- etnn/backend/pool.hpp ----
 // Private to backend/: include <etnn/backend/backend.hpp> or <etnn/etnn.hpp>.
 // 2-D max and average pooling on either device: pool2d_forward, pool2d_backward.
@@ -4318,6 +4614,29 @@ TensorView<const T, S, Device> stage_as(TensorView<const U, S, Src> v, Buffer<T,
     return {staging.data(), v.batch()};
   }
 }
+
+}  // namespace etnn::backend
+// ---- etnn/backend/sum_of_squares.hpp ----
+// Private to backend/: include <etnn/backend/backend.hpp> or <etnn/etnn.hpp>.
+// sum_i x_i^2 in double, on the buffer's device: cpu/sum_of_squares.hpp on the host and, under nvcc,
+// cuda/reduce.hpp on the GPU (the global gradient norm of clipping, optim/grad_norm.hpp).
+
+#if defined(__CUDACC__)
+#endif
+
+namespace etnn::backend {
+
+template <class T>
+double sum_of_squares(Cpu, const T* x, std::size_t n) {
+  return cpu::detail::sum_of_squares(x, n);
+}
+
+#if defined(__CUDACC__)
+template <class T>
+double sum_of_squares(Cuda, const T* x, std::size_t n) {
+  return cuda::detail::sum_of_squares(x, n);
+}
+#endif
 
 }  // namespace etnn::backend
 // ---- etnn/dist/dist.hpp ----
@@ -4664,29 +4983,6 @@ consteval bool input_shape() {
 // compile-time offsets like the parameters) and a scratch array that layers use in turn.
 #include <tuple>
 
-// ---- etnn/core/type_list.hpp ----
-// Private to core/: include <etnn/core/core.hpp> or <etnn/etnn.hpp>.
-// A compile-time list of types, with the few operations the network plan needs.
-namespace etnn {
-
-template <class... Ts>
-struct TypeList {
-  static constexpr int size = sizeof...(Ts);
-};
-
-namespace detail {
-template <class T, class List>
-struct Prepend;
-template <class T, class... Ts>
-struct Prepend<T, TypeList<Ts...>> {
-  using type = TypeList<T, Ts...>;
-};
-}  // namespace detail
-
-template <class T, class List>
-using Prepend = typename detail::Prepend<T, List>::type;
-
-}  // namespace etnn
 // ---- etnn/nn/layer.hpp ----
 // Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // The Layer concept: a layer spec bound to its input shape and its position in the network.
@@ -6262,40 +6558,6 @@ class GradientBuffer {
 // (scratch_values(batch)) holds the kernels' saved activations and backward scratch, and when
 // padded the padded parameters, their gradients, input, output and output gradient.
 
-// ---- etnn/backend/fused_mlp.hpp ----
-// Private to backend/: include <etnn/backend/backend.hpp> or <etnn/etnn.hpp>.
-// The fully fused narrow-MLP kernels for the program that runs them (nn/fused_mlp_program.hpp):
-//   HalfOf<Scalar>::type             the 16-bit operand type of a mixed-precision scalar type
-//                                    (__half for etnn::fp16, __nv_bfloat16 for etnn::bf16)
-//   FusedMlpKernels<Half, W...>::type  the kernels at a network's true widths W (cuda::PaddedFusedMlp)
-// Only an nvcc build has them; a host build declares both and defines neither, so a program that
-// names them compiles there as long as nothing instantiates it (etnn::device_compiled<Cuda> is
-// false, and nn never chooses the fused program).
-// The dispatch header of this op family (dlib's tensor_tools idea): it includes the CUDA kernels
-// only under nvcc, so that nn never names a backend itself.
-
-#if defined(__CUDACC__)
-#endif
-
-namespace etnn::backend {
-
-template <class Scalar>
-struct HalfOf;
-template <class Half, int... Widths>
-struct FusedMlpKernels;
-
-#if defined(__CUDACC__)
-template <class Scalar>
-struct HalfOf {
-  using type = std::conditional_t<products_of<Scalar> == Products::fp16, __half, __nv_bfloat16>;
-};
-template <class Half, int... Widths>
-struct FusedMlpKernels {
-  using type = cuda::PaddedFusedMlp<Half, Widths...>;
-};
-#endif
-
-}  // namespace etnn::backend
 
 namespace etnn::nn::detail {
 
@@ -6328,7 +6590,7 @@ consteval bool fusable_mlp() {
   for (std::size_t i = 0; i < n; ++i)
     if (!dense[i] || (i + 1 < n ? !relu[i] : !identity[i])) return false;
   using First = std::tuple_element_t<0, std::tuple<Ls...>>;
-  return expr::PaddedMlp<FusedLayer<First>::in, FusedLayer<Ls>::out...>::fits;
+  return expr::detail::PaddedMlp<FusedLayer<First>::in, FusedLayer<Ls>::out...>::fits;
 }
 
 // Half: __nv_bfloat16 or __half.
@@ -6766,6 +7028,135 @@ std::string summary() {
 }
 
 }  // namespace etnn
+// ---- etnn/nn/training_pass.hpp ----
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
+// etnn::nn::TrainingPass<Model>: a model's training forward and backward passes, over a workspace
+// sized once from the network type and the largest batch (laid out as nn/program.hpp says). It
+// owns the workspace, the layers' scratch, the activations from forward to backward, the input
+// staging and, on CUDA, the passes recorded into graphs (backend/graphs.hpp). After the first pass
+// at a given batch size a pass allocates nothing.
+//   nn::TrainingPass pass(model);
+//   const auto out = pass.forward(x);       // out.values: y (B, output); out.gradient: dL/dy goes there
+//   loss.value_and_grad(Cpu{}, out.values, labels, out.gradient);
+//   pass.backward(1.0f, [](std::size_t) {});  // model.gradients() += dL/dparams
+
+
+namespace etnn::nn {
+
+template <class Model>
+class TrainingPass {
+ public:
+  using T = typename Model::value_type;
+  using Device = typename Model::device;
+  using program = typename Model::program;
+  using input_shape = typename Model::input_shape;
+  using output_shape = typename Model::output_shape;
+
+  // What forward() leaves for the loss: the network's output y, and where the loss writes dL/dy
+  // (the same shape, in the workspace), which backward() reads.
+  struct Output {
+    TensorView<const T, output_shape, Device> values;
+    T* gradient;
+  };
+
+  // graphs_off: why the passes must not be recorded into CUDA graphs, or "" to record them where
+  // they can be.
+  explicit TrainingPass(Model& model, std::string graphs_off = "")
+      : model_(model), graphs_(graphs_off_reason(std::move(graphs_off))) {}
+
+  // Sizes everything a pass needs for batches of up to `batch` samples: the workspace, the scratch,
+  // the buffer that converts float input to the model's scalar type, and the GEMMs' packing
+  // buffers (by one forward and backward pass of zeros, which adds exactly zero to the gradients;
+  // it runs in eval mode, so running statistics and dropout streams are untouched).
+  void reserve(int batch) {
+    if (batch <= capacity_) return;
+    const auto rows = static_cast<std::size_t>(batch);
+    graphs_.clear();  // they point into the workspace and scratch replaced here
+    workspace_ = Buffer<T, Device>(program::workspace_per_sample * rows);
+    scratch_ = Buffer<T, Device>(program::template scratch_values<Device>(batch));
+    capacity_ = batch;
+    if constexpr (!std::is_same_v<T, float>) input_staging_.reserve_discard(input_shape::size * rows);
+    Buffer<T, Device> zeros(input_shape::size * rows);
+    fill(Device{}, zeros.data(), zeros.size(), T(0));
+    const auto run = model_.next_run(scratch_.data(), true);
+    program::forward_train(Device{}, run, zeros.data(), workspace_.data(), capacity_, batch, activations_);
+    fill(Device{}, program::output_gradient(workspace_.data(), capacity_), output_shape::size * rows, T(0));
+    program::backward(Device{}, run, model_.gradients(), workspace_.data(), capacity_, batch, activations_,
+                      [](std::size_t) {});
+  }
+  int capacity() const noexcept { return capacity_; }
+
+  // The forward pass, in the model's mode, of x: B samples of the network's input shape. sync:
+  // the sum across ranks of batch norm's global-batch statistics, or empty for each rank's own.
+  template <class X>
+  Output forward(const X& x, dist::CrossRankSum sync = {}) {
+    const auto in = const_view(x);
+    static_assert(check::input_shape<typename decltype(in)::shape, input_shape>());
+    batch_ = in.batch();
+    if (batch_ <= 0) throw ShapeError("etnn::Trainer: empty batch");  // the Trainer's message, as before
+    reserve(batch_);
+    input_ = backend::stage_as<T, Device>(in, input_staging_).data();
+    run_ = model_.next_run(scratch_.data());
+    run_.sync = sync;
+    // Where the activations are does not depend on the pass, so a replayed graph needs only this.
+    activations_ = program::locate(input_, workspace_.data(), capacity_);
+    graphs_.run(graph_key(0), [&] {
+      program::forward_train(Device{}, run_, input_, workspace_.data(), capacity_, batch_, activations_);
+    });
+    return {{activations_.back(), batch_}, program::output_gradient(workspace_.data(), capacity_)};
+  }
+
+  // The backward pass of the last forward(): dL/dy, as the loss left it at Output::gradient, times
+  // gradient_scale; then model.gradients() += dL/dparams, calling layer_done as layers finish (see
+  // Program::backward).
+  template <class LayerDone>
+  void backward(T gradient_scale, LayerDone&& layer_done) {
+    if (gradient_scale != T(1)) {
+      T* output_gradient = program::output_gradient(workspace_.data(), capacity_);
+      const std::size_t n = static_cast<std::size_t>(batch_) * output_shape::size;
+      assign(Device{}, output_gradient, expr::ref(output_gradient, n) * gradient_scale);
+    }
+    graphs_.run(graph_key(1), [&] {
+      program::backward(Device{}, run_, model_.gradients(), workspace_.data(), capacity_, batch_, activations_,
+                        layer_done);
+    });
+  }
+
+  // On CUDA, the recorded graphs of the passes (cuda::GraphCache: how many, whether on, and why not).
+  const backend::StepGraphs<Device>& graphs() const noexcept { return graphs_; }
+
+ private:
+  // Why the passes are not recorded, or "" when they are. Graphs record what a pass launches, not
+  // the host's part of it, with the arguments of the recording.
+  static std::string graphs_off_reason(std::string off) {
+    if (!off.empty()) return off;
+    if constexpr (program::draws_random) return "the network draws random numbers (dropout): each pass differs";
+    return "";
+  }
+
+  // A graph of a pass holds pointers and sizes: the input's address and the batch, besides the
+  // pass's and the model's own buffers, which stay put. The mode selects kernels (batch norm's
+  // statistics), so eval-mode passes are parts of their own: 0 forward, 1 backward, 2 and 3 the
+  // same in eval mode. Nothing else a recorded pass reads changes between steps: a network that
+  // draws random numbers is not recorded, and in one process the bucket callbacks do nothing.
+  std::tuple<int, int, const void*> graph_key(int part) const {
+    return {run_.training ? part : part + 2, batch_, input_};
+  }
+
+  Model& model_;
+  Buffer<T, Device> workspace_;
+  Buffer<T, Device> scratch_;  // the layers' scratch (im2col columns, per-channel sums)
+  int capacity_ = 0;
+  Buffer<T, Device> input_staging_;
+  typename program::template Activations<T> activations_{};
+  // The pass in progress, from forward() to backward().
+  detail::Run<T> run_{};
+  int batch_ = 0;
+  const T* input_ = nullptr;
+  backend::StepGraphs<Device> graphs_;
+};
+
+}  // namespace etnn::nn
 // ---- etnn/loss/loss.hpp ----
 // etnn::loss, the face of loss/: fused value-and-gradient losses with PyTorch's definitions and reductions.
 //   on class indices: CrossEntropy, NLL, MultiMargin
@@ -7015,7 +7406,8 @@ struct LabelTargetLoss {
 
  private:
   const Loss& loss() const { return static_cast<const Loss&>(*this); }
-  mutable backend::LabelRowsScratch scratch_;  // the device's copies of labels and row losses
+  // The device's copies of labels and row losses; nothing (and no size) in a host build.
+  [[no_unique_address]] mutable backend::LabelRowsScratch scratch_;
 };
 
 }  // namespace etnn::loss::detail
@@ -8182,6 +8574,44 @@ class SmoothL1 : public detail::TensorTargetLoss<SmoothL1> {
 };
 
 }  // namespace etnn::loss
+// ---- etnn/loss/target_staging.hpp ----
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
+// loss::detail::TargetStaging<T, Device>: a step's targets brought to a loss as its target_kind
+// (targets.hpp) says: class indices as they are, targets of the output's shape staged as the
+// model's scalar type on its device, in a buffer that grows to the largest batch and is reused.
+
+
+namespace etnn::loss::detail {
+
+template <class T, class Device>
+class TargetStaging {
+ public:
+  // Sizes the buffer that converts float targets to T for `values` target values.
+  void reserve(std::size_t values) {
+    if constexpr (!std::is_same_v<T, float>) staging_.reserve_discard(values);
+  }
+
+  // The loss's mean value over the batch, and dL/doutput into grad (output's shape).
+  template <class Loss, ShapeType S, class Y>
+  T value_and_grad(Loss& loss, TensorView<const T, S, Device> output, const Y& y, T* grad) {
+    using Kind = typename Loss::target_kind;
+    static_assert(check::loss_target_kind<std::is_same_v<Kind, ClassIndices> || std::is_same_v<Kind, RealValues> ||
+                                          std::is_same_v<Kind, MultiHot>>());
+    if constexpr (std::is_same_v<Kind, ClassIndices>) {
+      static_assert(check::class_index_targets<std::is_convertible_v<const Y&, std::span<const int>>>());
+      return loss.value_and_grad(Device{}, output, std::span<const int>(y), grad);
+    } else {  // RealValues and MultiHot: a tensor of the output's shape
+      static_assert(check::tensor_targets<requires(const Y& t) { const_view(t); }>());
+      const auto staged = backend::stage_as<T, Device>(const_view(y), staging_);
+      return loss.value_and_grad(Device{}, output, staged, grad);
+    }
+  }
+
+ private:
+  Buffer<T, Device> staging_;
+};
+
+}  // namespace etnn::loss::detail
 // ---- etnn/optim/optim.hpp ----
 // etnn::optim, the face of optim/: the optimizers (SGD, Adam, AdamW) over a model's flat
 // parameter buffer, each finishing a step (reduce across ranks, non-finite scan, update), gradient
@@ -8209,8 +8639,8 @@ class SmoothL1 : public detail::TensorTargetLoss<SmoothL1> {
 // backward); the update divides by the number of ranks, so every rank applies the mean gradient.
 // The learning rate of each step comes from a schedule (schedule.hpp, constant by default), and
 // the mean gradient may be clipped by its global norm (grad_norm.hpp). Before the update it can
-// test the reduced gradients for NaN and infinity (reduce_gradients_finite, the non-finite guard's
-// test), summing the guard's loss flag across ranks meanwhile.
+// test the reduced gradients for NaN and infinity (gradients_finite, the non-finite guard's test),
+// summing the guard's loss flag across ranks meanwhile (start_loss_flag, finish_loss_flag).
 //
 // A Rule provides
 //   Options                                   hyper-parameters (designated-initialisable)
@@ -8223,212 +8653,6 @@ class SmoothL1 : public detail::TensorTargetLoss<SmoothL1> {
 //                                                rate lr (options.lr as the schedule sets it for
 //                                                `step`, counted from 1)
 
-// ---- etnn/backend/non_finite.hpp ----
-// Private to backend/: include <etnn/backend/backend.hpp> or <etnn/etnn.hpp>.
-// Where a buffer holds a NaN or an infinity, on the buffer's device: the non-finite guard's scan,
-// cpu/non_finite.hpp on the host and, under nvcc, cuda/non_finite.hpp on the GPU.
-
-// ---- etnn/cpu/non_finite.hpp ----
-// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
-// The CPU scan behind the non-finite guard: where a buffer holds a NaN or an infinity, in one read
-// of it. A float is NaN or infinite exactly when its exponent bits are all ones, the largest value
-// they can take; so the buffer is finite exactly when the maximum of its masked exponents is below
-// that. An integer maximum may be taken in any order, so it vectorises (a floating-point sum would
-// be kept in order by the compiler, and isfinite branches).
-#include <cstring>
-
-
-namespace etnn::cpu::detail {
-
-// Whether x[0 .. n) are all finite: max_i (bits(x_i) & exponent) < exponent.
-template <class T>
-bool all_finite(const T* x, std::size_t n) {
-  static_assert(std::numeric_limits<T>::is_iec559 && (sizeof(T) == 4 || sizeof(T) == 8));
-  using Bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
-  constexpr Bits exponent = static_cast<Bits>(sizeof(T) == 4 ? 0x7f800000ull : 0x7ff0000000000000ull);
-  Bits largest = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    Bits bits;
-    std::memcpy(&bits, x + i, sizeof bits);
-    largest = std::max(largest, bits & exponent);
-  }
-  return largest < exponent;
-}
-
-// The largest i in range with x[i] NaN or infinite (there is one).
-template <class T>
-std::size_t last_non_finite_in(const T* x, ChunkBounds range) {
-  std::size_t i = range.end;
-  while (i-- > range.begin)
-    if (!std::isfinite(x[i])) return i;
-  return range.end;
-}
-
-// The largest i < n with x[i] NaN or infinite; n when every value is finite. Chunk c of the
-// threads' chunks tests its range in one pass and, only when the test fails, looks back for the
-// index; the result does not depend on the thread count.
-template <class T>
-std::size_t last_non_finite(const T* x, std::size_t n) {
-  constexpr std::size_t max_chunks = 64;
-  const std::size_t chunks = std::min(max_chunks, chunk_count(n, 4096, static_cast<std::size_t>(num_threads())));
-  std::array<std::size_t, max_chunks> found{};
-  parallel_chunks(chunks, 1, n / chunks, [&](std::size_t first, std::size_t last) {
-    for (std::size_t c = first; c < last; ++c) {
-      const ChunkBounds range = chunk_bounds(n, chunks, c);
-      found[c] = all_finite(x + range.begin, range.end - range.begin) ? n : last_non_finite_in(x, range);
-    }
-  });
-  for (std::size_t c = chunks; c-- > 0;)
-    if (found[c] != n) return found[c];
-  return n;
-}
-
-// The first i in [begin, end) with x[i] NaN or infinite; end when there is none.
-template <class T>
-std::size_t first_non_finite(const T* x, std::size_t begin, std::size_t end) {
-  for (std::size_t i = begin; i < end; ++i)
-    if (!std::isfinite(x[i])) return i;
-  return end;
-}
-
-}  // namespace etnn::cpu::detail
-#if defined(__CUDACC__)
-// ---- etnn/cuda/non_finite.hpp ----
-// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
-// The CUDA scan behind the non-finite guard: where a device buffer holds a NaN or an infinity, as
-// the maximum (or minimum) index found, the same whatever the launch.
-#include <cmath>
-#include <cstddef>
-
-
-namespace etnn::cuda::detail {
-
-// found = max over non-finite x[i], i in [begin, end), of i + 1 (found starts at 0), or the
-// minimum of i (found starts at end) when `first`.
-template <class T>
-__global__ void non_finite_index_kernel(const T* x, std::size_t begin, std::size_t end, bool first,
-                                        unsigned long long* found) {
-  for (std::size_t i = begin + blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < end;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    if (!isfinite(x[i])) {
-      if (first)
-        atomicMin(found, static_cast<unsigned long long>(i));
-      else
-        atomicMax(found, static_cast<unsigned long long>(i + 1));
-    }
-  }
-}
-
-inline std::size_t search_non_finite(auto* x, std::size_t begin, std::size_t end, bool first) {
-  if (begin >= end) return first ? end : 0;
-  unsigned long long found = first ? end : 0;
-  unsigned long long* on_device = reduction_index();
-  ETNN_CHECK_CUDA(cudaMemcpyAsync(on_device, &found, sizeof found, cudaMemcpyHostToDevice, stream()));
-  non_finite_index_kernel<<<grid_blocks(end - begin), 256, 0, stream()>>>(x, begin, end, first, on_device);
-  check_launch("etnn::optim non_finite_index");
-  copy_to_host(Cuda{}, &found, on_device, 1);
-  return static_cast<std::size_t>(found);
-}
-
-// The last i < n with x[i] NaN or infinite; n when there is none.
-template <class T>
-std::size_t last_non_finite(const T* x, std::size_t n) {
-  const std::size_t last_plus_one = search_non_finite(x, 0, n, false);
-  return last_plus_one == 0 ? n : last_plus_one - 1;
-}
-
-// The first i in [begin, end) with x[i] NaN or infinite; end when there is none.
-template <class T>
-std::size_t first_non_finite(const T* x, std::size_t begin, std::size_t end) {
-  return search_non_finite(x, begin, end, true);
-}
-
-}  // namespace etnn::cuda::detail
-#endif
-
-namespace etnn::backend {
-
-// The largest i < n with x[i] NaN or infinite; n when every value is finite.
-template <class T>
-std::size_t last_non_finite(Cpu, const T* x, std::size_t n) {
-  return cpu::detail::last_non_finite(x, n);
-}
-
-// The first i in [begin, end) with x[i] NaN or infinite; end when there is none.
-template <class T>
-std::size_t first_non_finite(Cpu, const T* x, std::size_t begin, std::size_t end) {
-  return cpu::detail::first_non_finite(x, begin, end);
-}
-
-#if defined(__CUDACC__)
-template <class T>
-std::size_t last_non_finite(Cuda, const T* x, std::size_t n) {
-  return cuda::detail::last_non_finite(x, n);
-}
-
-template <class T>
-std::size_t first_non_finite(Cuda, const T* x, std::size_t begin, std::size_t end) {
-  return cuda::detail::first_non_finite(x, begin, end);
-}
-#endif
-
-}  // namespace etnn::backend
-// ---- etnn/backend/sum_of_squares.hpp ----
-// Private to backend/: include <etnn/backend/backend.hpp> or <etnn/etnn.hpp>.
-// sum_i x_i^2 in double, on the buffer's device: cpu/sum_of_squares.hpp on the host and, under nvcc,
-// cuda/reduce.hpp on the GPU (the global gradient norm of clipping, optim/grad_norm.hpp).
-
-// ---- etnn/cpu/sum_of_squares.hpp ----
-// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
-// The sum of squares of a buffer on the host, in double: the global gradient norm
-// (optim/grad_norm.hpp) reads it; cuda/reduce.hpp has the device's.
-
-
-namespace etnn::cpu::detail {
-
-// sum_i x_i^2 for i < n, accumulated in double in one pass. Chunk c of the threads' chunks sums its
-// range, and the chunk sums are added in order: the same value for the same thread count.
-template <class T>
-double sum_of_squares(const T* x, std::size_t n) {
-  constexpr std::size_t max_chunks = 64;
-  const std::size_t chunks =
-      std::min(max_chunks, chunk_count(n, 4096, static_cast<std::size_t>(num_threads())));
-  std::array<double, max_chunks> partial{};
-  parallel_chunks(chunks, 1, n / chunks, [&](std::size_t first, std::size_t last) {
-    for (std::size_t c = first; c < last; ++c) {
-      const ChunkBounds range = chunk_bounds(n, chunks, c);
-      std::array<double, 4> lanes{};  // independent sums: the adds pipeline
-      std::size_t i = range.begin;
-      for (; i + 4 <= range.end; i += 4)
-        for (std::size_t k = 0; k < 4; ++k) lanes[k] += static_cast<double>(x[i + k]) * static_cast<double>(x[i + k]);
-      for (; i < range.end; ++i) lanes[0] += static_cast<double>(x[i]) * static_cast<double>(x[i]);
-      partial[c] = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
-    }
-  });
-  double total = 0.0;
-  for (std::size_t c = 0; c < chunks; ++c) total += partial[c];
-  return total;
-}
-
-}  // namespace etnn::cpu::detail
-#if defined(__CUDACC__)
-#endif
-
-namespace etnn::backend {
-
-template <class T>
-double sum_of_squares(Cpu, const T* x, std::size_t n) {
-  return cpu::detail::sum_of_squares(x, n);
-}
-
-#if defined(__CUDACC__)
-template <class T>
-double sum_of_squares(Cuda, const T* x, std::size_t n) {
-  return cuda::detail::sum_of_squares(x, n);
-}
-#endif
-
-}  // namespace etnn::backend
 // ---- etnn/optim/grad_norm.hpp ----
 // Private to optim/: include <etnn/optim/optim.hpp> or <etnn/etnn.hpp>.
 // Gradient clipping by global norm, as torch.nn.utils.clip_grad_norm_ (norm_type 2):
@@ -8904,41 +9128,44 @@ class Optimizer {
   void gradients_ready_from(std::size_t first_final) { buckets_.ready_from(model_->gradients(), first_final); }
 
   // After an exception between gradients_ready_from() and step(): ends the job if reductions have
-  // started (see GradientBuckets::abandon), or the loss flag's (reduce_gradients_finite); a single
-  // process just forgets them.
+  // started (see GradientBuckets::abandon), or the loss flag's (start_loss_flag); a single process
+  // just forgets them.
   void abandon_step() noexcept {
     buckets_.abandon();
     if (flag_in_flight_) reducer_->abort("the non-finite guard's reduction was abandoned by an exception");
+    flag_in_flight_ = false;
     reduced_ = false;
   }
 
   // Sums the gradients across ranks, waiting for the buckets backward started. step() and
   // skip_step() do it unless it was done for this step; calling it first lets the caller read the
   // reduced gradients (the sum over ranks, the same on every rank) and choose between them, as the
-  // non-finite guard does (reduce_gradients_finite). Every rank must then make the same choice.
+  // non-finite guard does (gradients_finite). Every rank must then make the same choice.
   void reduce_gradients() {
     if (reduced_) return;
     buckets_.reduce_all(model_->gradients());
     reduced_ = true;
   }
 
-  // The non-finite guard's test (train/non_finite_guard.hpp), after backward: reduces the gradients
-  // (reduce_gradients()) and says whether their sum holds no NaN and no infinity, in one read of
-  // it. The sum is the same on every rank (a NaN on one rank reaches all), so every rank reaches the
-  // same verdict without another collective. `loss_flag`, when given, is summed across ranks in
-  // place meanwhile (one value per rank: the guard's count of ranks whose loss was non-finite), its
-  // allreduce overlapping the gradients'.
-  bool reduce_gradients_finite(double* loss_flag = nullptr) {
-    const bool sum_flag = loss_flag != nullptr && reducer_->size() > 1;
-    if (sum_flag) {
-      flag_pending_ = reducer_->start_allreduce_sum(loss_flag, 1);
-      flag_in_flight_ = true;
-    }
-    reduce_gradients();
-    if (sum_flag) {
-      reducer_->wait(flag_pending_);
-      flag_in_flight_ = false;
-    }
+  // The non-finite guard's collective (train/non_finite_guard.hpp): `loss_flag`, one value per rank
+  // (the count of ranks whose loss was non-finite), is summed across ranks in place, its allreduce
+  // started before the gradients' reduction so that the two overlap, and waited for after it. A
+  // single process sums nothing.
+  void start_loss_flag(double* loss_flag) {
+    if (reducer_->size() == 1) return;
+    flag_pending_ = reducer_->start_allreduce_sum(loss_flag, 1);
+    flag_in_flight_ = true;
+  }
+  void finish_loss_flag() {
+    if (!flag_in_flight_) return;
+    reducer_->wait(flag_pending_);
+    flag_in_flight_ = false;
+  }
+
+  // After reduce_gradients(): whether the gradients' sum holds no NaN and no infinity, in one read
+  // of it. The sum is the same on every rank (a NaN on one rank reaches all), so every rank reaches
+  // the same verdict without another collective.
+  bool gradients_finite() const {
     return backend::last_non_finite(Device{}, model_->gradients(), Params::num_params) == Params::num_params;
   }
 
@@ -9790,32 +10017,12 @@ double stddev(const Dataset<S>& data) {
 // Any S with S::size equal to the per-item size is accepted: Shape<784> or Shape<1, 28, 28> for 28x28 items.
 #include <bit>
 #include <cerrno>
-#include <filesystem>
-#include <memory>
 #include <system_error>
 
 #if defined(ETNN_WITH_ZLIB)
 #include <zlib.h>
 #endif
 
-// ---- etnn/core/file.hpp ----
-// Private to core/: include <etnn/core/core.hpp> or <etnn/etnn.hpp>.
-// A C stream that closes itself: the readers (IDX, safetensors) own their files through it.
-
-namespace etnn {
-
-struct FileCloser {
-  void operator()(std::FILE* f) const noexcept { std::fclose(f); }
-};
-
-using UniqueFile = std::unique_ptr<std::FILE, FileCloser>;
-
-// The file opened for binary reading, or null.
-inline UniqueFile open_for_reading(const std::filesystem::path& path) {
-  return UniqueFile(std::fopen(path.c_str(), "rb"));
-}
-
-}  // namespace etnn
 
 namespace etnn::data::detail {
 
@@ -11645,203 +11852,6 @@ consteval bool loss_optimizer_target() {
 }
 
 }  // namespace etnn::train::check
-// ---- etnn/loss/target_staging.hpp ----
-// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
-// loss::detail::TargetStaging<T, Device>: a step's targets brought to a loss as its target_kind
-// (targets.hpp) says: class indices as they are, targets of the output's shape staged as the
-// model's scalar type on its device, in a buffer that grows to the largest batch and is reused.
-
-
-namespace etnn::loss::detail {
-
-template <class T, class Device>
-class TargetStaging {
- public:
-  // Sizes the buffer that converts float targets to T for `values` target values.
-  void reserve(std::size_t values) {
-    if constexpr (!std::is_same_v<T, float>) staging_.reserve_discard(values);
-  }
-
-  // The loss's mean value over the batch, and dL/doutput into grad (output's shape).
-  template <class Loss, ShapeType S, class Y>
-  T value_and_grad(Loss& loss, TensorView<const T, S, Device> output, const Y& y, T* grad) {
-    using Kind = typename Loss::target_kind;
-    static_assert(check::loss_target_kind<std::is_same_v<Kind, ClassIndices> || std::is_same_v<Kind, RealValues> ||
-                                          std::is_same_v<Kind, MultiHot>>());
-    if constexpr (std::is_same_v<Kind, ClassIndices>) {
-      static_assert(check::class_index_targets<std::is_convertible_v<const Y&, std::span<const int>>>());
-      return loss.value_and_grad(Device{}, output, std::span<const int>(y), grad);
-    } else {  // RealValues and MultiHot: a tensor of the output's shape
-      static_assert(check::tensor_targets<requires(const Y& t) { const_view(t); }>());
-      const auto staged = backend::stage_as<T, Device>(const_view(y), staging_);
-      return loss.value_and_grad(Device{}, output, staged, grad);
-    }
-  }
-
- private:
-  Buffer<T, Device> staging_;
-};
-
-}  // namespace etnn::loss::detail
-// ---- etnn/nn/training_pass.hpp ----
-// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
-// etnn::nn::TrainingPass<Model>: a model's training forward and backward passes, over a workspace
-// sized once from the network type and the largest batch (laid out as nn/program.hpp says). It
-// owns the workspace, the layers' scratch, the activations from forward to backward, the input
-// staging and, on CUDA, the passes recorded into graphs (backend/graphs.hpp). After the first pass
-// at a given batch size a pass allocates nothing.
-//   nn::TrainingPass pass(model);
-//   const auto out = pass.forward(x);       // out.values: y (B, output); out.gradient: dL/dy goes there
-//   loss.value_and_grad(Cpu{}, out.values, labels, out.gradient);
-//   pass.backward(1.0f, [](std::size_t) {});  // model.gradients() += dL/dparams
-
-// ---- etnn/backend/graphs.hpp ----
-// Private to backend/: include <etnn/backend/backend.hpp> or <etnn/etnn.hpp>.
-// StepGraphs<Device>: how the training pass runs the pieces of a step on Device. A CUDA model
-// records them into CUDA graphs and replays those (cuda::GraphCache, under nvcc); a host model runs
-// them as they come (EagerSteps).
-
-#if defined(__CUDACC__)
-#endif
-
-namespace etnn::backend {
-
-// Runs each piece of a step when asked: GraphCache's interface, without the recording.
-struct EagerSteps {
-  explicit EagerSteps(const std::string&) {}
-  void clear() {}
-  template <class Key, class Work>
-  void run(const Key&, Work&& work) {
-    work();
-  }
-};
-
-#if defined(__CUDACC__)
-template <class Device>
-using StepGraphs = std::conditional_t<std::is_same_v<Device, Cuda>, cuda::GraphCache, EagerSteps>;
-#else
-template <class Device>
-using StepGraphs = EagerSteps;
-#endif
-
-}  // namespace etnn::backend
-
-namespace etnn::nn {
-
-template <class Model>
-class TrainingPass {
- public:
-  using T = typename Model::value_type;
-  using Device = typename Model::device;
-  using program = typename Model::program;
-  using input_shape = typename Model::input_shape;
-  using output_shape = typename Model::output_shape;
-
-  // What forward() leaves for the loss: the network's output y, and where the loss writes dL/dy
-  // (the same shape, in the workspace), which backward() reads.
-  struct Output {
-    TensorView<const T, output_shape, Device> values;
-    T* gradient;
-  };
-
-  // graphs_off: why the passes must not be recorded into CUDA graphs, or "" to record them where
-  // they can be.
-  explicit TrainingPass(Model& model, std::string graphs_off = "")
-      : model_(model), graphs_(graphs_off_reason(std::move(graphs_off))) {}
-
-  // Sizes everything a pass needs for batches of up to `batch` samples: the workspace, the scratch,
-  // the buffer that converts float input to the model's scalar type, and the GEMMs' packing
-  // buffers (by one forward and backward pass of zeros, which adds exactly zero to the gradients;
-  // it runs in eval mode, so running statistics and dropout streams are untouched).
-  void reserve(int batch) {
-    if (batch <= capacity_) return;
-    const auto rows = static_cast<std::size_t>(batch);
-    graphs_.clear();  // they point into the workspace and scratch replaced here
-    workspace_ = Buffer<T, Device>(program::workspace_per_sample * rows);
-    scratch_ = Buffer<T, Device>(program::template scratch_values<Device>(batch));
-    capacity_ = batch;
-    if constexpr (!std::is_same_v<T, float>) input_staging_.reserve_discard(input_shape::size * rows);
-    Buffer<T, Device> zeros(input_shape::size * rows);
-    fill(Device{}, zeros.data(), zeros.size(), T(0));
-    const auto run = model_.next_run(scratch_.data(), true);
-    program::forward_train(Device{}, run, zeros.data(), workspace_.data(), capacity_, batch, activations_);
-    fill(Device{}, program::output_gradient(workspace_.data(), capacity_), output_shape::size * rows, T(0));
-    program::backward(Device{}, run, model_.gradients(), workspace_.data(), capacity_, batch, activations_,
-                      [](std::size_t) {});
-  }
-  int capacity() const noexcept { return capacity_; }
-
-  // The forward pass, in the model's mode, of x: B samples of the network's input shape. sync:
-  // the sum across ranks of batch norm's global-batch statistics, or empty for each rank's own.
-  template <class X>
-  Output forward(const X& x, dist::CrossRankSum sync = {}) {
-    const auto in = const_view(x);
-    static_assert(check::input_shape<typename decltype(in)::shape, input_shape>());
-    batch_ = in.batch();
-    if (batch_ <= 0) throw ShapeError("etnn::Trainer: empty batch");
-    reserve(batch_);
-    input_ = backend::stage_as<T, Device>(in, input_staging_).data();
-    run_ = model_.next_run(scratch_.data());
-    run_.sync = sync;
-    // Where the activations are does not depend on the pass, so a replayed graph needs only this.
-    activations_ = program::locate(input_, workspace_.data(), capacity_);
-    graphs_.run(graph_key(0), [&] {
-      program::forward_train(Device{}, run_, input_, workspace_.data(), capacity_, batch_, activations_);
-    });
-    return {{activations_.back(), batch_}, program::output_gradient(workspace_.data(), capacity_)};
-  }
-
-  // The backward pass of the last forward(): dL/dy, as the loss left it at Output::gradient, times
-  // gradient_scale; then model.gradients() += dL/dparams, calling layer_done as layers finish (see
-  // Program::backward).
-  template <class LayerDone>
-  void backward(T gradient_scale, LayerDone&& layer_done) {
-    if (gradient_scale != T(1)) {
-      T* output_gradient = program::output_gradient(workspace_.data(), capacity_);
-      const std::size_t n = static_cast<std::size_t>(batch_) * output_shape::size;
-      assign(Device{}, output_gradient, expr::ref(output_gradient, n) * gradient_scale);
-    }
-    graphs_.run(graph_key(1), [&] {
-      program::backward(Device{}, run_, model_.gradients(), workspace_.data(), capacity_, batch_, activations_,
-                        layer_done);
-    });
-  }
-
-  // On CUDA, the recorded graphs of the passes (cuda::GraphCache: how many, whether on, and why not).
-  const backend::StepGraphs<Device>& graphs() const noexcept { return graphs_; }
-
- private:
-  // Why the passes are not recorded, or "" when they are. Graphs record what a pass launches, not
-  // the host's part of it, with the arguments of the recording.
-  static std::string graphs_off_reason(std::string off) {
-    if (!off.empty()) return off;
-    if constexpr (program::draws_random) return "the network draws random numbers (dropout): each pass differs";
-    return "";
-  }
-
-  // A graph of a pass holds pointers and sizes: the input's address and the batch, besides the
-  // pass's and the model's own buffers, which stay put. The mode selects kernels (batch norm's
-  // statistics), so eval-mode passes are parts of their own: 0 forward, 1 backward, 2 and 3 the
-  // same in eval mode. Nothing else a recorded pass reads changes between steps: a network that
-  // draws random numbers is not recorded, and in one process the bucket callbacks do nothing.
-  std::tuple<int, int, const void*> graph_key(int part) const {
-    return {run_.training ? part : part + 2, batch_, input_};
-  }
-
-  Model& model_;
-  Buffer<T, Device> workspace_;
-  Buffer<T, Device> scratch_;  // the layers' scratch (im2col columns, per-channel sums)
-  int capacity_ = 0;
-  Buffer<T, Device> input_staging_;
-  typename program::template Activations<T> activations_{};
-  // The pass in progress, from forward() to backward().
-  detail::Run<T> run_{};
-  int batch_ = 0;
-  const T* input_ = nullptr;
-  backend::StepGraphs<Device> graphs_;
-};
-
-}  // namespace etnn::nn
 // ---- etnn/train/loss_scaler.hpp ----
 // Private to train/: include <etnn/train/train.hpp> or <etnn/etnn.hpp>.
 // Dynamic loss scaling: etnn::LossScaling, its options, and train::detail::LossScaler, which keeps
@@ -12018,16 +12028,21 @@ class NonFiniteGuard {
   void check_loss(T loss) noexcept { loss_non_finite_ |= !std::isfinite(loss); }
 
   // The guard's test, after backward: whether any rank's loss in this window was non-finite (a
-  // count summed across ranks, its allreduce overlapping the gradients') or the gradients summed
-  // across ranks hold a NaN or an infinity (Optimizer::reduce_gradients_finite). Every rank
-  // reaches the same verdict. Reduces the gradients of the model's optimizer and of a parametric
-  // loss's. Off, it skips nothing.
+  // count summed across ranks, its allreduce overlapping the gradients' reductions) or the
+  // gradients summed across ranks hold a NaN or an infinity (Optimizer::gradients_finite; a
+  // parametric loss's are read only while the model's are finite). Every rank reaches the same
+  // verdict. Reduces the gradients of the model's optimizer and of a parametric loss's. Off, it
+  // skips nothing.
   template <class ModelOptimizer, class... LossOptimizer>
   bool skips(ModelOptimizer& optimizer, LossOptimizer&... loss_optimizer) {
     if (!on_) return false;
     ranks_with_non_finite_loss_ = loss_non_finite_ ? 1.0 : 0.0;
-    bool gradients_finite = optimizer.reduce_gradients_finite(&ranks_with_non_finite_loss_);
-    ((gradients_finite = loss_optimizer.reduce_gradients_finite() && gradients_finite), ...);
+    optimizer.start_loss_flag(&ranks_with_non_finite_loss_);
+    optimizer.reduce_gradients();
+    (loss_optimizer.reduce_gradients(), ...);
+    optimizer.finish_loss_flag();
+    bool gradients_finite = optimizer.gradients_finite();
+    ((gradients_finite = gradients_finite && loss_optimizer.gradients_finite()), ...);
     ranks_ = optimizer.reducer().size();
     if (gradients_finite && loss_finite_on_every_rank()) return false;
     if (non_finite_in_a_row_ == 0) {  // the first of a run: what the error will report

@@ -5,7 +5,6 @@
 #include <doctest/doctest.h>
 
 #include <etnn/etnn.hpp>
-#include <etnn/expr/fused_mlp_padding.hpp>
 
 #include <cmath>
 #include <vector>
@@ -13,8 +12,8 @@
 #include "support/gradcheck.hpp"
 
 namespace nn = etnn::nn;
-using etnn::expr::fused_width;
-using etnn::expr::PaddedMlp;
+using etnn::expr::detail::fused_width;
+using etnn::expr::detail::PaddedMlp;
 
 TEST_CASE("fused widths: the next of 16, 32, 64, 128; none above 128") {
   CHECK(fused_width(1) == 16);
@@ -55,9 +54,9 @@ TEST_CASE("the parameter maps are each other's inverse, and padding is everythin
 TEST_CASE("column copies pad with zeros and drop columns") {
   const std::vector<float> m = {1, 2, 3, 4, 5, 6};  // (2, 3)
   std::vector<float> padded(2 * 5), back(2 * 3);
-  for (std::size_t k = 0; k < padded.size(); ++k) padded[k] = etnn::expr::column_copy_element(m.data(), 3, 5, k);
+  for (std::size_t k = 0; k < padded.size(); ++k) padded[k] = etnn::expr::detail::column_copy_element(m.data(), 3, 5, k);
   CHECK(padded == std::vector<float>{1, 2, 3, 0, 0, 4, 5, 6, 0, 0});
-  for (std::size_t k = 0; k < back.size(); ++k) back[k] = etnn::expr::column_copy_element(padded.data(), 5, 3, k);
+  for (std::size_t k = 0; k < back.size(); ++k) back[k] = etnn::expr::detail::column_copy_element(padded.data(), 5, 3, k);
   CHECK(back == m);
 }
 
@@ -77,7 +76,7 @@ TEST_CASE("a padded MLP computes the true one's outputs and parameter gradients,
   etnn::test::fill_uniform(x.data(), x.size(), 5, 2.0);
   etnn::Tensor<double, etnn::Shape<32>> padded_x(batch);
   for (std::size_t k = 0; k < padded_x.size(); ++k)
-    padded_x.data()[k] = etnn::expr::column_copy_element(x.data(), 20, 32, k);
+    padded_x.data()[k] = etnn::expr::detail::column_copy_element(x.data(), 20, 32, k);
 
   // Outputs: the true ones, then zeros.
   const auto y = model.forward(x);
@@ -98,7 +97,7 @@ TEST_CASE("a padded MLP computes the true one's outputs and parameter gradients,
   etnn::test::fill_uniform(target.data(), target.size(), 6);
   etnn::Tensor<double, etnn::Shape<16>> padded_target(batch);
   for (std::size_t k = 0; k < padded_target.size(); ++k)
-    padded_target.data()[k] = etnn::expr::column_copy_element(target.data(), 3, 16, k);
+    padded_target.data()[k] = etnn::expr::detail::column_copy_element(target.data(), 3, 16, k);
   etnn::loss::MSE loss({.reduction = etnn::loss::Reduction::sum});
   etnn::optim::SGD opt(model, {.lr = 0.0f});
   etnn::optim::SGD padded_opt(padded, {.lr = 0.0f});

@@ -3,13 +3,17 @@
 
   * a header includes only headers of its own folder and of folders below it, in the order
     core < expr < tensor < cpu < cuda < backend < dist < nn < loss < optim < data < io < train
-    (the umbrella etnn.hpp may include any);
-  * `__global__` (a CUDA kernel) appears only under cuda/;
+    (the umbrella etnn.hpp may include any); above backend/, no header includes cpu/ or cuda/
+    (layers reach the kernels through backend/'s dispatch headers), but dist/nccl.hpp, which is
+    CUDA code;
+  * `__global__` (a CUDA kernel) appears only under cuda/, and `__CUDACC__` (the choice of the CUDA
+    backend) only in backend/, core/config.hpp, core/device.hpp, dist/nccl.hpp and etnn.hpp;
   * a header opens no namespace of another folder: etnn::<folder> (and etnn::detail, etnn::check,
     which are core's) belong to that folder's headers;
   * every folder has a face header, <folder>/<folder>.hpp, and every other header but the ones
-    included on request (dist/mpi.hpp, dist/nccl.hpp) says in its first line that it is private
-    ("// Private to ...").
+    included on request (dist/mpi.hpp, dist/nccl.hpp) says on the line after `#pragma once` that
+    it is private ("// Private to ..."), and is reached from its folder's face or from a header
+    included on request.
 
 Usage: check_layering.py [ROOT]   (ROOT defaults to include/etnn next to this repository's tests/)
 Prints one line per violation and exits 1 if there is any, 0 otherwise.
@@ -24,6 +28,10 @@ RANK = {folder: i for i, folder in enumerate(ORDER)}
 OWNER = {"detail": "core", "check": "core"}
 # Public headers besides etnn.hpp and the faces: the data-parallel policies, included on request.
 ON_REQUEST = {"dist/mpi.hpp", "dist/nccl.hpp"}
+# The only headers above backend/ that may include cpu/ or cuda/ headers.
+BACKEND_USERS = {"dist/nccl.hpp"}
+# The only headers that may test __CUDACC__, besides those of backend/.
+CUDACC_USERS = {"core/config.hpp", "core/device.hpp", "dist/nccl.hpp", "etnn.hpp"}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
@@ -58,8 +66,30 @@ def folder_of(root, path):
     return parts[0] if len(parts) > 1 else None
 
 
+def includes_of(path):
+    """The headers path includes by a quoted #include, resolved."""
+    return [(path.parent / m.group(1)).resolve() for m in INCLUDE.finditer(path.read_text())]
+
+
+def reached_from(starts):
+    """Every header reached from the given ones through quoted includes (them included)."""
+    seen, todo = set(), [p.resolve() for p in starts if p.exists()]
+    while todo:
+        path = todo.pop()
+        if path in seen or not path.exists():
+            continue
+        seen.add(path)
+        todo.extend(includes_of(path))
+    return seen
+
+
 def check(root):
     problems = []
+    faces = [root / f / f"{f}.hpp" for f in ORDER] + [root / h for h in ON_REQUEST]
+    reachable = {}
+    for face in faces:
+        for header in reached_from([face]):
+            reachable.setdefault(header, set()).add(face)
     for path in sorted(root.rglob("*.hpp")):
         folder = folder_of(root, path)
         rel = path.relative_to(root)
@@ -70,8 +100,13 @@ def check(root):
         public = folder is None or rel.as_posix() in ON_REQUEST or rel.as_posix() == f"{folder}/{folder}.hpp"
         second_line = (text.split("\n") + ["", ""])[1]
         if not public and not second_line.startswith("// Private to "):
-            problems.append(f"{rel}:2: a private header whose first line does not say so "
+            problems.append(f"{rel}:2: a private header that does not say so on the line after #pragma once "
                             f"('// Private to {folder}/: include <etnn/{folder}/{folder}.hpp> ...')")
+        if not public:
+            owners = {f.relative_to(root).as_posix() for f in reachable.get(path.resolve(), set())}
+            if not owners & ({f"{folder}/{folder}.hpp"} | ON_REQUEST):
+                problems.append(f"{rel}: a private header that neither {folder}/{folder}.hpp nor a header "
+                                f"included on request ({', '.join(sorted(ON_REQUEST))}) reaches")
         for m in INCLUDE.finditer(text):
             target = (path.parent / m.group(1)).resolve()
             try:
@@ -81,10 +116,18 @@ def check(root):
             line = text.count("\n", 0, m.start()) + 1
             if folder is None or target_folder is None or target_folder == folder:
                 continue
+            if (RANK[folder] > RANK["backend"] and target_folder in ("cpu", "cuda")
+                    and rel.as_posix() not in BACKEND_USERS):
+                problems.append(f"{rel}:{line}: includes {m.group(1)}: above backend/, reach the kernels through "
+                                f"a backend/ dispatch header")
             if RANK[target_folder] > RANK[folder]:
                 problems.append(f"{rel}:{line}: includes {m.group(1)}: {folder}/ may include only folders "
                                 f"below it ({' < '.join(ORDER[:RANK[folder]]) or 'none'}), not {target_folder}/")
         code = strip_comments_and_strings(text)
+        if folder != "backend" and rel.as_posix() not in CUDACC_USERS:
+            for m in re.finditer(r"\b__CUDACC__\b", code):
+                problems.append(f"{rel}:{code.count(chr(10), 0, m.start()) + 1}: tests __CUDACC__: choose the "
+                                f"backend in a backend/ dispatch header")
         if folder != "cuda":
             for m in re.finditer(r"\b__global__\b", code):
                 problems.append(f"{rel}:{code.count(chr(10), 0, m.start()) + 1}: a CUDA kernel (__global__) "

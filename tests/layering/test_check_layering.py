@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The layering check catches what it is for: on a copy of include/etnn, each planted violation
-(an upward include, a sideways include, a kernel outside cuda/, a foreign folder's namespace, a
-private header that does not say so) must
+(an upward include, a sideways include, a layer including a kernel header past backend/, a
+__CUDACC__ test outside backend/, a kernel outside cuda/, a foreign folder's namespace, a private
+header that does not say so or that no face reaches, a folder without its face) must
 make check_layering.py fail and name the file; the untouched copy must pass."""
 import pathlib
 import shutil
@@ -22,9 +23,15 @@ PLANTS = [
      "opens namespace etnn::optim::detail"),
     ("data/sampler.hpp", "namespace etnn { namespace detail { inline int planted = 0; } }\n",
      "opens namespace etnn::detail"),
+    ("nn/layer.hpp", '#include "../cpu/executor.hpp"\n', "reach the kernels through a backend/ dispatch header"),
+    ("loss/mse.hpp", "#if defined(__CUDACC__)\n#endif\n", "tests __CUDACC__"),
 ]
-# A new header in nn/ without the private marker.
-UNMARKED = ("nn/planted.hpp", "#pragma once\n// A layer of its own.\n", "does not say so")
+# New headers in nn/: one without the private marker, one that no face includes.
+NEW_HEADERS = [
+    ("nn/planted.hpp", "#pragma once\n// A layer of its own.\n", "does not say so"),
+    ("nn/orphan.hpp", "#pragma once\n// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.\n",
+     "neither nn/nn.hpp nor a header included on request"),
+]
 
 
 def run(root):
@@ -48,15 +55,23 @@ def main():
             if result.returncode == 0 or expected not in result.stdout or rel not in result.stdout:
                 failures.append(f"planting {line.strip()!r} in {rel} was not reported as '{expected}':\n"
                                 + result.stdout)
-        rel, text, expected = UNMARKED
-        (copy / rel).write_text(text)
+        for rel, text, expected in NEW_HEADERS:
+            (copy / rel).write_text(text)
+            result = run(copy)
+            (copy / rel).unlink()
+            if result.returncode == 0 or expected not in result.stdout or rel not in result.stdout:
+                failures.append(f"a new header {rel} was not reported as '{expected}':\n" + result.stdout)
+        face = copy / "optim" / "optim.hpp"
+        kept = face.read_text()
+        face.unlink()
         result = run(copy)
-        (copy / rel).unlink()
-        if result.returncode == 0 or expected not in result.stdout or rel not in result.stdout:
-            failures.append(f"a new header {rel} without the private marker was not reported:\n" + result.stdout)
+        face.write_text(kept)
+        if result.returncode == 0 or "optim/: no face header optim/optim.hpp" not in result.stdout:
+            failures.append("a folder without its face header was not reported:\n" + result.stdout)
     for f in failures:
         print(f)
-    print(f"{len(PLANTS) + 2 - len(failures)} passed, {len(failures)} failed")
+    cases = len(PLANTS) + len(NEW_HEADERS) + 2  # and the clean tree, and the missing face
+    print(f"{cases - len(failures)} passed, {len(failures)} failed")
     return 1 if failures else 0
 
 

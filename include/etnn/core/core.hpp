@@ -6,6 +6,8 @@
 #include "config.hpp"
 #include "device.hpp"
 #include "error.hpp"
+#include "file.hpp"
 #include "precision.hpp"
 #include "random.hpp"
 #include "shape.hpp"
+#include "type_list.hpp"

@@ -7,5 +7,7 @@
 #include "dense.hpp"
 #include "executor.hpp"
 #include "loss_loops.hpp"
+#include "non_finite.hpp"
 #include "parallel.hpp"
 #include "pool.hpp"
+#include "sum_of_squares.hpp"

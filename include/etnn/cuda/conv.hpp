@@ -12,7 +12,7 @@
 //            dcols = W^T dZ',  dx = col2im(dcols)             skipped for the first layer; col2im
 //                                                             gathers per input pixel in the CPU's order
 // Z' and dZ' live in a device buffer of the backend's, grown to the largest batch (sized by the
-// Trainer's warm-up pass, so a recorded step never reallocates it).
+// training pass's warm-up, nn::TrainingPass::reserve, so a recorded step never reallocates it).
 #include <cstddef>
 #include <type_traits>
 

@@ -14,4 +14,5 @@
 #include "loss_loops.hpp"
 #include "fused_mlp.hpp"
 #include "graph.hpp"
+#include "non_finite.hpp"
 #include "probe.hpp"

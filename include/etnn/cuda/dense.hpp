@@ -100,8 +100,8 @@ inline RowChunks row_chunks(int batch) {
   return {count, (batch + count - 1) / count};
 }
 
-// Device scratch for per-chunk column sums, grown as needed (sized by the Trainer's warm-up pass,
-// so a recorded step never grows it).
+// Device scratch for per-chunk column sums, grown as needed (sized by the training pass's
+// warm-up, nn::TrainingPass::reserve, so a recorded step never grows it).
 template <class T>
 T* column_partials(std::size_t values) {
   static GrowingScratch<T> partials;
@@ -117,8 +117,9 @@ __global__ void to_half_kernel(const float* src, Half* dst, std::size_t n) {
 }
 
 // A 16-bit copy of n values in device scratch `slot` (0 or 1: a product's two operands), grown as
-// needed (sized by the Trainer's warm-up pass, so a recorded step never grows it). Work on etnn's
-// stream runs in order: a product has read its copies before the next one overwrites them.
+// needed (sized by the training pass's warm-up, nn::TrainingPass::reserve, so a recorded step
+// never grows it). Work on etnn's stream runs in order: a product has read its copies before the
+// next one overwrites them.
 template <class Half>
 const Half* half_copy(int slot, const float* src, std::size_t n) {
   static GrowingScratch<Half> copies[2];

@@ -52,8 +52,8 @@ class GraphCache {
     ++replays_;
   }
 
-  // Forgets every recorded graph: the memory they point at is about to go (a Trainer's workspace
-  // when it grows). The next run of each key records again.
+  // Forgets every recorded graph: the memory they point at is about to go (a training pass's
+  // workspace when it grows, nn/training_pass.hpp). The next run of each key records again.
   void clear() {
     for (auto& [key, graph] : graphs_) (void)cudaGraphExecDestroy(graph);
     graphs_.clear();

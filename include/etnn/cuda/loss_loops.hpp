@@ -55,8 +55,8 @@ __global__ void label_rows_kernel(const T* x, int batch, int classes, const int*
 // The rows of class scores on the device: the labels and class weights (checked on the host) are
 // copied over, one kernel computes every row, and the row losses come back and are summed in T in
 // row order, as the host's label_rows_loss sums them. Row losses travel as double, which holds a
-// float or a double exactly. Its buffers are scratch that grows to the largest batch: a copy starts with its own, empty, so
-// a loss that holds one stays copyable.
+// float or a double exactly. Its buffers are scratch that grows to the largest batch: a copy
+// starts with its own, empty, so a loss that holds one stays copyable.
 class LabelRowsScratch {
  public:
   LabelRowsScratch() = default;

@@ -2,7 +2,8 @@
 // Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
 // Reductions the optimizer needs, on the device, and the memory device reductions leave their
 // results in. Results are the same whatever the launch: sums go through a fixed number of block
-// partials added on the host in order, and index searches take a maximum or minimum.
+// partials added on the host in order (the index searches of cuda/non_finite.hpp take a maximum
+// or minimum).
 #include <cmath>
 #include <cstddef>
 

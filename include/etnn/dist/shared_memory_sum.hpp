@@ -1,5 +1,5 @@
 #pragma once
-// Private to dist/: include <etnn/dist/dist.hpp> or <etnn/etnn.hpp>.
+// Private to dist/: include <etnn/dist/mpi.hpp>, which uses it.
 // The allreduce of etnn::dist::Mpi when every rank runs on one machine: through shared memory
 // windows (shared_window.hpp) instead of MPI's messages. A generic allreduce copies each rank's
 // data through the transport's buffers several times; here a value crosses between ranks only

@@ -1,5 +1,5 @@
 #pragma once
-// Private to dist/: include <etnn/dist/dist.hpp> or <etnn/etnn.hpp>.
+// Private to dist/: include <etnn/dist/mpi.hpp>, which uses it.
 // etnn::dist::SharedStorage<T>: n values of T that every rank on the machine can read and write,
 // in a shared memory window that dist::Mpi keeps (Mpi::shared_storage, when every rank runs on one
 // machine). An allreduce of a range of it, the same range on every rank, sums in place

@@ -1,5 +1,5 @@
 #pragma once
-// Private to dist/: include <etnn/dist/dist.hpp> or <etnn/etnn.hpp>.
+// Private to dist/: include <etnn/dist/mpi.hpp>, which uses it.
 // A shared memory window over the ranks of one machine (MPI_Win_allocate_shared): a segment of
 // `bytes` per rank, page-aligned each (alloc_shared_noncontig: no two ranks' data share a cache
 // line), which every rank reads and writes with plain loads and stores through the segments'

@@ -19,7 +19,7 @@
 
 #include "../core/config.hpp"
 
-namespace etnn::expr {
+namespace etnn::expr::detail {
 
 // The smallest fused kernel width that holds w features: 16, 32, 64 or 128; 0 when w > 128.
 ETNN_HD constexpr int fused_width(int w) {
@@ -93,4 +93,4 @@ ETNN_HD constexpr T column_copy_element(const T* from, int from_cols, int to_col
   return col < std::size_t(from_cols) ? from[row * std::size_t(from_cols) + col] : T(0);
 }
 
-}  // namespace etnn::expr
+}  // namespace etnn::expr::detail

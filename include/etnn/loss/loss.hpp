@@ -21,4 +21,5 @@
 #include "parametric.hpp"
 #include "reduction.hpp"
 #include "smooth_l1.hpp"
+#include "target_staging.hpp"
 #include "targets.hpp"

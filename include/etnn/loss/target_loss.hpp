@@ -66,7 +66,8 @@ struct LabelTargetLoss {
 
  private:
   const Loss& loss() const { return static_cast<const Loss&>(*this); }
-  mutable backend::LabelRowsScratch scratch_;  // the device's copies of labels and row losses
+  // The device's copies of labels and row losses; nothing (and no size) in a host build.
+  [[no_unique_address]] mutable backend::LabelRowsScratch scratch_;
 };
 
 }  // namespace etnn::loss::detail

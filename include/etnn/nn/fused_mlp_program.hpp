@@ -55,7 +55,7 @@ consteval bool fusable_mlp() {
   for (std::size_t i = 0; i < n; ++i)
     if (!dense[i] || (i + 1 < n ? !relu[i] : !identity[i])) return false;
   using First = std::tuple_element_t<0, std::tuple<Ls...>>;
-  return expr::PaddedMlp<FusedLayer<First>::in, FusedLayer<Ls>::out...>::fits;
+  return expr::detail::PaddedMlp<FusedLayer<First>::in, FusedLayer<Ls>::out...>::fits;
 }
 
 // Half: __nv_bfloat16 or __half.

@@ -10,3 +10,4 @@
 #include "sequential.hpp"
 #include "specs.hpp"
 #include "summary.hpp"
+#include "training_pass.hpp"

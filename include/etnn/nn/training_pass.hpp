@@ -77,7 +77,7 @@ class TrainingPass {
     const auto in = const_view(x);
     static_assert(check::input_shape<typename decltype(in)::shape, input_shape>());
     batch_ = in.batch();
-    if (batch_ <= 0) throw ShapeError("etnn::Trainer: empty batch");
+    if (batch_ <= 0) throw ShapeError("etnn::Trainer: empty batch");  // the Trainer's message, as before
     reserve(batch_);
     input_ = backend::stage_as<T, Device>(in, input_staging_).data();
     run_ = model_.next_run(scratch_.data());

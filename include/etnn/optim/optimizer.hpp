@@ -6,8 +6,8 @@
 // backward); the update divides by the number of ranks, so every rank applies the mean gradient.
 // The learning rate of each step comes from a schedule (schedule.hpp, constant by default), and
 // the mean gradient may be clipped by its global norm (grad_norm.hpp). Before the update it can
-// test the reduced gradients for NaN and infinity (reduce_gradients_finite, the non-finite guard's
-// test), summing the guard's loss flag across ranks meanwhile.
+// test the reduced gradients for NaN and infinity (gradients_finite, the non-finite guard's test),
+// summing the guard's loss flag across ranks meanwhile (start_loss_flag, finish_loss_flag).
 //
 // A Rule provides
 //   Options                                   hyper-parameters (designated-initialisable)
@@ -80,41 +80,44 @@ class Optimizer {
   void gradients_ready_from(std::size_t first_final) { buckets_.ready_from(model_->gradients(), first_final); }
 
   // After an exception between gradients_ready_from() and step(): ends the job if reductions have
-  // started (see GradientBuckets::abandon), or the loss flag's (reduce_gradients_finite); a single
-  // process just forgets them.
+  // started (see GradientBuckets::abandon), or the loss flag's (start_loss_flag); a single process
+  // just forgets them.
   void abandon_step() noexcept {
     buckets_.abandon();
     if (flag_in_flight_) reducer_->abort("the non-finite guard's reduction was abandoned by an exception");
+    flag_in_flight_ = false;
     reduced_ = false;
   }
 
   // Sums the gradients across ranks, waiting for the buckets backward started. step() and
   // skip_step() do it unless it was done for this step; calling it first lets the caller read the
   // reduced gradients (the sum over ranks, the same on every rank) and choose between them, as the
-  // non-finite guard does (reduce_gradients_finite). Every rank must then make the same choice.
+  // non-finite guard does (gradients_finite). Every rank must then make the same choice.
   void reduce_gradients() {
     if (reduced_) return;
     buckets_.reduce_all(model_->gradients());
     reduced_ = true;
   }
 
-  // The non-finite guard's test (train/non_finite_guard.hpp), after backward: reduces the gradients
-  // (reduce_gradients()) and says whether their sum holds no NaN and no infinity, in one read of
-  // it. The sum is the same on every rank (a NaN on one rank reaches all), so every rank reaches the
-  // same verdict without another collective. `loss_flag`, when given, is summed across ranks in
-  // place meanwhile (one value per rank: the guard's count of ranks whose loss was non-finite), its
-  // allreduce overlapping the gradients'.
-  bool reduce_gradients_finite(double* loss_flag = nullptr) {
-    const bool sum_flag = loss_flag != nullptr && reducer_->size() > 1;
-    if (sum_flag) {
-      flag_pending_ = reducer_->start_allreduce_sum(loss_flag, 1);
-      flag_in_flight_ = true;
-    }
-    reduce_gradients();
-    if (sum_flag) {
-      reducer_->wait(flag_pending_);
-      flag_in_flight_ = false;
-    }
+  // The non-finite guard's collective (train/non_finite_guard.hpp): `loss_flag`, one value per rank
+  // (the count of ranks whose loss was non-finite), is summed across ranks in place, its allreduce
+  // started before the gradients' reduction so that the two overlap, and waited for after it. A
+  // single process sums nothing.
+  void start_loss_flag(double* loss_flag) {
+    if (reducer_->size() == 1) return;
+    flag_pending_ = reducer_->start_allreduce_sum(loss_flag, 1);
+    flag_in_flight_ = true;
+  }
+  void finish_loss_flag() {
+    if (!flag_in_flight_) return;
+    reducer_->wait(flag_pending_);
+    flag_in_flight_ = false;
+  }
+
+  // After reduce_gradients(): whether the gradients' sum holds no NaN and no infinity, in one read
+  // of it. The sum is the same on every rank (a NaN on one rank reaches all), so every rank reaches
+  // the same verdict without another collective.
+  bool gradients_finite() const {
     return backend::last_non_finite(Device{}, model_->gradients(), Params::num_params) == Params::num_params;
   }
 

@@ -10,7 +10,7 @@
 #include <type_traits>
 
 #include "../core/device.hpp"
-#include "tensor.hpp"
+#include "tensor_view.hpp"
 
 namespace etnn {
 

@@ -74,16 +74,21 @@ class NonFiniteGuard {
   void check_loss(T loss) noexcept { loss_non_finite_ |= !std::isfinite(loss); }
 
   // The guard's test, after backward: whether any rank's loss in this window was non-finite (a
-  // count summed across ranks, its allreduce overlapping the gradients') or the gradients summed
-  // across ranks hold a NaN or an infinity (Optimizer::reduce_gradients_finite). Every rank
-  // reaches the same verdict. Reduces the gradients of the model's optimizer and of a parametric
-  // loss's. Off, it skips nothing.
+  // count summed across ranks, its allreduce overlapping the gradients' reductions) or the
+  // gradients summed across ranks hold a NaN or an infinity (Optimizer::gradients_finite; a
+  // parametric loss's are read only while the model's are finite). Every rank reaches the same
+  // verdict. Reduces the gradients of the model's optimizer and of a parametric loss's. Off, it
+  // skips nothing.
   template <class ModelOptimizer, class... LossOptimizer>
   bool skips(ModelOptimizer& optimizer, LossOptimizer&... loss_optimizer) {
     if (!on_) return false;
     ranks_with_non_finite_loss_ = loss_non_finite_ ? 1.0 : 0.0;
-    bool gradients_finite = optimizer.reduce_gradients_finite(&ranks_with_non_finite_loss_);
-    ((gradients_finite = loss_optimizer.reduce_gradients_finite() && gradients_finite), ...);
+    optimizer.start_loss_flag(&ranks_with_non_finite_loss_);
+    optimizer.reduce_gradients();
+    (loss_optimizer.reduce_gradients(), ...);
+    optimizer.finish_loss_flag();
+    bool gradients_finite = optimizer.gradients_finite();
+    ((gradients_finite = gradients_finite && loss_optimizer.gradients_finite()), ...);
     ranks_ = optimizer.reducer().size();
     if (gradients_finite && loss_finite_on_every_rank()) return false;
     if (non_finite_in_a_row_ == 0) {  // the first of a run: what the error will report

@@ -38,7 +38,7 @@ __global__ void add_true_gradients_kernel(const float* padded_grads, float* grad
 // to (rows, to_cols) = from (rows, from_cols), columns padded with zeros or dropped; n = rows to_cols.
 __global__ inline void copy_columns_kernel(const float* from, int from_cols, float* to, int to_cols, std::size_t n) {
   const std::size_t index = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (index < n) to[index] = expr::column_copy_element(from, from_cols, to_cols, index);
+  if (index < n) to[index] = expr::detail::column_copy_element(from, from_cols, to_cols, index);
 }
 
 // (rows, from_cols) -> (rows, to_cols), columns padded with zeros or dropped.
@@ -55,14 +55,13 @@ inline void copy_columns(const float* from, int from_cols, float* to, int to_col
 // Half (__nv_bfloat16 or __half) operands: forward and backward as FusedMlp's, on etnn's stream.
 template <class Half, int... Widths>
 struct PaddedFusedMlp {
-  using padding = expr::PaddedMlp<Widths...>;
-  static_assert(padding::fits, "ETNN_FUSED_MLP_WIDTH: every width of a fused MLP must be at most 128");
-  using kernels = FusedMlp<Half, expr::fused_width(Widths)...>;
+  using padding = expr::detail::PaddedMlp<Widths...>;
+  using kernels = FusedMlp<Half, expr::detail::fused_width(Widths)...>;  // checks the widths
   static constexpr int widths[] = {Widths...};
   static constexpr int in_width = widths[0];
   static constexpr int out_width = widths[sizeof...(Widths) - 1];
-  static constexpr int padded_in = expr::fused_width(in_width);
-  static constexpr int padded_out = expr::fused_width(out_width);
+  static constexpr int padded_in = expr::detail::fused_width(in_width);
+  static constexpr int padded_out = expr::detail::fused_width(out_width);
 
   // Floats of scratch at this batch.
   static std::size_t scratch_floats(int batch) { return regions(nullptr, batch).floats; }

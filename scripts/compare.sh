@@ -1,45 +1,73 @@
 #!/usr/bin/env bash
-# etnn beside LibTorch (C++) and PyTorch (Python): the same models, batches and training step
-# (forward, cross-entropy, backward, SGD lr 0.01 on synthetic in-memory data, PyTorch-default
-# initialization, warm-up excluded) on this machine, in the same run.
+# etnn beside the strongest CPU peers: LibTorch (C++), PyTorch 2.x eager and torch.compile'd, and
+# JAX (jit), all on the same models, batches and training step (forward, cross-entropy, backward,
+# SGD lr 0.01 on synthetic in-memory data, PyTorch-default initialization, warm-up and compilation
+# excluded) on this machine, in the same run; then README's first command end to end.
 #
-#   bash scripts/compare.sh [--quick] [--preset native|release] [--rounds N] [--seconds S]
+#   bash scripts/compare.sh [--quick] [--preset native|release] [--rounds N] [--seconds S] [--e2e|--no-e2e]
 #
-# Builds bench_train, gemm_rate and (when CMake finds LibTorch) libtorch_train at the preset
-# (default native: -march=native, as a benchmark of this machine is built; release is the portable
-# SSE2 build), then per round measures Eigen's GEMM rate and, per configuration and thread
-# count (1, 2; OMP/MKL/OPENBLAS_NUM_THREADS set for every program, and torch/at::set_num_threads),
-# runs etnn, LibTorch and PyTorch one after the other for S seconds each (default 3 rounds of 2 s;
-# --quick: 1 round of 0.5 s and only mnist_mlp's compile time). Then it times g++ -O2 -c on each
-# example and on the single-header smoke program, and prints markdown tables of the medians, also
-# written to docs/benchmarks.md with the chart docs/benchmarks.png and into README.md's tables
+# Builds bench_train, gemm_rate, mnist_mlp (for the end-to-end part) and, when CMake finds LibTorch,
+# libtorch_train at the preset (default native: -march=native, as a benchmark of this machine is
+# built; release is the portable SSE2 build). PyTorch 2.x and JAX come from PyPI into a virtual
+# environment, PEERS_VENV (default ~/.cache/etnn/peers-venv), made on first use (python3 -m venv,
+# pip install torch jax jaxlib numpy; torch from PyTorch's CPU-only index when it answers, which
+# is PyPI's CPU code without the CUDA libraries); without it (no network) those peers are skipped
+# with a message, as is a missing LibTorch (libtorch-dev).
+#
+# Per round: the float GEMM rates (gemm_rate's libraries and torch_gemm.py's MKL, on wide's shapes
+# and a 1024 square), then per configuration and thread count (1, 2) etnn, LibTorch, PyTorch eager,
+# PyTorch compile and JAX one after the other for S seconds each (default 3 rounds of 2 s; --quick:
+# 1 round of 0.5 s, only mnist_mlp's compile time and no end-to-end part). Threads: OMP_NUM_THREADS
+# and MKL_NUM_THREADS (PyPI torch's GEMM is MKL) set to the count for every program, and
+# torch/at::set_num_threads; OPENBLAS_NUM_THREADS=1 always, since Debian's LibTorch calls a pthread
+# OpenBLAS whose own threads would fight ATen's OpenMP ones (oversubscription); XLA takes no thread
+# count, so JAX's 1-thread runs are pinned to one CPU (taskset -c 0) and its 2-thread runs are not.
+# The 2-thread GEMM rates are measured again just before and just after etnn's wide/256 run (the
+# wide target is a share of them). With --e2e (default in full runs) each round then trains
+# mnist_mlp and benchmarks/peers/pytorch_mnist.py for 2 epochs of Fashion-MNIST, one after the
+# other, each at its default thread count. Then it times g++ -O2 -c on each example and on the
+# single-header smoke program, and prints markdown tables of the medians, also written to
+# docs/benchmarks.md with the chart docs/benchmarks.png and into README.md's tables
 # (scripts/plot_compare.py; another preset to docs/benchmarks-PRESET.* only, --quick to
 # build/PRESET/compare/ instead).
-# A missing LibTorch (libtorch-dev) or PyTorch (python3-torch) is skipped with a message.
-# JOBS (default 2) sets the build's parallelism. About 9 minutes on a 2-core machine once built
-# (quick: 2), plus the first build's few minutes.
+# JOBS (default 2) sets the build's parallelism. About 20 minutes on a 2-core machine once built
+# (quick: 5; torch.compile's first compilations add a few minutes once, Inductor caches them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-preset=native rounds=3 seconds=2 quick=0
+preset=native rounds=3 seconds=2 quick=0 e2e=
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 rounds=1 seconds=0.5 ;;
     --preset) preset=$2; shift ;;
     --rounds) rounds=$2; shift ;;
     --seconds) seconds=$2; shift ;;
-    *) echo "usage: $0 [--quick] [--preset native|release] [--rounds N] [--seconds S]" >&2; exit 2 ;;
+    --e2e) e2e=1 ;;
+    --no-e2e) e2e=0 ;;
+    *) echo "usage: $0 [--quick] [--preset native|release] [--rounds N] [--seconds S] [--e2e|--no-e2e]" >&2; exit 2 ;;
   esac
   shift
 done
-python=/usr/bin/python3  # Debian's: python3-torch and python3-matplotlib live there
+[ -n "$e2e" ] || e2e=$((1 - quick))
+python=/usr/bin/python3  # Debian's, with python3-matplotlib: the tables, the chart, etnn's JSON
 build=build/$preset
 start=$(date +%s)
+data=/usr/share/datasets/fashion-mnist  # mnist_mlp's and pytorch_mnist.py's default
+e2e_epochs=2
 
 bash scripts/install-deps.sh
-echo "building bench_train, gemm_rate and libtorch_train ($preset preset)..." >&2
+targets=(bench_train gemm_rate)
+if [ "$e2e" = 1 ]; then
+  if ls "$data"/train-images-idx3-ubyte* >/dev/null 2>&1; then
+    targets+=(mnist_mlp)
+  else
+    echo "compare.sh: no Fashion-MNIST in $data (Debian: apt-get install dataset-fashion-mnist); skipping the end-to-end part" >&2
+    e2e=0
+  fi
+fi
+echo "building ${targets[*]} and libtorch_train ($preset preset)..." >&2
 cmake --preset "$preset" >/dev/null
-cmake --build "$build" -j "${JOBS:-2}" --target bench_train gemm_rate >/dev/null
+cmake --build "$build" -j "${JOBS:-2}" --target "${targets[@]}" >/dev/null
 libtorch=0  # benchmarks/CMakeLists.txt defines libtorch_train when find_package(Torch) succeeds
 torch_dir=$(sed -n 's/^Torch_DIR:PATH=//p' "$build/CMakeCache.txt")
 if grep -q '^ETNN_BUILD_LIBTORCH_PEER:BOOL=ON' "$build/CMakeCache.txt" && [ -n "$torch_dir" ] &&
@@ -49,18 +77,48 @@ if grep -q '^ETNN_BUILD_LIBTORCH_PEER:BOOL=ON' "$build/CMakeCache.txt" && [ -n "
 else
   echo "compare.sh: LibTorch not found by CMake (Debian: apt-get install libtorch-dev); skipping LibTorch" >&2
 fi
-pytorch=0
-if "$python" -c "import torch" 2>/dev/null; then
+
+# PyTorch 2.x and JAX from PyPI, in their own virtual environment (Debian's python3-torch is 1.13).
+venv=${PEERS_VENV:-$HOME/.cache/etnn/peers-venv}
+peers_python=$venv/bin/python
+if ! "$peers_python" -c 'import torch, jax, numpy' 2>/dev/null; then
+  echo "compare.sh: installing PyTorch and JAX into $venv (PEERS_VENV)..." >&2
+  pip=("$peers_python" -m pip install --quiet --disable-pip-version-check)
+  if [ -x "$peers_python" ] || python3 -m venv "$venv"; then
+    "$peers_python" -c 'import torch' 2>/dev/null ||
+      "${pip[@]}" --index-url https://download.pytorch.org/whl/cpu torch 2>/dev/null ||
+      "${pip[@]}" torch || true
+    "$peers_python" -c 'import jax, numpy' 2>/dev/null || "${pip[@]}" jax jaxlib numpy || true
+  else
+    echo "compare.sh: python3 -m venv $venv failed (Debian: apt-get install python3-venv)" >&2
+  fi
+fi
+pytorch=0 jax=0
+if "$peers_python" -c 'import torch, numpy' 2>/dev/null; then
   pytorch=1
 else
-  echo "compare.sh: $python cannot import torch (Debian: apt-get install python3-torch); skipping PyTorch" >&2
+  echo "compare.sh: $peers_python cannot import torch (pip install torch numpy failed: no network?); skipping PyTorch" >&2
 fi
+if "$peers_python" -c 'import jax' 2>/dev/null; then
+  jax=1
+else
+  echo "compare.sh: $peers_python cannot import jax (pip install jax jaxlib failed: no network?); skipping JAX" >&2
+fi
+export TORCHINDUCTOR_COMPILE_THREADS=1  # torch.compile's Inductor: no pool of compiler processes
 
 work=$build/compare
 mkdir -p "$work"
 results=$work/results.txt
 echo "machine load_before=\"$(cut -d' ' -f1-3 /proc/loadavg)\"" >"$results"
+if [ $libtorch = 1 ]; then
+  echo "machine libtorch_version=\"$(dpkg-query -W -f='${Version}' libtorch-dev 2>/dev/null | sed 's/+.*//')\"" >>"$results"
+fi
 configs=("mlp784 8" "mlp784 64" "mlp784 256" "tiny 32" "wide 256" "lenet 64")
+
+# A peer that fails is reported and left out; the run goes on.
+failed() { echo "compare.sh: $* failed; no result from it" >&2; }
+# PyPI torch's wheel built with CUDA warns that there is no CUDA runtime on a CPU-only machine.
+quiet() { grep -v 'No CUDA runtime is found' || true; }
 
 # One etnn configuration through Google Benchmark's JSON, as a result line like the peers'.
 run_etnn() {  # MODEL BATCH THREADS
@@ -75,32 +133,81 @@ print(f"result library=etnn model={model} batch={batch} threads={sys.argv[1]} sa
       f"gflops={gflops:.2f} steps={steps} peak_rss_mb={rss:.1f}")' "$3"
 }
 
+# The float GEMM rates: gemm_rate's (each library it prints a *-gemm line for; Eigen's at least) at 1
+# and 2 threads, and PyPI torch's (MKL) on wide's shapes; THREADS limits torch_gemm.py's counts.
+gemm_rates() {  # [THREADS...]
+  [ $# -gt 0 ] || set -- 1 2
+  env -u MKL_NUM_THREADS -u OPENBLAS_NUM_THREADS OMP_NUM_THREADS=2 "$build/benchmarks/gemm_rate" 1024 "$seconds"
+  if [ $pytorch = 1 ]; then
+    env -u OPENBLAS_NUM_THREADS OMP_NUM_THREADS=2 MKL_NUM_THREADS=2 \
+      "$peers_python" benchmarks/peers/torch_gemm.py "$seconds" "$@" 2> >(quiet >&2) || failed torch_gemm.py
+  fi
+}
+
+# README's first command end to end: mnist_mlp's per-epoch lines ("epoch  1/2  train loss ...
+# test accuracy ...  N samples/s  S s", after "data DIR: 60000 train, ... with T threads") as a
+# result line like pytorch_mnist.py's, samples/s over all epochs' training loops.
+run_etnn_e2e() {
+  "$build/examples/mnist_mlp" --epochs "$e2e_epochs" --data "$data" 2>"$work/e2e-etnn-round$round.err" |
+    tee "$work/e2e-etnn-round$round.log" |
+    "$python" -c '
+import re, sys
+text = sys.stdin.read()
+train = int(re.search(r"^data .*?: (\d+) train", text, re.M).group(1))
+threads = re.search(r"with (\d+) threads", text)
+rates = [float(r) for r in re.findall(r"^epoch +\d+/\d+ .*?([\d.]+) samples/s", text, re.M)]
+accuracy = re.search(r"final test accuracy ([\d.]+)", text).group(1)
+seconds = sum(train / r for r in rates)
+print(f"result library=etnn-e2e samples_per_s={len(rates) * train / seconds:.1f} test_accuracy={accuracy}",
+      f"epochs={len(rates)} threads={threads.group(1) if threads else 0}")'
+}
+
 for round in $(seq "$rounds"); do
   echo "round $round of $rounds..." >&2
-  OMP_NUM_THREADS=2 "$build/benchmarks/gemm_rate" 1024 "$seconds" >>"$results"
+  gemm_rates >>"$results"
   for config in "${configs[@]}"; do
     read -r model batch <<<"$config"
     for threads in 1 2; do
-      export OMP_NUM_THREADS=$threads MKL_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads
+      export OMP_NUM_THREADS=$threads MKL_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=1
+      pin=()  # XLA sizes its thread pool from the CPUs it may use
+      [ "$threads" = 1 ] && command -v taskset >/dev/null && pin=(taskset -c 0)
       if [ "$model/$batch/$threads" = wide/256/2 ]; then
         # The wide target is a share of the 2-thread GEMM rate, which drifts on a shared VM from
-        # one minute to the next: measure that rate just before and just after etnn's wide run.
-        "$build/benchmarks/gemm_rate" 1024 "$seconds" | sed "s/\$/ adjacent=wide round=$round/" >>"$results"
+        # one minute to the next: measure the rates just before and just after etnn's wide run.
+        gemm_rates 2 | sed "s/\$/ adjacent=wide round=$round/" >>"$results"
         run_etnn "$model" "$batch" "$threads" | sed "s/\$/ round=$round/" >>"$results"
-        "$build/benchmarks/gemm_rate" 1024 "$seconds" | sed "s/\$/ adjacent=wide round=$round/" >>"$results"
+        gemm_rates 2 | sed "s/\$/ adjacent=wide round=$round/" >>"$results"
       else
         run_etnn "$model" "$batch" "$threads" >>"$results"
       fi
       if [ $libtorch = 1 ]; then
-        "$build/benchmarks/libtorch_train" "$model" "$batch" "$seconds" "$threads" >>"$results"
+        "$build/benchmarks/libtorch_train" "$model" "$batch" "$seconds" "$threads" >>"$results" ||
+          failed "libtorch_train $model $batch $seconds $threads"
       fi
       if [ $pytorch = 1 ]; then
-        "$python" benchmarks/peers/pytorch_train.py "$model" "$batch" "$seconds" "$threads" >>"$results"
+        for mode in eager compile; do
+          "$peers_python" benchmarks/peers/pytorch_train.py "$model" "$batch" "$seconds" "$threads" "$mode" \
+            2> >(quiet >&2) >>"$results" || failed "pytorch_train.py $model $batch $seconds $threads $mode"
+        done
+      fi
+      if [ $jax = 1 ]; then
+        "${pin[@]}" "$peers_python" benchmarks/peers/jax_train.py "$model" "$batch" "$seconds" "$threads" \
+          >>"$results" || failed "jax_train.py $model $batch $seconds $threads"
       fi
     done
   done
+  unset OMP_NUM_THREADS MKL_NUM_THREADS OPENBLAS_NUM_THREADS
+  if [ "$e2e" = 1 ]; then  # each at its default thread count
+    echo "round $round: end to end, mnist_mlp and pytorch_mnist.py, $e2e_epochs epochs each..." >&2
+    { run_etnn_e2e | sed "s/\$/ round=$round/" >>"$results"; } ||
+      failed "mnist_mlp --epochs $e2e_epochs (see $work/e2e-etnn-round$round.err)"
+    if [ $pytorch = 1 ]; then
+      { "$peers_python" benchmarks/peers/pytorch_mnist.py --epochs "$e2e_epochs" --data "$data" 2> >(quiet >&2) |
+          tee "$work/e2e-pytorch-round$round.log" | grep '^result ' | sed "s/\$/ round=$round/" >>"$results"; } ||
+        failed "pytorch_mnist.py --epochs $e2e_epochs"
+    fi
+  fi
 done
-unset OMP_NUM_THREADS MKL_NUM_THREADS OPENBLAS_NUM_THREADS
 
 # Compile time of each example and of the single-header smoke program: g++ -O2 -c, no ccache.
 echo "timing compilation..." >&2

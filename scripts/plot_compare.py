@@ -1,30 +1,40 @@
 #!/usr/bin/env python3
-"""Tables and chart of scripts/compare.sh's raw results (etnn beside LibTorch and PyTorch).
+"""Tables and chart of scripts/compare.sh's raw results (etnn beside LibTorch, PyTorch and JAX).
 
-Usage: plot_compare.py RESULTS [--markdown FILE.md] [--png FILE.png] [--preset P] [--rounds N] [--seconds S]
+Usage: plot_compare.py RESULTS [--markdown FILE.md] [--png FILE.png] [--readme README.md]
+                       [--preset P] [--rounds N] [--seconds S]
 
 RESULTS holds one record a line, `KIND key=value ...` (values may be double-quoted):
-  result library=etnn|libtorch|pytorch model=M batch=B threads=T samples_per_s=X [gflops=G] peak_rss_mb=R
-  result library=eigen-gemm n=N threads=T gflops=G
+  result library=etnn|libtorch|pytorch|pytorch-compile|jax model=M batch=B threads=T samples_per_s=X
+         [gflops=G] peak_rss_mb=R [version=V] [round=N]
+  result library=NAME-gemm n=N threads=T gflops=G [version=V] [adjacent=wide round=N]
+         (any library ending in -gemm is a float GEMM rate: gemm_rate's, torch_gemm.py's)
+  result library=etnn-e2e|pytorch-e2e samples_per_s=X test_accuracy=A epochs=E threads=T [version=V]
   compile source=PATH seconds=S
   machine key="value" ...
-Medians over the rounds are printed as markdown (and written to --markdown), the chart to --png.
+Medians over the rounds are printed as markdown (and written to --markdown), the chart to --png;
+--readme replaces what lies between README's `<!-- compare.sh: begin -->` and
+`<!-- compare.sh: end -->` markers with the tables (compile times left out).
 """
 import argparse
-import sys
 import collections
 import shlex
 import statistics
+import sys
 
 CONFIGS = [("mlp784", 8), ("mlp784", 64), ("mlp784", 256), ("tiny", 32), ("wide", 256), ("lenet", 64)]
 WIDTHS = {"mlp784": "784-512-10", "tiny": "32-64-64-10", "wide": "784-2048-2048-10", "lenet": "LeNet-5"}
-# The issue's targets: etnn (best thread setting) / LibTorch (best thread setting).
-TARGETS = {("mlp784", 8): 3.0, ("mlp784", 64): 1.5, ("mlp784", 256): 1.3, ("tiny", 32): 8.0,
-           ("wide", 256): 1.1, ("lenet", 64): 1.5}
-WIDE_GEMM_TARGET = 0.8  # wide/256 also: >= 80% of the 2-thread GEMM rate
-PEERS = [("libtorch", "LibTorch"), ("pytorch", "PyTorch")]
+# The acceptance target: etnn (best thread setting) / the best peer (best library and thread setting).
+TARGET = 1.2
+TARGETS = {config: TARGET for config in CONFIGS}
+WIDE_GEMM_TARGET = 0.8  # wide/256 on 2 threads: >= 80% of the best 2-thread sgemm rate of its round
+E2E_TARGET = 2.0  # mnist_mlp / pytorch_mnist.py, training samples/s
+PEERS = [("libtorch", "LibTorch"), ("pytorch", "PyTorch"), ("pytorch-compile", "PyTorch compile"), ("jax", "JAX")]
 LIBRARIES = [("etnn", "etnn")] + PEERS
+NAMES = dict(LIBRARIES)
 THREADS = (1, 2)
+COLORS = {"etnn": "tab:blue", "libtorch": "tab:orange", "pytorch": "tab:green", "pytorch-compile": "tab:olive",
+          "jax": "tab:purple"}
 
 
 def parse(path):
@@ -33,7 +43,7 @@ def parse(path):
         for line in f:
             fields = shlex.split(line)
             if fields:
-                records.append((fields[0], dict(field.split("=", 1) for field in fields[1:])))
+                records.append((fields[0], dict(field.split("=", 1) for field in fields[1:] if "=" in field)))
     return records
 
 
@@ -55,134 +65,205 @@ def number(x, fmt="{:.1f}"):
     return "—" if x is None else fmt.format(x)
 
 
-def summarize(records):
-    samples = collections.defaultdict(list)  # (library, model, batch, threads) -> samples/s
-    gflops = collections.defaultdict(list)  # etnn's, same key
-    rss = collections.defaultdict(list)  # (library, model, batch) -> peak RSS MiB, all thread counts
-    gemm = collections.defaultdict(list)  # threads -> GFLOP/s
-    adjacent = collections.defaultdict(lambda: {"gemm": [], "wide": None})  # round -> around etnn's wide/256/2
-    compile_times, machine = [], {}
-    for kind, r in records:
-        if kind == "machine":
-            machine.update(r)
-        elif kind == "compile":
-            compile_times.append((r["source"], float(r["seconds"])))
-        elif kind == "result" and r["library"] == "eigen-gemm" and "adjacent" in r:
-            if r["threads"] == "2":
-                adjacent[r["round"]]["gemm"].append(float(r["gflops"]))
-        elif kind == "result" and r["library"] == "eigen-gemm":
-            gemm[int(r["threads"])].append(float(r["gflops"]))
-            machine["gemm_n"] = r["n"]
-        elif kind == "result":
-            key = (r["library"], r["model"], int(r["batch"]), int(r["threads"]))
-            samples[key].append(float(r["samples_per_s"]))
-            if "gflops" in r:
-                gflops[key].append(float(r["gflops"]))
-            rss[key[:3]].append(float(r["peak_rss_mb"]))
-            if "round" in r:
-                adjacent[r["round"]]["wide"] = float(r["gflops"])
-    # wide/256 on 2 threads over the mean GEMM rate measured just before and after it, per round.
-    shares = [a["wide"] / statistics.mean(a["gemm"]) for a in adjacent.values() if a["wide"] and a["gemm"]]
-    machine["wide_share"] = median(shares)
-    machine["wide_shares"] = shares
-    return ({k: median(v) for k, v in samples.items()}, {k: median(v) for k, v in gflops.items()},
-            {k: median(v) for k, v in rss.items()}, {k: median(v) for k, v in gemm.items()}, compile_times, machine)
-
-
-def best(samples, library, model, batch):
-    values = [samples.get((library, model, batch, t)) for t in THREADS]
-    values = [v for v in values if v is not None]
-    return max(values) if values else None
-
-
 def ratio(a, b):
     return a / b if a is not None and b else None
 
 
-def tables(args, summary):
-    samples, gflops, rss, gemm, compile_times, machine = summary
+class Summary:
+    """The medians over the rounds of everything in a results file."""
+
+    def __init__(self, records):
+        samples = collections.defaultdict(list)  # (library, model, batch, threads) -> samples/s
+        gflops = collections.defaultdict(list)  # etnn's, same key
+        rss = collections.defaultdict(list)  # (library, model, batch) -> peak RSS MiB, all thread counts
+        gemm = collections.defaultdict(list)  # (library, n, threads) -> GFLOP/s
+        # round -> (library, n) -> the 2-thread GEMM rates just before and after etnn's wide/256/2 run,
+        # and that run's GFLOP/s
+        adjacent = collections.defaultdict(lambda: {"gemm": collections.defaultdict(list), "wide": None})
+        e2e = collections.defaultdict(lambda: collections.defaultdict(list))  # library -> key -> values
+        self.versions, self.compile_times, self.machine = {}, [], {}
+        for kind, r in records:
+            if kind == "machine":
+                self.machine.update(r)
+            elif kind == "compile":
+                self.compile_times.append((r["source"], float(r["seconds"])))
+            elif kind != "result":
+                continue
+            elif r["library"].endswith("-gemm"):
+                if "threads" not in r or "gflops" not in r:
+                    continue
+                if "adjacent" in r:
+                    if r["threads"] == "2":
+                        adjacent[r.get("round", "1")]["gemm"][(r["library"], r.get("n", "?"))].append(float(r["gflops"]))
+                else:
+                    gemm[(r["library"], r.get("n", "?"), int(r["threads"]))].append(float(r["gflops"]))
+            elif r["library"].endswith("-e2e"):
+                lib = r["library"][: -len("-e2e")]
+                for key in ("samples_per_s", "test_accuracy", "epochs", "threads"):
+                    if key in r:
+                        e2e[lib][key].append(float(r[key]))
+                if "version" in r:
+                    self.versions.setdefault(lib, r["version"])
+            else:
+                key = (r["library"], r["model"], int(r["batch"]), int(r["threads"]))
+                samples[key].append(float(r["samples_per_s"]))
+                if "gflops" in r:
+                    gflops[key].append(float(r["gflops"]))
+                if "peak_rss_mb" in r:
+                    rss[key[:3]].append(float(r["peak_rss_mb"]))
+                if "version" in r:
+                    self.versions.setdefault(r["library"], r["version"])
+                if r["library"] == "etnn" and "round" in r and "gflops" in r:
+                    adjacent[r["round"]]["wide"] = float(r["gflops"])
+        self.samples = {k: median(v) for k, v in samples.items()}
+        self.gflops = {k: median(v) for k, v in gflops.items()}
+        self.rss = {k: median(v) for k, v in rss.items()}
+        self.gemm = {k: median(v) for k, v in gemm.items()}
+        self.e2e = {lib: {k: median(v) for k, v in values.items()} for lib, values in e2e.items()}
+        # wide/256 on 2 threads over the best GEMM rate (mean of before and after) of its round.
+        self.wide_shares = []
+        for a in adjacent.values():
+            rates = [statistics.mean(v) for v in a["gemm"].values() if v]
+            if a["wide"] and rates:
+                self.wide_shares.append(a["wide"] / max(rates))
+        self.wide_share = median(self.wide_shares)
+
+    def best_gemm(self, threads):
+        """The fastest GEMM measured on `threads` threads: (GFLOP/s, 'library n') or (None, None)."""
+        rates = [(g, f"{lib} {n}") for (lib, n, t), g in self.gemm.items() if t == threads]
+        return max(rates) if rates else (None, None)
+
+    def best(self, library, model, batch):
+        """The library's best thread setting: (samples/s, threads) or (None, None)."""
+        values = [(self.samples[(library, model, batch, t)], t) for t in THREADS if (library, model, batch, t) in self.samples]
+        return max(values) if values else (None, None)
+
+    def best_peer(self, model, batch):
+        """The fastest peer over every library and thread setting: (samples/s, 'library@threads')."""
+        values = [(v, f"{lib}@{t}") for lib, _ in PEERS for v, t in [self.best(lib, model, batch)] if v is not None]
+        return max(values) if values else (None, None)
+
+
+def tables(args, s):
+    machine = s.machine
+    versions = ", ".join(f"{NAMES.get(lib, lib)} {v}" for lib, v in sorted(s.versions.items())
+                         if lib != "etnn" and not (lib == "pytorch-compile" and s.versions.get("pytorch") == v))
+    if machine.get("libtorch_version"):
+        versions = f"LibTorch {machine['libtorch_version']}" + (", " + versions if versions else "")
     out = [f"Preset `{args.preset}`, {args.rounds} round(s) of {args.seconds} s per program and setting, medians; "
            f"{machine.get('cpu', '?')}, {machine.get('cores', '?')} cores, load average before/after "
-           f"{machine.get('load_before', '?')} / {machine.get('load_after', '?')}.", ""]
+           f"{machine.get('load_before', '?')} / {machine.get('load_after', '?')}"
+           + (f"; peers: {versions}." if versions else "."), ""]
     head = ["model (widths)", "batch"] + [f"{name} {t}T" for _, name in LIBRARIES for t in THREADS]
-    head += ["etnn / LibTorch", "etnn / best peer", "target (vs LibTorch)"]
+    head += ["best peer", "etnn / best peer", "target"]
     out += ["Samples/s (training steps: forward, cross-entropy, backward, SGD update):", "",
             "| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
     for model, batch in CONFIGS:
-        etnn = best(samples, "etnn", model, batch)
-        libtorch = best(samples, "libtorch", model, batch)
-        peers = [v for v in (best(samples, p, model, batch) for p, _ in PEERS) if v is not None]
-        vs_libtorch = ratio(etnn, libtorch)
+        etnn, _ = s.best("etnn", model, batch)
+        peer, peer_name = s.best_peer(model, batch)
+        speedup = ratio(etnn, peer)
         target = TARGETS[(model, batch)]
-        verdict = "—" if vs_libtorch is None else ("met" if vs_libtorch >= target else "not met")
+        verdict = "—" if speedup is None else ("met" if speedup >= target else "not met")
         row = [f"{model} ({WIDTHS[model]})", str(batch)]
-        row += [rate(samples.get((lib, model, batch, t))) for lib, _ in LIBRARIES for t in THREADS]
-        row += [number(vs_libtorch, "{:.2f}x"), number(ratio(etnn, max(peers) if peers else None), "{:.2f}x"),
-                f">= {target}x: {verdict}"]
+        row += [rate(s.samples.get((lib, model, batch, t))) for lib, _ in LIBRARIES for t in THREADS]
+        row += [peer_name or "—", number(speedup, "{:.2f}x"), f">= {target}x: {verdict}"]
         out.append("| " + " | ".join(row) + " |")
 
-    n = machine.get("gemm_n", "?")
-    out += ["", f"Eigen float GEMM ({n}x{n}x{n}, same build): {number(gemm.get(1))} GFLOP/s on 1 thread, "
-            f"{number(gemm.get(2))} GFLOP/s on 2 threads. etnn's GEMM work rate against it, and peak resident "
-            "memory (MiB, median over runs and thread settings):", ""]
-    head = ["model", "batch", "etnn GFLOP/s 1T", "% of 1T GEMM", "etnn GFLOP/s 2T", "% of 2T GEMM"]
+    gemm1, name1 = s.best_gemm(1)
+    gemm2, name2 = s.best_gemm(2)
+    every = "; ".join(f"{lib} {n} {t}T {g:.1f}" for (lib, n, t), g in sorted(s.gemm.items()))
+    out += ["", f"Best float GEMM rate measured in this run: {number(gemm1)} GFLOP/s on 1 thread ({name1 or '—'}), "
+            f"{number(gemm2)} GFLOP/s on 2 threads ({name2 or '—'}); all of them (GFLOP/s): {every or '—'}. "
+            "etnn's GEMM work rate against the best, and peak resident memory (MiB, median over runs and thread "
+            "settings):", ""]
+    head = ["model", "batch", "etnn GFLOP/s 1T", "% of best 1T GEMM", "etnn GFLOP/s 2T", "% of best 2T GEMM"]
     head += [f"peak RSS {name}" for _, name in LIBRARIES]
     out += ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
     for model, batch in CONFIGS:
         row = [model, str(batch)]
-        for t in THREADS:
-            g = gflops.get(("etnn", model, batch, t))
-            row += [number(g), number(ratio(g, gemm.get(t)) and 100 * ratio(g, gemm.get(t)), "{:.0f}%")]
-        row += [number(rss.get((lib, model, batch)), "{:.0f}") for lib, _ in LIBRARIES]
+        for t, best in ((1, gemm1), (2, gemm2)):
+            g = s.gflops.get(("etnn", model, batch, t))
+            share = ratio(g, best)
+            row += [number(g), number(share and 100 * share, "{:.0f}%")]
+        row += [number(s.rss.get((lib, model, batch)), "{:.0f}") for lib, _ in LIBRARIES]
         out.append("| " + " | ".join(row) + " |")
-    share = machine.get("wide_share")
+    share = s.wide_share
+    how = "the best 2-thread GEMM rate measured just before and after it"
+    if share is not None:
+        rounds = ", ".join(f"{100 * x:.0f}%" for x in s.wide_shares)
+        how += f" (median of the rounds' {rounds})"
+    else:  # no adjacent measurements: the run's best
+        share = ratio(s.gflops.get(("etnn", "wide", 256, 2)), gemm2)
+        how = "the best 2-thread GEMM rate of the run"
     if share is not None:
         verdict = "met" if share >= WIDE_GEMM_TARGET else "not met"
-        rounds = ", ".join(f"{100 * x:.0f}%" for x in machine["wide_shares"])
-        out += ["", f"wide/256 on 2 threads: {100 * share:.0f}% of the 2-thread GEMM rate measured just before and "
-                f"after it (median of the rounds' {rounds}; target >= {100 * WIDE_GEMM_TARGET:.0f}%: {verdict})."]
+        out += ["", f"wide/256 on 2 threads: {100 * share:.0f}% of {how}; target >= {100 * WIDE_GEMM_TARGET:.0f}%: "
+                f"{verdict}."]
 
-    if compile_times:
+    if s.e2e:
+        etnn, torch = s.e2e.get("etnn", {}), s.e2e.get("pytorch", {})
+        speedup = ratio(etnn.get("samples_per_s"), torch.get("samples_per_s"))
+        verdict = "—" if speedup is None else ("met" if speedup >= E2E_TARGET else "not met")
+        epochs = etnn.get("epochs") or torch.get("epochs")
+
+        def threads(e):
+            return number(e.get("threads"), "{:.0f}")
+
+        head = ["epochs", "etnn threads", "etnn samples/s", "etnn test accuracy", "PyTorch threads",
+                "PyTorch samples/s", "PyTorch test accuracy", "etnn / PyTorch", "target"]
+        row = [number(epochs, "{:.0f}"), threads(etnn), rate(etnn.get("samples_per_s")),
+               number(etnn.get("test_accuracy"), "{:.4f}"), threads(torch), rate(torch.get("samples_per_s")),
+               number(torch.get("test_accuracy"), "{:.4f}"), number(speedup, "{:.2f}x"),
+               f">= {E2E_TARGET}x: {verdict}"]
+        out += ["", "End to end, README's first command: `examples/mnist_mlp` (784-512-10 ReLU MLP, SGD lr 0.01, "
+                "batch 64, Fashion-MNIST) beside the same training in a standard PyTorch script "
+                "(`benchmarks/peers/pytorch_mnist.py`: nn.Sequential, DataLoader over a TensorDataset, shuffled), "
+                "each at its default thread count; samples/s of the training loops, test accuracy after the "
+                "last epoch:", "", "| " + " | ".join(head) + " |", "|---:|" + "---:|" * (len(head) - 1),
+                "| " + " | ".join(row) + " |"]
+
+    if s.compile_times:
         out += ["", "Compile time, `g++ -std=c++20 -O2 -fopenmp -c` (no ccache; mnist_mlp without MPI):", "",
                 "| source | seconds |", "|---|---:|"]
-        out += [f"| {source} | {seconds:.1f} |" for source, seconds in compile_times]
+        out += [f"| {source} | {seconds:.1f} |" for source, seconds in s.compile_times]
     return "\n".join(out) + "\n"
 
 
-def chart(summary, target, preset):
+def chart(s, target, preset):
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    samples = summary[0]
     labels = [f"{m}/{b}" for m, b in CONFIGS]
-    figure, (rates, speedups) = plt.subplots(1, 2, figsize=(13, 5), gridspec_kw={"width_ratios": [3, 2]})
-    colors = {"etnn": "tab:blue", "libtorch": "tab:orange", "pytorch": "tab:green"}
-    width = 0.13
+    figure, (rates, speedups) = plt.subplots(1, 2, figsize=(15, 5.5), gridspec_kw={"width_ratios": [3, 2]})
+    bars = len(LIBRARIES) * len(THREADS)
+    width = 0.8 / bars
     for i, (lib, name) in enumerate(LIBRARIES):
         for j, t in enumerate(THREADS):
-            values = [samples.get((lib, m, b, t)) or 0 for m, b in CONFIGS]
-            offset = (2 * i + j - 2.5) * width
-            rates.bar([k + offset for k in range(len(CONFIGS))], values, width, color=colors[lib],
-                      alpha=1.0 if t == 2 else 0.55, hatch="" if t == 2 else "//", label=f"{name} {t} thread{'s' * (t > 1)}")
+            values = [s.samples.get((lib, m, b, t)) or 0 for m, b in CONFIGS]
+            offset = (len(THREADS) * i + j - (bars - 1) / 2) * width
+            rates.bar([k + offset for k in range(len(CONFIGS))], values, width, color=COLORS[lib],
+                      alpha=1.0 if t == 2 else 0.55, hatch="" if t == 2 else "//",
+                      label=f"{name} {t} thread{'s' * (t > 1)}")
     rates.set_yscale("log")
     rates.set_xticks(range(len(CONFIGS)), labels)
     rates.set_ylabel("samples/s (log scale)")
-    rates.set_title(f"training throughput (etnn at preset {preset})", pad=48)
-    rates.legend(fontsize=8, ncol=3, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
+    rates.set_title(f"training throughput (etnn at preset {preset})", pad=64)
+    rates.legend(fontsize=8, ncol=5, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
     rates.grid(axis="y", alpha=0.3)
 
+    width = 0.8 / len(PEERS)
     for i, (lib, name) in enumerate(PEERS):
-        values = [ratio(best(samples, "etnn", m, b), best(samples, lib, m, b)) or 0 for m, b in CONFIGS]
-        speedups.bar([k + (i - 0.5) * 0.35 for k in range(len(CONFIGS))], values, 0.35, color=colors[lib],
-                     label=f"etnn / {name} (best settings)")
+        values = [ratio(s.best("etnn", m, b)[0], s.best(lib, m, b)[0]) or 0 for m, b in CONFIGS]
+        speedups.bar([k + (i - (len(PEERS) - 1) / 2) * width for k in range(len(CONFIGS))], values, width,
+                     color=COLORS[lib], label=f"etnn / {name}")
     speedups.scatter(range(len(CONFIGS)), [TARGETS[c] for c in CONFIGS], marker="_", s=400, color="black",
-                     zorder=3, label="target vs LibTorch")
+                     zorder=3, label="target vs the best peer")
     speedups.axhline(1, color="gray", linewidth=0.8)
     speedups.set_xticks(range(len(CONFIGS)), labels, fontsize=8)
-    speedups.set_ylabel("speed-up")
-    speedups.set_title("etnn / peer", pad=48)
+    speedups.set_ylabel("speed-up, best thread settings")
+    speedups.set_title("etnn / peer", pad=64)
     speedups.legend(fontsize=8, ncol=2, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
     speedups.grid(axis="y", alpha=0.3)
     figure.tight_layout()
@@ -216,7 +297,7 @@ def main():
     parser.add_argument("--seconds", default="?")
     parser.add_argument("--readme", help="also replace the tables between README's compare.sh markers")
     args = parser.parse_args()
-    summary = summarize(parse(args.results))
+    summary = Summary(parse(args.results))
     text = tables(args, summary)
     print(text, end="")
     if args.markdown:

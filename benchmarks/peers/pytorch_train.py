@@ -1,20 +1,31 @@
 #!/usr/bin/env python3
 """The PyTorch peer of bench_train: one configuration, trained for a fixed time, one result line.
 
-Usage: pytorch_train.py MODEL BATCH SECONDS THREADS
+Usage: pytorch_train.py MODEL BATCH SECONDS THREADS [eager|compile]
   MODEL: mlp784 (784-512-10), tiny (32-64-64-10), wide (784-2048-2048-10), lenet (LeNet-5)
+  eager (default): the model as written; compile: torch.compile of the model with the loss, so that
+  forward, cross-entropy and (through AOTAutograd) backward run as Inductor's compiled kernels; the
+  SGD update stays torch.optim.SGD. --compile (anywhere on the line) is the same as compile.
 
 One step is forward, cross-entropy, backward and an SGD update (lr 0.01) on synthetic inputs held
 in memory (uniform in [-1, 1], labels uniform in 0..9), with PyTorch's default initialization (the
-one etnn reproduces). Warm-up (at least 3 steps and 0.25 s) is excluded. Prints
-  result library=pytorch model=M batch=B threads=T samples_per_s=S steps=N peak_rss_mb=R
+one etnn reproduces). Warm-up (at least 3 steps and 0.25 s, after the first step, which is where
+torch.compile compiles) is excluded. Prints
+  result library=pytorch|pytorch-compile model=M batch=B threads=T samples_per_s=S steps=N peak_rss_mb=R version=V
+When compilation fails (Inductor needs a C++ compiler and Python's headers) it says so on stderr,
+prints no result line and exits 0, so that compare.sh goes on without it.
 """
+import os
 import resource
 import sys
 import time
 
-import torch
-from torch import nn
+# Inductor compiles in a pool of worker processes by default; one process keeps the warm-up from
+# competing with anything else on a small machine (compilation is excluded from the timing anyway).
+os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
 
 
 def make_model(name):
@@ -31,24 +42,51 @@ def make_model(name):
     sys.exit(f"pytorch_train.py: unknown model '{name}' (mlp784, tiny, wide, lenet)")
 
 
+class WithLoss(nn.Module):
+    """The model followed by the mean cross-entropy: what torch.compile turns into one graph."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+        self.loss = nn.CrossEntropyLoss()
+
+    def forward(self, x, y):
+        return self.loss(self.model(x), y)
+
+
 def main():
-    if len(sys.argv) != 5:
+    flags = [a[2:] for a in sys.argv[1:] if a in ("--compile", "--eager")]  # anywhere on the line
+    args = [a for a in sys.argv[1:] if a not in ("--compile", "--eager")] + flags
+    if len(args) not in (4, 5) or (len(args) == 5 and args[4] not in ("eager", "compile")):
         sys.exit(__doc__)
-    name, batch, seconds, threads = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+    name, batch, seconds, threads = args[0], int(args[1]), float(args[2]), int(args[3])
+    mode = args[4] if len(args) == 5 else "eager"
+    library = "pytorch" if mode == "eager" else "pytorch-compile"
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     model = make_model(name)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    loss_fn = nn.CrossEntropyLoss()
+    loss_of = WithLoss(model)
+    if mode == "compile":
+        loss_of = torch.compile(loss_of)
     shape = {"tiny": (batch, 32), "lenet": (batch, 1, 28, 28)}.get(name, (batch, 784))
     x = torch.rand(shape) * 2 - 1
     y = torch.randint(0, 10, (batch,))
 
     def step():
         opt.zero_grad(set_to_none=True)
-        loss_fn(model(x), y).backward()
+        loss_of(x, y).backward()
         opt.step()
 
+    try:
+        step()  # torch.compile compiles the forward and the backward graphs here
+    except Exception as e:  # Inductor's failures come as several exception types
+        if mode != "compile":
+            raise
+        first = (str(e).strip().splitlines() or [""])[0][:300]
+        print(f"pytorch_train.py: torch.compile failed ({type(e).__name__}: {first}); "
+              f"no {library} result for {name}/{batch}", file=sys.stderr)
+        return
     t0 = time.perf_counter()
     i = 0
     while i < 3 or time.perf_counter() - t0 < 0.25:  # warm-up
@@ -63,8 +101,9 @@ def main():
         if t >= seconds:
             break
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
-    print(f"result library=pytorch model={name} batch={batch} threads={torch.get_num_threads()} "
-          f"samples_per_s={steps * batch / t:.1f} steps={steps} peak_rss_mb={peak_kib / 1024:.1f}")
+    version = torch.__version__
+    print(f"result library={library} model={name} batch={batch} threads={torch.get_num_threads()} "
+          f"samples_per_s={steps * batch / t:.1f} steps={steps} peak_rss_mb={peak_kib / 1024:.1f} version={version}")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,13 @@
-// The machine's float GEMM rate with Eigen, the yardstick for bench_train's GFLOP/s: C = A B with
-// N x N matrices (default 1024), at 1 and 2 threads, median over the multiplies of SECONDS each.
+// The machine's float GEMM rates, the yardstick for bench_train's GFLOP/s, at 1 and 2 threads:
+//   etnn:  etnn's CPU product (cpu/gemm.hpp: the run-time-chosen engine, named in the line)
+//   eigen: Eigen's product for this build's instruction set
+//   dnnl:  oneDNN's dnnl_sgemm (when CMake found libdnnl-dev), which picks its kernels at run time
+// on wide/256's forward product (C(256, 2048) = X(256, 2048) W^T, W (2048, 2048)) and an N x N
+// square (default 1024), median over the multiplies of SECONDS each.
 //   gemm_rate [N] [SECONDS]
-// Prints one line per thread count:  result library=eigen-gemm n=N threads=T gflops=G
-// Built with the preset's flags (like bench_train), so the two compare the same code generation.
+// Prints one line per library, shape and thread count:
+//   result library=NAME-gemm n=SHAPE threads=T gflops=G [engine=E]
+// Built with the preset's flags (like bench_train), so they compare the same code generation.
 #include <Eigen/Core>
 
 #include <algorithm>
@@ -11,28 +16,86 @@
 #include <string>
 #include <vector>
 
+#include <etnn/etnn.hpp>
+#if defined(ETNN_BENCH_WITH_DNNL)
+#include <dnnl.h>
+#endif
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// C(m, n) = A(m, k) op(B), B (n, k) row-major read as its transpose when b_transposed.
+struct Shape {
+  int m, n, k;
+  bool b_transposed;
+  std::string name;
+};
+
+template <class F>
+double median_rate(const Shape& s, double seconds, F&& multiply) {
+  const double flops = 2.0 * s.m * s.n * static_cast<double>(s.k);
+  multiply();  // warm-up
+  std::vector<double> rates;
+  const auto start = Clock::now();
+  do {
+    const auto t0 = Clock::now();
+    multiply();
+    rates.push_back(flops / std::chrono::duration<double>(Clock::now() - t0).count() / 1e9);
+  } while (rates.size() < 3 || std::chrono::duration<double>(Clock::now() - start).count() < seconds);
+  std::nth_element(rates.begin(), rates.begin() + static_cast<std::ptrdiff_t>(rates.size() / 2), rates.end());
+  return rates[rates.size() / 2];
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   const int n = argc > 1 ? std::stoi(argv[1]) : 1024;
   const double seconds = argc > 2 ? std::stod(argv[2]) : 1.0;
-  using Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  const Matrix a = Matrix::Random(n, n);
-  const Matrix b = Matrix::Random(n, n);
-  Matrix c(n, n);
-  using Clock = std::chrono::steady_clock;
-  const double flops = 2.0 * n * n * static_cast<double>(n);
+  const std::vector<Shape> shapes = {{256, 2048, 2048, true, "256x2048x2048"},
+                                     {n, n, n, false, std::to_string(n)}};
+  std::vector<float> a(static_cast<std::size_t>(2048) * std::max(2048, n)), b(a.size()), c(a.size());
+  etnn::Rng rng(1);
+  for (auto* v : {&a, &b}) for (float& x : *v) x = static_cast<float>(rng.uniform(-1.0, 1.0));
+  const char* engine = etnn::cpu::gemm_engine_name(etnn::cpu::float_gemm_engine());
+  using etnn::cpu::Layout;
+  using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   for (const int threads : {1, 2}) {
+    etnn::set_num_threads(threads);
     Eigen::setNbThreads(threads);
-    c.noalias() = a * b;  // warm-up
-    std::vector<double> rates;
-    const auto start = Clock::now();
-    do {
-      const auto t0 = Clock::now();
-      c.noalias() = a * b;
-      rates.push_back(flops / std::chrono::duration<double>(Clock::now() - t0).count() / 1e9);
-    } while (rates.size() < 3 || std::chrono::duration<double>(Clock::now() - start).count() < seconds);
-    std::nth_element(rates.begin(), rates.begin() + static_cast<std::ptrdiff_t>(rates.size() / 2), rates.end());
-    std::printf("result library=eigen-gemm n=%d threads=%d gflops=%.1f checksum=%g\n", n, Eigen::nbThreads(),
-                rates[rates.size() / 2], static_cast<double>(c(0, 0)));
+    for (const Shape& s : shapes) {
+      const auto report = [&](const char* library, double gflops, const char* extra) {
+        std::printf("result library=%s-gemm n=%s threads=%d gflops=%.1f%s\n", library, s.name.c_str(), threads, gflops,
+                    extra);
+      };
+      const std::string engine_field = std::string(" engine=") + engine;
+      report("etnn", median_rate(s, seconds, [&] {
+        if (s.b_transposed) {
+          etnn::cpu::gemm<Layout::row_major, Layout::col_major>(etnn::cpu::Accumulate::no, s.m, s.n, s.k, a.data(),
+                                                                s.k, b.data(), s.k, c.data(), s.n);
+        } else {
+          etnn::cpu::gemm<Layout::row_major, Layout::row_major>(etnn::cpu::Accumulate::no, s.m, s.n, s.k, a.data(),
+                                                                s.k, b.data(), s.n, c.data(), s.n);
+        }
+      }), engine_field.c_str());
+      Eigen::Map<const RowMatrix> am(a.data(), s.m, s.k), bm(b.data(), s.b_transposed ? s.n : s.k,
+                                                               s.b_transposed ? s.k : s.n);
+      Eigen::Map<RowMatrix> cm(c.data(), s.m, s.n);
+      report("eigen", median_rate(s, seconds, [&] {
+        if (s.b_transposed) {
+          cm.noalias() = am * bm.transpose();
+        } else {
+          cm.noalias() = am * bm;
+        }
+      }), "");
+#if defined(ETNN_BENCH_WITH_DNNL)
+      report("dnnl", median_rate(s, seconds, [&] {
+        dnnl_sgemm('N', s.b_transposed ? 'T' : 'N', s.m, s.n, s.k, 1.0f, a.data(), s.k, b.data(),
+                   s.b_transposed ? s.k : s.n, 0.0f, c.data(), s.n);
+      }), "");
+#endif
+    }
   }
+  std::printf("checksum %g\n", static_cast<double>(c[0]));
   return 0;
 }

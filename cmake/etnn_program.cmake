@@ -1,11 +1,19 @@
 # etnn_program(NAME SOURCES...): an executable of this project (test, example, benchmark)
 # linked to etnn::etnn with the project's warning set. Users' targets never get these flags.
+include(CheckCXXCompilerFlag)
+check_cxx_compiler_flag(-march=native etnn_has_march_native)
+
 function(etnn_program name)
   add_executable(${name} ${ARGN})
   target_link_libraries(${name} PRIVATE etnn::etnn)
   if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
     target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic>
                                            $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra>)
+  endif()
+  # The project's programs are built for the machine that builds them, as a benchmark of it is;
+  # a consumer's portable build still runs etnn's AVX-512 GEMM where the CPU has it (run time).
+  if(ETNN_NATIVE_PROGRAMS AND etnn_has_march_native)
+    target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-march=native>)
   endif()
   if(TARGET etnn::cuda)
     # A .cu source makes a CUDA program: nvcc, the CUDA runtime and cuBLASLt.

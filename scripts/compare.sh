@@ -4,11 +4,11 @@
 # SGD lr 0.01 on synthetic in-memory data, PyTorch-default initialization, warm-up and compilation
 # excluded) on this machine, in the same run; then README's first command end to end.
 #
-#   bash scripts/compare.sh [--quick] [--preset native|release] [--rounds N] [--seconds S] [--e2e|--no-e2e]
+#   bash scripts/compare.sh [--quick] [--preset release|portable|o2] [--rounds N] [--seconds S] [--e2e|--no-e2e]
 #
 # Builds bench_train, gemm_rate, mnist_mlp (for the end-to-end part) and, when CMake finds LibTorch,
-# libtorch_train at the preset (default native: -march=native, as a benchmark of this machine is
-# built; release is the portable SSE2 build). PyTorch 2.x and JAX come from PyPI into a virtual
+# libtorch_train at the preset (default release: the project's programs are built for this
+# machine's CPU; portable is a consumer's build without -march, o2 the release build at -O2). PyTorch 2.x and JAX come from PyPI into a virtual
 # environment, PEERS_VENV (default ~/.cache/etnn/peers-venv), made on first use (python3 -m venv,
 # pip install torch jax jaxlib numpy; torch from PyTorch's CPU-only index when it answers, which
 # is PyPI's CPU code without the CUDA libraries); without it (no network) those peers are skipped
@@ -35,7 +35,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-preset=native rounds=3 seconds=2 quick=0 e2e=
+preset=release rounds=3 seconds=2 quick=0 e2e=
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 rounds=1 seconds=0.5 ;;
@@ -44,7 +44,7 @@ while [ $# -gt 0 ]; do
     --seconds) seconds=$2; shift ;;
     --e2e) e2e=1 ;;
     --no-e2e) e2e=0 ;;
-    *) echo "usage: $0 [--quick] [--preset native|release] [--rounds N] [--seconds S] [--e2e|--no-e2e]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--quick] [--preset release|portable|o2] [--rounds N] [--seconds S] [--e2e|--no-e2e]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -227,11 +227,11 @@ rm -f "$work/compile.o"
 echo "machine cpu=\"$(lscpu | sed -n 's/^Model name: *//p')\" cores=$(nproc) load_after=\"$(cut -d' ' -f1-3 /proc/loadavg)\"" >>"$results"
 
 out=docs/benchmarks  # README's; another preset's beside it; the quick version's beside the raw results
-[ "$preset" = native ] || out+=-$preset
+[ "$preset" = release ] || out+=-$preset
 [ $quick = 1 ] && out=$work/benchmarks
 mkdir -p "$(dirname "$out")"
 readme=()  # the default preset's full run also rewrites README's tables
-[ "$preset" = native ] && [ $quick = 0 ] && readme=(--readme README.md)
+[ "$preset" = release ] && [ $quick = 0 ] && readme=(--readme README.md)
 "$python" scripts/plot_compare.py "$results" --preset "$preset" --rounds "$rounds" --seconds "$seconds" \
   --markdown "$out.md" --png "$out.png" "${readme[@]}"
 echo "compare.sh: $(($(date +%s) - start)) s in all; raw results in $results" >&2

@@ -1,8 +1,14 @@
-// C += A B against a naive triple loop, for every operand layout, sizes below and above the
-// threading threshold, and splits along rows and along columns.
+// C = A B and C += A B against a naive triple loop, in float and double, for every operand
+// layout, sizes below and above the threading threshold, splits along rows and along columns,
+// and the epilogue's one visit of every element; the packed kernels' thread independence.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <stdexcept>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "support/gradcheck.hpp"
@@ -10,43 +16,144 @@
 using etnn::cpu::Layout;
 
 namespace {
-template <Layout L>
-double element(const std::vector<double>& m, int ld, int i, int j) {
-  return L == Layout::row_major ? m[static_cast<std::size_t>(i * ld + j)] : m[static_cast<std::size_t>(j * ld + i)];
+template <Layout L, class T>
+double element(const std::vector<T>& m, int ld, int i, int j) {
+  return static_cast<double>(L == Layout::row_major ? m[static_cast<std::size_t>(i * ld + j)]
+                                                   : m[static_cast<std::size_t>(j * ld + i)]);
 }
 
-template <Layout LA, Layout LB>
-void check(int m, int n, int k) {
-  const int lda = LA == Layout::row_major ? k : m;
-  const int ldb = LB == Layout::row_major ? n : k;
-  std::vector<double> a(static_cast<std::size_t>(m * k)), b(static_cast<std::size_t>(k * n)),
-      c(static_cast<std::size_t>(m * n));
-  etnn::test::fill_uniform(a.data(), a.size(), 1);
-  etnn::test::fill_uniform(b.data(), b.size(), 2);
-  etnn::test::fill_uniform(c.data(), c.size(), 3);
-  std::vector<double> expected = c;
-  for (int i = 0; i < m; ++i)
-    for (int j = 0; j < n; ++j)
-      for (int p = 0; p < k; ++p)
-        expected[static_cast<std::size_t>(i * n + j)] += element<LA>(a, lda, i, p) * element<LB>(b, ldb, p, j);
-  etnn::cpu::gemm_accumulate<LA, LB>(m, n, k, a.data(), lda, b.data(), ldb, c.data(), n);
-  for (std::size_t i = 0; i < c.size(); ++i) REQUIRE(c[i] == doctest::Approx(expected[i]).epsilon(1e-12));
+// Operands with leading dimensions past their widths, so that a product writing outside its
+// block or reading the wrong stride shows.
+template <Layout LA, Layout LB, class T>
+struct Product {
+  int m, n, k;
+  int lda = (LA == Layout::row_major ? k : m) + 3;
+  int ldb = (LB == Layout::row_major ? n : k) + 2;
+  int ldc = n + 1;
+  std::vector<T> a, b, c;
+
+  Product(int m_, int n_, int k_) : m(m_), n(n_), k(k_) {
+    a.resize(static_cast<std::size_t>(lda) * (LA == Layout::row_major ? m : k));
+    b.resize(static_cast<std::size_t>(ldb) * (LB == Layout::row_major ? k : n));
+    c.resize(static_cast<std::size_t>(ldc) * m);
+    etnn::test::fill_uniform(a.data(), a.size(), 1);
+    etnn::test::fill_uniform(b.data(), b.size(), 2);
+    etnn::test::fill_uniform(c.data(), c.size(), 3);
+  }
+  double expected(const std::vector<T>& c0, bool accumulate, int i, int j) const {
+    double sum = accumulate ? static_cast<double>(c0[static_cast<std::size_t>(i * ldc + j)]) : 0.0;
+    for (int p = 0; p < k; ++p) sum += element<LA>(a, lda, i, p) * element<LB>(b, ldb, p, j);
+    return sum;
+  }
+};
+
+// Counts the epilogue's visits of each element of C.
+struct CountingEpilogue {
+  std::vector<int>* visits;
+  int ldc;
+  void operator()(int r0, int r1, int c0, int c1) const noexcept {
+    for (int r = r0; r < r1; ++r)
+      for (int j = c0; j < c1; ++j) ++(*visits)[static_cast<std::size_t>(r * ldc + j)];
+  }
+};
+
+template <Layout LA, Layout LB, class T>
+void check(int m, int n, int k, etnn::cpu::Accumulate accumulate) {
+  Product<LA, LB, T> p(m, n, k);
+  const std::vector<T> c0 = p.c;
+  std::vector<int> visits(p.c.size(), 0);
+  etnn::cpu::gemm<LA, LB>(accumulate, m, n, k, p.a.data(), p.lda, p.b.data(), p.ldb, p.c.data(), p.ldc,
+                          CountingEpilogue{&visits, p.ldc});
+  // float: k products of values in [-1, 1], each rounded once, summed in some order
+  const double tolerance = std::is_same_v<T, float> ? 4e-7 * (k + 2) : 1e-12;
+  const bool adds = accumulate == etnn::cpu::Accumulate::yes;
+  for (int i = 0; i < m; ++i) {
+    for (int j = 0; j < p.ldc; ++j) {
+      const auto at = static_cast<std::size_t>(i * p.ldc + j);
+      if (j >= n) {
+        REQUIRE(p.c[at] == c0[at]);  // past the block: untouched
+        REQUIRE(visits[at] == 0);
+        continue;
+      }
+      REQUIRE(visits[at] == 1);
+      REQUIRE(static_cast<double>(p.c[at]) == doctest::Approx(p.expected(c0, adds, i, j)).epsilon(tolerance));
+    }
+  }
 }
 
-template <Layout LA, Layout LB>
+template <Layout LA, Layout LB, class T>
 void check_sizes() {
-  check<LA, LB>(1, 1, 1);
-  check<LA, LB>(3, 5, 7);
-  check<LA, LB>(64, 10, 512);    // a classifier head
-  check<LA, LB>(300, 70, 33);    // threaded, split along rows
-  check<LA, LB>(20, 400, 100);   // threaded, split along columns
+  for (const auto accumulate : {etnn::cpu::Accumulate::no, etnn::cpu::Accumulate::yes}) {
+    check<LA, LB, T>(1, 1, 1, accumulate);
+    check<LA, LB, T>(3, 5, 7, accumulate);
+    check<LA, LB, T>(7, 17, 300, accumulate);   // remainders of every register tile, two K blocks
+    check<LA, LB, T>(64, 10, 512, accumulate);  // a classifier head
+    check<LA, LB, T>(300, 70, 33, accumulate);  // threaded, split along rows
+    check<LA, LB, T>(20, 400, 100, accumulate); // threaded, split along columns
+    check<LA, LB, T>(5, 3, 0, accumulate);      // empty depth: C = 0, or C unchanged
+  }
 }
 }  // namespace
 
-TEST_CASE("gemm_accumulate: row-major A, row-major B") { check_sizes<Layout::row_major, Layout::row_major>(); }
-TEST_CASE("gemm_accumulate: row-major A, column-major B") { check_sizes<Layout::row_major, Layout::col_major>(); }
-TEST_CASE("gemm_accumulate: column-major A, row-major B") { check_sizes<Layout::col_major, Layout::row_major>(); }
-TEST_CASE("gemm_accumulate: column-major A, column-major B") { check_sizes<Layout::col_major, Layout::col_major>(); }
+TEST_CASE_TEMPLATE("gemm: row-major A, row-major B", T, float, double) {
+  check_sizes<Layout::row_major, Layout::row_major, T>();
+}
+TEST_CASE_TEMPLATE("gemm: row-major A, column-major B", T, float, double) {
+  check_sizes<Layout::row_major, Layout::col_major, T>();
+}
+TEST_CASE_TEMPLATE("gemm: column-major A, row-major B", T, float, double) {
+  check_sizes<Layout::col_major, Layout::row_major, T>();
+}
+TEST_CASE_TEMPLATE("gemm: column-major A, column-major B", T, float, double) {
+  check_sizes<Layout::col_major, Layout::col_major, T>();
+}
+
+TEST_CASE("the float GEMM engine is chosen from the CPU at run time") {
+  MESSAGE("float GEMM engine: ", etnn::cpu::gemm_engine_name(etnn::cpu::float_gemm_engine()));
+#if ETNN_PACKED_GEMM
+  const bool forced_eigen = std::getenv("ETNN_CPU_GEMM") != nullptr && std::string(std::getenv("ETNN_CPU_GEMM")) == "eigen";
+  CHECK((etnn::cpu::float_gemm_engine() == etnn::cpu::GemmEngine::packed) ==
+        (__builtin_cpu_supports("avx512f") && !forced_eigen));
+#endif
+}
+
+#if ETNN_PACKED_GEMM
+// The packed kernels' results do not depend on how many threads share the tiles.
+TEST_CASE("packed GEMM: bitwise the same on 1 to 16 threads") {
+  if (!__builtin_cpu_supports("avx512f")) {
+    MESSAGE("skipped: this CPU has no AVX-512");
+    return;
+  }
+  const auto run = [](int threads, auto& p, bool accumulate) {
+    std::vector<float> c = p.c;
+    etnn::cpu::NoEpilogue none;
+    etnn::cpu::packed::gemm<Layout::row_major, Layout::col_major>(threads, p.m, p.n, p.k, p.a.data(), p.lda,
+                                                                 p.b.data(), p.ldb, c.data(), p.ldc, accumulate, none);
+    return c;
+  };
+  for (const auto& [m, n, k] : {std::tuple{64, 512, 784}, std::tuple{257, 2048, 300}, std::tuple{8, 10, 64}}) {
+    Product<Layout::row_major, Layout::col_major, float> p(m, n, k);
+    for (const bool accumulate : {false, true}) {
+      const std::vector<float> one = run(1, p, accumulate);
+      for (const int threads : {2, 3, 7, 16}) REQUIRE(run(threads, p, accumulate) == one);
+    }
+  }
+}
+
+TEST_CASE("packed GEMM: tiles cover C once, two or more a thread where C allows") {
+  for (const int threads : {1, 2, 3, 16}) {
+    for (const auto& [m, n] : {std::pair{1, 1}, std::pair{8, 512}, std::pair{64, 10}, std::pair{1000, 2048}}) {
+      const auto t = etnn::cpu::packed::tiling(m, n, threads);
+      REQUIRE(t.rows % etnn::cpu::packed::mr == 0);
+      REQUIRE(t.down == (m + t.rows - 1) / t.rows);
+      REQUIRE(t.across == (n + t.cols - 1) / t.cols);
+      if (threads > 1 && m * n >= 2 * threads * etnn::cpu::packed::mr * etnn::cpu::packed::nr) {
+        REQUIRE(t.count() >= 2 * threads);
+      }
+    }
+  }
+}
+#endif
 
 TEST_CASE("chunks partition [0, n) for any thread count") {
   for (std::size_t threads = 1; threads <= 64; ++threads) {
@@ -70,11 +177,11 @@ TEST_CASE("chunks partition [0, n) for any thread count") {
 }
 
 #if defined(_OPENMP)
-TEST_CASE("gemm_accumulate with more threads than cores and awkward sizes") {
+TEST_CASE("gemm with more threads than cores and awkward sizes") {
   const int saved = etnn::num_threads();
   etnn::set_num_threads(16);
-  for (int m = 129; m <= 134; ++m) check<Layout::row_major, Layout::col_major>(m, 10, 512);
-  check<Layout::col_major, Layout::row_major>(10, 1030, 64);
+  for (int m = 129; m <= 134; ++m) check<Layout::row_major, Layout::col_major, float>(m, 10, 512, etnn::cpu::Accumulate::yes);
+  check<Layout::col_major, Layout::row_major, double>(10, 1030, 64, etnn::cpu::Accumulate::no);
   etnn::set_num_threads(saved);
 }
 #endif

@@ -107,11 +107,11 @@ void conv2d_forward(Cpu, const T* weight, const T* bias, const T* x, T* y, T* z_
     for (std::size_t b = begin; b < end; ++b) {
       T* yb = y + b * out_size;
       cpu::im2col<G>(x + b * G::channels * G::in_pixels, cols);
-      for (int o = 0; o < Out; ++o) std::fill_n(yb + o * pixels, pixels, bias[o]);
-      cpu::gemm_accumulate_serial<cpu::Layout::row_major, cpu::Layout::row_major>(Out, int{pixels}, depth, weight,
-                                                                                  depth, cols, int{pixels}, yb,
-                                                                                  int{pixels});
-      cpu::activation_epilogue(yb, z_saved != nullptr ? z_saved + b * out_size : nullptr, out_size, act);
+      // Y_b = f(W cols_b + b), the bias per output channel (row)
+      cpu::gemm_serial<cpu::Layout::row_major, cpu::Layout::row_major>(
+          cpu::Accumulate::no, Out, int{pixels}, depth, weight, depth, cols, int{pixels}, yb, int{pixels},
+          cpu::BiasActivation<cpu::BiasAlong::rows, Act, T>{yb, z_saved != nullptr ? z_saved + b * out_size : nullptr,
+                                                            bias, std::ptrdiff_t{pixels}, act});
     }
   });
 }
@@ -139,8 +139,8 @@ void conv2d_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T
         bias_grad[first + o] += sum;
       }
       cpu::im2col<G>(x + b * G::channels * G::in_pixels, cols);
-      cpu::gemm_accumulate_serial<cpu::Layout::row_major, cpu::Layout::col_major>(
-          count, depth, int{pixels}, dz, int{pixels}, cols, int{pixels}, weight_grad + begin * depth, depth);
+      cpu::gemm_serial<cpu::Layout::row_major, cpu::Layout::col_major>(
+          cpu::Accumulate::yes, count, depth, int{pixels}, dz, int{pixels}, cols, int{pixels}, weight_grad + begin * depth, depth);
     }
   });
   if (dx == nullptr) return;
@@ -148,9 +148,8 @@ void conv2d_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T
   cpu::parallel_chunks(samples, 1, out_size * depth, [&](std::size_t begin, std::size_t end) {
     T* dcols = cpu::thread_columns<T>(cols_size);
     for (std::size_t b = begin; b < end; ++b) {
-      std::fill_n(dcols, cols_size, T(0));
-      cpu::gemm_accumulate_serial<cpu::Layout::col_major, cpu::Layout::row_major>(
-          depth, int{pixels}, Out, weight, depth, dy + b * out_size, int{pixels}, dcols, int{pixels});
+      cpu::gemm_serial<cpu::Layout::col_major, cpu::Layout::row_major>(
+          cpu::Accumulate::no, depth, int{pixels}, Out, weight, depth, dy + b * out_size, int{pixels}, dcols, int{pixels});
       cpu::col2im<G>(dcols, dx + b * G::channels * G::in_pixels);
     }
   });

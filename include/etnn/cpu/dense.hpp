@@ -3,8 +3,8 @@
 // Fully connected layer with a fused activation, on the CPU.
 //
 // Forward:   Z = X W^T + b,  Y = f(Z)          X: (B, IN)  W: (OUT, IN)  b: (OUT)  Y, Z: (B, OUT)
-//            Y's rows start as b, one GEMM accumulates X W^T into them, then one pass applies f
-//            (keeping Z only when f' needs its input and backward will run; none for identity).
+//            one GEMM writes X W^T into Y and, block by block while it is in cache, adds b and
+//            applies f (keeping Z only when f' needs its input and backward will run).
 // Backward:  dZ = dY (.) f'(Z, Y)   written over dY,  db += sum_b dZ      one pass
 //            dW += dZ^T X                                                  GEMM
 //            dX  = dZ W                                                    GEMM, skipped for the first layer
@@ -24,18 +24,10 @@ namespace etnn {
 
 template <int In, int Out, class Act, class T>
 void dense_forward(Cpu, const T* weight, const T* bias, const T* x, T* y, T* z_saved, int batch, Act act) {
-  const auto rows = static_cast<std::size_t>(batch);
-  cpu::parallel_chunks(rows, 8, Out, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t r = begin; r < end; ++r) std::copy_n(bias, Out, y + r * Out);
-  });
-  // Y += X W^T: W^T is W read column-major.
-  cpu::gemm_accumulate<cpu::Layout::row_major, cpu::Layout::col_major>(batch, Out, In, x, In, weight, In, y, Out);
-  if constexpr (!std::is_same_v<Act, fn::Identity>) {
-    cpu::parallel_chunks(rows, 8, Out, [&](std::size_t begin, std::size_t end) {
-      cpu::activation_epilogue(y + begin * Out, z_saved != nullptr ? z_saved + begin * Out : nullptr,
-                               (end - begin) * Out, act);
-    });
-  }
+  // Y = f(X W^T + b): W^T is W read column-major.
+  cpu::gemm<cpu::Layout::row_major, cpu::Layout::col_major>(
+      cpu::Accumulate::no, batch, Out, In, x, In, weight, In, y, Out,
+      cpu::BiasActivation<cpu::BiasAlong::columns, Act, T>{y, z_saved, bias, Out, act});
 }
 
 template <int In, int Out, class Act, class T>
@@ -59,11 +51,12 @@ void dense_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T*
     }
   });
   // dW += dZ^T X: dZ^T is dZ read column-major.
-  cpu::gemm_accumulate<cpu::Layout::col_major, cpu::Layout::row_major>(Out, In, batch, dy, Out, x, In, weight_grad, In);
+  cpu::gemm<cpu::Layout::col_major, cpu::Layout::row_major>(cpu::Accumulate::yes, Out, In, batch, dy, Out, x, In,
+                                                            weight_grad, In);
   if (dx != nullptr) {
     // dX = dZ W
-    fill(Cpu{}, dx, static_cast<std::size_t>(batch) * In, T(0));
-    cpu::gemm_accumulate<cpu::Layout::row_major, cpu::Layout::row_major>(batch, In, Out, dy, Out, weight, In, dx, In);
+    cpu::gemm<cpu::Layout::row_major, cpu::Layout::row_major>(cpu::Accumulate::no, batch, In, Out, dy, Out, weight, In,
+                                                              dx, In);
   }
 }
 

@@ -1,23 +1,31 @@
 #pragma once
 // Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
-// General matrix multiply on the CPU: C += A B with Eigen's packed, cache-blocked kernel (gebp).
+// General matrix multiply on the CPU:  C = A B  or  C += A B, then an epilogue on C's blocks.
 //   A: (M, K)   B: (K, N)   C: (M, N) row-major, leading dimension ldc
 // A and B may each be row- or column-major (a transposed operand is the other layout, no copy).
 //
-// Two things differ from writing `C.noalias() += A * B` with Eigen maps:
+// Floats run etnn's AVX-512 kernels where the CPU has them (cpu/packed_gemm.hpp, chosen at run
+// time by cpu/features.hpp, so a portable build gets them too); other CPUs, doubles and
+// ETNN_CPU_GEMM=eigen run Eigen's packed, cache-blocked kernel (gebp) for the build's instruction
+// set. Two things differ from writing `C.noalias() += A * B` with Eigen maps:
 //  - Packing buffers belong to the calling thread and grow to the largest product it has seen,
 //    so that after the first training step a GEMM allocates nothing (Eigen allocates them for
 //    every product above its 128 KiB stack limit).
 //  - Threading is ours: the larger of M and N is split across the OpenMP threads, each running a
 //    sequential GEMM on its block, when the product is large enough to pay for it.
+// Either way an element's arithmetic does not depend on the thread count.
 // This uses Eigen's internal GEMM entry point (Eigen 3.4: general_matrix_matrix_product).
 #include <algorithm>
 #include <cstddef>
+#include <type_traits>
 
 #include <Eigen/Core>
 
 #include "../core/device.hpp"
 #include "../tensor/buffer.hpp"
+#include "features.hpp"
+#include "layout.hpp"
+#include "packed_gemm.hpp"
 #include "parallel.hpp"
 
 #if !EIGEN_VERSION_AT_LEAST(3, 4, 0)
@@ -26,7 +34,15 @@
 
 namespace etnn::cpu {
 
-enum class Layout { row_major, col_major };
+// Whether the product overwrites C or adds to it.
+enum class Accumulate { no, yes };
+
+// An epilogue that does nothing; an epilogue is called as epilogue(row_begin, row_end,
+// col_begin, col_end) once per finished block of C, on the thread that computed it, and must
+// not throw.
+struct NoEpilogue {
+  void operator()(int, int, int, int) const noexcept {}
+};
 
 namespace detail {
 
@@ -53,17 +69,15 @@ class ReusedBlocking : public Eigen::internal::level3_blocking<T, T> {
 
 constexpr int eigen_order(Layout layout) { return layout == Layout::row_major ? Eigen::RowMajor : Eigen::ColMajor; }
 
-// Element (i, j) of a matrix with the given layout and leading dimension.
-template <Layout L, class T>
-const T* at(const T* m, std::ptrdiff_t ld, std::ptrdiff_t i, std::ptrdiff_t j) {
-  return L == Layout::row_major ? m + i * ld + j : m + j * ld + i;
-}
-
 template <Layout LA, Layout LB, class T>
-void gemm_block(Eigen::Index m, Eigen::Index n, Eigen::Index k, const T* a, Eigen::Index lda, const T* b,
-                Eigen::Index ldb, T* c, Eigen::Index ldc) {
+void gemm_block(Accumulate accumulate, Eigen::Index m, Eigen::Index n, Eigen::Index k, const T* a, Eigen::Index lda,
+                const T* b, Eigen::Index ldb, T* c, Eigen::Index ldc) {
+  if (accumulate == Accumulate::no) {
+    for (Eigen::Index r = 0; r < m; ++r) std::fill_n(c + r * ldc, n, T(0));
+  }
   using Product = Eigen::internal::general_matrix_matrix_product<Eigen::Index, T, eigen_order(LA), false, T,
                                                                  eigen_order(LB), false, Eigen::RowMajor, 1>;
+  if (k == 0) return;
   ReusedBlocking<T> blocking(m, n, k);
   Product::run(m, n, k, a, lda, b, ldb, c, 1, ldc, T(1), blocking, nullptr);
 }
@@ -91,10 +105,30 @@ void parallel_panels(std::size_t n, std::size_t panel, std::size_t grain, std::s
 // Products smaller than this many multiply-adds run on one thread.
 inline constexpr std::size_t gemm_parallel_threshold = std::size_t{1} << 18;
 
-template <Layout LA, Layout LB, class T>
-void gemm_accumulate(int m, int n, int k, const T* a, int lda, const T* b, int ldb, T* c, int ldc) {
-  if (m == 0 || n == 0 || k == 0) return;
+// Whether floats take etnn's packed kernels in this process.
+template <class T>
+bool runs_packed() {
+#if ETNN_PACKED_GEMM
+  return std::is_same_v<T, float> && float_gemm_engine() == GemmEngine::packed;
+#else
+  return false;
+#endif
+}
+
+template <Layout LA, Layout LB, class T, class Epilogue = NoEpilogue>
+void gemm(Accumulate accumulate, int m, int n, int k, const T* a, int lda, const T* b, int ldb, T* c, int ldc,
+          Epilogue epilogue = {}) {
+  if (m == 0 || n == 0) return;
   const std::size_t work = static_cast<std::size_t>(m) * static_cast<std::size_t>(n) * static_cast<std::size_t>(k);
+#if ETNN_PACKED_GEMM
+  if constexpr (std::is_same_v<T, float>) {
+    if (runs_packed<T>() && k > 0) {
+      packed::gemm<LA, LB>(work >= gemm_parallel_threshold ? num_threads() : 1, m, n, k, a, lda, b, ldb, c, ldc,
+                           accumulate == Accumulate::yes, epilogue);
+      return;
+    }
+  }
+#endif
   const bool split_rows = m >= n;
   const std::size_t dim = split_rows ? static_cast<std::size_t>(m) : static_cast<std::size_t>(n);
   const std::size_t panel = split_rows ? gemm_row_panel<T> : gemm_column_panel<T>;
@@ -103,19 +137,32 @@ void gemm_accumulate(int m, int n, int k, const T* a, int lda, const T* b, int l
     const auto first = static_cast<std::ptrdiff_t>(begin);
     const auto count = static_cast<Eigen::Index>(end - begin);
     if (split_rows) {
-      detail::gemm_block<LA, LB>(count, n, k, detail::at<LA>(a, lda, first, 0), lda, b, ldb, c + first * ldc, ldc);
+      detail::gemm_block<LA, LB>(accumulate, count, n, k, at<LA>(a, lda, first, 0), lda, b, ldb, c + first * ldc,
+                                 ldc);
+      epilogue(static_cast<int>(begin), static_cast<int>(end), 0, n);
     } else {
-      detail::gemm_block<LA, LB>(m, count, k, a, lda, detail::at<LB>(b, ldb, 0, first), ldb, c + first, ldc);
+      detail::gemm_block<LA, LB>(accumulate, m, count, k, a, lda, at<LB>(b, ldb, 0, first), ldb, c + first, ldc);
+      epilogue(0, m, static_cast<int>(begin), static_cast<int>(end));
     }
   });
 }
 
 // The same product on the calling thread only, for callers that parallelise over something else
 // (convolution runs one product per sample).
-template <Layout LA, Layout LB, class T>
-void gemm_accumulate_serial(int m, int n, int k, const T* a, int lda, const T* b, int ldb, T* c, int ldc) {
-  if (m == 0 || n == 0 || k == 0) return;
-  detail::gemm_block<LA, LB>(m, n, k, a, lda, b, ldb, c, ldc);
+template <Layout LA, Layout LB, class T, class Epilogue = NoEpilogue>
+void gemm_serial(Accumulate accumulate, int m, int n, int k, const T* a, int lda, const T* b, int ldb, T* c,
+                 int ldc, Epilogue epilogue = {}) {
+  if (m == 0 || n == 0) return;
+#if ETNN_PACKED_GEMM
+  if constexpr (std::is_same_v<T, float>) {
+    if (runs_packed<T>() && k > 0) {
+      packed::gemm<LA, LB>(1, m, n, k, a, lda, b, ldb, c, ldc, accumulate == Accumulate::yes, epilogue);
+      return;
+    }
+  }
+#endif
+  detail::gemm_block<LA, LB>(accumulate, m, n, k, a, lda, b, ldb, c, ldc);
+  epilogue(0, m, 0, n);
 }
 
 }  // namespace etnn::cpu

@@ -1,0 +1,280 @@
+#pragma once
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
+// etnn's own float GEMM for x86-64 CPUs with AVX-512, compiled into every build (whatever its
+// -march) and chosen at run time (cpu/gemm.hpp asks cpu/features.hpp):
+//   C = A B  or  C += A B      A: (M, K)  B: (K, N)  C: (M, N) row-major, leading dimension ldc
+// A and B may each be row- or column-major (a transposed operand is the other layout).
+//
+// The product is cut into tiles of C (rows x columns), which threads take one at a time. Each
+// tile runs over K in blocks: it packs its block of A into panels of mr rows (k-major) and its
+// block of B into panels of nr columns (k-major), zero-padded, in the calling thread's reusable
+// storage, then a register tile of mr x nr accumulators (24 of the 32 vector registers) sums one
+// block's products with FMAs in k order and adds them to C (the first block of C = A B stores).
+//
+// Bitwise independent of the thread count and the tiling: every element of C sums the same
+// K blocks, whose bounds depend on K alone, each in k order; tiles only decide who computes it.
+// After a tile's last block, `epilogue(row_begin, row_end, col_begin, col_end)` runs on it while
+// it is in cache (bias and activation of a dense layer).
+//
+// Nothing is allocated once a thread's packing storage has grown to the largest tile it has seen
+// (at most mc x kc + kc x nc floats).
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+
+#include "../core/device.hpp"
+#include "../tensor/buffer.hpp"
+#include "features.hpp"
+#include "layout.hpp"
+
+#if ETNN_PACKED_GEMM
+#include <immintrin.h>
+
+namespace etnn::cpu::packed {
+
+inline constexpr int lanes = 16;        // floats per AVX-512 register
+inline constexpr int mr = 6;            // rows of a register tile
+inline constexpr int nr = 4 * lanes;    // columns of a register tile: 4 registers
+inline constexpr int kc_max = 256;      // depth of a K block
+inline constexpr int mc = 96;           // rows of A packed at a time: mc x kc floats (96 KiB) in L2
+inline constexpr int tile_cols = 512;   // columns of C per tile: a packed B block, kc x 512 floats (512 KiB), in L2
+
+// K blocks: ceil(K / kc_max) of near-equal depth; block b covers [K b / n, K (b + 1) / n).
+constexpr int k_blocks(int k) { return (k + kc_max - 1) / kc_max; }
+
+// Mask of the first `count` lanes (all 16 for count >= 16).
+inline __mmask16 first_lanes(int count) {
+  return count >= lanes ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << count) - 1u);
+}
+
+// Packs rows [r0, r0 + rows) and depth [k0, k0 + kc) of A into panels of mr rows:
+// panel p holds A(r0 + mr p + i, k0 + kk) at p mr kc + kk mr + i, rows past the end as zeros.
+template <Layout LA>
+[[gnu::target("avx512f")]] void pack_a(const float* a, std::ptrdiff_t lda, int r0, int rows, int k0, int kc,
+                                       float* out) {
+  for (int p = 0; p * mr < rows; ++p) {
+    float* panel = out + static_cast<std::ptrdiff_t>(p) * mr * kc;
+    const int valid = std::min(mr, rows - p * mr);
+    if constexpr (LA == Layout::col_major) {  // A(i, k) at a[k lda + i]: mr contiguous values per k
+      const __mmask16 mask = first_lanes(valid);
+      const float* column = a + static_cast<std::ptrdiff_t>(k0) * lda + r0 + p * mr;
+      for (int kk = 0; kk < kc; ++kk) {
+        const __m512 v = _mm512_maskz_loadu_ps(mask, column + kk * lda);
+        _mm512_mask_storeu_ps(panel + kk * mr, first_lanes(mr), v);
+      }
+    } else {
+      for (int i = 0; i < mr; ++i) {
+        const float* row = a + static_cast<std::ptrdiff_t>(r0 + p * mr + std::min(i, valid - 1)) * lda + k0;
+        for (int kk = 0; kk < kc; ++kk) panel[kk * mr + i] = i < valid ? row[kk] : 0.0f;
+      }
+    }
+  }
+}
+
+// Transposes the 16 x 16 block r[0..16) in registers: afterwards r[i] holds lane i of every input.
+[[gnu::target("avx512f")]] inline void transpose16(__m512 r[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 16; i += 2) {  // pairs of rows, interleaved by element
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {  // pairs of those, interleaved by element pair
+    for (int j = 0; j < 2; ++j) {
+      const __m512d lo = _mm512_castps_pd(t[i + j]), hi = _mm512_castps_pd(t[i + j + 2]);
+      r[i + 2 * j] = _mm512_castpd_ps(_mm512_unpacklo_pd(lo, hi));
+      r[i + 2 * j + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(lo, hi));
+    }
+  }
+  for (int i = 0; i < 16; i += 8) {  // 128-bit lanes: even and odd of each pair of quads
+    for (int j = 0; j < 4; ++j) {
+      t[i + j] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0x88);
+      t[i + j + 4] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0xdd);
+    }
+  }
+  for (int j = 0; j < 8; ++j) {
+    r[j] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88);
+    r[j + 8] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0xdd);
+  }
+}
+
+// Packs depth [k0, k0 + kc) and columns [c0, c0 + cols) of B into panels of nr columns: panel q
+// holds B(k0 + kk, c0 + nr q + j) at q kc nr + kk nr + j, columns past the end as zeros. Packed
+// panels are read with unit stride whatever B's leading dimension (a row-major B with a stride of
+// 4 KiB would put every row of a panel in the same L1 set). A column-major B (B(k, j) at
+// b[j ldb + k]) is transposed 16 x 16 at a time in registers.
+template <Layout LB>
+[[gnu::target("avx512f")]] void pack_b(const float* b, std::ptrdiff_t ldb, int k0, int kc, int c0, int cols,
+                                       float* out) {
+  for (int q = 0; q * nr < cols; ++q) {
+    float* panel = out + static_cast<std::ptrdiff_t>(q) * kc * nr;
+    for (int v = 0; v < nr / lanes; ++v) {
+      const int first = q * nr + v * lanes;
+      const int valid = std::max(0, std::min(lanes, cols - first));
+      if constexpr (LB == Layout::row_major) {  // B(k, j) at b[k ldb + j]: 16 contiguous columns
+        const __mmask16 mask = first_lanes(valid);
+        for (int kk = 0; kk < kc; ++kk) {
+          _mm512_storeu_ps(panel + kk * nr + v * lanes,
+                           _mm512_maskz_loadu_ps(mask, b + static_cast<std::ptrdiff_t>(k0 + kk) * ldb + c0 + first));
+        }
+      } else {
+        for (int kk = 0; kk < kc; kk += lanes) {
+          const int depth = std::min(lanes, kc - kk);
+          const __mmask16 mask = first_lanes(depth);
+          __m512 block[16];
+          for (int j = 0; j < lanes; ++j) {  // block[j]: column first + j, depths kk .. kk + 15
+            block[j] = j < valid ? _mm512_maskz_loadu_ps(mask, b + static_cast<std::ptrdiff_t>(c0 + first + j) * ldb +
+                                                                   k0 + kk)
+                                 : _mm512_setzero_ps();
+          }
+          transpose16(block);  // block[d]: depth kk + d, columns first .. first + 15
+          for (int d = 0; d < depth; ++d) _mm512_storeu_ps(panel + (kk + d) * nr + v * lanes, block[d]);
+        }
+      }
+    }
+  }
+}
+
+// One register tile: C[0..rows, 0..cols) (+)= sum_kk ap[kk] (x) bp[kk], with Vectors = ceil(cols / 16) of the tile's 4 registers per row in use.
+// acc[r][v] holds C(r, 16 v .. 16 v + 15). Lanes past `cols` are neither loaded nor stored.
+template <int Vectors>
+[[gnu::target("avx512f")]] inline void register_tile(int kc, const float* ap, const float* bp, float* c, std::ptrdiff_t ldc, int rows, int cols, bool store) {
+  __m512 acc[mr][Vectors];
+  __mmask16 mask[Vectors];
+#pragma GCC unroll 4
+  for (int v = 0; v < Vectors; ++v) mask[v] = first_lanes(cols - v * lanes);
+#pragma GCC unroll 8
+  for (int r = 0; r < mr; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < Vectors; ++v) acc[r][v] = _mm512_setzero_ps();
+  }
+  for (int kk = 0; kk < kc; ++kk) {
+    __m512 bv[Vectors];
+#pragma GCC unroll 4
+    for (int v = 0; v < Vectors; ++v) bv[v] = _mm512_loadu_ps(bp + kk * nr + v * lanes);
+#pragma GCC unroll 8
+    for (int r = 0; r < mr; ++r) {
+      const __m512 av = _mm512_set1_ps(ap[kk * mr + r]);
+#pragma GCC unroll 4
+      for (int v = 0; v < Vectors; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < mr; ++r) {
+    if (r == rows) break;
+#pragma GCC unroll 4
+    for (int v = 0; v < Vectors; ++v) {
+      float* out = c + r * ldc + v * lanes;
+      const __m512 sum = store ? acc[r][v] : _mm512_add_ps(_mm512_maskz_loadu_ps(mask[v], out), acc[r][v]);
+      _mm512_mask_storeu_ps(out, mask[v], sum);
+    }
+  }
+}
+
+[[gnu::target("avx512f")]] inline void register_tile_any(int kc, const float* ap, const float* bp, float* c,
+                                                         std::ptrdiff_t ldc, int rows, int cols, bool store) {
+  switch ((cols + lanes - 1) / lanes) {
+    case 1: register_tile<1>(kc, ap, bp, c, ldc, rows, cols, store); break;
+    case 2: register_tile<2>(kc, ap, bp, c, ldc, rows, cols, store); break;
+    case 3: register_tile<3>(kc, ap, bp, c, ldc, rows, cols, store); break;
+    default: register_tile<4>(kc, ap, bp, c, ldc, rows, cols, store); break;
+  }
+}
+
+// The calling thread's packing storage, grown once to the largest tile it has seen.
+inline float* packing_storage(std::size_t floats) {
+  thread_local Buffer<float, Cpu> storage;
+  storage.reserve_discard(floats);
+  return storage.data();
+}
+
+// Rows [r0, r1) x columns [c0, c1) of C, over every K block; the epilogue runs on each mc-row
+// chunk once its last block is added.
+template <Layout LA, Layout LB, class Epilogue>
+void gemm_tile(int r0, int r1, int c0, int c1, int k, const float* a, std::ptrdiff_t lda, const float* b,
+               std::ptrdiff_t ldb, float* c, std::ptrdiff_t ldc, bool accumulate, Epilogue& epilogue) {
+  const int cols = c1 - c0, col_panels = (cols + nr - 1) / nr;
+  const int blocks = k_blocks(k);
+  const std::size_t a_floats = static_cast<std::size_t>(mc) * kc_max;
+  float* const packed_a = packing_storage(a_floats + static_cast<std::size_t>(col_panels) * nr * kc_max);
+  float* const packed_b = packed_a + a_floats;
+  for (int block = 0; block < blocks; ++block) {
+    const int k0 = static_cast<int>(static_cast<long>(k) * block / blocks);
+    const int kc = static_cast<int>(static_cast<long>(k) * (block + 1) / blocks) - k0;
+    pack_b<LB>(b, ldb, k0, kc, c0, cols, packed_b);
+    const bool store = !accumulate && block == 0;
+    for (int chunk = r0; chunk < r1; chunk += mc) {
+      const int rows = std::min(mc, r1 - chunk);
+      pack_a<LA>(a, lda, chunk, rows, k0, kc, packed_a);
+      for (int p = 0; p * mr < rows; ++p) {
+        const float* ap = packed_a + static_cast<std::ptrdiff_t>(p) * mr * kc;
+        for (int q = 0; q < col_panels; ++q) {
+          float* out = c + static_cast<std::ptrdiff_t>(chunk + p * mr) * ldc + c0 + q * nr;
+          register_tile_any(kc, ap, packed_b + static_cast<std::ptrdiff_t>(q) * kc * nr, out, ldc,
+                            std::min(mr, rows - p * mr), std::min(nr, cols - q * nr), store);
+        }
+      }
+      if (block == blocks - 1) epilogue(chunk, chunk + rows, c0, c1);
+    }
+  }
+}
+
+// Tiles of C: all rows by tile_cols columns, then columns halved (down to one register tile) and
+// then rows split into bands (of whole register tiles) until every thread has two tiles to take,
+// so that a thread slowed by other work on its core takes fewer of them.
+struct Tiling {
+  int rows, cols, down, across;
+  int count() const { return down * across; }
+};
+inline Tiling tiling(int m, int n, int threads) {
+  Tiling t{(m + mr - 1) / mr * mr, tile_cols, 0, 0};
+  const auto update = [&] {
+    t.down = (m + t.rows - 1) / t.rows;
+    t.across = (n + t.cols - 1) / t.cols;
+  };
+  update();
+  while (threads > 1 && t.count() < 2 * threads) {
+    if (t.cols > nr && n > t.cols / 2) {
+      t.cols /= 2;
+    } else if (t.rows > mr) {
+      t.rows = std::max(mr, (t.rows / 2 + mr - 1) / mr * mr);
+    } else {
+      break;
+    }
+    update();
+  }
+  return t;
+}
+
+template <Layout LA, Layout LB, class Epilogue>
+void run_tile(const Tiling& t, int index, int m, int n, int k, const float* a, std::ptrdiff_t lda, const float* b,
+              std::ptrdiff_t ldb, float* c, std::ptrdiff_t ldc, bool accumulate, Epilogue& epilogue) {
+  const int r0 = index / t.across * t.rows, c0 = index % t.across * t.cols;
+  gemm_tile<LA, LB>(r0, std::min(m, r0 + t.rows), c0, std::min(n, c0 + t.cols), k, a, lda, b, ldb, c, ldc,
+                    accumulate, epilogue);
+}
+
+// The product on `threads` threads (1: the calling thread only). The epilogue must not throw.
+template <Layout LA, Layout LB, class Epilogue>
+void gemm(int threads, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc,
+          bool accumulate, Epilogue& epilogue) {
+  const Tiling t = tiling(m, n, threads);
+  const int team = std::min(threads, t.count());
+#if defined(_OPENMP)
+  if (team > 1) {
+    std::atomic<int> next{0};
+#pragma omp parallel num_threads(team)
+    for (int index = next.fetch_add(1, std::memory_order_relaxed); index < t.count();
+         index = next.fetch_add(1, std::memory_order_relaxed)) {
+      run_tile<LA, LB>(t, index, m, n, k, a, lda, b, ldb, c, ldc, accumulate, epilogue);
+    }
+    return;
+  }
+#endif
+  for (int index = 0; index < t.count(); ++index) {
+    run_tile<LA, LB>(t, index, m, n, k, a, lda, b, ldb, c, ldc, accumulate, epilogue);
+  }
+}
+
+}  // namespace etnn::cpu::packed
+
+#endif  // ETNN_PACKED_GEMM

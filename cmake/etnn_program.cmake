@@ -29,10 +29,10 @@ function(etnn_program name)
   if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
     target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wno-aggressive-loop-optimizations>)
   endif()
-  # GCC 12 also reports "'__Y' may be used uninitialized" inside its own avx512fintrin.h when
+  # GCC 12 also reports "'__Y' (may be) used uninitialized" inside its own avx512fintrin.h when
   # Eigen's AVX-512 kernels are inlined (-march=native on AVX-512 machines; GCC bug 105593).
   if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
-    target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wno-maybe-uninitialized>
+    target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wno-maybe-uninitialized -Wno-uninitialized>
                                            $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wno-maybe-uninitialized>)
   endif()
 endfunction()

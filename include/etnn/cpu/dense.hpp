@@ -39,6 +39,7 @@ void dense_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T*
                        [&](std::size_t begin, std::size_t end) {
     for (int r = 0; r < batch; ++r) {
       const std::size_t row = static_cast<std::size_t>(r) * Out;
+      ETNN_SIMD
       for (std::size_t j = begin; j < end; ++j) {
         T g = dy[row + j];
         if constexpr (!std::is_same_v<Act, fn::Identity>) {

@@ -29,6 +29,7 @@ struct BiasActivation {
     for (std::ptrdiff_t r = r0; r < r1; ++r) {
       T* row = y + r * ld;
       T* z_row = z_saved != nullptr ? z_saved + r * ld : nullptr;
+      ETNN_SIMD
       for (std::ptrdiff_t j = c0; j < c1; ++j) {
         const T z = row[j] + (Along == BiasAlong::columns ? bias[j] : bias[r]);
         if constexpr (!std::is_same_v<Act, fn::Identity>) {
@@ -45,6 +46,7 @@ struct BiasActivation {
 template <class Act, class T>
 void activation_gradient(T* dy, const T* y, const T* z_saved, std::size_t n, Act act) {
   if constexpr (!std::is_same_v<Act, fn::Identity>) {
+    ETNN_SIMD
     for (std::size_t i = 0; i < n; ++i) dy[i] *= act.derivative(z_saved != nullptr ? z_saved[i] : y[i], y[i]);
   }
 }

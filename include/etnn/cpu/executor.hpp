@@ -20,6 +20,7 @@ void assign(Cpu, T* dst, const E& e) {
   static_assert(expr::check::sized_expression<E::sized>());
   const std::size_t n = e.size();
   cpu::parallel_chunks(n, 4096, 1, [&](std::size_t begin, std::size_t end) {
+    ETNN_SIMD
     for (std::size_t i = begin; i < end; ++i) dst[i] = e[i];
   });
 }
@@ -28,7 +29,8 @@ void assign(Cpu, T* dst, const E& e) {
 template <class T>
 void fill(Cpu, T* dst, std::size_t n, T value) {
   cpu::parallel_chunks(n, 4096, 1, [&](std::size_t begin, std::size_t end) {
-    std::fill(dst + begin, dst + end, value);
+    ETNN_SIMD
+    for (std::size_t i = begin; i < end; ++i) dst[i] = value;
   });
 }
 

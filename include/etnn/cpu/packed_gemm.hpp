@@ -72,25 +72,33 @@ template <Layout LA>
 }
 
 // Transposes the 16 x 16 block r[0..16) in registers: afterwards r[i] holds lane i of every input.
-[[gnu::target("avx512f")]] inline void transpose16(__m512 r[16]) {
+[[gnu::target("avx512f"), gnu::always_inline]] inline void transpose16(__m512 r[16]) {
   __m512 t[16];
+#pragma GCC unroll 8
   for (int i = 0; i < 16; i += 2) {  // pairs of rows, interleaved by element
-    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    // The masked forms with every lane set: GCC 12's unmasked ones warn of an uninitialised
+    // operand (_mm512_undefined_ps, GCC bug 105593) in every program built with -Wall.
+    t[i] = _mm512_mask_unpacklo_ps(r[i], 0xFFFF, r[i], r[i + 1]);
+    t[i + 1] = _mm512_mask_unpackhi_ps(r[i], 0xFFFF, r[i], r[i + 1]);
   }
+#pragma GCC unroll 4
   for (int i = 0; i < 16; i += 4) {  // pairs of those, interleaved by element pair
+#pragma GCC unroll 2
     for (int j = 0; j < 2; ++j) {
       const __m512d lo = _mm512_castps_pd(t[i + j]), hi = _mm512_castps_pd(t[i + j + 2]);
       r[i + 2 * j] = _mm512_castpd_ps(_mm512_unpacklo_pd(lo, hi));
       r[i + 2 * j + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(lo, hi));
     }
   }
+#pragma GCC unroll 2
   for (int i = 0; i < 16; i += 8) {  // 128-bit lanes: even and odd of each pair of quads
+#pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
       t[i + j] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0x88);
       t[i + j + 4] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0xdd);
     }
   }
+#pragma GCC unroll 8
   for (int j = 0; j < 8; ++j) {
     r[j] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88);
     r[j + 8] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0xdd);
@@ -121,6 +129,7 @@ template <Layout LB>
           const int depth = std::min(lanes, kc - kk);
           const __mmask16 mask = first_lanes(depth);
           __m512 block[16];
+#pragma GCC unroll 16
           for (int j = 0; j < lanes; ++j) {  // block[j]: column first + j, depths kk .. kk + 15
             block[j] = j < valid ? _mm512_maskz_loadu_ps(mask, b + static_cast<std::ptrdiff_t>(c0 + first + j) * ldb +
                                                                    k0 + kk)

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <exception>
 
+#include "../core/config.hpp"
+
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
@@ -84,6 +86,7 @@ void parallel_chunks(std::size_t n, std::size_t grain, std::size_t work_per_inde
 template <class F>
 void parallel_for(std::size_t n, F&& f) {
   parallel_chunks(n, 1024, 1, [&](std::size_t begin, std::size_t end) {
+    ETNN_SIMD
     for (std::size_t i = begin; i < end; ++i) f(i);
   });
 }

@@ -101,6 +101,16 @@ consteval bool device_available() {
 
 // ETNN_HD marks functions that run on the host and, under nvcc, on the device.
 // Every elementwise functor and update rule is ETNN_HD so both backends share one definition.
+// ETNN_SIMD before a loop whose iterations are independent (an elementwise op, an index loop
+// whose f(i) the GPU would run one thread per index): vectorised at -O2 too. GCC's -O2 cost
+// model leaves such loops scalar unless told (clang's -O2 vectorises them anyway); under OpenMP
+// `omp simd` tells it. A reduction's loop spells its own clause.
+#if defined(_OPENMP) && defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
+#define ETNN_SIMD _Pragma("omp simd")
+#else
+#define ETNN_SIMD
+#endif
+
 #if defined(__CUDACC__)
 #define ETNN_HD __host__ __device__
 #else
@@ -1196,6 +1206,7 @@ auto to_host(const X& x) {
 // The GEMM (cpu/gemm.hpp) threads through the same chunks.
 #include <exception>
 
+
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
@@ -1274,6 +1285,7 @@ void parallel_chunks(std::size_t n, std::size_t grain, std::size_t work_per_inde
 template <class F>
 void parallel_for(std::size_t n, F&& f) {
   parallel_chunks(n, 1024, 1, [&](std::size_t begin, std::size_t end) {
+    ETNN_SIMD
     for (std::size_t i = begin; i < end; ++i) f(i);
   });
 }
@@ -1289,6 +1301,7 @@ void assign(Cpu, T* dst, const E& e) {
   static_assert(expr::check::sized_expression<E::sized>());
   const std::size_t n = e.size();
   cpu::parallel_chunks(n, 4096, 1, [&](std::size_t begin, std::size_t end) {
+    ETNN_SIMD
     for (std::size_t i = begin; i < end; ++i) dst[i] = e[i];
   });
 }
@@ -1297,7 +1310,8 @@ void assign(Cpu, T* dst, const E& e) {
 template <class T>
 void fill(Cpu, T* dst, std::size_t n, T value) {
   cpu::parallel_chunks(n, 4096, 1, [&](std::size_t begin, std::size_t end) {
-    std::fill(dst + begin, dst + end, value);
+    ETNN_SIMD
+    for (std::size_t i = begin; i < end; ++i) dst[i] = value;
   });
 }
 
@@ -1422,26 +1436,50 @@ void batch_norm_backward(Cpu, const T* gamma, T* gamma_grad, T* beta_grad, const
 
 // ---- etnn/cpu/epilogue.hpp ----
 // Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
-// The activation step fused after a GEMM (dense and convolution layers), on the CPU.
-//   forward:  y = f(z) over z in place, keeping z when f' needs its input (z_saved not null)
+// The steps fused after a GEMM (dense and convolution layers), on the CPU.
+//   forward:  z = GEMM + b, y = f(z) in place, keeping z when f' needs its input (z_saved not null);
+//             run by the GEMM on each block of its result while that block is in cache
 //   backward: dz = dy (.) f'(z, y) over dy in place
 
 
 namespace etnn::cpu {
 
-template <class Act, class T>
-void activation_epilogue(T* y, T* z_saved, std::size_t n, Act act) {
-  if constexpr (!std::is_same_v<Act, fn::Identity>) {
-    for (std::size_t i = 0; i < n; ++i) {
-      if (z_saved != nullptr) z_saved[i] = y[i];
-      y[i] = act(y[i]);
+// Which index of the GEMM's result the bias follows: its columns (dense: (B, Out)) or its rows
+// (convolution: (Out, pixels) per sample).
+enum class BiasAlong { columns, rows };
+
+// The forward epilogue over a block [r0, r1) x [c0, c1) of a row-major (rows, ld) result y, and
+// of z_saved laid out alike.
+template <BiasAlong Along, class Act, class T>
+struct BiasActivation {
+  T* y;
+  T* z_saved;
+  const T* bias;
+  std::ptrdiff_t ld;
+  Act act;
+
+  void operator()(int r0, int r1, int c0, int c1) const noexcept {
+    for (std::ptrdiff_t r = r0; r < r1; ++r) {
+      T* row = y + r * ld;
+      T* z_row = z_saved != nullptr ? z_saved + r * ld : nullptr;
+      ETNN_SIMD
+      for (std::ptrdiff_t j = c0; j < c1; ++j) {
+        const T z = row[j] + (Along == BiasAlong::columns ? bias[j] : bias[r]);
+        if constexpr (!std::is_same_v<Act, fn::Identity>) {
+          if (z_row != nullptr) z_row[j] = z;
+          row[j] = act(z);
+        } else {
+          row[j] = z;
+        }
+      }
     }
   }
-}
+};
 
 template <class Act, class T>
 void activation_gradient(T* dy, const T* y, const T* z_saved, std::size_t n, Act act) {
   if constexpr (!std::is_same_v<Act, fn::Identity>) {
+    ETNN_SIMD
     for (std::size_t i = 0; i < n; ++i) dy[i] *= act.derivative(z_saved != nullptr ? z_saved[i] : y[i], y[i]);
   }
 }
@@ -1449,20 +1487,362 @@ void activation_gradient(T* dy, const T* y, const T* z_saved, std::size_t n, Act
 }  // namespace etnn::cpu
 // ---- etnn/cpu/gemm.hpp ----
 // Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
-// General matrix multiply on the CPU: C += A B with Eigen's packed, cache-blocked kernel (gebp).
+// General matrix multiply on the CPU:  C = A B  or  C += A B, then an epilogue on C's blocks.
 //   A: (M, K)   B: (K, N)   C: (M, N) row-major, leading dimension ldc
 // A and B may each be row- or column-major (a transposed operand is the other layout, no copy).
 //
-// Two things differ from writing `C.noalias() += A * B` with Eigen maps:
+// Floats run etnn's AVX-512 kernels where the CPU has them (cpu/packed_gemm.hpp, chosen at run
+// time by cpu/features.hpp, so a portable build gets them too); other CPUs, doubles and
+// ETNN_CPU_GEMM=eigen run Eigen's packed, cache-blocked kernel (gebp) for the build's instruction
+// set. Two things differ from writing `C.noalias() += A * B` with Eigen maps:
 //  - Packing buffers belong to the calling thread and grow to the largest product it has seen,
 //    so that after the first training step a GEMM allocates nothing (Eigen allocates them for
 //    every product above its 128 KiB stack limit).
 //  - Threading is ours: the larger of M and N is split across the OpenMP threads, each running a
 //    sequential GEMM on its block, when the product is large enough to pay for it.
+// Either way an element's arithmetic does not depend on the thread count.
 // This uses Eigen's internal GEMM entry point (Eigen 3.4: general_matrix_matrix_product).
 
 #include <Eigen/Core>
 
+// ---- etnn/cpu/features.hpp ----
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
+// Which float GEMM this process runs, decided once at run time from the CPU it runs on:
+//   packed: etnn's AVX-512 kernels (cpu/packed_gemm.hpp), on x86-64 CPUs with AVX-512F and an OS
+//           that saves its registers, whatever -march the program was built with;
+//   eigen:  Eigen's kernels for the build's instruction set, everywhere else.
+// ETNN_CPU_GEMM=eigen in the environment forces Eigen's (to compare the two, or to rule one out).
+#include <cstring>
+
+
+// Whether this compiler can build the AVX-512 kernels into any program (target attributes).
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define ETNN_PACKED_GEMM 1
+#else
+#define ETNN_PACKED_GEMM 0
+#endif
+
+namespace etnn::cpu {
+
+enum class GemmEngine { eigen, packed };
+
+inline GemmEngine detect_gemm_engine() {
+  const char* forced = std::getenv("ETNN_CPU_GEMM");
+  if (forced != nullptr && std::strcmp(forced, "eigen") == 0) return GemmEngine::eigen;
+#if ETNN_PACKED_GEMM
+  if (__builtin_cpu_supports("avx512f")) return GemmEngine::packed;
+#endif
+  return GemmEngine::eigen;
+}
+
+inline GemmEngine float_gemm_engine() {
+  static const GemmEngine engine = detect_gemm_engine();
+  return engine;
+}
+
+inline const char* gemm_engine_name(GemmEngine engine) {
+  return engine == GemmEngine::packed ? "etnn-avx512" : "eigen";
+}
+
+}  // namespace etnn::cpu
+// ---- etnn/cpu/layout.hpp ----
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
+// The layout of a GEMM operand: a transposed matrix is the other layout of the same memory.
+
+namespace etnn::cpu {
+
+enum class Layout { row_major, col_major };
+
+// Element (i, j) of a matrix with the given layout and leading dimension.
+template <Layout L, class T>
+const T* at(const T* m, std::ptrdiff_t ld, std::ptrdiff_t i, std::ptrdiff_t j) {
+  return L == Layout::row_major ? m + i * ld + j : m + j * ld + i;
+}
+
+}  // namespace etnn::cpu
+// ---- etnn/cpu/packed_gemm.hpp ----
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
+// etnn's own float GEMM for x86-64 CPUs with AVX-512, compiled into every build (whatever its
+// -march) and chosen at run time (cpu/gemm.hpp asks cpu/features.hpp):
+//   C = A B  or  C += A B      A: (M, K)  B: (K, N)  C: (M, N) row-major, leading dimension ldc
+// A and B may each be row- or column-major (a transposed operand is the other layout).
+//
+// The product is cut into tiles of C (rows x columns), which threads take one at a time. Each
+// tile runs over K in blocks: it packs its block of A into panels of mr rows (k-major) and its
+// block of B into panels of nr columns (k-major), zero-padded, in the calling thread's reusable
+// storage, then a register tile of mr x nr accumulators (24 of the 32 vector registers) sums one
+// block's products with FMAs in k order and adds them to C (the first block of C = A B stores).
+//
+// Bitwise independent of the thread count and the tiling: every element of C sums the same
+// K blocks, whose bounds depend on K alone, each in k order; tiles only decide who computes it.
+// After a tile's last block, `epilogue(row_begin, row_end, col_begin, col_end)` runs on it while
+// it is in cache (bias and activation of a dense layer).
+//
+// Nothing is allocated once a thread's packing storage has grown to the largest tile it has seen
+// (at most mc x kc + kc x nc floats).
+#include <atomic>
+
+
+#if ETNN_PACKED_GEMM
+#include <immintrin.h>
+
+namespace etnn::cpu::packed {
+
+inline constexpr int lanes = 16;        // floats per AVX-512 register
+inline constexpr int mr = 6;            // rows of a register tile
+inline constexpr int nr = 4 * lanes;    // columns of a register tile: 4 registers
+inline constexpr int kc_max = 256;      // depth of a K block
+inline constexpr int mc = 96;           // rows of A packed at a time: mc x kc floats (96 KiB) in L2
+inline constexpr int tile_cols = 512;   // columns of C per tile: a packed B block, kc x 512 floats (512 KiB), in L2
+
+// K blocks: ceil(K / kc_max) of near-equal depth; block b covers [K b / n, K (b + 1) / n).
+constexpr int k_blocks(int k) { return (k + kc_max - 1) / kc_max; }
+
+// Mask of the first `count` lanes (all 16 for count >= 16).
+inline __mmask16 first_lanes(int count) {
+  return count >= lanes ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << count) - 1u);
+}
+
+// Packs rows [r0, r0 + rows) and depth [k0, k0 + kc) of A into panels of mr rows:
+// panel p holds A(r0 + mr p + i, k0 + kk) at p mr kc + kk mr + i, rows past the end as zeros.
+template <Layout LA>
+[[gnu::target("avx512f")]] void pack_a(const float* a, std::ptrdiff_t lda, int r0, int rows, int k0, int kc,
+                                       float* out) {
+  for (int p = 0; p * mr < rows; ++p) {
+    float* panel = out + static_cast<std::ptrdiff_t>(p) * mr * kc;
+    const int valid = std::min(mr, rows - p * mr);
+    if constexpr (LA == Layout::col_major) {  // A(i, k) at a[k lda + i]: mr contiguous values per k
+      const __mmask16 mask = first_lanes(valid);
+      const float* column = a + static_cast<std::ptrdiff_t>(k0) * lda + r0 + p * mr;
+      for (int kk = 0; kk < kc; ++kk) {
+        const __m512 v = _mm512_maskz_loadu_ps(mask, column + kk * lda);
+        _mm512_mask_storeu_ps(panel + kk * mr, first_lanes(mr), v);
+      }
+    } else {
+      for (int i = 0; i < mr; ++i) {
+        const float* row = a + static_cast<std::ptrdiff_t>(r0 + p * mr + std::min(i, valid - 1)) * lda + k0;
+        for (int kk = 0; kk < kc; ++kk) panel[kk * mr + i] = i < valid ? row[kk] : 0.0f;
+      }
+    }
+  }
+}
+
+// Transposes the 16 x 16 block r[0..16) in registers: afterwards r[i] holds lane i of every input.
+[[gnu::target("avx512f"), gnu::always_inline]] inline void transpose16(__m512 r[16]) {
+  __m512 t[16];
+#pragma GCC unroll 8
+  for (int i = 0; i < 16; i += 2) {  // pairs of rows, interleaved by element
+    // The masked forms with every lane set: GCC 12's unmasked ones warn of an uninitialised
+    // operand (_mm512_undefined_ps, GCC bug 105593) in every program built with -Wall.
+    t[i] = _mm512_mask_unpacklo_ps(r[i], 0xFFFF, r[i], r[i + 1]);
+    t[i + 1] = _mm512_mask_unpackhi_ps(r[i], 0xFFFF, r[i], r[i + 1]);
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < 16; i += 4) {  // pairs of those, interleaved by element pair
+#pragma GCC unroll 2
+    for (int j = 0; j < 2; ++j) {
+      const __m512d lo = _mm512_castps_pd(t[i + j]), hi = _mm512_castps_pd(t[i + j + 2]);
+      r[i + 2 * j] = _mm512_castpd_ps(_mm512_unpacklo_pd(lo, hi));
+      r[i + 2 * j + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(lo, hi));
+    }
+  }
+#pragma GCC unroll 2
+  for (int i = 0; i < 16; i += 8) {  // 128-bit lanes: even and odd of each pair of quads
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      t[i + j] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0x88);
+      t[i + j + 4] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0xdd);
+    }
+  }
+#pragma GCC unroll 8
+  for (int j = 0; j < 8; ++j) {
+    r[j] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88);
+    r[j + 8] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0xdd);
+  }
+}
+
+// Packs depth [k0, k0 + kc) and columns [c0, c0 + cols) of B into panels of nr columns: panel q
+// holds B(k0 + kk, c0 + nr q + j) at q kc nr + kk nr + j, columns past the end as zeros. Packed
+// panels are read with unit stride whatever B's leading dimension (a row-major B with a stride of
+// 4 KiB would put every row of a panel in the same L1 set). A column-major B (B(k, j) at
+// b[j ldb + k]) is transposed 16 x 16 at a time in registers.
+template <Layout LB>
+[[gnu::target("avx512f")]] void pack_b(const float* b, std::ptrdiff_t ldb, int k0, int kc, int c0, int cols,
+                                       float* out) {
+  for (int q = 0; q * nr < cols; ++q) {
+    float* panel = out + static_cast<std::ptrdiff_t>(q) * kc * nr;
+    for (int v = 0; v < nr / lanes; ++v) {
+      const int first = q * nr + v * lanes;
+      const int valid = std::max(0, std::min(lanes, cols - first));
+      if constexpr (LB == Layout::row_major) {  // B(k, j) at b[k ldb + j]: 16 contiguous columns
+        const __mmask16 mask = first_lanes(valid);
+        for (int kk = 0; kk < kc; ++kk) {
+          _mm512_storeu_ps(panel + kk * nr + v * lanes,
+                           _mm512_maskz_loadu_ps(mask, b + static_cast<std::ptrdiff_t>(k0 + kk) * ldb + c0 + first));
+        }
+      } else {
+        for (int kk = 0; kk < kc; kk += lanes) {
+          const int depth = std::min(lanes, kc - kk);
+          const __mmask16 mask = first_lanes(depth);
+          __m512 block[16];
+#pragma GCC unroll 16
+          for (int j = 0; j < lanes; ++j) {  // block[j]: column first + j, depths kk .. kk + 15
+            block[j] = j < valid ? _mm512_maskz_loadu_ps(mask, b + static_cast<std::ptrdiff_t>(c0 + first + j) * ldb +
+                                                                   k0 + kk)
+                                 : _mm512_setzero_ps();
+          }
+          transpose16(block);  // block[d]: depth kk + d, columns first .. first + 15
+          for (int d = 0; d < depth; ++d) _mm512_storeu_ps(panel + (kk + d) * nr + v * lanes, block[d]);
+        }
+      }
+    }
+  }
+}
+
+// One register tile: C[0..rows, 0..cols) (+)= sum_kk ap[kk] (x) bp[kk], with Vectors = ceil(cols / 16) of the tile's 4 registers per row in use.
+// acc[r][v] holds C(r, 16 v .. 16 v + 15). Lanes past `cols` are neither loaded nor stored.
+template <int Vectors>
+[[gnu::target("avx512f")]] inline void register_tile(int kc, const float* ap, const float* bp, float* c, std::ptrdiff_t ldc, int rows, int cols, bool store) {
+  __m512 acc[mr][Vectors];
+  __mmask16 mask[Vectors];
+#pragma GCC unroll 4
+  for (int v = 0; v < Vectors; ++v) mask[v] = first_lanes(cols - v * lanes);
+#pragma GCC unroll 8
+  for (int r = 0; r < mr; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < Vectors; ++v) acc[r][v] = _mm512_setzero_ps();
+  }
+  for (int kk = 0; kk < kc; ++kk) {
+    __m512 bv[Vectors];
+#pragma GCC unroll 4
+    for (int v = 0; v < Vectors; ++v) bv[v] = _mm512_loadu_ps(bp + kk * nr + v * lanes);
+#pragma GCC unroll 8
+    for (int r = 0; r < mr; ++r) {
+      const __m512 av = _mm512_set1_ps(ap[kk * mr + r]);
+#pragma GCC unroll 4
+      for (int v = 0; v < Vectors; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < mr; ++r) {
+    if (r == rows) break;
+#pragma GCC unroll 4
+    for (int v = 0; v < Vectors; ++v) {
+      float* out = c + r * ldc + v * lanes;
+      const __m512 sum = store ? acc[r][v] : _mm512_add_ps(_mm512_maskz_loadu_ps(mask[v], out), acc[r][v]);
+      _mm512_mask_storeu_ps(out, mask[v], sum);
+    }
+  }
+}
+
+[[gnu::target("avx512f")]] inline void register_tile_any(int kc, const float* ap, const float* bp, float* c,
+                                                         std::ptrdiff_t ldc, int rows, int cols, bool store) {
+  switch ((cols + lanes - 1) / lanes) {
+    case 1: register_tile<1>(kc, ap, bp, c, ldc, rows, cols, store); break;
+    case 2: register_tile<2>(kc, ap, bp, c, ldc, rows, cols, store); break;
+    case 3: register_tile<3>(kc, ap, bp, c, ldc, rows, cols, store); break;
+    default: register_tile<4>(kc, ap, bp, c, ldc, rows, cols, store); break;
+  }
+}
+
+// The calling thread's packing storage, grown once to the largest tile it has seen.
+inline float* packing_storage(std::size_t floats) {
+  thread_local Buffer<float, Cpu> storage;
+  storage.reserve_discard(floats);
+  return storage.data();
+}
+
+// Rows [r0, r1) x columns [c0, c1) of C, over every K block; the epilogue runs on each mc-row
+// chunk once its last block is added.
+template <Layout LA, Layout LB, class Epilogue>
+void gemm_tile(int r0, int r1, int c0, int c1, int k, const float* a, std::ptrdiff_t lda, const float* b,
+               std::ptrdiff_t ldb, float* c, std::ptrdiff_t ldc, bool accumulate, Epilogue& epilogue) {
+  const int cols = c1 - c0, col_panels = (cols + nr - 1) / nr;
+  const int blocks = k_blocks(k);
+  const std::size_t a_floats = static_cast<std::size_t>(mc) * kc_max;
+  float* const packed_a = packing_storage(a_floats + static_cast<std::size_t>(col_panels) * nr * kc_max);
+  float* const packed_b = packed_a + a_floats;
+  for (int block = 0; block < blocks; ++block) {
+    const int k0 = static_cast<int>(static_cast<long>(k) * block / blocks);
+    const int kc = static_cast<int>(static_cast<long>(k) * (block + 1) / blocks) - k0;
+    pack_b<LB>(b, ldb, k0, kc, c0, cols, packed_b);
+    const bool store = !accumulate && block == 0;
+    for (int chunk = r0; chunk < r1; chunk += mc) {
+      const int rows = std::min(mc, r1 - chunk);
+      pack_a<LA>(a, lda, chunk, rows, k0, kc, packed_a);
+      for (int p = 0; p * mr < rows; ++p) {
+        const float* ap = packed_a + static_cast<std::ptrdiff_t>(p) * mr * kc;
+        for (int q = 0; q < col_panels; ++q) {
+          float* out = c + static_cast<std::ptrdiff_t>(chunk + p * mr) * ldc + c0 + q * nr;
+          register_tile_any(kc, ap, packed_b + static_cast<std::ptrdiff_t>(q) * kc * nr, out, ldc,
+                            std::min(mr, rows - p * mr), std::min(nr, cols - q * nr), store);
+        }
+      }
+      if (block == blocks - 1) epilogue(chunk, chunk + rows, c0, c1);
+    }
+  }
+}
+
+// Tiles of C: all rows by tile_cols columns, then columns halved (down to one register tile) and
+// then rows split into bands (of whole register tiles) until every thread has two tiles to take,
+// so that a thread slowed by other work on its core takes fewer of them.
+struct Tiling {
+  int rows, cols, down, across;
+  int count() const { return down * across; }
+};
+inline Tiling tiling(int m, int n, int threads) {
+  Tiling t{(m + mr - 1) / mr * mr, tile_cols, 0, 0};
+  const auto update = [&] {
+    t.down = (m + t.rows - 1) / t.rows;
+    t.across = (n + t.cols - 1) / t.cols;
+  };
+  update();
+  while (threads > 1 && t.count() < 2 * threads) {
+    if (t.cols > nr && n > t.cols / 2) {
+      t.cols /= 2;
+    } else if (t.rows > mr) {
+      t.rows = std::max(mr, (t.rows / 2 + mr - 1) / mr * mr);
+    } else {
+      break;
+    }
+    update();
+  }
+  return t;
+}
+
+template <Layout LA, Layout LB, class Epilogue>
+void run_tile(const Tiling& t, int index, int m, int n, int k, const float* a, std::ptrdiff_t lda, const float* b,
+              std::ptrdiff_t ldb, float* c, std::ptrdiff_t ldc, bool accumulate, Epilogue& epilogue) {
+  const int r0 = index / t.across * t.rows, c0 = index % t.across * t.cols;
+  gemm_tile<LA, LB>(r0, std::min(m, r0 + t.rows), c0, std::min(n, c0 + t.cols), k, a, lda, b, ldb, c, ldc,
+                    accumulate, epilogue);
+}
+
+// The product on `threads` threads (1: the calling thread only). The epilogue must not throw.
+template <Layout LA, Layout LB, class Epilogue>
+void gemm(int threads, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc,
+          bool accumulate, Epilogue& epilogue) {
+  const Tiling t = tiling(m, n, threads);
+  const int team = std::min(threads, t.count());
+#if defined(_OPENMP)
+  if (team > 1) {
+    std::atomic<int> next{0};
+#pragma omp parallel num_threads(team)
+    for (int index = next.fetch_add(1, std::memory_order_relaxed); index < t.count();
+         index = next.fetch_add(1, std::memory_order_relaxed)) {
+      run_tile<LA, LB>(t, index, m, n, k, a, lda, b, ldb, c, ldc, accumulate, epilogue);
+    }
+    return;
+  }
+#endif
+  for (int index = 0; index < t.count(); ++index) {
+    run_tile<LA, LB>(t, index, m, n, k, a, lda, b, ldb, c, ldc, accumulate, epilogue);
+  }
+}
+
+}  // namespace etnn::cpu::packed
+
+#endif  // ETNN_PACKED_GEMM
 
 #if !EIGEN_VERSION_AT_LEAST(3, 4, 0)
 #error "etnn needs Eigen 3.4 or newer"
@@ -1470,7 +1850,15 @@ void activation_gradient(T* dy, const T* y, const T* z_saved, std::size_t n, Act
 
 namespace etnn::cpu {
 
-enum class Layout { row_major, col_major };
+// Whether the product overwrites C or adds to it.
+enum class Accumulate { no, yes };
+
+// An epilogue that does nothing; an epilogue is called as epilogue(row_begin, row_end,
+// col_begin, col_end) once per finished block of C, on the thread that computed it, and must
+// not throw.
+struct NoEpilogue {
+  void operator()(int, int, int, int) const noexcept {}
+};
 
 namespace detail {
 
@@ -1497,17 +1885,15 @@ class ReusedBlocking : public Eigen::internal::level3_blocking<T, T> {
 
 constexpr int eigen_order(Layout layout) { return layout == Layout::row_major ? Eigen::RowMajor : Eigen::ColMajor; }
 
-// Element (i, j) of a matrix with the given layout and leading dimension.
-template <Layout L, class T>
-const T* at(const T* m, std::ptrdiff_t ld, std::ptrdiff_t i, std::ptrdiff_t j) {
-  return L == Layout::row_major ? m + i * ld + j : m + j * ld + i;
-}
-
 template <Layout LA, Layout LB, class T>
-void gemm_block(Eigen::Index m, Eigen::Index n, Eigen::Index k, const T* a, Eigen::Index lda, const T* b,
-                Eigen::Index ldb, T* c, Eigen::Index ldc) {
+void gemm_block(Accumulate accumulate, Eigen::Index m, Eigen::Index n, Eigen::Index k, const T* a, Eigen::Index lda,
+                const T* b, Eigen::Index ldb, T* c, Eigen::Index ldc) {
+  if (accumulate == Accumulate::no) {
+    for (Eigen::Index r = 0; r < m; ++r) std::fill_n(c + r * ldc, n, T(0));
+  }
   using Product = Eigen::internal::general_matrix_matrix_product<Eigen::Index, T, eigen_order(LA), false, T,
                                                                  eigen_order(LB), false, Eigen::RowMajor, 1>;
+  if (k == 0) return;
   ReusedBlocking<T> blocking(m, n, k);
   Product::run(m, n, k, a, lda, b, ldb, c, 1, ldc, T(1), blocking, nullptr);
 }
@@ -1535,10 +1921,30 @@ void parallel_panels(std::size_t n, std::size_t panel, std::size_t grain, std::s
 // Products smaller than this many multiply-adds run on one thread.
 inline constexpr std::size_t gemm_parallel_threshold = std::size_t{1} << 18;
 
-template <Layout LA, Layout LB, class T>
-void gemm_accumulate(int m, int n, int k, const T* a, int lda, const T* b, int ldb, T* c, int ldc) {
-  if (m == 0 || n == 0 || k == 0) return;
+// Whether floats take etnn's packed kernels in this process.
+template <class T>
+bool runs_packed() {
+#if ETNN_PACKED_GEMM
+  return std::is_same_v<T, float> && float_gemm_engine() == GemmEngine::packed;
+#else
+  return false;
+#endif
+}
+
+template <Layout LA, Layout LB, class T, class Epilogue = NoEpilogue>
+void gemm(Accumulate accumulate, int m, int n, int k, const T* a, int lda, const T* b, int ldb, T* c, int ldc,
+          Epilogue epilogue = {}) {
+  if (m == 0 || n == 0) return;
   const std::size_t work = static_cast<std::size_t>(m) * static_cast<std::size_t>(n) * static_cast<std::size_t>(k);
+#if ETNN_PACKED_GEMM
+  if constexpr (std::is_same_v<T, float>) {
+    if (runs_packed<T>() && k > 0) {
+      packed::gemm<LA, LB>(work >= gemm_parallel_threshold ? num_threads() : 1, m, n, k, a, lda, b, ldb, c, ldc,
+                           accumulate == Accumulate::yes, epilogue);
+      return;
+    }
+  }
+#endif
   const bool split_rows = m >= n;
   const std::size_t dim = split_rows ? static_cast<std::size_t>(m) : static_cast<std::size_t>(n);
   const std::size_t panel = split_rows ? gemm_row_panel<T> : gemm_column_panel<T>;
@@ -1547,19 +1953,32 @@ void gemm_accumulate(int m, int n, int k, const T* a, int lda, const T* b, int l
     const auto first = static_cast<std::ptrdiff_t>(begin);
     const auto count = static_cast<Eigen::Index>(end - begin);
     if (split_rows) {
-      detail::gemm_block<LA, LB>(count, n, k, detail::at<LA>(a, lda, first, 0), lda, b, ldb, c + first * ldc, ldc);
+      detail::gemm_block<LA, LB>(accumulate, count, n, k, at<LA>(a, lda, first, 0), lda, b, ldb, c + first * ldc,
+                                 ldc);
+      epilogue(static_cast<int>(begin), static_cast<int>(end), 0, n);
     } else {
-      detail::gemm_block<LA, LB>(m, count, k, a, lda, detail::at<LB>(b, ldb, 0, first), ldb, c + first, ldc);
+      detail::gemm_block<LA, LB>(accumulate, m, count, k, a, lda, at<LB>(b, ldb, 0, first), ldb, c + first, ldc);
+      epilogue(0, m, static_cast<int>(begin), static_cast<int>(end));
     }
   });
 }
 
 // The same product on the calling thread only, for callers that parallelise over something else
 // (convolution runs one product per sample).
-template <Layout LA, Layout LB, class T>
-void gemm_accumulate_serial(int m, int n, int k, const T* a, int lda, const T* b, int ldb, T* c, int ldc) {
-  if (m == 0 || n == 0 || k == 0) return;
-  detail::gemm_block<LA, LB>(m, n, k, a, lda, b, ldb, c, ldc);
+template <Layout LA, Layout LB, class T, class Epilogue = NoEpilogue>
+void gemm_serial(Accumulate accumulate, int m, int n, int k, const T* a, int lda, const T* b, int ldb, T* c,
+                 int ldc, Epilogue epilogue = {}) {
+  if (m == 0 || n == 0) return;
+#if ETNN_PACKED_GEMM
+  if constexpr (std::is_same_v<T, float>) {
+    if (runs_packed<T>() && k > 0) {
+      packed::gemm<LA, LB>(1, m, n, k, a, lda, b, ldb, c, ldc, accumulate == Accumulate::yes, epilogue);
+      return;
+    }
+  }
+#endif
+  detail::gemm_block<LA, LB>(accumulate, m, n, k, a, lda, b, ldb, c, ldc);
+  epilogue(0, m, 0, n);
 }
 
 }  // namespace etnn::cpu
@@ -1647,11 +2066,11 @@ void conv2d_forward(Cpu, const T* weight, const T* bias, const T* x, T* y, T* z_
     for (std::size_t b = begin; b < end; ++b) {
       T* yb = y + b * out_size;
       cpu::im2col<G>(x + b * G::channels * G::in_pixels, cols);
-      for (int o = 0; o < Out; ++o) std::fill_n(yb + o * pixels, pixels, bias[o]);
-      cpu::gemm_accumulate_serial<cpu::Layout::row_major, cpu::Layout::row_major>(Out, int{pixels}, depth, weight,
-                                                                                  depth, cols, int{pixels}, yb,
-                                                                                  int{pixels});
-      cpu::activation_epilogue(yb, z_saved != nullptr ? z_saved + b * out_size : nullptr, out_size, act);
+      // Y_b = f(W cols_b + b), the bias per output channel (row)
+      cpu::gemm_serial<cpu::Layout::row_major, cpu::Layout::row_major>(
+          cpu::Accumulate::no, Out, int{pixels}, depth, weight, depth, cols, int{pixels}, yb, int{pixels},
+          cpu::BiasActivation<cpu::BiasAlong::rows, Act, T>{yb, z_saved != nullptr ? z_saved + b * out_size : nullptr,
+                                                            bias, std::ptrdiff_t{pixels}, act});
     }
   });
 }
@@ -1679,8 +2098,8 @@ void conv2d_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T
         bias_grad[first + o] += sum;
       }
       cpu::im2col<G>(x + b * G::channels * G::in_pixels, cols);
-      cpu::gemm_accumulate_serial<cpu::Layout::row_major, cpu::Layout::col_major>(
-          count, depth, int{pixels}, dz, int{pixels}, cols, int{pixels}, weight_grad + begin * depth, depth);
+      cpu::gemm_serial<cpu::Layout::row_major, cpu::Layout::col_major>(
+          cpu::Accumulate::yes, count, depth, int{pixels}, dz, int{pixels}, cols, int{pixels}, weight_grad + begin * depth, depth);
     }
   });
   if (dx == nullptr) return;
@@ -1688,9 +2107,8 @@ void conv2d_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T
   cpu::parallel_chunks(samples, 1, out_size * depth, [&](std::size_t begin, std::size_t end) {
     T* dcols = cpu::thread_columns<T>(cols_size);
     for (std::size_t b = begin; b < end; ++b) {
-      std::fill_n(dcols, cols_size, T(0));
-      cpu::gemm_accumulate_serial<cpu::Layout::col_major, cpu::Layout::row_major>(
-          depth, int{pixels}, Out, weight, depth, dy + b * out_size, int{pixels}, dcols, int{pixels});
+      cpu::gemm_serial<cpu::Layout::col_major, cpu::Layout::row_major>(
+          cpu::Accumulate::no, depth, int{pixels}, Out, weight, depth, dy + b * out_size, int{pixels}, dcols, int{pixels});
       cpu::col2im<G>(dcols, dx + b * G::channels * G::in_pixels);
     }
   });
@@ -1702,8 +2120,8 @@ void conv2d_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T
 // Fully connected layer with a fused activation, on the CPU.
 //
 // Forward:   Z = X W^T + b,  Y = f(Z)          X: (B, IN)  W: (OUT, IN)  b: (OUT)  Y, Z: (B, OUT)
-//            Y's rows start as b, one GEMM accumulates X W^T into them, then one pass applies f
-//            (keeping Z only when f' needs its input and backward will run; none for identity).
+//            one GEMM writes X W^T into Y and, block by block while it is in cache, adds b and
+//            applies f (keeping Z only when f' needs its input and backward will run).
 // Backward:  dZ = dY (.) f'(Z, Y)   written over dY,  db += sum_b dZ      one pass
 //            dW += dZ^T X                                                  GEMM
 //            dX  = dZ W                                                    GEMM, skipped for the first layer
@@ -1714,18 +2132,10 @@ namespace etnn {
 
 template <int In, int Out, class Act, class T>
 void dense_forward(Cpu, const T* weight, const T* bias, const T* x, T* y, T* z_saved, int batch, Act act) {
-  const auto rows = static_cast<std::size_t>(batch);
-  cpu::parallel_chunks(rows, 8, Out, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t r = begin; r < end; ++r) std::copy_n(bias, Out, y + r * Out);
-  });
-  // Y += X W^T: W^T is W read column-major.
-  cpu::gemm_accumulate<cpu::Layout::row_major, cpu::Layout::col_major>(batch, Out, In, x, In, weight, In, y, Out);
-  if constexpr (!std::is_same_v<Act, fn::Identity>) {
-    cpu::parallel_chunks(rows, 8, Out, [&](std::size_t begin, std::size_t end) {
-      cpu::activation_epilogue(y + begin * Out, z_saved != nullptr ? z_saved + begin * Out : nullptr,
-                               (end - begin) * Out, act);
-    });
-  }
+  // Y = f(X W^T + b): W^T is W read column-major.
+  cpu::gemm<cpu::Layout::row_major, cpu::Layout::col_major>(
+      cpu::Accumulate::no, batch, Out, In, x, In, weight, In, y, Out,
+      cpu::BiasActivation<cpu::BiasAlong::columns, Act, T>{y, z_saved, bias, Out, act});
 }
 
 template <int In, int Out, class Act, class T>
@@ -1737,6 +2147,7 @@ void dense_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T*
                        [&](std::size_t begin, std::size_t end) {
     for (int r = 0; r < batch; ++r) {
       const std::size_t row = static_cast<std::size_t>(r) * Out;
+      ETNN_SIMD
       for (std::size_t j = begin; j < end; ++j) {
         T g = dy[row + j];
         if constexpr (!std::is_same_v<Act, fn::Identity>) {
@@ -1749,11 +2160,12 @@ void dense_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T*
     }
   });
   // dW += dZ^T X: dZ^T is dZ read column-major.
-  cpu::gemm_accumulate<cpu::Layout::col_major, cpu::Layout::row_major>(Out, In, batch, dy, Out, x, In, weight_grad, In);
+  cpu::gemm<cpu::Layout::col_major, cpu::Layout::row_major>(cpu::Accumulate::yes, Out, In, batch, dy, Out, x, In,
+                                                            weight_grad, In);
   if (dx != nullptr) {
     // dX = dZ W
-    fill(Cpu{}, dx, static_cast<std::size_t>(batch) * In, T(0));
-    cpu::gemm_accumulate<cpu::Layout::row_major, cpu::Layout::row_major>(batch, In, Out, dy, Out, weight, In, dx, In);
+    cpu::gemm<cpu::Layout::row_major, cpu::Layout::row_major>(cpu::Accumulate::no, batch, In, Out, dy, Out, weight, In,
+                                                              dx, In);
   }
 }
 
@@ -1816,7 +2228,6 @@ T label_rows_loss(Cpu, Scratch&, const T* x, int batch, int classes, std::span<c
 // they can take; so the buffer is finite exactly when the maximum of its masked exponents is below
 // that. An integer maximum may be taken in any order, so it vectorises (a floating-point sum would
 // be kept in order by the compiler, and isfinite branches).
-#include <cstring>
 #include <limits>
 
 
@@ -1829,6 +2240,9 @@ bool all_finite(const T* x, std::size_t n) {
   using Bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
   constexpr Bits exponent = static_cast<Bits>(sizeof(T) == 4 ? 0x7f800000ull : 0x7ff0000000000000ull);
   Bits largest = 0;
+#if defined(_OPENMP) && defined(__GNUC__) && !defined(__clang__)
+#pragma omp simd reduction(max : largest)
+#endif
   for (std::size_t i = 0; i < n; ++i) {
     Bits bits;
     std::memcpy(&bits, x + i, sizeof bits);

@@ -42,7 +42,7 @@ struct Options {
   int batch = 64;
   float lr = 0.01f;
   float momentum = 0.0f;
-  int threads = 0;  // 0: OpenMP's default
+  int threads = 0;  // 0: the default (OMP_NUM_THREADS, else one per core)
   std::uint64_t seed = 0;
   long limit = 0;   // train on the first N samples only (0: all)
   std::string dist = "local";

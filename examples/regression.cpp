@@ -53,7 +53,7 @@ struct Options {
   int epochs = 20;
   int batch = 64;
   float lr = 1e-3f;
-  int threads = 1;  // 0: OpenMP's default
+  int threads = 1;  // 0: the default (OMP_NUM_THREADS, else one per core)
   std::uint64_t seed = 0;
 };
 

@@ -3,7 +3,8 @@
 # directory, at -O1 and without examples and benchmarks (CMake presets asan and tsan):
 #   asan  AddressSanitizer + UndefinedBehaviorSanitizer (-fno-sanitize-recover=all): every CPU test
 #         except the compile-only ones (compile_fail.*, package.*, single_include.fresh)
-#   tsan  ThreadSanitizer: the data loader tests (test_data) and the MPI tests on 1, 2 and 4 ranks,
+#   tsan  ThreadSanitizer: the data loader tests (test_data), the CPU thread pool and GEMM tests
+#         (test_cpu) and the MPI tests on 1, 2 and 4 ranks,
 #         built without OpenMP: libgomp is not built with TSan, so TSan cannot see its barriers
 #         and would report every parallel region as a race; the threads under test are the data
 #         loader's prefetch thread and, in the MPI tests, Open MPI's own threads beside etnn's

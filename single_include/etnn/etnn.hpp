@@ -111,6 +111,18 @@ consteval bool device_available() {
 #define ETNN_SIMD
 #endif
 
+// ETNN_UNROLL(n) before a loop with a constant trip count: unrolled n times (GCC, clang), so that
+// register-tile arrays stay in registers at -O2 too. Nothing under nvcc, whose front end warns
+// on the pragma (it hands host code to GCC, whose -O3 unrolls such loops anyway).
+#define ETNN_PRAGMA(text) _Pragma(#text)
+#if defined(__CUDACC__) || !defined(__GNUC__)
+#define ETNN_UNROLL(n)
+#elif defined(__clang__)
+#define ETNN_UNROLL(n) ETNN_PRAGMA(unroll n)
+#else
+#define ETNN_UNROLL(n) ETNN_PRAGMA(GCC unroll n)
+#endif
+
 #if defined(__CUDACC__)
 #define ETNN_HD __host__ __device__
 #else
@@ -1202,36 +1214,277 @@ auto to_host(const X& x) {
 
 // ---- etnn/cpu/parallel.hpp ----
 // Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
-// Threading of CPU loops: OpenMP when the build has it, a plain loop otherwise.
-// The GEMM (cpu/gemm.hpp) threads through the same chunks.
-#include <exception>
+// Threading of CPU loops: etnn's thread pool (cpu/thread_pool.hpp) when the build enables
+// threads (-fopenmp, ETNN_WITH_OPENMP; OpenMP itself only vectorises loops, see ETNN_SIMD), a
+// plain loop otherwise. The GEMM (cpu/gemm.hpp) threads through the same pool.
 
+// ---- etnn/cpu/thread_pool.hpp ----
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
+// The threads of etnn's CPU kernels: the calling thread and a pool of workers that help it with
+// a job's chunks.
+//
+// Every thread, the caller included, takes chunks from one counter until none is left, and the
+// caller then waits only for workers that have joined the job. A worker the OS schedules late
+// (another process busy on its core) finds nothing left, or joins a job already closed, and goes
+// back to waiting; it never holds the caller up, unlike a fork-join team whose barrier waits for
+// every member. Idle workers spin briefly (a training step's next parallel loop is microseconds
+// away) and then sleep on a condition variable.
+//
+// A worker can still be preempted while it holds a chunk, and then the caller waits for the OS to
+// run it again (milliseconds, when another process is busy on its core). When the caller waits
+// for its helpers much longer than its own chunks took, the pool runs jobs on the caller alone
+// for a while (solo_period) and then tries its workers again: on a loaded machine it is never
+// slower than one thread, on an idle one it keeps every thread.
+//
+// A job from a second caller thread while one runs, and a job started inside a chunk, run on the
+// calling thread alone. Which thread runs a chunk never changes what it computes: callers fix
+// the chunks' bounds from the thread count, not from who runs them.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+namespace etnn::cpu {
+
+inline void spin_pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#endif
+}
+
+class ThreadPool {
+ public:
+  static ThreadPool& instance() {
+    static ThreadPool pool;
+    return pool;
+  }
+
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+  ~ThreadPool() { stop_workers(); }
+
+  // Threads a job may use, the caller included (at least 1).
+  int threads() const { return threads_.load(std::memory_order_relaxed); }
+
+  // Threads a job started now would get: 1 while the pool runs jobs on their callers alone. For
+  // sizing chunks, which never changes results.
+  int available_threads() const {
+    return solo_until_ns_.load(std::memory_order_relaxed) > now_ns() ? 1 : threads();
+  }
+
+  // n <= 0 restores the default: OMP_NUM_THREADS when set, else one per core. Also ends a period
+  // of running jobs alone, so the workers are tried again. Must not be called while a job runs.
+  void set_threads(int n) {
+    threads_.store(n > 0 ? n : default_threads(), std::memory_order_relaxed);
+    solo_until_ns_.store(0, std::memory_order_relaxed);
+  }
+
+  // f(c) for every c in [0, chunks), on the caller and up to threads() - 1 workers. After a chunk
+  // throws, no further chunk starts; the first exception is rethrown here once every chunk that
+  // started has ended.
+  template <class F>
+  void run(std::size_t chunks, F& f) {
+    std::unique_lock<std::mutex> owner(job_owner_, std::try_to_lock);
+    const auto start = Clock::now();
+    if (chunks <= 1 || threads() <= 1 || in_job() || !owner.owns_lock() || available_threads() == 1) {
+      for (std::size_t c = 0; c < chunks; ++c) f(c);
+      return;
+    }
+    ensure_workers(threads() - 1);
+    Job job{[](void* context, std::size_t c) { (*static_cast<F*>(context))(c); }, &f, chunks};
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      job_ = &job;
+      generation_.fetch_add(1, std::memory_order_release);
+    }
+    if (sleepers_.load(std::memory_order_acquire) > 0) wake_.notify_all();
+    in_job() = true;
+    const std::size_t own = job.take_chunks();
+    in_job() = false;
+    const auto own_end = Clock::now();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      job_ = nullptr;  // closed: no worker joins it from now on
+    }
+    // Wait for the workers that joined: briefly spinning, then asleep.
+    for (int spin = 0; spin < spins_before_sleep && job.helpers.load(std::memory_order_acquire) > 0; ++spin) {
+      spin_pause();
+    }
+    if (job.helpers.load(std::memory_order_acquire) > 0) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      left_.wait(lock, [&] { return job.helpers.load(std::memory_order_acquire) == 0; });
+    }
+    const auto end = Clock::now();
+    const bool stalled = own > 0 && end - own_end > stall_floor + 2 * (own_end - start) / static_cast<long>(own);
+    const bool starved = chunks >= 4 && 4 * (chunks - own) < chunks;  // workers ran under a quarter
+    strikes_ = stalled || starved ? strikes_ + 1 : 0;
+    if (strikes_ >= strikes_to_solo) {
+      solo_until_ns_.store(now_ns() + solo_period_ns, std::memory_order_relaxed);
+      strikes_ = 0;
+    }
+    if (job.error) std::rethrow_exception(job.error);
+  }
+
+ private:
+  struct Job {
+    void (*call)(void*, std::size_t);
+    void* context;
+    std::size_t chunks;
+    std::atomic<std::size_t> next{0};
+    std::atomic<int> helpers{0};  // workers that joined (they join under mutex_)
+    std::mutex error_mutex{};
+    std::exception_ptr error{};
+
+    // Runs chunks until none is left; returns how many this thread ran.
+    std::size_t take_chunks() {
+      std::size_t taken = 0;
+      for (std::size_t c = next.fetch_add(1, std::memory_order_relaxed); c < chunks;
+           c = next.fetch_add(1, std::memory_order_relaxed), ++taken) {
+        try {
+          call(context, c);
+        } catch (...) {
+          next.store(chunks, std::memory_order_relaxed);  // start no further chunk
+          std::lock_guard<std::mutex> lock(error_mutex);
+          if (!error) error = std::current_exception();
+        }
+      }
+      return taken;
+    }
+  };
+
+  using Clock = std::chrono::steady_clock;
+  // A wait for helpers longer than this plus twice the caller's own time per chunk is a stall.
+  static constexpr Clock::duration stall_floor = std::chrono::microseconds(200);
+  static constexpr long long solo_period_ns = 200'000'000;
+  static long long now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+  }
+  static constexpr int strikes_to_solo = 3;
+
+  ThreadPool() : threads_(default_threads()) {}
+
+  static int default_threads() {
+    if (const char* env = std::getenv("OMP_NUM_THREADS")) {
+      const int n = std::atoi(env);  // a list ("4,2") gives its first entry
+      if (n > 0) return n;
+    }
+    return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }
+
+  static bool& in_job() {
+    thread_local bool inside = false;
+    return inside;
+  }
+
+  void ensure_workers(int count) {
+    if (static_cast<int>(workers_.size()) >= count) return;
+    workers_.reserve(static_cast<std::size_t>(count));
+    while (static_cast<int>(workers_.size()) < count) workers_.emplace_back([this] { work(); });
+  }
+
+  void stop_workers() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+      generation_.fetch_add(1, std::memory_order_release);
+    }
+    wake_.notify_all();
+    for (std::thread& worker : workers_) worker.join();
+  }
+
+  // About half a millisecond of polling before a worker (or a caller waiting for one) sleeps.
+  static constexpr int spins_before_sleep = 30000;
+
+  void work() {
+    in_job() = true;  // a job started inside a chunk runs on this thread
+    unsigned seen = generation_.load(std::memory_order_acquire);
+    for (;;) {
+      for (int spin = 0; spin < spins_before_sleep && generation_.load(std::memory_order_acquire) == seen; ++spin) {
+        spin_pause();
+      }
+      Job* job = nullptr;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        if (generation_.load(std::memory_order_relaxed) == seen) {
+          sleepers_.fetch_add(1, std::memory_order_release);
+          wake_.wait(lock, [&] { return generation_.load(std::memory_order_relaxed) != seen; });
+          sleepers_.fetch_sub(1, std::memory_order_relaxed);
+        }
+        seen = generation_.load(std::memory_order_relaxed);
+        if (stopping_) return;
+        job = job_;
+        if (job != nullptr) job->helpers.fetch_add(1, std::memory_order_relaxed);
+      }
+      if (job == nullptr) continue;  // the job closed before this worker came
+      job->take_chunks();
+      // The job may end (and leave the caller's stack) as soon as helpers reaches 0.
+      if (job->helpers.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        left_.notify_all();
+      }
+    }
+  }
+
+  std::atomic<int> threads_;
+  std::mutex job_owner_;  // held by the thread whose job runs
+  std::mutex mutex_;      // job_, helpers, stopping_
+  std::condition_variable wake_, left_;
+  std::atomic<unsigned> generation_{0};
+  std::atomic<int> sleepers_{0};
+  Job* job_ = nullptr;
+  bool stopping_ = false;
+  std::atomic<long long> solo_until_ns_{0};
+  int strikes_ = 0;                 // likewise
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace etnn::cpu
 
 #if defined(_OPENMP)
-#include <omp.h>
+#define ETNN_THREADED 1
+#else
+#define ETNN_THREADED 0
 #endif
 
 namespace etnn {
 
-// Threads used by etnn's CPU kernels (elementwise loops and GEMMs). n <= 0 keeps the default
-// (OMP_NUM_THREADS, else one per core). Without OpenMP everything runs on the calling thread.
+// Threads used by etnn's CPU kernels (elementwise loops and GEMMs), the calling thread included.
+// n <= 0 restores the default (OMP_NUM_THREADS, else one per core). Without threads in the build
+// everything runs on the calling thread.
 inline void set_num_threads(int n) {
-#if defined(_OPENMP)
-  if (n > 0) omp_set_num_threads(n);
+#if ETNN_THREADED
+  cpu::ThreadPool::instance().set_threads(n);
 #else
   (void)n;
 #endif
 }
 
 inline int num_threads() {
-#if defined(_OPENMP)
-  return omp_get_max_threads();
+#if ETNN_THREADED
+  return cpu::ThreadPool::instance().threads();
 #else
   return 1;
 #endif
 }
 
 namespace cpu {
+
+// Threads a parallel loop started now would get (1 while the pool runs jobs on their callers
+// alone because its workers are not getting the CPU, see cpu/thread_pool.hpp).
+inline int available_threads() {
+#if ETNN_THREADED
+  return ThreadPool::instance().available_threads();
+#else
+  return 1;
+#endif
+}
 
 // Loops shorter than this many elements stay on one thread: a parallel region costs a few
 // microseconds, about what one core needs for this much simple elementwise work.
@@ -1252,26 +1505,19 @@ constexpr std::size_t chunk_count(std::size_t n, std::size_t grain, std::size_t 
 }
 
 // Calls f(begin, end) on disjoint chunks covering [0, n); each chunk holds at least `grain`
-// indices (unless n is smaller). Chunks run on the OpenMP threads when n * work_per_index is
+// indices (unless n is smaller). Chunks run on the pool's threads when n * work_per_index is
 // large enough. An exception thrown by f on any thread is rethrown here after all chunks end.
 template <class F>
 void parallel_chunks(std::size_t n, std::size_t grain, std::size_t work_per_index, F&& f) {
   if (n == 0) return;
-#if defined(_OPENMP)
-  const std::size_t chunks = chunk_count(n, grain, static_cast<std::size_t>(omp_get_max_threads()));
+#if ETNN_THREADED
+  const std::size_t chunks = chunk_count(n, grain, static_cast<std::size_t>(available_threads()));
   if (chunks > 1 && n * work_per_index >= parallel_threshold) {
-    std::exception_ptr error;
-#pragma omp parallel for num_threads(static_cast<int>(chunks)) schedule(static, 1)
-    for (std::size_t c = 0; c < chunks; ++c) {
-      try {
-        const ChunkBounds chunk = chunk_bounds(n, chunks, c);
-        f(chunk.begin, chunk.end);
-      } catch (...) {
-#pragma omp critical(etnn_parallel_error)
-        if (!error) error = std::current_exception();
-      }
-    }
-    if (error) std::rethrow_exception(error);
+    auto chunk = [&](std::size_t c) {
+      const ChunkBounds bounds = chunk_bounds(n, chunks, c);
+      f(bounds.begin, bounds.end);
+    };
+    ThreadPool::instance().run(chunks, chunk);
     return;
   }
 #else
@@ -1498,7 +1744,7 @@ void activation_gradient(T* dy, const T* y, const T* z_saved, std::size_t n, Act
 //  - Packing buffers belong to the calling thread and grow to the largest product it has seen,
 //    so that after the first training step a GEMM allocates nothing (Eigen allocates them for
 //    every product above its 128 KiB stack limit).
-//  - Threading is ours: the larger of M and N is split across the OpenMP threads, each running a
+//  - Threading is ours: the larger of M and N is split across etnn's threads, each running a
 //    sequential GEMM on its block, when the product is large enough to pay for it.
 // Either way an element's arithmetic does not depend on the thread count.
 // This uses Eigen's internal GEMM entry point (Eigen 3.4: general_matrix_matrix_product).
@@ -1580,7 +1826,6 @@ const T* at(const T* m, std::ptrdiff_t ld, std::ptrdiff_t i, std::ptrdiff_t j) {
 //
 // Nothing is allocated once a thread's packing storage has grown to the largest tile it has seen
 // (at most mc x kc + kc x nc floats).
-#include <atomic>
 
 
 #if ETNN_PACKED_GEMM
@@ -1630,34 +1875,34 @@ template <Layout LA>
 // Transposes the 16 x 16 block r[0..16) in registers: afterwards r[i] holds lane i of every input.
 [[gnu::target("avx512f"), gnu::always_inline]] inline void transpose16(__m512 r[16]) {
   __m512 t[16];
-#pragma GCC unroll 8
+ETNN_UNROLL(8)
   for (int i = 0; i < 16; i += 2) {  // pairs of rows, interleaved by element
-    // The masked forms with every lane set: GCC 12's unmasked ones warn of an uninitialised
-    // operand (_mm512_undefined_ps, GCC bug 105593) in every program built with -Wall.
+    // The masked forms with every lane set, here and below: GCC 12's unmasked ones warn of an
+    // uninitialised operand (_mm512_undefined_*, GCC bug 105593) in every program built with -Wall.
     t[i] = _mm512_mask_unpacklo_ps(r[i], 0xFFFF, r[i], r[i + 1]);
     t[i + 1] = _mm512_mask_unpackhi_ps(r[i], 0xFFFF, r[i], r[i + 1]);
   }
-#pragma GCC unroll 4
+ETNN_UNROLL(4)
   for (int i = 0; i < 16; i += 4) {  // pairs of those, interleaved by element pair
-#pragma GCC unroll 2
+ETNN_UNROLL(2)
     for (int j = 0; j < 2; ++j) {
       const __m512d lo = _mm512_castps_pd(t[i + j]), hi = _mm512_castps_pd(t[i + j + 2]);
-      r[i + 2 * j] = _mm512_castpd_ps(_mm512_unpacklo_pd(lo, hi));
-      r[i + 2 * j + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(lo, hi));
+      r[i + 2 * j] = _mm512_castpd_ps(_mm512_mask_unpacklo_pd(lo, 0xFF, lo, hi));
+      r[i + 2 * j + 1] = _mm512_castpd_ps(_mm512_mask_unpackhi_pd(lo, 0xFF, lo, hi));
     }
   }
-#pragma GCC unroll 2
+ETNN_UNROLL(2)
   for (int i = 0; i < 16; i += 8) {  // 128-bit lanes: even and odd of each pair of quads
-#pragma GCC unroll 4
+ETNN_UNROLL(4)
     for (int j = 0; j < 4; ++j) {
-      t[i + j] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0x88);
-      t[i + j + 4] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0xdd);
+      t[i + j] = _mm512_mask_shuffle_f32x4(r[i + j], 0xFFFF, r[i + j], r[i + j + 4], 0x88);
+      t[i + j + 4] = _mm512_mask_shuffle_f32x4(r[i + j], 0xFFFF, r[i + j], r[i + j + 4], 0xdd);
     }
   }
-#pragma GCC unroll 8
+ETNN_UNROLL(8)
   for (int j = 0; j < 8; ++j) {
-    r[j] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88);
-    r[j + 8] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0xdd);
+    r[j] = _mm512_mask_shuffle_f32x4(t[j], 0xFFFF, t[j], t[j + 8], 0x88);
+    r[j + 8] = _mm512_mask_shuffle_f32x4(t[j], 0xFFFF, t[j], t[j + 8], 0xdd);
   }
 }
 
@@ -1685,7 +1930,7 @@ template <Layout LB>
           const int depth = std::min(lanes, kc - kk);
           const __mmask16 mask = first_lanes(depth);
           __m512 block[16];
-#pragma GCC unroll 16
+ETNN_UNROLL(16)
           for (int j = 0; j < lanes; ++j) {  // block[j]: column first + j, depths kk .. kk + 15
             block[j] = j < valid ? _mm512_maskz_loadu_ps(mask, b + static_cast<std::ptrdiff_t>(c0 + first + j) * ldb +
                                                                    k0 + kk)
@@ -1705,28 +1950,28 @@ template <int Vectors>
 [[gnu::target("avx512f")]] inline void register_tile(int kc, const float* ap, const float* bp, float* c, std::ptrdiff_t ldc, int rows, int cols, bool store) {
   __m512 acc[mr][Vectors];
   __mmask16 mask[Vectors];
-#pragma GCC unroll 4
+ETNN_UNROLL(4)
   for (int v = 0; v < Vectors; ++v) mask[v] = first_lanes(cols - v * lanes);
-#pragma GCC unroll 8
+ETNN_UNROLL(8)
   for (int r = 0; r < mr; ++r) {
-#pragma GCC unroll 4
+ETNN_UNROLL(4)
     for (int v = 0; v < Vectors; ++v) acc[r][v] = _mm512_setzero_ps();
   }
   for (int kk = 0; kk < kc; ++kk) {
     __m512 bv[Vectors];
-#pragma GCC unroll 4
+ETNN_UNROLL(4)
     for (int v = 0; v < Vectors; ++v) bv[v] = _mm512_loadu_ps(bp + kk * nr + v * lanes);
-#pragma GCC unroll 8
+ETNN_UNROLL(8)
     for (int r = 0; r < mr; ++r) {
       const __m512 av = _mm512_set1_ps(ap[kk * mr + r]);
-#pragma GCC unroll 4
+ETNN_UNROLL(4)
       for (int v = 0; v < Vectors; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
     }
   }
-#pragma GCC unroll 8
+ETNN_UNROLL(8)
   for (int r = 0; r < mr; ++r) {
     if (r == rows) break;
-#pragma GCC unroll 4
+ETNN_UNROLL(4)
     for (int v = 0; v < Vectors; ++v) {
       float* out = c + r * ldc + v * lanes;
       const __m512 sum = store ? acc[r][v] : _mm512_add_ps(_mm512_maskz_loadu_ps(mask[v], out), acc[r][v]);
@@ -1818,26 +2063,20 @@ void run_tile(const Tiling& t, int index, int m, int n, int k, const float* a, s
                     accumulate, epilogue);
 }
 
-// The product on `threads` threads (1: the calling thread only). The epilogue must not throw.
+// The product on `threads` threads (1: the calling thread only), which take tiles one at a
+// time. The epilogue must not throw.
 template <Layout LA, Layout LB, class Epilogue>
 void gemm(int threads, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc,
           bool accumulate, Epilogue& epilogue) {
   const Tiling t = tiling(m, n, threads);
-  const int team = std::min(threads, t.count());
-#if defined(_OPENMP)
-  if (team > 1) {
-    std::atomic<int> next{0};
-#pragma omp parallel num_threads(team)
-    for (int index = next.fetch_add(1, std::memory_order_relaxed); index < t.count();
-         index = next.fetch_add(1, std::memory_order_relaxed)) {
-      run_tile<LA, LB>(t, index, m, n, k, a, lda, b, ldb, c, ldc, accumulate, epilogue);
-    }
+  auto tile = [&](std::size_t index) {
+    run_tile<LA, LB>(t, static_cast<int>(index), m, n, k, a, lda, b, ldb, c, ldc, accumulate, epilogue);
+  };
+  if (threads > 1 && t.count() > 1) {
+    ThreadPool::instance().run(static_cast<std::size_t>(t.count()), tile);
     return;
   }
-#endif
-  for (int index = 0; index < t.count(); ++index) {
-    run_tile<LA, LB>(t, index, m, n, k, a, lda, b, ldb, c, ldc, accumulate, epilogue);
-  }
+  for (int index = 0; index < t.count(); ++index) tile(static_cast<std::size_t>(index));
 }
 
 }  // namespace etnn::cpu::packed
@@ -1939,7 +2178,7 @@ void gemm(Accumulate accumulate, int m, int n, int k, const T* a, int lda, const
 #if ETNN_PACKED_GEMM
   if constexpr (std::is_same_v<T, float>) {
     if (runs_packed<T>() && k > 0) {
-      packed::gemm<LA, LB>(work >= gemm_parallel_threshold ? num_threads() : 1, m, n, k, a, lda, b, ldb, c, ldc,
+      packed::gemm<LA, LB>(work >= gemm_parallel_threshold ? available_threads() : 1, m, n, k, a, lda, b, ldb, c, ldc,
                            accumulate == Accumulate::yes, epilogue);
       return;
     }
@@ -5001,7 +5240,6 @@ std::size_t first_non_finite(Cuda, const T* x, std::size_t begin, std::size_t en
 // Data already in that form passes through untouched; otherwise it is converted (and, for a
 // device model, copied from host memory) into a buffer that grows to the largest batch seen and is
 // then reused: no allocation per step.
-#include <vector>
 
 
 namespace etnn::backend {
@@ -9928,11 +10166,8 @@ SGD(Model&, const SgdOptions&, R&, BucketOptions) -> SGD<Model, R>;
 //          gathered into loader-owned memory that stays valid until the iterator advances
 // With prefetch a worker thread gathers batch k + 1 while the caller uses batch k (two buffers).
 // Buffers are sized at construction: iterating allocates nothing per batch.
-#include <condition_variable>
 #include <iterator>
-#include <mutex>
 #include <optional>
-#include <thread>
 
 // ---- etnn/data/sampler.hpp ----
 // Private to data/: include <etnn/data/data.hpp> or <etnn/etnn.hpp>.
@@ -12170,7 +12405,6 @@ inline constexpr MeanAbsoluteError mean_absolute_error{};
 // A live one-line progress bar for a training epoch:
 //   epoch 3/10 [=========>          ] 28160/60000  loss 0.4123  51234 samples/s
 // Redrawn at most 10 times a second, only when the stream is a terminal (logs stay clean).
-#include <chrono>
 
 namespace etnn {
 

@@ -11,7 +11,7 @@
 //  - Packing buffers belong to the calling thread and grow to the largest product it has seen,
 //    so that after the first training step a GEMM allocates nothing (Eigen allocates them for
 //    every product above its 128 KiB stack limit).
-//  - Threading is ours: the larger of M and N is split across the OpenMP threads, each running a
+//  - Threading is ours: the larger of M and N is split across etnn's threads, each running a
 //    sequential GEMM on its block, when the product is large enough to pay for it.
 // Either way an element's arithmetic does not depend on the thread count.
 // This uses Eigen's internal GEMM entry point (Eigen 3.4: general_matrix_matrix_product).
@@ -123,7 +123,7 @@ void gemm(Accumulate accumulate, int m, int n, int k, const T* a, int lda, const
 #if ETNN_PACKED_GEMM
   if constexpr (std::is_same_v<T, float>) {
     if (runs_packed<T>() && k > 0) {
-      packed::gemm<LA, LB>(work >= gemm_parallel_threshold ? num_threads() : 1, m, n, k, a, lda, b, ldb, c, ldc,
+      packed::gemm<LA, LB>(work >= gemm_parallel_threshold ? available_threads() : 1, m, n, k, a, lda, b, ldb, c, ldc,
                            accumulate == Accumulate::yes, epilogue);
       return;
     }

@@ -19,13 +19,14 @@
 // Nothing is allocated once a thread's packing storage has grown to the largest tile it has seen
 // (at most mc x kc + kc x nc floats).
 #include <algorithm>
-#include <atomic>
 #include <cstddef>
 
+#include "../core/config.hpp"
 #include "../core/device.hpp"
 #include "../tensor/buffer.hpp"
 #include "features.hpp"
 #include "layout.hpp"
+#include "thread_pool.hpp"
 
 #if ETNN_PACKED_GEMM
 #include <immintrin.h>
@@ -74,34 +75,34 @@ template <Layout LA>
 // Transposes the 16 x 16 block r[0..16) in registers: afterwards r[i] holds lane i of every input.
 [[gnu::target("avx512f"), gnu::always_inline]] inline void transpose16(__m512 r[16]) {
   __m512 t[16];
-#pragma GCC unroll 8
+ETNN_UNROLL(8)
   for (int i = 0; i < 16; i += 2) {  // pairs of rows, interleaved by element
-    // The masked forms with every lane set: GCC 12's unmasked ones warn of an uninitialised
-    // operand (_mm512_undefined_ps, GCC bug 105593) in every program built with -Wall.
+    // The masked forms with every lane set, here and below: GCC 12's unmasked ones warn of an
+    // uninitialised operand (_mm512_undefined_*, GCC bug 105593) in every program built with -Wall.
     t[i] = _mm512_mask_unpacklo_ps(r[i], 0xFFFF, r[i], r[i + 1]);
     t[i + 1] = _mm512_mask_unpackhi_ps(r[i], 0xFFFF, r[i], r[i + 1]);
   }
-#pragma GCC unroll 4
+ETNN_UNROLL(4)
   for (int i = 0; i < 16; i += 4) {  // pairs of those, interleaved by element pair
-#pragma GCC unroll 2
+ETNN_UNROLL(2)
     for (int j = 0; j < 2; ++j) {
       const __m512d lo = _mm512_castps_pd(t[i + j]), hi = _mm512_castps_pd(t[i + j + 2]);
-      r[i + 2 * j] = _mm512_castpd_ps(_mm512_unpacklo_pd(lo, hi));
-      r[i + 2 * j + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(lo, hi));
+      r[i + 2 * j] = _mm512_castpd_ps(_mm512_mask_unpacklo_pd(lo, 0xFF, lo, hi));
+      r[i + 2 * j + 1] = _mm512_castpd_ps(_mm512_mask_unpackhi_pd(lo, 0xFF, lo, hi));
     }
   }
-#pragma GCC unroll 2
+ETNN_UNROLL(2)
   for (int i = 0; i < 16; i += 8) {  // 128-bit lanes: even and odd of each pair of quads
-#pragma GCC unroll 4
+ETNN_UNROLL(4)
     for (int j = 0; j < 4; ++j) {
-      t[i + j] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0x88);
-      t[i + j + 4] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0xdd);
+      t[i + j] = _mm512_mask_shuffle_f32x4(r[i + j], 0xFFFF, r[i + j], r[i + j + 4], 0x88);
+      t[i + j + 4] = _mm512_mask_shuffle_f32x4(r[i + j], 0xFFFF, r[i + j], r[i + j + 4], 0xdd);
     }
   }
-#pragma GCC unroll 8
+ETNN_UNROLL(8)
   for (int j = 0; j < 8; ++j) {
-    r[j] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88);
-    r[j + 8] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0xdd);
+    r[j] = _mm512_mask_shuffle_f32x4(t[j], 0xFFFF, t[j], t[j + 8], 0x88);
+    r[j + 8] = _mm512_mask_shuffle_f32x4(t[j], 0xFFFF, t[j], t[j + 8], 0xdd);
   }
 }
 
@@ -129,7 +130,7 @@ template <Layout LB>
           const int depth = std::min(lanes, kc - kk);
           const __mmask16 mask = first_lanes(depth);
           __m512 block[16];
-#pragma GCC unroll 16
+ETNN_UNROLL(16)
           for (int j = 0; j < lanes; ++j) {  // block[j]: column first + j, depths kk .. kk + 15
             block[j] = j < valid ? _mm512_maskz_loadu_ps(mask, b + static_cast<std::ptrdiff_t>(c0 + first + j) * ldb +
                                                                    k0 + kk)
@@ -149,28 +150,28 @@ template <int Vectors>
 [[gnu::target("avx512f")]] inline void register_tile(int kc, const float* ap, const float* bp, float* c, std::ptrdiff_t ldc, int rows, int cols, bool store) {
   __m512 acc[mr][Vectors];
   __mmask16 mask[Vectors];
-#pragma GCC unroll 4
+ETNN_UNROLL(4)
   for (int v = 0; v < Vectors; ++v) mask[v] = first_lanes(cols - v * lanes);
-#pragma GCC unroll 8
+ETNN_UNROLL(8)
   for (int r = 0; r < mr; ++r) {
-#pragma GCC unroll 4
+ETNN_UNROLL(4)
     for (int v = 0; v < Vectors; ++v) acc[r][v] = _mm512_setzero_ps();
   }
   for (int kk = 0; kk < kc; ++kk) {
     __m512 bv[Vectors];
-#pragma GCC unroll 4
+ETNN_UNROLL(4)
     for (int v = 0; v < Vectors; ++v) bv[v] = _mm512_loadu_ps(bp + kk * nr + v * lanes);
-#pragma GCC unroll 8
+ETNN_UNROLL(8)
     for (int r = 0; r < mr; ++r) {
       const __m512 av = _mm512_set1_ps(ap[kk * mr + r]);
-#pragma GCC unroll 4
+ETNN_UNROLL(4)
       for (int v = 0; v < Vectors; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
     }
   }
-#pragma GCC unroll 8
+ETNN_UNROLL(8)
   for (int r = 0; r < mr; ++r) {
     if (r == rows) break;
-#pragma GCC unroll 4
+ETNN_UNROLL(4)
     for (int v = 0; v < Vectors; ++v) {
       float* out = c + r * ldc + v * lanes;
       const __m512 sum = store ? acc[r][v] : _mm512_add_ps(_mm512_maskz_loadu_ps(mask[v], out), acc[r][v]);
@@ -262,26 +263,20 @@ void run_tile(const Tiling& t, int index, int m, int n, int k, const float* a, s
                     accumulate, epilogue);
 }
 
-// The product on `threads` threads (1: the calling thread only). The epilogue must not throw.
+// The product on `threads` threads (1: the calling thread only), which take tiles one at a
+// time. The epilogue must not throw.
 template <Layout LA, Layout LB, class Epilogue>
 void gemm(int threads, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc,
           bool accumulate, Epilogue& epilogue) {
   const Tiling t = tiling(m, n, threads);
-  const int team = std::min(threads, t.count());
-#if defined(_OPENMP)
-  if (team > 1) {
-    std::atomic<int> next{0};
-#pragma omp parallel num_threads(team)
-    for (int index = next.fetch_add(1, std::memory_order_relaxed); index < t.count();
-         index = next.fetch_add(1, std::memory_order_relaxed)) {
-      run_tile<LA, LB>(t, index, m, n, k, a, lda, b, ldb, c, ldc, accumulate, epilogue);
-    }
+  auto tile = [&](std::size_t index) {
+    run_tile<LA, LB>(t, static_cast<int>(index), m, n, k, a, lda, b, ldb, c, ldc, accumulate, epilogue);
+  };
+  if (threads > 1 && t.count() > 1) {
+    ThreadPool::instance().run(static_cast<std::size_t>(t.count()), tile);
     return;
   }
-#endif
-  for (int index = 0; index < t.count(); ++index) {
-    run_tile<LA, LB>(t, index, m, n, k, a, lda, b, ldb, c, ldc, accumulate, epilogue);
-  }
+  for (int index = 0; index < t.count(); ++index) tile(static_cast<std::size_t>(index));
 }
 
 }  // namespace etnn::cpu::packed

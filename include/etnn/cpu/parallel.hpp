@@ -1,38 +1,52 @@
 #pragma once
 // Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
-// Threading of CPU loops: OpenMP when the build has it, a plain loop otherwise.
-// The GEMM (cpu/gemm.hpp) threads through the same chunks.
+// Threading of CPU loops: etnn's thread pool (cpu/thread_pool.hpp) when the build enables
+// threads (-fopenmp, ETNN_WITH_OPENMP; OpenMP itself only vectorises loops, see ETNN_SIMD), a
+// plain loop otherwise. The GEMM (cpu/gemm.hpp) threads through the same pool.
 #include <algorithm>
 #include <cstddef>
-#include <exception>
 
 #include "../core/config.hpp"
+#include "thread_pool.hpp"
 
 #if defined(_OPENMP)
-#include <omp.h>
+#define ETNN_THREADED 1
+#else
+#define ETNN_THREADED 0
 #endif
 
 namespace etnn {
 
-// Threads used by etnn's CPU kernels (elementwise loops and GEMMs). n <= 0 keeps the default
-// (OMP_NUM_THREADS, else one per core). Without OpenMP everything runs on the calling thread.
+// Threads used by etnn's CPU kernels (elementwise loops and GEMMs), the calling thread included.
+// n <= 0 restores the default (OMP_NUM_THREADS, else one per core). Without threads in the build
+// everything runs on the calling thread.
 inline void set_num_threads(int n) {
-#if defined(_OPENMP)
-  if (n > 0) omp_set_num_threads(n);
+#if ETNN_THREADED
+  cpu::ThreadPool::instance().set_threads(n);
 #else
   (void)n;
 #endif
 }
 
 inline int num_threads() {
-#if defined(_OPENMP)
-  return omp_get_max_threads();
+#if ETNN_THREADED
+  return cpu::ThreadPool::instance().threads();
 #else
   return 1;
 #endif
 }
 
 namespace cpu {
+
+// Threads a parallel loop started now would get (1 while the pool runs jobs on their callers
+// alone because its workers are not getting the CPU, see cpu/thread_pool.hpp).
+inline int available_threads() {
+#if ETNN_THREADED
+  return ThreadPool::instance().available_threads();
+#else
+  return 1;
+#endif
+}
 
 // Loops shorter than this many elements stay on one thread: a parallel region costs a few
 // microseconds, about what one core needs for this much simple elementwise work.
@@ -53,26 +67,19 @@ constexpr std::size_t chunk_count(std::size_t n, std::size_t grain, std::size_t 
 }
 
 // Calls f(begin, end) on disjoint chunks covering [0, n); each chunk holds at least `grain`
-// indices (unless n is smaller). Chunks run on the OpenMP threads when n * work_per_index is
+// indices (unless n is smaller). Chunks run on the pool's threads when n * work_per_index is
 // large enough. An exception thrown by f on any thread is rethrown here after all chunks end.
 template <class F>
 void parallel_chunks(std::size_t n, std::size_t grain, std::size_t work_per_index, F&& f) {
   if (n == 0) return;
-#if defined(_OPENMP)
-  const std::size_t chunks = chunk_count(n, grain, static_cast<std::size_t>(omp_get_max_threads()));
+#if ETNN_THREADED
+  const std::size_t chunks = chunk_count(n, grain, static_cast<std::size_t>(available_threads()));
   if (chunks > 1 && n * work_per_index >= parallel_threshold) {
-    std::exception_ptr error;
-#pragma omp parallel for num_threads(static_cast<int>(chunks)) schedule(static, 1)
-    for (std::size_t c = 0; c < chunks; ++c) {
-      try {
-        const ChunkBounds chunk = chunk_bounds(n, chunks, c);
-        f(chunk.begin, chunk.end);
-      } catch (...) {
-#pragma omp critical(etnn_parallel_error)
-        if (!error) error = std::current_exception();
-      }
-    }
-    if (error) std::rethrow_exception(error);
+    auto chunk = [&](std::size_t c) {
+      const ChunkBounds bounds = chunk_bounds(n, chunks, c);
+      f(bounds.begin, bounds.end);
+    };
+    ThreadPool::instance().run(chunks, chunk);
     return;
   }
 #else

@@ -1,0 +1,232 @@
+#pragma once
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
+// The threads of etnn's CPU kernels: the calling thread and a pool of workers that help it with
+// a job's chunks.
+//
+// Every thread, the caller included, takes chunks from one counter until none is left, and the
+// caller then waits only for workers that have joined the job. A worker the OS schedules late
+// (another process busy on its core) finds nothing left, or joins a job already closed, and goes
+// back to waiting; it never holds the caller up, unlike a fork-join team whose barrier waits for
+// every member. Idle workers spin briefly (a training step's next parallel loop is microseconds
+// away) and then sleep on a condition variable.
+//
+// A worker can still be preempted while it holds a chunk, and then the caller waits for the OS to
+// run it again (milliseconds, when another process is busy on its core). When the caller waits
+// for its helpers much longer than its own chunks took, the pool runs jobs on the caller alone
+// for a while (solo_period) and then tries its workers again: on a loaded machine it is never
+// slower than one thread, on an idle one it keeps every thread.
+//
+// A job from a second caller thread while one runs, and a job started inside a chunk, run on the
+// calling thread alone. Which thread runs a chunk never changes what it computes: callers fix
+// the chunks' bounds from the thread count, not from who runs them.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdlib>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+namespace etnn::cpu {
+
+inline void spin_pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#endif
+}
+
+class ThreadPool {
+ public:
+  static ThreadPool& instance() {
+    static ThreadPool pool;
+    return pool;
+  }
+
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+  ~ThreadPool() { stop_workers(); }
+
+  // Threads a job may use, the caller included (at least 1).
+  int threads() const { return threads_.load(std::memory_order_relaxed); }
+
+  // Threads a job started now would get: 1 while the pool runs jobs on their callers alone. For
+  // sizing chunks, which never changes results.
+  int available_threads() const {
+    return solo_until_ns_.load(std::memory_order_relaxed) > now_ns() ? 1 : threads();
+  }
+
+  // n <= 0 restores the default: OMP_NUM_THREADS when set, else one per core. Also ends a period
+  // of running jobs alone, so the workers are tried again. Must not be called while a job runs.
+  void set_threads(int n) {
+    threads_.store(n > 0 ? n : default_threads(), std::memory_order_relaxed);
+    solo_until_ns_.store(0, std::memory_order_relaxed);
+  }
+
+  // f(c) for every c in [0, chunks), on the caller and up to threads() - 1 workers. After a chunk
+  // throws, no further chunk starts; the first exception is rethrown here once every chunk that
+  // started has ended.
+  template <class F>
+  void run(std::size_t chunks, F& f) {
+    std::unique_lock<std::mutex> owner(job_owner_, std::try_to_lock);
+    const auto start = Clock::now();
+    if (chunks <= 1 || threads() <= 1 || in_job() || !owner.owns_lock() || available_threads() == 1) {
+      for (std::size_t c = 0; c < chunks; ++c) f(c);
+      return;
+    }
+    ensure_workers(threads() - 1);
+    Job job{[](void* context, std::size_t c) { (*static_cast<F*>(context))(c); }, &f, chunks};
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      job_ = &job;
+      generation_.fetch_add(1, std::memory_order_release);
+    }
+    if (sleepers_.load(std::memory_order_acquire) > 0) wake_.notify_all();
+    in_job() = true;
+    const std::size_t own = job.take_chunks();
+    in_job() = false;
+    const auto own_end = Clock::now();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      job_ = nullptr;  // closed: no worker joins it from now on
+    }
+    // Wait for the workers that joined: briefly spinning, then asleep.
+    for (int spin = 0; spin < spins_before_sleep && job.helpers.load(std::memory_order_acquire) > 0; ++spin) {
+      spin_pause();
+    }
+    if (job.helpers.load(std::memory_order_acquire) > 0) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      left_.wait(lock, [&] { return job.helpers.load(std::memory_order_acquire) == 0; });
+    }
+    const auto end = Clock::now();
+    const bool stalled = own > 0 && end - own_end > stall_floor + 2 * (own_end - start) / static_cast<long>(own);
+    const bool starved = chunks >= 4 && 4 * (chunks - own) < chunks;  // workers ran under a quarter
+    strikes_ = stalled || starved ? strikes_ + 1 : 0;
+    if (strikes_ >= strikes_to_solo) {
+      solo_until_ns_.store(now_ns() + solo_period_ns, std::memory_order_relaxed);
+      strikes_ = 0;
+    }
+    if (job.error) std::rethrow_exception(job.error);
+  }
+
+ private:
+  struct Job {
+    void (*call)(void*, std::size_t);
+    void* context;
+    std::size_t chunks;
+    std::atomic<std::size_t> next{0};
+    std::atomic<int> helpers{0};  // workers that joined (they join under mutex_)
+    std::mutex error_mutex{};
+    std::exception_ptr error{};
+
+    // Runs chunks until none is left; returns how many this thread ran.
+    std::size_t take_chunks() {
+      std::size_t taken = 0;
+      for (std::size_t c = next.fetch_add(1, std::memory_order_relaxed); c < chunks;
+           c = next.fetch_add(1, std::memory_order_relaxed), ++taken) {
+        try {
+          call(context, c);
+        } catch (...) {
+          next.store(chunks, std::memory_order_relaxed);  // start no further chunk
+          std::lock_guard<std::mutex> lock(error_mutex);
+          if (!error) error = std::current_exception();
+        }
+      }
+      return taken;
+    }
+  };
+
+  using Clock = std::chrono::steady_clock;
+  // A wait for helpers longer than this plus twice the caller's own time per chunk is a stall.
+  static constexpr Clock::duration stall_floor = std::chrono::microseconds(200);
+  static constexpr long long solo_period_ns = 200'000'000;
+  static long long now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+  }
+  static constexpr int strikes_to_solo = 3;
+
+  ThreadPool() : threads_(default_threads()) {}
+
+  static int default_threads() {
+    if (const char* env = std::getenv("OMP_NUM_THREADS")) {
+      const int n = std::atoi(env);  // a list ("4,2") gives its first entry
+      if (n > 0) return n;
+    }
+    return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }
+
+  static bool& in_job() {
+    thread_local bool inside = false;
+    return inside;
+  }
+
+  void ensure_workers(int count) {
+    if (static_cast<int>(workers_.size()) >= count) return;
+    workers_.reserve(static_cast<std::size_t>(count));
+    while (static_cast<int>(workers_.size()) < count) workers_.emplace_back([this] { work(); });
+  }
+
+  void stop_workers() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+      generation_.fetch_add(1, std::memory_order_release);
+    }
+    wake_.notify_all();
+    for (std::thread& worker : workers_) worker.join();
+  }
+
+  // About half a millisecond of polling before a worker (or a caller waiting for one) sleeps.
+  static constexpr int spins_before_sleep = 30000;
+
+  void work() {
+    in_job() = true;  // a job started inside a chunk runs on this thread
+    unsigned seen = generation_.load(std::memory_order_acquire);
+    for (;;) {
+      for (int spin = 0; spin < spins_before_sleep && generation_.load(std::memory_order_acquire) == seen; ++spin) {
+        spin_pause();
+      }
+      Job* job = nullptr;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        if (generation_.load(std::memory_order_relaxed) == seen) {
+          sleepers_.fetch_add(1, std::memory_order_release);
+          wake_.wait(lock, [&] { return generation_.load(std::memory_order_relaxed) != seen; });
+          sleepers_.fetch_sub(1, std::memory_order_relaxed);
+        }
+        seen = generation_.load(std::memory_order_relaxed);
+        if (stopping_) return;
+        job = job_;
+        if (job != nullptr) job->helpers.fetch_add(1, std::memory_order_relaxed);
+      }
+      if (job == nullptr) continue;  // the job closed before this worker came
+      job->take_chunks();
+      // The job may end (and leave the caller's stack) as soon as helpers reaches 0.
+      if (job->helpers.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        left_.notify_all();
+      }
+    }
+  }
+
+  std::atomic<int> threads_;
+  std::mutex job_owner_;  // held by the thread whose job runs
+  std::mutex mutex_;      // job_, helpers, stopping_
+  std::condition_variable wake_, left_;
+  std::atomic<unsigned> generation_{0};
+  std::atomic<int> sleepers_{0};
+  Job* job_ = nullptr;
+  bool stopping_ = false;
+  std::atomic<long long> solo_until_ns_{0};
+  int strikes_ = 0;                 // likewise
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace etnn::cpu

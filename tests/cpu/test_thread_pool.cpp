@@ -1,0 +1,96 @@
+// etnn's CPU thread pool: every chunk runs exactly once, on several threads when asked; the first
+// exception reaches the caller after every started chunk ended; a job inside a chunk and jobs from
+// concurrent caller threads run (on their callers); the pool takes new thread counts.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include <etnn/etnn.hpp>
+
+namespace {
+using etnn::cpu::ThreadPool;
+
+// Restores the pool's thread count when a test ends.
+struct ThreadCount {
+  int saved = ThreadPool::instance().threads();
+  explicit ThreadCount(int n) { ThreadPool::instance().set_threads(n); }
+  ~ThreadCount() { ThreadPool::instance().set_threads(saved); }
+};
+}  // namespace
+
+TEST_CASE("thread pool: every chunk once, for any thread count") {
+  for (const int threads : {1, 2, 3, 8}) {
+    ThreadCount count(threads);
+    for (const std::size_t chunks : {std::size_t{1}, std::size_t{2}, std::size_t{7}, std::size_t{1000}}) {
+      std::vector<std::atomic<int>> runs(chunks);
+      auto f = [&](std::size_t c) { runs[c].fetch_add(1, std::memory_order_relaxed); };
+      for (int repeat = 0; repeat < 20; ++repeat) ThreadPool::instance().run(chunks, f);
+      for (const auto& r : runs) REQUIRE(r.load() == 20);
+    }
+  }
+}
+
+TEST_CASE("thread pool: workers take chunks when the caller is busy") {
+  ThreadCount count(2);
+  std::atomic<int> others{0};
+  const auto caller = std::this_thread::get_id();
+  auto f = [&](std::size_t) {
+    if (std::this_thread::get_id() != caller) others.fetch_add(1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  };
+  for (int repeat = 0; repeat < 5 && others.load() == 0; ++repeat) ThreadPool::instance().run(8, f);
+  CHECK(others.load() > 0);
+}
+
+TEST_CASE("thread pool: the first exception reaches the caller after every started chunk ended") {
+  ThreadCount count(3);
+  std::atomic<int> started{0}, ended{0};
+  auto f = [&](std::size_t c) {
+    started.fetch_add(1);
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    ended.fetch_add(1);
+    if (c % 3 == 1) throw std::runtime_error("chunk failed");
+  };
+  CHECK_THROWS_WITH(ThreadPool::instance().run(30, f), "chunk failed");
+  CHECK(ended.load() == started.load());
+  CHECK(started.load() < 30);  // chunks after the failure never started
+  // The pool still works afterwards.
+  std::atomic<int> runs{0};
+  auto g = [&](std::size_t) { runs.fetch_add(1); };
+  ThreadPool::instance().run(10, g);
+  CHECK(runs.load() == 10);
+}
+
+TEST_CASE("thread pool: a job inside a chunk, and jobs from several caller threads") {
+  ThreadCount count(2);
+  std::atomic<int> inner{0};
+  auto nested = [&](std::size_t) {
+    auto leaf = [&](std::size_t) { inner.fetch_add(1); };
+    ThreadPool::instance().run(4, leaf);
+  };
+  ThreadPool::instance().run(6, nested);
+  CHECK(inner.load() == 24);
+
+  std::atomic<int> total{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 4; ++t) {
+    callers.emplace_back([&] {
+      auto f = [&](std::size_t) { total.fetch_add(1); };
+      for (int repeat = 0; repeat < 50; ++repeat) ThreadPool::instance().run(16, f);
+    });
+  }
+  for (auto& c : callers) c.join();
+  CHECK(total.load() == 4 * 50 * 16);
+}
+
+TEST_CASE("thread pool: set_threads(0) restores the default, and the count bounds available threads") {
+  ThreadCount count(5);
+  CHECK(etnn::cpu::ThreadPool::instance().threads() == 5);
+  CHECK(ThreadPool::instance().available_threads() <= 5);
+  ThreadPool::instance().set_threads(0);
+  CHECK(ThreadPool::instance().threads() >= 1);
+}

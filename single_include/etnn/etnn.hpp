@@ -1223,11 +1223,14 @@ auto to_host(const X& x) {
 // The threads of etnn's CPU kernels: the calling thread and a pool of workers that help it with
 // a job's chunks.
 //
-// Every thread, the caller included, takes chunks from one counter until none is left, and the
-// caller then waits only for workers that have joined the job. A worker the OS schedules late
-// (another process busy on its core) finds nothing left, or joins a job already closed, and goes
-// back to waiting; it never holds the caller up, unlike a fork-join team whose barrier waits for
-// every member. Idle workers spin briefly (a training step's next parallel loop is microseconds
+// A job of more chunks than threads is shared: every thread, the caller included, takes chunks
+// from one counter until none is left, and the caller then waits only for workers that have
+// joined. A worker the OS schedules late (another process busy on its core) finds nothing left,
+// or a job already closed, and goes back to waiting; it never holds the caller up, unlike a
+// fork-join team whose barrier waits for every member. A job of at most as many chunks as
+// threads is owned: chunk c runs on thread c (0: the caller), so that every thread sees the same
+// chunk shapes in every step and its reusable buffers (Eigen's packing, sized by the products it
+// has run) have grown in the first one. Idle workers spin briefly (a training step's next parallel loop is microseconds
 // away) and then sleep on a condition variable.
 //
 // A worker can still be preempted while it holds a chunk, and then the caller waits for the OS to
@@ -1246,6 +1249,74 @@ auto to_host(const X& x) {
 #include <mutex>
 #include <thread>
 #include <vector>
+
+// ---- etnn/cpu/features.hpp ----
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
+// Which float GEMM this process runs, decided once at run time from the CPU it runs on:
+//   packed: etnn's AVX-512 kernels (cpu/packed_gemm.hpp), on x86-64 CPUs with AVX-512F and an OS
+//           that saves its registers, whatever -march the program was built with;
+//   eigen:  Eigen's kernels for the build's instruction set, everywhere else.
+// ETNN_CPU_GEMM=eigen in the environment forces Eigen's (to compare the two, or to rule one out).
+#include <cstring>
+
+
+// Whether this compiler can build the AVX-512 kernels into any program (target attributes).
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define ETNN_PACKED_GEMM 1
+#else
+#define ETNN_PACKED_GEMM 0
+#endif
+
+namespace etnn::cpu {
+
+enum class GemmEngine { eigen, packed };
+
+inline GemmEngine detect_gemm_engine() {
+  const char* forced = std::getenv("ETNN_CPU_GEMM");
+  if (forced != nullptr && std::strcmp(forced, "eigen") == 0) return GemmEngine::eigen;
+#if ETNN_PACKED_GEMM
+  if (__builtin_cpu_supports("avx512f")) return GemmEngine::packed;
+#endif
+  return GemmEngine::eigen;
+}
+
+inline GemmEngine float_gemm_engine() {
+  static const GemmEngine engine = detect_gemm_engine();
+  return engine;
+}
+
+inline const char* gemm_engine_name(GemmEngine engine) {
+  return engine == GemmEngine::packed ? "etnn-avx512" : "eigen";
+}
+
+}  // namespace etnn::cpu
+// ---- etnn/cpu/packing_storage.hpp ----
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
+// The packed float GEMM's block sizes (cpu/packed_gemm.hpp) and each thread's packing storage:
+// one size for every product, so that a thread allocates it once (pool workers when they start,
+// cpu/thread_pool.hpp; a caller in its first GEMM, which Trainer::reserve's warm-up pass runs)
+// whichever tiles it takes later.
+
+
+namespace etnn::cpu::packed {
+
+inline constexpr int lanes = 16;        // floats per AVX-512 register
+inline constexpr int mr = 6;            // rows of a register tile
+inline constexpr int nr = 4 * lanes;    // columns of a register tile: 4 registers
+inline constexpr int kc_max = 256;      // depth of a K block
+inline constexpr int mc = 96;           // rows of A packed at a time: mc x kc floats (96 KiB) in L2
+inline constexpr int tile_cols = 512;   // columns of C per tile: a packed B block, kc x 512 floats (512 KiB), in L2
+
+inline constexpr std::size_t packed_a_floats = std::size_t{mc} * kc_max;
+inline constexpr std::size_t packed_b_floats = std::size_t{tile_cols} * kc_max;
+
+// The calling thread's packing storage: packed_a_floats for A, then packed_b_floats for B.
+inline float* packing_storage() {
+  thread_local Buffer<float, Cpu> storage(packed_a_floats + packed_b_floats);
+  return storage.data();
+}
+
+}  // namespace etnn::cpu::packed
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -1284,6 +1355,8 @@ class ThreadPool {
   void set_threads(int n) {
     threads_.store(n > 0 ? n : default_threads(), std::memory_order_relaxed);
     solo_until_ns_.store(0, std::memory_order_relaxed);
+    std::lock_guard<std::mutex> owner(job_owner_);
+    ensure_workers(threads() - 1);
   }
 
   // f(c) for every c in [0, chunks), on the caller and up to threads() - 1 workers. After a chunk
@@ -1298,7 +1371,8 @@ class ThreadPool {
       return;
     }
     ensure_workers(threads() - 1);
-    Job job{[](void* context, std::size_t c) { (*static_cast<F*>(context))(c); }, &f, chunks};
+    Job job{[](void* context, std::size_t c) { (*static_cast<F*>(context))(c); }, &f, chunks,
+            chunks <= static_cast<std::size_t>(threads())};
     {
       std::lock_guard<std::mutex> lock(mutex_);
       job_ = &job;
@@ -1306,9 +1380,15 @@ class ThreadPool {
     }
     if (sleepers_.load(std::memory_order_acquire) > 0) wake_.notify_all();
     in_job() = true;
-    const std::size_t own = job.take_chunks();
+    const std::size_t own = job.owned ? job.run_owned(0) : job.take_chunks();
     in_job() = false;
     const auto own_end = Clock::now();
+    // An owned job's chunks wait for their threads.
+    for (int spin = 0; job.owned && spin < spins_before_sleep && !job.finished(); ++spin) spin_pause();
+    if (job.owned && !job.finished()) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      left_.wait(lock, [&] { return job.finished(); });
+    }
     {
       std::lock_guard<std::mutex> lock(mutex_);
       job_ = nullptr;  // closed: no worker joins it from now on
@@ -1337,25 +1417,42 @@ class ThreadPool {
     void (*call)(void*, std::size_t);
     void* context;
     std::size_t chunks;
+    bool owned;  // chunk c on thread c, instead of shared through `next`
     std::atomic<std::size_t> next{0};
+    std::atomic<std::size_t> done{0};  // chunks ended
     std::atomic<int> helpers{0};  // workers that joined (they join under mutex_)
     std::mutex error_mutex{};
     std::exception_ptr error{};
 
-    // Runs chunks until none is left; returns how many this thread ran.
+    bool finished() const { return done.load(std::memory_order_acquire) == chunks; }
+
+    // Runs chunk c, keeping the first exception; after one, shared chunks stop starting.
+    void run_chunk(std::size_t c) {
+      try {
+        call(context, c);
+      } catch (...) {
+        next.store(chunks, std::memory_order_relaxed);
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (!error) error = std::current_exception();
+      }
+      done.fetch_add(1, std::memory_order_acq_rel);
+    }
+
+    // Shared: runs chunks until none is left; returns how many this thread ran.
     std::size_t take_chunks() {
       std::size_t taken = 0;
       for (std::size_t c = next.fetch_add(1, std::memory_order_relaxed); c < chunks;
            c = next.fetch_add(1, std::memory_order_relaxed), ++taken) {
-        try {
-          call(context, c);
-        } catch (...) {
-          next.store(chunks, std::memory_order_relaxed);  // start no further chunk
-          std::lock_guard<std::mutex> lock(error_mutex);
-          if (!error) error = std::current_exception();
-        }
+        run_chunk(c);
       }
       return taken;
+    }
+
+    // Owned: runs thread t's chunk, if the job has one for it; returns how many (0 or 1).
+    std::size_t run_owned(std::size_t t) {
+      if (t >= chunks) return 0;
+      run_chunk(t);
+      return 1;
     }
   };
 
@@ -1368,7 +1465,9 @@ class ThreadPool {
   }
   static constexpr int strikes_to_solo = 3;
 
-  ThreadPool() : threads_(default_threads()) {}
+  // Workers start with the pool (the first parallel loop or thread count asked for, which a
+  // training step's reserve() runs), not inside a step.
+  ThreadPool() : threads_(default_threads()) { ensure_workers(threads() - 1); }
 
   static int default_threads() {
     if (const char* env = std::getenv("OMP_NUM_THREADS")) {
@@ -1386,7 +1485,12 @@ class ThreadPool {
   void ensure_workers(int count) {
     if (static_cast<int>(workers_.size()) >= count) return;
     workers_.reserve(static_cast<std::size_t>(count));
-    while (static_cast<int>(workers_.size()) < count) workers_.emplace_back([this] { work(); });
+    while (static_cast<int>(workers_.size()) < count) {
+      const std::size_t index = workers_.size() + 1;  // the caller is thread 0
+      // Jobs posted from now on are this worker's to join, even before its thread runs.
+      const unsigned seen = generation_.load(std::memory_order_acquire);
+      workers_.emplace_back([this, index, seen] { work(index, seen); });
+    }
   }
 
   void stop_workers() {
@@ -1402,9 +1506,11 @@ class ThreadPool {
   // About half a millisecond of polling before a worker (or a caller waiting for one) sleeps.
   static constexpr int spins_before_sleep = 30000;
 
-  void work() {
+  void work(std::size_t index, unsigned seen) {
     in_job() = true;  // a job started inside a chunk runs on this thread
-    unsigned seen = generation_.load(std::memory_order_acquire);
+#if ETNN_PACKED_GEMM
+    if (float_gemm_engine() == GemmEngine::packed) packed::packing_storage();  // before any step
+#endif
     for (;;) {
       for (int spin = 0; spin < spins_before_sleep && generation_.load(std::memory_order_acquire) == seen; ++spin) {
         spin_pause();
@@ -1423,7 +1529,15 @@ class ThreadPool {
         if (job != nullptr) job->helpers.fetch_add(1, std::memory_order_relaxed);
       }
       if (job == nullptr) continue;  // the job closed before this worker came
-      job->take_chunks();
+      if (job->owned) {
+        const bool ran = job->run_owned(index) > 0;
+        if (ran && job->finished()) {
+          std::lock_guard<std::mutex> lock(mutex_);  // the caller may be asleep on it
+          left_.notify_all();
+        }
+      } else {
+        job->take_chunks();
+      }
       // The job may end (and leave the caller's stack) as soon as helpers reaches 0.
       if (job->helpers.fetch_sub(1, std::memory_order_acq_rel) == 1) {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -1751,46 +1865,6 @@ void activation_gradient(T* dy, const T* y, const T* z_saved, std::size_t n, Act
 
 #include <Eigen/Core>
 
-// ---- etnn/cpu/features.hpp ----
-// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
-// Which float GEMM this process runs, decided once at run time from the CPU it runs on:
-//   packed: etnn's AVX-512 kernels (cpu/packed_gemm.hpp), on x86-64 CPUs with AVX-512F and an OS
-//           that saves its registers, whatever -march the program was built with;
-//   eigen:  Eigen's kernels for the build's instruction set, everywhere else.
-// ETNN_CPU_GEMM=eigen in the environment forces Eigen's (to compare the two, or to rule one out).
-#include <cstring>
-
-
-// Whether this compiler can build the AVX-512 kernels into any program (target attributes).
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define ETNN_PACKED_GEMM 1
-#else
-#define ETNN_PACKED_GEMM 0
-#endif
-
-namespace etnn::cpu {
-
-enum class GemmEngine { eigen, packed };
-
-inline GemmEngine detect_gemm_engine() {
-  const char* forced = std::getenv("ETNN_CPU_GEMM");
-  if (forced != nullptr && std::strcmp(forced, "eigen") == 0) return GemmEngine::eigen;
-#if ETNN_PACKED_GEMM
-  if (__builtin_cpu_supports("avx512f")) return GemmEngine::packed;
-#endif
-  return GemmEngine::eigen;
-}
-
-inline GemmEngine float_gemm_engine() {
-  static const GemmEngine engine = detect_gemm_engine();
-  return engine;
-}
-
-inline const char* gemm_engine_name(GemmEngine engine) {
-  return engine == GemmEngine::packed ? "etnn-avx512" : "eigen";
-}
-
-}  // namespace etnn::cpu
 // ---- etnn/cpu/layout.hpp ----
 // Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
 // The layout of a GEMM operand: a transposed matrix is the other layout of the same memory.
@@ -1824,21 +1898,14 @@ const T* at(const T* m, std::ptrdiff_t ld, std::ptrdiff_t i, std::ptrdiff_t j) {
 // After a tile's last block, `epilogue(row_begin, row_end, col_begin, col_end)` runs on it while
 // it is in cache (bias and activation of a dense layer).
 //
-// Nothing is allocated once a thread's packing storage has grown to the largest tile it has seen
-// (at most mc x kc + kc x nc floats).
+// Nothing is allocated but each thread's packing storage, of one size for every product
+// (cpu/packing_storage.hpp), which pool workers make when they start.
 
 
 #if ETNN_PACKED_GEMM
 #include <immintrin.h>
 
 namespace etnn::cpu::packed {
-
-inline constexpr int lanes = 16;        // floats per AVX-512 register
-inline constexpr int mr = 6;            // rows of a register tile
-inline constexpr int nr = 4 * lanes;    // columns of a register tile: 4 registers
-inline constexpr int kc_max = 256;      // depth of a K block
-inline constexpr int mc = 96;           // rows of A packed at a time: mc x kc floats (96 KiB) in L2
-inline constexpr int tile_cols = 512;   // columns of C per tile: a packed B block, kc x 512 floats (512 KiB), in L2
 
 // K blocks: ceil(K / kc_max) of near-equal depth; block b covers [K b / n, K (b + 1) / n).
 constexpr int k_blocks(int k) { return (k + kc_max - 1) / kc_max; }
@@ -1990,13 +2057,6 @@ ETNN_UNROLL(4)
   }
 }
 
-// The calling thread's packing storage, grown once to the largest tile it has seen.
-inline float* packing_storage(std::size_t floats) {
-  thread_local Buffer<float, Cpu> storage;
-  storage.reserve_discard(floats);
-  return storage.data();
-}
-
 // Rows [r0, r1) x columns [c0, c1) of C, over every K block; the epilogue runs on each mc-row
 // chunk once its last block is added.
 template <Layout LA, Layout LB, class Epilogue>
@@ -2004,9 +2064,8 @@ void gemm_tile(int r0, int r1, int c0, int c1, int k, const float* a, std::ptrdi
                std::ptrdiff_t ldb, float* c, std::ptrdiff_t ldc, bool accumulate, Epilogue& epilogue) {
   const int cols = c1 - c0, col_panels = (cols + nr - 1) / nr;
   const int blocks = k_blocks(k);
-  const std::size_t a_floats = static_cast<std::size_t>(mc) * kc_max;
-  float* const packed_a = packing_storage(a_floats + static_cast<std::size_t>(col_panels) * nr * kc_max);
-  float* const packed_b = packed_a + a_floats;
+  float* const packed_a = packing_storage();
+  float* const packed_b = packed_a + packed_a_floats;
   for (int block = 0; block < blocks; ++block) {
     const int k0 = static_cast<int>(static_cast<long>(k) * block / blocks);
     const int kc = static_cast<int>(static_cast<long>(k) * (block + 1) / blocks) - k0;

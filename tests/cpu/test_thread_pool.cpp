@@ -94,3 +94,19 @@ TEST_CASE("thread pool: set_threads(0) restores the default, and the count bound
   ThreadPool::instance().set_threads(0);
   CHECK(ThreadPool::instance().threads() >= 1);
 }
+
+TEST_CASE("thread pool: a job of at most as many chunks as threads runs chunk c on the same thread every time") {
+  for (const int threads : {2, 3, 4}) {
+    ThreadCount count(threads);
+    std::vector<std::thread::id> first(static_cast<std::size_t>(threads));
+    for (int repeat = 0; repeat < 50; ++repeat) {
+      std::vector<std::thread::id> ids(static_cast<std::size_t>(threads));
+      auto f = [&](std::size_t c) { ids[c] = std::this_thread::get_id(); };
+      ThreadPool::instance().run(static_cast<std::size_t>(threads), f);
+      if (ThreadPool::instance().available_threads() == 1) continue;  // ran alone (a starved pool)
+      REQUIRE(ids[0] == std::this_thread::get_id());
+      if (first[0] == std::thread::id{}) first = ids;
+      REQUIRE(ids == first);
+    }
+  }
+}

@@ -16,29 +16,22 @@
 // After a tile's last block, `epilogue(row_begin, row_end, col_begin, col_end)` runs on it while
 // it is in cache (bias and activation of a dense layer).
 //
-// Nothing is allocated once a thread's packing storage has grown to the largest tile it has seen
-// (at most mc x kc + kc x nc floats).
+// Nothing is allocated but each thread's packing storage, of one size for every product
+// (cpu/packing_storage.hpp), which pool workers make when they start.
 #include <algorithm>
 #include <cstddef>
 
 #include "../core/config.hpp"
 #include "../core/device.hpp"
-#include "../tensor/buffer.hpp"
 #include "features.hpp"
 #include "layout.hpp"
+#include "packing_storage.hpp"
 #include "thread_pool.hpp"
 
 #if ETNN_PACKED_GEMM
 #include <immintrin.h>
 
 namespace etnn::cpu::packed {
-
-inline constexpr int lanes = 16;        // floats per AVX-512 register
-inline constexpr int mr = 6;            // rows of a register tile
-inline constexpr int nr = 4 * lanes;    // columns of a register tile: 4 registers
-inline constexpr int kc_max = 256;      // depth of a K block
-inline constexpr int mc = 96;           // rows of A packed at a time: mc x kc floats (96 KiB) in L2
-inline constexpr int tile_cols = 512;   // columns of C per tile: a packed B block, kc x 512 floats (512 KiB), in L2
 
 // K blocks: ceil(K / kc_max) of near-equal depth; block b covers [K b / n, K (b + 1) / n).
 constexpr int k_blocks(int k) { return (k + kc_max - 1) / kc_max; }
@@ -190,13 +183,6 @@ ETNN_UNROLL(4)
   }
 }
 
-// The calling thread's packing storage, grown once to the largest tile it has seen.
-inline float* packing_storage(std::size_t floats) {
-  thread_local Buffer<float, Cpu> storage;
-  storage.reserve_discard(floats);
-  return storage.data();
-}
-
 // Rows [r0, r1) x columns [c0, c1) of C, over every K block; the epilogue runs on each mc-row
 // chunk once its last block is added.
 template <Layout LA, Layout LB, class Epilogue>
@@ -204,9 +190,8 @@ void gemm_tile(int r0, int r1, int c0, int c1, int k, const float* a, std::ptrdi
                std::ptrdiff_t ldb, float* c, std::ptrdiff_t ldc, bool accumulate, Epilogue& epilogue) {
   const int cols = c1 - c0, col_panels = (cols + nr - 1) / nr;
   const int blocks = k_blocks(k);
-  const std::size_t a_floats = static_cast<std::size_t>(mc) * kc_max;
-  float* const packed_a = packing_storage(a_floats + static_cast<std::size_t>(col_panels) * nr * kc_max);
-  float* const packed_b = packed_a + a_floats;
+  float* const packed_a = packing_storage();
+  float* const packed_b = packed_a + packed_a_floats;
   for (int block = 0; block < blocks; ++block) {
     const int k0 = static_cast<int>(static_cast<long>(k) * block / blocks);
     const int kc = static_cast<int>(static_cast<long>(k) * (block + 1) / blocks) - k0;

@@ -3,11 +3,14 @@
 // The threads of etnn's CPU kernels: the calling thread and a pool of workers that help it with
 // a job's chunks.
 //
-// Every thread, the caller included, takes chunks from one counter until none is left, and the
-// caller then waits only for workers that have joined the job. A worker the OS schedules late
-// (another process busy on its core) finds nothing left, or joins a job already closed, and goes
-// back to waiting; it never holds the caller up, unlike a fork-join team whose barrier waits for
-// every member. Idle workers spin briefly (a training step's next parallel loop is microseconds
+// A job of more chunks than threads is shared: every thread, the caller included, takes chunks
+// from one counter until none is left, and the caller then waits only for workers that have
+// joined. A worker the OS schedules late (another process busy on its core) finds nothing left,
+// or a job already closed, and goes back to waiting; it never holds the caller up, unlike a
+// fork-join team whose barrier waits for every member. A job of at most as many chunks as
+// threads is owned: chunk c runs on thread c (0: the caller), so that every thread sees the same
+// chunk shapes in every step and its reusable buffers (Eigen's packing, sized by the products it
+// has run) have grown in the first one. Idle workers spin briefly (a training step's next parallel loop is microseconds
 // away) and then sleep on a condition variable.
 //
 // A worker can still be preempted while it holds a chunk, and then the caller waits for the OS to
@@ -30,6 +33,9 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "features.hpp"
+#include "packing_storage.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -68,6 +74,8 @@ class ThreadPool {
   void set_threads(int n) {
     threads_.store(n > 0 ? n : default_threads(), std::memory_order_relaxed);
     solo_until_ns_.store(0, std::memory_order_relaxed);
+    std::lock_guard<std::mutex> owner(job_owner_);
+    ensure_workers(threads() - 1);
   }
 
   // f(c) for every c in [0, chunks), on the caller and up to threads() - 1 workers. After a chunk
@@ -82,7 +90,8 @@ class ThreadPool {
       return;
     }
     ensure_workers(threads() - 1);
-    Job job{[](void* context, std::size_t c) { (*static_cast<F*>(context))(c); }, &f, chunks};
+    Job job{[](void* context, std::size_t c) { (*static_cast<F*>(context))(c); }, &f, chunks,
+            chunks <= static_cast<std::size_t>(threads())};
     {
       std::lock_guard<std::mutex> lock(mutex_);
       job_ = &job;
@@ -90,9 +99,15 @@ class ThreadPool {
     }
     if (sleepers_.load(std::memory_order_acquire) > 0) wake_.notify_all();
     in_job() = true;
-    const std::size_t own = job.take_chunks();
+    const std::size_t own = job.owned ? job.run_owned(0) : job.take_chunks();
     in_job() = false;
     const auto own_end = Clock::now();
+    // An owned job's chunks wait for their threads.
+    for (int spin = 0; job.owned && spin < spins_before_sleep && !job.finished(); ++spin) spin_pause();
+    if (job.owned && !job.finished()) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      left_.wait(lock, [&] { return job.finished(); });
+    }
     {
       std::lock_guard<std::mutex> lock(mutex_);
       job_ = nullptr;  // closed: no worker joins it from now on
@@ -121,25 +136,42 @@ class ThreadPool {
     void (*call)(void*, std::size_t);
     void* context;
     std::size_t chunks;
+    bool owned;  // chunk c on thread c, instead of shared through `next`
     std::atomic<std::size_t> next{0};
+    std::atomic<std::size_t> done{0};  // chunks ended
     std::atomic<int> helpers{0};  // workers that joined (they join under mutex_)
     std::mutex error_mutex{};
     std::exception_ptr error{};
 
-    // Runs chunks until none is left; returns how many this thread ran.
+    bool finished() const { return done.load(std::memory_order_acquire) == chunks; }
+
+    // Runs chunk c, keeping the first exception; after one, shared chunks stop starting.
+    void run_chunk(std::size_t c) {
+      try {
+        call(context, c);
+      } catch (...) {
+        next.store(chunks, std::memory_order_relaxed);
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (!error) error = std::current_exception();
+      }
+      done.fetch_add(1, std::memory_order_acq_rel);
+    }
+
+    // Shared: runs chunks until none is left; returns how many this thread ran.
     std::size_t take_chunks() {
       std::size_t taken = 0;
       for (std::size_t c = next.fetch_add(1, std::memory_order_relaxed); c < chunks;
            c = next.fetch_add(1, std::memory_order_relaxed), ++taken) {
-        try {
-          call(context, c);
-        } catch (...) {
-          next.store(chunks, std::memory_order_relaxed);  // start no further chunk
-          std::lock_guard<std::mutex> lock(error_mutex);
-          if (!error) error = std::current_exception();
-        }
+        run_chunk(c);
       }
       return taken;
+    }
+
+    // Owned: runs thread t's chunk, if the job has one for it; returns how many (0 or 1).
+    std::size_t run_owned(std::size_t t) {
+      if (t >= chunks) return 0;
+      run_chunk(t);
+      return 1;
     }
   };
 
@@ -152,7 +184,9 @@ class ThreadPool {
   }
   static constexpr int strikes_to_solo = 3;
 
-  ThreadPool() : threads_(default_threads()) {}
+  // Workers start with the pool (the first parallel loop or thread count asked for, which a
+  // training step's reserve() runs), not inside a step.
+  ThreadPool() : threads_(default_threads()) { ensure_workers(threads() - 1); }
 
   static int default_threads() {
     if (const char* env = std::getenv("OMP_NUM_THREADS")) {
@@ -170,7 +204,12 @@ class ThreadPool {
   void ensure_workers(int count) {
     if (static_cast<int>(workers_.size()) >= count) return;
     workers_.reserve(static_cast<std::size_t>(count));
-    while (static_cast<int>(workers_.size()) < count) workers_.emplace_back([this] { work(); });
+    while (static_cast<int>(workers_.size()) < count) {
+      const std::size_t index = workers_.size() + 1;  // the caller is thread 0
+      // Jobs posted from now on are this worker's to join, even before its thread runs.
+      const unsigned seen = generation_.load(std::memory_order_acquire);
+      workers_.emplace_back([this, index, seen] { work(index, seen); });
+    }
   }
 
   void stop_workers() {
@@ -186,9 +225,11 @@ class ThreadPool {
   // About half a millisecond of polling before a worker (or a caller waiting for one) sleeps.
   static constexpr int spins_before_sleep = 30000;
 
-  void work() {
+  void work(std::size_t index, unsigned seen) {
     in_job() = true;  // a job started inside a chunk runs on this thread
-    unsigned seen = generation_.load(std::memory_order_acquire);
+#if ETNN_PACKED_GEMM
+    if (float_gemm_engine() == GemmEngine::packed) packed::packing_storage();  // before any step
+#endif
     for (;;) {
       for (int spin = 0; spin < spins_before_sleep && generation_.load(std::memory_order_acquire) == seen; ++spin) {
         spin_pause();
@@ -207,7 +248,15 @@ class ThreadPool {
         if (job != nullptr) job->helpers.fetch_add(1, std::memory_order_relaxed);
       }
       if (job == nullptr) continue;  // the job closed before this worker came
-      job->take_chunks();
+      if (job->owned) {
+        const bool ran = job->run_owned(index) > 0;
+        if (ran && job->finished()) {
+          std::lock_guard<std::mutex> lock(mutex_);  // the caller may be asleep on it
+          left_.notify_all();
+        }
+      } else {
+        job->take_chunks();
+      }
       // The job may end (and leave the caller's stack) as soon as helpers reaches 0.
       if (job->helpers.fetch_sub(1, std::memory_order_acq_rel) == 1) {
         std::lock_guard<std::mutex> lock(mutex_);

@@ -1,0 +1,30 @@
+#pragma once
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
+// The packed float GEMM's block sizes (cpu/packed_gemm.hpp) and each thread's packing storage:
+// one size for every product, so that a thread allocates it once (pool workers when they start,
+// cpu/thread_pool.hpp; a caller in its first GEMM, which Trainer::reserve's warm-up pass runs)
+// whichever tiles it takes later.
+#include <cstddef>
+
+#include "../core/device.hpp"
+#include "../tensor/buffer.hpp"
+
+namespace etnn::cpu::packed {
+
+inline constexpr int lanes = 16;        // floats per AVX-512 register
+inline constexpr int mr = 6;            // rows of a register tile
+inline constexpr int nr = 4 * lanes;    // columns of a register tile: 4 registers
+inline constexpr int kc_max = 256;      // depth of a K block
+inline constexpr int mc = 96;           // rows of A packed at a time: mc x kc floats (96 KiB) in L2
+inline constexpr int tile_cols = 512;   // columns of C per tile: a packed B block, kc x 512 floats (512 KiB), in L2
+
+inline constexpr std::size_t packed_a_floats = std::size_t{mc} * kc_max;
+inline constexpr std::size_t packed_b_floats = std::size_t{tile_cols} * kc_max;
+
+// The calling thread's packing storage: packed_a_floats for A, then packed_b_floats for B.
+inline float* packing_storage() {
+  thread_local Buffer<float, Cpu> storage(packed_a_floats + packed_b_floats);
+  return storage.data();
+}
+
+}  // namespace etnn::cpu::packed

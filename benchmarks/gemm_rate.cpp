@@ -20,6 +20,9 @@
 #if defined(ETNN_BENCH_WITH_DNNL)
 #include <dnnl.h>
 #endif
+#if defined(_OPENMP)
+#include <omp.h>  // oneDNN threads through OpenMP
+#endif
 
 namespace {
 
@@ -63,6 +66,9 @@ int main(int argc, char** argv) {
   for (const int threads : {1, 2}) {
     etnn::set_num_threads(threads);
     Eigen::setNbThreads(threads);
+#if defined(_OPENMP)
+    omp_set_num_threads(threads);
+#endif
     for (const Shape& s : shapes) {
       const auto report = [&](const char* library, double gflops, const char* extra) {
         std::printf("result library=%s-gemm n=%s threads=%d gflops=%.1f%s\n", library, s.name.c_str(), threads, gflops,

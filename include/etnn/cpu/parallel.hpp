@@ -38,8 +38,8 @@ inline int num_threads() {
 
 namespace cpu {
 
-// Threads a parallel loop started now would get (1 while the pool runs jobs on their callers
-// alone because its workers are not getting the CPU, see cpu/thread_pool.hpp).
+// Threads the packed GEMM's tiles are sized for now (1 while the pool runs shared jobs on their
+// callers alone because its workers are not getting the CPU, see cpu/thread_pool.hpp).
 inline int available_threads() {
 #if ETNN_THREADED
   return ThreadPool::instance().available_threads();
@@ -73,7 +73,7 @@ template <class F>
 void parallel_chunks(std::size_t n, std::size_t grain, std::size_t work_per_index, F&& f) {
   if (n == 0) return;
 #if ETNN_THREADED
-  const std::size_t chunks = chunk_count(n, grain, static_cast<std::size_t>(available_threads()));
+  const std::size_t chunks = chunk_count(n, grain, static_cast<std::size_t>(num_threads()));
   if (chunks > 1 && n * work_per_index >= parallel_threshold) {
     auto chunk = [&](std::size_t c) {
       const ChunkBounds bounds = chunk_bounds(n, chunks, c);

@@ -15,9 +15,9 @@
 //
 // A worker can still be preempted while it holds a chunk, and then the caller waits for the OS to
 // run it again (milliseconds, when another process is busy on its core). When the caller waits
-// for its helpers much longer than its own chunks took, the pool runs jobs on the caller alone
-// for a while (solo_period) and then tries its workers again: on a loaded machine it is never
-// slower than one thread, on an idle one it keeps every thread.
+// for its helpers much longer than its own chunks took, the pool runs shared jobs (the packed
+// GEMM's tiles) on the caller alone for a while (solo_period) and then tries its workers again.
+// Owned jobs always run on their owners, whatever the load: their chunks' shapes never change.
 //
 // A job from a second caller thread while one runs, and a job started inside a chunk, run on the
 // calling thread alone. Which thread runs a chunk never changes what it computes: callers fix
@@ -63,8 +63,8 @@ class ThreadPool {
   // Threads a job may use, the caller included (at least 1).
   int threads() const { return threads_.load(std::memory_order_relaxed); }
 
-  // Threads a job started now would get: 1 while the pool runs jobs on their callers alone. For
-  // sizing chunks, which never changes results.
+  // Threads a shared job started now would get: 1 while the pool runs them on their callers
+  // alone. For sizing the packed GEMM's tiles (whose packing storage is one size for all).
   int available_threads() const {
     return solo_until_ns_.load(std::memory_order_relaxed) > now_ns() ? 1 : threads();
   }
@@ -85,13 +85,13 @@ class ThreadPool {
   void run(std::size_t chunks, F& f) {
     std::unique_lock<std::mutex> owner(job_owner_, std::try_to_lock);
     const auto start = Clock::now();
-    if (chunks <= 1 || threads() <= 1 || in_job() || !owner.owns_lock() || available_threads() == 1) {
+    const bool owned = chunks <= static_cast<std::size_t>(threads());
+    if (chunks <= 1 || threads() <= 1 || in_job() || !owner.owns_lock() || (!owned && available_threads() == 1)) {
       for (std::size_t c = 0; c < chunks; ++c) f(c);
       return;
     }
     ensure_workers(threads() - 1);
-    Job job{[](void* context, std::size_t c) { (*static_cast<F*>(context))(c); }, &f, chunks,
-            chunks <= static_cast<std::size_t>(threads())};
+    Job job{[](void* context, std::size_t c) { (*static_cast<F*>(context))(c); }, &f, chunks, owned};
     {
       std::lock_guard<std::mutex> lock(mutex_);
       job_ = &job;

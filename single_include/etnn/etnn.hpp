@@ -104,17 +104,19 @@ consteval bool device_available() {
 // ETNN_SIMD before a loop whose iterations are independent (an elementwise op, an index loop
 // whose f(i) the GPU would run one thread per index): vectorised at -O2 too. GCC's -O2 cost
 // model leaves such loops scalar unless told (clang's -O2 vectorises them anyway); under OpenMP
-// `omp simd` tells it. A reduction's loop spells its own clause.
+// `omp simd` tells it; ETNN_SIMD_REDUCTION(max, x) is the same for a loop reducing x.
+#define ETNN_PRAGMA(text) _Pragma(#text)
 #if defined(_OPENMP) && defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
-#define ETNN_SIMD _Pragma("omp simd")
+#define ETNN_SIMD ETNN_PRAGMA(omp simd)
+#define ETNN_SIMD_REDUCTION(op, variable) ETNN_PRAGMA(omp simd reduction(op : variable))
 #else
 #define ETNN_SIMD
+#define ETNN_SIMD_REDUCTION(op, variable)
 #endif
 
 // ETNN_UNROLL(n) before a loop with a constant trip count: unrolled n times (GCC, clang), so that
 // register-tile arrays stay in registers at -O2 too. Nothing under nvcc, whose front end warns
 // on the pragma (it hands host code to GCC, whose -O3 unrolls such loops anyway).
-#define ETNN_PRAGMA(text) _Pragma(#text)
 #if defined(__CUDACC__) || !defined(__GNUC__)
 #define ETNN_UNROLL(n)
 #elif defined(__clang__)
@@ -1365,13 +1367,12 @@ class ThreadPool {
   template <class F>
   void run(std::size_t chunks, F& f) {
     std::unique_lock<std::mutex> owner(job_owner_, std::try_to_lock);
-    const auto start = Clock::now();
     const bool owned = chunks <= static_cast<std::size_t>(threads());
     if (chunks <= 1 || threads() <= 1 || in_job() || !owner.owns_lock() || (!owned && available_threads() == 1)) {
       for (std::size_t c = 0; c < chunks; ++c) f(c);
       return;
     }
-    ensure_workers(threads() - 1);
+    const auto start = Clock::now();
     Job job{[](void* context, std::size_t c) { (*static_cast<F*>(context))(c); }, &f, chunks, owned};
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -1383,32 +1384,13 @@ class ThreadPool {
     const std::size_t own = job.owned ? job.run_owned(0) : job.take_chunks();
     in_job() = false;
     const auto own_end = Clock::now();
-    // An owned job's chunks wait for their threads.
-    for (int spin = 0; job.owned && spin < spins_before_sleep && !job.finished(); ++spin) spin_pause();
-    if (job.owned && !job.finished()) {
-      std::unique_lock<std::mutex> lock(mutex_);
-      left_.wait(lock, [&] { return job.finished(); });
-    }
+    if (job.owned) await_workers([&] { return job.finished(); });  // its chunks wait for their threads
     {
       std::lock_guard<std::mutex> lock(mutex_);
       job_ = nullptr;  // closed: no worker joins it from now on
     }
-    // Wait for the workers that joined: briefly spinning, then asleep.
-    for (int spin = 0; spin < spins_before_sleep && job.helpers.load(std::memory_order_acquire) > 0; ++spin) {
-      spin_pause();
-    }
-    if (job.helpers.load(std::memory_order_acquire) > 0) {
-      std::unique_lock<std::mutex> lock(mutex_);
-      left_.wait(lock, [&] { return job.helpers.load(std::memory_order_acquire) == 0; });
-    }
-    const auto end = Clock::now();
-    const bool stalled = own > 0 && end - own_end > stall_floor + 2 * (own_end - start) / static_cast<long>(own);
-    const bool starved = chunks >= 4 && 4 * (chunks - own) < chunks;  // workers ran under a quarter
-    strikes_ = stalled || starved ? strikes_ + 1 : 0;
-    if (strikes_ >= strikes_to_solo) {
-      solo_until_ns_.store(now_ns() + solo_period_ns, std::memory_order_relaxed);
-      strikes_ = 0;
-    }
+    await_workers([&] { return job.helpers.load(std::memory_order_acquire) == 0; });  // those that joined
+    note_job(chunks, own, own_end - start, Clock::now() - own_end);
     if (job.error) std::rethrow_exception(job.error);
   }
 
@@ -1464,6 +1446,29 @@ class ThreadPool {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
   }
   static constexpr int strikes_to_solo = 3;
+
+  // Until done(): briefly spinning, then asleep on left_, which workers notify when they finish.
+  template <class Done>
+  void await_workers(Done done) {
+    for (int spin = 0; spin < spins_before_sleep && !done(); ++spin) spin_pause();
+    if (done()) return;
+    std::unique_lock<std::mutex> lock(mutex_);
+    left_.wait(lock, done);
+  }
+
+  // After a job: the caller ran `own` of its chunks in `own_time`, then waited `wait` for its
+  // workers. A wait much longer than its own chunks took (stalled), or workers that ran under a
+  // quarter of the chunks (starved), three jobs in a row, starts a period of running shared jobs
+  // alone.
+  void note_job(std::size_t chunks, std::size_t own, Clock::duration own_time, Clock::duration wait) {
+    const bool stalled = own > 0 && wait > stall_floor + 2 * own_time / static_cast<long>(own);
+    const bool starved = chunks >= 4 && 4 * (chunks - own) < chunks;
+    strikes_ = stalled || starved ? strikes_ + 1 : 0;
+    if (strikes_ >= strikes_to_solo) {
+      solo_until_ns_.store(now_ns() + solo_period_ns, std::memory_order_relaxed);
+      strikes_ = 0;
+    }
+  }
 
   // Workers start with the pool (the first parallel loop or thread count asked for, which a
   // training step's reserve() runs), not inside a step.
@@ -2219,30 +2224,37 @@ void parallel_panels(std::size_t n, std::size_t panel, std::size_t grain, std::s
 // Products smaller than this many multiply-adds run on one thread.
 inline constexpr std::size_t gemm_parallel_threshold = std::size_t{1} << 18;
 
-// Whether floats take etnn's packed kernels in this process.
-template <class T>
-bool runs_packed() {
+namespace detail {
+
+// Runs the product on etnn's packed kernels on `threads` threads when this process takes them for
+// T (floats on an AVX-512 CPU); false leaves it to Eigen.
+template <Layout LA, Layout LB, class T, class Epilogue>
+bool packed_product(int threads, Accumulate accumulate, int m, int n, int k, const T* a, int lda, const T* b,
+                    int ldb, T* c, int ldc, Epilogue& epilogue) {
 #if ETNN_PACKED_GEMM
-  return std::is_same_v<T, float> && float_gemm_engine() == GemmEngine::packed;
-#else
-  return false;
+  if constexpr (std::is_same_v<T, float>) {
+    if (k > 0 && float_gemm_engine() == GemmEngine::packed) {
+      packed::gemm<LA, LB>(threads, m, n, k, a, lda, b, ldb, c, ldc, accumulate == Accumulate::yes, epilogue);
+      return true;
+    }
+  }
 #endif
+  (void)threads, (void)accumulate, (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b, (void)ldb, (void)c,
+      (void)ldc, (void)epilogue;
+  return false;
 }
+
+}  // namespace detail
 
 template <Layout LA, Layout LB, class T, class Epilogue = NoEpilogue>
 void gemm(Accumulate accumulate, int m, int n, int k, const T* a, int lda, const T* b, int ldb, T* c, int ldc,
           Epilogue epilogue = {}) {
   if (m == 0 || n == 0) return;
   const std::size_t work = static_cast<std::size_t>(m) * static_cast<std::size_t>(n) * static_cast<std::size_t>(k);
-#if ETNN_PACKED_GEMM
-  if constexpr (std::is_same_v<T, float>) {
-    if (runs_packed<T>() && k > 0) {
-      packed::gemm<LA, LB>(work >= gemm_parallel_threshold ? available_threads() : 1, m, n, k, a, lda, b, ldb, c, ldc,
-                           accumulate == Accumulate::yes, epilogue);
-      return;
-    }
+  if (detail::packed_product<LA, LB>(work >= gemm_parallel_threshold ? available_threads() : 1, accumulate, m, n, k,
+                                     a, lda, b, ldb, c, ldc, epilogue)) {
+    return;
   }
-#endif
   const bool split_rows = m >= n;
   const std::size_t dim = split_rows ? static_cast<std::size_t>(m) : static_cast<std::size_t>(n);
   const std::size_t panel = split_rows ? gemm_row_panel<T> : gemm_column_panel<T>;
@@ -2267,14 +2279,7 @@ template <Layout LA, Layout LB, class T, class Epilogue = NoEpilogue>
 void gemm_serial(Accumulate accumulate, int m, int n, int k, const T* a, int lda, const T* b, int ldb, T* c,
                  int ldc, Epilogue epilogue = {}) {
   if (m == 0 || n == 0) return;
-#if ETNN_PACKED_GEMM
-  if constexpr (std::is_same_v<T, float>) {
-    if (runs_packed<T>() && k > 0) {
-      packed::gemm<LA, LB>(1, m, n, k, a, lda, b, ldb, c, ldc, accumulate == Accumulate::yes, epilogue);
-      return;
-    }
-  }
-#endif
+  if (detail::packed_product<LA, LB>(1, accumulate, m, n, k, a, lda, b, ldb, c, ldc, epilogue)) return;
   detail::gemm_block<LA, LB>(accumulate, m, n, k, a, lda, b, ldb, c, ldc);
   epilogue(0, m, 0, n);
 }
@@ -2538,9 +2543,7 @@ bool all_finite(const T* x, std::size_t n) {
   using Bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
   constexpr Bits exponent = static_cast<Bits>(sizeof(T) == 4 ? 0x7f800000ull : 0x7ff0000000000000ull);
   Bits largest = 0;
-#if defined(_OPENMP) && defined(__GNUC__) && !defined(__clang__)
-#pragma omp simd reduction(max : largest)
-#endif
+  ETNN_SIMD_REDUCTION(max, largest)
   for (std::size_t i = 0; i < n; ++i) {
     Bits bits;
     std::memcpy(&bits, x + i, sizeof bits);

@@ -11,17 +11,19 @@
 // ETNN_SIMD before a loop whose iterations are independent (an elementwise op, an index loop
 // whose f(i) the GPU would run one thread per index): vectorised at -O2 too. GCC's -O2 cost
 // model leaves such loops scalar unless told (clang's -O2 vectorises them anyway); under OpenMP
-// `omp simd` tells it. A reduction's loop spells its own clause.
+// `omp simd` tells it; ETNN_SIMD_REDUCTION(max, x) is the same for a loop reducing x.
+#define ETNN_PRAGMA(text) _Pragma(#text)
 #if defined(_OPENMP) && defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
-#define ETNN_SIMD _Pragma("omp simd")
+#define ETNN_SIMD ETNN_PRAGMA(omp simd)
+#define ETNN_SIMD_REDUCTION(op, variable) ETNN_PRAGMA(omp simd reduction(op : variable))
 #else
 #define ETNN_SIMD
+#define ETNN_SIMD_REDUCTION(op, variable)
 #endif
 
 // ETNN_UNROLL(n) before a loop with a constant trip count: unrolled n times (GCC, clang), so that
 // register-tile arrays stay in registers at -O2 too. Nothing under nvcc, whose front end warns
 // on the pragma (it hands host code to GCC, whose -O3 unrolls such loops anyway).
-#define ETNN_PRAGMA(text) _Pragma(#text)
 #if defined(__CUDACC__) || !defined(__GNUC__)
 #define ETNN_UNROLL(n)
 #elif defined(__clang__)

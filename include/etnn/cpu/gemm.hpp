@@ -105,30 +105,37 @@ void parallel_panels(std::size_t n, std::size_t panel, std::size_t grain, std::s
 // Products smaller than this many multiply-adds run on one thread.
 inline constexpr std::size_t gemm_parallel_threshold = std::size_t{1} << 18;
 
-// Whether floats take etnn's packed kernels in this process.
-template <class T>
-bool runs_packed() {
+namespace detail {
+
+// Runs the product on etnn's packed kernels on `threads` threads when this process takes them for
+// T (floats on an AVX-512 CPU); false leaves it to Eigen.
+template <Layout LA, Layout LB, class T, class Epilogue>
+bool packed_product(int threads, Accumulate accumulate, int m, int n, int k, const T* a, int lda, const T* b,
+                    int ldb, T* c, int ldc, Epilogue& epilogue) {
 #if ETNN_PACKED_GEMM
-  return std::is_same_v<T, float> && float_gemm_engine() == GemmEngine::packed;
-#else
-  return false;
+  if constexpr (std::is_same_v<T, float>) {
+    if (k > 0 && float_gemm_engine() == GemmEngine::packed) {
+      packed::gemm<LA, LB>(threads, m, n, k, a, lda, b, ldb, c, ldc, accumulate == Accumulate::yes, epilogue);
+      return true;
+    }
+  }
 #endif
+  (void)threads, (void)accumulate, (void)m, (void)n, (void)k, (void)a, (void)lda, (void)b, (void)ldb, (void)c,
+      (void)ldc, (void)epilogue;
+  return false;
 }
+
+}  // namespace detail
 
 template <Layout LA, Layout LB, class T, class Epilogue = NoEpilogue>
 void gemm(Accumulate accumulate, int m, int n, int k, const T* a, int lda, const T* b, int ldb, T* c, int ldc,
           Epilogue epilogue = {}) {
   if (m == 0 || n == 0) return;
   const std::size_t work = static_cast<std::size_t>(m) * static_cast<std::size_t>(n) * static_cast<std::size_t>(k);
-#if ETNN_PACKED_GEMM
-  if constexpr (std::is_same_v<T, float>) {
-    if (runs_packed<T>() && k > 0) {
-      packed::gemm<LA, LB>(work >= gemm_parallel_threshold ? available_threads() : 1, m, n, k, a, lda, b, ldb, c, ldc,
-                           accumulate == Accumulate::yes, epilogue);
-      return;
-    }
+  if (detail::packed_product<LA, LB>(work >= gemm_parallel_threshold ? available_threads() : 1, accumulate, m, n, k,
+                                     a, lda, b, ldb, c, ldc, epilogue)) {
+    return;
   }
-#endif
   const bool split_rows = m >= n;
   const std::size_t dim = split_rows ? static_cast<std::size_t>(m) : static_cast<std::size_t>(n);
   const std::size_t panel = split_rows ? gemm_row_panel<T> : gemm_column_panel<T>;
@@ -153,14 +160,7 @@ template <Layout LA, Layout LB, class T, class Epilogue = NoEpilogue>
 void gemm_serial(Accumulate accumulate, int m, int n, int k, const T* a, int lda, const T* b, int ldb, T* c,
                  int ldc, Epilogue epilogue = {}) {
   if (m == 0 || n == 0) return;
-#if ETNN_PACKED_GEMM
-  if constexpr (std::is_same_v<T, float>) {
-    if (runs_packed<T>() && k > 0) {
-      packed::gemm<LA, LB>(1, m, n, k, a, lda, b, ldb, c, ldc, accumulate == Accumulate::yes, epilogue);
-      return;
-    }
-  }
-#endif
+  if (detail::packed_product<LA, LB>(1, accumulate, m, n, k, a, lda, b, ldb, c, ldc, epilogue)) return;
   detail::gemm_block<LA, LB>(accumulate, m, n, k, a, lda, b, ldb, c, ldc);
   epilogue(0, m, 0, n);
 }

@@ -14,6 +14,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "../core/config.hpp"
 #include "parallel.hpp"
 
 namespace etnn::cpu::detail {
@@ -25,9 +26,7 @@ bool all_finite(const T* x, std::size_t n) {
   using Bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
   constexpr Bits exponent = static_cast<Bits>(sizeof(T) == 4 ? 0x7f800000ull : 0x7ff0000000000000ull);
   Bits largest = 0;
-#if defined(_OPENMP) && defined(__GNUC__) && !defined(__clang__)
-#pragma omp simd reduction(max : largest)
-#endif
+  ETNN_SIMD_REDUCTION(max, largest)
   for (std::size_t i = 0; i < n; ++i) {
     Bits bits;
     std::memcpy(&bits, x + i, sizeof bits);

@@ -84,13 +84,12 @@ class ThreadPool {
   template <class F>
   void run(std::size_t chunks, F& f) {
     std::unique_lock<std::mutex> owner(job_owner_, std::try_to_lock);
-    const auto start = Clock::now();
     const bool owned = chunks <= static_cast<std::size_t>(threads());
     if (chunks <= 1 || threads() <= 1 || in_job() || !owner.owns_lock() || (!owned && available_threads() == 1)) {
       for (std::size_t c = 0; c < chunks; ++c) f(c);
       return;
     }
-    ensure_workers(threads() - 1);
+    const auto start = Clock::now();
     Job job{[](void* context, std::size_t c) { (*static_cast<F*>(context))(c); }, &f, chunks, owned};
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -102,32 +101,13 @@ class ThreadPool {
     const std::size_t own = job.owned ? job.run_owned(0) : job.take_chunks();
     in_job() = false;
     const auto own_end = Clock::now();
-    // An owned job's chunks wait for their threads.
-    for (int spin = 0; job.owned && spin < spins_before_sleep && !job.finished(); ++spin) spin_pause();
-    if (job.owned && !job.finished()) {
-      std::unique_lock<std::mutex> lock(mutex_);
-      left_.wait(lock, [&] { return job.finished(); });
-    }
+    if (job.owned) await_workers([&] { return job.finished(); });  // its chunks wait for their threads
     {
       std::lock_guard<std::mutex> lock(mutex_);
       job_ = nullptr;  // closed: no worker joins it from now on
     }
-    // Wait for the workers that joined: briefly spinning, then asleep.
-    for (int spin = 0; spin < spins_before_sleep && job.helpers.load(std::memory_order_acquire) > 0; ++spin) {
-      spin_pause();
-    }
-    if (job.helpers.load(std::memory_order_acquire) > 0) {
-      std::unique_lock<std::mutex> lock(mutex_);
-      left_.wait(lock, [&] { return job.helpers.load(std::memory_order_acquire) == 0; });
-    }
-    const auto end = Clock::now();
-    const bool stalled = own > 0 && end - own_end > stall_floor + 2 * (own_end - start) / static_cast<long>(own);
-    const bool starved = chunks >= 4 && 4 * (chunks - own) < chunks;  // workers ran under a quarter
-    strikes_ = stalled || starved ? strikes_ + 1 : 0;
-    if (strikes_ >= strikes_to_solo) {
-      solo_until_ns_.store(now_ns() + solo_period_ns, std::memory_order_relaxed);
-      strikes_ = 0;
-    }
+    await_workers([&] { return job.helpers.load(std::memory_order_acquire) == 0; });  // those that joined
+    note_job(chunks, own, own_end - start, Clock::now() - own_end);
     if (job.error) std::rethrow_exception(job.error);
   }
 
@@ -183,6 +163,29 @@ class ThreadPool {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
   }
   static constexpr int strikes_to_solo = 3;
+
+  // Until done(): briefly spinning, then asleep on left_, which workers notify when they finish.
+  template <class Done>
+  void await_workers(Done done) {
+    for (int spin = 0; spin < spins_before_sleep && !done(); ++spin) spin_pause();
+    if (done()) return;
+    std::unique_lock<std::mutex> lock(mutex_);
+    left_.wait(lock, done);
+  }
+
+  // After a job: the caller ran `own` of its chunks in `own_time`, then waited `wait` for its
+  // workers. A wait much longer than its own chunks took (stalled), or workers that ran under a
+  // quarter of the chunks (starved), three jobs in a row, starts a period of running shared jobs
+  // alone.
+  void note_job(std::size_t chunks, std::size_t own, Clock::duration own_time, Clock::duration wait) {
+    const bool stalled = own > 0 && wait > stall_floor + 2 * own_time / static_cast<long>(own);
+    const bool starved = chunks >= 4 && 4 * (chunks - own) < chunks;
+    strikes_ = stalled || starved ? strikes_ + 1 : 0;
+    if (strikes_ >= strikes_to_solo) {
+      solo_until_ns_.store(now_ns() + solo_period_ns, std::memory_order_relaxed);
+      strikes_ = 0;
+    }
+  }
 
   // Workers start with the pool (the first parallel loop or thread count asked for, which a
   // training step's reserve() runs), not inside a step.

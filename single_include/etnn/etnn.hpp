@@ -1362,8 +1362,8 @@ class ThreadPool {
   }
 
   // f(c) for every c in [0, chunks), on the caller and up to threads() - 1 workers. After a chunk
-  // throws, no further chunk starts; the first exception is rethrown here once every chunk that
-  // started has ended.
+  // throws, no further shared chunk starts (each thread still runs an owned job's chunk of its
+  // own); the first exception is rethrown here once every chunk that started has ended.
   template <class F>
   void run(std::size_t chunks, F& f) {
     std::unique_lock<std::mutex> owner(job_owner_, std::try_to_lock);
@@ -1625,7 +1625,8 @@ constexpr std::size_t chunk_count(std::size_t n, std::size_t grain, std::size_t 
 
 // Calls f(begin, end) on disjoint chunks covering [0, n); each chunk holds at least `grain`
 // indices (unless n is smaller). Chunks run on the pool's threads when n * work_per_index is
-// large enough. An exception thrown by f on any thread is rethrown here after all chunks end.
+// large enough. The first exception thrown by f is rethrown here once every chunk that started
+// has ended; chunks not started by then may be skipped.
 template <class F>
 void parallel_chunks(std::size_t n, std::size_t grain, std::size_t work_per_index, F&& f) {
   if (n == 0) return;

@@ -79,8 +79,8 @@ class ThreadPool {
   }
 
   // f(c) for every c in [0, chunks), on the caller and up to threads() - 1 workers. After a chunk
-  // throws, no further chunk starts; the first exception is rethrown here once every chunk that
-  // started has ended.
+  // throws, no further shared chunk starts (each thread still runs an owned job's chunk of its
+  // own); the first exception is rethrown here once every chunk that started has ended.
   template <class F>
   void run(std::size_t chunks, F& f) {
     std::unique_lock<std::mutex> owner(job_owner_, std::try_to_lock);

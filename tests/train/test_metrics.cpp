@@ -1,5 +1,5 @@
-// Metrics: top-k accuracy (also through etnn::evaluate), micro F1 of multi-label predictions,
-// mean absolute error; hand-computed values and error messages.
+// Metrics: top-k accuracy, micro and macro F1 of multi-label predictions, mean absolute and squared
+// error, R^2; hand-computed values, error messages, and etnn::evaluate over each kind of target.
 #include <doctest/doctest.h>
 
 #include <span>
@@ -121,4 +121,96 @@ TEST_CASE("mean absolute error over every element, accumulated over batches") {
   mae.update(etnn::const_view(out), etnn::const_view(out));
   CHECK(mae.count == 8);
   CHECK(mae.result() == doctest::Approx((1.0 + 0.5 + 1.0 + 4.0) / 8));
+}
+
+TEST_CASE("accuracy and top-k accuracy reject a label outside [0, C), also through etnn::evaluate") {
+  const auto scores = rows<3>({{0.1f, 0.5f, 0.2f}, {0.3f, 0.1f, 0.0f}});
+  const std::vector<int> labels{1, 3};
+  CHECK_THROWS_WITH_AS(metrics::Accuracy{}.update(etnn::const_view(scores), std::span<const int>(labels)),
+                       doctest::Contains("label 3 of row 1 is outside [0, 3)"), etnn::ShapeError);
+  CHECK_THROWS_WITH_AS(metrics::TopKAccuracy{.k = 2}.update(etnn::const_view(scores), std::span<const int>(labels)),
+                       doctest::Contains("label 3 of row 1 is outside [0, 3)"), etnn::ShapeError);
+  namespace nn = etnn::nn;
+  etnn::Model<decltype(nn::input<2> >> nn::linear<3>)> model(3);
+  const etnn::data::Dataset<Shape<2>> data(std::vector<float>(2 * 10, 0.5f), {0, 1, 2, 0, 1, 2, 0, 1, 7, 0});
+  CHECK_THROWS_WITH_AS(etnn::evaluate(model, data, metrics::accuracy, 4), doctest::Contains("label 7 of row 0"),
+                       etnn::ShapeError);
+}
+
+TEST_CASE("mean squared error and R^2 against hand-computed values, accumulated over batches") {
+  // Per output j: R2_j = 1 - SS_res / SS_tot.
+  //   output 0: t = 0, 1.5, 2.5 (mean 4/3): SS_tot = 19/6, SS_res = 1 + 1 + 1/4 = 9/4, R2 = 11/38
+  //   output 1: t = -2.5, 0, 3 (mean 1/6): SS_tot = 91/6, SS_res = 1/4 + 16 + 4 = 81/4, R2 = -61/182
+  const auto out = rows<2>({{1.0f, -2.0f}, {0.5f, 4.0f}, {2.0f, 1.0f}});
+  const auto target = rows<2>({{0.0f, -2.5f}, {1.5f, 0.0f}, {2.5f, 3.0f}});
+  auto mse = metrics::mean_squared_error;
+  mse.update(etnn::const_view(out), etnn::const_view(target));
+  CHECK(mse.result() == doctest::Approx((9.0 / 4 + 81.0 / 4) / 6));
+  auto r2 = metrics::r2_score;
+  CHECK(r2.result() == 0.0);
+  using Rows = etnn::TensorView<const float, Shape<2>>;
+  r2.update(Rows(out.data(), 1), Rows(target.data(), 1));
+  r2.update(Rows(out.data() + 2, 2), Rows(target.data() + 2, 2));
+  CHECK(r2.result() == doctest::Approx((11.0 / 38 - 61.0 / 182) / 2).epsilon(1e-12));
+  // A perfect fit scores 1; constant targets score 1 when predicted exactly, else 0.
+  auto perfect = metrics::r2_score;
+  perfect.update(etnn::const_view(target), etnn::const_view(target));
+  CHECK(perfect.result() == 1.0);
+  const auto constant = rows<1>({{2.0f}, {2.0f}});
+  auto exact = metrics::r2_score, off = metrics::r2_score;
+  exact.update(etnn::const_view(constant), etnn::const_view(constant));
+  off.update(etnn::const_view(rows<1>({{2.0f}, {3.0f}})), etnn::const_view(constant));
+  CHECK(exact.result() == 1.0);
+  CHECK(off.result() == 0.0);
+  // Targets far from 0 keep their precision (the sums are shifted by the first target).
+  auto far = metrics::r2_score;
+  far.update(etnn::const_view(rows<1>({{1e6f + 1}, {1e6f + 1}, {1e6f + 3}})),
+             etnn::const_view(rows<1>({{1e6f}, {1e6f + 2}, {1e6f + 4}})));
+  CHECK(far.result() == doctest::Approx(1.0 - 3.0 / 8.0).epsilon(1e-12));
+}
+
+TEST_CASE("multi-label macro F1 averages each label's F1; micro F1 pools the counts") {
+  // label 0: predicted 1 0 1, actual 1 1 0 -> TP 1 FP 1 FN 1, F1 1/2
+  // label 1: predicted 0 1 0, actual 0 1 0 -> TP 1,           F1 1
+  // label 2: predicted 1 0 0, actual 0 0 0 -> FP 1,           F1 0
+  const auto logits = rows<3>({{1, -1, 2}, {-1, 1, -1}, {2, -1, -1}});
+  const auto targets = rows<3>({{1, 0, 0}, {1, 1, 0}, {0, 0, 0}});
+  auto macro = metrics::multilabel_macro_f1;
+  CHECK(macro.result() == 0.0);
+  macro.update(etnn::const_view(logits), etnn::const_view(targets));
+  CHECK(macro.result() == doctest::Approx(0.5));
+  auto micro = metrics::multilabel_f1;
+  micro.update(etnn::const_view(logits), etnn::const_view(targets));
+  CHECK(micro.result() == doctest::Approx(4.0 / 7.0));  // TP 2, FP 2, FN 1
+  CHECK_THROWS_WITH_AS(macro.update(etnn::const_view(rows<2>({{1, 1}})), etnn::const_view(rows<2>({{1, 0}}))),
+                       doctest::Contains("samples of 2 outputs after samples of 3"), etnn::ShapeError);
+}
+
+TEST_CASE("etnn::evaluate drives the metrics of real-valued and multi-hot datasets like a hand-written pass") {
+  namespace nn = etnn::nn;
+  etnn::Model<decltype(nn::input<2> >> nn::linear<3>)> model(5);
+  constexpr int n = 37;
+  std::vector<float> x(2 * n), real(3 * n), hot(3 * n);
+  etnn::test::fill_uniform(x.data(), x.size(), 2);
+  etnn::test::fill_uniform(real.data(), real.size(), 3);
+  for (std::size_t i = 0; i < hot.size(); ++i) hot[i] = static_cast<float>((i * 7) % 3 == 0);
+  const etnn::data::Dataset<Shape<2>, Shape<3>> regression(x, real);
+  const etnn::data::Dataset<Shape<2>, etnn::data::MultiHot<3>> multilabel(x, hot);
+  Tensor<float, Shape<2>> all(n);
+  std::copy(x.begin(), x.end(), all.data());
+  const auto out = model.forward(all);
+  const etnn::TensorView<const float, Shape<3>> real_view(real.data(), n), hot_view(hot.data(), n);
+  const auto manual = [&](auto metric, auto targets) {
+    metric.update(etnn::const_view(out), targets);
+    return metric.result();
+  };
+  CHECK(etnn::evaluate(model, regression, metrics::mean_absolute_error, 8) ==
+        doctest::Approx(manual(metrics::mean_absolute_error, real_view)).epsilon(1e-12));
+  CHECK(etnn::evaluate(model, regression, metrics::mean_squared_error, 8) ==
+        doctest::Approx(manual(metrics::mean_squared_error, real_view)).epsilon(1e-12));
+  CHECK(etnn::evaluate(model, regression, metrics::r2_score, 8) ==
+        doctest::Approx(manual(metrics::r2_score, real_view)).epsilon(1e-12));
+  CHECK(etnn::evaluate(model, multilabel, metrics::multilabel_f1, 8) == manual(metrics::multilabel_f1, hot_view));
+  CHECK(etnn::evaluate(model, multilabel, metrics::multilabel_macro_f1, 8) ==
+        manual(metrics::multilabel_macro_f1, hot_view));
 }

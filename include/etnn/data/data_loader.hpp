@@ -3,8 +3,9 @@
 // DataLoader: the batches of an in-memory dataset in a per-epoch sample order.
 //   order  the sampler's indices for the epoch: 0..n-1 (SequentialSampler) or a permutation seeded
 //          by (seed, epoch) (RandomSampler), identical on every platform and standard library
-//   batch  k covers order[k * B, min((k + 1) * B, n)); x (count, S) floats and y count labels,
-//          gathered into loader-owned memory that stays valid until the iterator advances
+//   batch  k covers order[k * B, min((k + 1) * B, n)); x (count, S) floats and y the count samples'
+//          targets (count labels, or count rows of the dataset's target shape), gathered into
+//          loader-owned memory that stays valid until the iterator advances
 // With prefetch a worker thread gathers batch k + 1 while the caller uses batch k (two buffers).
 // Buffers are sized at construction: iterating allocates nothing per batch.
 #include <algorithm>
@@ -29,6 +30,7 @@
 #include "../tensor/buffer.hpp"
 #include "../tensor/tensor.hpp"
 #include "sampler.hpp"
+#include "targets.hpp"
 
 namespace etnn::data {
 
@@ -44,20 +46,44 @@ struct LoaderOptions {
   std::optional<DistributedSampler> sampler = std::nullopt;
 };
 
-// One batch: x (B, S) features and y B labels, B <= LoaderOptions::batch.
-template <ShapeType S>
+// One batch: x (B, S) features and y the B samples' targets, B <= LoaderOptions::batch; y is a
+// std::span<const int> of B class indices, or a (B, target_shape<Y>) TensorView (targets.hpp).
+template <ShapeType S, class Y = ClassIndices>
 struct Batch {
   TensorView<const float, S, Cpu> x;
-  std::span<const int> y;
+  target_batch<Y> y;
 };
 
-// What a DataLoader reads from: Dataset<S>, IdxDataset<S>, or anything with the same indexed access
-// (a pointer to each sample, or a copy of it into the loader's batch).
+namespace detail {
 template <class D>
-concept DatasetType = ShapeType<typename D::shape> && requires(const D& data, std::size_t i) {
-  { data.size() } -> std::convertible_to<std::size_t>;
-  { data.label(i) } -> std::convertible_to<int>;
-} && (requires(const D& data, std::size_t i) {
+struct DatasetTargets {
+  using type = ClassIndices;
+};
+template <class D>
+  requires requires { typename D::target_kind; }
+struct DatasetTargets<D> {
+  using type = typename D::target_kind;
+};
+}  // namespace detail
+
+// The kind of target a dataset holds: D::target_kind, or class indices for a dataset that does not
+// say (one with label(i) only).
+template <class D>
+using dataset_targets = typename detail::DatasetTargets<D>::type;
+
+// What a DataLoader reads from: Dataset<S, Y>, IdxDataset<S, Y>, or anything with the same indexed
+// access: label(i) (class indices) or target(i) (a pointer to the sample's target_size<Y> floats),
+// and a pointer to each sample or a copy of it into the loader's batch.
+template <class D>
+concept DatasetType = ShapeType<typename D::shape> && TargetKind<dataset_targets<D>> &&
+                      requires(const D& data, std::size_t i) {
+                        { data.size() } -> std::convertible_to<std::size_t>;
+                      } &&
+                      (class_targets<dataset_targets<D>> ? requires(const D& data, std::size_t i) {
+                        { data.label(i) } -> std::convertible_to<int>;
+                      } : requires(const D& data, std::size_t i) {
+                        { data.target(i) } -> std::convertible_to<const float*>;
+                      }) && (requires(const D& data, std::size_t i) {
   { data.sample(i) } -> std::convertible_to<const float*>;  // in memory
 } || requires(const D& data, std::size_t i, float* out) {
   data.copy_sample(i, out);  // read as needed (IdxDataset streaming from disk)
@@ -69,6 +95,8 @@ class DataLoader {
  public:
   using dataset_type = D;
   using shape = typename D::shape;
+  using target_kind = dataset_targets<D>;
+  using batch_type = Batch<shape, target_kind>;
   class Iterator;
 
   // The dataset is referenced, not copied: it must outlive the loader.
@@ -80,7 +108,7 @@ class DataLoader {
     const std::size_t rows = std::min(batch_size(), order_.size());
     for (std::size_t s = 0; s < (options_.prefetch ? 2u : 1u); ++s) {
       slots_[s].x = Buffer<float, Cpu>(rows * shape::size);
-      slots_[s].y = Buffer<int, Cpu>(rows);
+      slots_[s].y = Buffer<target_value<target_kind>, Cpu>(rows * target_size<target_kind>);
     }
   }
   // A temporary dataset would be destroyed before the loader reads it.
@@ -137,7 +165,7 @@ class DataLoader {
   class Iterator {
    public:
     using iterator_concept = std::input_iterator_tag;
-    using value_type = Batch<shape>;
+    using value_type = batch_type;
     using difference_type = std::ptrdiff_t;
 
     Iterator(Iterator&& other) noexcept
@@ -153,7 +181,7 @@ class DataLoader {
     }
     ~Iterator() { release(); }
 
-    Batch<shape> operator*() const { return loader_->batch(index_); }
+    batch_type operator*() const { return loader_->batch(index_); }
     Iterator& operator++() {
       loader_->advance(generation_, ++index_);
       return *this;
@@ -182,7 +210,7 @@ class DataLoader {
 
   struct Slot {
     Buffer<float, Cpu> x;  // (rows, S)
-    Buffer<int, Cpu> y;    // rows
+    Buffer<target_value<target_kind>, Cpu> y;  // (rows, target_size<target_kind>)
     int count = 0;         // rows of the batch it holds
     std::size_t ready = no_batch;  // with prefetch: the batch it holds, once gathered (under mutex_)
   };
@@ -202,13 +230,13 @@ class DataLoader {
   std::size_t batch_size() const noexcept { return static_cast<std::size_t>(options_.batch); }
   Slot& slot(std::size_t k) noexcept { return slots_[options_.prefetch ? k % 2 : 0]; }
 
-  Batch<shape> batch(std::size_t k) {
+  batch_type batch(std::size_t k) {
     const Slot& s = slot(k);
-    return {TensorView<const float, shape, Cpu>(s.x.data(), s.count),
-            std::span<const int>(s.y.data(), static_cast<std::size_t>(s.count))};
+    return {TensorView<const float, shape, Cpu>(s.x.data(), s.count), target_rows<target_kind>(s.y.data(), s.count)};
   }
 
-  // Copies the samples of batch k into s: rows in order, x row r = dataset sample order[k * B + r].
+  // Copies the samples of batch k into s: rows in order, x row r and y row r from dataset sample
+  // order[k * B + r].
   void gather(std::size_t k, Slot& s) const {
     const std::size_t first = k * batch_size();
     const std::size_t count = std::min(batch_size(), order_.size() - first);
@@ -218,7 +246,10 @@ class DataLoader {
         data_->copy_sample(i, s.x.data() + r * shape::size);
       else
         std::copy_n(data_->sample(i), shape::size, s.x.data() + r * shape::size);
-      s.y.data()[r] = data_->label(i);
+      if constexpr (class_targets<target_kind>)
+        s.y.data()[r] = data_->label(i);
+      else
+        std::copy_n(data_->target(i), target_size<target_kind>, s.y.data() + r * target_size<target_kind>);
     }
     s.count = static_cast<int>(count);
   }

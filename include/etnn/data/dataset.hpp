@@ -1,8 +1,13 @@
 #pragma once
 // Private to data/: include <etnn/data/data.hpp> or <etnn/etnn.hpp>.
-// Dataset<S>: n labelled samples of the static shape S, held in host memory.
+// Dataset<S, Y>: n samples of the static shape S with targets of the kind Y (targets.hpp), held in
+// host memory.
 //   features: n * S::size floats, sample i at [i * S::size, (i + 1) * S::size), row-major in S
-//   labels:   n ints in [0, INT_MAX), class indices
+//   targets:  n * target_size<Y> values, sample i's at [i * target_size<Y>, (i + 1) * target_size<Y>):
+//             Y = ClassIndices (the default): n ints in [0, INT_MAX), class indices
+//             Y = Shape<K...>:                n rows of K... floats, real values
+//             Y = MultiHot<K>:                n rows of K floats, each 0 or 1
+//   etnn::data::Dataset<etnn::Shape<8>, etnn::Shape<1>> data(std::move(x), std::move(t));  // regression
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -14,6 +19,7 @@
 
 #include "../core/error.hpp"
 #include "../core/shape.hpp"
+#include "targets.hpp"
 
 namespace etnn::data::detail {
 inline void check_normalization(float mean, float stddev, const char* who) {
@@ -27,39 +33,58 @@ inline void check_normalization(float mean, float stddev, const char* who) {
 
 namespace etnn::data {
 
-template <ShapeType S>
+template <ShapeType S, class Y = ClassIndices>
 class Dataset {
+  static_assert(check::target_kind<TargetKind<Y>>());
+
  public:
   using shape = S;
+  using target_kind = Y;
+  using target_type = target_value<Y>;
 
   Dataset() = default;
-  Dataset(std::vector<float> features, std::vector<int> labels)
-      : features_(std::move(features)), labels_(std::move(labels)) {
-    if (features_.size() % S::size != 0 || features_.size() / S::size != labels_.size()) {
+  Dataset(std::vector<float> features, std::vector<target_type> targets)
+      : features_(std::move(features)), targets_(std::move(targets)) {
+    const std::size_t n = targets_.size() / target_size<Y>;
+    if (features_.size() % S::size != 0 || targets_.size() % target_size<Y> != 0 || features_.size() / S::size != n) {
       throw ShapeError("etnn::data::Dataset: " + std::to_string(features_.size()) + " feature values for " +
-                       std::to_string(labels_.size()) + " labels; samples of shape " + S::to_string() +
-                       " need " + std::to_string(S::size) + " values each, so pass labels.size() * " +
-                       std::to_string(S::size) + " features");
+                       std::to_string(targets_.size()) + (class_targets<Y> ? " labels" : " target values") +
+                       "; samples of shape " + S::to_string() +
+                       " need " + std::to_string(S::size) + " values each" +
+                       (class_targets<Y> ? std::string(" and one label")
+                                         : " and " + std::to_string(target_size<Y>) + " target values " +
+                                               target_shape<Y>::to_string()) +
+                       ", so pass " + std::to_string(S::size) + " features per " +
+                       (class_targets<Y> ? "label" : std::to_string(target_size<Y>) + " target values"));
     }
-    for (std::size_t i = 0; i < labels_.size(); ++i) {
-      // INT_MAX is excluded so that num_classes() = max label + 1 fits an int.
-      if (labels_[i] < 0 || labels_[i] == std::numeric_limits<int>::max()) {
-        throw ShapeError("etnn::data::Dataset: label " + std::to_string(i) + " is " + std::to_string(labels_[i]) +
-                         "; labels are class indices in [0, INT_MAX), remap them before building the dataset");
-      }
-      num_classes_ = std::max(num_classes_, labels_[i] + 1);
-    }
+    for (std::size_t i = 0; i < targets_.size(); ++i) check_target(i);
   }
 
   // Number of samples.
-  std::size_t size() const noexcept { return labels_.size(); }
+  std::size_t size() const noexcept { return targets_.size() / target_size<Y>; }
   // First of the S::size values of sample i (i < size()).
   const float* sample(std::size_t i) const noexcept { return features_.data() + i * S::size; }
-  int label(std::size_t i) const noexcept { return labels_[i]; }
+  // First of the target_size<Y> target values of sample i.
+  const target_type* target(std::size_t i) const noexcept { return targets_.data() + i * target_size<Y>; }
+  // The class index of sample i.
+  int label(std::size_t i) const noexcept
+    requires class_targets<Y>
+  {
+    return targets_[i];
+  }
   // Largest label + 1 (0 when empty).
-  int num_classes() const noexcept { return num_classes_; }
+  int num_classes() const noexcept
+    requires class_targets<Y>
+  {
+    return num_classes_;
+  }
   std::span<const float> features() const noexcept { return features_; }
-  std::span<const int> labels() const noexcept { return labels_; }
+  std::span<const target_type> targets() const noexcept { return targets_; }
+  std::span<const int> labels() const noexcept
+    requires class_targets<Y>
+  {
+    return targets_;
+  }
 
   // A copy of samples [first, first + count); num_classes() is recomputed from the copied labels.
   Dataset subset(std::size_t first, std::size_t count) const {
@@ -69,9 +94,16 @@ class Dataset {
                        std::to_string(size()) + "; keep first + count <= size()");
     }
     const auto values = features_.begin() + static_cast<std::ptrdiff_t>(first * S::size);
-    const auto labels = labels_.begin() + static_cast<std::ptrdiff_t>(first);
+    const auto targets = targets_.begin() + static_cast<std::ptrdiff_t>(first * target_size<Y>);
     return Dataset(std::vector<float>(values, values + static_cast<std::ptrdiff_t>(count * S::size)),
-                   std::vector<int>(labels, labels + static_cast<std::ptrdiff_t>(count)));
+                   std::vector<target_type>(targets, targets + static_cast<std::ptrdiff_t>(count * target_size<Y>)));
+  }
+
+  // The same features with other targets (one row of target_size<Y2> per sample), e.g. class
+  // labels mapped to multi-hot attributes: std::move(data).with_targets<MultiHot<6>>(rows).
+  template <class Y2>
+  Dataset<S, Y2> with_targets(std::vector<target_value<Y2>> targets) && {
+    return Dataset<S, Y2>(std::move(features_), std::move(targets));
   }
 
   // x = (x - mean) / stddev for every feature value, in float, like torchvision's
@@ -82,16 +114,37 @@ class Dataset {
   }
 
  private:
+  // Target value v: a class index in [0, INT_MAX) (INT_MAX is excluded so that num_classes() =
+  // max label + 1 fits an int), a finite real value, or 0 or 1.
+  void check_target(std::size_t v) {
+    const target_type t = targets_[v];
+    const auto fail = [&](const char* advice) {
+      const std::string what = class_targets<Y> ? "label " + std::to_string(v)
+                               : "the target of sample " + std::to_string(v / target_size<Y>) +
+                                     (target_size<Y> > 1 ? " (value " + std::to_string(v % target_size<Y>) + ")" : "");
+      throw ShapeError("etnn::data::Dataset: " + what + " is " + std::to_string(t) + "; " + advice);
+    };
+    if constexpr (class_targets<Y>) {
+      if (t < 0 || t == std::numeric_limits<int>::max())
+        fail("labels are class indices in [0, INT_MAX), remap them before building the dataset");
+      num_classes_ = std::max(num_classes_, t + 1);
+    } else if constexpr (multi_hot_targets<Y>) {
+      if (t != 0.0f && t != 1.0f) fail("multi-hot targets are 0 or 1 (for soft targets use Dataset<S, etnn::Shape<K>>)");
+    } else if (!std::isfinite(t)) {
+      fail("real-valued targets must be finite");
+    }
+  }
+
   std::vector<float> features_;
-  std::vector<int> labels_;
-  int num_classes_ = 0;
+  std::vector<target_type> targets_;
+  int num_classes_ = 0;  // class indices only
 };
 
 }  // namespace etnn::data
 
 namespace etnn::data::detail {
-template <ShapeType S>
-void require_values(const data::Dataset<S>& data, const char* where) {
+template <ShapeType S, class Y>
+void require_values(const data::Dataset<S, Y>& data, const char* where) {
   if (data.features().empty()) {
     throw Error(std::string(where) + ": the dataset is empty; there is no statistic to compute");
   }
@@ -101,8 +154,8 @@ void require_values(const data::Dataset<S>& data, const char* where) {
 namespace etnn::data {
 
 // Mean of all feature values, summed in double.
-template <ShapeType S>
-double mean(const Dataset<S>& data) {
+template <ShapeType S, class Y>
+double mean(const Dataset<S, Y>& data) {
   detail::require_values(data, "etnn::data::mean");
   double sum = 0.0;
   for (float x : data.features()) sum += x;
@@ -110,8 +163,8 @@ double mean(const Dataset<S>& data) {
 }
 
 // Population standard deviation of all feature values: sqrt(sum (x - mean)^2 / N), in double.
-template <ShapeType S>
-double stddev(const Dataset<S>& data) {
+template <ShapeType S, class Y>
+double stddev(const Dataset<S, Y>& data) {
   detail::require_values(data, "etnn::data::stddev");
   const double m = mean(data);
   double sum = 0.0;

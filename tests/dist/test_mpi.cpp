@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "support/gradcheck.hpp"
+#include "support/target_kinds.hpp"
 #include "support/training.hpp"
 #include "world.hpp"
 
@@ -293,6 +294,31 @@ TEST_CASE("a loss with parameters of its own (ArcFace) trains on N ranks exactly
           head_difference, " (head)");
   CHECK(model_difference <= 1e-10);
   CHECK(head_difference <= 1e-10);
+}
+
+TEST_CASE_TEMPLATE("every kind of target: N ranks on DistributedSampler shares train like one process with batch N*b",
+                   Y, etnn::data::ClassIndices, etnn::Shape<2>, etnn::data::MultiHot<3>) {
+  using Task = etnn::test::TargetTask<Y>;
+  using Model = etnn::Model<decltype(nn::input<6> >> nn::linear<16> >> nn::tanh >> nn::linear<Task::outputs>), double>;
+  constexpr int b = 5, steps = 12;
+  const int ranks = world().size();
+  const auto data = etnn::test::random_dataset<etnn::Shape<6>, Y>(static_cast<std::size_t>(ranks * b * steps), 6);
+  typename Task::Loss loss;
+  Model reference(2);
+  etnn::optim::SGD reference_opt(reference, {.lr = 0.05f, .momentum = 0.9f});
+  etnn::Trainer reference_trainer(reference, loss, reference_opt);
+  etnn::data::DataLoader reference_loader(data, {.batch = ranks * b, .shuffle = true, .seed = 3});
+  for (auto batch : reference_loader) reference_trainer.step(batch);
+
+  Model model(2 + 1000 * static_cast<std::uint64_t>(world().rank()));
+  etnn::optim::SGD opt(model, {.lr = 0.05f, .momentum = 0.9f}, world());
+  etnn::Trainer trainer(model, loss, opt);
+  etnn::data::DataLoader loader(data, {.batch = b, .sampler = etnn::data::DistributedSampler(world(), {.seed = 3})});
+  for (auto batch : loader) trainer.step(batch);
+  REQUIRE(identical_across_ranks(model.parameters(), Model::num_params));
+  const double difference = relative_difference(model.parameters(), reference.parameters(), Model::num_params);
+  MESSAGE(ranks, " ranks: max relative parameter difference ", difference);
+  CHECK(difference <= 1e-10);
 }
 
 TEST_CASE("gradient accumulation across ranks: k micro-batches of b/k equal one batch of N*b") {

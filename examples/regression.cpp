@@ -23,8 +23,8 @@
 // sample, so every batch's gradient is dominated by its few outliers; under Huber an outlier
 // pulls no harder than a sample that is off by delta, and the fit follows the bulk of the data.
 //
-// etnn::data::Dataset holds int labels only, so the real-valued targets live beside it: each
-// sample's label is its own index, and the loop gathers the targets of a shuffled batch by it.
+// The data is a Dataset<Shape<8>, Shape<1>>: each sample carries its real-valued target, so the
+// DataLoader's batches go straight to the Trainer, and etnn::evaluate scores the test set.
 #include <cmath>
 #include <cstdio>
 #include <numbers>
@@ -73,10 +73,9 @@ double normal(etnn::Rng& rng) {
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
 }
 
-// n samples: features (n, 8) in a Dataset whose label i is i, and targets (n, 1).
+// n samples: features (n, 8) and targets (n, 1).
 struct Split {
-  etnn::data::Dataset<Features> data;
-  etnn::Tensor<float, Target> targets;
+  etnn::data::Dataset<Features, Target> data;
   long corrupted = 0;
 };
 
@@ -87,8 +86,7 @@ const double sigma_f = std::sqrt(0.5 + 0.125 + 1.0 / 9.0 + 1.0 / 45.0 + 0.09);
 
 Split make_split(long n, double outlier_fraction, etnn::Rng& rng) {
   std::vector<float> features(static_cast<std::size_t>(n) * Features::size);
-  std::vector<int> index(static_cast<std::size_t>(n));
-  etnn::Tensor<float, Target> targets(static_cast<int>(n));
+  std::vector<float> targets(static_cast<std::size_t>(n));
   long corrupted = 0;
   for (long i = 0; i < n; ++i) {
     float* x = features.data() + static_cast<std::size_t>(i) * Features::size;
@@ -99,31 +97,23 @@ Split make_split(long n, double outlier_fraction, etnn::Rng& rng) {
       t = target_function(x) + sign * rng.uniform(10.0, 30.0) * sigma_f;
       ++corrupted;
     }
-    targets(static_cast<int>(i), 0) = static_cast<float>(t);
-    index[static_cast<std::size_t>(i)] = static_cast<int>(i);
+    targets[static_cast<std::size_t>(i)] = static_cast<float>(t);
   }
-  return {etnn::data::Dataset<Features>(std::move(features), std::move(index)), std::move(targets), corrupted};
+  return {etnn::data::Dataset<Features, Target>(std::move(features), std::move(targets)), corrupted};
 }
 
 struct Errors {
-  double mae, rmse;
+  double mae, rmse, r2;
 };
 
-// Test errors against the clean targets: MAE = mean |y - t|, RMSE = sqrt(mean (y - t)^2).
+// Test errors against the clean targets: MAE = mean |y - t|, RMSE = sqrt(mean (y - t)^2), and
+// R^2 = 1 - SS_res / SS_tot.
 template <class Model>
 Errors test_errors(Model& model, const Split& test) {
-  model.eval();
-  const etnn::TensorView<const float, Features> x(test.data.features().data(), static_cast<int>(test.data.size()));
-  const auto y = model.forward(x);
-  etnn::metrics::MeanAbsoluteError mae;
-  mae.update(etnn::const_view(y), etnn::const_view(test.targets));
-  double squares = 0;
-  for (int i = 0; i < y.batch(); ++i) {
-    const double d = static_cast<double>(y(i, 0)) - static_cast<double>(test.targets(i, 0));
-    squares += d * d;
-  }
-  model.train();
-  return {mae.result(), std::sqrt(squares / y.batch())};
+  namespace metrics = etnn::metrics;
+  return {etnn::evaluate(model, test.data, metrics::mean_absolute_error),
+          std::sqrt(etnn::evaluate(model, test.data, metrics::mean_squared_error)),
+          etnn::evaluate(model, test.data, metrics::r2_score)};
 }
 
 // Trains a fresh model (initialised from --seed, batches shuffled from --seed: the same for every
@@ -134,21 +124,16 @@ Errors fit(const char* name, Loss& loss, const Split& train, const Split& test, 
   etnn::optim::Adam adam(model, {.lr = opt.lr});
   etnn::Trainer trainer(model, loss, adam);
   etnn::data::DataLoader loader(train.data, {.batch = opt.batch, .shuffle = true, .seed = opt.seed});
-  etnn::Tensor<float, Target> targets(opt.batch);  // the batch's targets, gathered by sample index
   example::EpochStats last;
   double seconds = 0;
   for (int epoch = 0; epoch < opt.epochs; ++epoch) {
-    last = example::run_epoch(loader, epoch, opt.epochs, train.data.size(), [&](const auto& batch) {
-      const int b = batch.x.batch();
-      targets.resize(b);
-      for (int r = 0; r < b; ++r) targets(r, 0) = train.targets(batch.y[static_cast<std::size_t>(r)], 0);
-      return trainer.step(batch.x, targets);
-    });
+    last = example::run_epoch(loader, epoch, opt.epochs, train.data.size(),
+                              [&](const auto& batch) { return trainer.step(batch); });
     seconds += last.seconds;
   }
   const Errors e = test_errors(model, test);
-  std::printf("%-5s test MAE %.4f  RMSE %.4f   (last epoch train loss %.4f, %.1f s)\n", name, e.mae, e.rmse,
-              last.mean_loss(), seconds);
+  std::printf("%-5s test MAE %.4f  RMSE %.4f  R2 %.4f   (last epoch train loss %.4f, %.1f s)\n", name, e.mae,
+              e.rmse, e.r2, last.mean_loss(), seconds);
   std::fflush(stdout);
   return e;
 }
@@ -168,12 +153,9 @@ int run(const Options& opt) {
   std::printf("%d epochs, batch %d, Adam lr %g, %d threads\n", opt.epochs, opt.batch, opt.lr, etnn::num_threads());
   {  // For scale: the errors of predicting 0, the mean of f, everywhere.
     double abs_sum = 0, square_sum = 0;
-    for (int i = 0; i < test.targets.batch(); ++i) {
-      const double t = test.targets(i, 0);
-      abs_sum += std::abs(t), square_sum += t * t;
-    }
-    std::printf("zero  test MAE %.4f  RMSE %.4f   (predicting 0 everywhere)\n", abs_sum / test.targets.batch(),
-                std::sqrt(square_sum / test.targets.batch()));
+    for (const float t : test.data.targets()) abs_sum += std::abs(t), square_sum += static_cast<double>(t) * t;
+    const auto n = static_cast<double>(test.data.size());
+    std::printf("zero  test MAE %.4f  RMSE %.4f   (predicting 0 everywhere)\n", abs_sum / n, std::sqrt(square_sum / n));
   }
 
   etnn::loss::MSE mse;

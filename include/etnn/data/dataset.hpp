@@ -8,10 +8,8 @@
 //             Y = Shape<K...>:                n rows of K... floats, real values
 //             Y = MultiHot<K>:                n rows of K floats, each 0 or 1
 //   etnn::data::Dataset<etnn::Shape<8>, etnn::Shape<1>> data(std::move(x), std::move(t));  // regression
-#include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <limits>
 #include <span>
 #include <string>
 #include <utility>
@@ -57,7 +55,7 @@ class Dataset {
                        ", so pass " + std::to_string(S::size) + " features per " +
                        (class_targets<Y> ? "label" : std::to_string(target_size<Y>) + " target values"));
     }
-    for (std::size_t i = 0; i < targets_.size(); ++i) check_target(i);
+    num_classes_ = check_targets<Y>(targets_, "etnn::data::Dataset");
   }
 
   // Number of samples.
@@ -114,27 +112,6 @@ class Dataset {
   }
 
  private:
-  // Target value v: a class index in [0, INT_MAX) (INT_MAX is excluded so that num_classes() =
-  // max label + 1 fits an int), a finite real value, or 0 or 1.
-  void check_target(std::size_t v) {
-    const target_type t = targets_[v];
-    const auto fail = [&](const char* advice) {
-      const std::string what = class_targets<Y> ? "label " + std::to_string(v)
-                               : "the target of sample " + std::to_string(v / target_size<Y>) +
-                                     (target_size<Y> > 1 ? " (value " + std::to_string(v % target_size<Y>) + ")" : "");
-      throw ShapeError("etnn::data::Dataset: " + what + " is " + std::to_string(t) + "; " + advice);
-    };
-    if constexpr (class_targets<Y>) {
-      if (t < 0 || t == std::numeric_limits<int>::max())
-        fail("labels are class indices in [0, INT_MAX), remap them before building the dataset");
-      num_classes_ = std::max(num_classes_, t + 1);
-    } else if constexpr (multi_hot_targets<Y>) {
-      if (t != 0.0f && t != 1.0f) fail("multi-hot targets are 0 or 1 (for soft targets use Dataset<S, etnn::Shape<K>>)");
-    } else if (!std::isfinite(t)) {
-      fail("real-valued targets must be finite");
-    }
-  }
-
   std::vector<float> features_;
   std::vector<target_type> targets_;
   int num_classes_ = 0;  // class indices only

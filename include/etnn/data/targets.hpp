@@ -7,9 +7,15 @@
 // A batch carries them as the loss takes them (loss/targets.hpp): class indices as a
 // std::span<const int> of B values, the others as a TensorView<const float, target_shape<Y>> of
 // B rows.
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
+#include <limits>
 #include <span>
+#include <string>
 #include <type_traits>
+
+#include "../core/error.hpp"
 
 #include "../core/shape.hpp"
 #include "../loss/targets.hpp"
@@ -77,5 +83,33 @@ auto target_rows(const target_value<Y>* values, int rows) {
 }
 template <TargetKind Y>
 using target_batch = decltype(target_rows<Y>(nullptr, 0));
+
+// Throws etnn::ShapeError, naming `who` and the sample, unless every target value fits its kind:
+// a class index in [0, INT_MAX) (INT_MAX is excluded so that max label + 1 fits an int), 0 or 1
+// for multi-hot rows, a finite real value otherwise. Returns the largest label + 1 for class
+// indices (0 when there are none), else 0.
+template <TargetKind Y>
+int check_targets(std::span<const target_value<Y>> targets, const char* who) {
+  int num_classes = 0;
+  for (std::size_t v = 0; v < targets.size(); ++v) {
+    const target_value<Y> t = targets[v];
+    const auto fail = [&](const char* advice) {
+      const std::string what = class_targets<Y> ? "label " + std::to_string(v)
+                               : "the target of sample " + std::to_string(v / target_size<Y>) +
+                                     (target_size<Y> > 1 ? " (value " + std::to_string(v % target_size<Y>) + ")" : "");
+      throw ShapeError(std::string(who) + ": " + what + " is " + std::to_string(t) + "; " + advice);
+    };
+    if constexpr (class_targets<Y>) {
+      if (t < 0 || t == std::numeric_limits<int>::max())
+        fail("labels are class indices in [0, INT_MAX), remap them before building the dataset");
+      num_classes = std::max(num_classes, t + 1);
+    } else if constexpr (multi_hot_targets<Y>) {
+      if (t != 0.0f && t != 1.0f) fail("multi-hot targets are 0 or 1 (for soft targets use etnn::Shape<K> targets)");
+    } else if (!std::isfinite(t)) {
+      fail("real-valued targets must be finite");
+    }
+  }
+  return num_classes;
+}
 
 }  // namespace etnn::data

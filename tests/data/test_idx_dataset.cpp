@@ -88,7 +88,7 @@ TEST_CASE("IdxDataset over its memory cap streams a raw file with the in-memory 
 }
 
 TEST_CASE("IdxDataset streams a gzipped file (Fashion-MNIST's test set) with the in-memory path's batches") {
-#if defined(ETNN_WITH_ZLIB)
+#if defined(ETNN_ZLIB_LINKED) || defined(ETNN_ZLIB_LOADED)
   const auto images = fashion / "t10k-images-idx3-ubyte.gz", labels = fashion / "t10k-labels-idx1-ubyte.gz";
   if (!fs::exists(images)) {
     MESSAGE("skipped: Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist)");

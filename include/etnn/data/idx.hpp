@@ -1,7 +1,7 @@
 #pragma once
 // Private to data/: include <etnn/data/data.hpp> or <etnn/etnn.hpp>.
 // load_idx<S>(images, labels): a Dataset<S> from a pair of IDX files (the MNIST / Fashion-MNIST format),
-// raw or gzipped. An IDX file is, all integers big-endian:
+// raw or gzipped (zlib linked or loaded at run time: gzip.hpp). An IDX file is, all integers big-endian:
 //   magic  0x00 0x00 <type> <ndims>       type 0x08 = unsigned byte, 0x0D = float32
 //   dims   ndims x uint32                  images (N, 28, 28), labels (N)
 //   data   N * item values, row-major      nothing after it
@@ -23,14 +23,11 @@
 #include <system_error>
 #include <vector>
 
-#if defined(ETNN_WITH_ZLIB)
-#include <zlib.h>
-#endif
-
 #include "../core/error.hpp"
 #include "../core/file.hpp"
 #include "../core/shape.hpp"
 #include "dataset.hpp"
+#include "gzip.hpp"
 
 namespace etnn::data::detail {
 
@@ -41,7 +38,7 @@ inline constexpr std::size_t idx_chunk = std::size_t{1} << 16;
 // starts with the gzip magic 1f 8b).
 class IdxFile {
  public:
-  explicit IdxFile(const std::filesystem::path& path) : where_("etnn::data::load_idx: '" + path.string() + "'") {
+  explicit IdxFile(const std::filesystem::path& path) : where_(where_of(path)) {
     std::error_code ec;
     const std::uintmax_t bytes = std::filesystem::file_size(path, ec);
     if (ec) throw IoError(where_ + ": cannot read the file (" + ec.message() + "); check the path");
@@ -50,23 +47,18 @@ class IdxFile {
     std::array<unsigned char, 2> head{};
     const std::size_t got = std::fread(head.data(), 1, head.size(), file_.get());
     const bool gzipped = path.extension() == ".gz" || (got == 2 && head[0] == 0x1f && head[1] == 0x8b);
-    if (!gzipped) {
-      std::rewind(file_.get());
+    std::rewind(file_.get());
+    if (gzipped)
+      gz_ = std::make_unique<GzipReader>(std::move(file_), where_);
+    else
       size_ = bytes;
-      return;
-    }
-#if defined(ETNN_WITH_ZLIB)
-    file_.reset();
-    gz_.reset(gzopen(path.string().c_str(), "rb"));
-    if (!gz_) fail("cannot open the gzip file (" + std::string(std::strerror(errno)) + ")");
-    gzbuffer(gz_.get(), static_cast<unsigned>(idx_chunk));
-#else
-    fail("built without zlib; gunzip the file or rebuild with zlib1g-dev");
-#endif
   }
 
   // "etnn::data::load_idx: 'path'": the start of every message about this file.
   const std::string& where() const noexcept { return where_; }
+  static std::string where_of(const std::filesystem::path& path) {
+    return "etnn::data::load_idx: '" + path.string() + "'";
+  }
   [[noreturn]] void fail(const std::string& what) const { throw IoError(where_ + ": " + what); }
 
   // Bytes left after what read() has delivered: known for a raw file, unknown for a gzipped one.
@@ -77,11 +69,7 @@ class IdxFile {
 
   // Reads n <= idx_chunk bytes into dst; returns fewer only at the end of the (decompressed) data.
   std::size_t read(unsigned char* dst, std::size_t n) {
-#if defined(ETNN_WITH_ZLIB)
-    const std::size_t got = gz_ ? read_gz(dst, n) : read_raw(dst, n);
-#else
-    const std::size_t got = read_raw(dst, n);
-#endif
+    const std::size_t got = gz_ ? gz_->read(dst, n) : read_raw(dst, n);
     offset_ += got;
     return got;
   }
@@ -93,34 +81,9 @@ class IdxFile {
     return got;
   }
 
-#if defined(ETNN_WITH_ZLIB)
-  struct GzCloser {
-    void operator()(gzFile f) const noexcept { gzclose(f); }
-  };
-
-  // gzread stops early at the end of the stream and on errors; gzerror tells them apart
-  // (a stream that ends too soon reports Z_BUF_ERROR, bad data Z_DATA_ERROR).
-  std::size_t read_gz(unsigned char* dst, std::size_t n) {
-    std::size_t total = 0;
-    while (total < n) {
-      const int got = gzread(gz_.get(), dst + total, static_cast<unsigned>(n - total));
-      if (got <= 0) break;
-      total += static_cast<std::size_t>(got);
-    }
-    int err = Z_OK;
-    const char* message = gzerror(gz_.get(), &err);
-    if (err != Z_OK) {
-      fail("corrupt or truncated gzip data (zlib: " + std::string(message) + "); download the file again");
-    }
-    return total;
-  }
-#endif
-
   std::string where_;
-  UniqueFile file_;  // a raw file, or null once a gzipped one is open
-#if defined(ETNN_WITH_ZLIB)
-  std::unique_ptr<gzFile_s, GzCloser> gz_;
-#endif
+  UniqueFile file_;                 // a raw file, or null once a gzipped one is open
+  std::unique_ptr<GzipReader> gz_;  // a gzipped file (a GzipReader cannot move)
   std::optional<std::uint64_t> size_;  // raw files only
   std::uint64_t offset_ = 0;
 };

@@ -278,9 +278,22 @@ TEST_CASE("load_idx names the file and the problem for every malformed input") {
     return io_error([&] { etnn::data::load_idx<etnn::Shape<4>>(valid.images, path); });
   };
   has(labels_error(idx(0x08, {3, 2, 2}, pixels)),
-      "labels have exactly 1 (N); are the images and labels paths swapped?");
+      "bad-labels': the header (3, 2, 2) has 3 dimensions but IDX labels have exactly 1 (N): this looks like an "
+      "image file; are the two paths swapped?");
+  has(labels_error(idx(0x08, {3, 1, 1, 2, 2}, pixels)), "the header has 5 dimensions but IDX labels have exactly 1 (N)");
   has(labels_error(idx(0x0D, {3}, Bytes(12, 0))), "unsupported type byte 0x0D; etnn reads labels of type 0x08");
   has(labels_error(idx(0x08, {3}, {1, 2})), "truncated");
+  // The pair the wrong way round: the label file is seen first when the requested items are not
+  // one value, the image file (as labels) when they are.
+  const std::string both_paths = "are the two paths swapped? images were given as '" + valid.labels.string() +
+                                 "' and labels as '" + valid.images.string() + "': pass the image file first";
+  const std::string swapped = io_error([&] { etnn::data::load_idx<etnn::Shape<4>>(valid.labels, valid.images); });
+  has(swapped, "load_idx: '" + valid.labels.string() +
+                   "': this looks like a label file (one dimension (3) of unsigned bytes), not images; " + both_paths);
+  CHECK(swapped.find("request a shape") == std::string::npos);
+  const std::string swapped_one = io_error([&] { etnn::data::load_idx<etnn::Shape<1>>(valid.labels, valid.images); });
+  has(swapped_one, "load_idx: '" + valid.images.string() + "': the header (3, 2, 2) has 3 dimensions");
+  has(swapped_one, "this looks like an image file; " + both_paths);
   // Labels outside the number of classes the caller names.
   const auto out_of_range = write(dir / "ten-classes", idx(0x08, {3}, {2, 12, 1}));
   has(io_error([&] { etnn::data::load_idx<etnn::Shape<4>>(valid.images, out_of_range, 10); }),

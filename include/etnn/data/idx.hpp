@@ -145,10 +145,11 @@ inline IdxHeader read_idx_header(IdxFile& file, IdxKind kind) {
                       : "labels of type 0x08 (unsigned byte)"));
   }
   header.rank = bytes[3];
-  if (images ? (header.rank < 1 || header.rank > 4) : header.rank != 1) {
+  // Labels of 2 to 4 dimensions pass here: read_idx_labels, which knows both paths, says that
+  // such a file looks like images.
+  if (header.rank < 1 || header.rank > 4) {
     file.fail("the header has " + std::to_string(header.rank) + " dimensions but IDX " +
-              (images ? "images have 1 to 4"
-                      : "labels have exactly 1 (N); are the images and labels paths swapped?"));
+              (images ? "images have 1 to 4" : "labels have exactly 1 (N)"));
   }
   const std::size_t dim_bytes = 4 * static_cast<std::size_t>(header.rank);
   if (file.read(bytes.data(), dim_bytes) < dim_bytes) {
@@ -212,15 +213,35 @@ std::vector<T> read_idx_data(IdxFile& file, const IdxHeader& header, Convert con
   return out;
 }
 
-// The labels of an IDX label file that must hold `count` items (the images of images_where), each
-// in [0, num_classes) when num_classes > 0.
-inline std::vector<int> read_idx_labels(const std::filesystem::path& labels, std::uint64_t count,
-                                        const std::string& images_where, int num_classes) {
+// The end of a message about a file of the wrong kind: the pair given the wrong way round.
+inline std::string swapped_paths(const std::filesystem::path& images, const std::filesystem::path& labels) {
+  return "; are the two paths swapped? images were given as '" + images.string() + "' and labels as '" +
+         labels.string() + "': pass the image file first";
+}
+
+// Fails when the header read as images' is a label file's: one dimension (N) of unsigned bytes.
+// Called when the items do not fit the requested shape, so one-value items stay loadable.
+inline void check_not_labels(const IdxFile& image_file, const IdxHeader& header, const std::filesystem::path& images,
+                             const std::filesystem::path& labels) {
+  if (header.rank == 1 && header.type == 0x08)
+    image_file.fail("this looks like a label file (one dimension " + header.dims_string() +
+                    " of unsigned bytes), not images" + swapped_paths(images, labels));
+}
+
+// The labels of an IDX label file that must hold `count` items (the images of the file `images`),
+// each in [0, num_classes) when num_classes > 0.
+inline std::vector<int> read_idx_labels(const std::filesystem::path& labels, const std::filesystem::path& images,
+                                        std::uint64_t count, int num_classes) {
   IdxFile label_file(labels);
   const IdxHeader label_header = read_idx_header(label_file, IdxKind::labels);
+  if (label_header.rank != 1) {
+    label_file.fail("the header " + label_header.dims_string() + " has " + std::to_string(label_header.rank) +
+                    " dimensions but IDX labels have exactly 1 (N): this looks like an image file" +
+                    swapped_paths(images, labels));
+  }
   if (count != label_header.count()) {
-    throw IoError(images_where + " holds " + std::to_string(count) + " images but '" + labels.string() + "' holds " +
-                  std::to_string(label_header.count()) +
+    throw IoError(IdxFile::where_of(images) + " holds " + std::to_string(count) + " images but '" + labels.string() +
+                  "' holds " + std::to_string(label_header.count()) +
                   " labels; pass the matching pair (train-images with train-labels, t10k-images with t10k-labels)");
   }
   std::vector<int> classes =
@@ -258,6 +279,7 @@ Dataset<S> load_idx(const std::filesystem::path& images, const std::filesystem::
   IdxFile image_file(images);
   const detail::IdxHeader image_header = detail::read_idx_header(image_file, IdxKind::images);
   if (image_header.item_values != S::size) {
+    detail::check_not_labels(image_file, image_header, images, labels);
     image_file.fail("items are " + image_header.item_string() + " values but the requested shape " +
                     detail::shape_name<S>() + " has " + std::to_string(S::size) +
                     "; request a shape of that many values, e.g. etnn::Shape<" +
@@ -270,7 +292,7 @@ Dataset<S> load_idx(const std::filesystem::path& images, const std::filesystem::
           : detail::read_idx_data<float>(image_file, image_header, [](const unsigned char* p) {
               return std::bit_cast<float>(detail::load_be32(p));
             });
-  std::vector<int> classes = detail::read_idx_labels(labels, image_header.count(), image_file.where(), num_classes);
+  std::vector<int> classes = detail::read_idx_labels(labels, images, image_header.count(), num_classes);
   return Dataset<S>(std::move(features), std::move(classes));
 }
 

@@ -73,8 +73,12 @@ inline Zlib load_zlib(const char* name) {
                         "; install zlib (Debian/Ubuntu: apt-get install zlib1g), or compile with "
                         "-DETNN_WITH_ZLIB=1 -lz, or gunzip the file"};
   };
+  const auto why = [] {
+    const char* error = ::dlerror();
+    return std::string(error != nullptr ? error : "no reason given");
+  };
   void* library = ::dlopen(name, RTLD_NOW | RTLD_LOCAL);
-  if (library == nullptr) return missing("zlib could not be loaded at run time (" + std::string(::dlerror()) + ")");
+  if (library == nullptr) return missing("zlib could not be loaded at run time (" + why() + ")");
   Zlib zlib;
   // POSIX's way from dlsym's void* to a function pointer: copy the object representation.
   const auto find = [&](auto& function, const char* symbol) {
@@ -84,7 +88,7 @@ inline Zlib load_zlib(const char* name) {
   };
   if (!find(zlib.functions.inflate_init, "inflateInit2_") || !find(zlib.functions.inflate, "inflate") ||
       !find(zlib.functions.inflate_reset, "inflateReset") || !find(zlib.functions.inflate_end, "inflateEnd")) {
-    return missing(std::string(name) + " lacks zlib's inflate functions (" + ::dlerror() + ")");
+    return missing(std::string(name) + " lacks zlib's inflate functions (" + why() + ")");
   }
   return zlib;
 }
@@ -178,9 +182,9 @@ class GzipReader {
  public:
   GzipReader(UniqueFile, const std::string& where) {
 #if defined(ETNN_WITH_ZLIB)
-    throw IoError(where + ": the file is gzipped and this program was compiled with -DETNN_WITH_ZLIB=0; gunzip "
-                  "the file, or compile without that macro (zlib is then loaded at run time) or with "
-                  "-DETNN_WITH_ZLIB=1 -lz");
+    throw IoError(where + ": the file is gzipped and this program was compiled with -DETNN_WITH_ZLIB=0 "
+                  "(CMake: ETNN_WITH_ZLIB=OFF); gunzip the file, or compile without that macro (zlib is then "
+                  "loaded at run time) or with -DETNN_WITH_ZLIB=1 -lz");
 #elif !__has_include(<zlib.h>)
     throw IoError(where + ": the file is gzipped and this program was compiled without zlib's header <zlib.h>; "
                   "install it (Debian/Ubuntu: apt-get install zlib1g-dev; Fedora: zlib-devel) and compile "

@@ -1,4 +1,7 @@
 // load_idx: valid raw, float32 and gzipped files, every malformed case, and the real Fashion-MNIST test set.
+// Built three ways (tests/CMakeLists.txt): zlib linked (ETNN_WITH_ZLIB=1), zlib loaded at run time
+// (no macro, no -lz) and without zlib (ETNN_WITH_ZLIB=0); the gzip files are made here without
+// zlib, so every build makes the same ones.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -9,10 +12,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#if defined(ETNN_WITH_ZLIB)
-#include <zlib.h>
-#endif
 
 #include <etnn/data/data.hpp>
 
@@ -47,20 +46,46 @@ fs::path write(const fs::path& path, const Bytes& bytes) {
   return path;
 }
 
-#if defined(ETNN_WITH_ZLIB)
-Bytes read(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return Bytes(std::istreambuf_iterator<char>(in), {});
+#if defined(ETNN_ZLIB_LINKED) || defined(ETNN_ZLIB_LOADED)
+constexpr bool has_gzip = true;
+#else
+constexpr bool has_gzip = false;
+#endif
+
+std::uint32_t crc32(const Bytes& bytes) {
+  std::uint32_t crc = 0xFFFFFFFFu;
+  for (unsigned char b : bytes) {
+    crc ^= b;
+    for (int bit = 0; bit < 8; ++bit) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+  }
+  return ~crc;
 }
 
-fs::path write_gz(const fs::path& path, const Bytes& bytes) {
-  gzFile f = gzopen(path.string().c_str(), "wb");
-  REQUIRE(f != nullptr);
-  REQUIRE(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())) == static_cast<int>(bytes.size()));
-  REQUIRE(gzclose(f) == Z_OK);
-  return path;
+void put_le32(Bytes& out, std::uint32_t v) {
+  for (int shift = 0; shift < 32; shift += 8) out.push_back(static_cast<unsigned char>(v >> shift));
 }
-#endif
+
+// `bytes` as one gzip member of stored (uncompressed) deflate blocks of at most 65535 bytes, as
+// RFC 1951 and 1952 define them: valid gzip that takes no zlib to write.
+Bytes gzip(const Bytes& bytes) {
+  Bytes out{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255};  // magic, deflate, no flags, no time, unknown OS
+  std::size_t at = 0;
+  do {
+    const std::size_t n = std::min<std::size_t>(bytes.size() - at, 65535);
+    const bool last = at + n == bytes.size();
+    out.push_back(last ? 1 : 0);  // BFINAL, BTYPE 00 (stored), then byte-aligned
+    out.push_back(static_cast<unsigned char>(n)), out.push_back(static_cast<unsigned char>(n >> 8));
+    out.push_back(static_cast<unsigned char>(~n)), out.push_back(static_cast<unsigned char>(~n >> 8));
+    out.insert(out.end(), bytes.begin() + static_cast<std::ptrdiff_t>(at),
+               bytes.begin() + static_cast<std::ptrdiff_t>(at + n));
+    at += n;
+  } while (at < bytes.size());
+  put_le32(out, crc32(bytes));
+  put_le32(out, static_cast<std::uint32_t>(bytes.size()));
+  return out;
+}
+
+fs::path write_gz(const fs::path& path, const Bytes& bytes) { return write(path, gzip(bytes)); }
 
 // The message of the etnn::IoError that f throws; fails the test when it throws nothing.
 template <class F>
@@ -118,32 +143,59 @@ TEST_CASE("load_idx keeps float32 images as stored") {
   CHECK(set.num_classes() == 8);
 }
 
-#if defined(ETNN_WITH_ZLIB)
-TEST_CASE("load_idx inflates gzipped files, by name or by magic") {
+TEST_CASE("load_idx inflates gzipped files, by name or by magic" * doctest::skip(!has_gzip)) {
   TempDir dir;
   const auto images = write_gz(dir / "images-idx3-ubyte.gz", idx(0x08, {3, 2, 2}, pixels));
   const auto labels = write_gz(dir / "labels-gzipped-without-suffix", idx(0x08, {3}, classes));
   check_valid(etnn::data::load_idx<etnn::Shape<1, 2, 2>>(images, labels));
+  // The same images compressed (fixed Huffman codes) by Python's gzip.compress(..., mtime=0).
+  const auto compressed =
+      write(dir / "compressed.gz", {0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x03, 0x63, 0x60, 0xe0, 0x60,
+                                    0x66, 0x60, 0x60, 0x00, 0x61, 0x26, 0x30, 0xfe, 0x6f, 0x9c, 0xc6, 0xc8, 0xc4, 0xcc,
+                                    0xc2, 0x25, 0x22, 0xa7, 0x01, 0x00, 0xe2, 0xa0, 0x0b, 0x24, 0x1c, 0x00, 0x00, 0x00});
+  check_valid(etnn::data::load_idx<etnn::Shape<4>>(compressed, labels));
+  // Members concatenated (`cat a.gz b.gz`) read as one stream, as gzip -d reads them.
+  const Bytes whole = idx(0x08, {3, 2, 2}, pixels);
+  Bytes members = gzip(Bytes(whole.begin(), whole.begin() + 10));
+  const Bytes rest = gzip(Bytes(whole.begin() + 10, whole.end()));
+  members.insert(members.end(), rest.begin(), rest.end());
+  check_valid(etnn::data::load_idx<etnn::Shape<4>>(write(dir / "members.gz", members), labels));
+  // Over several stored blocks and several of the reader's chunks.
+  Bytes big(70000 * 4);
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<unsigned char>(i * 7919 % 251);
+  const auto big_images = write_gz(dir / "big.gz", idx(0x08, {70000, 4}, big));
+  const auto big_labels = write_gz(dir / "big-labels.gz", idx(0x08, {70000}, Bytes(70000, 3)));
+  const auto set = etnn::data::load_idx<etnn::Shape<4>>(big_images, big_labels);
+  REQUIRE(set.size() == 70000);
+  CHECK(set.features()[279999] == static_cast<float>(big[279999]) / 255.0f);
 }
 
-TEST_CASE("load_idx rejects corrupt, truncated and overlong gzip streams") {
+TEST_CASE("load_idx rejects corrupt, truncated and overlong gzip streams" * doctest::skip(!has_gzip)) {
   TempDir dir;
   Bytes data(400);
   for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<unsigned char>(i * 7919 % 251);
   const auto labels = write(dir / "labels", idx(0x08, {100}, Bytes(100, 1)));
-  const Bytes gz = read(write_gz(dir / "good.gz", idx(0x08, {100, 2, 2}, data)));
-  CHECK_NOTHROW(etnn::data::load_idx<etnn::Shape<4>>(dir / "good.gz", labels));
+  const Bytes gz = gzip(idx(0x08, {100, 2, 2}, data));
+  CHECK_NOTHROW(etnn::data::load_idx<etnn::Shape<4>>(write(dir / "good.gz", gz), labels));
+  const auto error = [&](const std::string& name, const Bytes& bytes) {
+    const std::string message = io_error([&] { etnn::data::load_idx<etnn::Shape<4>>(write(dir / name, bytes), labels); });
+    CHECK(message.find(name) != std::string::npos);
+    return message;
+  };
 
   Bytes bad_crc = gz;
   bad_crc[bad_crc.size() - 8] ^= 0xFF;  // the CRC-32 of the gzip trailer
-  const auto crc = write(dir / "bad_crc.gz", bad_crc);
-  CHECK(io_error([&] { etnn::data::load_idx<etnn::Shape<4>>(crc, labels); }).find("corrupt or truncated gzip") !=
-        std::string::npos);
+  CHECK(error("bad_crc.gz", bad_crc).find("corrupt gzip data (zlib: incorrect data check)") != std::string::npos);
+  Bytes bad_block = gz;
+  bad_block[10] = 7;  // BTYPE 11, reserved
+  CHECK(error("bad_block.gz", bad_block).find("corrupt gzip data (zlib: invalid block type)") != std::string::npos);
+  Bytes garbage = gz;
+  garbage.push_back('x'), garbage.push_back('y');  // bytes after the member that start no other member
+  CHECK(error("garbage.gz", garbage).find("corrupt gzip data (zlib: incorrect header check)") != std::string::npos);
 
-  const auto cut = write(dir / "cut.gz", Bytes(gz.begin(), gz.begin() + static_cast<std::ptrdiff_t>(gz.size() / 2)));
-  const std::string message = io_error([&] { etnn::data::load_idx<etnn::Shape<4>>(cut, labels); });
-  CHECK(message.find("gzip") != std::string::npos);
-  CHECK(message.find("cut.gz") != std::string::npos);
+  const std::string cut = error("cut.gz", Bytes(gz.begin(), gz.begin() + static_cast<std::ptrdiff_t>(gz.size() / 2)));
+  CHECK(cut.find("truncated gzip data: the file ends inside the compressed stream") != std::string::npos);
+  CHECK(error("empty.gz", {}).find("truncated gzip data") != std::string::npos);
 
   const auto trailing = write_gz(dir / "trailing.gz", idx(0x08, {100, 2, 2}, Bytes(401, 0)));
   CHECK(io_error([&] { etnn::data::load_idx<etnn::Shape<4>>(trailing, labels); }).find("trailing bytes") !=
@@ -155,13 +207,32 @@ TEST_CASE("load_idx rejects corrupt, truncated and overlong gzip streams") {
   CHECK(io_error([&] { etnn::data::load_idx<etnn::Shape<1>>(huge, huge_labels); }).find("truncated") !=
         std::string::npos);
 }
-#else
-TEST_CASE("load_idx without zlib names the fix for gzipped files") {
+
+TEST_CASE("load_idx without zlib names the fix for gzipped files" * doctest::skip(has_gzip)) {
   TempDir dir;
-  const auto images = write(dir / "images.gz", {0x1f, 0x8b, 8, 0});
+  const auto images = write_gz(dir / "images.gz", idx(0x08, {3, 2, 2}, pixels));
   const auto labels = write(dir / "labels", idx(0x08, {3}, classes));
-  CHECK(io_error([&] { etnn::data::load_idx<etnn::Shape<4>>(images, labels); })
-            .find("built without zlib; gunzip the file or rebuild with zlib1g-dev") != std::string::npos);
+  const std::string message = io_error([&] { etnn::data::load_idx<etnn::Shape<4>>(images, labels); });
+  INFO(message);
+  CHECK(message.find("images.gz': the file is gzipped and this program was compiled with -DETNN_WITH_ZLIB=0") !=
+        std::string::npos);
+  CHECK(message.find("-DETNN_WITH_ZLIB=1 -lz") != std::string::npos);
+  CHECK(message.find("gunzip the file") != std::string::npos);
+}
+
+#if defined(ETNN_ZLIB_LOADED)
+TEST_CASE("zlib loaded at run time: a missing or wrong library names the fix") {
+  const std::string missing = etnn::data::detail::load_zlib("libz-missing.so.1").error;
+  INFO(missing);
+  CHECK(missing.find("the file is gzipped and zlib could not be loaded at run time (libz-missing.so.1") !=
+        std::string::npos);
+  CHECK(missing.find("apt-get install zlib1g") != std::string::npos);
+  CHECK(missing.find("-DETNN_WITH_ZLIB=1 -lz") != std::string::npos);
+  CHECK(missing.find("gunzip the file") != std::string::npos);
+  const std::string wrong = etnn::data::detail::load_zlib("libm.so.6").error;
+  INFO(wrong);
+  CHECK(wrong.find("libm.so.6 lacks zlib's inflate functions") != std::string::npos);
+  CHECK(etnn::data::detail::load_zlib(etnn::data::detail::zlib_library).error.empty());
 }
 #endif
 
@@ -207,9 +278,22 @@ TEST_CASE("load_idx names the file and the problem for every malformed input") {
     return io_error([&] { etnn::data::load_idx<etnn::Shape<4>>(valid.images, path); });
   };
   has(labels_error(idx(0x08, {3, 2, 2}, pixels)),
-      "labels have exactly 1 (N); are the images and labels paths swapped?");
+      "bad-labels': the header (3, 2, 2) has 3 dimensions but IDX labels have exactly 1 (N): this looks like an "
+      "image file; are the two paths swapped?");
+  has(labels_error(idx(0x08, {3, 1, 1, 2, 2}, pixels)), "the header has 5 dimensions but IDX labels have exactly 1 (N)");
   has(labels_error(idx(0x0D, {3}, Bytes(12, 0))), "unsupported type byte 0x0D; etnn reads labels of type 0x08");
   has(labels_error(idx(0x08, {3}, {1, 2})), "truncated");
+  // The pair the wrong way round: the label file is seen first when the requested items are not
+  // one value, the image file (as labels) when they are.
+  const std::string both_paths = "are the two paths swapped? images were given as '" + valid.labels.string() +
+                                 "' and labels as '" + valid.images.string() + "': pass the image file first";
+  const std::string swapped = io_error([&] { etnn::data::load_idx<etnn::Shape<4>>(valid.labels, valid.images); });
+  has(swapped, "load_idx: '" + valid.labels.string() +
+                   "': this looks like a label file (one dimension (3) of unsigned bytes), not images; " + both_paths);
+  CHECK(swapped.find("request a shape") == std::string::npos);
+  const std::string swapped_one = io_error([&] { etnn::data::load_idx<etnn::Shape<1>>(valid.labels, valid.images); });
+  has(swapped_one, "load_idx: '" + valid.images.string() + "': the header (3, 2, 2) has 3 dimensions");
+  has(swapped_one, "this looks like an image file; " + both_paths);
   // Labels outside the number of classes the caller names.
   const auto out_of_range = write(dir / "ten-classes", idx(0x08, {3}, {2, 12, 1}));
   has(io_error([&] { etnn::data::load_idx<etnn::Shape<4>>(valid.images, out_of_range, 10); }),
@@ -236,7 +320,10 @@ TEST_CASE("load_idx reads the Fashion-MNIST test set when it is installed") {
     MESSAGE("skipped: " << images << " not found (install dataset-fashion-mnist)");
     return;
   }
-#if defined(ETNN_WITH_ZLIB)
+  if (!has_gzip) {
+    MESSAGE("skipped: the Fashion-MNIST files are gzipped and this build has no zlib");
+    return;
+  }
   const auto test = etnn::data::load_idx<etnn::Shape<1, 28, 28>>(images, labels);
   CHECK(test.size() == 10000);
   CHECK(test.num_classes() == 10);
@@ -250,7 +337,4 @@ TEST_CASE("load_idx reads the Fashion-MNIST test set when it is installed") {
   CHECK(io_error([&] { etnn::data::load_idx<etnn::Shape<28, 29>>(images, labels); })
             .find("items are 28x28 = 784 values but the requested shape etnn::Shape<28, 29> has 812") !=
         std::string::npos);
-#else
-  MESSAGE("skipped: the Fashion-MNIST files are gzipped and this build has no zlib");
-#endif
 }

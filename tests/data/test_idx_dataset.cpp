@@ -88,7 +88,7 @@ TEST_CASE("IdxDataset over its memory cap streams a raw file with the in-memory 
 }
 
 TEST_CASE("IdxDataset streams a gzipped file (Fashion-MNIST's test set) with the in-memory path's batches") {
-#if defined(ETNN_WITH_ZLIB)
+#if defined(ETNN_ZLIB_LINKED) || defined(ETNN_ZLIB_LOADED)
   const auto images = fashion / "t10k-images-idx3-ubyte.gz", labels = fashion / "t10k-labels-idx1-ubyte.gz";
   if (!fs::exists(images)) {
     MESSAGE("skipped: Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist)");
@@ -110,4 +110,19 @@ TEST_CASE("IdxDataset reports a damaged streamed file and a bad normalisation cl
   write_idx(dir.path / "images", dir.path / "labels", 20, 2, 2);
   etnn::data::IdxDataset<etnn::Shape<4>> data(dir.path / "images", dir.path / "labels", {.memory_cap = 0});
   CHECK_THROWS_WITH_AS(data.normalize(0.5f, 0.0f), doctest::Contains("stddev > 0"), etnn::Error);
+}
+
+TEST_CASE("IdxDataset says that swapped image and label paths look swapped, loaded whole or streamed") {
+  TempDir dir;
+  const fs::path images = dir.path / "images", labels = dir.path / "labels";
+  write_idx(images, labels, 20, 2, 2);
+  const std::string both = "are the two paths swapped? images were given as '" + labels.string() + "' and labels as '" +
+                           images.string() + "': pass the image file first";
+  CHECK_THROWS_WITH_AS((etnn::data::IdxDataset<etnn::Shape<4>>(labels, images)),
+                       doctest::Contains(("this looks like a label file (one dimension (20) of unsigned bytes), "
+                                          "not images; " + both).c_str()),
+                       etnn::IoError);
+  // One-value items: the images pass as such, so it is the labels, read before streaming, that tell.
+  CHECK_THROWS_WITH_AS((etnn::data::IdxDataset<etnn::Shape<1>>(labels, images, {.memory_cap = 0})),
+                       doctest::Contains(("this looks like an image file; " + both).c_str()), etnn::IoError);
 }

@@ -74,13 +74,13 @@ void check_in_memory_reader(const fs::path& path, const std::string& bytes) {
 }
 
 // The etnn::IoError message of loading `bytes` into an Mlp.
-std::string load_error(const TempDir& dir, const std::string& bytes) {
+std::string load_error(const TempDir& dir, const std::string& bytes, etnn::io::LoadOptions options = {}) {
   const auto path = dir / "bad.safetensors";
   write_bytes(path, bytes);
   check_in_memory_reader(path, bytes);
   etnn::Model<Mlp> model(0);
   try {
-    etnn::io::load(model, path);
+    etnn::io::load(model, path, options);
   } catch (const etnn::IoError& e) {
     return e.what();
   }
@@ -292,17 +292,23 @@ TEST_CASE("every malformed file is refused with a message naming the file and th
       "unexpected field 'extra'");
   has(load_error(dir, safetensors("{\"__metadata__\":{\"k\":1}}", "")), "__metadata__ value 'k' must be a string");
 
-  // Files that are valid safetensors but do not fit the model.
+  // Files that are valid safetensors but do not fit the model: refused for their network, and
+  // when that is allowed, for their tensors.
   TempDir other;
+  const etnn::io::LoadOptions any_network{.allow_architecture_mismatch = true};
   etnn::Model<decltype(nn::input<6> >> nn::linear<4> >> nn::relu >> nn::linear<3>)> narrower(0);
   etnn::io::save(narrower, other / "narrow.safetensors");
-  has(load_error(dir, bytes_of(other / "narrow.safetensors")), "tensor '0.weight' has shape (4, 6), model expects (5, 6)");
+  has(load_error(dir, bytes_of(other / "narrow.safetensors")),
+      "saved from the network 'input<6> >> linear<4> >> relu >> linear<3>' but the model is "
+      "'input<6> >> linear<5> >> relu >> linear<3>'");
+  has(load_error(dir, bytes_of(other / "narrow.safetensors"), any_network),
+      "tensor '0.weight' has shape (4, 6), model expects (5, 6)");
   etnn::Model<decltype(nn::input<6> >> nn::linear<5>)> shorter(0);
   etnn::io::save(shorter, other / "short.safetensors");
-  has(load_error(dir, bytes_of(other / "short.safetensors")), "missing tensor '2.weight'");
+  has(load_error(dir, bytes_of(other / "short.safetensors"), any_network), "missing tensor '2.weight'");
   etnn::Model<decltype(nn::input<6> >> nn::linear<5> >> nn::relu >> nn::linear<3> >> nn::relu >> nn::linear<3>)> longer(0);
   etnn::io::save(longer, other / "long.safetensors");
-  has(load_error(dir, bytes_of(other / "long.safetensors")), "unexpected tensor '4.weight'");
+  has(load_error(dir, bytes_of(other / "long.safetensors"), any_network), "unexpected tensor '4.weight'");
   CHECK_THROWS_WITH_AS(etnn::io::read_safetensors(dir / "absent.safetensors"), doctest::Contains("cannot read the file"),
                        etnn::IoError);
 }
@@ -346,8 +352,43 @@ TEST_CASE("a failed load leaves the model unchanged") {
   etnn::io::save(partial, dir / "partial.safetensors");
   etnn::Model<Mlp> model(1);
   const std::vector<float> before(model.parameters(), model.parameters() + Mlp::num_params);
-  CHECK_THROWS_AS(etnn::io::load(model, dir / "partial.safetensors"), etnn::IoError);
+  CHECK_THROWS_AS(etnn::io::load(model, dir / "partial.safetensors", {.allow_architecture_mismatch = true}),
+                  etnn::IoError);
   CHECK(std::equal(before.begin(), before.end(), model.parameters()));
+}
+
+TEST_CASE("a checkpoint of another network is refused with both descriptions unless that is allowed") {
+  TempDir dir;
+  using Tanh = decltype(nn::input<6> >> nn::linear<5> >> nn::tanh >> nn::linear<3>);  // Mlp's tensors
+  etnn::Model<Mlp> relu(1);
+  etnn::io::save(relu, dir / "relu.safetensors");
+  etnn::Model<Tanh> tanh(2);
+  const std::vector<float> before(tanh.parameters(), tanh.parameters() + Tanh::num_params);
+  try {
+    etnn::io::load(tanh, dir / "relu.safetensors");
+    FAIL("expected an etnn::IoError");
+  } catch (const etnn::IoError& e) {
+    const std::string message = e.what();
+    INFO(message);
+    CHECK(message.find("etnn::io::load: '" + (dir / "relu.safetensors").string() + "'") != std::string::npos);
+    CHECK(message.find("saved from the network 'input<6> >> linear<5> >> relu >> linear<3>' but the model is "
+                       "'input<6> >> linear<5> >> tanh >> linear<3>'") != std::string::npos);
+    CHECK(message.find("pass {.allow_architecture_mismatch = true} to etnn::io::load") != std::string::npos);
+  }
+  CHECK(std::equal(before.begin(), before.end(), tanh.parameters()));
+
+  etnn::io::load(tanh, dir / "relu.safetensors", {.allow_architecture_mismatch = true});
+  CHECK(std::equal(relu.parameters(), relu.parameters() + Mlp::num_params, tanh.parameters()));
+
+  // Without etnn's "network" metadata (a file written by PyTorch) only names and shapes count.
+  const auto file = etnn::io::read_safetensors(dir / "relu.safetensors");
+  std::vector<etnn::io::TensorBytes> tensors;
+  for (const auto& t : file.tensors)
+    tensors.push_back({t.name, t.dtype, t.shape, {file.data.data() + t.begin, t.end - t.begin}});
+  etnn::io::write_safetensors(dir / "torch.safetensors", tensors, {{"format", "pt"}});
+  etnn::Model<Tanh> from_torch(3);
+  etnn::io::load(from_torch, dir / "torch.safetensors");
+  CHECK(std::equal(relu.parameters(), relu.parameters() + Mlp::num_params, from_torch.parameters()));
 }
 
 TEST_CASE("saving is atomic: an I/O error or a crash mid-write leaves the previous file") {

@@ -118,6 +118,22 @@ TEST_CASE("a training state is refused where it does not fit") {
   const auto file = etnn::io::read_safetensors(state.path);
   CHECK(file.metadata.at("format") == "etnn-training-state");
   CHECK(file.metadata.at("ranks") == "1");
+
+  // Another network with the same tensors (relu for tanh): refused, unless allowed.
+  using Relu = decltype(nn::input<12> >> nn::linear<16> >> nn::relu >> nn::linear<16> >> nn::gelu >> nn::linear<4>);
+  etnn::Model<Relu> relu(2);
+  etnn::optim::SGD relu_opt(relu, {.lr = 0.05f, .momentum = 0.9f});
+  etnn::Trainer relu_trainer(relu, loss, relu_opt);
+  CHECK_THROWS_WITH_AS(etnn::io::load_state(relu_trainer, loader, state.path),
+                       doctest::Contains(("etnn::io::load_state: '" + state.path.string() +
+                                          "': saved from the network 'input<12> >> linear<16> >> tanh >> linear<16> "
+                                          ">> gelu >> linear<4>' but the model is 'input<12> >> linear<16> >> relu "
+                                          ">> linear<16> >> gelu >> linear<4>'; load it into the network it was "
+                                          "saved from, or pass {.allow_architecture_mismatch = true}")
+                                             .c_str()),
+                       etnn::IoError);
+  etnn::io::load_state(relu_trainer, loader, state.path, {.allow_architecture_mismatch = true});
+  CHECK(std::equal(model.parameters(), model.parameters() + Net::num_params, relu.parameters()));
 }
 
 TEST_CASE("the loader's position is right whenever the state is saved") {

@@ -1,7 +1,7 @@
 #pragma once
 // Private to data/: include <etnn/data/data.hpp> or <etnn/etnn.hpp>.
 // load_idx<S>(images, labels): a Dataset<S> from a pair of IDX files (the MNIST / Fashion-MNIST format),
-// raw or gzipped. An IDX file is, all integers big-endian:
+// raw or gzipped (zlib linked or loaded at run time: gzip.hpp). An IDX file is, all integers big-endian:
 //   magic  0x00 0x00 <type> <ndims>       type 0x08 = unsigned byte, 0x0D = float32
 //   dims   ndims x uint32                  images (N, 28, 28), labels (N)
 //   data   N * item values, row-major      nothing after it
@@ -23,14 +23,11 @@
 #include <system_error>
 #include <vector>
 
-#if defined(ETNN_WITH_ZLIB)
-#include <zlib.h>
-#endif
-
 #include "../core/error.hpp"
 #include "../core/file.hpp"
 #include "../core/shape.hpp"
 #include "dataset.hpp"
+#include "gzip.hpp"
 
 namespace etnn::data::detail {
 
@@ -41,7 +38,7 @@ inline constexpr std::size_t idx_chunk = std::size_t{1} << 16;
 // starts with the gzip magic 1f 8b).
 class IdxFile {
  public:
-  explicit IdxFile(const std::filesystem::path& path) : where_("etnn::data::load_idx: '" + path.string() + "'") {
+  explicit IdxFile(const std::filesystem::path& path) : where_(where_of(path)) {
     std::error_code ec;
     const std::uintmax_t bytes = std::filesystem::file_size(path, ec);
     if (ec) throw IoError(where_ + ": cannot read the file (" + ec.message() + "); check the path");
@@ -50,23 +47,18 @@ class IdxFile {
     std::array<unsigned char, 2> head{};
     const std::size_t got = std::fread(head.data(), 1, head.size(), file_.get());
     const bool gzipped = path.extension() == ".gz" || (got == 2 && head[0] == 0x1f && head[1] == 0x8b);
-    if (!gzipped) {
-      std::rewind(file_.get());
+    std::rewind(file_.get());
+    if (gzipped)
+      gz_ = std::make_unique<GzipReader>(std::move(file_), where_);
+    else
       size_ = bytes;
-      return;
-    }
-#if defined(ETNN_WITH_ZLIB)
-    file_.reset();
-    gz_.reset(gzopen(path.string().c_str(), "rb"));
-    if (!gz_) fail("cannot open the gzip file (" + std::string(std::strerror(errno)) + ")");
-    gzbuffer(gz_.get(), static_cast<unsigned>(idx_chunk));
-#else
-    fail("built without zlib; gunzip the file or rebuild with zlib1g-dev");
-#endif
   }
 
   // "etnn::data::load_idx: 'path'": the start of every message about this file.
   const std::string& where() const noexcept { return where_; }
+  static std::string where_of(const std::filesystem::path& path) {
+    return "etnn::data::load_idx: '" + path.string() + "'";
+  }
   [[noreturn]] void fail(const std::string& what) const { throw IoError(where_ + ": " + what); }
 
   // Bytes left after what read() has delivered: known for a raw file, unknown for a gzipped one.
@@ -77,11 +69,7 @@ class IdxFile {
 
   // Reads n <= idx_chunk bytes into dst; returns fewer only at the end of the (decompressed) data.
   std::size_t read(unsigned char* dst, std::size_t n) {
-#if defined(ETNN_WITH_ZLIB)
-    const std::size_t got = gz_ ? read_gz(dst, n) : read_raw(dst, n);
-#else
-    const std::size_t got = read_raw(dst, n);
-#endif
+    const std::size_t got = gz_ ? gz_->read(dst, n) : read_raw(dst, n);
     offset_ += got;
     return got;
   }
@@ -93,34 +81,9 @@ class IdxFile {
     return got;
   }
 
-#if defined(ETNN_WITH_ZLIB)
-  struct GzCloser {
-    void operator()(gzFile f) const noexcept { gzclose(f); }
-  };
-
-  // gzread stops early at the end of the stream and on errors; gzerror tells them apart
-  // (a stream that ends too soon reports Z_BUF_ERROR, bad data Z_DATA_ERROR).
-  std::size_t read_gz(unsigned char* dst, std::size_t n) {
-    std::size_t total = 0;
-    while (total < n) {
-      const int got = gzread(gz_.get(), dst + total, static_cast<unsigned>(n - total));
-      if (got <= 0) break;
-      total += static_cast<std::size_t>(got);
-    }
-    int err = Z_OK;
-    const char* message = gzerror(gz_.get(), &err);
-    if (err != Z_OK) {
-      fail("corrupt or truncated gzip data (zlib: " + std::string(message) + "); download the file again");
-    }
-    return total;
-  }
-#endif
-
   std::string where_;
-  UniqueFile file_;  // a raw file, or null once a gzipped one is open
-#if defined(ETNN_WITH_ZLIB)
-  std::unique_ptr<gzFile_s, GzCloser> gz_;
-#endif
+  UniqueFile file_;                 // a raw file, or null once a gzipped one is open
+  std::unique_ptr<GzipReader> gz_;  // a gzipped file (a GzipReader cannot move)
   std::optional<std::uint64_t> size_;  // raw files only
   std::uint64_t offset_ = 0;
 };
@@ -182,10 +145,11 @@ inline IdxHeader read_idx_header(IdxFile& file, IdxKind kind) {
                       : "labels of type 0x08 (unsigned byte)"));
   }
   header.rank = bytes[3];
-  if (images ? (header.rank < 1 || header.rank > 4) : header.rank != 1) {
+  // Labels of 2 to 4 dimensions pass here: read_idx_labels, which knows both paths, says that
+  // such a file looks like images.
+  if (header.rank < 1 || header.rank > 4) {
     file.fail("the header has " + std::to_string(header.rank) + " dimensions but IDX " +
-              (images ? "images have 1 to 4"
-                      : "labels have exactly 1 (N); are the images and labels paths swapped?"));
+              (images ? "images have 1 to 4" : "labels have exactly 1 (N)"));
   }
   const std::size_t dim_bytes = 4 * static_cast<std::size_t>(header.rank);
   if (file.read(bytes.data(), dim_bytes) < dim_bytes) {
@@ -249,15 +213,35 @@ std::vector<T> read_idx_data(IdxFile& file, const IdxHeader& header, Convert con
   return out;
 }
 
-// The labels of an IDX label file that must hold `count` items (the images of images_where), each
-// in [0, num_classes) when num_classes > 0.
-inline std::vector<int> read_idx_labels(const std::filesystem::path& labels, std::uint64_t count,
-                                        const std::string& images_where, int num_classes) {
+// The end of a message about a file of the wrong kind: the pair given the wrong way round.
+inline std::string swapped_paths(const std::filesystem::path& images, const std::filesystem::path& labels) {
+  return "; are the two paths swapped? images were given as '" + images.string() + "' and labels as '" +
+         labels.string() + "': pass the image file first";
+}
+
+// Fails when the header read as images' is a label file's: one dimension (N) of unsigned bytes.
+// Called when the items do not fit the requested shape, so one-value items stay loadable.
+inline void check_not_labels(const IdxFile& image_file, const IdxHeader& header, const std::filesystem::path& images,
+                             const std::filesystem::path& labels) {
+  if (header.rank == 1 && header.type == 0x08)
+    image_file.fail("this looks like a label file (one dimension " + header.dims_string() +
+                    " of unsigned bytes), not images" + swapped_paths(images, labels));
+}
+
+// The labels of an IDX label file that must hold `count` items (the images of the file `images`),
+// each in [0, num_classes) when num_classes > 0.
+inline std::vector<int> read_idx_labels(const std::filesystem::path& labels, const std::filesystem::path& images,
+                                        std::uint64_t count, int num_classes) {
   IdxFile label_file(labels);
   const IdxHeader label_header = read_idx_header(label_file, IdxKind::labels);
+  if (label_header.rank != 1) {
+    label_file.fail("the header " + label_header.dims_string() + " has " + std::to_string(label_header.rank) +
+                    " dimensions but IDX labels have exactly 1 (N): this looks like an image file" +
+                    swapped_paths(images, labels));
+  }
   if (count != label_header.count()) {
-    throw IoError(images_where + " holds " + std::to_string(count) + " images but '" + labels.string() + "' holds " +
-                  std::to_string(label_header.count()) +
+    throw IoError(IdxFile::where_of(images) + " holds " + std::to_string(count) + " images but '" + labels.string() +
+                  "' holds " + std::to_string(label_header.count()) +
                   " labels; pass the matching pair (train-images with train-labels, t10k-images with t10k-labels)");
   }
   std::vector<int> classes =
@@ -295,6 +279,7 @@ Dataset<S> load_idx(const std::filesystem::path& images, const std::filesystem::
   IdxFile image_file(images);
   const detail::IdxHeader image_header = detail::read_idx_header(image_file, IdxKind::images);
   if (image_header.item_values != S::size) {
+    detail::check_not_labels(image_file, image_header, images, labels);
     image_file.fail("items are " + image_header.item_string() + " values but the requested shape " +
                     detail::shape_name<S>() + " has " + std::to_string(S::size) +
                     "; request a shape of that many values, e.g. etnn::Shape<" +
@@ -307,7 +292,7 @@ Dataset<S> load_idx(const std::filesystem::path& images, const std::filesystem::
           : detail::read_idx_data<float>(image_file, image_header, [](const unsigned char* p) {
               return std::bit_cast<float>(detail::load_be32(p));
             });
-  std::vector<int> classes = detail::read_idx_labels(labels, image_header.count(), image_file.where(), num_classes);
+  std::vector<int> classes = detail::read_idx_labels(labels, images, image_header.count(), num_classes);
   return Dataset<S>(std::move(features), std::move(classes));
 }
 

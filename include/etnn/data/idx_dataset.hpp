@@ -51,7 +51,7 @@ class IdxDataset {
       in_memory_ = load_idx<S>(images, labels, options.num_classes);  // its checks and messages
       return;
     }
-    labels_ = detail::read_idx_labels(labels, header_.count(), image_file.where(), options.num_classes);
+    labels_ = detail::read_idx_labels(labels, images, header_.count(), options.num_classes);
     for (int label : labels_) num_classes_ = std::max(num_classes_, label + 1);
     open_stream(images, image_file);
   }

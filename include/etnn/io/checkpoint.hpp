@@ -3,13 +3,17 @@
 // Model checkpoints in safetensors, named as torch.nn.Sequential.state_dict() names them:
 //   etnn::io::save(model, "mlp.safetensors");
 //   etnn::io::load(model, "mlp.safetensors");   // throws etnn::IoError on any mismatch
+//   etnn::io::load(model, "mlp.safetensors", {.allow_architecture_mismatch = true});
 // Any optim::ParameterSet saves and loads the same way, e.g. a margin head ("weight").
 // A checkpoint holds the parameters and buffers (running statistics), in the model's scalar type
 // (F32 or F64), with metadata "format" = "etnn", "format_version", "network" (the network's
-// description) and "scalar". It does
-// not depend on how the model was trained (devices, ranks). load accepts F64, F32, F16, BF16 and I64
-// tensors and converts them to the model's scalar type (narrowing rounds to nearest), so files
-// written by PyTorch's safetensors load as long as names and shapes match.
+// description, optim::describe) and "scalar". It does not depend on how the model was trained
+// (devices, ranks). load refuses a file whose "network" is not the model's description: a
+// checkpoint of `... >> relu >> ...` has the tensors of `... >> tanh >> ...`, and loading it there
+// would silently compute something else; allow_architecture_mismatch loads it anyway, by tensor
+// names and shapes. load accepts F64, F32, F16, BF16 and I64 tensors and converts them to the
+// model's scalar type (narrowing rounds to nearest), so files written by PyTorch's safetensors,
+// which have no "network", load as long as names and shapes match.
 #include <bit>
 #include <cstring>
 #include <filesystem>
@@ -43,7 +47,27 @@ struct TensorSlot {
   std::size_t numel;
 };
 
+// What load (and load_state) accepts beyond an exact match.
+struct LoadOptions {
+  // Load a checkpoint saved from another network (its "network" metadata is not the model's
+  // description, e.g. relu where the model has tanh) when every tensor's name and shape fit.
+  bool allow_architecture_mismatch = false;
+};
+
 namespace detail {
+
+// Refuses `file` when it says it was saved from a network other than the model's. A file without
+// etnn's "network" metadata (PyTorch's) is checked by tensor names and shapes alone.
+inline void check_architecture(const SafetensorsFile& file, const char* function, const std::filesystem::path& path,
+                               const std::string& model_description, LoadOptions options) {
+  const auto saved = file.metadata.find("network");
+  if (options.allow_architecture_mismatch || saved == file.metadata.end() || saved->second == model_description)
+    return;
+  throw IoError(std::string(function) + ": '" + path.string() + "': saved from the network '" + saved->second +
+                "' but the model is '" + model_description +
+                "'; load it into the network it was saved from, or pass {.allow_architecture_mismatch = true} to " +
+                function + " to load it by tensor names and shapes");
+}
 
 template <class T>
 constexpr Dtype dtype_of() {
@@ -164,10 +188,13 @@ void save(const Model& model, const std::filesystem::path& path) {
 }
 
 template <class Model>
-void load(Model& model, const std::filesystem::path& path) {
+void load(Model& model, const std::filesystem::path& path, LoadOptions options = {}) {
   using T = typename Model::value_type;
+  const SafetensorsFile file = read_safetensors(path);
+  const std::string description = optim::describe<Model>();
+  detail::check_architecture(file, "etnn::io::load", path, description, options);
   const detail::HostSlots<typename Model::device, T> host(detail::parameter_slots<T>(model));
-  detail::load_slots<T>(read_safetensors(path), path, host.slots(), "the model " + optim::describe<Model>());
+  detail::load_slots<T>(file, path, host.slots(), "the model " + description);
   host.write_back();
 }
 

@@ -17,8 +17,10 @@
 // "loss.optimizer.exp_avg.weight", "loss.grad.weight", and "loss_optimizer_steps".
 // Data order, dropout and initialisation derive from seeds and these counters, so no generator
 // state needs saving.
-// Resuming gives bitwise the same parameters as the uninterrupted run, with the same number of
-// ranks, accumulation and batches per epoch (checked on load). In a data-parallel job rank 0 saves
+// Resuming gives bitwise the same parameters as the uninterrupted run, with the same network,
+// number of ranks, accumulation and batches per epoch (checked on load; another network, by its
+// "network" metadata as etnn::io::load checks it, is allowed with
+// load_state(trainer, loader, path, {.allow_architecture_mismatch = true})). In a data-parallel job rank 0 saves
 // at an accumulation boundary (then all ranks hold the same state) and every rank loads.
 #include <charconv>
 #include <climits>
@@ -125,7 +127,7 @@ void save_state(Trainer& trainer, const Loader& loader, const std::filesystem::p
 }
 
 template <class Trainer, class Loader>
-void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& path) {
+void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& path, LoadOptions options = {}) {
   using Model = std::remove_reference_t<decltype(trainer.model())>;
   using T = typename Model::value_type;
   const SafetensorsFile file = read_safetensors(path);
@@ -135,6 +137,8 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
   const auto format = file.metadata.find("format");
   if (format == file.metadata.end() || format->second != "etnn-training-state")
     fail("not an etnn training state (a model checkpoint loads with etnn::io::load)");
+  const std::string description = optim::describe<Model>();
+  detail::check_architecture(file, "etnn::io::load_state", path, description, options);
   const auto expect = [&](const char* key, long long now, const char* advice) {
     const int saved = detail::metadata_count(file, path, key);
     if (saved != now)
@@ -176,7 +180,7 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
   trainer.restore_micro_step(micro_step);
   try {
     const detail::HostSlots<typename Model::device, T> host(detail::training_slots<T>(trainer));
-    detail::load_slots<T>(file, path, host.slots(), "the training state of " + Model::network::describe());
+    detail::load_slots<T>(file, path, host.slots(), "the training state of " + description);
     host.write_back();
   } catch (...) {
     trainer.restore_micro_step(previous_micro_step);

@@ -1,10 +1,11 @@
 // IdxDataset: a dataset over the memory cap streams its samples from disk (raw files by offset,
 // gzipped ones through an inflated temporary copy) and gives the DataLoader, the statistics and
-// evaluate exactly what the in-memory path gives.
+// evaluate exactly what the in-memory path gives, for every kind of target.
 #include <doctest/doctest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -125,4 +126,60 @@ TEST_CASE("IdxDataset says that swapped image and label paths look swapped, load
   // One-value items: the images pass as such, so it is the labels, read before streaming, that tell.
   CHECK_THROWS_WITH_AS((etnn::data::IdxDataset<etnn::Shape<1>>(labels, images, {.memory_cap = 0})),
                        doctest::Contains(("this looks like an image file; " + both).c_str()), etnn::IoError);
+}
+
+TEST_CASE_TEMPLATE("every kind of target streams over the memory cap exactly as in memory", Y,
+                   etnn::data::ClassIndices, etnn::Shape<2>, etnn::data::MultiHot<3>) {
+  using S = etnn::Shape<1, 4, 5>;
+  namespace data = etnn::data;
+  TempDir dir;
+  const auto images = dir.path / "images", labels = dir.path / "labels";
+  write_idx(images, labels, 150, 4, 5);
+  std::vector<data::target_value<Y>> targets(150 * data::target_size<Y>);
+  for (std::size_t v = 0; v < targets.size(); ++v) {
+    if constexpr (data::class_targets<Y>)
+      targets[v] = static_cast<int>(v % 4);
+    else if constexpr (data::multi_hot_targets<Y>)
+      targets[v] = static_cast<float>(v % 5 == 0);
+    else
+      targets[v] = 0.01f * static_cast<float>(v) - 1.0f;
+  }
+  const auto reference = data::load_idx_with_targets<S, Y>(images, targets);
+  using Dataset = data::IdxDataset<S, Y>;
+  using Targets = std::vector<data::target_value<Y>>;
+  const Dataset streamed(images, targets, {.memory_cap = 0}), held(images, targets);
+  CHECK(streamed.streaming());
+  CHECK(!held.streaming());
+  REQUIRE(streamed.size() == 150);
+  CHECK(etnn::data::mean(streamed) == etnn::data::mean(reference));
+  // The same batches, targets with their samples, from each.
+  const auto epoch = [](const auto& set) {
+    data::DataLoader loader(set, {.batch = 16, .shuffle = true, .seed = 2});
+    std::vector<float> x;
+    std::vector<data::target_value<Y>> y;
+    for (auto batch : loader) {
+      x.insert(x.end(), batch.x.data(), batch.x.data() + batch.x.size());
+      if constexpr (data::class_targets<Y>)
+        y.insert(y.end(), batch.y.begin(), batch.y.end());
+      else
+        y.insert(y.end(), batch.y.data(), batch.y.data() + batch.y.size());
+    }
+    return std::pair(x, y);
+  };
+  CHECK(epoch(streamed) == epoch(reference));
+  CHECK(epoch(held) == epoch(reference));
+  // Refusals: a target count that does not match the images, a value that does not fit the kind.
+  CHECK_THROWS_WITH_AS(Dataset(images, Targets(7), {.memory_cap = 0}),
+                       doctest::Contains("holds 150 images but 7 target values were given"), etnn::IoError);
+  auto bad = targets;
+  if constexpr (data::class_targets<Y>)
+    bad[3] = -1;
+  else
+    bad[3] = data::multi_hot_targets<Y> ? 0.5f : std::numeric_limits<float>::infinity();
+  CHECK_THROWS_AS(Dataset(images, bad, {.memory_cap = 0}), etnn::ShapeError);
+  if constexpr (data::class_targets<Y>) {
+    CHECK_THROWS_WITH_AS(data::IdxDataset<S>(images, targets, {.num_classes = 3, .memory_cap = 0}),
+                         doctest::Contains("a label is 3, outside [0, 3)"), etnn::IoError);
+    CHECK(epoch(data::IdxDataset<S>(images, labels, {.memory_cap = 0})) != epoch(streamed));  // file labels differ
+  }
 }

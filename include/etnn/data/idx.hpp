@@ -1,7 +1,8 @@
 #pragma once
 // Private to data/: include <etnn/data/data.hpp> or <etnn/etnn.hpp>.
 // load_idx<S>(images, labels): a Dataset<S> from a pair of IDX files (the MNIST / Fashion-MNIST format),
-// raw or gzipped (zlib linked or loaded at run time: gzip.hpp). An IDX file is, all integers big-endian:
+// and load_idx_with_targets<S, Y>(images, targets): an IDX image file with targets of any kind given
+// in memory (data/targets.hpp), a Dataset<S, Y>. Both read raw or gzipped files (zlib linked or loaded at run time: gzip.hpp). An IDX file is, all integers big-endian:
 //   magic  0x00 0x00 <type> <ndims>       type 0x08 = unsigned byte, 0x0D = float32
 //   dims   ndims x uint32                  images (N, 28, 28), labels (N)
 //   data   N * item values, row-major      nothing after it
@@ -19,6 +20,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -265,6 +267,42 @@ std::string shape_name() {
   return name;
 }
 
+// Fails unless the image file's items hold S::size values; with the label file's path (labels
+// non-null) it first says so when the two look swapped.
+template <ShapeType S>
+void check_item_shape(const IdxFile& image_file, const IdxHeader& header, const std::filesystem::path& images,
+                      const std::filesystem::path* labels) {
+  if (header.item_values == S::size) return;
+  if (labels != nullptr) check_not_labels(image_file, header, images, *labels);
+  image_file.fail("items are " + header.item_string() + " values but the requested shape " + shape_name<S>() +
+                  " has " + std::to_string(S::size) + "; request a shape of that many values, e.g. etnn::Shape<" +
+                  std::to_string(header.item_values) + ">");
+}
+
+// One IDX value as a feature: an unsigned byte x becomes x / 255, a float32 is kept.
+inline float idx_feature(const IdxHeader& header, const unsigned char* p) noexcept {
+  return header.type == 0x08 ? static_cast<float>(*p) / 255.0f : std::bit_cast<float>(load_be32(p));
+}
+
+// Every value of the image file, after its header, as features.
+inline std::vector<float> read_idx_features(IdxFile& image_file, const IdxHeader& header) {
+  return read_idx_data<float>(image_file, header, [&](const unsigned char* p) { return idx_feature(header, p); });
+}
+
+// Fails unless `targets` holds one row of target_size<Y> values for each of the `count` items of
+// the image file, each fitting its kind (and, for class indices with num_classes > 0, below it).
+template <TargetKind Y>
+void check_idx_targets(const IdxFile& image_file, std::span<const target_value<Y>> targets, std::uint64_t count,
+                       int num_classes) {
+  if (targets.size() != count * target_size<Y>)
+    image_file.fail("holds " + std::to_string(count) + " images but " + std::to_string(targets.size()) +
+                    " target values were given; pass " + std::to_string(target_size<Y>) + " per image");
+  const int classes = check_targets<Y>(targets, "etnn::data::load_idx_with_targets");
+  if (num_classes > 0 && classes > num_classes)
+    image_file.fail("a label is " + std::to_string(classes - 1) + ", outside [0, " + std::to_string(num_classes) +
+                    "); pass labels below num_classes");
+}
+
 }  // namespace etnn::data::detail
 
 namespace etnn::data {
@@ -274,26 +312,24 @@ namespace etnn::data {
 // Throws etnn::IoError naming the file for anything missing, malformed or inconsistent.
 template <ShapeType S>
 Dataset<S> load_idx(const std::filesystem::path& images, const std::filesystem::path& labels, int num_classes = 0) {
-  using detail::IdxFile;
-  using detail::IdxKind;
-  IdxFile image_file(images);
-  const detail::IdxHeader image_header = detail::read_idx_header(image_file, IdxKind::images);
-  if (image_header.item_values != S::size) {
-    detail::check_not_labels(image_file, image_header, images, labels);
-    image_file.fail("items are " + image_header.item_string() + " values but the requested shape " +
-                    detail::shape_name<S>() + " has " + std::to_string(S::size) +
-                    "; request a shape of that many values, e.g. etnn::Shape<" +
-                    std::to_string(image_header.item_values) + ">");
-  }
-  std::vector<float> features =
-      image_header.type == 0x08
-          ? detail::read_idx_data<float>(image_file, image_header,
-                                         [](const unsigned char* p) { return static_cast<float>(*p) / 255.0f; })
-          : detail::read_idx_data<float>(image_file, image_header, [](const unsigned char* p) {
-              return std::bit_cast<float>(detail::load_be32(p));
-            });
+  detail::IdxFile image_file(images);
+  const detail::IdxHeader image_header = detail::read_idx_header(image_file, detail::IdxKind::images);
+  detail::check_item_shape<S>(image_file, image_header, images, &labels);
+  std::vector<float> features = detail::read_idx_features(image_file, image_header);
   std::vector<int> classes = detail::read_idx_labels(labels, images, image_header.count(), num_classes);
   return Dataset<S>(std::move(features), std::move(classes));
+}
+
+// A Dataset<S, Y> from an IDX image file and targets of the kind Y given in memory, one row of
+// target_size<Y> values per image, e.g. real values computed for each image:
+//   auto data = etnn::data::load_idx_with_targets<etnn::Shape<784>, etnn::Shape<1>>(images, std::move(t));
+template <ShapeType S, class Y>
+Dataset<S, Y> load_idx_with_targets(const std::filesystem::path& images, std::vector<target_value<Y>> targets) {
+  detail::IdxFile image_file(images);
+  const detail::IdxHeader image_header = detail::read_idx_header(image_file, detail::IdxKind::images);
+  detail::check_item_shape<S>(image_file, image_header, images, nullptr);
+  detail::check_idx_targets<Y>(image_file, targets, image_header.count(), 0);
+  return Dataset<S, Y>(detail::read_idx_features(image_file, image_header), std::move(targets));
 }
 
 }  // namespace etnn::data

@@ -1,21 +1,23 @@
 #pragma once
 // Private to data/: include <etnn/data/data.hpp> or <etnn/etnn.hpp>.
-// IdxDataset<S>: an IDX image/label pair (raw or gzipped, as load_idx reads them) that stays on
-// disk when its features would take more memory than a cap: each sample is then read by offset
-// (pread at header + i * item bytes) when a DataLoader gathers it. Below the cap it is loaded whole,
-// as load_idx loads it. Either way a DataLoader gives the same batches, bit for bit.
+// IdxDataset<S, Y>: an IDX image file (raw or gzipped, as load_idx reads it) with targets of the
+// kind Y (data/targets.hpp), whose features stay on disk when they would take more memory than a
+// cap: each sample is then read by offset (pread at header + i * item bytes) when a DataLoader
+// gathers it. Below the cap it is loaded whole, as load_idx loads it. Either way a DataLoader gives
+// the same batches, bit for bit.
 //   etnn::data::IdxDataset<etnn::Shape<1, 28, 28>> train(images, labels, {.num_classes = 10,
 //                                                        .memory_cap = 256 << 20});
 //   train.normalize(etnn::data::mean(train), etnn::data::stddev(train));   // one pass over the file
 //   etnn::data::DataLoader loader(train, {.batch = 64, .shuffle = true});
-// Labels (one int per sample) are always in memory. A gzipped image file that must stream is
+//   etnn::data::IdxDataset<etnn::Shape<784>, etnn::Shape<1>> scores(images, std::move(values));
+// Class indices come from an IDX label file or from memory; other targets from memory (one row of
+// target_size<Y> values per image). Targets are always in memory. A gzipped image file that must stream is
 // inflated once into an unnamed temporary file (deleted when the dataset is), since compressed data
 // cannot be read by offset.
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <array>
-#include <bit>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -38,28 +40,54 @@ struct IdxOptions {
   std::uint64_t memory_cap = std::uint64_t{1} << 30;  // bytes of float features kept in memory at most
 };
 
-template <ShapeType S>
+template <ShapeType S, class Y = ClassIndices>
 class IdxDataset {
+  static_assert(check::target_kind<TargetKind<Y>>());
+
  public:
   using shape = S;
+  using target_kind = Y;
+  using target_type = target_value<Y>;
 
-  IdxDataset(const std::filesystem::path& images, const std::filesystem::path& labels, IdxOptions options = {}) {
+  // Class indices from an IDX label file of the same length.
+  IdxDataset(const std::filesystem::path& images, const std::filesystem::path& labels, IdxOptions options = {})
+    requires class_targets<Y>
+  {
     detail::IdxFile image_file(images);
     header_ = detail::read_idx_header(image_file, detail::IdxKind::images);
-    const std::uint64_t feature_bytes = header_.count() * S::size * sizeof(float);
-    if (header_.item_values != S::size || feature_bytes <= options.memory_cap) {
-      in_memory_ = load_idx<S>(images, labels, options.num_classes);  // its checks and messages
-      return;
-    }
-    labels_ = detail::read_idx_labels(labels, images, header_.count(), options.num_classes);
-    for (int label : labels_) num_classes_ = std::max(num_classes_, label + 1);
-    open_stream(images, image_file);
+    detail::check_item_shape<S>(image_file, header_, images, &labels);
+    open(images, image_file, detail::read_idx_labels(labels, images, header_.count(), options.num_classes), options);
   }
 
-  std::size_t size() const noexcept { return in_memory_ ? in_memory_->size() : labels_.size(); }
-  int label(std::size_t i) const noexcept { return in_memory_ ? in_memory_->label(i) : labels_[i]; }
-  int num_classes() const noexcept { return in_memory_ ? in_memory_->num_classes() : num_classes_; }
-  std::span<const int> labels() const noexcept { return in_memory_ ? in_memory_->labels() : labels_; }
+  // Targets given in memory: target_size<Y> values per image (class indices below
+  // options.num_classes when that is > 0).
+  IdxDataset(const std::filesystem::path& images, std::vector<target_type> targets, IdxOptions options = {}) {
+    detail::IdxFile image_file(images);
+    header_ = detail::read_idx_header(image_file, detail::IdxKind::images);
+    detail::check_item_shape<S>(image_file, header_, images, nullptr);
+    detail::check_idx_targets<Y>(image_file, targets, header_.count(), options.num_classes);
+    open(images, image_file, std::move(targets), options);
+  }
+
+  std::size_t size() const noexcept { return targets().size() / target_size<Y>; }
+  std::span<const target_type> targets() const noexcept { return in_memory_ ? in_memory_->targets() : targets_; }
+  // First of the target_size<Y> target values of sample i.
+  const target_type* target(std::size_t i) const noexcept { return targets().data() + i * target_size<Y>; }
+  int label(std::size_t i) const noexcept
+    requires class_targets<Y>
+  {
+    return targets()[i];
+  }
+  int num_classes() const noexcept
+    requires class_targets<Y>
+  {
+    return in_memory_ ? in_memory_->num_classes() : num_classes_;
+  }
+  std::span<const int> labels() const noexcept
+    requires class_targets<Y>
+  {
+    return targets();
+  }
   // True when samples are read from disk as they are needed.
   bool streaming() const noexcept { return !in_memory_; }
 
@@ -84,8 +112,7 @@ class IdxDataset {
       done += static_cast<std::size_t>(got);
     }
     for (std::size_t v = 0; v < S::size; ++v) {
-      const float x = header_.type == 0x08 ? static_cast<float>(bytes[v]) / 255.0f
-                                           : std::bit_cast<float>(detail::load_be32(bytes.data() + 4 * v));
+      const float x = detail::idx_feature(header_, bytes.data() + v * header_.value_bytes());
       out[v] = normalized_ ? (x - mean_) / stddev_ : x;
     }
   }
@@ -102,6 +129,19 @@ class IdxDataset {
   }
 
  private:
+  // The image file, its header read and checked, with checked targets: loaded whole when its
+  // features fit the memory cap, else streamed.
+  void open(const std::filesystem::path& images, detail::IdxFile& image_file, std::vector<target_type> targets,
+            const IdxOptions& options) {
+    if (header_.count() * S::size * sizeof(float) <= options.memory_cap) {
+      in_memory_ = Dataset<S, Y>(detail::read_idx_features(image_file, header_), std::move(targets));
+      return;
+    }
+    targets_ = std::move(targets);
+    num_classes_ = check_targets<Y>(targets_, "etnn::data::IdxDataset");
+    open_stream(images, image_file);
+  }
+
   // A raw file is read in place after its header; gzipped data is inflated into a temporary file.
   void open_stream(const std::filesystem::path& images, detail::IdxFile& image_file) {
     where_ = image_file.where();
@@ -131,10 +171,10 @@ class IdxDataset {
     if (!file_) image_file.fail("cannot open the file again to stream it (" + std::string(std::strerror(errno)) + ")");
   }
 
-  std::optional<Dataset<S>> in_memory_;  // below the cap: everything, as load_idx gives it
+  std::optional<Dataset<S, Y>> in_memory_;  // below the cap: everything, as load_idx gives it
   detail::IdxHeader header_;
-  std::vector<int> labels_;              // streaming: the labels
-  int num_classes_ = 0;
+  std::vector<target_type> targets_;        // streaming: the targets
+  int num_classes_ = 0;                     // streaming class indices: the largest label + 1
   UniqueFile file_;                      // streaming: the image data
   std::uint64_t data_offset_ = 0;
   std::string where_;
@@ -144,8 +184,8 @@ class IdxDataset {
 
 // Mean and population standard deviation of a streamed dataset's values, in one pass each over
 // the samples (in the order Dataset's versions sum, so the results are the same).
-template <ShapeType S>
-double mean(const IdxDataset<S>& data) {
+template <ShapeType S, class Y>
+double mean(const IdxDataset<S, Y>& data) {
   if (data.size() == 0) throw Error("etnn::data::mean: the dataset is empty; there is no statistic to compute");
   std::array<float, S::size> x;
   double sum = 0.0;
@@ -156,8 +196,8 @@ double mean(const IdxDataset<S>& data) {
   return sum / static_cast<double>(data.size() * S::size);
 }
 
-template <ShapeType S>
-double stddev(const IdxDataset<S>& data) {
+template <ShapeType S, class Y>
+double stddev(const IdxDataset<S, Y>& data) {
   const double m = mean(data);
   std::array<float, S::size> x;
   double sum = 0.0;

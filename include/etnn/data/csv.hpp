@@ -8,7 +8,8 @@
 // may lack it, and empty lines at the end are ignored (an empty line before data is an error). A
 // UTF-8 byte-order mark is skipped. Numbers are read with std::from_chars (no locale): features and
 // real-valued or multi-hot targets as float, class labels as whole numbers in [0, INT_MAX).
-// Empty cells, text, and nan/inf (unless .allow_non_finite) are errors naming the line and column.
+// Empty cells, text, and nan/inf (in features unless .allow_non_finite) are errors naming the line
+// and column.
 // The features of a sample are the columns not named in .targets, in file order (or .features, in
 // its order): there must be X::size of them, and target_size<Y> target columns.
 #include <algorithm>
@@ -33,7 +34,7 @@ struct CsvOptions {
   std::vector<std::string> targets;   // the target columns, in the order of a sample's target values
   std::vector<std::string> features;  // the feature columns in order; empty: all others, in file order
   char delimiter = ',';               // ';' or '\t' for other dialects
-  bool allow_non_finite = false;      // keep nan and inf cells in features and real-valued targets
+  bool allow_non_finite = false;      // keep nan and inf feature cells (targets must be finite)
 };
 
 }  // namespace etnn::data
@@ -140,11 +141,12 @@ class CsvReader {
   std::size_t record_line_ = 1;
 };
 
-// The cell as a To (float or int): the whole cell must be a number (std::from_chars, no locale,
-// read as float for float values and as double for class labels) that convert_value accepts.
-template <class To>
+// The cell as a To (float or int), converted by convert(parsed, To&) -> reason or null
+// (file_values.hpp). The whole cell must be a number: read by std::from_chars (no locale) as float
+// for float values, as double for class labels.
+template <class To, class Convert>
 To parse_csv_cell(const CsvReader& reader, const CsvCell& cell, std::size_t column, const std::string& name,
-                  bool allow_non_finite) {
+                  const Convert& convert) {
   const auto fail = [&](const std::string& what) {
     reader.fail(cell.line, "column " + std::to_string(column + 1) + " ('" + name + "'): " + what);
   };
@@ -160,7 +162,7 @@ To parse_csv_cell(const CsvReader& reader, const CsvCell& cell, std::size_t colu
   }
   if (ec != std::errc{} || end != last) fail("the cell \"" + cell.text + "\" is not a number; fix or remove it");
   To out{};
-  if (const char* why = convert_value(v, out, allow_non_finite)) fail("the cell \"" + cell.text + "\" " + why);
+  if (const char* why = convert(v, out)) fail("the cell \"" + cell.text + "\" " + why);
   return out;
 }
 
@@ -227,7 +229,7 @@ namespace etnn::data {
 
 // A Dataset<X, Y> from the CSV table at path (format above). Throws etnn::IoError naming the file,
 // and for a bad cell its line (the header is line 1) and column, number and name.
-template <ShapeType X, class Y = ClassIndex>
+template <ShapeType X, TargetKind Y = ClassIndices>
 Dataset<X, Y> load_csv(const std::filesystem::path& path, const CsvOptions& options) {
   const std::string where = "etnn::data::load_csv: '" + path.string() + "'";
   const std::vector<unsigned char> bytes = read_file_bytes(path, where);
@@ -257,11 +259,13 @@ Dataset<X, Y> load_csv(const std::filesystem::path& path, const CsvOptions& opti
                                             std::to_string(header.size()) + " columns; fix the line");
     }
     for (std::size_t c : columns.features) {
-      features.push_back(detail::parse_csv_cell<float>(reader, cells[c], c, header[c].text, options.allow_non_finite));
+      features.push_back(detail::parse_csv_cell<float>(reader, cells[c], c, header[c].text, [&](auto v, float& out) {
+        return detail::to_feature(v, out, options.allow_non_finite);
+      }));
     }
     for (std::size_t c : columns.targets) {
-      targets.push_back(
-          detail::parse_csv_cell<target_value<Y>>(reader, cells[c], c, header[c].text, options.allow_non_finite));
+      targets.push_back(detail::parse_csv_cell<target_value<Y>>(
+          reader, cells[c], c, header[c].text, [](auto v, target_value<Y>& out) { return detail::to_target<Y>(v, out); }));
     }
   }
   return Dataset<X, Y>(std::move(features), std::move(targets));

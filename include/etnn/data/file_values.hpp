@@ -1,10 +1,13 @@
 #pragma once
 // Private to data/: include <etnn/data/data.hpp> or <etnn/etnn.hpp>.
 // The numbers a file holds (a .npy array's integers and floats, a CSV cell) as the values of a
-// Dataset, checked: features and real-valued or multi-hot targets become float, class labels int.
-//   to float: finite (unless allowed otherwise), within float's range; integers round to nearest
-//   to int:   a whole number in [0, INT_MAX), the range of Dataset's class indices
-// The readers turn a refusal's reason into a message naming the file and where the value is.
+// Dataset<X, Y>, checked:
+//   feature            float: within float's range; finite unless the loader allows NaN and infinity
+//   ClassIndices       int: a whole number in [0, INT_MAX)
+//   Shape<K...>        float: finite, within float's range
+//   MultiHot<K>        float: 0 or 1
+// Integers convert to float rounding to nearest. Each function returns why the value cannot be
+// converted, or null; the readers turn the reason into a message naming the file and the place.
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -13,45 +16,63 @@
 #include <type_traits>
 #include <utility>
 
+#include "targets.hpp"
+
 namespace etnn::data::detail {
 
-// Why v cannot become a To (float or int), or null when it can, with the value in out.
-template <class To, class From>
-const char* convert_value(From v, To& out, bool allow_non_finite) noexcept {
-  static_assert(std::is_same_v<To, float> || std::is_same_v<To, int>, "features and targets are float or int");
+template <class From>
+const char* to_float(From v, float& out) noexcept {
   if constexpr (std::is_floating_point_v<From>) {
-    if (!std::isfinite(v)) {
-      if (std::is_same_v<To, int> || !allow_non_finite) {
-        return std::is_same_v<To, int> ? "is not a number; class labels are whole numbers"
-                                       : "is NaN or infinite; clean the data, or pass .allow_non_finite = true "
-                                         "to keep such values";
-      }
-      out = static_cast<To>(v);
-      return nullptr;
+    if (std::isfinite(v) && std::abs(v) > static_cast<From>(std::numeric_limits<float>::max())) {
+      return "is beyond float's range (3.4e38); scale the values before saving them";
     }
-    if constexpr (std::is_same_v<To, float>) {
-      if (std::abs(v) > static_cast<From>(std::numeric_limits<float>::max())) {
-        return "is beyond float's range (3.4e38); scale the values before saving them";
-      }
-    } else {
-      if (v != std::trunc(v)) {
-        return "is not a whole number but class labels are; round the labels, or load real values as an "
-               "etnn::Shape<K> target";
-      }
-      if (v < 0 || v >= static_cast<From>(std::numeric_limits<int>::max())) {
-        return "is outside [0, INT_MAX), the range of class indices; remap the labels to 0, 1, 2, ...";
-      }
-    }
-    out = static_cast<To>(v);
-  } else {
-    if constexpr (std::is_same_v<To, int>) {
-      if (std::cmp_less(v, 0) || std::cmp_greater_equal(v, std::numeric_limits<int>::max())) {
-        return "is outside [0, INT_MAX), the range of class indices; remap the labels to 0, 1, 2, ...";
-      }
-    }
-    out = static_cast<To>(v);
   }
+  out = static_cast<float>(v);
   return nullptr;
+}
+
+template <class From>
+const char* to_class_index(From v, int& out) noexcept {
+  constexpr const char* outside = "is outside [0, INT_MAX), the range of class indices; remap the labels to 0, 1, 2, ...";
+  if constexpr (std::is_floating_point_v<From>) {
+    if (!std::isfinite(v) || v != std::trunc(v)) {
+      return "is not a whole number but class labels are; round the labels, or load real values as an "
+             "etnn::Shape<K> target";
+    }
+    if (v < 0 || v >= static_cast<From>(std::numeric_limits<int>::max())) return outside;
+  } else {
+    if (std::cmp_less(v, 0) || std::cmp_greater_equal(v, std::numeric_limits<int>::max())) return outside;
+  }
+  out = static_cast<int>(v);
+  return nullptr;
+}
+
+// A feature value.
+template <class From>
+const char* to_feature(From v, float& out, bool allow_non_finite) noexcept {
+  if constexpr (std::is_floating_point_v<From>) {
+    if (!std::isfinite(v) && !allow_non_finite) {
+      return "is NaN or infinite; clean the data, or pass .allow_non_finite = true to keep such features";
+    }
+  }
+  return to_float(v, out);
+}
+
+// A target value of the kind Y.
+template <TargetKind Y, class From>
+const char* to_target(From v, target_value<Y>& out) noexcept {
+  if constexpr (class_targets<Y>) {
+    return to_class_index(v, out);
+  } else {
+    if constexpr (std::is_floating_point_v<From>) {
+      if (!std::isfinite(v)) return "is NaN or infinite but targets must be finite; drop those samples";
+    }
+    if (const char* why = to_float(v, out)) return why;
+    if (multi_hot_targets<Y> && out != 0.0f && out != 1.0f) {
+      return "is not 0 or 1 as multi-hot targets are; for soft targets load an etnn::Shape<K> target";
+    }
+    return nullptr;
+  }
 }
 
 // v as a message shows it: integers exactly, floats in the shortest form that reads back ("0.1", "1e+300").

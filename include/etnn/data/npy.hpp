@@ -1,7 +1,8 @@
 #pragma once
 // Private to data/: include <etnn/data/data.hpp> or <etnn/etnn.hpp>.
-// NumPy's .npy files (np.save) and .npz archives of them (np.savez, np.savez_compressed). A .npy
-// file is, integers little-endian:
+// load_npy<X, Y>(features, targets) and load_npz<X, Y>(archive): a Dataset<X, Y> from NumPy's .npy
+// files (np.save) or from two arrays of an .npz archive of them (np.savez, np.savez_compressed,
+// zip.hpp). A .npy file is, integers little-endian:
 //   magic    93 'N' 'U' 'M' 'P' 'Y'  major minor        versions 1.0, 2.0 and 3.0
 //   length   uint16 (1.0) or uint32 (2.0, 3.0)          bytes of the header that follows
 //   header   a Python dict literal, padded with spaces and a final '\n', e.g.
@@ -22,8 +23,12 @@
 
 #include "../core/error.hpp"
 #include "../core/file.hpp"
+#include "../core/shape.hpp"
+#include "dataset.hpp"
 #include "file_values.hpp"
 #include "little_endian.hpp"
+#include "targets.hpp"
+#include "zip.hpp"
 
 namespace etnn::data::detail {
 
@@ -42,6 +47,7 @@ inline constexpr NpyDtypeInfo npy_dtypes[] = {
 
 // One array of a .npy file; data points into the caller's bytes.
 struct NpyArray {
+  std::string name;   // "'x.npy'" or "'train.npz' member 'x.npy'"
   std::string where;  // "etnn::data::load_npy: 'x.npy'", the start of every message about it
   std::string descr;  // as the header spells it: "<f4"
   NpyDtype dtype = NpyDtype::f4;
@@ -224,10 +230,11 @@ inline void resolve_npy_dtype(NpyArray& array) {
 }
 
 // The array of a whole .npy file (bytes, which must outlive it), with every size checked against
-// bytes.size(). where starts every message.
-inline NpyArray parse_npy(std::span<const unsigned char> bytes, std::string where) {
+// bytes.size(). Messages start with "who: name: ".
+inline NpyArray parse_npy(std::span<const unsigned char> bytes, const std::string& who, std::string name) {
   NpyArray array;
-  array.where = std::move(where);
+  array.where = who + ": " + name;
+  array.name = std::move(name);
   constexpr unsigned char magic[] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
   if (bytes.size() < 8 || std::memcmp(bytes.data(), magic, sizeof magic) != 0) {
     const bool zip = bytes.size() >= 4 && std::memcmp(bytes.data(), "PK\x03\x04", 4) == 0;
@@ -276,9 +283,10 @@ inline NpyArray parse_npy(std::span<const unsigned char> bytes, std::string wher
   return array;
 }
 
-// Value i of the array, decoded as From (the C++ type of its dtype), converted to To (float or int).
-template <class To, class From>
-void convert_npy_values(const NpyArray& array, std::vector<To>& out, bool allow_non_finite) {
+// The array's values decoded as From (the C++ type of its dtype) and converted by
+// convert(From, To&) -> reason or null (file_values.hpp); a refusal names the value and its row.
+template <class From, class To, class Convert>
+void convert_npy_values(const NpyArray& array, std::vector<To>& out, const Convert& convert) {
   const std::size_t per_row = array.shape.empty() || array.shape[0] == 0
                                   ? 1
                                   : static_cast<std::size_t>(array.count / static_cast<std::uint64_t>(array.shape[0]));
@@ -292,32 +300,139 @@ void convert_npy_values(const NpyArray& array, std::vector<To>& out, bool allow_
     }
     using Number = std::conditional_t<std::is_same_v<From, bool>, std::uint8_t, From>;
     const Number v = load_le_value<Number>(p);
-    if (const char* why = convert_value(v, out[i], allow_non_finite)) {
+    if (const char* why = convert(v, out[i])) {
       array.fail("value " + std::to_string(i) + " (row " + std::to_string(i / per_row) + ", position " +
                  std::to_string(i % per_row) + ") is " + value_string(v) + ", which " + why);
     }
   }
 }
 
-// Every value of the array, in C order, as To: float (features, real and multi-hot targets) or int
-// (class labels). An etnn::IoError names the first value that does not convert (see file_values.hpp).
-template <class To>
-std::vector<To> npy_values(const NpyArray& array, bool allow_non_finite) {
+// Every value of the array, in C order, as To, converted by convert (see convert_npy_values).
+template <class To, class Convert>
+std::vector<To> npy_values(const NpyArray& array, const Convert& convert) {
   std::vector<To> out(static_cast<std::size_t>(array.count));
   switch (array.dtype) {
-    case NpyDtype::f4: convert_npy_values<To, float>(array, out, allow_non_finite); break;
-    case NpyDtype::f8: convert_npy_values<To, double>(array, out, allow_non_finite); break;
-    case NpyDtype::i1: convert_npy_values<To, std::int8_t>(array, out, allow_non_finite); break;
-    case NpyDtype::i2: convert_npy_values<To, std::int16_t>(array, out, allow_non_finite); break;
-    case NpyDtype::i4: convert_npy_values<To, std::int32_t>(array, out, allow_non_finite); break;
-    case NpyDtype::i8: convert_npy_values<To, std::int64_t>(array, out, allow_non_finite); break;
-    case NpyDtype::u1: convert_npy_values<To, std::uint8_t>(array, out, allow_non_finite); break;
-    case NpyDtype::u2: convert_npy_values<To, std::uint16_t>(array, out, allow_non_finite); break;
-    case NpyDtype::u4: convert_npy_values<To, std::uint32_t>(array, out, allow_non_finite); break;
-    case NpyDtype::u8: convert_npy_values<To, std::uint64_t>(array, out, allow_non_finite); break;
-    case NpyDtype::b1: convert_npy_values<To, bool>(array, out, allow_non_finite); break;
+    case NpyDtype::f4: convert_npy_values<float>(array, out, convert); break;
+    case NpyDtype::f8: convert_npy_values<double>(array, out, convert); break;
+    case NpyDtype::i1: convert_npy_values<std::int8_t>(array, out, convert); break;
+    case NpyDtype::i2: convert_npy_values<std::int16_t>(array, out, convert); break;
+    case NpyDtype::i4: convert_npy_values<std::int32_t>(array, out, convert); break;
+    case NpyDtype::i8: convert_npy_values<std::int64_t>(array, out, convert); break;
+    case NpyDtype::u1: convert_npy_values<std::uint8_t>(array, out, convert); break;
+    case NpyDtype::u2: convert_npy_values<std::uint16_t>(array, out, convert); break;
+    case NpyDtype::u4: convert_npy_values<std::uint32_t>(array, out, convert); break;
+    case NpyDtype::u8: convert_npy_values<std::uint64_t>(array, out, convert); break;
+    case NpyDtype::b1: convert_npy_values<bool>(array, out, convert); break;
   }
   return out;
 }
 
+// The shapes of n rows of samples of shape S an array may have: (n, S...), flattened (n, S::size)
+// and, when S has one value, (n,).
+template <ShapeType S>
+bool holds_rows_of(const NpyArray& array) {
+  if (array.shape.empty()) return false;
+  const std::span<const std::int64_t> row(array.shape.data() + 1, array.shape.size() - 1);
+  const auto size = static_cast<std::int64_t>(S::size);
+  return (row.empty() && S::size == 1) || (row.size() == 1 && row[0] == size) ||
+         std::equal(row.begin(), row.end(), S::dims.begin(), S::dims.end(),
+                    [](std::int64_t a, int b) { return a == b; });
+}
+
+// "(n, 1, 28, 28) or (n, 784)", "(n,) or (n, 1)": the shapes holds_rows_of<S> accepts.
+template <ShapeType S>
+std::string row_shapes() {
+  std::string exact = "(n";
+  for (int d : S::dims) exact += ", " + std::to_string(d);
+  exact += ")";
+  if (S::size == 1) return "(n,) or " + exact;
+  return S::rank == 1 ? exact : exact + " or (n, " + std::to_string(S::size) + ")";
+}
+
+// What the arrays' targets are called in messages.
+template <TargetKind Y>
+std::string target_kind_name() {
+  if constexpr (class_targets<Y>) return "class-index targets (etnn::data::ClassIndices)";
+  else if constexpr (multi_hot_targets<Y>) return "multi-hot targets (etnn::data::MultiHot<" + std::to_string(target_size<Y>) + ">)";
+  else return "real-valued targets " + Y::to_string();
+}
+
+// A Dataset<X, Y> from a features array and a targets array, checked against each other.
+template <ShapeType X, TargetKind Y>
+Dataset<X, Y> npy_dataset(const NpyArray& features, const NpyArray& targets, bool allow_non_finite) {
+  if (!holds_rows_of<X>(features)) {
+    features.fail("the features have shape " + features.shape_string() + " but samples of shape " + X::to_string() +
+                  " need " + row_shapes<X>() + "; reshape the array before np.save or request the shape it holds");
+  }
+  if (!holds_rows_of<target_shape<Y>>(targets)) {
+    targets.fail("the targets have shape " + targets.shape_string() + " but " + target_kind_name<Y>() + " need " +
+                 row_shapes<target_shape<Y>>() + "; reshape the array before np.save or request the target kind it holds");
+  }
+  if (features.shape[0] != targets.shape[0]) {
+    features.fail("holds " + std::to_string(features.shape[0]) + " samples but " + targets.name + " holds " +
+                  std::to_string(targets.shape[0]) + " targets; pass the targets of these features");
+  }
+  return Dataset<X, Y>(
+      npy_values<float>(features, [&](auto v, float& out) { return to_feature(v, out, allow_non_finite); }),
+      npy_values<target_value<Y>>(targets, [](auto v, target_value<Y>& out) { return to_target<Y>(v, out); }));
+}
+
 }  // namespace etnn::data::detail
+
+namespace etnn::data {
+
+struct NpyOptions {
+  bool allow_non_finite = false;  // keep NaN and infinite features (targets must be finite)
+};
+
+struct NpzOptions {
+  std::string features = "x";     // the arrays' names: np.savez(path, x=features, y=targets)
+  std::string targets = "y";
+  bool allow_non_finite = false;  // keep NaN and infinite features (targets must be finite)
+};
+
+// A Dataset<X, Y> from two .npy files: features of shape (n, X...) or (n, X::size), any dtype above
+// (float64 and integers become float); targets of shape (n, target_shape<Y>...), (n, target_size<Y>)
+// or, for one value per sample, (n,): whole numbers for class indices (any integer or bool dtype, or
+// floats holding whole numbers), 0 or 1 for multi-hot rows, finite values for real-valued rows.
+// Throws etnn::IoError naming the file and what is wrong.
+//   np.save("x.npy", x.astype(np.float32)); np.save("y.npy", y)       # Python
+//   auto train = etnn::data::load_npy<etnn::Shape<8>>("x.npy", "y.npy");
+template <ShapeType X, TargetKind Y = ClassIndices>
+Dataset<X, Y> load_npy(const std::filesystem::path& features, const std::filesystem::path& targets,
+                       const NpyOptions& options = {}) {
+  const auto read = [](const std::filesystem::path& path, std::vector<unsigned char>& bytes) {
+    const std::string name = "'" + path.string() + "'";
+    bytes = read_file_bytes(path, "etnn::data::load_npy: " + name);
+    return detail::parse_npy(bytes, "etnn::data::load_npy", name);
+  };
+  std::vector<unsigned char> feature_bytes, target_bytes;
+  const detail::NpyArray x = read(features, feature_bytes);
+  const detail::NpyArray y = read(targets, target_bytes);
+  return detail::npy_dataset<X, Y>(x, y, options.allow_non_finite);
+}
+
+// The same from two arrays of one .npz archive (np.savez or np.savez_compressed), by default those
+// named x and y: np.savez("train.npz", x=features, y=labels).
+template <ShapeType X, TargetKind Y = ClassIndices>
+Dataset<X, Y> load_npz(const std::filesystem::path& path, const NpzOptions& options = {}) {
+  const std::string who = "etnn::data::load_npz";
+  const std::vector<unsigned char> bytes = read_file_bytes(path, who + ": '" + path.string() + "'");
+  const detail::ZipArchive archive(bytes, who + ": '" + path.string() + "'");
+  const auto read = [&](const std::string& array, std::vector<unsigned char>& member_bytes) {
+    const detail::ZipMember* member = archive.find(array + ".npy");
+    if (!member) {
+      archive.fail("no array '" + array + "' (member '" + array + ".npy'); the archive holds " + archive.member_list() +
+                   "; name the arrays with NpzOptions{.features = ..., .targets = ...}, or save them as "
+                   "np.savez(path, x=features, y=targets)");
+    }
+    member_bytes = archive.extract(*member);
+    return detail::parse_npy(member_bytes, who, "'" + path.string() + "' member '" + member->name + "'");
+  };
+  std::vector<unsigned char> feature_bytes, target_bytes;
+  const detail::NpyArray x = read(options.features, feature_bytes);
+  const detail::NpyArray y = read(options.targets, target_bytes);
+  return detail::npy_dataset<X, Y>(x, y, options.allow_non_finite);
+}
+
+}  // namespace etnn::data

@@ -1,13 +1,9 @@
 // libFuzzer target: etnn::data::load_idx on an image file and a label file, raw or gzipped.
 // Input: [1 byte: the requested item shape] [4 bytes little-endian: n] [n bytes: the image file]
 //        [the rest: the label file]   (make_seeds writes valid pairs in this layout)
-// The two files live in memfds and are read through /proc/self/fd/N, so the reader runs its real
-// file path (stat, fopen, gzopen) without touching the disk. An etnn::IoError is the expected
-// answer to a malformed file; anything else (a crash, a sanitizer report, another exception, an
-// inconsistent dataset) is a finding.
-#include <sys/mman.h>
-#include <unistd.h>
-
+// The two files live in memfds (mem_file.hpp). An etnn::IoError is the expected answer to a
+// malformed file; anything else (a crash, a sanitizer report, another exception, an inconsistent
+// dataset) is a finding.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -17,30 +13,9 @@
 
 #include <etnn/data/data.hpp>
 
+#include "mem_file.hpp"
+
 namespace {
-
-// A memory-backed file rewritten for every input.
-class MemFile {
- public:
-  explicit MemFile(const char* name) : fd_(::memfd_create(name, 0)) {
-    if (fd_ < 0) std::abort();
-    path_ = "/proc/self/fd/" + std::to_string(fd_);
-  }
-  const std::string& set(const std::uint8_t* data, std::size_t size) {
-    if (::ftruncate(fd_, 0) != 0) std::abort();
-    std::size_t done = 0;
-    while (done < size) {
-      const ::ssize_t n = ::pwrite(fd_, data + done, size - done, static_cast<off_t>(done));
-      if (n <= 0) std::abort();
-      done += static_cast<std::size_t>(n);
-    }
-    return path_;
-  }
-
- private:
-  int fd_;
-  std::string path_;
-};
 
 template <class S>
 void load(const std::string& images, const std::string& labels) {
@@ -57,7 +32,7 @@ void load(const std::string& images, const std::string& labels) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static MemFile image_file("images"), label_file("labels");
+  static fuzz::MemFile image_file("images"), label_file("labels");
   if (size < 5) return 0;
   std::uint32_t n = 0;
   std::memcpy(&n, data + 1, 4);  // little-endian hosts only (etnn::io requires one)

@@ -1,7 +1,10 @@
-// Writes the fuzzers' seed corpora with etnn's own writers (etnn::io::save, write_safetensors) and
-// the IDX layout that load_idx reads, raw and gzipped:
+// Writes the fuzzers' seed corpora with etnn's own writers (etnn::io::save, write_safetensors), the
+// IDX layout that load_idx reads, raw and gzipped, the .npy/.npz files numpy writes
+// (tests/support/numpy_files.hpp) and CSV tables:
 //   make_seeds DIR   ->  DIR/idx/*  (fuzz_idx's input layout, see fuzz_idx.cpp)
 //                        DIR/safetensors/*.safetensors
+//                        DIR/npy/*  (fuzz_npy's input layout)
+//                        DIR/csv/*  (fuzz_csv's input layout)
 #include <zlib.h>
 
 #include <bit>
@@ -16,6 +19,7 @@
 
 #include <etnn/etnn.hpp>
 
+#include "../tests/support/numpy_files.hpp"
 #include "fuzz_models.hpp"
 
 namespace {
@@ -45,10 +49,11 @@ Bytes idx(unsigned char type, const std::vector<std::uint32_t>& dims, std::uint3
   return out;
 }
 
-// bytes as a gzip stream (what gzip(1) and zlib's gzwrite produce).
-Bytes gzip(const Bytes& bytes) {
+// bytes compressed by zlib: a gzip stream (what gzip(1) and zlib's gzwrite produce) with window_bits
+// 15 + 16, raw deflate (a ZIP member's data) with -15.
+Bytes deflated(const Bytes& bytes, int window_bits) {
   z_stream z{};
-  if (deflateInit2(&z, Z_BEST_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) throw std::runtime_error("deflateInit2");
+  if (deflateInit2(&z, Z_BEST_COMPRESSION, Z_DEFLATED, window_bits, 8, Z_DEFAULT_STRATEGY) != Z_OK) throw std::runtime_error("deflateInit2");
   Bytes out(deflateBound(&z, bytes.size()) + 32);
   z.next_in = const_cast<unsigned char*>(bytes.data());
   z.avail_in = static_cast<uInt>(bytes.size());
@@ -59,6 +64,8 @@ Bytes gzip(const Bytes& bytes) {
   deflateEnd(&z);
   return out;
 }
+
+Bytes gzip(const Bytes& bytes) { return deflated(bytes, 15 + 16); }
 
 void write(const fs::path& path, const Bytes& bytes) {
   std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
@@ -152,6 +159,82 @@ void safetensors_seeds(const fs::path& dir) {
   std::printf("%d safetensors seeds in %s\n", written, dir.c_str());
 }
 
+// fuzz_npy's inputs: for each case a .npy pair, and .npz archives of it stored (np.savez), deflated
+// by zlib (np.savez_compressed), in deflate's stored blocks, and with zip64 records.
+void npy_seeds(const fs::path& dir) {
+  using etnn_test::le_bytes;
+  using etnn_test::npy;
+  fs::create_directories(dir);
+  struct Case {
+    const char* name;
+    unsigned char pair;  // fuzz_npy's (X, Y) selector, see fuzz_npy.cpp
+    Bytes x, y;
+  };
+  const std::vector<float> twelve{0.5f, -1, 2, 3.25f, 4, 5, 6, 7, 8, 9, 10, 1e-3f};
+  const std::vector<Case> cases{
+      {"class_f4_i8", 0, npy("<f4", "(3, 2)", le_bytes<float>({0, 1, 2, 3, 4, 5})),
+       npy("<i8", "(3,)", le_bytes<std::int64_t>({2, 0, 1}))},
+      {"class_f8_u1_v2_v3", 0, npy("<f8", "(3, 2)", le_bytes<double>({0.1, 1, 2, 3, 4, 5}), 2),
+       npy("|u1", "(3,)", Bytes{1, 0, 1}, 3)},
+      {"class_i2_b1", 0, npy("<i2", "(3, 2)", le_bytes<std::int16_t>({-1, 1, 2, 3, 4, 5})),
+       npy("|b1", "(3, 1)", Bytes{1, 0, 1})},
+      {"real_2x2x3_f4", 1, npy("<f4", "(2, 2, 3)", le_bytes<float>(twelve)), npy("<f4", "(2,)", le_bytes<float>({1, 2}))},
+      {"real_2x6_f8", 1, npy("<f4", "(2, 6)", le_bytes<float>(twelve)), npy("<f8", "(2, 1)", le_bytes<double>({1, 2}))},
+      {"multihot_b1", 2, npy("<f4", "(3,)", le_bytes<float>({1, 2, 3})), npy("|b1", "(3, 2)", Bytes{1, 0, 0, 1, 1, 1})},
+      {"multihot_u8", 2, npy("<u8", "(3, 1)", le_bytes<std::uint64_t>({1, 2, 3})),
+       npy("<u8", "(3, 2)", le_bytes<std::uint64_t>({1, 0, 0, 1, 1, 1}))},
+      {"rows_2x2", 3, npy("<i4", "(2, 4)", le_bytes<std::int32_t>({1, 2, 3, 4, 5, 6, 7, 8})),
+       npy("<f8", "(2, 2, 2)", le_bytes<double>({1, 2, 3, 4, 5, 6, 7, 8}))},
+      {"empty", 0, npy("<f4", "(0, 2)", {}), npy("<i8", "(0,)", {})},
+  };
+  int written = 0;
+  for (const Case& c : cases) {
+    const auto input = [&](bool archive, const Bytes& file) {
+      Bytes out{static_cast<unsigned char>(c.pair << 1 | (archive ? 1 : 0))};
+      out.insert(out.end(), file.begin(), file.end());
+      ++written;
+      return out;
+    };
+    Bytes pair;
+    etnn_test::put_le(pair, c.x.size(), 4);
+    pair.insert(pair.end(), c.x.begin(), c.x.end());
+    pair.insert(pair.end(), c.y.begin(), c.y.end());
+    write(dir / (std::string(c.name) + "_npy"), input(false, pair));
+    write(dir / (std::string(c.name) + "_npz"), input(true, etnn_test::zip({{"x.npy", c.x}, {"y.npy", c.y}})));
+    write(dir / (std::string(c.name) + "_npz_zlib"),
+          input(true, etnn_test::zip({{"x.npy", c.x, true, deflated(c.x, -15)}, {"y.npy", c.y, true, deflated(c.y, -15)}})));
+    write(dir / (std::string(c.name) + "_npz_stored_blocks"),
+          input(true, etnn_test::zip({{"y.npy", c.y, true}, {"x.npy", c.x, true}})));
+    write(dir / (std::string(c.name) + "_npz64"), input(true, etnn_test::zip({{"x.npy", c.x}, {"y.npy", c.y}}, true)));
+  }
+  std::printf("%d npy seeds in %s\n", written, dir.c_str());
+}
+
+// fuzz_csv's inputs: a table for each of its choices, in several dialects.
+void csv_seeds(const fs::path& dir) {
+  fs::create_directories(dir);
+  struct Case {
+    const char* name;
+    unsigned char choice;  // fuzz_csv's selector, see fuzz_csv.cpp
+    std::string table;
+  };
+  const std::vector<Case> cases{
+      {"class", 0, "a,b,y\n1,2,0\n-3.5,4e2,1\n"},
+      {"class_quoted_crlf", 0, "\xEF\xBB\xBF\"a\", b ,\"y\"\r\n \"1\" , 2 ,3\r\n0.25,1e-3,0\r\n\r\n"},
+      {"class_no_final_newline", 0, "y,a,b\n7,1,2"},
+      {"real", 1, "z,x,y\n0.5,1,-2\n1e30,2,3\n"},
+      {"multi_hot_semicolon", 2, "a;y;b;z\n1;0;2;1\n3;1;4;1\n"},
+      {"non_finite", 3, "a,b,c,y\nnan,inf,-inf,1\n1,2,3,0\n"},
+      {"quoted_names", 3, "\"a,1\",\"b\"\"2\",\"c\n3\",y\n1,2,3,4\n"},
+  };
+  for (const Case& c : cases) {
+    Bytes input{c.choice};
+    input.insert(input.end(), c.table.begin(), c.table.end());
+    write(dir / c.name, input);
+  }
+  std::printf("%zu CSV seeds in %s\n", cases.size(), dir.c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -162,5 +245,7 @@ int main(int argc, char** argv) {
   const fs::path dir = argv[1];
   idx_seeds(dir / "idx");
   safetensors_seeds(dir / "safetensors");
+  npy_seeds(dir / "npy");
+  csv_seeds(dir / "csv");
   return 0;
 }

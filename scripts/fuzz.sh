@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_idx fuzz_safetensors)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_idx fuzz_safetensors fuzz_npy fuzz_csv)
 
 bash scripts/install-deps.sh  # clang-14 and libclang-rt-14-dev (libFuzzer) among them
 cxx=$(command -v clang++-14 || command -v clang++ || true)
@@ -25,8 +25,9 @@ sanitize=(-fsanitize=address,undefined -fno-sanitize-recover=all)
 "${launcher[@]}" "$cxx" "${flags[@]}" "${sanitize[@]}" fuzz/make_seeds.cpp -o "$out/make_seeds" -lz
 rm -rf "$out/seeds"
 "$out/make_seeds" "$out/seeds"
-declare -A seeds=([fuzz_idx]=idx [fuzz_safetensors]=safetensors)
-declare -A options=([fuzz_idx]="" [fuzz_safetensors]="-dict=fuzz/safetensors.dict")
+declare -A seeds=([fuzz_idx]=idx [fuzz_safetensors]=safetensors [fuzz_npy]=npy [fuzz_csv]=csv)
+declare -A options=([fuzz_idx]="" [fuzz_safetensors]="-dict=fuzz/safetensors.dict" [fuzz_npy]="-dict=fuzz/npy.dict"
+                   [fuzz_csv]="-dict=fuzz/csv.dict")
 
 for t in "${targets[@]}"; do
   echo "== $t: building"

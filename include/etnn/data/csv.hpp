@@ -31,10 +31,10 @@
 namespace etnn::data {
 
 struct CsvOptions {
-  std::vector<std::string> targets;   // the target columns, in the order of a sample's target values
-  std::vector<std::string> features;  // the feature columns in order; empty: all others, in file order
-  char delimiter = ',';               // ';' or '\t' for other dialects
-  bool allow_non_finite = false;      // keep nan and inf feature cells (targets must be finite)
+  std::vector<std::string> targets{};   // the target columns, in the order of a sample's target values
+  std::vector<std::string> features{};  // the feature columns in order; empty: all others, in file order
+  char delimiter = ',';                 // ';' or '\t' for other dialects
+  bool allow_non_finite = false;        // keep nan and inf feature cells (targets must be finite)
 };
 
 }  // namespace etnn::data

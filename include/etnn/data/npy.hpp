@@ -111,10 +111,11 @@ class NpyHeaderParser {
 
  private:
   [[noreturn]] void error(const std::string& what) const {
+    const std::string_view text = text_.substr(0, text_.find_last_not_of(" \n") + 1);  // without the padding
     std::string shown;
-    for (char c : text_.substr(0, 120)) shown += (c >= 0x20 && c < 0x7F) ? c : '?';
+    for (char c : text.substr(0, 120)) shown += (c >= 0x20 && c < 0x7F) ? c : '?';
     array_.fail("malformed header: " + what + " (at character " + std::to_string(pos_) + " of \"" + shown +
-                (text_.size() > 120 ? "...\"" : "\"") + "); write the file with np.save");
+                (text.size() > 120 ? "...\"" : "\"") + "); write the file with np.save");
   }
 
   void skip_spaces() {
@@ -369,8 +370,8 @@ Dataset<X, Y> npy_dataset(const NpyArray& features, const NpyArray& targets, boo
                  row_shapes<target_shape<Y>>() + "; reshape the array before np.save or request the target kind it holds");
   }
   if (features.shape[0] != targets.shape[0]) {
-    features.fail("holds " + std::to_string(features.shape[0]) + " samples but " + targets.name + " holds " +
-                  std::to_string(targets.shape[0]) + " targets; pass the targets of these features");
+    throw IoError(features.where + " holds " + std::to_string(features.shape[0]) + " samples but " + targets.name +
+                  " holds " + std::to_string(targets.shape[0]) + " targets; pass the targets of these features");
   }
   return Dataset<X, Y>(
       npy_values<float>(features, [&](auto v, float& out) { return to_feature(v, out, allow_non_finite); }),

@@ -179,7 +179,7 @@ void npy_seeds(const fs::path& dir) {
       {"class_i2_b1", 0, npy("<i2", "(3, 2)", le_bytes<std::int16_t>({-1, 1, 2, 3, 4, 5})),
        npy("|b1", "(3, 1)", Bytes{1, 0, 1})},
       {"real_2x2x3_f4", 1, npy("<f4", "(2, 2, 3)", le_bytes<float>(twelve)), npy("<f4", "(2,)", le_bytes<float>({1, 2}))},
-      {"real_2x6_f8", 1, npy("<f4", "(2, 6)", le_bytes<float>(twelve)), npy("<f8", "(2, 1)", le_bytes<double>({1, 2}))},
+      {"real_2x6_f4_f8", 1, npy("<f4", "(2, 6)", le_bytes<float>(twelve)), npy("<f8", "(2, 1)", le_bytes<double>({1, 2}))},
       {"multihot_b1", 2, npy("<f4", "(3,)", le_bytes<float>({1, 2, 3})), npy("|b1", "(3, 2)", Bytes{1, 0, 0, 1, 1, 1})},
       {"multihot_u8", 2, npy("<u8", "(3, 1)", le_bytes<std::uint64_t>({1, 2, 3})),
        npy("<u8", "(3, 2)", le_bytes<std::uint64_t>({1, 0, 0, 1, 1, 1}))},

@@ -34,6 +34,7 @@ Bytes le_bytes(const std::vector<T>& values) {
   return out;
 }
 
+// The low `bytes` (<= 8) bytes of v, least significant first.
 inline void put_le(Bytes& out, std::uint64_t v, int bytes) {
   for (int b = 0; b < bytes; ++b) out.push_back(static_cast<unsigned char>(v >> (8 * b)));
 }
@@ -105,7 +106,8 @@ inline Bytes zip(const std::vector<ZipEntry>& entries, bool zip64 = false) {
       put_le(to, e.name.size(), 2);
       put_le(to, central && zip64 ? 28 : 0, 2);  // extra length
       if (central) {
-        put_le(to, 0, 2 + 2 + 2 + 4);  // comment length, disk, internal and external attributes
+        put_le(to, 0, 6);  // comment length, disk, internal attributes
+        put_le(to, 0, 4);  // external attributes
         put_le(to, zip64 ? 0xFFFFFFFFu : offset, 4);
       }
       to.insert(to.end(), e.name.begin(), e.name.end());

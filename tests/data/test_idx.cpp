@@ -224,11 +224,9 @@ TEST_CASE("load_idx without zlib names the fix for gzipped files" * doctest::ski
 TEST_CASE("zlib loaded at run time: a missing or wrong library names the fix") {
   const std::string missing = etnn::data::detail::load_zlib("libz-missing.so.1").error;
   INFO(missing);
-  CHECK(missing.find("the file is gzipped and zlib could not be loaded at run time (libz-missing.so.1") !=
-        std::string::npos);
+  CHECK(missing.find("zlib could not be loaded at run time (libz-missing.so.1") != std::string::npos);
   CHECK(missing.find("apt-get install zlib1g") != std::string::npos);
   CHECK(missing.find("-DETNN_WITH_ZLIB=1 -lz") != std::string::npos);
-  CHECK(missing.find("gunzip the file") != std::string::npos);
   const std::string wrong = etnn::data::detail::load_zlib("libm.so.6").error;
   INFO(wrong);
   CHECK(wrong.find("libm.so.6 lacks zlib's inflate functions") != std::string::npos);

@@ -1,7 +1,8 @@
 #pragma once
 // Private to data/: include <etnn/data/data.hpp> or <etnn/etnn.hpp>.
 // GzipReader: the inflated bytes of a gzip file (one member or several concatenated, as gzip(1)
-// reads them), for the readers of gzipped data (IDX). zlib does the inflating; how a program
+// reads them), for the readers of gzipped data (IDX); zlib() and zlib_unavailable() also serve the
+// .npz reader's deflated members (zip.hpp). zlib does the inflating; how a program
 // reaches zlib is decided when it is compiled:
 //   ETNN_WITH_ZLIB=1    zlib linked (-lz): CMake's etnn::etnn defines it and links zlib.
 //   ETNN_WITH_ZLIB=0    no zlib: a gzipped file is refused with a message naming the fix.
@@ -69,9 +70,8 @@ inline constexpr const char* zlib_library = "libz.so.1";
 // process: the functions are kept for every later gzip file.
 inline Zlib load_zlib(const char* name) {
   const auto missing = [&](const std::string& what) {
-    return Zlib{{}, "the file is gzipped and " + what +
-                        "; install zlib (Debian/Ubuntu: apt-get install zlib1g), or compile with "
-                        "-DETNN_WITH_ZLIB=1 -lz, or gunzip the file"};
+    return Zlib{{}, what + "; install zlib (Debian/Ubuntu: apt-get install zlib1g), or compile with "
+                           "-DETNN_WITH_ZLIB=1 -lz"};
   };
   const auto why = [] {
     const char* error = ::dlerror();
@@ -105,13 +105,17 @@ inline const Zlib& zlib() {
 #endif
 }
 
+// Why this program cannot inflate and what to do, or empty when it can: the words every reader of
+// deflated data (gzip files, .npz members) puts after "... and ".
+inline std::string zlib_unavailable() { return zlib().error; }
+
 class GzipReader {
  public:
   // file: open for reading at the start of the gzip data. where: the start of every message
   // ("etnn::data::load_idx: 'path'").
   GzipReader(UniqueFile file, std::string where) : file_(std::move(file)), where_(std::move(where)) {
     const Zlib& z = zlib();
-    if (!z.error.empty()) fail(z.error);
+    if (!z.error.empty()) fail("the file is gzipped and " + z.error + ", or gunzip the file");
     zlib_ = z.functions;
     // 16 + 15: a gzip wrapper (header and CRC-32 trailer, both checked) around a 32 KiB window.
     const int status = zlib_.inflate_init(&stream_, 16 + MAX_WBITS, ZLIB_VERSION, static_cast<int>(sizeof(z_stream)));
@@ -177,23 +181,25 @@ class GzipReader {
 
 #else
 
+// Why this program cannot inflate and what to do (see above).
+inline std::string zlib_unavailable() {
+#if defined(ETNN_WITH_ZLIB)
+  return "this program was compiled with -DETNN_WITH_ZLIB=0 (CMake: ETNN_WITH_ZLIB=OFF); compile without that "
+         "macro (zlib is then loaded at run time) or with -DETNN_WITH_ZLIB=1 -lz";
+#elif !__has_include(<zlib.h>)
+  return "this program was compiled without zlib's header <zlib.h>; install it (Debian/Ubuntu: apt-get install "
+         "zlib1g-dev; Fedora: zlib-devel) and compile again";
+#else
+  return "zlib cannot be loaded at run time here (no <dlfcn.h>, or a glibc before 2.34, whose dlopen needs -ldl); "
+         "compile with -DETNN_WITH_ZLIB=1 -lz";
+#endif
+}
+
 // Without zlib a gzipped file cannot be read: opening one says how to get zlib.
 class GzipReader {
  public:
   GzipReader(UniqueFile, const std::string& where) {
-#if defined(ETNN_WITH_ZLIB)
-    throw IoError(where + ": the file is gzipped and this program was compiled with -DETNN_WITH_ZLIB=0 "
-                  "(CMake: ETNN_WITH_ZLIB=OFF); gunzip the file, or compile without that macro (zlib is then "
-                  "loaded at run time) or with -DETNN_WITH_ZLIB=1 -lz");
-#elif !__has_include(<zlib.h>)
-    throw IoError(where + ": the file is gzipped and this program was compiled without zlib's header <zlib.h>; "
-                  "install it (Debian/Ubuntu: apt-get install zlib1g-dev; Fedora: zlib-devel) and compile "
-                  "again, or gunzip the file");
-#else
-    throw IoError(where + ": the file is gzipped and zlib cannot be loaded at run time here (no <dlfcn.h>, or a "
-                  "glibc before 2.34, whose dlopen needs -ldl); compile with -DETNN_WITH_ZLIB=1 -lz, or gunzip "
-                  "the file");
-#endif
+    throw IoError(where + ": the file is gzipped and " + zlib_unavailable() + ", or gunzip the file");
   }
   std::size_t read(unsigned char*, std::size_t) noexcept { return 0; }  // no reader is ever made
 };

@@ -12,8 +12,8 @@
 // directory entry "see its zip64 extra field" (id 0x0001: the full sizes and offset, in that order,
 // only those that overflowed). Python's zipfile writes them for members of 4 GiB and more.
 // Every offset and size is checked against the archive's length before it is used, the data of each
-// member against its CRC-32. Deflated members need zlib (ETNN_WITH_ZLIB); without it they are
-// refused with a message naming the fix.
+// member against its CRC-32. Deflated members are inflated by zlib, linked or loaded at run time
+// (gzip.hpp); without it they are refused with a message naming the fix.
 #include <algorithm>
 #include <array>
 #include <cstddef>
@@ -24,11 +24,8 @@
 #include <string_view>
 #include <vector>
 
-#if defined(ETNN_WITH_ZLIB)
-#include <zlib.h>
-#endif
-
 #include "../core/error.hpp"
+#include "gzip.hpp"
 #include "little_endian.hpp"
 
 namespace etnn::data::detail {
@@ -241,17 +238,27 @@ class ZipArchive {
          "the archive is corrupt, write it again");
   }
 
+  // A deflated member cannot be read: why (zlib_unavailable()) says what to do.
+  [[noreturn]] void refuse_deflated(const std::string& who, const std::string& why) const {
+    fail(who + " is deflated (np.savez_compressed) and " + why + ", or write the archive with np.savez");
+  }
+
   std::vector<unsigned char> inflate(std::span<const unsigned char> stored, const ZipMember& member,
                                      const std::string& who) const {
-#if defined(ETNN_WITH_ZLIB)
+#if defined(ETNN_ZLIB_LINKED) || defined(ETNN_ZLIB_LOADED)
+    if (const std::string why = zlib_unavailable(); !why.empty()) refuse_deflated(who, why);  // the library did not load
     // Deflate expands at most about 1032:1, so a larger claimed size is corrupt; checked before allocating.
     if (member.size / 1032 > member.compressed_size + 1) {
       fail(who + " claims " + std::to_string(member.size) + " bytes from " + std::to_string(member.compressed_size) +
            " deflated ones, more than deflate can encode; the archive is corrupt, write it again");
     }
+    const ZlibFunctions& z = zlib().functions;
+    z_stream stream{};
+    // -15: raw deflate (no zlib or gzip wrapper) with a 32 KiB window, as ZIP stores it.
+    if (z.inflate_init(&stream, -MAX_WBITS, ZLIB_VERSION, static_cast<int>(sizeof(z_stream))) != Z_OK) {
+      fail(who + ": zlib could not start inflating (out of memory?)");
+    }
     std::vector<unsigned char> out(static_cast<std::size_t>(member.size));
-    z_stream z{};
-    if (inflateInit2(&z, -15) != Z_OK) fail(who + ": zlib could not start inflating (out of memory?)");
     // zlib counts in uInt: feed and drain in pieces that fit. With input and room left inflate always
     // progresses, so Z_BUF_ERROR (no progress) means the data ended early or inflates to more bytes.
     constexpr std::size_t step = std::numeric_limits<uInt>::max();
@@ -259,16 +266,16 @@ class ZipArchive {
     int status = Z_OK;
     std::size_t in = 0, produced = 0;
     while (status == Z_OK) {
-      z.next_in = const_cast<unsigned char*>(stored.data() + in);
-      z.avail_in = static_cast<uInt>(std::min(step, stored.size() - in));
-      z.next_out = out.empty() ? &no_room : out.data() + produced;
-      z.avail_out = static_cast<uInt>(std::min(step, out.size() - produced));
-      const uInt avail_in = z.avail_in, avail_out = z.avail_out;
-      status = ::inflate(&z, Z_NO_FLUSH);
-      in += avail_in - z.avail_in;
-      produced += avail_out - z.avail_out;
+      stream.next_in = const_cast<unsigned char*>(stored.data() + in);
+      stream.avail_in = static_cast<uInt>(std::min(step, stored.size() - in));
+      stream.next_out = out.empty() ? &no_room : out.data() + produced;
+      stream.avail_out = static_cast<uInt>(std::min(step, out.size() - produced));
+      const uInt avail_in = stream.avail_in, avail_out = stream.avail_out;
+      status = z.inflate(&stream, Z_NO_FLUSH);
+      in += avail_in - stream.avail_in;
+      produced += avail_out - stream.avail_out;
     }
-    inflateEnd(&z);
+    z.inflate_end(&stream);
     if (status != Z_STREAM_END || produced != out.size()) {
       fail(who + ": its deflated data is corrupt or does not inflate to its " + std::to_string(member.size) +
            " bytes; write the archive again");
@@ -277,8 +284,7 @@ class ZipArchive {
 #else
     (void)stored;
     (void)member;
-    fail(who + " is deflated (np.savez_compressed) but etnn was built without zlib; install zlib1g-dev and "
-         "build with it (-DETNN_WITH_ZLIB=1 -lz), or write the archive with np.savez");
+    refuse_deflated(who, zlib_unavailable());
 #endif
   }
 

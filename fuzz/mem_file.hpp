@@ -1,6 +1,6 @@
 #pragma once
 // A memory-backed file (memfd) rewritten for every fuzz input and read through /proc/self/fd/N, so
-// that a reader runs its real file path (stat, fopen, gzopen) without touching the disk.
+// that a reader runs its real file path (stat, fopen, zlib's inflate) without touching the disk.
 #include <sys/mman.h>
 #include <unistd.h>
 

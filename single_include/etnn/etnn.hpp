@@ -188,10 +188,16 @@ std::string message(const char* who, const Parts&... parts) {
 }  // namespace etnn
 // ---- etnn/core/file.hpp ----
 // Private to core/: include <etnn/core/core.hpp> or <etnn/etnn.hpp>.
-// A C stream that closes itself: the readers (IDX, safetensors) own their files through it.
+// A C stream that closes itself: the readers (IDX, safetensors) own their files through it; and
+// read_file_bytes, a whole file in memory (the NumPy and CSV readers).
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <memory>
+#include <system_error>
+#include <vector>
+
 
 namespace etnn {
 
@@ -204,6 +210,23 @@ using UniqueFile = std::unique_ptr<std::FILE, FileCloser>;
 // The file opened for binary reading, or null.
 inline UniqueFile open_for_reading(const std::filesystem::path& path) {
   return UniqueFile(std::fopen(path.c_str(), "rb"));
+}
+
+// Every byte of the file. where ("etnn::data::load_npy: 'x.npy'") starts the etnn::IoError thrown
+// when the file is missing or unreadable.
+inline std::vector<unsigned char> read_file_bytes(const std::filesystem::path& path, const std::string& where) {
+  std::error_code ec;
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec) throw IoError(where + ": cannot read the file (" + ec.message() + "); check the path");
+  const UniqueFile file = open_for_reading(path);
+  if (!file) throw IoError(where + ": cannot open the file (" + std::strerror(errno) + "); check its permissions");
+  std::vector<unsigned char> bytes(static_cast<std::size_t>(size));
+  const std::size_t got = bytes.empty() ? 0 : std::fread(bytes.data(), 1, bytes.size(), file.get());
+  if (got != bytes.size()) {
+    throw IoError(where + ": read " + std::to_string(got) + " of its " + std::to_string(size) +
+                  " bytes (" + std::strerror(errno) + "); is another program writing it?");
+  }
+  return bytes;
 }
 
 }  // namespace etnn
@@ -1250,7 +1273,6 @@ auto to_host(const X& x) {
 #include <exception>
 #include <mutex>
 #include <thread>
-#include <vector>
 
 // ---- etnn/cpu/features.hpp ----
 // Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
@@ -1259,7 +1281,6 @@ auto to_host(const X& x) {
 //           that saves its registers, whatever -march the program was built with;
 //   eigen:  Eigen's kernels for the build's instruction set, everywhere else.
 // ETNN_CPU_GEMM=eigen in the environment forces Eigen's (to compare the two, or to rule one out).
-#include <cstring>
 
 
 // Whether this compiler can build the AVX-512 kernels into any program (target attributes).
@@ -10219,14 +10240,625 @@ SGD(Model&, const SgdOptions&, R&, BucketOptions) -> SGD<Model, R>;
 
 }  // namespace etnn::optim
 // ---- etnn/data/data.hpp ----
-// etnn::data, the face of data/: in-memory datasets, the IDX reader and the batching DataLoader.
+// etnn::data, the face of data/: in-memory datasets, the IDX, NumPy (.npy, .npz) and CSV readers and
+// the batching DataLoader.
+// ---- etnn/data/csv.hpp ----
+// Private to data/: include <etnn/data/data.hpp> or <etnn/etnn.hpp>.
+// load_csv<X, Y>(path, {.targets = {"price"}}): a Dataset<X, Y> from a CSV table (RFC 4180):
+//   line 1        column names                        sqft,rooms,age,price
+//   line 2 ...    one sample per line, numeric cells  1200, 3, 15, 245000.5
+// Cells are separated by commas (CsvOptions::delimiter), may be surrounded by spaces, and may be
+// quoted ("a, b" with "" for a quote, newlines allowed inside); lines end in LF or CRLF, the last one
+// may lack it, and empty lines at the end are ignored (an empty line before data is an error). A
+// UTF-8 byte-order mark is skipped. Numbers are read with std::from_chars (no locale): features and
+// real-valued or multi-hot targets as float, class labels as whole numbers in [0, INT_MAX).
+// Empty cells, text, and nan/inf (in features unless .allow_non_finite) are errors naming the line
+// and column.
+// The features of a sample are the columns not named in .targets, in file order (or .features, in
+// its order): there must be X::size of them, and target_size<Y> target columns.
+#include <charconv>
+
+// ---- etnn/data/dataset.hpp ----
+// Private to data/: include <etnn/data/data.hpp> or <etnn/etnn.hpp>.
+// Dataset<S, Y>: n samples of the static shape S with targets of the kind Y (targets.hpp), held in
+// host memory.
+//   features: n * S::size floats, sample i at [i * S::size, (i + 1) * S::size), row-major in S
+//   targets:  n * target_size<Y> values, sample i's at [i * target_size<Y>, (i + 1) * target_size<Y>):
+//             Y = ClassIndices (the default): n ints in [0, INT_MAX), class indices
+//             Y = Shape<K...>:                n rows of K... floats, real values
+//             Y = MultiHot<K>:                n rows of K floats, each 0 or 1
+//   etnn::data::Dataset<etnn::Shape<8>, etnn::Shape<1>> data(std::move(x), std::move(t));  // regression
+
+// ---- etnn/data/targets.hpp ----
+// Private to data/: include <etnn/data/data.hpp> or <etnn/etnn.hpp>.
+// The kinds of target a dataset holds, the Y of Dataset<X, Y>:
+//   ClassIndices        one int per sample in [0, INT_MAX), a class index (the default)
+//   etnn::Shape<K...>   real values: one float row of that shape per sample (regression)
+//   MultiHot<K>         K floats per sample, each 0 or 1 (multi-label classification)
+// A batch carries them as the loss takes them (loss/targets.hpp): class indices as a
+// std::span<const int> of B values, the others as a TensorView<const float, target_shape<Y>> of
+// B rows.
+
+
+// ---- etnn/data/checks.hpp ----
+// Private to data/: include <etnn/data/data.hpp> or <etnn/etnn.hpp>.
+// Compile-time checks of datasets: the kind of their targets.
+// Each check is a consteval function whose static_assert message starts with a grep-able key
+// (ETNN_...) and says how to fix it; the node that needs it writes
+// `static_assert(check::something<...>());`. tests/compile_fail/ holds one program per message.
+
+namespace etnn::data::check {
+
+template <bool Known>
+consteval bool target_kind() {
+  static_assert(Known,
+                "ETNN_DATASET_TARGET: Dataset<X, Y>'s Y must be etnn::data::ClassIndices (the default: one int "
+                "per sample), an etnn::Shape<K...> (real-valued target rows) or etnn::data::MultiHot<K> "
+                "(K values of 0 or 1)");
+  return true;
+}
+
+template <int K>
+consteval bool multi_hot_width() {
+  static_assert(K > 0, "ETNN_DATASET_TARGET: MultiHot<K> needs K > 0 labels per sample");
+  return true;
+}
+
+}  // namespace etnn::data::check
+
+namespace etnn::data {
+
+using ClassIndices = loss::ClassIndices;
+
+template <int K>
+struct MultiHot {
+  static_assert(check::multi_hot_width<K>());
+};
+
+namespace detail {
+template <class Y>
+struct TargetTraits {
+  static constexpr bool known = false;
+};
+template <>
+struct TargetTraits<ClassIndices> {
+  static constexpr bool known = true;
+  using value_type = int;
+  using shape = Shape<1>;
+};
+template <int... K>
+struct TargetTraits<Shape<K...>> {
+  static constexpr bool known = true;
+  using value_type = float;
+  using shape = Shape<K...>;
+};
+template <int K>
+struct TargetTraits<MultiHot<K>> {
+  static constexpr bool known = true;
+  using value_type = float;
+  using shape = Shape<K>;
+};
+}  // namespace detail
+
+template <class Y>
+concept TargetKind = detail::TargetTraits<Y>::known;
+
+// The stored type of one target value: int for class indices, else float.
+template <TargetKind Y>
+using target_value = typename detail::TargetTraits<Y>::value_type;
+// The per-sample shape of the targets (Shape<1> for class indices) and its number of values.
+template <TargetKind Y>
+using target_shape = typename detail::TargetTraits<Y>::shape;
+template <TargetKind Y>
+inline constexpr std::size_t target_size = target_shape<Y>::size;
+template <TargetKind Y>
+inline constexpr bool class_targets = std::is_same_v<Y, ClassIndices>;
+template <TargetKind Y>
+inline constexpr bool multi_hot_targets = !class_targets<Y> && !std::is_same_v<Y, target_shape<Y>>;
+
+// The targets of `rows` consecutive samples starting at `values` (rows * target_size<Y> values), as
+// a batch carries them.
+template <TargetKind Y>
+auto target_rows(const target_value<Y>* values, int rows) {
+  if constexpr (class_targets<Y>)
+    return std::span<const int>(values, static_cast<std::size_t>(rows));
+  else
+    return TensorView<const float, target_shape<Y>, Cpu>(values, rows);
+}
+template <TargetKind Y>
+using target_batch = decltype(target_rows<Y>(nullptr, 0));
+
+// Throws etnn::ShapeError, naming `who` and the sample, unless every target value fits its kind:
+// a class index in [0, INT_MAX) (INT_MAX is excluded so that max label + 1 fits an int), 0 or 1
+// for multi-hot rows, a finite real value otherwise. Returns the largest label + 1 for class
+// indices (0 when there are none), else 0.
+template <TargetKind Y>
+int check_targets(std::span<const target_value<Y>> targets, const char* who) {
+  int num_classes = 0;
+  for (std::size_t v = 0; v < targets.size(); ++v) {
+    const target_value<Y> t = targets[v];
+    const auto fail = [&](const char* advice) {
+      const std::string what = class_targets<Y> ? "label " + std::to_string(v)
+                               : "the target of sample " + std::to_string(v / target_size<Y>) +
+                                     (target_size<Y> > 1 ? " (value " + std::to_string(v % target_size<Y>) + ")" : "");
+      throw ShapeError(std::string(who) + ": " + what + " is " + std::to_string(t) + "; " + advice);
+    };
+    if constexpr (class_targets<Y>) {
+      if (t < 0 || t == std::numeric_limits<int>::max())
+        fail("labels are class indices in [0, INT_MAX), remap them before building the dataset");
+      num_classes = std::max(num_classes, t + 1);
+    } else if constexpr (multi_hot_targets<Y>) {
+      if (t != 0.0f && t != 1.0f) fail("multi-hot targets are 0 or 1 (for soft targets use etnn::Shape<K> targets)");
+    } else if (!std::isfinite(t)) {
+      fail("real-valued targets must be finite");
+    }
+  }
+  return num_classes;
+}
+
+}  // namespace etnn::data
+
+namespace etnn::data::detail {
+inline void check_normalization(float mean, float stddev, const char* who) {
+  if (!(stddev > 0.0f) || !std::isfinite(stddev) || !std::isfinite(mean)) {
+    throw Error(std::string(who) + ": mean " + std::to_string(mean) + " and stddev " + std::to_string(stddev) +
+                " must be finite with stddev > 0; compute them with etnn::data::mean and etnn::data::stddev on "
+                "a non-constant training set");
+  }
+}
+}  // namespace etnn::data::detail
+
+namespace etnn::data {
+
+template <ShapeType S, class Y = ClassIndices>
+class Dataset {
+  static_assert(check::target_kind<TargetKind<Y>>());
+
+ public:
+  using shape = S;
+  using target_kind = Y;
+  using target_type = target_value<Y>;
+
+  Dataset() = default;
+  Dataset(std::vector<float> features, std::vector<target_type> targets)
+      : features_(std::move(features)), targets_(std::move(targets)) {
+    const std::size_t n = targets_.size() / target_size<Y>;
+    if (features_.size() % S::size != 0 || targets_.size() % target_size<Y> != 0 || features_.size() / S::size != n) {
+      throw ShapeError("etnn::data::Dataset: " + std::to_string(features_.size()) + " feature values for " +
+                       std::to_string(targets_.size()) + (class_targets<Y> ? " labels" : " target values") +
+                       "; samples of shape " + S::to_string() +
+                       " need " + std::to_string(S::size) + " values each" +
+                       (class_targets<Y> ? std::string(" and one label")
+                                         : " and " + std::to_string(target_size<Y>) + " target values " +
+                                               target_shape<Y>::to_string()) +
+                       ", so pass " + std::to_string(S::size) + " features per " +
+                       (class_targets<Y> ? "label" : std::to_string(target_size<Y>) + " target values"));
+    }
+    num_classes_ = check_targets<Y>(targets_, "etnn::data::Dataset");
+  }
+
+  // Number of samples.
+  std::size_t size() const noexcept { return targets_.size() / target_size<Y>; }
+  // First of the S::size values of sample i (i < size()).
+  const float* sample(std::size_t i) const noexcept { return features_.data() + i * S::size; }
+  // First of the target_size<Y> target values of sample i.
+  const target_type* target(std::size_t i) const noexcept { return targets_.data() + i * target_size<Y>; }
+  // The class index of sample i.
+  int label(std::size_t i) const noexcept
+    requires class_targets<Y>
+  {
+    return targets_[i];
+  }
+  // Largest label + 1 (0 when empty).
+  int num_classes() const noexcept
+    requires class_targets<Y>
+  {
+    return num_classes_;
+  }
+  std::span<const float> features() const noexcept { return features_; }
+  std::span<const target_type> targets() const noexcept { return targets_; }
+  std::span<const int> labels() const noexcept
+    requires class_targets<Y>
+  {
+    return targets_;
+  }
+
+  // A copy of samples [first, first + count); num_classes() is recomputed from the copied labels.
+  Dataset subset(std::size_t first, std::size_t count) const {
+    if (first > size() || count > size() - first) {
+      throw ShapeError("etnn::data::Dataset::subset: samples [" + std::to_string(first) + ", " +
+                       std::to_string(first) + " + " + std::to_string(count) + ") are outside a dataset of " +
+                       std::to_string(size()) + "; keep first + count <= size()");
+    }
+    const auto values = features_.begin() + static_cast<std::ptrdiff_t>(first * S::size);
+    const auto targets = targets_.begin() + static_cast<std::ptrdiff_t>(first * target_size<Y>);
+    return Dataset(std::vector<float>(values, values + static_cast<std::ptrdiff_t>(count * S::size)),
+                   std::vector<target_type>(targets, targets + static_cast<std::ptrdiff_t>(count * target_size<Y>)));
+  }
+
+  // The same features with other targets (one row of target_size<Y2> per sample), e.g. class
+  // labels mapped to multi-hot attributes: std::move(data).with_targets<MultiHot<6>>(rows).
+  template <class Y2>
+  Dataset<S, Y2> with_targets(std::vector<target_value<Y2>> targets) && {
+    return Dataset<S, Y2>(std::move(features_), std::move(targets));
+  }
+
+  // x = (x - mean) / stddev for every feature value, in float, like torchvision's
+  // transforms.Normalize((mean,), (stddev,)) on one channel.
+  void normalize(float mean, float stddev) {
+    detail::check_normalization(mean, stddev, "etnn::data::Dataset::normalize");
+    for (float& x : features_) x = (x - mean) / stddev;
+  }
+
+ private:
+  std::vector<float> features_;
+  std::vector<target_type> targets_;
+  int num_classes_ = 0;  // class indices only
+};
+
+}  // namespace etnn::data
+
+namespace etnn::data::detail {
+template <ShapeType S, class Y>
+void require_values(const data::Dataset<S, Y>& data, const char* where) {
+  if (data.features().empty()) {
+    throw Error(std::string(where) + ": the dataset is empty; there is no statistic to compute");
+  }
+}
+}  // namespace etnn::data::detail
+
+namespace etnn::data {
+
+// Mean of all feature values, summed in double.
+template <ShapeType S, class Y>
+double mean(const Dataset<S, Y>& data) {
+  detail::require_values(data, "etnn::data::mean");
+  double sum = 0.0;
+  for (float x : data.features()) sum += x;
+  return sum / static_cast<double>(data.features().size());
+}
+
+// Population standard deviation of all feature values: sqrt(sum (x - mean)^2 / N), in double.
+template <ShapeType S, class Y>
+double stddev(const Dataset<S, Y>& data) {
+  detail::require_values(data, "etnn::data::stddev");
+  const double m = mean(data);
+  double sum = 0.0;
+  for (float x : data.features()) sum += (x - m) * (x - m);
+  return std::sqrt(sum / static_cast<double>(data.features().size()));
+}
+
+}  // namespace etnn::data
+// ---- etnn/data/file_values.hpp ----
+// Private to data/: include <etnn/data/data.hpp> or <etnn/etnn.hpp>.
+// The numbers a file holds (a .npy array's integers and floats, a CSV cell) as the values of a
+// Dataset<X, Y>, checked:
+//   feature            float: within float's range; finite unless the loader allows NaN and infinity
+//   ClassIndices       int: a whole number in [0, INT_MAX)
+//   Shape<K...>        float: finite, within float's range
+//   MultiHot<K>        float: 0 or 1
+// Integers convert to float rounding to nearest. Each function returns why the value cannot be
+// converted, or null; the readers turn the reason into a message naming the file and the place.
+
+
+namespace etnn::data::detail {
+
+template <class From>
+const char* to_float(From v, float& out) noexcept {
+  if constexpr (std::is_floating_point_v<From>) {
+    if (std::isfinite(v) && std::abs(v) > static_cast<From>(std::numeric_limits<float>::max())) {
+      return "is beyond float's range (3.4e38); scale the values before saving them";
+    }
+  }
+  out = static_cast<float>(v);
+  return nullptr;
+}
+
+template <class From>
+const char* to_class_index(From v, int& out) noexcept {
+  constexpr const char* outside = "is outside [0, INT_MAX), the range of class indices; remap the labels to 0, 1, 2, ...";
+  if constexpr (std::is_floating_point_v<From>) {
+    if (!std::isfinite(v) || v != std::trunc(v)) {
+      return "is not a whole number but class labels are; round the labels, or load real values as an "
+             "etnn::Shape<K> target";
+    }
+    if (v < 0 || v >= static_cast<From>(std::numeric_limits<int>::max())) return outside;
+  } else {
+    if (std::cmp_less(v, 0) || std::cmp_greater_equal(v, std::numeric_limits<int>::max())) return outside;
+  }
+  out = static_cast<int>(v);
+  return nullptr;
+}
+
+// A feature value.
+template <class From>
+const char* to_feature(From v, float& out, bool allow_non_finite) noexcept {
+  if constexpr (std::is_floating_point_v<From>) {
+    if (!std::isfinite(v) && !allow_non_finite) {
+      return "is NaN or infinite; clean the data, or pass .allow_non_finite = true to keep such features";
+    }
+  }
+  return to_float(v, out);
+}
+
+// A target value of the kind Y.
+template <TargetKind Y, class From>
+const char* to_target(From v, target_value<Y>& out) noexcept {
+  if constexpr (class_targets<Y>) {
+    return to_class_index(v, out);
+  } else {
+    if constexpr (std::is_floating_point_v<From>) {
+      if (!std::isfinite(v)) return "is NaN or infinite but targets must be finite; drop those samples";
+    }
+    if (const char* why = to_float(v, out)) return why;
+    if (multi_hot_targets<Y> && out != 0.0f && out != 1.0f) {
+      return "is not 0 or 1 as multi-hot targets are; for soft targets load an etnn::Shape<K> target";
+    }
+    return nullptr;
+  }
+}
+
+// v as a message shows it: integers exactly, floats in the shortest form that reads back ("0.1", "1e+300").
+template <class From>
+std::string value_string(From v) {
+  char text[64];  // room for any integer and the longest shortest double ("-2.2250738585072014e-308")
+  return std::string(text, std::to_chars(text, text + sizeof text, v).ptr);
+}
+
+}  // namespace etnn::data::detail
+
+namespace etnn::data {
+
+struct CsvOptions {
+  std::vector<std::string> targets{};   // the target columns, in the order of a sample's target values
+  std::vector<std::string> features{};  // the feature columns in order; empty: all others, in file order
+  char delimiter = ',';                 // ';' or '\t' for other dialects
+  bool allow_non_finite = false;        // keep nan and inf feature cells (targets must be finite)
+};
+
+}  // namespace etnn::data
+
+namespace etnn::data::detail {
+
+struct CsvCell {
+  std::string text;   // unquoted, "" unescaped, surrounding spaces removed
+  std::size_t line;   // 1-based line where the cell starts
+};
+
+// Splits a CSV text into records of cells, one record at a time.
+class CsvReader {
+ public:
+  CsvReader(std::string_view text, std::string where, char delimiter)
+      : text_(text), where_(std::move(where)), delimiter_(delimiter) {
+    if (text_.substr(0, 3) == "\xEF\xBB\xBF") text_.remove_prefix(3);  // UTF-8 byte-order mark
+  }
+
+  const std::string& where() const noexcept { return where_; }
+  [[noreturn]] void fail(std::size_t line, const std::string& what) const {
+    throw IoError(where_ + ": line " + std::to_string(line) + ": " + what);
+  }
+
+  // The next record's cells (the vector and its strings are reused); false when only blank lines
+  // are left. The record starts on line(), read before the call.
+  bool next(std::vector<CsvCell>& cells) {
+    if (text_.find_first_not_of(" \t\r\n", pos_) == std::string_view::npos) return false;
+    record_line_ = line_;
+    if (text_[pos_] == '\n' || text_.substr(pos_, 2) == "\r\n") {
+      fail(line_, "the line is empty but lines with data follow; remove it");
+    }
+    std::size_t count = 0;
+    for (bool more = true; more; ++count) {
+      if (cells.size() == count) cells.emplace_back();
+      more = read_cell(cells[count]);
+    }
+    cells.resize(count);
+    return true;
+  }
+
+  // The line the last record returned by next() starts on.
+  std::size_t record_line() const noexcept { return record_line_; }
+
+ private:
+  bool is_space(char c) const noexcept { return (c == ' ' || c == '\t') && c != delimiter_; }
+  void skip_spaces() {
+    while (pos_ < text_.size() && is_space(text_[pos_])) ++pos_;
+  }
+
+  // Reads one cell into cell; returns whether another cell of the same record follows.
+  bool read_cell(CsvCell& cell) {
+    skip_spaces();
+    cell.line = line_;
+    cell.text.clear();
+    if (pos_ < text_.size() && text_[pos_] == '"') {
+      ++pos_;
+      for (;;) {
+        const std::size_t quote = text_.find('"', pos_);
+        if (quote == std::string_view::npos) fail(cell.line, "a quoted cell is not closed; add the closing \"");
+        const std::string_view part = text_.substr(pos_, quote - pos_);
+        line_ += static_cast<std::size_t>(std::count(part.begin(), part.end(), '\n'));
+        cell.text += part;
+        pos_ = quote + 1;
+        if (pos_ < text_.size() && text_[pos_] == '"') {  // "" is a quote inside the cell
+          cell.text += '"';
+          ++pos_;
+        } else {
+          break;
+        }
+      }
+      skip_spaces();
+    } else {
+      const char stops[] = {delimiter_, '\n'};
+      const std::size_t end = std::min(text_.find_first_of(std::string_view(stops, 2), pos_), text_.size());
+      std::string_view raw = text_.substr(pos_, end - pos_);
+      if (!raw.empty() && raw.back() == '\r' && end < text_.size() && text_[end] == '\n') raw.remove_suffix(1);
+      while (!raw.empty() && is_space(raw.back())) raw.remove_suffix(1);
+      cell.text.assign(raw);
+      pos_ = end;
+    }
+    return end_cell(cell);
+  }
+
+  // After a cell: a delimiter (another cell follows), a line end or the end of the text.
+  bool end_cell(const CsvCell& cell) {
+    if (pos_ < text_.size() && text_[pos_] == '\r' && pos_ + 1 < text_.size() && text_[pos_ + 1] == '\n') ++pos_;
+    if (pos_ >= text_.size()) return false;
+    const char c = text_[pos_++];
+    if (c == delimiter_) return true;
+    if (c == '\n') {
+      ++line_;
+      return false;
+    }
+    fail(cell.line, std::string("unexpected '") + c + "' after the quoted cell \"" + cell.text +
+                        "\"; quote the whole cell");
+  }
+
+  std::string_view text_;
+  std::string where_;
+  char delimiter_;
+  std::size_t pos_ = 0;
+  std::size_t line_ = 1;
+  std::size_t record_line_ = 1;
+};
+
+// The cell as a To (float or int), converted by convert(parsed, To&) -> reason or null
+// (file_values.hpp). The whole cell must be a number: read by std::from_chars (no locale) as float
+// for float values, as double for class labels.
+template <class To, class Convert>
+To parse_csv_cell(const CsvReader& reader, const CsvCell& cell, std::size_t column, const std::string& name,
+                  const Convert& convert) {
+  const auto fail = [&](const std::string& what) {
+    reader.fail(cell.line, "column " + std::to_string(column + 1) + " ('" + name + "'): " + what);
+  };
+  if (cell.text.empty()) fail("the cell is empty; fill in the value or remove the line");
+  using Parsed = std::conditional_t<std::is_same_v<To, float>, float, double>;
+  Parsed v{};
+  const char* first = cell.text.data();
+  const char* last = first + cell.text.size();
+  const auto [end, ec] = std::from_chars(first, last, v);
+  if (ec == std::errc::result_out_of_range) {
+    fail("the cell \"" + cell.text + "\" is beyond " + (std::is_same_v<Parsed, float> ? "float" : "double") +
+         "'s range; scale the column");
+  }
+  if (ec != std::errc{} || end != last) fail("the cell \"" + cell.text + "\" is not a number; fix or remove it");
+  To out{};
+  if (const char* why = convert(v, out)) fail("the cell \"" + cell.text + "\" " + why);
+  return out;
+}
+
+// "'sqft', 'rooms', 'price'": column names for messages.
+inline std::string csv_column_list(const std::vector<CsvCell>& header, const std::vector<std::size_t>& columns) {
+  std::string out;
+  for (std::size_t c : columns) out += (out.empty() ? "'" : ", '") + header[c].text + "'";
+  return out.empty() ? "none" : out;
+}
+
+// The columns a load reads: target columns in the order of the options, feature columns in the
+// order of the options or, without them, every other column in file order.
+struct CsvColumns {
+  std::vector<std::size_t> features, targets;
+};
+
+inline CsvColumns csv_columns(const CsvReader& reader, const std::vector<CsvCell>& header, const CsvOptions& options) {
+  std::vector<std::size_t> all(header.size());
+  for (std::size_t c = 0; c < all.size(); ++c) all[c] = c;
+  const std::string listing = "the header has " + csv_column_list(header, all);
+  for (std::size_t c = 0; c < header.size(); ++c) {
+    for (std::size_t d = 0; d < c; ++d) {
+      if (header[d].text == header[c].text) {
+        reader.fail(1, "columns " + std::to_string(d + 1) + " and " + std::to_string(c + 1) + " are both named '" +
+                           header[c].text + "'; give every column its own name");
+      }
+    }
+  }
+  const auto find = [&](const std::string& name, const char* role) {
+    const auto it = std::find_if(header.begin(), header.end(), [&](const CsvCell& cell) { return cell.text == name; });
+    if (it == header.end()) reader.fail(1, std::string("no ") + role + " column named '" + name + "'; " + listing);
+    return static_cast<std::size_t>(it - header.begin());
+  };
+  CsvColumns columns;
+  if (options.targets.empty()) {
+    reader.fail(1, "no target column given; name it in the options, e.g. {.targets = {\"label\"}}; " + listing);
+  }
+  for (const std::string& name : options.targets) columns.targets.push_back(find(name, "target"));
+  const auto is_target = [&](std::size_t c) {
+    return std::find(columns.targets.begin(), columns.targets.end(), c) != columns.targets.end();
+  };
+  for (std::size_t c = 0; c < columns.targets.size(); ++c) {
+    if (std::count(columns.targets.begin(), columns.targets.end(), columns.targets[c]) > 1) {
+      reader.fail(1, "the target column '" + header[columns.targets[c]].text + "' is named twice in .targets");
+    }
+  }
+  if (options.features.empty()) {
+    for (std::size_t c = 0; c < header.size(); ++c)
+      if (!is_target(c)) columns.features.push_back(c);
+  }
+  for (const std::string& name : options.features) {
+    const std::size_t c = find(name, "feature");
+    if (is_target(c) || std::find(columns.features.begin(), columns.features.end(), c) != columns.features.end()) {
+      reader.fail(1, "the column '" + name + "' is named twice in .features and .targets; name each column once");
+    }
+    columns.features.push_back(c);
+  }
+  return columns;
+}
+
+}  // namespace etnn::data::detail
+
+namespace etnn::data {
+
+// A Dataset<X, Y> from the CSV table at path (format above). Throws etnn::IoError naming the file,
+// and for a bad cell its line (the header is line 1) and column, number and name.
+template <ShapeType X, TargetKind Y = ClassIndices>
+Dataset<X, Y> load_csv(const std::filesystem::path& path, const CsvOptions& options) {
+  const std::string where = "etnn::data::load_csv: '" + path.string() + "'";
+  const std::vector<unsigned char> bytes = read_file_bytes(path, where);
+  detail::CsvReader reader(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), where,
+                           options.delimiter);
+  std::vector<detail::CsvCell> header, cells;
+  if (!reader.next(header)) reader.fail(1, "the file is empty; its first line must name the columns");
+  const detail::CsvColumns columns = detail::csv_columns(reader, header, options);
+  const bool unnamed = std::any_of(header.begin(), header.end(), [](const detail::CsvCell& c) { return c.text.empty(); });
+  const std::string hint = unnamed ? " (an unnamed column is often pandas' index: write with index=False)" : "";
+  if (columns.features.size() != X::size) {
+    reader.fail(1, std::to_string(columns.features.size()) + " feature columns (" +
+                       detail::csv_column_list(header, columns.features) + ") but samples of shape " + X::to_string() +
+                       " need " + std::to_string(X::size) + "; name the feature columns with .features or the "
+                       "target columns with .targets" + hint);
+  }
+  if (columns.targets.size() != target_size<Y>) {
+    reader.fail(1, std::to_string(columns.targets.size()) + " target columns (" +
+                       detail::csv_column_list(header, columns.targets) + ") but the target kind needs " +
+                       std::to_string(target_size<Y>) + " per sample; name that many in .targets");
+  }
+  std::vector<float> features;
+  std::vector<target_value<Y>> targets;
+  while (reader.next(cells)) {
+    if (cells.size() != header.size()) {
+      reader.fail(reader.record_line(), std::to_string(cells.size()) + " cells but the header has " +
+                                            std::to_string(header.size()) + " columns; fix the line");
+    }
+    for (std::size_t c : columns.features) {
+      features.push_back(detail::parse_csv_cell<float>(reader, cells[c], c, header[c].text, [&](auto v, float& out) {
+        return detail::to_feature(v, out, options.allow_non_finite);
+      }));
+    }
+    for (std::size_t c : columns.targets) {
+      targets.push_back(detail::parse_csv_cell<target_value<Y>>(
+          reader, cells[c], c, header[c].text, [](auto v, target_value<Y>& out) { return detail::to_target<Y>(v, out); }));
+    }
+  }
+  return Dataset<X, Y>(std::move(features), std::move(targets));
+}
+
+}  // namespace etnn::data
 // ---- etnn/data/data_loader.hpp ----
 // Private to data/: include <etnn/data/data.hpp> or <etnn/etnn.hpp>.
 // DataLoader: the batches of an in-memory dataset in a per-epoch sample order.
 //   order  the sampler's indices for the epoch: 0..n-1 (SequentialSampler) or a permutation seeded
 //          by (seed, epoch) (RandomSampler), identical on every platform and standard library
-//   batch  k covers order[k * B, min((k + 1) * B, n)); x (count, S) floats and y count labels,
-//          gathered into loader-owned memory that stays valid until the iterator advances
+//   batch  k covers order[k * B, min((k + 1) * B, n)); x (count, S) floats and y the count samples'
+//          targets (count labels, or count rows of the dataset's target shape), gathered into
+//          loader-owned memory that stays valid until the iterator advances
 // With prefetch a worker thread gathers batch k + 1 while the caller uses batch k (two buffers).
 // Buffers are sized at construction: iterating allocates nothing per batch.
 #include <iterator>
@@ -10338,20 +10970,44 @@ struct LoaderOptions {
   std::optional<DistributedSampler> sampler = std::nullopt;
 };
 
-// One batch: x (B, S) features and y B labels, B <= LoaderOptions::batch.
-template <ShapeType S>
+// One batch: x (B, S) features and y the B samples' targets, B <= LoaderOptions::batch; y is a
+// std::span<const int> of B class indices, or a (B, target_shape<Y>) TensorView (targets.hpp).
+template <ShapeType S, class Y = ClassIndices>
 struct Batch {
   TensorView<const float, S, Cpu> x;
-  std::span<const int> y;
+  target_batch<Y> y;
 };
 
-// What a DataLoader reads from: Dataset<S>, IdxDataset<S>, or anything with the same indexed access
-// (a pointer to each sample, or a copy of it into the loader's batch).
+namespace detail {
 template <class D>
-concept DatasetType = ShapeType<typename D::shape> && requires(const D& data, std::size_t i) {
-  { data.size() } -> std::convertible_to<std::size_t>;
-  { data.label(i) } -> std::convertible_to<int>;
-} && (requires(const D& data, std::size_t i) {
+struct DatasetTargets {
+  using type = ClassIndices;
+};
+template <class D>
+  requires requires { typename D::target_kind; }
+struct DatasetTargets<D> {
+  using type = typename D::target_kind;
+};
+}  // namespace detail
+
+// The kind of target a dataset holds: D::target_kind, or class indices for a dataset that does not
+// say (one with label(i) only).
+template <class D>
+using dataset_targets = typename detail::DatasetTargets<D>::type;
+
+// What a DataLoader reads from: Dataset<S, Y>, IdxDataset<S, Y>, or anything with the same indexed
+// access: label(i) (class indices) or target(i) (a pointer to the sample's target_size<Y> floats),
+// and a pointer to each sample or a copy of it into the loader's batch.
+template <class D>
+concept DatasetType = ShapeType<typename D::shape> && TargetKind<dataset_targets<D>> &&
+                      requires(const D& data, std::size_t i) {
+                        { data.size() } -> std::convertible_to<std::size_t>;
+                      } &&
+                      (class_targets<dataset_targets<D>> ? requires(const D& data, std::size_t i) {
+                        { data.label(i) } -> std::convertible_to<int>;
+                      } : requires(const D& data, std::size_t i) {
+                        { data.target(i) } -> std::convertible_to<const float*>;
+                      }) && (requires(const D& data, std::size_t i) {
   { data.sample(i) } -> std::convertible_to<const float*>;  // in memory
 } || requires(const D& data, std::size_t i, float* out) {
   data.copy_sample(i, out);  // read as needed (IdxDataset streaming from disk)
@@ -10363,6 +11019,8 @@ class DataLoader {
  public:
   using dataset_type = D;
   using shape = typename D::shape;
+  using target_kind = dataset_targets<D>;
+  using batch_type = Batch<shape, target_kind>;
   class Iterator;
 
   // The dataset is referenced, not copied: it must outlive the loader.
@@ -10374,7 +11032,7 @@ class DataLoader {
     const std::size_t rows = std::min(batch_size(), order_.size());
     for (std::size_t s = 0; s < (options_.prefetch ? 2u : 1u); ++s) {
       slots_[s].x = Buffer<float, Cpu>(rows * shape::size);
-      slots_[s].y = Buffer<int, Cpu>(rows);
+      slots_[s].y = Buffer<target_value<target_kind>, Cpu>(rows * target_size<target_kind>);
     }
   }
   // A temporary dataset would be destroyed before the loader reads it.
@@ -10431,7 +11089,7 @@ class DataLoader {
   class Iterator {
    public:
     using iterator_concept = std::input_iterator_tag;
-    using value_type = Batch<shape>;
+    using value_type = batch_type;
     using difference_type = std::ptrdiff_t;
 
     Iterator(Iterator&& other) noexcept
@@ -10447,7 +11105,7 @@ class DataLoader {
     }
     ~Iterator() { release(); }
 
-    Batch<shape> operator*() const { return loader_->batch(index_); }
+    batch_type operator*() const { return loader_->batch(index_); }
     Iterator& operator++() {
       loader_->advance(generation_, ++index_);
       return *this;
@@ -10476,7 +11134,7 @@ class DataLoader {
 
   struct Slot {
     Buffer<float, Cpu> x;  // (rows, S)
-    Buffer<int, Cpu> y;    // rows
+    Buffer<target_value<target_kind>, Cpu> y;  // (rows, target_size<target_kind>)
     int count = 0;         // rows of the batch it holds
     std::size_t ready = no_batch;  // with prefetch: the batch it holds, once gathered (under mutex_)
   };
@@ -10496,13 +11154,13 @@ class DataLoader {
   std::size_t batch_size() const noexcept { return static_cast<std::size_t>(options_.batch); }
   Slot& slot(std::size_t k) noexcept { return slots_[options_.prefetch ? k % 2 : 0]; }
 
-  Batch<shape> batch(std::size_t k) {
+  batch_type batch(std::size_t k) {
     const Slot& s = slot(k);
-    return {TensorView<const float, shape, Cpu>(s.x.data(), s.count),
-            std::span<const int>(s.y.data(), static_cast<std::size_t>(s.count))};
+    return {TensorView<const float, shape, Cpu>(s.x.data(), s.count), target_rows<target_kind>(s.y.data(), s.count)};
   }
 
-  // Copies the samples of batch k into s: rows in order, x row r = dataset sample order[k * B + r].
+  // Copies the samples of batch k into s: rows in order, x row r and y row r from dataset sample
+  // order[k * B + r].
   void gather(std::size_t k, Slot& s) const {
     const std::size_t first = k * batch_size();
     const std::size_t count = std::min(batch_size(), order_.size() - first);
@@ -10512,7 +11170,10 @@ class DataLoader {
         data_->copy_sample(i, s.x.data() + r * shape::size);
       else
         std::copy_n(data_->sample(i), shape::size, s.x.data() + r * shape::size);
-      s.y.data()[r] = data_->label(i);
+      if constexpr (class_targets<target_kind>)
+        s.y.data()[r] = data_->label(i);
+      else
+        std::copy_n(data_->target(i), target_size<target_kind>, s.y.data() + r * target_size<target_kind>);
     }
     s.count = static_cast<int>(count);
   }
@@ -10606,135 +11267,217 @@ class DataLoader {
 };
 
 }  // namespace etnn::data
-// ---- etnn/data/dataset.hpp ----
-// Private to data/: include <etnn/data/data.hpp> or <etnn/etnn.hpp>.
-// Dataset<S>: n labelled samples of the static shape S, held in host memory.
-//   features: n * S::size floats, sample i at [i * S::size, (i + 1) * S::size), row-major in S
-//   labels:   n ints in [0, INT_MAX), class indices
-
-
-namespace etnn::data::detail {
-inline void check_normalization(float mean, float stddev, const char* who) {
-  if (!(stddev > 0.0f) || !std::isfinite(stddev) || !std::isfinite(mean)) {
-    throw Error(std::string(who) + ": mean " + std::to_string(mean) + " and stddev " + std::to_string(stddev) +
-                " must be finite with stddev > 0; compute them with etnn::data::mean and etnn::data::stddev on "
-                "a non-constant training set");
-  }
-}
-}  // namespace etnn::data::detail
-
-namespace etnn::data {
-
-template <ShapeType S>
-class Dataset {
- public:
-  using shape = S;
-
-  Dataset() = default;
-  Dataset(std::vector<float> features, std::vector<int> labels)
-      : features_(std::move(features)), labels_(std::move(labels)) {
-    if (features_.size() % S::size != 0 || features_.size() / S::size != labels_.size()) {
-      throw ShapeError("etnn::data::Dataset: " + std::to_string(features_.size()) + " feature values for " +
-                       std::to_string(labels_.size()) + " labels; samples of shape " + S::to_string() +
-                       " need " + std::to_string(S::size) + " values each, so pass labels.size() * " +
-                       std::to_string(S::size) + " features");
-    }
-    for (std::size_t i = 0; i < labels_.size(); ++i) {
-      // INT_MAX is excluded so that num_classes() = max label + 1 fits an int.
-      if (labels_[i] < 0 || labels_[i] == std::numeric_limits<int>::max()) {
-        throw ShapeError("etnn::data::Dataset: label " + std::to_string(i) + " is " + std::to_string(labels_[i]) +
-                         "; labels are class indices in [0, INT_MAX), remap them before building the dataset");
-      }
-      num_classes_ = std::max(num_classes_, labels_[i] + 1);
-    }
-  }
-
-  // Number of samples.
-  std::size_t size() const noexcept { return labels_.size(); }
-  // First of the S::size values of sample i (i < size()).
-  const float* sample(std::size_t i) const noexcept { return features_.data() + i * S::size; }
-  int label(std::size_t i) const noexcept { return labels_[i]; }
-  // Largest label + 1 (0 when empty).
-  int num_classes() const noexcept { return num_classes_; }
-  std::span<const float> features() const noexcept { return features_; }
-  std::span<const int> labels() const noexcept { return labels_; }
-
-  // A copy of samples [first, first + count); num_classes() is recomputed from the copied labels.
-  Dataset subset(std::size_t first, std::size_t count) const {
-    if (first > size() || count > size() - first) {
-      throw ShapeError("etnn::data::Dataset::subset: samples [" + std::to_string(first) + ", " +
-                       std::to_string(first) + " + " + std::to_string(count) + ") are outside a dataset of " +
-                       std::to_string(size()) + "; keep first + count <= size()");
-    }
-    const auto values = features_.begin() + static_cast<std::ptrdiff_t>(first * S::size);
-    const auto labels = labels_.begin() + static_cast<std::ptrdiff_t>(first);
-    return Dataset(std::vector<float>(values, values + static_cast<std::ptrdiff_t>(count * S::size)),
-                   std::vector<int>(labels, labels + static_cast<std::ptrdiff_t>(count)));
-  }
-
-  // x = (x - mean) / stddev for every feature value, in float, like torchvision's
-  // transforms.Normalize((mean,), (stddev,)) on one channel.
-  void normalize(float mean, float stddev) {
-    detail::check_normalization(mean, stddev, "etnn::data::Dataset::normalize");
-    for (float& x : features_) x = (x - mean) / stddev;
-  }
-
- private:
-  std::vector<float> features_;
-  std::vector<int> labels_;
-  int num_classes_ = 0;
-};
-
-}  // namespace etnn::data
-
-namespace etnn::data::detail {
-template <ShapeType S>
-void require_values(const data::Dataset<S>& data, const char* where) {
-  if (data.features().empty()) {
-    throw Error(std::string(where) + ": the dataset is empty; there is no statistic to compute");
-  }
-}
-}  // namespace etnn::data::detail
-
-namespace etnn::data {
-
-// Mean of all feature values, summed in double.
-template <ShapeType S>
-double mean(const Dataset<S>& data) {
-  detail::require_values(data, "etnn::data::mean");
-  double sum = 0.0;
-  for (float x : data.features()) sum += x;
-  return sum / static_cast<double>(data.features().size());
-}
-
-// Population standard deviation of all feature values: sqrt(sum (x - mean)^2 / N), in double.
-template <ShapeType S>
-double stddev(const Dataset<S>& data) {
-  detail::require_values(data, "etnn::data::stddev");
-  const double m = mean(data);
-  double sum = 0.0;
-  for (float x : data.features()) sum += (x - m) * (x - m);
-  return std::sqrt(sum / static_cast<double>(data.features().size()));
-}
-
-}  // namespace etnn::data
 // ---- etnn/data/idx.hpp ----
 // Private to data/: include <etnn/data/data.hpp> or <etnn/etnn.hpp>.
 // load_idx<S>(images, labels): a Dataset<S> from a pair of IDX files (the MNIST / Fashion-MNIST format),
-// raw or gzipped. An IDX file is, all integers big-endian:
+// and load_idx_with_targets<S, Y>(images, targets): an IDX image file with targets of any kind given
+// in memory (data/targets.hpp), a Dataset<S, Y>. Both read raw or gzipped files (zlib linked or loaded at run time: gzip.hpp). An IDX file is, all integers big-endian:
 //   magic  0x00 0x00 <type> <ndims>       type 0x08 = unsigned byte, 0x0D = float32
 //   dims   ndims x uint32                  images (N, 28, 28), labels (N)
 //   data   N * item values, row-major      nothing after it
 // Unsigned-byte pixels become x / 255 in [0, 1] (torchvision's ToTensor); float32 values are kept as stored.
 // Any S with S::size equal to the per-item size is accepted: Shape<784> or Shape<1, 28, 28> for 28x28 items.
 #include <bit>
-#include <cerrno>
-#include <system_error>
 
-#if defined(ETNN_WITH_ZLIB)
+// ---- etnn/data/gzip.hpp ----
+// Private to data/: include <etnn/data/data.hpp> or <etnn/etnn.hpp>.
+// GzipReader: the inflated bytes of a gzip file (one member or several concatenated, as gzip(1)
+// reads them), for the readers of gzipped data (IDX); zlib() and zlib_unavailable() also serve the
+// .npz reader's deflated members (zip.hpp). zlib does the inflating; how a program
+// reaches zlib is decided when it is compiled:
+//   ETNN_WITH_ZLIB=1    zlib linked (-lz): CMake's etnn::etnn defines it and links zlib.
+//   ETNN_WITH_ZLIB=0    no zlib: a gzipped file is refused with a message naming the fix.
+//   not defined         zlib's types and constants from <zlib.h>, its four inflate functions looked
+//                       up in the shared libz at run time (dlopen + dlsym) the first time a gzipped
+//                       file is read. Plain `g++ main.cpp` then reads gzipped files: a header-only
+//                       library cannot add -lz to a user's link line, and naming zlib's functions
+//                       directly would make every program that includes etnn fail to link without
+//                       -lz, gzip or not. dlopen is part of libc on glibc 2.34+ (Debian 12, Ubuntu
+//                       22.04), musl and macOS, so no -ldl is needed either; on an older glibc
+//                       (where it would be) this mode is off, as it is without <zlib.h> or
+//                       <dlfcn.h>. The library loaded is the one -lz would link (libz.so.1, zlib's
+//                       ABI since 1.0), and inflateInit2_ checks it against the header's version.
+// Without zlib, or when the library cannot be loaded, opening a gzip file throws etnn::IoError
+// saying what to install or how to compile, or to gunzip the file. ETNN_ZLIB_LINKED or
+// ETNN_ZLIB_LOADED (defined as 1) tells the includer which mode it got.
+
+
+#if defined(ETNN_WITH_ZLIB) && ETNN_WITH_ZLIB
+#define ETNN_ZLIB_LINKED 1
+#include <zlib.h>
+#elif !defined(ETNN_WITH_ZLIB) && __has_include(<zlib.h>) && __has_include(<dlfcn.h>) && \
+    !(defined(__GLIBC__) && (__GLIBC__ < 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ < 34)))
+#define ETNN_ZLIB_LOADED 1
+#include <dlfcn.h>
 #include <zlib.h>
 #endif
 
+namespace etnn::data::detail {
+
+#if defined(ETNN_ZLIB_LINKED) || defined(ETNN_ZLIB_LOADED)
+
+// The zlib functions GzipReader calls, linked or looked up.
+struct ZlibFunctions {
+  int (*inflate_init)(z_streamp, int, const char*, int);  // inflateInit2_ (inflateInit2 is a macro)
+  int (*inflate)(z_streamp, int);
+  int (*inflate_reset)(z_streamp);
+  int (*inflate_end)(z_streamp);
+};
+
+// The functions, or (error non-empty) why there are none and what to do.
+struct Zlib {
+  ZlibFunctions functions{};
+  std::string error;
+};
+
+#if defined(ETNN_ZLIB_LOADED)
+#if defined(__APPLE__)
+inline constexpr const char* zlib_library = "libz.1.dylib";
+#else
+inline constexpr const char* zlib_library = "libz.so.1";
+#endif
+
+// zlib's functions from the shared library `name`. The library stays loaded for the life of the
+// process: the functions are kept for every later gzip file.
+inline Zlib load_zlib(const char* name) {
+  const auto missing = [&](const std::string& what) {
+    return Zlib{{}, what + "; install zlib (Debian/Ubuntu: apt-get install zlib1g), or compile with "
+                           "-DETNN_WITH_ZLIB=1 -lz"};
+  };
+  const auto why = [] {
+    const char* error = ::dlerror();
+    return std::string(error != nullptr ? error : "no reason given");
+  };
+  void* library = ::dlopen(name, RTLD_NOW | RTLD_LOCAL);
+  if (library == nullptr) return missing("zlib could not be loaded at run time (" + why() + ")");
+  Zlib zlib;
+  // POSIX's way from dlsym's void* to a function pointer: copy the object representation.
+  const auto find = [&](auto& function, const char* symbol) {
+    void* address = ::dlsym(library, symbol);
+    if (address != nullptr) std::memcpy(&function, &address, sizeof address);
+    return address != nullptr;
+  };
+  if (!find(zlib.functions.inflate_init, "inflateInit2_") || !find(zlib.functions.inflate, "inflate") ||
+      !find(zlib.functions.inflate_reset, "inflateReset") || !find(zlib.functions.inflate_end, "inflateEnd")) {
+    return missing(std::string(name) + " lacks zlib's inflate functions (" + why() + ")");
+  }
+  return zlib;
+}
+#endif
+
+// This program's zlib; loaded (when it is loaded at run time) once, by the first caller.
+inline const Zlib& zlib() {
+#if defined(ETNN_ZLIB_LINKED)
+  static const Zlib linked{{&::inflateInit2_, &::inflate, &::inflateReset, &::inflateEnd}, {}};
+  return linked;
+#else
+  static const Zlib loaded = load_zlib(zlib_library);
+  return loaded;
+#endif
+}
+
+// Why this program cannot inflate and what to do, or empty when it can: the words every reader of
+// deflated data (gzip files, .npz members) puts after "... and ".
+inline std::string zlib_unavailable() { return zlib().error; }
+
+class GzipReader {
+ public:
+  // file: open for reading at the start of the gzip data. where: the start of every message
+  // ("etnn::data::load_idx: 'path'").
+  GzipReader(UniqueFile file, std::string where) : file_(std::move(file)), where_(std::move(where)) {
+    const Zlib& z = zlib();
+    if (!z.error.empty()) fail("the file is gzipped and " + z.error + ", or gunzip the file");
+    zlib_ = z.functions;
+    // 16 + 15: a gzip wrapper (header and CRC-32 trailer, both checked) around a 32 KiB window.
+    const int status = zlib_.inflate_init(&stream_, 16 + MAX_WBITS, ZLIB_VERSION, static_cast<int>(sizeof(z_stream)));
+    if (status != Z_OK) fail("cannot start inflating: " + zlib_message(status));
+  }
+  ~GzipReader() { zlib_.inflate_end(&stream_); }
+  // zlib's state points back at stream_: the reader stays where it was made.
+  GzipReader(const GzipReader&) = delete;
+  GzipReader& operator=(const GzipReader&) = delete;
+
+  // Inflates up to n bytes into dst; returns fewer only at the end of the data. Throws etnn::IoError
+  // for a read error and for corrupt or truncated data.
+  std::size_t read(unsigned char* dst, std::size_t n) {
+    std::size_t done = 0;
+    while (done < n) {
+      if (stream_.avail_in == 0 && !refill()) {
+        if (!in_member_) break;  // the last member ended with the file
+        fail("truncated gzip data: the file ends inside the compressed stream; it is incomplete, download it again");
+      }
+      if (!in_member_) {  // bytes after a member: the next member of a concatenated file
+        zlib_.inflate_reset(&stream_);
+        in_member_ = true;
+      }
+      const std::size_t want = std::min<std::size_t>(n - done, max_step);
+      stream_.next_out = dst + done;
+      stream_.avail_out = static_cast<uInt>(want);
+      const int status = zlib_.inflate(&stream_, Z_NO_FLUSH);
+      done += want - stream_.avail_out;
+      if (status == Z_STREAM_END) {
+        in_member_ = false;
+      } else if (status != Z_OK) {
+        fail("corrupt gzip data (" + zlib_message(status) + "); the file is damaged, download it again");
+      }
+    }
+    return done;
+  }
+
+ private:
+  static constexpr std::size_t max_step = std::size_t{1} << 30;  // within zlib's uInt counts
+
+  [[noreturn]] void fail(const std::string& what) const { throw IoError(where_ + ": " + what); }
+
+  std::string zlib_message(int status) const {
+    return "zlib: " + (stream_.msg != nullptr ? std::string(stream_.msg) : "error " + std::to_string(status));
+  }
+
+  // More compressed bytes into the input buffer; false at the end of the file.
+  bool refill() {
+    const std::size_t got = std::fread(input_.data(), 1, input_.size(), file_.get());
+    if (got == 0 && std::ferror(file_.get())) fail("read error (" + std::string(std::strerror(errno)) + ")");
+    stream_.next_in = input_.data();
+    stream_.avail_in = static_cast<uInt>(got);
+    return got > 0;
+  }
+
+  UniqueFile file_;
+  std::string where_;
+  ZlibFunctions zlib_{};
+  z_stream stream_{};  // zalloc, zfree, opaque null: zlib's own allocator
+  std::vector<unsigned char> input_ = std::vector<unsigned char>(std::size_t{1} << 16);
+  bool in_member_ = true;  // inside a member: the end of the file now would cut it short
+};
+
+#else
+
+// Why this program cannot inflate and what to do (see above).
+inline std::string zlib_unavailable() {
+#if defined(ETNN_WITH_ZLIB)
+  return "this program was compiled with -DETNN_WITH_ZLIB=0 (CMake: ETNN_WITH_ZLIB=OFF); compile without that "
+         "macro (zlib is then loaded at run time) or with -DETNN_WITH_ZLIB=1 -lz";
+#elif !__has_include(<zlib.h>)
+  return "this program was compiled without zlib's header <zlib.h>; install it (Debian/Ubuntu: apt-get install "
+         "zlib1g-dev; Fedora: zlib-devel) and compile again";
+#else
+  return "zlib cannot be loaded at run time here (no <dlfcn.h>, or a glibc before 2.34, whose dlopen needs -ldl); "
+         "compile with -DETNN_WITH_ZLIB=1 -lz";
+#endif
+}
+
+// Without zlib a gzipped file cannot be read: opening one says how to get zlib.
+class GzipReader {
+ public:
+  GzipReader(UniqueFile, const std::string& where) {
+    throw IoError(where + ": the file is gzipped and " + zlib_unavailable() + ", or gunzip the file");
+  }
+  std::size_t read(unsigned char*, std::size_t) noexcept { return 0; }  // no reader is ever made
+};
+
+#endif
+
+}  // namespace etnn::data::detail
 
 namespace etnn::data::detail {
 
@@ -10745,7 +11488,7 @@ inline constexpr std::size_t idx_chunk = std::size_t{1} << 16;
 // starts with the gzip magic 1f 8b).
 class IdxFile {
  public:
-  explicit IdxFile(const std::filesystem::path& path) : where_("etnn::data::load_idx: '" + path.string() + "'") {
+  explicit IdxFile(const std::filesystem::path& path) : where_(where_of(path)) {
     std::error_code ec;
     const std::uintmax_t bytes = std::filesystem::file_size(path, ec);
     if (ec) throw IoError(where_ + ": cannot read the file (" + ec.message() + "); check the path");
@@ -10754,23 +11497,18 @@ class IdxFile {
     std::array<unsigned char, 2> head{};
     const std::size_t got = std::fread(head.data(), 1, head.size(), file_.get());
     const bool gzipped = path.extension() == ".gz" || (got == 2 && head[0] == 0x1f && head[1] == 0x8b);
-    if (!gzipped) {
-      std::rewind(file_.get());
+    std::rewind(file_.get());
+    if (gzipped)
+      gz_ = std::make_unique<GzipReader>(std::move(file_), where_);
+    else
       size_ = bytes;
-      return;
-    }
-#if defined(ETNN_WITH_ZLIB)
-    file_.reset();
-    gz_.reset(gzopen(path.string().c_str(), "rb"));
-    if (!gz_) fail("cannot open the gzip file (" + std::string(std::strerror(errno)) + ")");
-    gzbuffer(gz_.get(), static_cast<unsigned>(idx_chunk));
-#else
-    fail("built without zlib; gunzip the file or rebuild with zlib1g-dev");
-#endif
   }
 
   // "etnn::data::load_idx: 'path'": the start of every message about this file.
   const std::string& where() const noexcept { return where_; }
+  static std::string where_of(const std::filesystem::path& path) {
+    return "etnn::data::load_idx: '" + path.string() + "'";
+  }
   [[noreturn]] void fail(const std::string& what) const { throw IoError(where_ + ": " + what); }
 
   // Bytes left after what read() has delivered: known for a raw file, unknown for a gzipped one.
@@ -10781,11 +11519,7 @@ class IdxFile {
 
   // Reads n <= idx_chunk bytes into dst; returns fewer only at the end of the (decompressed) data.
   std::size_t read(unsigned char* dst, std::size_t n) {
-#if defined(ETNN_WITH_ZLIB)
-    const std::size_t got = gz_ ? read_gz(dst, n) : read_raw(dst, n);
-#else
-    const std::size_t got = read_raw(dst, n);
-#endif
+    const std::size_t got = gz_ ? gz_->read(dst, n) : read_raw(dst, n);
     offset_ += got;
     return got;
   }
@@ -10797,34 +11531,9 @@ class IdxFile {
     return got;
   }
 
-#if defined(ETNN_WITH_ZLIB)
-  struct GzCloser {
-    void operator()(gzFile f) const noexcept { gzclose(f); }
-  };
-
-  // gzread stops early at the end of the stream and on errors; gzerror tells them apart
-  // (a stream that ends too soon reports Z_BUF_ERROR, bad data Z_DATA_ERROR).
-  std::size_t read_gz(unsigned char* dst, std::size_t n) {
-    std::size_t total = 0;
-    while (total < n) {
-      const int got = gzread(gz_.get(), dst + total, static_cast<unsigned>(n - total));
-      if (got <= 0) break;
-      total += static_cast<std::size_t>(got);
-    }
-    int err = Z_OK;
-    const char* message = gzerror(gz_.get(), &err);
-    if (err != Z_OK) {
-      fail("corrupt or truncated gzip data (zlib: " + std::string(message) + "); download the file again");
-    }
-    return total;
-  }
-#endif
-
   std::string where_;
-  UniqueFile file_;  // a raw file, or null once a gzipped one is open
-#if defined(ETNN_WITH_ZLIB)
-  std::unique_ptr<gzFile_s, GzCloser> gz_;
-#endif
+  UniqueFile file_;                 // a raw file, or null once a gzipped one is open
+  std::unique_ptr<GzipReader> gz_;  // a gzipped file (a GzipReader cannot move)
   std::optional<std::uint64_t> size_;  // raw files only
   std::uint64_t offset_ = 0;
 };
@@ -10886,10 +11595,11 @@ inline IdxHeader read_idx_header(IdxFile& file, IdxKind kind) {
                       : "labels of type 0x08 (unsigned byte)"));
   }
   header.rank = bytes[3];
-  if (images ? (header.rank < 1 || header.rank > 4) : header.rank != 1) {
+  // Labels of 2 to 4 dimensions pass here: read_idx_labels, which knows both paths, says that
+  // such a file looks like images.
+  if (header.rank < 1 || header.rank > 4) {
     file.fail("the header has " + std::to_string(header.rank) + " dimensions but IDX " +
-              (images ? "images have 1 to 4"
-                      : "labels have exactly 1 (N); are the images and labels paths swapped?"));
+              (images ? "images have 1 to 4" : "labels have exactly 1 (N)"));
   }
   const std::size_t dim_bytes = 4 * static_cast<std::size_t>(header.rank);
   if (file.read(bytes.data(), dim_bytes) < dim_bytes) {
@@ -10953,15 +11663,35 @@ std::vector<T> read_idx_data(IdxFile& file, const IdxHeader& header, Convert con
   return out;
 }
 
-// The labels of an IDX label file that must hold `count` items (the images of images_where), each
-// in [0, num_classes) when num_classes > 0.
-inline std::vector<int> read_idx_labels(const std::filesystem::path& labels, std::uint64_t count,
-                                        const std::string& images_where, int num_classes) {
+// The end of a message about a file of the wrong kind: the pair given the wrong way round.
+inline std::string swapped_paths(const std::filesystem::path& images, const std::filesystem::path& labels) {
+  return "; are the two paths swapped? images were given as '" + images.string() + "' and labels as '" +
+         labels.string() + "': pass the image file first";
+}
+
+// Fails when the header read as images' is a label file's: one dimension (N) of unsigned bytes.
+// Called when the items do not fit the requested shape, so one-value items stay loadable.
+inline void check_not_labels(const IdxFile& image_file, const IdxHeader& header, const std::filesystem::path& images,
+                             const std::filesystem::path& labels) {
+  if (header.rank == 1 && header.type == 0x08)
+    image_file.fail("this looks like a label file (one dimension " + header.dims_string() +
+                    " of unsigned bytes), not images" + swapped_paths(images, labels));
+}
+
+// The labels of an IDX label file that must hold `count` items (the images of the file `images`),
+// each in [0, num_classes) when num_classes > 0.
+inline std::vector<int> read_idx_labels(const std::filesystem::path& labels, const std::filesystem::path& images,
+                                        std::uint64_t count, int num_classes) {
   IdxFile label_file(labels);
   const IdxHeader label_header = read_idx_header(label_file, IdxKind::labels);
+  if (label_header.rank != 1) {
+    label_file.fail("the header " + label_header.dims_string() + " has " + std::to_string(label_header.rank) +
+                    " dimensions but IDX labels have exactly 1 (N): this looks like an image file" +
+                    swapped_paths(images, labels));
+  }
   if (count != label_header.count()) {
-    throw IoError(images_where + " holds " + std::to_string(count) + " images but '" + labels.string() + "' holds " +
-                  std::to_string(label_header.count()) +
+    throw IoError(IdxFile::where_of(images) + " holds " + std::to_string(count) + " images but '" + labels.string() +
+                  "' holds " + std::to_string(label_header.count()) +
                   " labels; pass the matching pair (train-images with train-labels, t10k-images with t10k-labels)");
   }
   std::vector<int> classes =
@@ -10985,6 +11715,42 @@ std::string shape_name() {
   return name;
 }
 
+// Fails unless the image file's items hold S::size values; with the label file's path (labels
+// non-null) it first says so when the two look swapped.
+template <ShapeType S>
+void check_item_shape(const IdxFile& image_file, const IdxHeader& header, const std::filesystem::path& images,
+                      const std::filesystem::path* labels) {
+  if (header.item_values == S::size) return;
+  if (labels != nullptr) check_not_labels(image_file, header, images, *labels);
+  image_file.fail("items are " + header.item_string() + " values but the requested shape " + shape_name<S>() +
+                  " has " + std::to_string(S::size) + "; request a shape of that many values, e.g. etnn::Shape<" +
+                  std::to_string(header.item_values) + ">");
+}
+
+// One IDX value as a feature: an unsigned byte x becomes x / 255, a float32 is kept.
+inline float idx_feature(const IdxHeader& header, const unsigned char* p) noexcept {
+  return header.type == 0x08 ? static_cast<float>(*p) / 255.0f : std::bit_cast<float>(load_be32(p));
+}
+
+// Every value of the image file, after its header, as features.
+inline std::vector<float> read_idx_features(IdxFile& image_file, const IdxHeader& header) {
+  return read_idx_data<float>(image_file, header, [&](const unsigned char* p) { return idx_feature(header, p); });
+}
+
+// Fails unless `targets` holds one row of target_size<Y> values for each of the `count` items of
+// the image file, each fitting its kind (and, for class indices with num_classes > 0, below it).
+template <TargetKind Y>
+void check_idx_targets(const IdxFile& image_file, std::span<const target_value<Y>> targets, std::uint64_t count,
+                       int num_classes) {
+  if (targets.size() != count * target_size<Y>)
+    image_file.fail("holds " + std::to_string(count) + " images but " + std::to_string(targets.size()) +
+                    " target values were given; pass " + std::to_string(target_size<Y>) + " per image");
+  const int classes = check_targets<Y>(targets, "etnn::data::load_idx_with_targets");
+  if (num_classes > 0 && classes > num_classes)
+    image_file.fail("a label is " + std::to_string(classes - 1) + ", outside [0, " + std::to_string(num_classes) +
+                    "); pass labels below num_classes");
+}
+
 }  // namespace etnn::data::detail
 
 namespace etnn::data {
@@ -10994,39 +11760,41 @@ namespace etnn::data {
 // Throws etnn::IoError naming the file for anything missing, malformed or inconsistent.
 template <ShapeType S>
 Dataset<S> load_idx(const std::filesystem::path& images, const std::filesystem::path& labels, int num_classes = 0) {
-  using detail::IdxFile;
-  using detail::IdxKind;
-  IdxFile image_file(images);
-  const detail::IdxHeader image_header = detail::read_idx_header(image_file, IdxKind::images);
-  if (image_header.item_values != S::size) {
-    image_file.fail("items are " + image_header.item_string() + " values but the requested shape " +
-                    detail::shape_name<S>() + " has " + std::to_string(S::size) +
-                    "; request a shape of that many values, e.g. etnn::Shape<" +
-                    std::to_string(image_header.item_values) + ">");
-  }
-  std::vector<float> features =
-      image_header.type == 0x08
-          ? detail::read_idx_data<float>(image_file, image_header,
-                                         [](const unsigned char* p) { return static_cast<float>(*p) / 255.0f; })
-          : detail::read_idx_data<float>(image_file, image_header, [](const unsigned char* p) {
-              return std::bit_cast<float>(detail::load_be32(p));
-            });
-  std::vector<int> classes = detail::read_idx_labels(labels, image_header.count(), image_file.where(), num_classes);
+  detail::IdxFile image_file(images);
+  const detail::IdxHeader image_header = detail::read_idx_header(image_file, detail::IdxKind::images);
+  detail::check_item_shape<S>(image_file, image_header, images, &labels);
+  std::vector<float> features = detail::read_idx_features(image_file, image_header);
+  std::vector<int> classes = detail::read_idx_labels(labels, images, image_header.count(), num_classes);
   return Dataset<S>(std::move(features), std::move(classes));
+}
+
+// A Dataset<S, Y> from an IDX image file and targets of the kind Y given in memory, one row of
+// target_size<Y> values per image, e.g. real values computed for each image:
+//   auto data = etnn::data::load_idx_with_targets<etnn::Shape<784>, etnn::Shape<1>>(images, std::move(t));
+template <ShapeType S, class Y>
+Dataset<S, Y> load_idx_with_targets(const std::filesystem::path& images, std::vector<target_value<Y>> targets) {
+  detail::IdxFile image_file(images);
+  const detail::IdxHeader image_header = detail::read_idx_header(image_file, detail::IdxKind::images);
+  detail::check_item_shape<S>(image_file, image_header, images, nullptr);
+  detail::check_idx_targets<Y>(image_file, targets, image_header.count(), 0);
+  return Dataset<S, Y>(detail::read_idx_features(image_file, image_header), std::move(targets));
 }
 
 }  // namespace etnn::data
 // ---- etnn/data/idx_dataset.hpp ----
 // Private to data/: include <etnn/data/data.hpp> or <etnn/etnn.hpp>.
-// IdxDataset<S>: an IDX image/label pair (raw or gzipped, as load_idx reads them) that stays on
-// disk when its features would take more memory than a cap: each sample is then read by offset
-// (pread at header + i * item bytes) when a DataLoader gathers it. Below the cap it is loaded whole,
-// as load_idx loads it. Either way a DataLoader gives the same batches, bit for bit.
+// IdxDataset<S, Y>: an IDX image file (raw or gzipped, as load_idx reads it) with targets of the
+// kind Y (data/targets.hpp), whose features stay on disk when they would take more memory than a
+// cap: each sample is then read by offset (pread at header + i * item bytes) when a DataLoader
+// gathers it. Below the cap it is loaded whole, as load_idx loads it. Either way a DataLoader gives
+// the same batches, bit for bit.
 //   etnn::data::IdxDataset<etnn::Shape<1, 28, 28>> train(images, labels, {.num_classes = 10,
 //                                                        .memory_cap = 256 << 20});
 //   train.normalize(etnn::data::mean(train), etnn::data::stddev(train));   // one pass over the file
 //   etnn::data::DataLoader loader(train, {.batch = 64, .shuffle = true});
-// Labels (one int per sample) are always in memory. A gzipped image file that must stream is
+//   etnn::data::IdxDataset<etnn::Shape<784>, etnn::Shape<1>> scores(images, std::move(values));
+// Class indices come from an IDX label file or from memory; other targets from memory (one row of
+// target_size<Y> values per image). Targets are always in memory. A gzipped image file that must stream is
 // inflated once into an unnamed temporary file (deleted when the dataset is), since compressed data
 // cannot be read by offset.
 #include <fcntl.h>
@@ -11041,28 +11809,54 @@ struct IdxOptions {
   std::uint64_t memory_cap = std::uint64_t{1} << 30;  // bytes of float features kept in memory at most
 };
 
-template <ShapeType S>
+template <ShapeType S, class Y = ClassIndices>
 class IdxDataset {
+  static_assert(check::target_kind<TargetKind<Y>>());
+
  public:
   using shape = S;
+  using target_kind = Y;
+  using target_type = target_value<Y>;
 
-  IdxDataset(const std::filesystem::path& images, const std::filesystem::path& labels, IdxOptions options = {}) {
+  // Class indices from an IDX label file of the same length.
+  IdxDataset(const std::filesystem::path& images, const std::filesystem::path& labels, IdxOptions options = {})
+    requires class_targets<Y>
+  {
     detail::IdxFile image_file(images);
     header_ = detail::read_idx_header(image_file, detail::IdxKind::images);
-    const std::uint64_t feature_bytes = header_.count() * S::size * sizeof(float);
-    if (header_.item_values != S::size || feature_bytes <= options.memory_cap) {
-      in_memory_ = load_idx<S>(images, labels, options.num_classes);  // its checks and messages
-      return;
-    }
-    labels_ = detail::read_idx_labels(labels, header_.count(), image_file.where(), options.num_classes);
-    for (int label : labels_) num_classes_ = std::max(num_classes_, label + 1);
-    open_stream(images, image_file);
+    detail::check_item_shape<S>(image_file, header_, images, &labels);
+    open(images, image_file, detail::read_idx_labels(labels, images, header_.count(), options.num_classes), options);
   }
 
-  std::size_t size() const noexcept { return in_memory_ ? in_memory_->size() : labels_.size(); }
-  int label(std::size_t i) const noexcept { return in_memory_ ? in_memory_->label(i) : labels_[i]; }
-  int num_classes() const noexcept { return in_memory_ ? in_memory_->num_classes() : num_classes_; }
-  std::span<const int> labels() const noexcept { return in_memory_ ? in_memory_->labels() : labels_; }
+  // Targets given in memory: target_size<Y> values per image (class indices below
+  // options.num_classes when that is > 0).
+  IdxDataset(const std::filesystem::path& images, std::vector<target_type> targets, IdxOptions options = {}) {
+    detail::IdxFile image_file(images);
+    header_ = detail::read_idx_header(image_file, detail::IdxKind::images);
+    detail::check_item_shape<S>(image_file, header_, images, nullptr);
+    detail::check_idx_targets<Y>(image_file, targets, header_.count(), options.num_classes);
+    open(images, image_file, std::move(targets), options);
+  }
+
+  std::size_t size() const noexcept { return targets().size() / target_size<Y>; }
+  std::span<const target_type> targets() const noexcept { return in_memory_ ? in_memory_->targets() : targets_; }
+  // First of the target_size<Y> target values of sample i.
+  const target_type* target(std::size_t i) const noexcept { return targets().data() + i * target_size<Y>; }
+  int label(std::size_t i) const noexcept
+    requires class_targets<Y>
+  {
+    return targets()[i];
+  }
+  int num_classes() const noexcept
+    requires class_targets<Y>
+  {
+    return in_memory_ ? in_memory_->num_classes() : num_classes_;
+  }
+  std::span<const int> labels() const noexcept
+    requires class_targets<Y>
+  {
+    return targets();
+  }
   // True when samples are read from disk as they are needed.
   bool streaming() const noexcept { return !in_memory_; }
 
@@ -11087,8 +11881,7 @@ class IdxDataset {
       done += static_cast<std::size_t>(got);
     }
     for (std::size_t v = 0; v < S::size; ++v) {
-      const float x = header_.type == 0x08 ? static_cast<float>(bytes[v]) / 255.0f
-                                           : std::bit_cast<float>(detail::load_be32(bytes.data() + 4 * v));
+      const float x = detail::idx_feature(header_, bytes.data() + v * header_.value_bytes());
       out[v] = normalized_ ? (x - mean_) / stddev_ : x;
     }
   }
@@ -11105,6 +11898,19 @@ class IdxDataset {
   }
 
  private:
+  // The image file, its header read and checked, with checked targets: loaded whole when its
+  // features fit the memory cap, else streamed.
+  void open(const std::filesystem::path& images, detail::IdxFile& image_file, std::vector<target_type> targets,
+            const IdxOptions& options) {
+    if (header_.count() * S::size * sizeof(float) <= options.memory_cap) {
+      in_memory_ = Dataset<S, Y>(detail::read_idx_features(image_file, header_), std::move(targets));
+      return;
+    }
+    targets_ = std::move(targets);
+    num_classes_ = check_targets<Y>(targets_, "etnn::data::IdxDataset");
+    open_stream(images, image_file);
+  }
+
   // A raw file is read in place after its header; gzipped data is inflated into a temporary file.
   void open_stream(const std::filesystem::path& images, detail::IdxFile& image_file) {
     where_ = image_file.where();
@@ -11134,10 +11940,10 @@ class IdxDataset {
     if (!file_) image_file.fail("cannot open the file again to stream it (" + std::string(std::strerror(errno)) + ")");
   }
 
-  std::optional<Dataset<S>> in_memory_;  // below the cap: everything, as load_idx gives it
+  std::optional<Dataset<S, Y>> in_memory_;  // below the cap: everything, as load_idx gives it
   detail::IdxHeader header_;
-  std::vector<int> labels_;              // streaming: the labels
-  int num_classes_ = 0;
+  std::vector<target_type> targets_;        // streaming: the targets
+  int num_classes_ = 0;                     // streaming class indices: the largest label + 1
   UniqueFile file_;                      // streaming: the image data
   std::uint64_t data_offset_ = 0;
   std::string where_;
@@ -11147,8 +11953,8 @@ class IdxDataset {
 
 // Mean and population standard deviation of a streamed dataset's values, in one pass each over
 // the samples (in the order Dataset's versions sum, so the results are the same).
-template <ShapeType S>
-double mean(const IdxDataset<S>& data) {
+template <ShapeType S, class Y>
+double mean(const IdxDataset<S, Y>& data) {
   if (data.size() == 0) throw Error("etnn::data::mean: the dataset is empty; there is no statistic to compute");
   std::array<float, S::size> x;
   double sum = 0.0;
@@ -11159,8 +11965,8 @@ double mean(const IdxDataset<S>& data) {
   return sum / static_cast<double>(data.size() * S::size);
 }
 
-template <ShapeType S>
-double stddev(const IdxDataset<S>& data) {
+template <ShapeType S, class Y>
+double stddev(const IdxDataset<S, Y>& data) {
   const double m = mean(data);
   std::array<float, S::size> x;
   double sum = 0.0;
@@ -11172,6 +11978,738 @@ double stddev(const IdxDataset<S>& data) {
 }
 
 }  // namespace etnn::data
+// ---- etnn/data/npy.hpp ----
+// Private to data/: include <etnn/data/data.hpp> or <etnn/etnn.hpp>.
+// load_npy<X, Y>(features, targets) and load_npz<X, Y>(archive): a Dataset<X, Y> from NumPy's .npy
+// files (np.save) or from two arrays of an .npz archive of them (np.savez, np.savez_compressed,
+// zip.hpp). A .npy file is, integers little-endian:
+//   magic    93 'N' 'U' 'M' 'P' 'Y'  major minor        versions 1.0, 2.0 and 3.0
+//   length   uint16 (1.0) or uint32 (2.0, 3.0)          bytes of the header that follows
+//   header   a Python dict literal, padded with spaces and a final '\n', e.g.
+//            {'descr': '<f4', 'fortran_order': False, 'shape': (60000, 784), }
+//   data     prod(shape) values of descr, C (row-major) order, nothing after them
+// Read dtypes: <f4 <f8 |i1 <i2 <i4 <i8 |u1 <u2 <u4 <u8 |b1. Fortran-ordered, big-endian, object,
+// structured and other dtypes are refused with the numpy call that converts them.
+
+// ---- etnn/data/little_endian.hpp ----
+// Private to data/: include <etnn/data/data.hpp> or <etnn/etnn.hpp>.
+// Little-endian loads from a byte buffer, on any host: the integers of ZIP records and the values
+// of .npy arrays are stored least significant byte first.
+
+namespace etnn::data::detail {
+
+// The sizeof(U) bytes at p as an unsigned integer, p[0] least significant.
+template <class U>
+  requires std::is_unsigned_v<U>
+U load_le(const unsigned char* p) noexcept {
+  U v = 0;
+  for (std::size_t b = 0; b < sizeof(U); ++b) v = static_cast<U>(v | (static_cast<U>(p[b]) << (8 * b)));
+  return v;
+}
+
+// The sizeof(T) bytes at p as T (an integer or an IEEE float of the same size), little-endian.
+template <class T>
+T load_le_value(const unsigned char* p) noexcept {
+  using Bits = std::conditional_t<sizeof(T) == 1, std::uint8_t,
+               std::conditional_t<sizeof(T) == 2, std::uint16_t,
+               std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>>>;
+  return std::bit_cast<T>(load_le<Bits>(p));
+}
+
+}  // namespace etnn::data::detail
+// ---- etnn/data/zip.hpp ----
+// Private to data/: include <etnn/data/data.hpp> or <etnn/etnn.hpp>.
+// ZipArchive: the members of a ZIP archive held in memory, as np.savez (stored members) and
+// np.savez_compressed (deflated members) write them. Read through the central directory, every
+// integer little-endian:
+//   local header  50 4B 03 04 ... name, extra, then the member's data      one per member
+//   central dir   50 4B 01 02 ... method, crc32, sizes, local header offset, name, extra, comment
+//   [zip64 end    50 4B 06 06 ... entry count, directory size and offset as 64-bit values]
+//   [locator      50 4B 06 07 ... offset of the zip64 end record]
+//   end record    50 4B 05 06 ... entry count, directory size and offset, comment length, comment
+// A 32-bit field of all ones (0xFFFFFFFF, or 0xFFFF for counts) means "see the zip64 record", or in a
+// directory entry "see its zip64 extra field" (id 0x0001: the full sizes and offset, in that order,
+// only those that overflowed). Python's zipfile writes them for members of 4 GiB and more.
+// Every offset and size is checked against the archive's length before it is used, the data of each
+// member against its CRC-32. Deflated members are inflated by zlib, linked or loaded at run time
+// (gzip.hpp); without it they are refused with a message naming the fix.
+
+
+namespace etnn::data::detail {
+
+// CRC-32 of bytes (ISO 3309, polynomial 0xEDB88320 reflected), the checksum ZIP stores per member.
+inline std::uint32_t crc32_of(std::span<const unsigned char> bytes) noexcept {
+  static constexpr std::array<std::uint32_t, 256> table = [] {
+    std::array<std::uint32_t, 256> t{};
+    for (std::uint32_t i = 0; i < 256; ++i) {
+      std::uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+      t[i] = c;
+    }
+    return t;
+  }();
+  std::uint32_t crc = 0xFFFFFFFFu;
+  for (unsigned char b : bytes) crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8);
+  return crc ^ 0xFFFFFFFFu;
+}
+
+struct ZipMember {
+  std::string name;
+  std::uint16_t method = 0;  // 0 stored, 8 deflated
+  std::uint32_t crc = 0;
+  std::uint64_t compressed_size = 0;
+  std::uint64_t size = 0;  // after inflating
+  std::uint64_t local_header_offset = 0;
+};
+
+class ZipArchive {
+ public:
+  // bytes: the whole archive, which must outlive this object. where: "etnn::data::load_npz: 'a.npz'",
+  // the start of every message.
+  ZipArchive(std::span<const unsigned char> bytes, std::string where) : bytes_(bytes), where_(std::move(where)) {
+    read_central_directory();
+  }
+
+  const std::string& where() const noexcept { return where_; }
+  [[noreturn]] void fail(const std::string& what) const { throw IoError(where_ + ": " + what); }
+
+  const std::vector<ZipMember>& members() const noexcept { return members_; }
+
+  // The member called name, or null.
+  const ZipMember* find(std::string_view name) const noexcept {
+    const auto it = std::find_if(members_.begin(), members_.end(), [&](const ZipMember& m) { return m.name == name; });
+    return it == members_.end() ? nullptr : &*it;
+  }
+
+  // "'x.npy', 'y.npy'": the member names, for messages.
+  std::string member_list() const {
+    std::string out;
+    for (const ZipMember& m : members_) out += (out.empty() ? "'" : ", '") + m.name + "'";
+    return out.empty() ? "no members" : out;
+  }
+
+  // The member's bytes, inflated if deflated, checked against its size and CRC-32.
+  std::vector<unsigned char> extract(const ZipMember& member) const {
+    const std::string who = "member '" + member.name + "'";
+    const std::uint64_t header = member.local_header_offset;
+    if (!fits(header, 30) || load_le<std::uint32_t>(at(header)) != 0x04034b50u) {
+      fail(who + ": no local header at offset " + std::to_string(header) + "; the archive is corrupt, write it again");
+    }
+    const std::uint16_t name_length = load_le<std::uint16_t>(at(header + 26));
+    const std::uint16_t extra_length = load_le<std::uint16_t>(at(header + 28));
+    const std::uint64_t data = header + 30 + name_length + extra_length;
+    if (name_length != member.name.size() || !fits(header + 30, name_length) ||
+        std::string_view(reinterpret_cast<const char*>(at(header + 30)), name_length) != member.name) {
+      fail(who + ": its local header names another member; the archive is corrupt, write it again");
+    }
+    if (!fits(data, member.compressed_size) || data + member.compressed_size > directory_offset_) {
+      fail(who + ": its " + std::to_string(member.compressed_size) + " data bytes at offset " + std::to_string(data) +
+           " run past the member area, which ends at " + std::to_string(directory_offset_) +
+           "; the archive is truncated or corrupt, write it again");
+    }
+    const std::span<const unsigned char> stored(at(data), static_cast<std::size_t>(member.compressed_size));
+    std::vector<unsigned char> out;
+    if (member.method == 0) {
+      if (member.compressed_size != member.size) {
+        fail(who + " is stored uncompressed but its sizes differ (" + std::to_string(member.compressed_size) + " and " +
+             std::to_string(member.size) + "); the archive is corrupt, write it again");
+      }
+      out.assign(stored.begin(), stored.end());
+    } else if (member.method == 8) {
+      out = inflate(stored, member, who);
+    } else {
+      fail(who + " uses compression method " + std::to_string(member.method) +
+           "; etnn reads stored (0) and deflated (8) members, as np.savez and np.savez_compressed write them");
+    }
+    if (crc32_of(out) != member.crc) {
+      fail(who + ": its CRC-32 does not match its data; the archive is corrupt, write it again");
+    }
+    return out;
+  }
+
+ private:
+  // Whether [offset, offset + length) lies inside the archive, without overflowing.
+  bool fits(std::uint64_t offset, std::uint64_t length) const noexcept {
+    return offset <= bytes_.size() && length <= bytes_.size() - offset;
+  }
+  const unsigned char* at(std::uint64_t offset) const noexcept { return bytes_.data() + offset; }
+
+  // Where the end-of-central-directory record starts: searched from the end, over at most its 22
+  // bytes and a 65535-byte comment, for a signature whose comment ends exactly at the end.
+  std::uint64_t find_end_record() const {
+    constexpr std::uint64_t record = 22;
+    if (bytes_.size() < record) {
+      fail("not a ZIP archive (.npz): " + std::to_string(bytes_.size()) +
+           " bytes, fewer than the 22 of an empty archive; write it with np.savez");
+    }
+    const std::uint64_t last = bytes_.size() - record;
+    const std::uint64_t first = last > 0xFFFF ? last - 0xFFFF : 0;
+    for (std::uint64_t pos = last + 1; pos-- > first;) {
+      if (load_le<std::uint32_t>(at(pos)) == 0x06054b50u && pos + record + load_le<std::uint16_t>(at(pos + 20)) == bytes_.size()) {
+        return pos;
+      }
+    }
+    fail("not a ZIP archive (.npz): no end-of-central-directory record; the file is truncated or not an .npz, "
+         "write it with np.savez (a single array's .npy file is read by etnn::data::load_npy)");
+  }
+
+  void read_central_directory() {
+    const std::uint64_t end = find_end_record();
+    if (load_le<std::uint16_t>(at(end + 4)) != 0 || load_le<std::uint16_t>(at(end + 6)) != 0) {
+      fail("a multi-part (split) ZIP archive is not supported; write the .npz as one file");
+    }
+    std::uint64_t entries = load_le<std::uint16_t>(at(end + 10));
+    std::uint64_t directory_size = load_le<std::uint32_t>(at(end + 12));
+    directory_offset_ = load_le<std::uint32_t>(at(end + 16));
+    std::uint64_t directory_end = end;  // the directory is followed by the zip64 records or the end record
+    if (entries == 0xFFFF || directory_size == 0xFFFFFFFFu || directory_offset_ == 0xFFFFFFFFu) {
+      // Zip64: a 20-byte locator right before the end record points at the zip64 end record.
+      if (end < 20 || load_le<std::uint32_t>(at(end - 20)) != 0x07064b50u) {
+        fail("the end record asks for zip64 values but there is no zip64 locator before it; the archive is corrupt");
+      }
+      const std::uint64_t record = load_le<std::uint64_t>(at(end - 20 + 8));
+      if (!fits(record, 56) || record + 56 > end - 20 || load_le<std::uint32_t>(at(record)) != 0x06064b50u) {
+        fail("the zip64 locator points at offset " + std::to_string(record) +
+             ", where there is no zip64 end record; the archive is corrupt");
+      }
+      entries = load_le<std::uint64_t>(at(record + 32));
+      directory_size = load_le<std::uint64_t>(at(record + 40));
+      directory_offset_ = load_le<std::uint64_t>(at(record + 48));
+      directory_end = record;
+    }
+    if (directory_offset_ > directory_end || directory_size != directory_end - directory_offset_) {
+      fail("the central directory (" + std::to_string(directory_size) + " bytes at offset " +
+           std::to_string(directory_offset_) + ") does not end where the end record starts (" +
+           std::to_string(directory_end) + "); the archive is truncated or corrupt");
+    }
+    constexpr std::uint64_t entry_bytes = 46;  // a directory entry without name, extra and comment
+    if (entries > directory_size / entry_bytes) {
+      fail(std::to_string(entries) + " members cannot fit a central directory of " + std::to_string(directory_size) +
+           " bytes; the archive is corrupt");
+    }
+    members_.reserve(static_cast<std::size_t>(entries));
+    std::uint64_t pos = directory_offset_;
+    for (std::uint64_t i = 0; i < entries; ++i) pos = read_directory_entry(pos, directory_end, i);
+    if (pos != directory_end) {
+      fail("the central directory has " + std::to_string(directory_end - pos) +
+           " bytes after its last entry; the archive is corrupt");
+    }
+  }
+
+  // Reads the directory entry at pos (inside [pos, limit)) into members_; returns where the next starts.
+  std::uint64_t read_directory_entry(std::uint64_t pos, std::uint64_t limit, std::uint64_t index) {
+    const std::string who = "central directory entry " + std::to_string(index);
+    if (pos + 46 > limit || load_le<std::uint32_t>(at(pos)) != 0x02014b50u) {
+      fail(who + " is missing or truncated; the archive is corrupt, write it again");
+    }
+    const std::uint16_t flags = load_le<std::uint16_t>(at(pos + 8));
+    const std::uint16_t name_length = load_le<std::uint16_t>(at(pos + 28));
+    const std::uint16_t extra_length = load_le<std::uint16_t>(at(pos + 30));
+    const std::uint16_t comment_length = load_le<std::uint16_t>(at(pos + 32));
+    const std::uint64_t next = pos + 46 + name_length + extra_length + comment_length;
+    if (next > limit) fail(who + ": its name, extra field and comment run past the directory; the archive is corrupt");
+    ZipMember m;
+    m.name.assign(reinterpret_cast<const char*>(at(pos + 46)), name_length);
+    if (flags & 1) fail("member '" + m.name + "' is encrypted; write the .npz without a password (np.savez)");
+    m.method = load_le<std::uint16_t>(at(pos + 10));
+    m.crc = load_le<std::uint32_t>(at(pos + 16));
+    m.compressed_size = load_le<std::uint32_t>(at(pos + 20));
+    m.size = load_le<std::uint32_t>(at(pos + 24));
+    m.local_header_offset = load_le<std::uint32_t>(at(pos + 42));
+    read_zip64_extra(m, pos + 46 + name_length, extra_length);
+    members_.push_back(std::move(m));
+    return next;
+  }
+
+  // Replaces the member's saturated 32-bit fields by those of its zip64 extra field (id 0x0001), which
+  // holds, in this order, the full size, compressed size and local header offset that overflowed.
+  void read_zip64_extra(ZipMember& m, std::uint64_t extra, std::uint16_t length) const {
+    std::array<std::uint64_t*, 3> wide{};
+    std::size_t count = 0;
+    for (std::uint64_t* field : {&m.size, &m.compressed_size, &m.local_header_offset}) {
+      if (*field == 0xFFFFFFFFu) wide[count++] = field;
+    }
+    if (count == 0) return;
+    for (std::uint64_t p = extra; p + 4 <= extra + length;) {
+      const std::uint16_t id = load_le<std::uint16_t>(at(p));
+      const std::uint16_t size = load_le<std::uint16_t>(at(p + 2));
+      if (p + 4 + size > extra + length) break;
+      if (id == 0x0001) {
+        if (size < 8 * count) break;
+        for (std::size_t f = 0; f < count; ++f) *wide[f] = load_le<std::uint64_t>(at(p + 4 + 8 * f));
+        return;
+      }
+      p += 4 + size;
+    }
+    fail("member '" + m.name + "' has 32-bit sizes or offset of all ones but no zip64 extra field with their values; "
+         "the archive is corrupt, write it again");
+  }
+
+  // A deflated member cannot be read: why (zlib_unavailable()) says what to do.
+  [[noreturn]] void refuse_deflated(const std::string& who, const std::string& why) const {
+    fail(who + " is deflated (np.savez_compressed) and " + why + ", or write the archive with np.savez");
+  }
+
+  std::vector<unsigned char> inflate(std::span<const unsigned char> stored, const ZipMember& member,
+                                     const std::string& who) const {
+#if defined(ETNN_ZLIB_LINKED) || defined(ETNN_ZLIB_LOADED)
+    if (const std::string why = zlib_unavailable(); !why.empty()) refuse_deflated(who, why);  // the library did not load
+    // Deflate expands at most about 1032:1, so a larger claimed size is corrupt; checked before allocating.
+    if (member.size / 1032 > member.compressed_size + 1) {
+      fail(who + " claims " + std::to_string(member.size) + " bytes from " + std::to_string(member.compressed_size) +
+           " deflated ones, more than deflate can encode; the archive is corrupt, write it again");
+    }
+    const ZlibFunctions& z = zlib().functions;
+    z_stream stream{};
+    // -15: raw deflate (no zlib or gzip wrapper) with a 32 KiB window, as ZIP stores it.
+    if (z.inflate_init(&stream, -MAX_WBITS, ZLIB_VERSION, static_cast<int>(sizeof(z_stream))) != Z_OK) {
+      fail(who + ": zlib could not start inflating (out of memory?)");
+    }
+    std::vector<unsigned char> out(static_cast<std::size_t>(member.size));
+    // zlib counts in uInt: feed and drain in pieces that fit. With input and room left inflate always
+    // progresses, so Z_BUF_ERROR (no progress) means the data ended early or inflates to more bytes.
+    constexpr std::size_t step = std::numeric_limits<uInt>::max();
+    unsigned char no_room = 0;  // zlib refuses a null output pointer, even for 0 bytes
+    int status = Z_OK;
+    std::size_t in = 0, produced = 0;
+    while (status == Z_OK) {
+      stream.next_in = const_cast<unsigned char*>(stored.data() + in);
+      stream.avail_in = static_cast<uInt>(std::min(step, stored.size() - in));
+      stream.next_out = out.empty() ? &no_room : out.data() + produced;
+      stream.avail_out = static_cast<uInt>(std::min(step, out.size() - produced));
+      const uInt avail_in = stream.avail_in, avail_out = stream.avail_out;
+      status = z.inflate(&stream, Z_NO_FLUSH);
+      in += avail_in - stream.avail_in;
+      produced += avail_out - stream.avail_out;
+    }
+    z.inflate_end(&stream);
+    if (status != Z_STREAM_END || produced != out.size()) {
+      fail(who + ": its deflated data is corrupt or does not inflate to its " + std::to_string(member.size) +
+           " bytes; write the archive again");
+    }
+    return out;
+#else
+    (void)stored;
+    (void)member;
+    refuse_deflated(who, zlib_unavailable());
+#endif
+  }
+
+  std::span<const unsigned char> bytes_;
+  std::string where_;
+  std::vector<ZipMember> members_;
+  std::uint64_t directory_offset_ = 0;  // where the members' area ends
+};
+
+}  // namespace etnn::data::detail
+
+namespace etnn::data::detail {
+
+enum class NpyDtype { f4, f8, i1, i2, i4, i8, u1, u2, u4, u8, b1 };
+
+struct NpyDtypeInfo {
+  std::string_view code;  // descr without its byte-order character: "f4"
+  NpyDtype dtype;
+  std::size_t bytes;
+};
+
+inline constexpr NpyDtypeInfo npy_dtypes[] = {
+    {"f4", NpyDtype::f4, 4}, {"f8", NpyDtype::f8, 8}, {"i1", NpyDtype::i1, 1}, {"i2", NpyDtype::i2, 2},
+    {"i4", NpyDtype::i4, 4}, {"i8", NpyDtype::i8, 8}, {"u1", NpyDtype::u1, 1}, {"u2", NpyDtype::u2, 2},
+    {"u4", NpyDtype::u4, 4}, {"u8", NpyDtype::u8, 8}, {"b1", NpyDtype::b1, 1}};
+
+// One array of a .npy file; data points into the caller's bytes.
+struct NpyArray {
+  std::string name;   // "'x.npy'" or "'train.npz' member 'x.npy'"
+  std::string where;  // "etnn::data::load_npy: 'x.npy'", the start of every message about it
+  std::string descr;  // as the header spells it: "<f4"
+  NpyDtype dtype = NpyDtype::f4;
+  std::size_t value_bytes = 4;
+  std::vector<std::int64_t> shape;
+  std::uint64_t count = 1;  // prod(shape)
+  std::span<const unsigned char> data;
+
+  [[noreturn]] void fail(const std::string& what) const { throw IoError(where + ": " + what); }
+
+  // "(60000, 784)", "(3,)", "()": numpy's spelling.
+  std::string shape_string() const {
+    std::string out = "(";
+    for (std::size_t d = 0; d < shape.size(); ++d) out += (d ? ", " : "") + std::to_string(shape[d]);
+    return out + (shape.size() == 1 ? ",)" : ")");
+  }
+};
+
+// The header dict, parsed as Python's literal syntax restricted to what numpy writes: string keys in
+// any order, each of 'descr' (a string), 'fortran_order' (True/False) and 'shape' (a tuple of
+// non-negative ints) exactly once, an optional trailing comma, and only whitespace after '}'.
+class NpyHeaderParser {
+ public:
+  NpyHeaderParser(std::string_view text, NpyArray& array) : text_(text), array_(array) {}
+
+  // Fills array.descr, array.shape and returns fortran_order.
+  bool parse() {
+    bool seen_descr = false, seen_order = false, seen_shape = false, fortran_order = false;
+    expect('{');
+    while (!take('}')) {
+      const std::string key = parse_string("a key");
+      expect(':');
+      if (key == "descr") {
+        once(seen_descr, key);
+        if (peek() == '[') {
+          array_.fail("a structured array (a dtype with named fields) is not supported; save each field on its own, "
+                      "e.g. np.save(path, np.ascontiguousarray(a['x']))");
+        }
+        array_.descr = parse_string("'descr' (a dtype string such as '<f4')");
+      } else if (key == "fortran_order") {
+        once(seen_order, key);
+        fortran_order = parse_bool();
+      } else if (key == "shape") {
+        once(seen_shape, key);
+        parse_shape();
+      } else {
+        error("unknown key '" + key + "'; numpy writes only 'descr', 'fortran_order' and 'shape'");
+      }
+      if (!take(',')) {
+        expect('}');
+        break;
+      }
+    }
+    if (!seen_descr || !seen_order || !seen_shape) {
+      error(std::string("the key '") + (!seen_descr ? "descr" : !seen_order ? "fortran_order" : "shape") + "' is missing");
+    }
+    skip_spaces();
+    if (pos_ != text_.size()) error("unexpected characters after the closing '}'");
+    return fortran_order;
+  }
+
+ private:
+  [[noreturn]] void error(const std::string& what) const {
+    const std::string_view text = text_.substr(0, text_.find_last_not_of(" \n") + 1);  // without the padding
+    std::string shown;
+    for (char c : text.substr(0, 120)) shown += (c >= 0x20 && c < 0x7F) ? c : '?';
+    array_.fail("malformed header: " + what + " (at character " + std::to_string(pos_) + " of \"" + shown +
+                (text.size() > 120 ? "...\"" : "\"") + "); write the file with np.save");
+  }
+
+  void skip_spaces() {
+    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\n' || text_[pos_] == '\r')) {
+      ++pos_;
+    }
+  }
+  char peek() {
+    skip_spaces();
+    return pos_ < text_.size() ? text_[pos_] : '\0';
+  }
+  bool take(char c) {
+    if (peek() != c) return false;
+    ++pos_;
+    return true;
+  }
+  void expect(char c) {
+    if (!take(c)) error(std::string("expected '") + c + "'");
+  }
+  void once(bool& seen, const std::string& key) {
+    if (seen) error("the key '" + key + "' appears twice");
+    seen = true;
+  }
+
+  // 'text' or "text" without escapes (no dtype or key numpy writes has any).
+  std::string parse_string(const char* what) {
+    const char quote = peek();
+    if (quote != '\'' && quote != '"') error(std::string("expected ") + what);
+    const std::size_t end = text_.find(quote, ++pos_);
+    if (end == std::string_view::npos) error("a string is not closed");
+    std::string s(text_.substr(pos_, end - pos_));
+    if (s.find('\\') != std::string::npos) error("escapes in strings are not supported");
+    pos_ = end + 1;
+    return s;
+  }
+
+  bool parse_bool() {
+    skip_spaces();
+    for (const auto& [word, value] : {std::pair<std::string_view, bool>{"True", true}, {"False", false}}) {
+      if (text_.substr(pos_, word.size()) == word) {
+        pos_ += word.size();
+        return value;
+      }
+    }
+    error("'fortran_order' must be True or False");
+  }
+
+  // (), (n,), (n, m), ... with an optional trailing comma; a one-element tuple needs its comma.
+  void parse_shape() {
+    expect('(');
+    array_.shape.clear();
+    bool comma = false;
+    while (!take(')')) {
+      array_.shape.push_back(parse_dim());
+      comma = take(',');
+      if (!comma) {
+        expect(')');
+        break;
+      }
+    }
+    if (array_.shape.size() == 1 && !comma) error("'shape' must be a tuple; a single dimension is written (n,)");
+  }
+
+  // A non-negative decimal int without leading zeros; the 'L' of Python 2's longs is accepted.
+  std::int64_t parse_dim() {
+    skip_spaces();
+    const std::size_t start = pos_;
+    std::int64_t value = 0;
+    while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9') {
+      const int digit = text_[pos_++] - '0';
+      if (value > (std::numeric_limits<std::int64_t>::max() - digit) / 10) error("a dimension does not fit 64 bits");
+      value = value * 10 + digit;
+    }
+    if (pos_ == start) error("expected a non-negative integer dimension");
+    if (text_[start] == '0' && pos_ - start > 1) error("a dimension has a leading zero");
+    if (pos_ < text_.size() && text_[pos_] == 'L') ++pos_;
+    return value;
+  }
+
+  std::string_view text_;
+  std::size_t pos_ = 0;
+  NpyArray& array_;
+};
+
+// The dtype of array.descr, or an etnn::IoError saying how to convert the array.
+inline void resolve_npy_dtype(NpyArray& array) {
+  const std::string& descr = array.descr;
+  const char order = descr.empty() ? '\0' : descr[0];
+  const std::string_view code = descr.empty() ? std::string_view{} : std::string_view(descr).substr(1);
+  const auto known = std::find_if(std::begin(npy_dtypes), std::end(npy_dtypes),
+                                  [&](const NpyDtypeInfo& d) { return d.code == code; });
+  if (code == "O") {
+    array.fail("an object array (dtype=object) holds Python objects, not numbers; convert it with a.astype('<f4') "
+               "(or a.astype('<i8') for labels) before np.save");
+  }
+  if (known == std::end(npy_dtypes)) {
+    array.fail("dtype '" + descr +
+               "' is not supported; etnn reads <f4 <f8 |i1 <i2 <i4 <i8 |u1 <u2 <u4 <u8 |b1, so convert it "
+               "with a.astype('<f4') (features) or a.astype('<i8') (class labels) before np.save");
+  }
+  const bool one_byte = known->bytes == 1;
+  if (order == '>' && !one_byte) {
+    array.fail("dtype '" + descr + "' is big-endian; etnn reads little-endian arrays, convert it with a.astype('<" +
+               std::string(code) + "') before np.save");
+  }
+  if (!(order == '<' || (one_byte && (order == '|' || order == '>')))) {
+    array.fail("dtype '" + descr + "' has byte order '" + std::string(1, order) + "'; numpy writes '<" +
+               std::string(code) + "'" + (one_byte ? " or '|" + std::string(code) + "'" : "") +
+               ", so save the array with np.save");
+  }
+  array.dtype = known->dtype;
+  array.value_bytes = known->bytes;
+}
+
+// The array of a whole .npy file (bytes, which must outlive it), with every size checked against
+// bytes.size(). Messages start with "who: name: ".
+inline NpyArray parse_npy(std::span<const unsigned char> bytes, const std::string& who, std::string name) {
+  NpyArray array;
+  array.where = who + ": " + name;
+  array.name = std::move(name);
+  constexpr unsigned char magic[] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
+  if (bytes.size() < 8 || std::memcmp(bytes.data(), magic, sizeof magic) != 0) {
+    const bool zip = bytes.size() >= 4 && std::memcmp(bytes.data(), "PK\x03\x04", 4) == 0;
+    array.fail(zip ? "this is a ZIP archive (an .npz?), not a .npy file; read it with etnn::data::load_npz"
+                   : "not a .npy file: it does not start with \\x93NUMPY and a version; write it with np.save");
+  }
+  const unsigned major = bytes[6], minor = bytes[7];
+  if (major < 1 || major > 3 || minor != 0) {
+    array.fail("format version " + std::to_string(major) + "." + std::to_string(minor) +
+               " is not supported; etnn reads 1.0, 2.0 and 3.0, which np.save writes");
+  }
+  const std::size_t length_bytes = major == 1 ? 2 : 4;
+  if (bytes.size() < 8 + length_bytes) array.fail("truncated: the file ends inside the header length");
+  const std::uint64_t header_length =
+      major == 1 ? load_le<std::uint16_t>(bytes.data() + 8) : load_le<std::uint32_t>(bytes.data() + 8);
+  const std::uint64_t data_offset = 8 + length_bytes + header_length;
+  if (data_offset > bytes.size()) {
+    array.fail("truncated: the header length " + std::to_string(header_length) + " runs past the end of the " +
+               std::to_string(bytes.size()) + "-byte file; the file is incomplete, save it again");
+  }
+  const std::string_view header(reinterpret_cast<const char*>(bytes.data() + 8 + length_bytes),
+                                static_cast<std::size_t>(header_length));
+  const bool fortran_order = NpyHeaderParser(header, array).parse();
+  resolve_npy_dtype(array);
+  if (fortran_order && array.shape.size() > 1) {
+    array.fail("the array is Fortran-ordered (column-major); etnn reads C order, so save "
+               "np.ascontiguousarray(a) instead of a");
+  }
+  const std::uint64_t data_bytes = bytes.size() - data_offset;
+  for (const std::int64_t d : array.shape) {
+    const auto dim = static_cast<std::uint64_t>(d);
+    if (dim != 0 && array.count > std::numeric_limits<std::uint64_t>::max() / array.value_bytes / dim) {
+      array.fail("the shape " + array.shape_string() + " overflows 64-bit sizes; the file is corrupt");
+    }
+    array.count *= dim;
+  }
+  const std::uint64_t expected = array.count * array.value_bytes;
+  if (data_bytes != expected) {
+    array.fail(std::string(data_bytes < expected ? "truncated" : "trailing bytes") + ": the shape " +
+               array.shape_string() + " of '" + array.descr + "' needs " + std::to_string(expected) +
+               " data bytes but " + std::to_string(data_bytes) + " follow the header; " +
+               (data_bytes < expected ? "the file is incomplete, save it again"
+                                      : "the header is wrong or another file was appended"));
+  }
+  array.data = bytes.subspan(static_cast<std::size_t>(data_offset));
+  return array;
+}
+
+// The array's values decoded as From (the C++ type of its dtype) and converted by
+// convert(From, To&) -> reason or null (file_values.hpp); a refusal names the value and its row.
+template <class From, class To, class Convert>
+void convert_npy_values(const NpyArray& array, std::vector<To>& out, const Convert& convert) {
+  const std::size_t per_row = array.shape.empty() || array.shape[0] == 0
+                                  ? 1
+                                  : static_cast<std::size_t>(array.count / static_cast<std::uint64_t>(array.shape[0]));
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const unsigned char* p = array.data.data() + i * sizeof(From);
+    if constexpr (std::is_same_v<From, bool>) {
+      if (*p > 1) {
+        array.fail("value " + std::to_string(i) + " is a bool byte of " + std::to_string(*p) +
+                   ", not 0 or 1; the file is corrupt, save it again");
+      }
+    }
+    using Number = std::conditional_t<std::is_same_v<From, bool>, std::uint8_t, From>;
+    const Number v = load_le_value<Number>(p);
+    if (const char* why = convert(v, out[i])) {
+      array.fail("value " + std::to_string(i) + " (row " + std::to_string(i / per_row) + ", position " +
+                 std::to_string(i % per_row) + ") is " + value_string(v) + ", which " + why);
+    }
+  }
+}
+
+// Every value of the array, in C order, as To, converted by convert (see convert_npy_values).
+template <class To, class Convert>
+std::vector<To> npy_values(const NpyArray& array, const Convert& convert) {
+  std::vector<To> out(static_cast<std::size_t>(array.count));
+  switch (array.dtype) {
+    case NpyDtype::f4: convert_npy_values<float>(array, out, convert); break;
+    case NpyDtype::f8: convert_npy_values<double>(array, out, convert); break;
+    case NpyDtype::i1: convert_npy_values<std::int8_t>(array, out, convert); break;
+    case NpyDtype::i2: convert_npy_values<std::int16_t>(array, out, convert); break;
+    case NpyDtype::i4: convert_npy_values<std::int32_t>(array, out, convert); break;
+    case NpyDtype::i8: convert_npy_values<std::int64_t>(array, out, convert); break;
+    case NpyDtype::u1: convert_npy_values<std::uint8_t>(array, out, convert); break;
+    case NpyDtype::u2: convert_npy_values<std::uint16_t>(array, out, convert); break;
+    case NpyDtype::u4: convert_npy_values<std::uint32_t>(array, out, convert); break;
+    case NpyDtype::u8: convert_npy_values<std::uint64_t>(array, out, convert); break;
+    case NpyDtype::b1: convert_npy_values<bool>(array, out, convert); break;
+  }
+  return out;
+}
+
+// The shapes of n rows of samples of shape S an array may have: (n, S...), flattened (n, S::size)
+// and, when S has one value, (n,).
+template <ShapeType S>
+bool holds_rows_of(const NpyArray& array) {
+  if (array.shape.empty()) return false;
+  const std::span<const std::int64_t> row(array.shape.data() + 1, array.shape.size() - 1);
+  const auto size = static_cast<std::int64_t>(S::size);
+  return (row.empty() && S::size == 1) || (row.size() == 1 && row[0] == size) ||
+         std::equal(row.begin(), row.end(), S::dims.begin(), S::dims.end(),
+                    [](std::int64_t a, int b) { return a == b; });
+}
+
+// "(n, 1, 28, 28) or (n, 784)", "(n,) or (n, 1)": the shapes holds_rows_of<S> accepts.
+template <ShapeType S>
+std::string row_shapes() {
+  std::string exact = "(n";
+  for (int d : S::dims) exact += ", " + std::to_string(d);
+  exact += ")";
+  if (S::size == 1) return "(n,) or " + exact;
+  return S::rank == 1 ? exact : exact + " or (n, " + std::to_string(S::size) + ")";
+}
+
+// What the arrays' targets are called in messages.
+template <TargetKind Y>
+std::string target_kind_name() {
+  if constexpr (class_targets<Y>) return "class-index targets (etnn::data::ClassIndices)";
+  else if constexpr (multi_hot_targets<Y>) return "multi-hot targets (etnn::data::MultiHot<" + std::to_string(target_size<Y>) + ">)";
+  else return "real-valued targets " + Y::to_string();
+}
+
+// A Dataset<X, Y> from a features array and a targets array, checked against each other.
+template <ShapeType X, TargetKind Y>
+Dataset<X, Y> npy_dataset(const NpyArray& features, const NpyArray& targets, bool allow_non_finite) {
+  if (!holds_rows_of<X>(features)) {
+    features.fail("the features have shape " + features.shape_string() + " but samples of shape " + X::to_string() +
+                  " need " + row_shapes<X>() + "; reshape the array before np.save or request the shape it holds");
+  }
+  if (!holds_rows_of<target_shape<Y>>(targets)) {
+    targets.fail("the targets have shape " + targets.shape_string() + " but " + target_kind_name<Y>() + " need " +
+                 row_shapes<target_shape<Y>>() + "; reshape the array before np.save or request the target kind it holds");
+  }
+  if (features.shape[0] != targets.shape[0]) {
+    throw IoError(features.where + " holds " + std::to_string(features.shape[0]) + " samples but " + targets.name +
+                  " holds " + std::to_string(targets.shape[0]) + " targets; pass the targets of these features");
+  }
+  return Dataset<X, Y>(
+      npy_values<float>(features, [&](auto v, float& out) { return to_feature(v, out, allow_non_finite); }),
+      npy_values<target_value<Y>>(targets, [](auto v, target_value<Y>& out) { return to_target<Y>(v, out); }));
+}
+
+}  // namespace etnn::data::detail
+
+namespace etnn::data {
+
+struct NpyOptions {
+  bool allow_non_finite = false;  // keep NaN and infinite features (targets must be finite)
+};
+
+struct NpzOptions {
+  std::string features = "x";     // the arrays' names: np.savez(path, x=features, y=targets)
+  std::string targets = "y";
+  bool allow_non_finite = false;  // keep NaN and infinite features (targets must be finite)
+};
+
+// A Dataset<X, Y> from two .npy files: features of shape (n, X...) or (n, X::size), any dtype above
+// (float64 and integers become float); targets of shape (n, target_shape<Y>...), (n, target_size<Y>)
+// or, for one value per sample, (n,): whole numbers for class indices (any integer or bool dtype, or
+// floats holding whole numbers), 0 or 1 for multi-hot rows, finite values for real-valued rows.
+// Throws etnn::IoError naming the file and what is wrong.
+//   np.save("x.npy", x.astype(np.float32)); np.save("y.npy", y)       # Python
+//   auto train = etnn::data::load_npy<etnn::Shape<8>>("x.npy", "y.npy");
+template <ShapeType X, TargetKind Y = ClassIndices>
+Dataset<X, Y> load_npy(const std::filesystem::path& features, const std::filesystem::path& targets,
+                       const NpyOptions& options = {}) {
+  const auto read = [](const std::filesystem::path& path, std::vector<unsigned char>& bytes) {
+    const std::string name = "'" + path.string() + "'";
+    bytes = read_file_bytes(path, "etnn::data::load_npy: " + name);
+    return detail::parse_npy(bytes, "etnn::data::load_npy", name);
+  };
+  std::vector<unsigned char> feature_bytes, target_bytes;
+  const detail::NpyArray x = read(features, feature_bytes);
+  const detail::NpyArray y = read(targets, target_bytes);
+  return detail::npy_dataset<X, Y>(x, y, options.allow_non_finite);
+}
+
+// The same from two arrays of one .npz archive (np.savez or np.savez_compressed), by default those
+// named x and y: np.savez("train.npz", x=features, y=labels).
+template <ShapeType X, TargetKind Y = ClassIndices>
+Dataset<X, Y> load_npz(const std::filesystem::path& path, const NpzOptions& options = {}) {
+  const std::string who = "etnn::data::load_npz";
+  const std::vector<unsigned char> bytes = read_file_bytes(path, who + ": '" + path.string() + "'");
+  const detail::ZipArchive archive(bytes, who + ": '" + path.string() + "'");
+  const auto read = [&](const std::string& array, std::vector<unsigned char>& member_bytes) {
+    const detail::ZipMember* member = archive.find(array + ".npy");
+    if (!member) {
+      archive.fail("no array '" + array + "' (member '" + array + ".npy'); the archive holds " + archive.member_list() +
+                   "; name the arrays with NpzOptions{.features = ..., .targets = ...}, or save them as "
+                   "np.savez(path, x=features, y=targets)");
+    }
+    member_bytes = archive.extract(*member);
+    return detail::parse_npy(member_bytes, who, "'" + path.string() + "' member '" + member->name + "'");
+  };
+  std::vector<unsigned char> feature_bytes, target_bytes;
+  const detail::NpyArray x = read(options.features, feature_bytes);
+  const detail::NpyArray y = read(options.targets, target_bytes);
+  return detail::npy_dataset<X, Y>(x, y, options.allow_non_finite);
+}
+
+}  // namespace etnn::data
 // ---- etnn/io/io.hpp ----
 // etnn::io, the face of io/: model checkpoints in safetensors with PyTorch's state_dict names
 // (etnn::io::save, etnn::io::load), and training states that resume bitwise (save_state, load_state).
@@ -11180,13 +12718,17 @@ double stddev(const IdxDataset<S>& data) {
 // Model checkpoints in safetensors, named as torch.nn.Sequential.state_dict() names them:
 //   etnn::io::save(model, "mlp.safetensors");
 //   etnn::io::load(model, "mlp.safetensors");   // throws etnn::IoError on any mismatch
+//   etnn::io::load(model, "mlp.safetensors", {.allow_architecture_mismatch = true});
 // Any optim::ParameterSet saves and loads the same way, e.g. a margin head ("weight").
 // A checkpoint holds the parameters and buffers (running statistics), in the model's scalar type
 // (F32 or F64), with metadata "format" = "etnn", "format_version", "network" (the network's
-// description) and "scalar". It does
-// not depend on how the model was trained (devices, ranks). load accepts F64, F32, F16, BF16 and I64
-// tensors and converts them to the model's scalar type (narrowing rounds to nearest), so files
-// written by PyTorch's safetensors load as long as names and shapes match.
+// description, optim::describe) and "scalar". It does not depend on how the model was trained
+// (devices, ranks). load refuses a file whose "network" is not the model's description: a
+// checkpoint of `... >> relu >> ...` has the tensors of `... >> tanh >> ...`, and loading it there
+// would silently compute something else; allow_architecture_mismatch loads it anyway, by tensor
+// names and shapes. load accepts F64, F32, F16, BF16 and I64 tensors and converts them to the
+// model's scalar type (narrowing rounds to nearest), so files written by PyTorch's safetensors,
+// which have no "network", load as long as names and shapes match.
 #include <map>
 #include <set>
 
@@ -11928,7 +13470,27 @@ struct TensorSlot {
   std::size_t numel;
 };
 
+// What load (and load_state) accepts beyond an exact match.
+struct LoadOptions {
+  // Load a checkpoint saved from another network (its "network" metadata is not the model's
+  // description, e.g. relu where the model has tanh) when every tensor's name and shape fit.
+  bool allow_architecture_mismatch = false;
+};
+
 namespace detail {
+
+// Refuses `file` when it says it was saved from a network other than the model's. A file without
+// etnn's "network" metadata (PyTorch's) is checked by tensor names and shapes alone.
+inline void check_architecture(const SafetensorsFile& file, const char* function, const std::filesystem::path& path,
+                               const std::string& model_description, LoadOptions options) {
+  const auto saved = file.metadata.find("network");
+  if (options.allow_architecture_mismatch || saved == file.metadata.end() || saved->second == model_description)
+    return;
+  throw IoError(std::string(function) + ": '" + path.string() + "': saved from the network '" + saved->second +
+                "' but the model is '" + model_description +
+                "'; load it into the network it was saved from, or pass {.allow_architecture_mismatch = true} to " +
+                function + " to load it by tensor names and shapes");
+}
 
 template <class T>
 constexpr Dtype dtype_of() {
@@ -12049,10 +13611,13 @@ void save(const Model& model, const std::filesystem::path& path) {
 }
 
 template <class Model>
-void load(Model& model, const std::filesystem::path& path) {
+void load(Model& model, const std::filesystem::path& path, LoadOptions options = {}) {
   using T = typename Model::value_type;
+  const SafetensorsFile file = read_safetensors(path);
+  const std::string description = optim::describe<Model>();
+  detail::check_architecture(file, "etnn::io::load", path, description, options);
   const detail::HostSlots<typename Model::device, T> host(detail::parameter_slots<T>(model));
-  detail::load_slots<T>(read_safetensors(path), path, host.slots(), "the model " + optim::describe<Model>());
+  detail::load_slots<T>(file, path, host.slots(), "the model " + description);
   host.write_back();
 }
 
@@ -12076,10 +13641,11 @@ void load(Model& model, const std::filesystem::path& path) {
 // "loss.optimizer.exp_avg.weight", "loss.grad.weight", and "loss_optimizer_steps".
 // Data order, dropout and initialisation derive from seeds and these counters, so no generator
 // state needs saving.
-// Resuming gives bitwise the same parameters as the uninterrupted run, with the same number of
-// ranks, accumulation and batches per epoch (checked on load). In a data-parallel job rank 0 saves
+// Resuming gives bitwise the same parameters as the uninterrupted run, with the same network,
+// number of ranks, accumulation and batches per epoch (checked on load; another network, by its
+// "network" metadata as etnn::io::load checks it, is allowed with
+// load_state(trainer, loader, path, {.allow_architecture_mismatch = true})). In a data-parallel job rank 0 saves
 // at an accumulation boundary (then all ranks hold the same state) and every rank loads.
-#include <charconv>
 #include <climits>
 
 
@@ -12179,7 +13745,7 @@ void save_state(Trainer& trainer, const Loader& loader, const std::filesystem::p
 }
 
 template <class Trainer, class Loader>
-void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& path) {
+void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& path, LoadOptions options = {}) {
   using Model = std::remove_reference_t<decltype(trainer.model())>;
   using T = typename Model::value_type;
   const SafetensorsFile file = read_safetensors(path);
@@ -12189,6 +13755,8 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
   const auto format = file.metadata.find("format");
   if (format == file.metadata.end() || format->second != "etnn-training-state")
     fail("not an etnn training state (a model checkpoint loads with etnn::io::load)");
+  const std::string description = optim::describe<Model>();
+  detail::check_architecture(file, "etnn::io::load_state", path, description, options);
   const auto expect = [&](const char* key, long long now, const char* advice) {
     const int saved = detail::metadata_count(file, path, key);
     if (saved != now)
@@ -12230,7 +13798,7 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
   trainer.restore_micro_step(micro_step);
   try {
     const detail::HostSlots<typename Model::device, T> host(detail::training_slots<T>(trainer));
-    detail::load_slots<T>(file, path, host.slots(), "the training state of " + Model::network::describe());
+    detail::load_slots<T>(file, path, host.slots(), "the training state of " + description);
     host.write_back();
   } catch (...) {
     trainer.restore_micro_step(previous_micro_step);
@@ -12257,18 +13825,63 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
 // Private to train/: include <etnn/train/train.hpp> or <etnn/etnn.hpp>.
 // etnn::evaluate: runs the model over a whole dataset in inference mode and returns a metric.
 // The model is in eval mode meanwhile (running statistics, no dropout) and back in its own after.
+//   double acc = etnn::evaluate(model, test, etnn::metrics::accuracy);               // class indices
+//   double r2 = etnn::evaluate(model, test, etnn::metrics::r2_score);                // Shape<K...> targets
+//   double f1 = etnn::evaluate(model, test, etnn::metrics::multilabel_macro_f1);     // MultiHot<K> targets
+// Each batch of outputs (B, output_shape) goes to metric.update(outputs, targets) with the batch's
+// targets as a DataLoader batch carries them (data/targets.hpp): B class indices, or B target rows.
 
+// ---- etnn/train/checks.hpp ----
+// Private to train/: include <etnn/train/train.hpp> or <etnn/etnn.hpp>.
+// Compile-time checks of the Trainer's arguments (a loss with parameters of its own needs their
+// optimizer) and of evaluate's (the metric takes the dataset's kind of target).
+// Each check is a consteval function whose static_assert message starts with a grep-able key
+// (ETNN_...) and says how to fix it; the node that needs it writes
+// `static_assert(check::something<...>());`. tests/compile_fail/ holds one program per message.
+
+namespace etnn::train::check {
+
+template <bool HasOptimizer>
+consteval bool loss_optimizer() {
+  static_assert(HasOptimizer,
+                "ETNN_LOSS_OPTIMIZER: this loss has parameters of its own (a margin head's weight, "
+                "CenterLoss's centers); give the Trainer an optimizer for them after the model's: "
+                "etnn::optim::SGD loss_opt(loss, {.lr = 0.01f}); etnn::Trainer trainer(model, loss, opt, loss_opt)");
+  return true;
+}
+
+template <bool OptimizesTheLoss>
+consteval bool loss_optimizer_target() {
+  static_assert(OptimizesTheLoss,
+                "ETNN_LOSS_OPTIMIZER: the Trainer's fourth argument must be an optimizer of the loss's own "
+                "parameters, built on the loss: etnn::optim::SGD loss_opt(loss, {...})");
+  return true;
+}
+
+template <bool TakesTheTargets>
+consteval bool metric_targets() {
+  static_assert(TakesTheTargets,
+                "ETNN_METRIC_TARGET: this metric does not take the dataset's kind of target: class indices "
+                "(Dataset<X>) go with metrics::accuracy and top_k_accuracy, real-valued rows (Dataset<X, "
+                "etnn::Shape<K...>>) with mean_absolute_error, mean_squared_error and r2_score, multi-hot rows "
+                "(Dataset<X, etnn::data::MultiHot<K>>) with multilabel_f1 and multilabel_macro_f1");
+  return true;
+}
+
+}  // namespace etnn::train::check
 
 namespace etnn {
 
-// dataset: anything with a shape, size(), labels() and either features() (all samples,
-// contiguous, such as etnn::data::Dataset) or copy_sample(i, out) (etnn::data::IdxDataset).
-// metric: etnn::metrics::accuracy or any type with update() and result().
-template <class Model, class Dataset, class Metric>
+// dataset: any data::DatasetType (etnn::data::Dataset, IdxDataset, ...).
+// metric: etnn::metrics::accuracy or any type with update(outputs, targets) and result().
+template <class Model, data::DatasetType Dataset, class Metric>
 double evaluate(Model& model, const Dataset& dataset, Metric metric, int batch = 256) {
   using T = typename Model::value_type;
   using Device = typename Model::device;
   using S = typename Dataset::shape;
+  using Y = data::dataset_targets<Dataset>;
+  static_assert(train::check::metric_targets<requires(Metric& m, TensorView<const T, typename Model::output_shape, Cpu> out,
+                                                      data::target_batch<Y> targets) { m.update(out, targets); }>());
   if (batch <= 0) throw ShapeError("etnn::evaluate: batch must be positive, got " + std::to_string(batch));
   Tensor<T, typename Model::output_shape, Device> out(batch);
   Buffer<T, Device> staging;
@@ -12279,12 +13892,10 @@ double evaluate(Model& model, const Dataset& dataset, Metric metric, int batch =
     ~ModeGuard() { m.train(was_training); }
   } guard{model, model.training()};
   model.eval();
-  const auto labels = dataset.labels();
-  if (labels.size() != dataset.size())
-    throw ShapeError("etnn::evaluate: the dataset's labels do not hold size() samples");
   // Samples [first, first + n) as a view: in place when the dataset holds its features contiguously,
-  // else copied (a dataset streamed from disk).
+  // else copied (a dataset streamed from disk); their targets gathered as a DataLoader batch holds them.
   std::vector<float> copied;
+  std::vector<data::target_value<Y>> targets(static_cast<std::size_t>(batch) * data::target_size<Y>);
   const auto samples = [&](std::size_t first, int n) {
     if constexpr (requires { dataset.features(); }) {
       const auto features = dataset.features();
@@ -12297,17 +13908,26 @@ double evaluate(Model& model, const Dataset& dataset, Metric metric, int batch =
       return TensorView<const float, S, Cpu>(copied.data(), n);
     }
   };
+  const auto batch_targets = [&](std::size_t first, int n) {
+    for (std::size_t r = 0; r < static_cast<std::size_t>(n); ++r) {
+      if constexpr (data::class_targets<Y>)
+        targets[r] = dataset.label(first + r);
+      else
+        std::copy_n(dataset.target(first + r), data::target_size<Y>, targets.data() + r * data::target_size<Y>);
+    }
+    return data::target_rows<Y>(targets.data(), n);
+  };
   for (std::size_t first = 0; first < dataset.size(); first += static_cast<std::size_t>(batch)) {
     const int n = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(batch), dataset.size() - first));
     out.resize(n);
     model.forward(backend::stage_as<T, Device>(samples(first, n), staging), out.view());
-    const auto batch_labels = labels.subspan(first, static_cast<std::size_t>(n));
+    const auto y = batch_targets(first, n);
     if constexpr (std::is_same_v<Device, Cpu>) {
-      metric.update(const_view(out), batch_labels);
+      metric.update(const_view(out), y);
     } else {  // metrics read host memory
       out_on_host.resize(n);
       copy_to_host(Device{}, out_on_host.data(), out.data(), out.size());
-      metric.update(const_view(out_on_host), batch_labels);
+      metric.update(const_view(out_on_host), y);
     }
   }
   return metric.result();
@@ -12317,14 +13937,18 @@ double evaluate(Model& model, const Dataset& dataset, Metric metric, int batch =
 // ---- etnn/train/metrics.hpp ----
 // Private to train/: include <etnn/train/train.hpp> or <etnn/etnn.hpp>.
 // Metrics accumulate over batches of model outputs and targets, then give one number. Each is a
-// value type with update(outputs, targets) and result(); etnn::evaluate drives those that take
-// class indices (a Dataset's labels):
-//   float acc = etnn::evaluate(model, test, etnn::metrics::accuracy);
-//   float top5 = etnn::evaluate(model, test, etnn::metrics::top_k_accuracy(5));
-// Those that take targets of the output's shape are driven by the caller:
+// value type with update(outputs, targets) and result(); etnn::evaluate drives them over a dataset
+// of the matching kind of target (data/targets.hpp):
+//   class indices (Dataset<X>):                   accuracy, top_k_accuracy(k)
+//   real-valued rows (Dataset<X, Shape<K...>>):   mean_absolute_error, mean_squared_error, r2_score
+//   multi-hot rows (Dataset<X, MultiHot<K>>):     multilabel_f1 (micro), multilabel_macro_f1
+//   double acc = etnn::evaluate(model, test, etnn::metrics::accuracy);
+// or the caller drives them batch by batch:
 //   etnn::metrics::MeanAbsoluteError mae;
 //   for (...) mae.update(etnn::const_view(model.forward(x)), etnn::const_view(y));
 //   double error = mae.result();
+// A class index outside [0, C) is an error (etnn::ShapeError), as is a multi-hot target other than
+// 0 or 1.
 
 
 namespace etnn::metrics {
@@ -12336,6 +13960,14 @@ inline void check_label_count(std::span<const int> labels, int rows, const char*
   if (labels.size() != static_cast<std::size_t>(rows))
     throw ShapeError(message(who, std::to_string(labels.size()), " labels for ", std::to_string(rows),
                              " score rows; pass one label per row"));
+}
+
+// Label y of score row `row` must be a class of the C scores.
+inline void check_label(int y, int classes, int row, const char* who) {
+  if (y < 0 || y >= classes)
+    throw ShapeError(message(who, "label ", std::to_string(y), " of row ", std::to_string(row), " is outside [0, ",
+                             std::to_string(classes), "): the network has ", std::to_string(classes),
+                             " outputs; is this the test set of the same task?"));
 }
 
 template <class T, ShapeType S, class U, ShapeType TS>
@@ -12359,6 +13991,7 @@ struct Accuracy {
     detail::check_label_count(labels, scores.batch(), "etnn::metrics::Accuracy");
     for (int b = 0; b < scores.batch(); ++b) {
       const T* row = scores.sample(b);
+      detail::check_label(labels[static_cast<std::size_t>(b)], S::dims[0], b, "etnn::metrics::Accuracy");
       int best = 0;
       for (int j = 1; j < S::dims[0]; ++j) best = row[j] > row[best] ? j : best;
       correct += best == labels[static_cast<std::size_t>(b)] ? 1 : 0;
@@ -12372,7 +14005,7 @@ struct Accuracy {
 inline constexpr Accuracy accuracy{};
 
 // Fraction of samples whose label is among the k highest scores. Equal scores rank by class
-// index (a stable sort, descending), so k = 1 is Accuracy; a label outside [0, C) never counts.
+// index (a stable sort, descending), so k = 1 is Accuracy.
 //   scores: (B, C)   labels: B class indices   1 <= k <= C
 struct TopKAccuracy {
   int k = 5;
@@ -12391,7 +14024,7 @@ struct TopKAccuracy {
     for (int b = 0; b < scores.batch(); ++b) {
       const T* row = scores.sample(b);
       const int y = labels[static_cast<std::size_t>(b)];
-      if (y < 0 || y >= classes) continue;
+      detail::check_label(y, classes, b, "etnn::metrics::TopKAccuracy");
       int rank = 0;  // classes ranked before the label
       for (int j = 0; j < classes; ++j) rank += row[j] > row[y] || (row[j] == row[y] && j < y) ? 1 : 0;
       correct += rank < k ? 1 : 0;
@@ -12407,10 +14040,41 @@ inline TopKAccuracy top_k_accuracy(int k) {
   return {.k = k};
 }
 
-// Micro-averaged F1 of multi-label predictions: output c of a sample predicts its label c when
-// the logit is > 0 (probability > 0.5 after a sigmoid).
-//   F1 = 2 TP / (2 TP + FP + FN), counted over every (sample, label); 0 when there is nothing to
-//   count (no positive label and no positive prediction), as scikit-learn's zero_division default.
+namespace detail {
+// Calls count(c, predicted, actual) for every element of every sample, c its index within the
+// sample: output c predicts label c when its logit is > 0 (probability > 0.5 after a sigmoid).
+template <class T, ShapeType S, class U, ShapeType TS, class Count>
+void count_multilabel(TensorView<const T, S, Cpu> logits, TensorView<const U, TS, Cpu> targets, const char* who,
+                      Count&& count) {
+  check_target_rows(logits, targets, who);
+  const T* z = logits.data();
+  const U* t = targets.data();
+  for (std::size_t i = 0; i < logits.size(); ++i) {
+    if (t[i] != U(0) && t[i] != U(1))
+      throw Error(message(who, "target element ", std::to_string(i), " is ", std::to_string(t[i]),
+                          "; multi-label targets are 0 or 1"));
+    count(i % S::size, z[i] > T(0), t[i] == U(1));
+  }
+}
+
+// F1 = 2 TP / (2 TP + FP + FN); 0 when there is nothing to count (no positive label and no
+// positive prediction), as scikit-learn's zero_division default.
+inline double f1(std::size_t true_positives, std::size_t false_positives, std::size_t false_negatives) {
+  const std::size_t denominator = 2 * true_positives + false_positives + false_negatives;
+  return denominator == 0 ? 0.0 : 2.0 * static_cast<double>(true_positives) / static_cast<double>(denominator);
+}
+
+// Per-output accumulators, sized by the first update's sample size; later updates must match it.
+inline void size_per_output(std::vector<double>& sums, std::size_t outputs, std::size_t per_output_sums, const char* who) {
+  if (sums.empty()) sums.assign(outputs * per_output_sums, 0.0);
+  if (sums.size() != outputs * per_output_sums)
+    throw ShapeError(message(who, "samples of ", std::to_string(outputs), " outputs after samples of ",
+                             std::to_string(sums.size() / per_output_sums), "; use one metric object per model"));
+}
+}  // namespace detail
+
+// Micro-averaged F1 of multi-label predictions: TP, FP and FN counted over every (sample, label),
+// then F1 = 2 TP / (2 TP + FP + FN) (scikit-learn's f1_score(average="micro")).
 //   logits: (B, C)   targets: (B, C) of 0 and 1
 struct MultiLabelF1 {
   std::size_t true_positives = 0;
@@ -12419,28 +14083,59 @@ struct MultiLabelF1 {
 
   template <class T, ShapeType S, class U, ShapeType TS>
   void update(TensorView<const T, S, Cpu> logits, TensorView<const U, TS, Cpu> targets) {
-    detail::check_target_rows(logits, targets, "etnn::metrics::MultiLabelF1");
-    const T* z = logits.data();
-    const U* t = targets.data();
-    for (std::size_t i = 0; i < logits.size(); ++i) {
-      if (t[i] != U(0) && t[i] != U(1))
-        throw Error(detail::message("etnn::metrics::MultiLabelF1", "target element ", std::to_string(i), " is ",
-                                    std::to_string(t[i]), "; multi-label targets are 0 or 1"));
-      const bool predicted = z[i] > T(0);
-      const bool actual = t[i] == U(1);
+    detail::count_multilabel(logits, targets, "etnn::metrics::MultiLabelF1", [&](std::size_t, bool predicted, bool actual) {
       true_positives += predicted && actual ? 1 : 0;
       false_positives += predicted && !actual ? 1 : 0;
       false_negatives += !predicted && actual ? 1 : 0;
-    }
+    });
   }
 
-  double result() const {
-    const std::size_t denominator = 2 * true_positives + false_positives + false_negatives;
-    return denominator == 0 ? 0.0 : 2.0 * static_cast<double>(true_positives) / static_cast<double>(denominator);
-  }
+  double result() const { return detail::f1(true_positives, false_positives, false_negatives); }
 };
 
 inline constexpr MultiLabelF1 multilabel_f1{};
+
+// Macro-averaged F1: F1 of each label c over the samples, then their mean over the C labels
+// (scikit-learn's f1_score(average="macro"); a label never present nor predicted scores 0).
+//   logits: (B, C)   targets: (B, C) of 0 and 1
+struct MultiLabelMacroF1 {
+  std::vector<double> counts;  // per label c: TP, FP, FN at 3c, 3c + 1, 3c + 2
+
+  template <class T, ShapeType S, class U, ShapeType TS>
+  void update(TensorView<const T, S, Cpu> logits, TensorView<const U, TS, Cpu> targets) {
+    constexpr const char* who = "etnn::metrics::MultiLabelMacroF1";
+    detail::size_per_output(counts, S::size, 3, who);
+    detail::count_multilabel(logits, targets, who, [&](std::size_t c, bool predicted, bool actual) {
+      counts[3 * c] += predicted && actual ? 1 : 0;
+      counts[3 * c + 1] += predicted && !actual ? 1 : 0;
+      counts[3 * c + 2] += !predicted && actual ? 1 : 0;
+    });
+  }
+
+  double result() const {
+    if (counts.empty()) return 0.0;
+    double sum = 0;
+    for (std::size_t c = 0; c < counts.size() / 3; ++c) {
+      sum += detail::f1(static_cast<std::size_t>(counts[3 * c]), static_cast<std::size_t>(counts[3 * c + 1]),
+                        static_cast<std::size_t>(counts[3 * c + 2]));
+    }
+    return sum / static_cast<double>(counts.size() / 3);
+  }
+};
+
+inline constexpr MultiLabelMacroF1 multilabel_macro_f1{};
+
+namespace detail {
+// Calls f(output - target) in double for every element of every sample.
+template <class T, ShapeType S, class U, ShapeType TS, class F>
+void for_each_residual(TensorView<const T, S, Cpu> outputs, TensorView<const U, TS, Cpu> targets, const char* who,
+                       F&& f) {
+  check_target_rows(outputs, targets, who);
+  const T* y = outputs.data();
+  const U* t = targets.data();
+  for (std::size_t i = 0; i < outputs.size(); ++i) f(static_cast<double>(y[i]) - static_cast<double>(t[i]));
+}
+}  // namespace detail
 
 // Mean of |output - target| over every element of every sample, summed in double.
 //   outputs, targets: (B, S...)
@@ -12450,10 +14145,7 @@ struct MeanAbsoluteError {
 
   template <class T, ShapeType S, class U, ShapeType TS>
   void update(TensorView<const T, S, Cpu> outputs, TensorView<const U, TS, Cpu> targets) {
-    detail::check_target_rows(outputs, targets, "etnn::metrics::MeanAbsoluteError");
-    const T* y = outputs.data();
-    const U* t = targets.data();
-    for (std::size_t i = 0; i < outputs.size(); ++i) sum += std::abs(static_cast<double>(y[i]) - static_cast<double>(t[i]));
+    detail::for_each_residual(outputs, targets, "etnn::metrics::MeanAbsoluteError", [&](double d) { sum += std::abs(d); });
     count += outputs.size();
   }
 
@@ -12461,6 +14153,70 @@ struct MeanAbsoluteError {
 };
 
 inline constexpr MeanAbsoluteError mean_absolute_error{};
+
+// Mean of (output - target)^2 over every element of every sample, summed in double (its square
+// root is the RMSE).
+//   outputs, targets: (B, S...)
+struct MeanSquaredError {
+  double sum = 0;
+  std::size_t count = 0;
+
+  template <class T, ShapeType S, class U, ShapeType TS>
+  void update(TensorView<const T, S, Cpu> outputs, TensorView<const U, TS, Cpu> targets) {
+    detail::for_each_residual(outputs, targets, "etnn::metrics::MeanSquaredError", [&](double d) { sum += d * d; });
+    count += outputs.size();
+  }
+
+  double result() const { return count == 0 ? 0.0 : sum / static_cast<double>(count); }
+};
+
+inline constexpr MeanSquaredError mean_squared_error{};
+
+// Coefficient of determination, per output j over the n samples, averaged over the outputs
+// (scikit-learn's r2_score, multioutput="uniform_average"):
+//   R2_j = 1 - SS_res / SS_tot,  SS_res = sum_i (y_ij - t_ij)^2,  SS_tot = sum_i (t_ij - mean_i t_ij)^2
+// SS_tot is accumulated shifted by each output's first target, s = t - t_0j:
+//   SS_tot = sum s^2 - (sum s)^2 / n,
+// which keeps it accurate for targets far from 0. An output with constant targets (SS_tot = 0)
+// scores 1 if predicted exactly, else 0 (scikit-learn's force_finite).
+//   outputs, targets: (B, S...)
+struct R2Score {
+  std::vector<double> sums;  // per output j: SS_res, sum s, sum s^2, t_0j at 4j .. 4j + 3
+  std::size_t samples = 0;
+
+  template <class T, ShapeType S, class U, ShapeType TS>
+  void update(TensorView<const T, S, Cpu> outputs, TensorView<const U, TS, Cpu> targets) {
+    constexpr const char* who = "etnn::metrics::R2Score";
+    detail::size_per_output(sums, S::size, 4, who);
+    detail::check_target_rows(outputs, targets, who);
+    const T* y = outputs.data();
+    const U* t = targets.data();
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+      double* out = sums.data() + 4 * (i % S::size);
+      if (samples == 0 && i < S::size) out[3] = static_cast<double>(t[i]);
+      const double residual = static_cast<double>(y[i]) - static_cast<double>(t[i]);
+      const double shifted = static_cast<double>(t[i]) - out[3];
+      out[0] += residual * residual;
+      out[1] += shifted;
+      out[2] += shifted * shifted;
+    }
+    samples += static_cast<std::size_t>(outputs.batch());
+  }
+
+  double result() const {
+    if (samples == 0) return 0.0;
+    double sum = 0;
+    const std::size_t outputs = sums.size() / 4;
+    for (std::size_t j = 0; j < outputs; ++j) {
+      const double* s = sums.data() + 4 * j;
+      const double total = s[2] - s[1] * s[1] / static_cast<double>(samples);
+      sum += total > 0 ? 1.0 - s[0] / total : (s[0] == 0 ? 1.0 : 0.0);
+    }
+    return sum / static_cast<double>(outputs);
+  }
+};
+
+inline constexpr R2Score r2_score{};
 
 }  // namespace etnn::metrics
 // ---- etnn/train/progress.hpp ----
@@ -12535,34 +14291,6 @@ class ProgressBar {
 // (nn/training_pass.hpp), the optimizers finish the step (reduce, non-finite scan, update), and the
 // guard (non_finite_guard.hpp) and the loss scaler (loss_scaler.hpp) keep their rules.
 
-// ---- etnn/train/checks.hpp ----
-// Private to train/: include <etnn/train/train.hpp> or <etnn/etnn.hpp>.
-// Compile-time checks of the Trainer's arguments: a loss with parameters of its own needs their
-// optimizer.
-// Each check is a consteval function whose static_assert message starts with a grep-able key
-// (ETNN_...) and says how to fix it; the node that needs it writes
-// `static_assert(check::something<...>());`. tests/compile_fail/ holds one program per message.
-
-namespace etnn::train::check {
-
-template <bool HasOptimizer>
-consteval bool loss_optimizer() {
-  static_assert(HasOptimizer,
-                "ETNN_LOSS_OPTIMIZER: this loss has parameters of its own (a margin head's weight, "
-                "CenterLoss's centers); give the Trainer an optimizer for them after the model's: "
-                "etnn::optim::SGD loss_opt(loss, {.lr = 0.01f}); etnn::Trainer trainer(model, loss, opt, loss_opt)");
-  return true;
-}
-
-template <bool OptimizesTheLoss>
-consteval bool loss_optimizer_target() {
-  static_assert(OptimizesTheLoss,
-                "ETNN_LOSS_OPTIMIZER: the Trainer's fourth argument must be an optimizer of the loss's own "
-                "parameters, built on the loss: etnn::optim::SGD loss_opt(loss, {...})");
-  return true;
-}
-
-}  // namespace etnn::train::check
 // ---- etnn/train/loss_scaler.hpp ----
 // Private to train/: include <etnn/train/train.hpp> or <etnn/etnn.hpp>.
 // Dynamic loss scaling: etnn::LossScaling, its options, and train::detail::LossScaler, which keeps

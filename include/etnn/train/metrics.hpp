@@ -113,20 +113,28 @@ inline TopKAccuracy top_k_accuracy(int k) {
 }
 
 namespace detail {
+// Calls f(i, output i, target i) for every element i of every sample (row-major over the batch),
+// after checking that there is one target row per output row.
+template <class T, ShapeType S, class U, ShapeType TS, class F>
+void for_each_element(TensorView<const T, S, Cpu> outputs, TensorView<const U, TS, Cpu> targets, const char* who,
+                      F&& f) {
+  check_target_rows(outputs, targets, who);
+  const T* y = outputs.data();
+  const U* t = targets.data();
+  for (std::size_t i = 0; i < outputs.size(); ++i) f(i, y[i], t[i]);
+}
+
 // Calls count(c, predicted, actual) for every element of every sample, c its index within the
 // sample: output c predicts label c when its logit is > 0 (probability > 0.5 after a sigmoid).
 template <class T, ShapeType S, class U, ShapeType TS, class Count>
 void count_multilabel(TensorView<const T, S, Cpu> logits, TensorView<const U, TS, Cpu> targets, const char* who,
                       Count&& count) {
-  check_target_rows(logits, targets, who);
-  const T* z = logits.data();
-  const U* t = targets.data();
-  for (std::size_t i = 0; i < logits.size(); ++i) {
-    if (t[i] != U(0) && t[i] != U(1))
-      throw Error(message(who, "target element ", std::to_string(i), " is ", std::to_string(t[i]),
+  for_each_element(logits, targets, who, [&](std::size_t i, T z, U t) {
+    if (t != U(0) && t != U(1))
+      throw Error(message(who, "target element ", std::to_string(i), " is ", std::to_string(t),
                           "; multi-label targets are 0 or 1"));
-    count(i % S::size, z[i] > T(0), t[i] == U(1));
-  }
+    count(i % S::size, z > T(0), t == U(1));
+  });
 }
 
 // F1 = 2 TP / (2 TP + FP + FN); 0 when there is nothing to count (no positive label and no
@@ -202,10 +210,8 @@ namespace detail {
 template <class T, ShapeType S, class U, ShapeType TS, class F>
 void for_each_residual(TensorView<const T, S, Cpu> outputs, TensorView<const U, TS, Cpu> targets, const char* who,
                        F&& f) {
-  check_target_rows(outputs, targets, who);
-  const T* y = outputs.data();
-  const U* t = targets.data();
-  for (std::size_t i = 0; i < outputs.size(); ++i) f(static_cast<double>(y[i]) - static_cast<double>(t[i]));
+  for_each_element(outputs, targets, who,
+                   [&](std::size_t, T y, U t) { f(static_cast<double>(y) - static_cast<double>(t)); });
 }
 }  // namespace detail
 
@@ -260,18 +266,15 @@ struct R2Score {
   void update(TensorView<const T, S, Cpu> outputs, TensorView<const U, TS, Cpu> targets) {
     constexpr const char* who = "etnn::metrics::R2Score";
     detail::size_per_output(sums, S::size, 4, who);
-    detail::check_target_rows(outputs, targets, who);
-    const T* y = outputs.data();
-    const U* t = targets.data();
-    for (std::size_t i = 0; i < outputs.size(); ++i) {
+    detail::for_each_element(outputs, targets, who, [&](std::size_t i, T y, U t) {
       double* out = sums.data() + 4 * (i % S::size);
-      if (samples == 0 && i < S::size) out[3] = static_cast<double>(t[i]);
-      const double residual = static_cast<double>(y[i]) - static_cast<double>(t[i]);
-      const double shifted = static_cast<double>(t[i]) - out[3];
+      if (samples == 0 && i < S::size) out[3] = static_cast<double>(t);
+      const double residual = static_cast<double>(y) - static_cast<double>(t);
+      const double shifted = static_cast<double>(t) - out[3];
       out[0] += residual * residual;
       out[1] += shifted;
       out[2] += shifted * shifted;
-    }
+    });
     samples += static_cast<std::size_t>(outputs.batch());
   }
 

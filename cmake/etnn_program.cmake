@@ -1,10 +1,13 @@
-# etnn_program(NAME SOURCES...): an executable of this project (test, example, benchmark)
-# linked to etnn::etnn with the project's warning set. Users' targets never get these flags.
+# etnn_program(NAME [PORTABLE] SOURCES...): an executable of this project (test, example,
+# benchmark) linked to etnn::etnn with the project's warning set. Users' targets never get these
+# flags. PORTABLE builds it without -march, as a consumer's portable build is.
 include(CheckCXXCompilerFlag)
 check_cxx_compiler_flag(-march=native etnn_has_march_native)
 
 function(etnn_program name)
-  add_executable(${name} ${ARGN})
+  cmake_parse_arguments(PARSE_ARGV 1 program "PORTABLE" "" "")
+  set(sources ${program_UNPARSED_ARGUMENTS})
+  add_executable(${name} ${sources})
   target_link_libraries(${name} PRIVATE etnn::etnn)
   if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
     target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic>
@@ -12,12 +15,12 @@ function(etnn_program name)
   endif()
   # The project's programs are built for the machine that builds them, as a benchmark of it is;
   # a consumer's portable build still runs etnn's AVX-512 GEMM where the CPU has it (run time).
-  if(ETNN_NATIVE_PROGRAMS AND etnn_has_march_native)
+  if(ETNN_NATIVE_PROGRAMS AND etnn_has_march_native AND NOT program_PORTABLE)
     target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-march=native>)
   endif()
   if(TARGET etnn::cuda)
     # A .cu source makes a CUDA program: nvcc, the CUDA runtime and cuBLASLt.
-    foreach(source IN LISTS ARGN)
+    foreach(source IN LISTS sources)
       if(source MATCHES "\\.cu$")
         target_link_libraries(${name} PRIVATE etnn::cuda)
         break()

@@ -1,10 +1,15 @@
 #pragma once
 // Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
-// Which float GEMM this process runs, decided once at run time from the CPU it runs on:
-//   packed: etnn's AVX-512 kernels (cpu/packed_gemm.hpp), on x86-64 CPUs with AVX-512F and an OS
-//           that saves its registers, whatever -march the program was built with;
-//   eigen:  Eigen's kernels for the build's instruction set, everywhere else.
-// ETNN_CPU_GEMM=eigen in the environment forces Eigen's (to compare the two, or to rule one out).
+// What this process runs, decided once at run time from the CPU it runs on, whatever -march the
+// program was built with:
+//  - the float GEMM (float_gemm_engine):
+//      packed: etnn's AVX-512 kernels (cpu/packed_gemm.hpp), on x86-64 CPUs with AVX-512F and an
+//              OS that saves its registers;
+//      eigen:  Eigen's kernels for the build's instruction set, everywhere else;
+//    ETNN_CPU_GEMM=eigen in the environment forces Eigen's (to compare the two, or to rule one out);
+//  - the elementwise loops (wide_vectors, cpu/widest_vectors.hpp): a copy compiled for AVX-512
+//    (F, BW, DQ, VL, with AVX2 and FMA) on CPUs and OSes that have all of it, the build's own code
+//    elsewhere; ETNN_CPU_AVX512=0 in the environment forces the build's own code.
 #include <cstdlib>
 #include <cstring>
 
@@ -14,6 +19,15 @@
 #define ETNN_PACKED_GEMM 1
 #else
 #define ETNN_PACKED_GEMM 0
+#endif
+
+// Whether elementwise loops get AVX-512 copies chosen at run time: in every x86-64 build that does
+// not target AVX-512 already (one that does runs its own code, which is that copy).
+#if ETNN_PACKED_GEMM && !(defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && \
+                          defined(__AVX512VL__) && defined(__FMA__))
+#define ETNN_AVX512_COPIES 1
+#else
+#define ETNN_AVX512_COPIES 0
 #endif
 
 namespace etnn::cpu {
@@ -32,6 +46,24 @@ inline GemmEngine detect_gemm_engine() {
 inline GemmEngine float_gemm_engine() {
   static const GemmEngine engine = detect_gemm_engine();
   return engine;
+}
+
+// Whether the elementwise loops run their AVX-512 copies.
+inline bool detect_wide_vectors() {
+#if ETNN_AVX512_COPIES
+  const char* forced = std::getenv("ETNN_CPU_AVX512");
+  if (forced != nullptr && std::strcmp(forced, "0") == 0) return false;
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2") &&
+         __builtin_cpu_supports("fma");
+#else
+  return false;
+#endif
+}
+
+inline bool wide_vectors() {
+  static const bool wide = detect_wide_vectors();
+  return wide;
 }
 
 inline const char* gemm_engine_name(GemmEngine engine) {

@@ -27,6 +27,7 @@
 #include "layout.hpp"
 #include "packing_storage.hpp"
 #include "thread_pool.hpp"
+#include "widest_vectors.hpp"
 
 #if ETNN_PACKED_GEMM
 #include <immintrin.h>
@@ -208,7 +209,7 @@ void gemm_tile(int r0, int r1, int c0, int c1, int k, const float* a, std::ptrdi
                             std::min(mr, rows - p * mr), std::min(nr, cols - q * nr), store);
         }
       }
-      if (block == blocks - 1) epilogue(chunk, chunk + rows, c0, c1);
+      if (block == blocks - 1) with_widest_vectors(epilogue, chunk, chunk + rows, c0, c1);
     }
   }
 }

@@ -8,6 +8,7 @@
 
 #include "../core/config.hpp"
 #include "thread_pool.hpp"
+#include "widest_vectors.hpp"
 
 #if defined(_OPENMP)
 #define ETNN_THREADED 1
@@ -66,8 +67,8 @@ constexpr std::size_t chunk_count(std::size_t n, std::size_t grain, std::size_t 
   return std::max<std::size_t>(1, std::min(threads, n / std::max<std::size_t>(grain, 1)));
 }
 
-// Calls f(begin, end) on disjoint chunks covering [0, n); each chunk holds at least `grain`
-// indices (unless n is smaller). Chunks run on the pool's threads when n * work_per_index is
+// Calls f(begin, end) on disjoint chunks covering [0, n), each with the widest vectors the CPU has
+// (cpu/widest_vectors.hpp); each chunk holds at least `grain` indices (unless n is smaller). Chunks run on the pool's threads when n * work_per_index is
 // large enough. The first exception thrown by f is rethrown here once every chunk that started
 // has ended; chunks not started by then may be skipped.
 template <class F>
@@ -78,7 +79,7 @@ void parallel_chunks(std::size_t n, std::size_t grain, std::size_t work_per_inde
   if (chunks > 1 && n * work_per_index >= parallel_threshold) {
     auto chunk = [&](std::size_t c) {
       const ChunkBounds bounds = chunk_bounds(n, chunks, c);
-      f(bounds.begin, bounds.end);
+      with_widest_vectors(f, bounds.begin, bounds.end);
     };
     ThreadPool::instance().run(chunks, chunk);
     return;
@@ -87,7 +88,7 @@ void parallel_chunks(std::size_t n, std::size_t grain, std::size_t work_per_inde
   (void)grain;
   (void)work_per_index;
 #endif
-  f(std::size_t{0}, n);
+  with_widest_vectors(f, std::size_t{0}, n);
 }
 
 // Calls f(i) for every i in [0, n).

@@ -1,0 +1,145 @@
+// The elementwise loops' AVX-512 copies (cpu/widest_vectors.hpp), in a program built without
+// -march (tests/CMakeLists.txt: cpu_portable), as a consumer's portable build is: they are taken
+// exactly where the CPU has AVX-512, compute what the build's own code computes (bitwise, except
+// where one FMA replaces a multiply and an add), and their results do not depend on the thread
+// count.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include <etnn/etnn.hpp>
+
+namespace {
+
+using etnn::cpu::ThreadPool;
+
+struct ThreadCount {
+  int saved = ThreadPool::instance().threads();
+  explicit ThreadCount(int n) { ThreadPool::instance().set_threads(n); }
+  ~ThreadCount() { ThreadPool::instance().set_threads(saved); }
+};
+
+// Values of every kind an elementwise loop meets: normal, tiny (subnormal), zero of both signs,
+// huge, and a NaN and an infinity every so often. n is not a multiple of any vector width.
+template <class T>
+std::vector<T> awkward_values(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> normal;
+  std::vector<T> v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    switch (i % 97) {
+      case 13: v[i] = std::numeric_limits<T>::denorm_min() * T(3); break;
+      case 29: v[i] = T(-0.0); break;
+      case 41: v[i] = std::numeric_limits<T>::max() / T(2); break;
+      case 53: v[i] = n > 500 ? std::numeric_limits<T>::quiet_NaN() : T(1); break;
+      case 71: v[i] = n > 500 ? -std::numeric_limits<T>::infinity() : T(1); break;
+      default: v[i] = static_cast<T>(normal(rng));
+    }
+  }
+  return v;
+}
+
+template <class T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("elementwise loops take their AVX-512 copies exactly where the CPU has AVX-512") {
+  const bool forced_off = std::getenv("ETNN_CPU_AVX512") != nullptr && std::strcmp(std::getenv("ETNN_CPU_AVX512"), "0") == 0;
+  MESSAGE("elementwise loops: ", etnn::cpu::wide_vectors() ? "AVX-512 copies" : "the build's own code");
+#if ETNN_AVX512_COPIES
+  const bool cpu_has_it = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+                          __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  CHECK(etnn::cpu::wide_vectors() == (cpu_has_it && !forced_off));
+#else
+  CHECK_FALSE(etnn::cpu::wide_vectors());  // a build for AVX-512 (or not for x86-64) has one copy
+#endif
+}
+
+#if ETNN_AVX512_COPIES
+TEST_CASE_TEMPLATE("the AVX-512 copy of a loop computes what the build's own code does", T, float, double) {
+  if (!etnn::cpu::wide_vectors()) {
+    MESSAGE("skipped: this CPU has no AVX-512 (or ETNN_CPU_AVX512=0)");
+    return;
+  }
+  for (const std::size_t n : {std::size_t{1}, std::size_t{15}, std::size_t{17}, std::size_t{1001}}) {
+    const std::vector<T> x = awkward_values<T>(n, 1), g = awkward_values<T>(n, 2);
+    // One operation per loop (no a * b + c for an FMA to join): the two copies agree bitwise.
+    const auto exact = [&](std::vector<T>& out) {
+      return [&](std::size_t begin, std::size_t end) {
+        ETNN_SIMD
+        for (std::size_t i = begin; i < end; ++i) out[i] = etnn::fn::Relu{}(x[i]);
+        ETNN_SIMD
+        for (std::size_t i = begin; i < end; ++i) out[i] *= g[i];
+        ETNN_SIMD
+        for (std::size_t i = begin; i < end; ++i) out[i] = out[i] + x[i] / T(3);
+      };
+    };
+    std::vector<T> own(n), wide(n);
+    auto own_loop = exact(own), wide_loop = exact(wide);
+    own_loop(std::size_t{0}, n);
+    etnn::cpu::detail::avx512_copy(wide_loop, std::size_t{0}, n);
+    CHECK(same_bits(own, wide));
+
+    // The non-finite scan finds the same index in both.
+    const auto scan = [&](std::size_t& out) {
+      return [&](std::size_t begin, std::size_t end) { out = etnn::cpu::detail::last_non_finite(x.data() + begin, end - begin); };
+    };
+    std::size_t own_found = 0, wide_found = 0;
+    auto own_scan = scan(own_found), wide_scan = scan(wide_found);
+    own_scan(std::size_t{0}, n);
+    etnn::cpu::detail::avx512_copy(wide_scan, std::size_t{0}, n);
+    CHECK(own_found == wide_found);
+    CHECK(own_found == (n > 500 ? std::size_t{944} : n));  // the last infinity: 9 * 97 + 71
+
+    // SGD with momentum, w -= lr (mu v + g): the wide copy may fuse a multiply and an add.
+    std::vector<T> w_own = x, w_wide = x, v_own = g, v_wide = g;
+    using Update = etnn::optim::rules::Sgd::Update<T, etnn::optim::rules::Sgd::Momentum::heavy_ball>;
+    const Update own_update{w_own.data(), g.data(), v_own.data(), T(0.01), T(0.9), T(0), T(1e-4), T(1)};
+    const Update wide_update{w_wide.data(), g.data(), v_wide.data(), T(0.01), T(0.9), T(0), T(1e-4), T(1)};
+    const auto loop = [](const Update& u) {
+      return [&u](std::size_t begin, std::size_t end) {
+        ETNN_SIMD
+        for (std::size_t i = begin; i < end; ++i) u(i);
+      };
+    };
+    auto own_sgd = loop(own_update), wide_sgd = loop(wide_update);
+    own_sgd(std::size_t{0}, n);
+    etnn::cpu::detail::avx512_copy(wide_sgd, std::size_t{0}, n);
+    for (std::size_t i = 0; i < n; ++i) {
+      INFO("index ", i, ": ", w_own[i], " vs ", w_wide[i]);
+      if (std::isfinite(w_own[i])) {
+        CHECK(std::abs(w_wide[i] - w_own[i]) <= T(4) * std::numeric_limits<T>::epsilon() * (T(1) + std::abs(w_own[i])));
+      } else {
+        CHECK(std::isnan(w_own[i]) == std::isnan(w_wide[i]));
+      }
+    }
+  }
+}
+#endif
+
+TEST_CASE("an update through parallel chunks is bitwise the same on 1, 2 and 3 threads") {
+  const std::size_t n = std::size_t{1} << 17;  // past parallel_threshold: the chunks do split
+  const std::vector<float> start = awkward_values<float>(n, 3), g = awkward_values<float>(n, 4);
+  using Update = etnn::optim::rules::Sgd::Update<float, etnn::optim::rules::Sgd::Momentum::nesterov>;
+  std::vector<float> reference;
+  for (const int threads : {1, 2, 3}) {
+    ThreadCount count(threads);
+    std::vector<float> w = start, v = g;
+    etnn::for_each_index(etnn::Cpu{}, n, Update{w.data(), g.data(), v.data(), 0.01f, 0.9f, 0.0f, 1e-4f, 1.0f});
+    if (reference.empty()) {
+      reference = w;
+    } else {
+      INFO(threads, " threads");
+      CHECK(same_bits(w, reference));
+    }
+  }
+}

@@ -69,7 +69,9 @@ struct AdamRule {
     return names;
   }
 
-  template <class T>
+  // The update of one parameter; amsgrad is a template argument, so that the loop over parameters
+  // has no branch (the CPU's is vectorised at -O2 too).
+  template <class T, bool Amsgrad>
   struct Update {
     T* w;
     const T* g;
@@ -88,7 +90,7 @@ struct AdamRule {
       T v = beta2 * exp_avg_sq[i] + one_minus_beta2 * d * d;
       exp_avg[i] = m;
       exp_avg_sq[i] = v;
-      if (max_exp_avg_sq != nullptr) {
+      if constexpr (Amsgrad) {
         v = v > max_exp_avg_sq[i] ? v : max_exp_avg_sq[i];
         max_exp_avg_sq[i] = v;
       }
@@ -97,9 +99,20 @@ struct AdamRule {
     }
   };
 
-  template <class T>
-  static Update<T> update(const Options& o, double lr, T* w, const T* g, T* state, std::size_t n, std::int64_t step,
-                          T grad_scale) {
+  // run(update) with the update for these options and this step.
+  template <class T, class Run>
+  static void update(const Options& o, double lr, T* w, const T* g, T* state, std::size_t n, std::int64_t step,
+                     T grad_scale, Run&& run) {
+    if (o.amsgrad) {
+      run(update_of<T, true>(o, lr, w, g, state, n, step, grad_scale));
+    } else {
+      run(update_of<T, false>(o, lr, w, g, state, n, step, grad_scale));
+    }
+  }
+
+  template <class T, bool Amsgrad>
+  static Update<T, Amsgrad> update_of(const Options& o, double lr, T* w, const T* g, T* state, std::size_t n,
+                                      std::int64_t step, T grad_scale) {
     const double beta1 = o.beta1, beta2 = o.beta2, wd = o.weight_decay, t = static_cast<double>(step);
     const double bias_correction1 = 1.0 - std::pow(beta1, t);
     const double bias_correction2 = 1.0 - std::pow(beta2, t);
@@ -107,7 +120,7 @@ struct AdamRule {
             g,
             state,
             state + n,
-            o.amsgrad ? state + 2 * n : nullptr,
+            Amsgrad ? state + 2 * n : nullptr,
             grad_scale,
             T(Decoupled ? 0.0 : wd),
             T(Decoupled ? 1.0 - lr * wd : 1.0),

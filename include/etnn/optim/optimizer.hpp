@@ -14,11 +14,13 @@
 //   validate(options)                         throws etnn::Error on a bad value
 //   state_slots(options)                      per-parameter state arrays it needs (momentum, ...)
 //   state_names(options)                      their names, as PyTorch's optimizer state_dict calls them
-//   update<T>(options, lr, params, grads, state, n, step, grad_scale)
-//                                             -> an ETNN_HD functor f(i) updating index i with
-//                                                the gradient grad_scale * grads[i] and the learning
-//                                                rate lr (options.lr as the schedule sets it for
-//                                                `step`, counted from 1)
+//   update<T>(options, lr, params, grads, state, n, step, grad_scale, run)
+//                                             calls run(f) with an ETNN_HD functor f(i) updating
+//                                                index i with the gradient grad_scale * grads[i] and
+//                                                the learning rate lr (options.lr as the schedule
+//                                                sets it for `step`, counted from 1); options that
+//                                                change the formula (momentum, amsgrad) pick f's
+//                                                type, so that its loop has no branch
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -155,9 +157,9 @@ class Optimizer {
     }
     const double lr = learning_rate();
     ++steps_;
-    for_each_index(Device{}, Params::num_params,
-                   Rule::template update<T>(options_, lr, model_->parameters(), model_->gradients(), state_.data(),
-                                            Params::num_params, steps_, grad_scale));
+    Rule::template update<T>(options_, lr, model_->parameters(), model_->gradients(), state_.data(),
+                             Params::num_params, steps_, grad_scale,
+                             [](const auto& update) { for_each_index(Device{}, Params::num_params, update); });
     // Each rank's forward updated running statistics from its own batch; like DDP's
     // broadcast_buffers, every rank continues with rank 0's.
     if constexpr (num_buffers<Params>() > 0)

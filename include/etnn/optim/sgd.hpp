@@ -44,30 +44,55 @@ struct Sgd {
     return state_slots(o) > 0 ? std::vector<std::string>{"momentum_buffer"} : std::vector<std::string>{};
   }
 
-  template <class T>
+  // The update of one parameter; the momentum variants are template arguments, so that the loop
+  // over parameters has no branch (the CPU's is vectorised at -O2 too).
+  enum class Momentum { none, first_step, heavy_ball, nesterov_first_step, nesterov };
+
+  template <class T, Momentum M>
   struct Update {
     T* w;
     const T* g;
     T* velocity;  // null without momentum
     T lr, momentum, dampening, weight_decay, grad_scale;
-    bool nesterov, first;
 
     ETNN_HD void operator()(std::size_t i) const {
       T d = grad_scale * g[i] + weight_decay * w[i];
-      if (velocity != nullptr) {
-        const T v = first ? d : momentum * velocity[i] + (T(1) - dampening) * d;
+      if constexpr (M != Momentum::none) {
+        constexpr bool first = M == Momentum::first_step || M == Momentum::nesterov_first_step;
+        constexpr bool nesterov = M == Momentum::nesterov || M == Momentum::nesterov_first_step;
+        T v;
+        if constexpr (first) {
+          v = d;
+        } else {
+          v = momentum * velocity[i] + (T(1) - dampening) * d;
+        }
         velocity[i] = v;
-        d = nesterov ? d + momentum * v : v;
+        if constexpr (nesterov) {
+          d = d + momentum * v;
+        } else {
+          d = v;
+        }
       }
       w[i] -= lr * d;
     }
   };
 
-  template <class T>
-  static Update<T> update(const Options& o, double lr, T* w, const T* g, T* state, std::size_t, std::int64_t step,
-                          T grad_scale) {
-    return {w, g, state_slots(o) > 0 ? state : nullptr, T(lr), T(o.momentum), T(o.dampening),
-            T(o.weight_decay), grad_scale, o.nesterov, step == 1};
+  // run(update) with the update for these options and this step.
+  template <class T, class Run>
+  static void update(const Options& o, double lr, T* w, const T* g, T* state, std::size_t, std::int64_t step,
+                     T grad_scale, Run&& run) {
+    const auto with = [&]<Momentum M>() {
+      run(Update<T, M>{w, g, state_slots(o) > 0 ? state : nullptr, T(lr), T(o.momentum), T(o.dampening),
+                       T(o.weight_decay), grad_scale});
+    };
+    const bool first = step == 1;
+    if (state_slots(o) == 0) {
+      with.template operator()<Momentum::none>();
+    } else if (o.nesterov) {
+      first ? with.template operator()<Momentum::nesterov_first_step>() : with.template operator()<Momentum::nesterov>();
+    } else {
+      first ? with.template operator()<Momentum::first_step>() : with.template operator()<Momentum::heavy_ball>();
+    }
   }
 };
 

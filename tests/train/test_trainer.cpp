@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <span>
 #include <vector>
 
 #include "support/gradcheck.hpp"
@@ -160,6 +161,45 @@ TEST_CASE("gradient accumulation: k micro-batches of b train like one batch of k
                     etnn::Trainer t(m, l, o, {.accumulate = 0});
                   }()),
                   etnn::Error);
+}
+
+TEST_CASE("a step's first backward writes the gradients: that batch's alone, for every kind of layer; a failed step leaves zeros") {
+  // Dense layers write their gradients in the first micro-batch; conv, batch norm and the residual
+  // block add to zeros the executor writes first. Either way the gradients after a step are
+  // exactly those of zero_grad() and one backward of the same batch from the same parameters.
+  using Mixed = decltype(nn::input<2, 6, 6> >> nn::conv2d<3, 3, nn::pad<1>> >> nn::batch_norm >> nn::relu >>
+                         nn::flatten >> nn::linear<16> >> nn::relu >> nn::residual(nn::linear<16> >> nn::tanh) >>
+                         nn::linear<3>);
+  using Model = etnn::Model<Mixed, double>;
+  using Batch = etnn::TensorView<const double, etnn::Shape<2, 6, 6>>;
+  std::vector<double> x(2 * 16 * 72);
+  etnn::test::fill_uniform(x.data(), x.size(), 8);
+  std::vector<int> y(32);
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<int>(i % 3);
+  const Batch first(x.data(), 16), second(x.data() + 16 * 72, 16);
+  const std::span<const int> first_labels(y.data(), 16), second_labels(y.data() + 16, 16);
+
+  Model stepped(4), reference(4);
+  etnn::loss::CrossEntropy loss;
+  etnn::optim::SGD stepped_opt(stepped, {.lr = 0.1f, .momentum = 0.9f});
+  etnn::optim::SGD reference_opt(reference, {.lr = 0.1f, .momentum = 0.9f});
+  etnn::Trainer stepped_trainer(stepped, loss, stepped_opt);
+  etnn::Trainer reference_trainer(reference, loss, reference_opt);
+  stepped_trainer.step(first, first_labels);
+  reference_trainer.step(first, first_labels);
+  stepped_trainer.step(second, second_labels);  // its backward writes over the first step's gradients
+  reference.zero_grad();
+  reference_trainer.accumulate_gradients(second, second_labels);  // adds to zeros
+  const std::vector<double> written(stepped.gradients(), stepped.gradients() + Mixed::num_params);
+  const std::vector<double> added(reference.gradients(), reference.gradients() + Mixed::num_params);
+  CHECK(written == added);
+  CHECK(std::any_of(written.begin(), written.end(), [](double g) { return g != 0.0; }));
+
+  // A label out of range throws in the loss, before backward: the stale gradients become zeros.
+  std::vector<int> bad(second_labels.begin(), second_labels.end());
+  bad[5] = 7;
+  CHECK_THROWS_AS(stepped_trainer.step(second, std::span<const int>(bad)), etnn::Error);
+  CHECK(std::all_of(stepped.gradients(), stepped.gradients() + Mixed::num_params, [](double g) { return g == 0.0; }));
 }
 
 TEST_CASE("a CNN with batch norm, pooling, dropout and a residual block is bitwise reproducible, whatever the thread count") {

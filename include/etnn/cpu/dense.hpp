@@ -8,7 +8,8 @@
 // Backward:  dZ = dY (.) f'(Z, Y)   written over dY,  db += sum_b dZ      one pass
 //            dW += dZ^T X                                                  GEMM
 //            dX  = dZ W                                                    GEMM, skipped for the first layer
-// Gradients accumulate (+=) so that micro-batches can be summed; the Trainer zeroes them.
+// Gradients accumulate (+=) so that micro-batches can be summed, or with Accumulate::no are
+// written (=: the first micro-batch of a step, without a pass zeroing them first).
 #include <algorithm>
 #include <cstddef>
 #include <type_traits>
@@ -32,11 +33,12 @@ void dense_forward(Cpu, const T* weight, const T* bias, const T* x, T* y, T* z_s
 
 template <int In, int Out, class Act, class T>
 void dense_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T* x, const T* y, const T* z_saved,
-                    T* dy, T* dx, int batch, Act act) {
+                    T* dy, T* dx, int batch, Act act, cpu::Accumulate gradients = cpu::Accumulate::yes) {
   // dZ = dY (.) f'(Z, Y) and db += column sums, in one pass. Threads own disjoint column ranges,
   // so the bias reduction needs no atomics and sums each column in a fixed order.
   cpu::parallel_chunks(static_cast<std::size_t>(Out), 16, static_cast<std::size_t>(batch),
                        [&](std::size_t begin, std::size_t end) {
+    if (gradients == cpu::Accumulate::no) std::fill(bias_grad + begin, bias_grad + end, T(0));
     for (int r = 0; r < batch; ++r) {
       const std::size_t row = static_cast<std::size_t>(r) * Out;
       ETNN_SIMD
@@ -51,9 +53,9 @@ void dense_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T*
       }
     }
   });
-  // dW += dZ^T X: dZ^T is dZ read column-major.
-  cpu::gemm<cpu::Layout::col_major, cpu::Layout::row_major>(cpu::Accumulate::yes, Out, In, batch, dy, Out, x, In,
-                                                            weight_grad, In);
+  // dW (+)= dZ^T X: dZ^T is dZ read column-major.
+  cpu::gemm<cpu::Layout::col_major, cpu::Layout::row_major>(gradients, Out, In, batch, dy, Out, x, In, weight_grad,
+                                                            In);
   if (dx != nullptr) {
     // dX = dZ W
     cpu::gemm<cpu::Layout::row_major, cpu::Layout::row_major>(cpu::Accumulate::no, batch, In, Out, dy, Out, weight, In,

@@ -7,6 +7,7 @@
 #include "../core/device.hpp"
 #include "checks.hpp"
 #include "../backend/dense.hpp"
+#include "../backend/executor.hpp"
 #include "init.hpp"
 #include "layer.hpp"
 
@@ -31,6 +32,7 @@ struct DenseLayer {
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = false;
   static constexpr bool cuda_kernels = true;  // cuda/dense.hpp
+  static constexpr bool overwrites_gradients = true;
 
   template <class T>
   static void init(T* p, Rng& rng) {
@@ -49,11 +51,15 @@ struct DenseLayer {
   template <class T, class Device>
   static void backward(Device device, const Pass<T>& pass, const T* p, T* g, const T* x, const T* y, const T* saved,
                        T* dy, T* dx, int batch) {
-    if constexpr (std::is_same_v<Device, Cpu>)
-      dense_backward<in_features, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, batch, Act{});
-    else
+    const bool overwrite = pass.gradients == Gradients::overwrite;
+    if constexpr (std::is_same_v<Device, Cpu>) {
+      dense_backward<in_features, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, batch, Act{},
+                                       overwrite ? cpu::Accumulate::no : cpu::Accumulate::yes);
+    } else {
+      if (overwrite) fill(device, g, num_params, T(0));  // the device's products add
       dense_backward<in_features, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, batch, Act{},
                                        pass.products);
+    }
   }
 };
 

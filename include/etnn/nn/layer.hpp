@@ -20,6 +20,8 @@
 //   scratch_values(batch)                         temporary values needed during one call, or
 //   scratch_values<Device>(batch)                 the same where it depends on the device
 //   cuda_kernels                                  true when forward/backward have etnn::Cuda overloads
+//   overwrites_gradients                          true when backward writes its gradients over grads
+//                                                 when pass.gradients is Gradients::overwrite
 //   draws_random                                  true when training passes draw random numbers
 //                                                 (dropout): a recorded CUDA graph could not replay them
 #include <concepts>
@@ -75,6 +77,11 @@ inline constexpr bool runs_on = std::is_same_v<Device, Cpu> || requires { requir
 // recorded CUDA graph of the step could not replay it.
 template <class L>
 inline constexpr bool draws_random = requires { requires L::draws_random; };
+
+// Whether a layer's backward can write its gradients instead of adding to them, which it says with
+// `static constexpr bool overwrites_gradients = true` (and then honours pass.gradients).
+template <class L>
+inline constexpr bool overwrites_gradients = requires { requires L::overwrites_gradients; };
 
 // A layer's non-trainable state (0 when it declares none) and its scratch need for a batch.
 template <Layer L>

@@ -9,6 +9,12 @@
 
 namespace etnn::nn {
 
+// How a backward pass leaves dL/dparams in the gradients: added to what they hold (micro-batches
+// accumulate), or written over it (the first micro-batch of a step: what they hold is stale, as
+// after PyTorch's zero_grad(set_to_none=True), and zeroing it first would be one more pass over
+// every gradient).
+enum class Gradients { add, overwrite };
+
 template <class T>
 struct Pass {
   bool training = true;    // PyTorch's module.training: batch statistics, dropout active
@@ -17,6 +23,9 @@ struct Pass {
   std::uint64_t seed = 0;  // random stream of this forward pass for this layer (dropout masks)
   dist::CrossRankSum sync{};     // sums over the ranks of a data-parallel step (synchronised batch norm)
   Products products = Products::own;  // the operands of matrix products (16-bit: mixed precision)
+  // overwrite only for a layer that says overwrites_gradients (nn/layer.hpp); the executor zeroes
+  // the others' gradients first and has them add.
+  Gradients gradients = Gradients::add;
 };
 
 }  // namespace etnn::nn

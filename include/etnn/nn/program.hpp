@@ -51,6 +51,7 @@ struct Run {
   std::uint64_t seed = 0;      // this pass's random stream; each layer derives its own
   dist::CrossRankSum sync{};         // global-batch statistics across ranks (sync_batch_norm), else empty
   Products products = Products::own;  // mixed precision on the per-layer path: GEMMs from 16-bit copies
+  Gradients gradients = Gradients::add;  // backward: add dL/dparams to grads, or write them over it
 };
 
 template <class Layers>
@@ -131,7 +132,8 @@ struct Program<TypeList<Ls...>> {
     }(Index{});
   }
 
-  // Expects dL/d(output) at output_gradient(workspace); accumulates dL/d(params) into grads.
+  // Expects dL/d(output) at output_gradient(workspace); adds dL/d(params) to grads, or writes them
+  // over it when run.gradients is Gradients::overwrite.
   // After each layer with parameters, calls layer_done(offset): every gradient at offsets >= offset
   // is then final (the data-parallel optimizer starts reducing them).
   // With InputGradient (a block inside residual or concat) every layer runs backward and the
@@ -185,7 +187,8 @@ struct Program<TypeList<Ls...>> {
   static Pass<T> pass_of(const Run<T>& run) {
     using L = layer<I>;
     return {run.training, num_buffers_of<L>() > 0 ? run.buffers + buffer_offset[I] : nullptr, run.scratch,
-            derive_seed(run.seed, static_cast<std::uint64_t>(L::module_index)), run.sync, run.products};
+            derive_seed(run.seed, static_cast<std::uint64_t>(L::module_index)), run.sync, run.products,
+            run.gradients};
   }
 
   // Runs a layer's pass; on a device, a failed device call's error also names the layer.
@@ -242,9 +245,17 @@ struct Program<TypeList<Ls...>> {
                            ? workspace + storage_offset[I] * static_cast<std::size_t>(capacity) +
                                  L::out_shape::size * static_cast<std::size_t>(capacity)
                            : nullptr;
+      Pass<T> pass = pass_of<I>(run);
+      if constexpr (L::num_params > 0 && !overwrites_gradients<L>) {
+        // A layer that only adds to its gradients: over zeros, when the rest are overwritten.
+        if (pass.gradients == Gradients::overwrite) {
+          fill(device, grads + param_offset[I], L::num_params, T(0));
+          pass.gradients = Gradients::add;
+        }
+      }
       naming_layer<I>(device, [&] {
-        L::backward(device, pass_of<I>(run), run.params + param_offset[I], grads + param_offset[I], act[I],
-                    act[I + 1], saved, dy, dx, batch);
+        L::backward(device, pass, run.params + param_offset[I], grads + param_offset[I], act[I], act[I + 1], saved,
+                    dy, dx, batch);
       });
       if constexpr (needs_dx && !L::backward_in_place) std::swap(dy, spare);
     }

@@ -91,10 +91,17 @@ class TrainingPass {
   }
 
   // The backward pass of the last forward(): dL/dy, as the loss left it at Output::gradient, times
-  // gradient_scale; then model.gradients() += dL/dparams, calling layer_done as layers finish (see
-  // Program::backward).
+  // gradient_scale; then model.gradients() += dL/dparams (Gradients::overwrite: = dL/dparams, what
+  // they held is ignored), calling layer_done as layers finish (see Program::backward).
   template <class LayerDone>
-  void backward(T gradient_scale, LayerDone&& layer_done) {
+  void backward(T gradient_scale, LayerDone&& layer_done, Gradients gradients = Gradients::add) {
+    if constexpr (!std::is_same_v<Device, Cpu>) {
+      // A recorded graph replays one backward for every micro-batch: the gradients are zeroed
+      // outside it, and it adds.
+      if (gradients == Gradients::overwrite) model_.zero_grad();
+      gradients = Gradients::add;
+    }
+    run_.gradients = gradients;
     if (gradient_scale != T(1)) {
       T* output_gradient = program::output_gradient(workspace_.data(), capacity_);
       const std::size_t n = static_cast<std::size_t>(batch_) * output_shape::size;

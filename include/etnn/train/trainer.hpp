@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "../dist/cross_rank_sum.hpp"
 #include "../core/error.hpp"
@@ -195,18 +196,29 @@ class Trainer {
       return f(optimizer_);
   }
 
-  // The first micro-batch of an accumulation window: gradients zeroed, and the guard's window
-  // started.
+  // The first micro-batch of an accumulation window: its backward writes the model's gradients
+  // (nothing zeroes them first), and the guard's window started.
   void start_window() {
-    model_.zero_grad();
+    gradients_stale_ = true;
     if constexpr (loss_has_parameters) loss_.zero_grad();
     guard_.start_window(model_);
   }
 
   // Forward, loss (its gradient times loss_scale() / accumulate) and backward, calling layer_done as
-  // layers finish (see Program::backward).
+  // layers finish (see Program::backward). If it throws before its backward has written stale
+  // gradients, they are zeroed: what a failed step leaves is what zero_grad() would.
   template <class X, class Y, class LayerDone>
   T backward_pass(const X& x, const Y& y, LayerDone&& layer_done) {
+    try {
+      return forward_backward(x, y, layer_done);
+    } catch (...) {
+      if (std::exchange(gradients_stale_, false)) model_.zero_grad();
+      throw;
+    }
+  }
+
+  template <class X, class Y, class LayerDone>
+  T forward_backward(const X& x, const Y& y, LayerDone& layer_done) {
     dist::CrossRankSum sync;
     if (options_.sync_batch_norm && optimizer_.reducer().size() > 1) sync = dist::CrossRankSum(optimizer_.reducer());
     const auto output = pass_.forward(x, sync);
@@ -215,7 +227,8 @@ class Trainer {
     const T gradient_scale = static_cast<T>(scaler_.scale()) / static_cast<T>(options_.accumulate);
     if constexpr (loss_has_parameters) loss_.set_gradient_scale(gradient_scale);
     const T loss = targets_.value_and_grad(loss_, output.values, y, output.gradient);
-    pass_.backward(gradient_scale, layer_done);
+    pass_.backward(gradient_scale, layer_done, gradients_stale_ ? nn::Gradients::overwrite : nn::Gradients::add);
+    gradients_stale_ = false;
     return loss;
   }
 
@@ -225,6 +238,8 @@ class Trainer {
   LossOptim* loss_optimizer_ = nullptr;  // null without loss parameters
   TrainerOptions options_;
   int micro_step_ = 0;  // position within the current accumulation window
+  // The model's gradients hold the last window's: the next backward writes them (backward_pass).
+  bool gradients_stale_ = false;
   train::detail::NonFiniteGuard<Model> guard_;
   train::detail::LossScaler scaler_;
   nn::TrainingPass<Model> pass_;

@@ -11,15 +11,11 @@
 
 #include <etnn/etnn.hpp>
 
+#include "support/thread_count.hpp"
+
 namespace {
 using etnn::cpu::ThreadPool;
-
-// Restores the pool's thread count when a test ends.
-struct ThreadCount {
-  int saved = ThreadPool::instance().threads();
-  explicit ThreadCount(int n) { ThreadPool::instance().set_threads(n); }
-  ~ThreadCount() { ThreadPool::instance().set_threads(saved); }
-};
+using etnn::test::ThreadCount;
 }  // namespace
 
 TEST_CASE("thread pool: every chunk once, for any thread count") {

@@ -14,15 +14,11 @@
 
 #include <etnn/etnn.hpp>
 
+#include "support/thread_count.hpp"
+
 namespace {
 
-using etnn::cpu::ThreadPool;
-
-struct ThreadCount {
-  int saved = ThreadPool::instance().threads();
-  explicit ThreadCount(int n) { ThreadPool::instance().set_threads(n); }
-  ~ThreadCount() { ThreadPool::instance().set_threads(saved); }
-};
+using etnn::test::ThreadCount;
 
 // Values of every kind an elementwise loop meets: normal, tiny (subnormal), zero of both signs,
 // huge, and a NaN and an infinity every so often. n is not a multiple of any vector width.

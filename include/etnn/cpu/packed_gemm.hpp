@@ -19,6 +19,7 @@
 // Nothing is allocated but each thread's packing storage, of one size for every product
 // (cpu/packing_storage.hpp), which pool workers make when they start.
 #include <algorithm>
+#include <array>
 #include <cstddef>
 
 #include "../core/config.hpp"
@@ -37,9 +38,37 @@ namespace etnn::cpu::packed {
 // K blocks: ceil(K / kc_max) of near-equal depth; block b covers [K b / n, K (b + 1) / n).
 constexpr int k_blocks(int k) { return (k + kc_max - 1) / kc_max; }
 
-// Mask of the first `count` lanes (all 16 for count >= 16).
+// Mask of the first `count` lanes (all 16 for count >= 16, none for count <= 0).
 inline __mmask16 first_lanes(int count) {
+  if (count <= 0) return 0;
   return count >= lanes ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << count) - 1u);
+}
+
+// The mr x 16 block row[i][t] (row i, depth t) written depth-major: out[t mr + i] = row[i][t], the
+// first `count` of its 16 mr values. Output register j holds positions q = 16 j + l, that is
+// depth t = q / mr of row i = q % mr: one permute by t per row, merged under the lanes of row i.
+[[gnu::target("avx512f"), gnu::always_inline]] inline void interleave_rows(const __m512 row[mr], float* out,
+                                                                           int count) {
+  static_assert(mr <= lanes);
+  static constexpr auto depth_of = [] {
+    std::array<int, mr * lanes> d{};
+    for (int q = 0; q < mr * lanes; ++q) d[q] = q / mr;
+    return d;
+  }();
+  static constexpr auto lanes_of_row = [] {  // [j][i]: the lanes of output register j from row i
+    std::array<std::array<unsigned, mr>, mr> m{};
+    for (int q = 0; q < mr * lanes; ++q) m[q / lanes][q % mr] |= 1u << (q % lanes);
+    return m;
+  }();
+ETNN_UNROLL(6)
+  for (int j = 0; j < mr; ++j) {
+    const __m512i depth = _mm512_loadu_si512(depth_of.data() + j * lanes);
+    __m512 v = _mm512_setzero_ps();
+ETNN_UNROLL(6)
+    for (int i = 0; i < mr; ++i)
+      v = _mm512_mask_permutexvar_ps(v, static_cast<__mmask16>(lanes_of_row[j][i]), depth, row[i]);
+    _mm512_mask_storeu_ps(out + j * lanes, first_lanes(count - j * lanes), v);
+  }
 }
 
 // Packs rows [r0, r0 + rows) and depth [k0, k0 + kc) of A into panels of mr rows:
@@ -57,10 +86,16 @@ template <Layout LA>
         const __m512 v = _mm512_maskz_loadu_ps(mask, column + kk * lda);
         _mm512_mask_storeu_ps(panel + kk * mr, first_lanes(mr), v);
       }
-    } else {
-      for (int i = 0; i < mr; ++i) {
-        const float* row = a + static_cast<std::ptrdiff_t>(r0 + p * mr + std::min(i, valid - 1)) * lda + k0;
-        for (int kk = 0; kk < kc; ++kk) panel[kk * mr + i] = i < valid ? row[kk] : 0.0f;
+    } else {  // A(i, k) at a[i lda + k]: 16 depths of each row at a time, interleaved in registers
+      const float* rows_at[mr];
+      for (int i = 0; i < mr; ++i) rows_at[i] = a + static_cast<std::ptrdiff_t>(r0 + p * mr + std::min(i, valid - 1)) * lda + k0;
+      for (int kk = 0; kk < kc; kk += lanes) {
+        const int depth = std::min(lanes, kc - kk);
+        __m512 row[mr];
+ETNN_UNROLL(6)
+        for (int i = 0; i < mr; ++i)
+          row[i] = i < valid ? _mm512_maskz_loadu_ps(first_lanes(depth), rows_at[i] + kk) : _mm512_setzero_ps();
+        interleave_rows(row, panel + kk * mr, depth * mr);
       }
     }
   }

@@ -1,17 +1,24 @@
 // The padding that lets the fully fused bf16 kernels take any MLP with widths up to 128
 // (expr/fused_mlp_padding.hpp), checked on the CPU: the index maps are each other's inverse, and the
 // padded network, with its parameters and input laid out by them, computes the true network's
-// outputs and gradients (double precision), with zeros in every padded place.
+// outputs and gradients (double precision), with zeros in every padded place. And the fused
+// chain's activation (FusedHidden) is the CPU's ReLU on every value the non-finite guard cares
+// about: NaN, +-0, +-inf, denormals, negatives.
 #include <doctest/doctest.h>
 
 #include <etnn/etnn.hpp>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "support/gradcheck.hpp"
 
 namespace nn = etnn::nn;
+using etnn::expr::detail::FusedHidden;
 using etnn::expr::detail::fused_width;
 using etnn::expr::detail::PaddedMlp;
 
@@ -115,5 +122,79 @@ TEST_CASE("a padded MLP computes the true one's outputs and parameter gradients,
     } else {
       CHECK(padded.gradients()[j] == 0.0);
     }
+  }
+}
+
+namespace {
+
+// The values a ReLU must agree on across devices, float or double.
+template <class T>
+std::vector<T> special_values() {
+  using limits = std::numeric_limits<T>;
+  return {limits::quiet_NaN(), -limits::quiet_NaN(), limits::signaling_NaN(), T(0), -T(0),
+          limits::infinity(), -limits::infinity(), limits::denorm_min(), -limits::denorm_min(),
+          limits::min() / T(3), -limits::min() / T(3), limits::min(), -limits::min(), T(-1.5), T(2.5),
+          limits::max(), limits::lowest()};
+}
+
+template <class T>
+auto bits(T v) {
+  using Bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+  return std::bit_cast<Bits>(v);
+}
+
+template <class T>
+void check_relu_parity() {
+  const std::vector<T> values = special_values<T>();
+  for (const T x : values) {
+    INFO("x = ", x, " (bits ", bits(x), ")");
+    const T fused = FusedHidden{}(x), cpu = etnn::fn::Relu{}(x);
+    if (std::isnan(x)) {
+      CHECK(std::isnan(fused));  // kept for the non-finite guard, not turned into 0
+    } else {
+      CHECK(bits(fused) == bits(cpu));  // to the bit: +-0 and denormals too
+      CHECK(fused == (x > T(0) ? x : T(0)));
+    }
+    CHECK(std::isnan(fused) == std::isnan(cpu));
+    // The chain's gradient dZ = dA relu'(A, A), as the CPU's dense backward forms it.
+    for (const T da : values) {
+      INFO("dA = ", da);
+      const T fused_dz = da * FusedHidden{}.derivative(fused, fused);
+      const T cpu_dz = da * etnn::fn::Relu{}.derivative(cpu, cpu);
+      if (std::isnan(cpu_dz)) {
+        CHECK(std::isnan(fused_dz));
+      } else {
+        CHECK(bits(fused_dz) == bits(cpu_dz));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the fused chain's ReLU is the CPU's: NaN, +-0, +-inf, denormals and negatives alike") {
+  static_assert(std::is_same_v<FusedHidden, etnn::fn::Relu>, "one ETNN_HD definition on both devices");
+  check_relu_parity<float>();
+  check_relu_parity<double>();
+  // A NaN or infinite gradient at an inactive unit stays non-finite (0 * inf = NaN, as on the CPU).
+  CHECK(std::isnan(std::numeric_limits<float>::infinity() * FusedHidden{}.derivative(0.0f, 0.0f)));
+  CHECK(std::isnan(std::numeric_limits<float>::quiet_NaN() * FusedHidden{}.derivative(-1.0f, 0.0f)));
+}
+
+TEST_CASE("the fused chain's ReLU gives what a CPU relu layer gives, NaN included") {
+  const std::vector<float> values = special_values<float>();
+  constexpr int n = 17;
+  REQUIRE(values.size() == n);
+  using Net = decltype(nn::input<n> >> nn::relu);
+  etnn::Model<Net, float> model(0);
+  etnn::Tensor<float, etnn::Shape<n>> x(1);
+  for (int i = 0; i < n; ++i) x.data()[i] = values[static_cast<std::size_t>(i)];
+  const auto y = model.forward(x);
+  for (int i = 0; i < n; ++i) {
+    const float v = values[static_cast<std::size_t>(i)];
+    INFO("x = ", v);
+    const float fused = FusedHidden{}(v), cpu = y.data()[i];
+    CHECK(std::isnan(fused) == std::isnan(cpu));
+    if (!std::isnan(cpu)) CHECK(bits(fused) == bits(cpu));
   }
 }

@@ -73,23 +73,24 @@ void channel_sums(int batch, const Term& term, double* out, bool count = false) 
 }
 
 // mean, inv_std from this batch's sums (training) or the running statistics (eval); in a training
-// forward pass the running statistics too, as cpu/batch_norm.hpp updates them. One thread per channel.
+// forward pass the running statistics too, as cpu/batch_norm.hpp updates them. A grid-stride loop over the channels.
 template <int C, class T>
 __global__ void finish_statistics_kernel(BatchNormValues<C> v, T* running, bool training, bool update_running) {
-  const int c = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (c >= C) return;
-  double mean, var;
-  if (training) {
-    const double count = v.sums[C];
-    mean = v.sums[c] / count;
-    var = v.squares[c] / count;
-    if (update_running) expr::detail::update_running_statistics<C>(running, c, mean, var, count);
-  } else {
-    mean = running[c];
-    var = running[C + c];
+  for (const std::size_t channel : grid_stride(std::size_t{C})) {
+    const int c = static_cast<int>(channel);
+    double mean, var;
+    if (training) {
+      const double count = v.sums[C];
+      mean = v.sums[c] / count;
+      var = v.squares[c] / count;
+      if (update_running) expr::detail::update_running_statistics<C>(running, c, mean, var, count);
+    } else {
+      mean = running[c];
+      var = running[C + c];
+    }
+    v.mean[c] = mean;
+    v.inv_std[c] = 1.0 / sqrt(var + expr::batch_norm_eps);
   }
-  v.mean[c] = mean;
-  v.inv_std[c] = 1.0 / sqrt(var + expr::batch_norm_eps);
 }
 
 // The statistics of cpu::channel_statistics (cpu/batch_norm.hpp) into v.mean and v.inv_std, on the device.

@@ -35,8 +35,7 @@ template <class G, class T>
 __global__ void im2col_kernel(const T* x, T* cols, int batch) {
   const std::size_t columns = static_cast<std::size_t>(batch) * G::out_pixels;
   const std::size_t n = columns * conv_depth<G>;
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+  for (const std::size_t i : grid_stride(n)) {
     const int k = static_cast<int>(i / columns);
     const std::size_t column = i % columns;
     const std::size_t b = column / G::out_pixels;
@@ -65,8 +64,7 @@ __device__ inline ChannelMajor channel_major(std::size_t i, int batch) {
 template <class G, int Out, class Act, class T>
 __global__ void conv_bias_activation_kernel(const T* z, const T* bias, T* y, T* z_saved, int batch, Act act) {
   const std::size_t n = static_cast<std::size_t>(batch) * Out * G::out_pixels;
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+  for (const std::size_t i : grid_stride(n)) {
     const auto at = channel_major<G, Out>(i, batch);
     const T pre = z[at.index] + bias[at.channel];
     if (z_saved != nullptr) z_saved[i] = pre;
@@ -78,8 +76,7 @@ __global__ void conv_bias_activation_kernel(const T* z, const T* bias, T* y, T* 
 template <class G, int Out, class Act, class T>
 __global__ void conv_activation_gradient_kernel(const T* dy, const T* y, const T* z_saved, T* dz, int batch, Act act) {
   const std::size_t n = static_cast<std::size_t>(batch) * Out * G::out_pixels;
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+  for (const std::size_t i : grid_stride(n)) {
     T g = dy[i];
     if constexpr (!std::is_same_v<Act, fn::Identity>) g *= act.derivative(z_saved != nullptr ? z_saved[i] : y[i], y[i]);
     dz[channel_major<G, Out>(i, batch).index] = g;
@@ -102,8 +99,7 @@ template <class G, class T>
 __global__ void col2im_kernel(const T* dcols, T* dx, int batch) {
   const std::size_t n = static_cast<std::size_t>(batch) * G::channels * G::in_pixels;
   const std::size_t columns = static_cast<std::size_t>(batch) * G::out_pixels;
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+  for (const std::size_t i : grid_stride(n)) {
     const std::size_t b = i / (static_cast<std::size_t>(G::channels) * G::in_pixels);
     const int c = static_cast<int>(i / G::in_pixels % G::channels);
     const int pixel = static_cast<int>(i % G::in_pixels), ih = pixel / G::width, iw = pixel % G::width;

@@ -36,8 +36,7 @@ namespace cuda::detail {
 template <class Act, class T>
 __global__ void bias_activation_kernel(T* y, T* z_saved, const T* bias, std::size_t rows, int cols, Act act) {
   const std::size_t n = rows * static_cast<std::size_t>(cols);
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+  for (const std::size_t i : grid_stride(n)) {
     T z = y[i];
     if (bias != nullptr) z += bias[i % static_cast<std::size_t>(cols)];
     if (z_saved != nullptr) z_saved[i] = z;
@@ -81,11 +80,11 @@ __global__ void activation_gradient_kernel(T* dy, const T* y, const T* z_saved, 
 // bias_grad[j] += sum over chunks of partial[chunk * cols + j], chunks in order.
 template <class T>
 __global__ void add_chunk_sums_kernel(T* bias_grad, const T* partial, int chunks, int cols) {
-  const int j = blockIdx.x * blockDim.x + threadIdx.x;
-  if (j >= cols) return;
-  T total = 0;
-  for (int c = 0; c < chunks; ++c) total += partial[static_cast<std::size_t>(c) * cols + j];
-  bias_grad[j] += total;
+  for (const std::size_t j : grid_stride(static_cast<std::size_t>(cols))) {
+    T total = 0;
+    for (int c = 0; c < chunks; ++c) total += partial[static_cast<std::size_t>(c) * cols + j];
+    bias_grad[j] += total;
+  }
 }
 
 // How the bias gradient's column sums split the batch: `count` chunks of `rows` rows (the last
@@ -111,8 +110,7 @@ T* column_partials(std::size_t values) {
 // dst = src rounded to the 16-bit format Half (bf16 or fp16; to nearest, ties to even), n values.
 template <class Half>
 __global__ void to_half_kernel(const float* src, Half* dst, std::size_t n) {
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+  for (const std::size_t i : grid_stride(n))
     dst[i] = HalfFormat<Half>::round(src[i]);
 }
 

@@ -16,22 +16,19 @@ namespace cuda::detail {
 
 template <class T, class E>
 __global__ void assign_kernel(T* dst, E e, std::size_t n) {
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+  for (const std::size_t i : grid_stride(n))
     dst[i] = e[i];
 }
 
 template <class T>
 __global__ void fill_kernel(T* dst, std::size_t n, T value) {
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+  for (const std::size_t i : grid_stride(n))
     dst[i] = value;
 }
 
 template <class F>
 __global__ void for_each_index_kernel(std::size_t n, F f) {
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+  for (const std::size_t i : grid_stride(n))
     f(i);
 }
 
@@ -64,7 +61,7 @@ void for_each_index(Cuda, std::size_t n, const F& f) {
   cuda::check_launch("etnn::for_each_index");
 }
 
-// With a cost per index, which is the host's hint (cpu/executor.hpp): one device thread per index
+// With a cost per index, which is the host's hint (cpu/executor.hpp): each index in one device thread
 // all the same. For row functors adjacent threads read rows a row apart, which suits the narrow
 // rows they are for (softmax over classes, a sample's layer norm).
 template <class F>

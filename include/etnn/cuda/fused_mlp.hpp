@@ -3,7 +3,8 @@
 // Fully fused narrow MLP on 16-bit tensor cores, bf16 or fp16 (the tiny-cuda-nn idea).
 //
 //   y = W_{L-1} f(... f(W_0 x + b_0) ...) + b_{L-1}     widths {w_0 = in, w_1, ..., w_L = out}
-//   f = ReLU on every hidden layer, identity on the output layer; every width in {16, 32, 64, 128}.
+//   f = ReLU on every hidden layer (the CPU's fn::Relu: NaN stays NaN), identity on the output
+//   layer; every width in {16, 32, 64, 128}.
 //
 // Notation (0-based, layer l maps width w_l to w_{l+1}):
 //   A_0 = x                           (batch, w_0)

@@ -11,12 +11,16 @@
 // graph; later runs launch it again without calling work(). If recording fails (work() did
 // something a graph cannot hold), the cache turns itself off, says why (reason()), and from then
 // on calls work() directly: never a wrong result, at worst the eager speed.
+// The cache holds at most `capacity` graphs (default_capacity unless told), least recently used
+// out first (cuda/lru_cache.hpp): an input that moves every step (device data fed as offset views
+// of one buffer) records a graph each step, but never holds more than the capacity.
+#include <cstddef>
 #include <cstdint>
-#include <map>
 #include <string>
 #include <tuple>
 #include <utility>
 
+#include "lru_cache.hpp"
 #include "runtime.hpp"
 
 namespace etnn::cuda {
@@ -26,12 +30,15 @@ class GraphCache {
   // part: which piece of the step (forward, backward); batch and input: what the work depends on
   // that may change between steps (every other pointer belongs to the trainer and stays put).
   using Key = std::tuple<int, int, const void*>;
+  // Graphs kept: a step's forward and backward at a few batch sizes (the last batch of an epoch
+  // is often shorter) and inputs.
+  static constexpr std::size_t default_capacity = 16;
 
   // off_reason: empty to record, else why the step is not recorded (reason() says it).
-  explicit GraphCache(std::string off_reason = "") : reason_(std::move(off_reason)) {}
+  explicit GraphCache(std::string off_reason = "", std::size_t capacity = default_capacity)
+      : reason_(std::move(off_reason)), graphs_(capacity) {}
   GraphCache(const GraphCache&) = delete;
   GraphCache& operator=(const GraphCache&) = delete;
-  ~GraphCache() { clear(); }
 
   template <class Work>
   void run(const Key& key, Work&& work) {
@@ -39,30 +46,30 @@ class GraphCache {
       work();
       return;
     }
-    auto it = graphs_.find(key);
-    if (it == graphs_.end()) {
-      cudaGraphExec_t graph = record(work);
-      if (graph == nullptr) {
+    cudaGraphExec_t* graph = graphs_.find(key);
+    if (graph == nullptr) {
+      cudaGraphExec_t recorded = record(work);
+      if (recorded == nullptr) {
         work();
         return;
       }
-      it = graphs_.emplace(key, graph).first;
+      graph = &graphs_.insert(key, recorded);
     }
-    ETNN_CHECK_CUDA(cudaGraphLaunch(it->second, stream()));
+    ETNN_CHECK_CUDA(cudaGraphLaunch(*graph, stream()));
     ++replays_;
   }
 
   // Forgets every recorded graph: the memory they point at is about to go (a training pass's
   // workspace when it grows, nn/training_pass.hpp). The next run of each key records again.
-  void clear() {
-    for (auto& [key, graph] : graphs_) (void)cudaGraphExecDestroy(graph);
-    graphs_.clear();
-  }
+  void clear() { graphs_.clear(); }
 
   bool enabled() const noexcept { return reason_.empty(); }
   // Why graphs are off ("" while they are on).
   const std::string& reason() const noexcept { return reason_; }
+  // Graphs held now (at most capacity()), and those dropped to make room over the cache's life.
   std::size_t recorded() const noexcept { return graphs_.size(); }
+  std::size_t capacity() const noexcept { return graphs_.capacity(); }
+  std::size_t evicted() const noexcept { return graphs_.evictions(); }
   std::int64_t launches() const noexcept { return replays_; }
 
  private:
@@ -91,8 +98,13 @@ class GraphCache {
     return nullptr;
   }
 
+  // An evicted graph may still be running on the stream: CUDA frees it when that launch ends.
+  struct DestroyGraph {
+    void operator()(cudaGraphExec_t graph) const { (void)cudaGraphExecDestroy(graph); }
+  };
+
   std::string reason_;  // why graphs are off; empty while they are on
-  std::map<Key, cudaGraphExec_t> graphs_;
+  LruCache<Key, cudaGraphExec_t, DestroyGraph> graphs_;
   std::int64_t replays_ = 0;
 };
 

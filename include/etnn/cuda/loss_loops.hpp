@@ -2,7 +2,8 @@
 // Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
 // The loops of the losses on the device, with the host's semantics (cpu/loss_loops.hpp): the sum of
 // an element-wise ETNN_HD term over every value (one grid-stride kernel, block partials in double),
-// and the rows of class scores (one thread per row, row losses summed on the host in row order).
+// and the rows of class scores (a grid-stride loop over the rows, row losses summed on the host in
+// row order).
 #include <cstddef>
 #include <span>
 #include <vector>
@@ -27,8 +28,7 @@ template <class T, class F>
 __global__ void elementwise_kernel(const T* y, const T* t, std::size_t n, T* grad, T scale, F term, double* partial,
                                    unsigned long long* first_invalid) {
   double sum = 0.0;
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+  for (const std::size_t i : grid_stride(n)) {
     if constexpr (expr::DomainTerm<F, T>)
       if (!term.valid(y[i], t[i])) atomicMin(first_invalid, static_cast<unsigned long long>(i));
     const expr::Term<T> e = term(y[i], t[i]);
@@ -38,16 +38,17 @@ __global__ void elementwise_kernel(const T* y, const T* t, std::size_t n, T* gra
   store_block_sum(sum, partial);
 }
 
-// One thread per row b of a (B, C) output with class indices: row_loss[b] = row(x_b, C, y_b,
-// weight, g_b, scale), where row also writes scale * dl_b/dx_b into g_b when g_b is not null.
+// A grid-stride loop over the rows b of a (B, C) output with class indices:
+// row_loss[b] = row(x_b, C, y_b, weight, g_b, scale), where row also writes scale * dl_b/dx_b into
+// g_b when g_b is not null.
 template <class T, class Row>
 __global__ void label_rows_kernel(const T* x, int batch, int classes, const int* labels, const float* weight,
                                   T* grad, T scale, Row row, double* row_loss) {
-  const int b = blockIdx.x * blockDim.x + threadIdx.x;
-  if (b >= batch) return;
-  const std::size_t at = static_cast<std::size_t>(b) * classes;
-  row_loss[b] = static_cast<double>(row(x + at, classes, labels[b], weight, grad != nullptr ? grad + at : nullptr,
-                                        scale));
+  for (const std::size_t b : grid_stride(static_cast<std::size_t>(batch))) {
+    const std::size_t at = b * classes;
+    row_loss[b] = static_cast<double>(row(x + at, classes, labels[b], weight, grad != nullptr ? grad + at : nullptr,
+                                          scale));
+  }
 }
 
 }  // namespace detail

@@ -3,9 +3,13 @@
 // Device memory: stream-ordered allocation on etnn's stream (cudaMallocAsync draws from the
 // device's memory pool, so a Trainer's buffers come and go without synchronising the device), and
 // copies between host and device memory.
+// No allocation happens while etnn's stream is being recorded into a CUDA graph: the graph would
+// own the memory (an allocation node) while the Buffer holding it outlives the recording, so
+// allocate() refuses with an error naming the fix, which a GraphCache turns into its reason().
 #include <algorithm>
 #include <cstddef>
 #include <new>
+#include <string>
 #include <vector>
 
 #include "../core/device.hpp"
@@ -17,6 +21,13 @@ namespace etnn {
 
 inline void* Cuda::allocate(std::size_t bytes) {
   if (bytes == 0) return nullptr;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  ETNN_CHECK_CUDA(cudaStreamIsCapturing(cuda::stream(), &capture));
+  if (capture != cudaStreamCaptureStatusNone)
+    throw DeviceError("etnn::Cuda::allocate: " + std::to_string(bytes) +
+                      " bytes of device memory asked for while etnn's stream is being recorded into a CUDA "
+                      "graph; allocate before recording (as nn::TrainingPass::reserve sizes a step's buffers and "
+                      "scratch before its graphs are recorded)");
   void* p = nullptr;
   const cudaError_t status = cudaMallocAsync(&p, bytes, cuda::stream());
   if (status == cudaErrorMemoryAllocation) {

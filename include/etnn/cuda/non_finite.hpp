@@ -17,8 +17,7 @@ namespace etnn::cuda::detail {
 template <class T>
 __global__ void non_finite_index_kernel(const T* x, std::size_t begin, std::size_t end, bool first,
                                         unsigned long long* found) {
-  for (std::size_t i = begin + blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < end;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+  for (const std::size_t i : grid_stride(begin, end)) {
     if (!isfinite(x[i])) {
       if (first)
         atomicMin(found, static_cast<unsigned long long>(i));

@@ -2,9 +2,9 @@
 // Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
 // 2-D max and average pooling on the device, with the CPU's semantics (cpu/pool.hpp): padding
 // never wins a max, a window's gradient goes to the first input in scan order equal to its
-// output, averages count padding. Forward is one thread per output; backward is one thread per
-// input, which gathers from the windows covering it in output order, as the CPU adds them: no
-// atomics, the same sums in the same order.
+// output, averages count padding. Forward computes each output in one thread, backward each
+// input (grid-stride loops over them), gathering from the windows covering it in output order,
+// as the CPU adds them: no atomics, the same sums in the same order.
 #include <cstddef>
 #include <limits>
 #include <type_traits>
@@ -55,8 +55,7 @@ __device__ inline int first_equal(const T* plane, int oh, int ow, T value) {
 
 template <class G, class T>
 __global__ void max_pool_forward_kernel(const T* x, T* y, std::size_t outputs) {
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < outputs;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+  for (const std::size_t i : grid_stride(outputs)) {
     const std::size_t plane = i / G::out_pixels;
     const int o = static_cast<int>(i % G::out_pixels);
     y[i] = window_max<G>(x + plane * G::in_pixels, o / G::out_width, o % G::out_width);
@@ -68,8 +67,7 @@ __global__ void max_pool_forward_kernel(const T* x, T* y, std::size_t outputs) {
 template <class G, bool Max, class T>
 __global__ void pool_backward_kernel(const T* x, const T* y, const T* dy, T* dx, std::size_t inputs) {
   constexpr T scale = T(1) / T(G::kernel * G::kernel);
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < inputs;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+  for (const std::size_t i : grid_stride(inputs)) {
     const std::size_t plane = i / G::in_pixels;
     const int pixel = static_cast<int>(i % G::in_pixels), ih = pixel / G::width, iw = pixel % G::width;
     int oh_first, oh_last, ow_first, ow_last;
@@ -92,8 +90,7 @@ __global__ void pool_backward_kernel(const T* x, const T* y, const T* dy, T* dx,
 template <class G, class T>
 __global__ void average_pool_forward_kernel(const T* x, T* y, std::size_t outputs) {
   constexpr T scale = T(1) / T(G::kernel * G::kernel);
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < outputs;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+  for (const std::size_t i : grid_stride(outputs)) {
     const std::size_t plane = i / G::out_pixels;
     const int o = static_cast<int>(i % G::out_pixels), oh = o / G::out_width, ow = o % G::out_width;
     T sum = 0;

@@ -51,8 +51,7 @@ inline double sum_of_partials(const double* partial) {
 template <class T>
 __global__ void sum_of_squares_kernel(const T* x, std::size_t n, double* partial) {
   double sum = 0.0;
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+  for (const std::size_t i : grid_stride(n))
     sum += static_cast<double>(x[i]) * static_cast<double>(x[i]);
   store_block_sum(sum, partial);
 }

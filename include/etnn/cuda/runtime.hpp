@@ -10,6 +10,7 @@
 #include <string>
 
 #include "../core/error.hpp"
+#include "grid_stride.hpp"
 
 namespace etnn::cuda {
 
@@ -68,13 +69,12 @@ inline void check_launch(const char* kernel) {
   }
 }
 
-// Blocks for a grid-stride loop over n items, threads_per_block each: one item per thread up to
-// 2^28 items (a bandwidth-bound update wants every load it can have in flight; a thread's items
-// cannot overlap, as its loads may alias its stores), then several per thread.
-inline unsigned grid_blocks(std::size_t n, unsigned threads_per_block = 256) {
-  constexpr std::size_t max_blocks = std::size_t{1} << 20;
-  const std::size_t wanted = (n + threads_per_block - 1) / threads_per_block;
-  return static_cast<unsigned>(wanted < 1 ? 1 : (wanted > max_blocks ? max_blocks : wanted));
+// This thread's share of the grid-stride loop over [begin, end) (cuda/grid_stride.hpp), or [0, n):
+//   for (const std::size_t i : grid_stride(n)) y[i] = f(x[i]);
+__device__ inline GridStride grid_stride(std::size_t begin, std::size_t end) {
+  return {blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x,
+          static_cast<std::size_t>(gridDim.x) * blockDim.x, begin, end};
 }
+__device__ inline GridStride grid_stride(std::size_t n) { return grid_stride(0, n); }
 
 }  // namespace etnn::cuda

@@ -18,8 +18,16 @@
 #include <cstddef>
 
 #include "../core/config.hpp"
+#include "functors.hpp"
 
 namespace etnn::expr::detail {
+
+// The activation of the fused chain's hidden layers, forward and backward (cuda/fused_mlp/net.hpp):
+//   A_{l+1} = relu(Z_l)      dZ_{l-1} = dA_l relu'(A_l, A_l) = dA_l [A_l > 0]
+// It is the CPU's ReLU itself, so both devices agree on every value: a NaN stays NaN (the
+// non-finite guard must see it), and a NaN or infinite dA_l at an inactive unit gives NaN as the
+// CPU's product does.
+using FusedHidden = fn::Relu;
 
 // The smallest fused kernel width that holds w features: 16, 32, 64 or 128; 0 when w > 128.
 ETNN_HD constexpr int fused_width(int w) {

@@ -41,7 +41,7 @@ struct FusedLayer<DenseLayer<In, Out, Act, Index>> {
   static constexpr bool dense = true;
   static constexpr int in = In::dims[0];
   static constexpr int out = Out;
-  static constexpr bool relu = std::is_same_v<Act, fn::Relu>;
+  static constexpr bool relu = std::is_same_v<Act, expr::detail::FusedHidden>;  // the kernels' activation
   static constexpr bool identity = std::is_same_v<Act, fn::Identity>;
 };
 

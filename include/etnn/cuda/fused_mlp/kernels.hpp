@@ -5,6 +5,7 @@
 
 #include <cstddef>
 
+#include "../runtime.hpp"
 #include "geometry.hpp"
 #include "net.hpp"
 
@@ -48,9 +49,7 @@ __global__ void __launch_bounds__(threads)
 // grads[p] += sum over c in 0..chunks-1 of partial[c * num_params + p], in that order.
 template <class N>
 __global__ void __launch_bounds__(threads) fused_mlp_reduce_kernel(float* grads, const float* partial, int chunks) {
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t p = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; p < N::num_params;
-       p += stride) {
+  for (const std::size_t p : grid_stride(N::num_params)) {
     float total = 0.0f;
     for (int c = 0; c < chunks; ++c) total += partial[static_cast<std::size_t>(c) * N::num_params + p];
     grads[p] += total;

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <type_traits>
 
+#include "../../expr/fused_mlp_padding.hpp"
 #include "geometry.hpp"
 #include "tile_io.hpp"
 
@@ -95,8 +96,9 @@ struct Net : Geometry<Half, W...> {
 
   // One layer for the warp's 16 rows `strip` (row pitch tile_ld):
   //   Z = A W^T + b     A: (16, in) Half shared   W: (out, in) Half shared   Z: (16, out) fp32
-  // Hidden layer: A_next = relu(Z) as Half written over the strip (columns 0..out-1) and to
-  // saved_activation (batch, out) for rows < batch. Output layer: y (batch, out) = Z in fp32.
+  // Hidden layer: A_next = relu(Z) (expr::detail::FusedHidden, the CPU's ReLU) as Half written
+  // over the strip (columns 0..out-1) and to saved_activation (batch, out) for rows < batch.
+  // Output layer: y (batch, out) = Z in fp32.
   template <int l>
   __device__ static void forward_layer(Half* tile, Half* weights, float* scratch, const float* params,
                                        Half* saved_activation, float* y, int row0, int batch) {
@@ -107,7 +109,7 @@ struct Net : Geometry<Half, W...> {
         tile, weights, scratch, params, row0, [&](float (&v)[8], Half* strip, int r, int row, int col) {
           for (int t = 0; t < 8; ++t) v[t] += params[L::bias_offset + col + t];
           if constexpr (L::hidden) {
-            for (int t = 0; t < 8; ++t) v[t] = v[t] > 0.0f ? v[t] : 0.0f;
+            for (int t = 0; t < 8; ++t) v[t] = expr::detail::FusedHidden{}(v[t]);
             const uint4 bits = pack8<Half>(v);
             *reinterpret_cast<uint4*>(strip + r * tile_ld + col) = bits;
             if (row < batch)
@@ -140,7 +142,7 @@ struct Net : Geometry<Half, W...> {
 
   // For the warp's 16 rows `strip` holding dZ_l (16, out):
   //   dA_l = dZ_l W_l      dZ_l: (16, out) Half shared   W_l: (out, in) Half shared row-major
-  //   dZ_{l-1} = dA_l (.) [A_l > 0]     A_l from saved_activation (batch, in)
+  //   dZ_{l-1} = dA_l (.) relu'(A_l) = dA_l (.) [A_l > 0]     A_l from saved_activation (batch, in)
   // dZ_{l-1} (16, in) is written as Half over the strip and to dz_prev (batch, in) for rows < batch.
   template <int l>
   __device__ static void backprop_layer(Half* tile, Half* weights, float* scratch, const float* params,
@@ -155,7 +157,7 @@ struct Net : Geometry<Half, W...> {
           if (row < batch)
             unpack8<Half>(
                 *reinterpret_cast<const uint4*>(saved_activation + static_cast<std::size_t>(row) * L::in + col), a);
-          for (int t = 0; t < 8; ++t) v[t] = a[t] > 0.0f ? v[t] : 0.0f;
+          for (int t = 0; t < 8; ++t) v[t] *= expr::detail::FusedHidden{}.derivative(a[t], a[t]);
           const uint4 bits = pack8<Half>(v);
           *reinterpret_cast<uint4*>(strip + r * tile_ld + col) = bits;
           if (row < batch) *reinterpret_cast<uint4*>(dz_prev + static_cast<std::size_t>(row) * L::in + col) = bits;

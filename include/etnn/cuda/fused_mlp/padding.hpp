@@ -3,8 +3,8 @@
 // Widths...>. Widths other than 16, 32, 64 and 128 are padded with zeros to the next of them
 // (expr/fused_mlp_padding.hpp says why the padded network computes the true one): the parameters,
 // the input and the output gradient are copied into padded buffers first, and the output and the
-// parameter gradients copied back, by the copy kernels below (one thread per element written, on
-// etnn's stream). Widths that need no padding run FusedMlp directly.
+// parameter gradients copied back, by the copy kernels below (grid-stride loops over the elements
+// written, on etnn's stream). Widths that need no padding run FusedMlp directly.
 //
 // The scratch (scratch_floats(batch) floats, 256-byte aligned) holds the kernels' `saved` first,
 // then when padded each region on a 256-byte boundary:
@@ -24,21 +24,20 @@ namespace detail::fused_mlp {
 // padded[j] = the true parameter at padded index j, 0 where j is padding.
 template <class Padding>
 __global__ void pad_parameters_kernel(const float* params, float* padded) {
-  const std::size_t j = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (j >= Padding::padded_params) return;
-  const std::size_t i = Padding::true_index(j);
-  padded[j] = i < Padding::num_params ? params[i] : 0.0f;
+  for (const std::size_t j : grid_stride(Padding::padded_params)) {
+    const std::size_t i = Padding::true_index(j);
+    padded[j] = i < Padding::num_params ? params[i] : 0.0f;
+  }
 }
 // grads[i] += padded_grads[padded index of i] for every true parameter i.
 template <class Padding>
 __global__ void add_true_gradients_kernel(const float* padded_grads, float* grads) {
-  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < Padding::num_params) grads[i] += padded_grads[Padding::padded_index(i)];
+  for (const std::size_t i : grid_stride(Padding::num_params)) grads[i] += padded_grads[Padding::padded_index(i)];
 }
 // to (rows, to_cols) = from (rows, from_cols), columns padded with zeros or dropped; n = rows to_cols.
 __global__ inline void copy_columns_kernel(const float* from, int from_cols, float* to, int to_cols, std::size_t n) {
-  const std::size_t index = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (index < n) to[index] = expr::detail::column_copy_element(from, from_cols, to_cols, index);
+  for (const std::size_t index : grid_stride(n))
+    to[index] = expr::detail::column_copy_element(from, from_cols, to_cols, index);
 }
 
 // (rows, from_cols) -> (rows, to_cols), columns padded with zeros or dropped.

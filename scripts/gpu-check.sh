@@ -1,93 +1,198 @@
 #!/usr/bin/env bash
 # The GPU check, for a machine with an NVIDIA GPU, nvcc and PyTorch but none of Debian's packages:
-# builds the CUDA tests and the GPU benchmark with nvcc directly (no CMake: Eigen's and doctest's
-# headers come from a folder carried along, see below), runs the tests, runs compute-sanitizer's
-# memcheck on the test program, runs the benchmark and the PyTorch peers on the same GPU, and
-# prints one table. Finishes in about 5 minutes on an H200 (each step has a time limit).
-#   bash scripts/gpu-check.sh [OUT_DIR]          (logs go to OUT_DIR, default build/gpu-check)
-# Headers: ETNN_GPU_DEPS (default build/gpu-deps) holds eigen3/ and doctest/, which
-# `bash scripts/gpu-check.sh --prepare` copies from this machine's /usr/include.
+# builds the CUDA tests and the GPU benchmark with nvcc directly (no CMake), one nvcc per
+# translation unit, all at once; runs the tests, compute-sanitizer's memcheck on the test program,
+# the benchmark and the PyTorch peers on the same GPU, and prints one table. Every step has a time
+# limit, and the limits (below) add up to under 540 s, so the whole check fits one 600 s device call.
+#
+#   bash scripts/gpu-check.sh --prepare   on this machine, before the device call: copies Eigen's and
+#                                         doctest's headers (the GPU machine has neither) into
+#                                         build/gpu-deps (ETNN_GPU_DEPS), and prints the limits
+#   bash scripts/gpu-check.sh [OUT_DIR]   on the GPU machine; OUT_DIR defaults to $OUT, else
+#                                         build/gpu-check
+#
+# The one device call (the run tool), carrying the prepared headers:
+#   command: bash scripts/gpu-check.sh "$OUT"   carry: ["build/gpu-deps"]   timeout_s: 600
+#
+# OUT_DIR then holds three files: summary.txt (a line per step; also printed), table.md (etnn
+# against PyTorch) and gpu-check-logs.tar.gz (every build and run log).
+# Settings: ETNN_CUDA_ARCH (default native: the GPU present), NVCC, PYTHON, ETNN_GPU_CHECK_NCCL=0
+# (skip the NCCL test).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 deps=${ETNN_GPU_DEPS:-build/gpu-deps}
+
+# Seconds per step. Steps run one after another (a step's parallel builds share its limit), so the
+# check takes at most their sum.
+limit_info=25       # nvidia-smi, nvcc's and torch's versions, where NCCL is
+limit_compile=190   # every translation unit, each its own nvcc, in parallel
+limit_link=30       # the programs, in parallel
+limit_test_cuda=60
+limit_fused_mlp=30
+limit_test_nccl=30
+limit_memcheck=75
+limit_bench=45
+limit_pytorch=35
+limit_table=5
+limit_pack=10
+limits_total=$((limit_info + limit_compile + limit_link + limit_test_cuda + limit_fused_mlp + limit_test_nccl +
+                limit_memcheck + limit_bench + limit_pytorch + limit_table + limit_pack))
+if ((limits_total >= 540)); then
+  echo "gpu-check: the step limits add up to $limits_total s; they must stay under 540 s" >&2
+  exit 2
+fi
 
 if [[ "${1:-}" == "--prepare" ]]; then
   mkdir -p "$deps"
-  rm -rf "$deps/eigen3" "$deps/doctest"
-  cp -r /usr/include/eigen3 "$deps/eigen3"
-  cp -r /usr/include/doctest "$deps/doctest"
+  rm -rf "${deps:?}/eigen3" "${deps:?}/doctest"
+  cp -r /usr/include/eigen3 "$deps/eigen3" || exit 2
+  cp -r /usr/include/doctest "$deps/doctest" || exit 2
   du -sh "$deps"
+  echo "gpu-check: step limits add up to $limits_total s"
+  echo "device call: command 'bash scripts/gpu-check.sh \"\$OUT\"', carry [\"$deps\"], timeout_s 600"
   exit 0
 fi
 
-out=${1:-build/gpu-check}
+out=${1:-${OUT:-build/gpu-check}}
 mkdir -p "$out"
+logs=$(mktemp -d "${TMPDIR:-/tmp}/gpu-check-logs.XXXXXX")
 bin=build/gpu-check-bin
+# Stale programs and objects never run: a failed build leaves nothing behind to be mistaken for it.
+rm -rf "$bin"
 mkdir -p "$bin"
-[[ -d "$deps/eigen3" && -d "$deps/doctest" ]] || { echo "gpu-check: $deps lacks eigen3/ or doctest/ (run --prepare)"; exit 2; }
+status=0
+note() { echo "== $*" | tee -a "$logs/summary.txt"; }
+# shellcheck disable=SC2317  # called by the EXIT trap
+pack() {  # the logs into one archive, summary and table beside it
+  cp "$logs/summary.txt" "$out/summary.txt" 2>/dev/null
+  [[ -f "$logs/table.md" ]] && cp "$logs/table.md" "$out/table.md"
+  timeout "$limit_pack" tar -czf "$out/gpu-check-logs.tar.gz" -C "$logs" . && rm -rf "$logs"
+}
+trap pack EXIT
+trap 'note "interrupted"; exit 130' INT TERM
+[[ -d "$deps/eigen3" && -d "$deps/doctest" ]] || {
+  note "gpu-check: $deps lacks eigen3/ or doctest/ (run bash scripts/gpu-check.sh --prepare first)"
+  exit 2
+}
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 PYTHON=${PYTHON:-python3}
-status=0
-note() { echo "== $*" | tee -a "$out/summary.txt"; }
+note "step limits: $limits_total s in all"
 
-note "$(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -1)"
-note "nvcc: $($NVCC --version | tail -1); python: $($PYTHON -c 'import torch; print("torch", torch.__version__)' 2>&1)"
-
-# Build: one nvcc per program, in parallel, for the GPU present (-arch=native; ETNN_CUDA_ARCH=sm_90
-# sets another).
-flags=(-std=c++20 -O3 -arch="${ETNN_CUDA_ARCH:-native}" --expt-relaxed-constexpr -diag-suppress=20011,20012,20014,20015
-       -Xcompiler=-fopenmp -Iinclude -Itests -I"$deps/eigen3" -I"$deps" -lcublasLt -lgomp)
-t0=$(date +%s)
-"$NVCC" "${flags[@]}" tests/cuda/test_cuda.cu tests/cuda/test_cuda_training.cu tests/cuda/test_cuda_mixed.cu -x cu tests/main.cpp -o "$bin/test_cuda" > "$out/build_test_cuda.log" 2>&1 &
-p1=$!
-"$NVCC" "${flags[@]}" benchmarks/bench_cuda.cu -o "$bin/bench_cuda" > "$out/build_bench_cuda.log" 2>&1 &
-p2=$!
-"$NVCC" "${flags[@]}" tests/cuda/fused_mlp_check.cu -o "$bin/fused_mlp_check" > "$out/build_fused_mlp.log" 2>&1 &
-p3=$!
-# NCCL: from the toolkit, the system, or the pip package PyTorch brings (nvidia-nccl).
+# Info, and NCCL: from the toolkit, the system, or the pip package PyTorch brings (nvidia-nccl).
+note "$(date -u +%FT%TZ) $(timeout 5 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -1)"
+python_info=$(timeout $((limit_info - 10)) "$PYTHON" -c '
+import torch
+print("torch", torch.__version__)
+try:
+    import nvidia.nccl as m
+    print(list(m.__path__)[0])
+except Exception:
+    print("")' 2>&1)
+note "nvcc: $(timeout 5 "$NVCC" --version | tail -1); python: $(head -1 <<< "$python_info")"
 nccl_flags=()
-for dir in "$(dirname "$NVCC")/.." /usr /usr/local \
-           $("$PYTHON" -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null); do
-  lib=$(ls "$dir"/lib*/libnccl.so* "$dir"/lib/x86_64-linux-gnu/libnccl.so* 2>/dev/null | head -1)
+for dir in "$(dirname "$NVCC")/.." /usr /usr/local "$(sed -n 2p <<< "$python_info")"; do
+  lib=$({ compgen -G "$dir/lib*/libnccl.so*"; compgen -G "$dir/lib/x86_64-linux-gnu/libnccl.so*"; } | head -1)
   if [[ -f "$dir/include/nccl.h" && -n "$lib" ]]; then
     nccl_flags=(-I"$dir/include" -L"$(dirname "$lib")" -l:"$(basename "$lib")" -Xlinker -rpath -Xlinker "$(dirname "$lib")")
     break
   fi
 done
-p4=
+
+# Build: one nvcc per translation unit, all in parallel, for the GPU present (-arch=native;
+# ETNN_CUDA_ARCH=sm_90 sets another); then the links, in parallel.
+flags=(-std=c++20 -O3 -arch="${ETNN_CUDA_ARCH:-native}" --expt-relaxed-constexpr "-diag-suppress=20011,20012,20014,20015"
+       -Xcompiler=-fopenmp -Iinclude -Itests -I"$deps/eigen3" -I"$deps")
+link_flags=(-arch="${ETNN_CUDA_ARCH:-native}" -lcublasLt -lgomp)
+units=(main:tests/main.cpp test_cuda:tests/cuda/test_cuda.cu test_cuda_training:tests/cuda/test_cuda_training.cu
+       test_cuda_mixed:tests/cuda/test_cuda_mixed.cu fused_mlp_check:tests/cuda/fused_mlp_check.cu
+       bench_cuda:benchmarks/bench_cuda.cu)
 if [[ "${ETNN_GPU_CHECK_NCCL:-1}" == 0 ]]; then
   note "test_nccl skipped (ETNN_GPU_CHECK_NCCL=0)"
-elif (( ${#nccl_flags[@]} )); then
-  timeout 180 "$NVCC" "${flags[@]}" "${nccl_flags[@]}" tests/cuda/test_nccl.cu -x cu tests/main.cpp \
-    -o "$bin/test_nccl" > "$out/build_test_nccl.log" 2>&1 &
-  p4=$!
+elif ((${#nccl_flags[@]})); then
+  units+=(test_nccl:tests/cuda/test_nccl.cu)
 else
   note "NCCL not found (no nccl.h with libnccl): test_nccl not built"
 fi
-for p in $p1 $p2 $p3 $p4; do wait "$p" || status=1; done
-note "build: $(( $(date +%s) - t0 )) s, status $status"
-tail -n 20 "$out"/build_*.log | grep -E "error" | head -20
 
-run() {  # run NAME TIMEOUT COMMAND...: output to $out/NAME.log, one summary line
-  local name=$1 limit=$2; shift 2
-  local t=$(date +%s)
-  timeout "$limit" "$@" > "$out/$name.log" 2>&1
+# start NAME LIMIT PRODUCT COMMAND...: runs the command in the background under the time limit,
+# output to $logs/NAME.log. finish: waits for every started command; a line per failure, whose
+# PRODUCT (a file it may have left half written) is removed; 1 if any failed.
+declare -A started=() limits=() products=()
+start() {
+  local name=$1 limit=$2
+  products[$name]=$3
+  shift 3
+  timeout "$limit" "$@" > "$logs/$name.log" 2>&1 &
+  started[$name]=$!
+  limits[$name]=$limit
+}
+finish() {
+  local name rc failed=0
+  for name in "${!started[@]}"; do
+    wait "${started[$name]}"
+    rc=$?
+    if ((rc != 0)); then
+      failed=1
+      rm -f "${products[$name]}"
+      note "$name: exit $rc$( ((rc == 124)) && echo " (over its ${limits[$name]} s)")"
+      grep -m 5 -E "error" "$logs/$name.log"
+    fi
+  done
+  started=()
+  return $failed
+}
+
+t0=$SECONDS
+for unit in "${units[@]}"; do
+  name=${unit%%:*}
+  extra=()
+  [[ $name == test_nccl ]] && extra=("${nccl_flags[@]}")
+  start "build_$name" "$limit_compile" "$bin/$name.o" "$NVCC" "${flags[@]}" "${extra[@]}" -x cu -c "${unit#*:}" -o "$bin/$name.o"
+done
+finish || status=1
+note "compile: $((SECONDS - t0)) s, ${#units[@]} translation units"
+
+# link NAME OBJECT...: $bin/NAME from $bin/OBJECT.o..., if every object was built.
+link() {
+  local name=$1 object objects=()
+  shift
+  for object in "$@"; do
+    [[ -f "$bin/$object.o" ]] || return 0
+    objects+=("$bin/$object.o")
+  done
+  local extra=()
+  [[ $name == test_nccl ]] && extra=("${nccl_flags[@]}")
+  start "link_$name" "$limit_link" "$bin/$name" "$NVCC" "${objects[@]}" "${link_flags[@]}" "${extra[@]}" -o "$bin/$name"
+}
+t0=$SECONDS
+link test_cuda main test_cuda test_cuda_training test_cuda_mixed
+link fused_mlp_check fused_mlp_check
+link bench_cuda bench_cuda
+link test_nccl main test_nccl
+programs=${#started[@]}
+finish || status=1
+note "link: $((SECONDS - t0)) s, $programs programs"
+
+run() {  # run NAME LIMIT COMMAND...: output to $logs/NAME.log, one summary line
+  local name=$1 limit=$2 t=$SECONDS
+  shift 2
+  timeout "$limit" "$@" > "$logs/$name.log" 2>&1
   local rc=$?
-  note "$name: exit $rc in $(( $(date +%s) - t )) s; $(grep -E 'test cases:|PASS|FAIL|skipped' "$out/$name.log" | tail -2 | tr '\n' ' ')"
+  note "$name: exit $rc$( ((rc == 124)) && echo " (over its $limit s)") in $((SECONDS - t)) s; $(grep -E 'test cases:|PASS|FAIL|skipped' "$logs/$name.log" | tail -2 | tr '\n' ' ')"
   return $rc
 }
 
-[[ -x "$bin/test_cuda" ]] && { run test_cuda 120 "$bin/test_cuda" || status=1; }
-[[ -x "$bin/fused_mlp_check" ]] && { run fused_mlp_check 60 "$bin/fused_mlp_check" || status=1; }
-[[ -x "$bin/test_nccl" ]] && { run test_nccl 60 "$bin/test_nccl" || status=1; }
+[[ -x "$bin/test_cuda" ]] && { run test_cuda "$limit_test_cuda" "$bin/test_cuda" || status=1; }
+[[ -x "$bin/fused_mlp_check" ]] && { run fused_mlp_check "$limit_fused_mlp" "$bin/fused_mlp_check" || status=1; }
+[[ -x "$bin/test_nccl" ]] && { run test_nccl "$limit_test_nccl" "$bin/test_nccl" || status=1; }
 SANITIZER=$(command -v compute-sanitizer || echo "$(dirname "$NVCC")/compute-sanitizer")
 if [[ -x "$bin/test_cuda" && -x "$SANITIZER" ]]; then
-  # The device cases only (the host-side ones launch nothing).
-  run memcheck 180 "$SANITIZER" --tool memcheck --error-exitcode 3 "$bin/test_cuda" || status=1
-  note "memcheck: $(grep -E 'ERROR SUMMARY' "$out/memcheck.log" | tail -1)"
+  run memcheck "$limit_memcheck" "$SANITIZER" --tool memcheck --error-exitcode 3 "$bin/test_cuda" || status=1
+  note "memcheck: $(grep -E 'ERROR SUMMARY' "$logs/memcheck.log" | tail -1)"
 fi
-[[ -x "$bin/bench_cuda" ]] && { run bench_cuda 120 "$bin/bench_cuda" --seconds 0.5 || status=1; }
-run pytorch_gpu 180 "$PYTHON" benchmarks/peers/pytorch_gpu.py --seconds 0.5 || true
-cat "$out/bench_cuda.log" "$out/pytorch_gpu.log" 2>/dev/null | "$PYTHON" scripts/gpu_table.py | tee "$out/table.md"
-note "done, status $status"
+[[ -x "$bin/bench_cuda" ]] && { run bench_cuda "$limit_bench" "$bin/bench_cuda" --seconds 0.5 || status=1; }
+run pytorch_gpu "$limit_pytorch" "$PYTHON" benchmarks/peers/pytorch_gpu.py --seconds 0.5
+cat "$logs/bench_cuda.log" "$logs/pytorch_gpu.log" 2>/dev/null |
+  timeout "$limit_table" "$PYTHON" scripts/gpu_table.py | tee "$logs/table.md"
+note "done in $SECONDS s, status $status"
 exit $status

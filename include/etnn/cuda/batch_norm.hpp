@@ -11,8 +11,9 @@
 // Each channel's sum is one block (a fixed tree, so the same on every run); the statistics are
 // finished and the running ones updated by a kernel too, so a pass never waits for the host and
 // can be recorded as a CUDA graph. The per-channel values live in one device buffer per channel
-// count, allocated on first use (a Trainer's reserve() makes that use); work on etnn's stream
-// runs in order, so layers with the same channel count share it safely.
+// count and host thread (cuda/per_thread.hpp), allocated on first use (a Trainer's reserve() makes
+// that use); a thread's work on etnn's stream runs in the order it was enqueued, so that thread's
+// layers with the same channel count share it safely.
 // `sync` (SyncBatchNorm) sums the device values through the reducer: etnn::dist::Nccl.
 #include <cstddef>
 #include <string>
@@ -22,6 +23,7 @@
 #include "../expr/batch_norm.hpp"
 #include "../tensor/buffer.hpp"
 #include "executor.hpp"
+#include "per_thread.hpp"
 #include "reduce.hpp"
 #include "runtime.hpp"
 
@@ -42,9 +44,13 @@ struct BatchNormValues {
 };
 
 template <int C>
+struct BatchNormStorage {
+  Buffer<double, Cuda> values{6 * std::size_t{C} + 1};
+};
+
+template <int C>
 BatchNormValues<C> batch_norm_values() {
-  static Buffer<double, Cuda> values(6 * std::size_t{C} + 1);
-  double* v = values.data();
+  double* v = per_thread<BatchNormStorage<C>>().values.data();
   return {v, v + C + 1, v + 2 * C + 1, v + 3 * C + 1, v + 4 * C + 1};
 }
 

@@ -3,7 +3,10 @@
 // Matrix products through cuBLASLt, with its fused epilogues (bias, bias + ReLU).
 // cuBLASLt is column-major; etnn's row-major (R, C) matrix is a column-major (C, R) one, and
 // cuda/dense.hpp states each product in those terms. A product's descriptors and algorithm are
-// chosen once per shape and kept (a plan), so a training step costs one cublasLtMatmul per GEMM.
+// chosen once per shape and operand alignment and kept (a plan, cuda/blas_plan.hpp), so a training
+// step costs one cublasLtMatmul per GEMM. One handle, workspace and plan map serve every host thread:
+// plans are found, made and launched under a lock, and the workspace is shared safely because all
+// products run in order on etnn's one stream.
 // fp32 products accumulate in fp32 without TF32 (PyTorch's default), so results match the CPU's
 // to rounding; fp64 in fp64. Mixed precision (etnn::bf16 and etnn::fp16 models) multiplies bf16
 // or fp16 operands on tensor cores, accumulating and writing fp32 (the bias too), as
@@ -14,11 +17,11 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
-#include <tuple>
+#include <string>
 #include <type_traits>
 
 #include "../tensor/buffer.hpp"
+#include "blas_plan.hpp"
 #include "memory.hpp"
 #include "runtime.hpp"
 
@@ -31,8 +34,6 @@ inline void check(cublasStatus_t status, const char* call, const char* file, int
 }  // namespace detail
 
 #define ETNN_CHECK_CUBLAS(call) ::etnn::cuda::detail::check((call), #call, __FILE__, __LINE__)
-
-enum class Epilogue { none, bias, bias_relu };
 
 // The process's cuBLASLt handle, its workspace, and the plans made so far.
 class Blas {
@@ -53,26 +54,24 @@ class Blas {
                   ((std::is_same_v<Operand, __nv_bfloat16> || std::is_same_v<Operand, __half>) &&
                    std::is_same_v<T, float>));
     if (m == 0 || n == 0) return;
-    const Key key{transpose_a, transpose_b, m, n, k, lda, ldb, ldc, epilogue, data_type<Operand>(), data_type<T>(),
-                  beta == T(0)};
-    auto it = plans_.find(key);
-    if (it == plans_.end()) it = plans_.emplace(key, make_plan(key)).first;
-    Plan& plan = it->second;
-    if (epilogue != Epilogue::none)
-      ETNN_CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                                                       sizeof bias));
+    // The alignments are the operands' real ones (cuda/blas_plan.hpp): part of what a plan is for.
+    const detail::PlanKey key{transpose_a, transpose_b, m, n, k, lda, ldb, ldc, epilogue, data_type<Operand>(),
+                              data_type<T>(), beta == T(0), detail::matrix_alignment(a, lda),
+                              detail::matrix_alignment(b, ldb), detail::matrix_alignment(c, ldc)};
     const T alpha = T(1);
-    ETNN_CHECK_CUBLAS(cublasLtMatmul(handle_, plan.operation, &alpha, a, plan.a, b, plan.b, &beta, c, plan.c, c,
-                                     plan.c, &plan.algorithm, workspace_.data(), workspace_.size(), stream()));
+    plans_.use(key, [this](const detail::PlanKey& chosen) { return make_plan(chosen); }, [&](Plan& plan) {
+      if (epilogue != Epilogue::none)
+        ETNN_CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                         sizeof bias));
+      ETNN_CHECK_CUBLAS(cublasLtMatmul(handle_, plan.operation, &alpha, a, plan.a, b, plan.b, &beta, c, plan.c, c,
+                                       plan.c, &plan.algorithm, workspace_.data(), workspace_.size(), stream()));
+    });
   }
 
   Blas(const Blas&) = delete;
   Blas& operator=(const Blas&) = delete;
 
  private:
-  // transposes, m, n, k, leading dimensions, epilogue, operand and result types, beta == 0
-  using Key = std::tuple<bool, bool, int, int, int, int, int, int, Epilogue, cudaDataType_t, cudaDataType_t, bool>;
-
   template <class V>
   static constexpr cudaDataType_t data_type() {
     if constexpr (std::is_same_v<V, __nv_bfloat16>) return CUDA_R_16BF;
@@ -92,8 +91,11 @@ class Blas {
   // The handle, plans and workspace live until exit, when the context goes with them.
   ~Blas() = default;
 
-  Plan make_plan(const Key& key) {
-    const auto [transpose_a, transpose_b, m, n, k, lda, ldb, ldc, epilogue, operand_type, type, beta_zero] = key;
+  Plan make_plan(const detail::PlanKey& key) {
+    const auto [transpose_a, transpose_b, m, n, k, lda, ldb, ldc, epilogue, operand_enum, type_enum, beta_zero,
+                align_a, align_b, align_c] = key;
+    const auto operand_type = static_cast<cudaDataType_t>(operand_enum);
+    const auto type = static_cast<cudaDataType_t>(type_enum);
     const bool is_float = type == CUDA_R_32F;
     Plan plan;
     ETNN_CHECK_CUBLAS(cublasLtMatmulDescCreate(&plan.operation, is_float ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F,
@@ -118,6 +120,14 @@ class Blas {
     const std::size_t workspace = workspace_.size();
     ETNN_CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                            &workspace, sizeof workspace));
+    // The operands' real alignment (C is also D): only algorithms that work with it are offered.
+    const std::uint32_t alignments[] = {align_a, align_b, align_c, align_c};
+    const cublasLtMatmulPreferenceAttributes_t alignment_attributes[] = {
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+    for (int i = 0; i < 4; ++i)
+      ETNN_CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(preference, alignment_attributes[i], &alignments[i],
+                                                             sizeof alignments[i]));
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
     const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle_, plan.operation, plan.a, plan.b, plan.c,
@@ -128,6 +138,8 @@ class Blas {
       std::string what = "no cuBLASLt algorithm for a ";
       what += std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
       what += beta_zero ? " product" : " accumulating product";
+      what += " with operands aligned to " + std::to_string(align_a) + ", " + std::to_string(align_b) + " and " +
+              std::to_string(align_c) + " bytes";
       detail::fail("cuBLAS", "cublasLtMatmulAlgoGetHeuristic", what.c_str(), __FILE__, __LINE__);
     }
     plan.algorithm = result.algo;
@@ -136,7 +148,7 @@ class Blas {
 
   cublasLtHandle_t handle_{};
   Buffer<unsigned char, Cuda> workspace_;
-  std::map<Key, Plan> plans_;
+  detail::PlanCache<Plan> plans_;
 };
 
 }  // namespace etnn::cuda

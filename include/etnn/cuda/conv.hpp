@@ -20,6 +20,8 @@
 #include "../expr/functors.hpp"
 #include "../tensor/buffer.hpp"
 #include "blas.hpp"
+#include "memory.hpp"
+#include "per_thread.hpp"
 #include "reduce.hpp"
 #include "runtime.hpp"
 
@@ -119,11 +121,11 @@ __global__ void col2im_kernel(const T* dcols, T* dx, int batch) {
   }
 }
 
-// Z' or dZ' (OUT, B P), grown as needed.
+// Z' or dZ' (OUT, B P), one per host thread (cuda/per_thread.hpp), grown as needed.
+struct ConvStaging;
 template <class T>
 T* conv_staging(std::size_t values) {
-  static GrowingScratch<T> staging;
-  return staging.at(values);
+  return per_thread<GrowingScratch<T>, ConvStaging>().at(values);
 }
 
 }  // namespace cuda::detail

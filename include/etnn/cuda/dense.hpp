@@ -25,6 +25,7 @@
 #include "blas.hpp"
 #include "half.hpp"
 #include "memory.hpp"
+#include "per_thread.hpp"
 #include "runtime.hpp"
 
 namespace etnn {
@@ -99,12 +100,13 @@ inline RowChunks row_chunks(int batch) {
   return {count, (batch + count - 1) / count};
 }
 
-// Device scratch for per-chunk column sums, grown as needed (sized by the training pass's
-// warm-up, nn::TrainingPass::reserve, so a recorded step never grows it).
+// Device scratch for per-chunk column sums, one per host thread (cuda/per_thread.hpp), grown as
+// needed (sized by the training pass's warm-up, nn::TrainingPass::reserve, so a recorded step never
+// grows it).
+struct ColumnPartials;
 template <class T>
 T* column_partials(std::size_t values) {
-  static GrowingScratch<T> partials;
-  return partials.at(values);
+  return per_thread<GrowingScratch<T>, ColumnPartials>().at(values);
 }
 
 // dst = src rounded to the 16-bit format Half (bf16 or fp16; to nearest, ties to even), n values.
@@ -114,14 +116,17 @@ __global__ void to_half_kernel(const float* src, Half* dst, std::size_t n) {
     dst[i] = HalfFormat<Half>::round(src[i]);
 }
 
-// A 16-bit copy of n values in device scratch `slot` (0 or 1: a product's two operands), grown as
-// needed (sized by the training pass's warm-up, nn::TrainingPass::reserve, so a recorded step
-// never grows it). Work on etnn's stream runs in order: a product has read its copies before the
-// next one overwrites them.
+// A 16-bit copy of n values in device scratch `slot` (0 or 1: a product's two operands), one pair
+// per host thread (cuda/per_thread.hpp), grown as needed (sized by the training pass's warm-up,
+// nn::TrainingPass::reserve, so a recorded step never grows it). A thread's work on etnn's stream
+// runs in order: a product has read its copies before the thread's next one overwrites them.
+template <class Half>
+struct HalfCopies {
+  GrowingScratch<Half> slots[2];
+};
 template <class Half>
 const Half* half_copy(int slot, const float* src, std::size_t n) {
-  static GrowingScratch<Half> copies[2];
-  Half* copy = copies[slot].at(n);
+  Half* copy = per_thread<HalfCopies<Half>>().slots[slot].at(n);
   to_half_kernel<<<grid_blocks(n), 256, 0, stream()>>>(src, copy, n);
   check_launch("etnn::dense to_half");
   return copy;

@@ -76,6 +76,7 @@ class GraphCache {
   // work() recorded into an executable graph, or null (and the cache off) when it cannot be.
   template <class Work>
   cudaGraphExec_t record(Work& work) {
+    const RecordingStream recording;  // this thread's own stream: no other thread's work is captured
     ETNN_CHECK_CUDA(cudaStreamBeginCapture(stream(), cudaStreamCaptureModeThreadLocal));
     std::string failure;
     try {

@@ -71,11 +71,11 @@ void copy_rows(Cuda, const T* src, std::size_t src_pitch, T* dst, std::size_t ds
 
 namespace cuda {
 
-// Device scratch shared by every call of one kind (a kernel's staging, partial sums, operand
-// copies) that only grows: at(n) gives at least n values, its contents undefined. An outgrown
-// buffer is kept, not freed: a CUDA graph recorded while it was current still points at it, and a
-// replay must not read freed memory. Growth at least doubles, so what is kept stays under four
-// times the largest need.
+// Device scratch shared by every call of one kind on one host thread (a kernel's staging, partial
+// sums, operand copies; cuda/per_thread.hpp gives each thread its own) that only grows: at(n)
+// gives at least n values, its contents undefined. An outgrown buffer is kept, not freed: a CUDA
+// graph recorded while it was current still points at it, and a replay must not read freed
+// memory. Growth at least doubles, so what is kept stays under four times the largest need.
 template <class T>
 class GrowingScratch {
  public:

@@ -10,6 +10,7 @@
 #include "../core/device.hpp"
 #include "../tensor/buffer.hpp"
 #include "memory.hpp"
+#include "per_thread.hpp"
 #include "runtime.hpp"
 
 namespace etnn {
@@ -57,15 +58,14 @@ __global__ void sum_of_squares_kernel(const T* x, std::size_t n, double* partial
 }
 
 // Device memory for the partial sums above and for the result of an index search (the non-finite
-// scan, cuda/non_finite.hpp; a loss's domain check), allocated once per process.
-inline double* reduction_partials() {
-  static Buffer<double, Cuda> partials(reduction_blocks);
-  return partials.data();
-}
-inline unsigned long long* reduction_index() {
-  static Buffer<unsigned long long, Cuda> index(1);
-  return index.data();
-}
+// scan, cuda/non_finite.hpp; a loss's domain check), allocated once per host thread (per_thread.hpp):
+// a launch's results are read back before that thread's next launch overwrites them.
+struct ReductionScratch {
+  Buffer<double, Cuda> partials{reduction_blocks};
+  Buffer<unsigned long long, Cuda> index{1};
+};
+inline double* reduction_partials() { return per_thread<ReductionScratch>().partials.data(); }
+inline unsigned long long* reduction_index() { return per_thread<ReductionScratch>().index.data(); }
 
 // sum_i x[i]^2 in double (the global gradient norm).
 template <class T>

@@ -1,6 +1,6 @@
 #pragma once
 // Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
-// The CUDA runtime as etnn uses it: every call checked, all work on one stream.
+// The CUDA runtime as etnn uses it: every call checked, all work on one stream (but a recording's).
 //   ETNN_CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, etnn::cuda::stream()));
 // A failed call throws etnn::DeviceError naming the call, the error and where it was made.
 // Kernels, copies, cuBLASLt and (in a data-parallel job) NCCL's reductions are ordered on
@@ -44,16 +44,53 @@ inline void check(cudaError_t status, const char* call, const char* file, int li
 
 #define ETNN_CHECK_CUDA(call) ::etnn::cuda::detail::check((call), #call, __FILE__, __LINE__)
 
-// The stream all of etnn's device work goes to, created on first use. It is never destroyed:
-// the process's exit releases it with the context.
-inline cudaStream_t stream() {
-  static const cudaStream_t s = [] {
-    cudaStream_t created = nullptr;
-    ETNN_CHECK_CUDA(cudaStreamCreateWithFlags(&created, cudaStreamNonBlocking));
-    return created;
-  }();
-  return s;
+namespace detail {
+
+inline cudaStream_t new_stream() {
+  cudaStream_t created = nullptr;
+  ETNN_CHECK_CUDA(cudaStreamCreateWithFlags(&created, cudaStreamNonBlocking));
+  return created;
 }
+
+// The stream this host thread is recording a CUDA graph on (RecordingStream), else null.
+inline cudaStream_t& recording_stream() {
+  thread_local cudaStream_t recording = nullptr;
+  return recording;
+}
+
+}  // namespace detail
+
+// The stream all of etnn's device work goes to, created on first use and shared by every host
+// thread: their work runs in the order they enqueue it. It is never destroyed: the process's exit
+// releases it with the context. While a thread records a CUDA graph (RecordingStream), that
+// thread's work goes to a stream of its own instead.
+inline cudaStream_t stream() {
+  static const cudaStream_t shared = detail::new_stream();
+  const cudaStream_t recording = detail::recording_stream();
+  return recording != nullptr ? recording : shared;
+}
+
+// While one lives, stream() on this thread is the thread's own recording stream, for a graph to be
+// recorded from (cuda/graph.hpp): another thread's work, which goes to the shared stream meanwhile,
+// is never captured into this thread's graph. Nothing runs on it (a recording executes nothing);
+// the graph is then launched on the shared stream.
+class RecordingStream {
+ public:
+  RecordingStream() { detail::recording_stream() = own().stream; }
+  ~RecordingStream() { detail::recording_stream() = nullptr; }
+  RecordingStream(const RecordingStream&) = delete;
+  RecordingStream& operator=(const RecordingStream&) = delete;
+
+ private:
+  struct Own {  // the thread's recording stream, made on its first recording, gone with the thread
+    cudaStream_t stream = detail::new_stream();
+    ~Own() { (void)cudaStreamDestroy(stream); }
+  };
+  static Own& own() {
+    thread_local Own mine;
+    return mine;
+  }
+};
 
 // Waits until the device has finished everything on etnn's stream.
 inline void synchronize() { ETNN_CHECK_CUDA(cudaStreamSynchronize(stream())); }

@@ -857,6 +857,13 @@ auto derivative(const X& x, const Y& y, F f = F{}) {
 
 namespace etnn::expr::detail {
 
+// The activation of the fused chain's hidden layers, forward and backward (cuda/fused_mlp/net.hpp):
+//   A_{l+1} = relu(Z_l)      dZ_{l-1} = dA_l relu'(A_l, A_l) = dA_l [A_l > 0]
+// It is the CPU's ReLU itself, so both devices agree on every value: a NaN stays NaN (the
+// non-finite guard must see it), and a NaN or infinite dA_l at an inactive unit gives NaN as the
+// CPU's product does.
+using FusedHidden = fn::Relu;
+
 // The smallest fused kernel width that holds w features: 16, 32, 64 or 128; 0 when w > 128.
 ETNN_HD constexpr int fused_width(int w) {
   return w <= 16 ? 16 : w <= 32 ? 32 : w <= 64 ? 64 : w <= 128 ? 128 : 0;
@@ -2008,9 +2015,37 @@ namespace etnn::cpu::packed {
 // K blocks: ceil(K / kc_max) of near-equal depth; block b covers [K b / n, K (b + 1) / n).
 constexpr int k_blocks(int k) { return (k + kc_max - 1) / kc_max; }
 
-// Mask of the first `count` lanes (all 16 for count >= 16).
+// Mask of the first `count` lanes (all 16 for count >= 16, none for count <= 0).
 inline __mmask16 first_lanes(int count) {
+  if (count <= 0) return 0;
   return count >= lanes ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << count) - 1u);
+}
+
+// The mr x 16 block row[i][t] (row i, depth t) written depth-major: out[t mr + i] = row[i][t], the
+// first `count` of its 16 mr values. Output register j holds positions q = 16 j + l, that is
+// depth t = q / mr of row i = q % mr: one permute by t per row, merged under the lanes of row i.
+[[gnu::target("avx512f"), gnu::always_inline]] inline void interleave_rows(const __m512 row[mr], float* out,
+                                                                           int count) {
+  static_assert(mr <= lanes);
+  static constexpr auto depth_of = [] {
+    std::array<int, mr * lanes> d{};
+    for (int q = 0; q < mr * lanes; ++q) d[q] = q / mr;
+    return d;
+  }();
+  static constexpr auto lanes_of_row = [] {  // [j][i]: the lanes of output register j from row i
+    std::array<std::array<unsigned, mr>, mr> m{};
+    for (int q = 0; q < mr * lanes; ++q) m[q / lanes][q % mr] |= 1u << (q % lanes);
+    return m;
+  }();
+ETNN_UNROLL(6)
+  for (int j = 0; j < mr; ++j) {
+    const __m512i depth = _mm512_loadu_si512(depth_of.data() + j * lanes);
+    __m512 v = _mm512_setzero_ps();
+ETNN_UNROLL(6)
+    for (int i = 0; i < mr; ++i)
+      v = _mm512_mask_permutexvar_ps(v, static_cast<__mmask16>(lanes_of_row[j][i]), depth, row[i]);
+    _mm512_mask_storeu_ps(out + j * lanes, first_lanes(count - j * lanes), v);
+  }
 }
 
 // Packs rows [r0, r0 + rows) and depth [k0, k0 + kc) of A into panels of mr rows:
@@ -2028,10 +2063,16 @@ template <Layout LA>
         const __m512 v = _mm512_maskz_loadu_ps(mask, column + kk * lda);
         _mm512_mask_storeu_ps(panel + kk * mr, first_lanes(mr), v);
       }
-    } else {
-      for (int i = 0; i < mr; ++i) {
-        const float* row = a + static_cast<std::ptrdiff_t>(r0 + p * mr + std::min(i, valid - 1)) * lda + k0;
-        for (int kk = 0; kk < kc; ++kk) panel[kk * mr + i] = i < valid ? row[kk] : 0.0f;
+    } else {  // A(i, k) at a[i lda + k]: 16 depths of each row at a time, interleaved in registers
+      const float* rows_at[mr];
+      for (int i = 0; i < mr; ++i) rows_at[i] = a + static_cast<std::ptrdiff_t>(r0 + p * mr + std::min(i, valid - 1)) * lda + k0;
+      for (int kk = 0; kk < kc; kk += lanes) {
+        const int depth = std::min(lanes, kc - kk);
+        __m512 row[mr];
+ETNN_UNROLL(6)
+        for (int i = 0; i < mr; ++i)
+          row[i] = i < valid ? _mm512_maskz_loadu_ps(first_lanes(depth), rows_at[i] + kk) : _mm512_setzero_ps();
+        interleave_rows(row, panel + kk * mr, depth * mr);
       }
     }
   }
@@ -2839,7 +2880,7 @@ double sum_of_squares(const T* x, std::size_t n) {
 // loops, the fully fused narrow-MLP kernels and CUDA graphs. Layers reach these through backend/.
 // ---- etnn/cuda/runtime.hpp ----
 // Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
-// The CUDA runtime as etnn uses it: every call checked, all work on one stream.
+// The CUDA runtime as etnn uses it: every call checked, all work on one stream (but a recording's).
 //   ETNN_CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, etnn::cuda::stream()));
 // A failed call throws etnn::DeviceError naming the call, the error and where it was made.
 // Kernels, copies, cuBLASLt and (in a data-parallel job) NCCL's reductions are ordered on
@@ -2848,6 +2889,61 @@ double sum_of_squares(const T* x, std::size_t n) {
 
 #include <string>
 
+// ---- etnn/cuda/grid_stride.hpp ----
+// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
+// The grid-stride loop every elementwise and index kernel runs, and the grid its launches get.
+// Thread t of a grid of T threads (t = blockIdx.x blockDim.x + threadIdx.x, T = gridDim.x
+// blockDim.x) visits
+//   i = begin + t, begin + t + T, begin + t + 2T, ...  while i < end
+// so the T threads together visit every i in [begin, end) exactly once, whatever T is: a grid
+// smaller than the items (grid_blocks caps it) costs time, never items. In a kernel
+//   for (const std::size_t i : grid_stride(n)) y[i] = f(x[i]);     (cuda/runtime.hpp)
+// This header needs no CUDA: the host tests run the same index math with an emulated grid.
+#include <cstddef>
+
+
+namespace etnn::cuda {
+
+// The indices one thread of a grid-stride loop visits, as a range: first, first + stride, ... < end.
+class GridStride {
+ public:
+  struct End {};
+  class Iterator {
+   public:
+    ETNN_HD constexpr Iterator(std::size_t i, std::size_t stride, std::size_t end) : i_(i), stride_(stride), end_(end) {}
+    ETNN_HD constexpr std::size_t operator*() const { return i_; }
+    ETNN_HD constexpr Iterator& operator++() {
+      i_ += stride_;
+      return *this;
+    }
+    ETNN_HD constexpr bool operator!=(End) const { return i_ < end_; }
+
+   private:
+    std::size_t i_, stride_, end_;
+  };
+
+  // Thread `thread` of `threads` over [begin, end).
+  ETNN_HD constexpr GridStride(std::size_t thread, std::size_t threads, std::size_t begin, std::size_t end)
+      : first_(begin + thread), stride_(threads), end_(end) {}
+
+  ETNN_HD constexpr Iterator begin() const { return {first_, stride_, end_}; }
+  ETNN_HD constexpr End end() const { return {}; }
+
+ private:
+  std::size_t first_, stride_, end_;
+};
+
+// Blocks of threads_per_block threads for a grid-stride loop over n items: one item per thread up
+// to max_grid_blocks blocks (2^28 items at 256 threads; a bandwidth-bound update wants every load
+// it can have in flight; a thread's items cannot overlap, as its loads may alias its stores), then
+// several per thread. At least one block, so that n = 0 is still a valid launch.
+inline constexpr std::size_t max_grid_blocks = std::size_t{1} << 20;
+constexpr unsigned grid_blocks(std::size_t n, unsigned threads_per_block = 256) {
+  const std::size_t wanted = (n + threads_per_block - 1) / threads_per_block;
+  return static_cast<unsigned>(wanted < 1 ? 1 : (wanted > max_grid_blocks ? max_grid_blocks : wanted));
+}
+
+}  // namespace etnn::cuda
 
 namespace etnn::cuda {
 
@@ -2881,16 +2977,53 @@ inline void check(cudaError_t status, const char* call, const char* file, int li
 
 #define ETNN_CHECK_CUDA(call) ::etnn::cuda::detail::check((call), #call, __FILE__, __LINE__)
 
-// The stream all of etnn's device work goes to, created on first use. It is never destroyed:
-// the process's exit releases it with the context.
-inline cudaStream_t stream() {
-  static const cudaStream_t s = [] {
-    cudaStream_t created = nullptr;
-    ETNN_CHECK_CUDA(cudaStreamCreateWithFlags(&created, cudaStreamNonBlocking));
-    return created;
-  }();
-  return s;
+namespace detail {
+
+inline cudaStream_t new_stream() {
+  cudaStream_t created = nullptr;
+  ETNN_CHECK_CUDA(cudaStreamCreateWithFlags(&created, cudaStreamNonBlocking));
+  return created;
 }
+
+// The stream this host thread is recording a CUDA graph on (RecordingStream), else null.
+inline cudaStream_t& recording_stream() {
+  thread_local cudaStream_t recording = nullptr;
+  return recording;
+}
+
+}  // namespace detail
+
+// The stream all of etnn's device work goes to, created on first use and shared by every host
+// thread: their work runs in the order they enqueue it. It is never destroyed: the process's exit
+// releases it with the context. While a thread records a CUDA graph (RecordingStream), that
+// thread's work goes to a stream of its own instead.
+inline cudaStream_t stream() {
+  static const cudaStream_t shared = detail::new_stream();
+  const cudaStream_t recording = detail::recording_stream();
+  return recording != nullptr ? recording : shared;
+}
+
+// While one lives, stream() on this thread is the thread's own recording stream, for a graph to be
+// recorded from (cuda/graph.hpp): another thread's work, which goes to the shared stream meanwhile,
+// is never captured into this thread's graph. Nothing runs on it (a recording executes nothing);
+// the graph is then launched on the shared stream.
+class RecordingStream {
+ public:
+  RecordingStream() { detail::recording_stream() = own().stream; }
+  ~RecordingStream() { detail::recording_stream() = nullptr; }
+  RecordingStream(const RecordingStream&) = delete;
+  RecordingStream& operator=(const RecordingStream&) = delete;
+
+ private:
+  struct Own {  // the thread's recording stream, made on its first recording, gone with the thread
+    cudaStream_t stream = detail::new_stream();
+    ~Own() { (void)cudaStreamDestroy(stream); }
+  };
+  static Own& own() {
+    thread_local Own mine;
+    return mine;
+  }
+};
 
 // Waits until the device has finished everything on etnn's stream.
 inline void synchronize() { ETNN_CHECK_CUDA(cudaStreamSynchronize(stream())); }
@@ -2906,14 +3039,13 @@ inline void check_launch(const char* kernel) {
   }
 }
 
-// Blocks for a grid-stride loop over n items, threads_per_block each: one item per thread up to
-// 2^28 items (a bandwidth-bound update wants every load it can have in flight; a thread's items
-// cannot overlap, as its loads may alias its stores), then several per thread.
-inline unsigned grid_blocks(std::size_t n, unsigned threads_per_block = 256) {
-  constexpr std::size_t max_blocks = std::size_t{1} << 20;
-  const std::size_t wanted = (n + threads_per_block - 1) / threads_per_block;
-  return static_cast<unsigned>(wanted < 1 ? 1 : (wanted > max_blocks ? max_blocks : wanted));
+// This thread's share of the grid-stride loop over [begin, end) (cuda/grid_stride.hpp), or [0, n):
+//   for (const std::size_t i : grid_stride(n)) y[i] = f(x[i]);
+__device__ inline GridStride grid_stride(std::size_t begin, std::size_t end) {
+  return {blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x,
+          static_cast<std::size_t>(gridDim.x) * blockDim.x, begin, end};
 }
+__device__ inline GridStride grid_stride(std::size_t n) { return grid_stride(0, n); }
 
 }  // namespace etnn::cuda
 // ---- etnn/cuda/memory.hpp ----
@@ -2921,9 +3053,13 @@ inline unsigned grid_blocks(std::size_t n, unsigned threads_per_block = 256) {
 // Device memory: stream-ordered allocation on etnn's stream (cudaMallocAsync draws from the
 // device's memory pool, so a Trainer's buffers come and go without synchronising the device), and
 // copies between host and device memory.
+// No allocation happens while etnn's stream is being recorded into a CUDA graph: the graph would
+// own the memory (an allocation node) while the Buffer holding it outlives the recording, so
+// allocate() refuses with an error naming the fix, which a GraphCache turns into its reason().
 #include <algorithm>
 #include <cstddef>
 #include <new>
+#include <string>
 #include <vector>
 
 
@@ -2931,6 +3067,13 @@ namespace etnn {
 
 inline void* Cuda::allocate(std::size_t bytes) {
   if (bytes == 0) return nullptr;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  ETNN_CHECK_CUDA(cudaStreamIsCapturing(cuda::stream(), &capture));
+  if (capture != cudaStreamCaptureStatusNone)
+    throw DeviceError("etnn::Cuda::allocate: " + std::to_string(bytes) +
+                      " bytes of device memory asked for while etnn's stream is being recorded into a CUDA "
+                      "graph; allocate before recording (as nn::TrainingPass::reserve sizes a step's buffers and "
+                      "scratch before its graphs are recorded)");
   void* p = nullptr;
   const cudaError_t status = cudaMallocAsync(&p, bytes, cuda::stream());
   if (status == cudaErrorMemoryAllocation) {
@@ -2974,11 +3117,11 @@ void copy_rows(Cuda, const T* src, std::size_t src_pitch, T* dst, std::size_t ds
 
 namespace cuda {
 
-// Device scratch shared by every call of one kind (a kernel's staging, partial sums, operand
-// copies) that only grows: at(n) gives at least n values, its contents undefined. An outgrown
-// buffer is kept, not freed: a CUDA graph recorded while it was current still points at it, and a
-// replay must not read freed memory. Growth at least doubles, so what is kept stays under four
-// times the largest need.
+// Device scratch shared by every call of one kind on one host thread (a kernel's staging, partial
+// sums, operand copies; cuda/per_thread.hpp gives each thread its own) that only grows: at(n)
+// gives at least n values, its contents undefined. An outgrown buffer is kept, not freed: a CUDA
+// graph recorded while it was current still points at it, and a replay must not read freed
+// memory. Growth at least doubles, so what is kept stays under four times the largest need.
 template <class T>
 class GrowingScratch {
  public:
@@ -2997,6 +3140,37 @@ class GrowingScratch {
 }  // namespace cuda
 
 }  // namespace etnn
+// ---- etnn/cuda/per_thread.hpp ----
+// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>. No CUDA header, so that a
+// host test (tests/cuda/test_per_thread.cpp) checks it without a GPU.
+// Device scratch of one kind (reduction partials, batch-norm statistics, operand copies) for the
+// calling host thread: per_thread<V, Tag>() is this thread's V for Tag, made on its first call.
+//
+// Why per thread: every thread's work goes to etnn's one stream, in the order the threads enqueue
+// it. Shared scratch would let thread B's kernel overwrite what thread A's kernel just wrote before
+// A's next kernel (or copy to the host) reads it. With a V per thread, each thread's uses of it
+// run in the order that thread enqueued them.
+// Why kept until exit: a CUDA graph recorded by a thread holds the addresses of that thread's
+// scratch, and may be replayed after the thread has ended (a Trainer stepped on a worker thread,
+// then on the main one); so a V outlives its thread, owned by a process-wide list.
+#include <list>
+#include <mutex>
+
+namespace etnn::cuda::detail {
+
+template <class V, class Tag = V>
+V& per_thread() {
+  thread_local V* mine = nullptr;
+  if (mine == nullptr) {
+    static std::mutex mutex;
+    static std::list<V> all;  // a list: adding one never moves the others
+    const std::lock_guard<std::mutex> lock(mutex);
+    mine = &all.emplace_back();
+  }
+  return *mine;
+}
+
+}  // namespace etnn::cuda::detail
 // ---- etnn/cuda/executor.hpp ----
 // Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
 // The CUDA executor: an elementwise expression tree is passed by value into one grid-stride
@@ -3011,22 +3185,19 @@ namespace cuda::detail {
 
 template <class T, class E>
 __global__ void assign_kernel(T* dst, E e, std::size_t n) {
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+  for (const std::size_t i : grid_stride(n))
     dst[i] = e[i];
 }
 
 template <class T>
 __global__ void fill_kernel(T* dst, std::size_t n, T value) {
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+  for (const std::size_t i : grid_stride(n))
     dst[i] = value;
 }
 
 template <class F>
 __global__ void for_each_index_kernel(std::size_t n, F f) {
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+  for (const std::size_t i : grid_stride(n))
     f(i);
 }
 
@@ -3059,7 +3230,7 @@ void for_each_index(Cuda, std::size_t n, const F& f) {
   cuda::check_launch("etnn::for_each_index");
 }
 
-// With a cost per index, which is the host's hint (cpu/executor.hpp): one device thread per index
+// With a cost per index, which is the host's hint (cpu/executor.hpp): each index in one device thread
 // all the same. For row functors adjacent threads read rows a row apart, which suits the narrow
 // rows they are for (softmax over classes, a sample's layer norm).
 template <class F>
@@ -3117,22 +3288,20 @@ inline double sum_of_partials(const double* partial) {
 template <class T>
 __global__ void sum_of_squares_kernel(const T* x, std::size_t n, double* partial) {
   double sum = 0.0;
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+  for (const std::size_t i : grid_stride(n))
     sum += static_cast<double>(x[i]) * static_cast<double>(x[i]);
   store_block_sum(sum, partial);
 }
 
 // Device memory for the partial sums above and for the result of an index search (the non-finite
-// scan, cuda/non_finite.hpp; a loss's domain check), allocated once per process.
-inline double* reduction_partials() {
-  static Buffer<double, Cuda> partials(reduction_blocks);
-  return partials.data();
-}
-inline unsigned long long* reduction_index() {
-  static Buffer<unsigned long long, Cuda> index(1);
-  return index.data();
-}
+// scan, cuda/non_finite.hpp; a loss's domain check), allocated once per host thread (per_thread.hpp):
+// a launch's results are read back before that thread's next launch overwrites them.
+struct ReductionScratch {
+  Buffer<double, Cuda> partials{reduction_blocks};
+  Buffer<unsigned long long, Cuda> index{1};
+};
+inline double* reduction_partials() { return per_thread<ReductionScratch>().partials.data(); }
+inline unsigned long long* reduction_index() { return per_thread<ReductionScratch>().index.data(); }
 
 // sum_i x[i]^2 in double (the global gradient norm).
 template <class T>
@@ -3151,7 +3320,10 @@ double sum_of_squares(const T* x, std::size_t n) {
 // Matrix products through cuBLASLt, with its fused epilogues (bias, bias + ReLU).
 // cuBLASLt is column-major; etnn's row-major (R, C) matrix is a column-major (C, R) one, and
 // cuda/dense.hpp states each product in those terms. A product's descriptors and algorithm are
-// chosen once per shape and kept (a plan), so a training step costs one cublasLtMatmul per GEMM.
+// chosen once per shape and operand alignment and kept (a plan, cuda/blas_plan.hpp), so a training
+// step costs one cublasLtMatmul per GEMM. One handle, workspace and plan map serve every host thread:
+// plans are found, made and launched under a lock, and the workspace is shared safely because all
+// products run in order on etnn's one stream.
 // fp32 products accumulate in fp32 without TF32 (PyTorch's default), so results match the CPU's
 // to rounding; fp64 in fp64. Mixed precision (etnn::bf16 and etnn::fp16 models) multiplies bf16
 // or fp16 operands on tensor cores, accumulating and writing fp32 (the bias too), as
@@ -3162,10 +3334,97 @@ double sum_of_squares(const T* x, std::size_t n) {
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
-#include <tuple>
+#include <string>
 #include <type_traits>
 
+// ---- etnn/cuda/blas_plan.hpp ----
+// Private to cuda/blas.hpp: what a cuBLASLt plan is chosen for (its key, the operands' alignment)
+// and the locked map that keeps the plans. No CUDA header, so that a host test
+// (tests/cuda/test_blas_plan.cpp) checks it without a GPU.
+//
+// cuBLASLt's heuristic assumes 256-byte-aligned operands unless told otherwise
+// (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_{A,B,C,D}_BYTES), and an algorithm chosen for that faults or
+// fails (misaligned address, CUBLAS_STATUS_NOT_SUPPORTED) on operands that are not. etnn's
+// operands are views into packed buffers: LeNet's second weight starts at byte 624 (16-aligned), a
+// bias right after its weight (at + Out In values), rows of a batch-37 float matrix 148 bytes apart
+// (4-aligned). So each operand's real alignment is told to the heuristic and is part of the key:
+// a plan chosen for 256-byte-aligned pointers is never used for 4-byte-aligned ones.
+#include <compare>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+
+namespace etnn::cuda {
+
+enum class Epilogue { none, bias, bias_relu };
+
+namespace detail {
+
+// The most alignment cuBLASLt asks about (its default assumption).
+inline constexpr unsigned max_blas_alignment = 256;
+
+// The largest power of two, at most 256, dividing `bytes` (256 for 0).
+constexpr unsigned alignment_of(std::uintptr_t bytes) {
+  if (bytes == 0) return max_blas_alignment;
+  const std::uintptr_t lowest = bytes & (~bytes + 1);  // the lowest set bit
+  return lowest >= max_blas_alignment ? max_blas_alignment : static_cast<unsigned>(lowest);
+}
+
+// The alignment of every column of a column-major matrix at `address` with leading dimension ld
+// (elements of element_bytes each): column j starts at address + j ld element_bytes, so it is the
+// largest power of two (at most 256) dividing both address and ld element_bytes.
+constexpr unsigned matrix_alignment(std::uintptr_t address, std::size_t ld, std::size_t element_bytes) {
+  const unsigned of_address = alignment_of(address);
+  const unsigned of_stride = alignment_of(ld * element_bytes);
+  return of_address < of_stride ? of_address : of_stride;
+}
+
+template <class V>
+unsigned matrix_alignment(const V* p, int ld) {
+  return matrix_alignment(reinterpret_cast<std::uintptr_t>(p), static_cast<std::size_t>(ld), sizeof(V));
+}
+
+// What a plan (descriptors and algorithm) is chosen for. The types are cudaDataType_t values.
+// C is also the result D (etnn's products are in place), so align_c stands for both.
+struct PlanKey {
+  bool transpose_a, transpose_b;
+  int m, n, k, lda, ldb, ldc;
+  Epilogue epilogue;
+  int operand_type, result_type;
+  bool beta_zero;
+  unsigned align_a, align_b, align_c;  // matrix_alignment of A, B, C in bytes
+  friend auto operator<=>(const PlanKey&, const PlanKey&) = default;
+};
+
+// The plans made so far, one per key, shared by every host thread. use(key, make, run) finds the
+// key's plan (making it with make(key) the first time) and calls run(plan) under one lock: a plan's
+// descriptor is changed by a call (its bias pointer), so that change and the launch that reads it
+// must not interleave with another thread's. run only enqueues work on the stream, so the lock is
+// held for microseconds.
+template <class Plan>
+class PlanCache {
+ public:
+  template <class Make, class Run>
+  void use(const PlanKey& key, Make&& make, Run&& run) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    auto it = plans_.find(key);
+    if (it == plans_.end()) it = plans_.emplace(key, make(key)).first;
+    run(it->second);
+  }
+
+  std::size_t size() const {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return plans_.size();
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<PlanKey, Plan> plans_;
+};
+
+}  // namespace detail
+}  // namespace etnn::cuda
 
 namespace etnn::cuda {
 
@@ -3176,8 +3435,6 @@ inline void check(cublasStatus_t status, const char* call, const char* file, int
 }  // namespace detail
 
 #define ETNN_CHECK_CUBLAS(call) ::etnn::cuda::detail::check((call), #call, __FILE__, __LINE__)
-
-enum class Epilogue { none, bias, bias_relu };
 
 // The process's cuBLASLt handle, its workspace, and the plans made so far.
 class Blas {
@@ -3198,26 +3455,24 @@ class Blas {
                   ((std::is_same_v<Operand, __nv_bfloat16> || std::is_same_v<Operand, __half>) &&
                    std::is_same_v<T, float>));
     if (m == 0 || n == 0) return;
-    const Key key{transpose_a, transpose_b, m, n, k, lda, ldb, ldc, epilogue, data_type<Operand>(), data_type<T>(),
-                  beta == T(0)};
-    auto it = plans_.find(key);
-    if (it == plans_.end()) it = plans_.emplace(key, make_plan(key)).first;
-    Plan& plan = it->second;
-    if (epilogue != Epilogue::none)
-      ETNN_CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                                                       sizeof bias));
+    // The alignments are the operands' real ones (cuda/blas_plan.hpp): part of what a plan is for.
+    const detail::PlanKey key{transpose_a, transpose_b, m, n, k, lda, ldb, ldc, epilogue, data_type<Operand>(),
+                              data_type<T>(), beta == T(0), detail::matrix_alignment(a, lda),
+                              detail::matrix_alignment(b, ldb), detail::matrix_alignment(c, ldc)};
     const T alpha = T(1);
-    ETNN_CHECK_CUBLAS(cublasLtMatmul(handle_, plan.operation, &alpha, a, plan.a, b, plan.b, &beta, c, plan.c, c,
-                                     plan.c, &plan.algorithm, workspace_.data(), workspace_.size(), stream()));
+    plans_.use(key, [this](const detail::PlanKey& chosen) { return make_plan(chosen); }, [&](Plan& plan) {
+      if (epilogue != Epilogue::none)
+        ETNN_CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                         sizeof bias));
+      ETNN_CHECK_CUBLAS(cublasLtMatmul(handle_, plan.operation, &alpha, a, plan.a, b, plan.b, &beta, c, plan.c, c,
+                                       plan.c, &plan.algorithm, workspace_.data(), workspace_.size(), stream()));
+    });
   }
 
   Blas(const Blas&) = delete;
   Blas& operator=(const Blas&) = delete;
 
  private:
-  // transposes, m, n, k, leading dimensions, epilogue, operand and result types, beta == 0
-  using Key = std::tuple<bool, bool, int, int, int, int, int, int, Epilogue, cudaDataType_t, cudaDataType_t, bool>;
-
   template <class V>
   static constexpr cudaDataType_t data_type() {
     if constexpr (std::is_same_v<V, __nv_bfloat16>) return CUDA_R_16BF;
@@ -3237,8 +3492,11 @@ class Blas {
   // The handle, plans and workspace live until exit, when the context goes with them.
   ~Blas() = default;
 
-  Plan make_plan(const Key& key) {
-    const auto [transpose_a, transpose_b, m, n, k, lda, ldb, ldc, epilogue, operand_type, type, beta_zero] = key;
+  Plan make_plan(const detail::PlanKey& key) {
+    const auto [transpose_a, transpose_b, m, n, k, lda, ldb, ldc, epilogue, operand_enum, type_enum, beta_zero,
+                align_a, align_b, align_c] = key;
+    const auto operand_type = static_cast<cudaDataType_t>(operand_enum);
+    const auto type = static_cast<cudaDataType_t>(type_enum);
     const bool is_float = type == CUDA_R_32F;
     Plan plan;
     ETNN_CHECK_CUBLAS(cublasLtMatmulDescCreate(&plan.operation, is_float ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F,
@@ -3263,6 +3521,14 @@ class Blas {
     const std::size_t workspace = workspace_.size();
     ETNN_CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                            &workspace, sizeof workspace));
+    // The operands' real alignment (C is also D): only algorithms that work with it are offered.
+    const std::uint32_t alignments[] = {align_a, align_b, align_c, align_c};
+    const cublasLtMatmulPreferenceAttributes_t alignment_attributes[] = {
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+    for (int i = 0; i < 4; ++i)
+      ETNN_CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(preference, alignment_attributes[i], &alignments[i],
+                                                             sizeof alignments[i]));
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
     const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle_, plan.operation, plan.a, plan.b, plan.c,
@@ -3273,6 +3539,8 @@ class Blas {
       std::string what = "no cuBLASLt algorithm for a ";
       what += std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
       what += beta_zero ? " product" : " accumulating product";
+      what += " with operands aligned to " + std::to_string(align_a) + ", " + std::to_string(align_b) + " and " +
+              std::to_string(align_c) + " bytes";
       detail::fail("cuBLAS", "cublasLtMatmulAlgoGetHeuristic", what.c_str(), __FILE__, __LINE__);
     }
     plan.algorithm = result.algo;
@@ -3281,7 +3549,7 @@ class Blas {
 
   cublasLtHandle_t handle_{};
   Buffer<unsigned char, Cuda> workspace_;
-  std::map<Key, Plan> plans_;
+  detail::PlanCache<Plan> plans_;
 };
 
 }  // namespace etnn::cuda
@@ -3351,8 +3619,7 @@ namespace cuda::detail {
 template <class Act, class T>
 __global__ void bias_activation_kernel(T* y, T* z_saved, const T* bias, std::size_t rows, int cols, Act act) {
   const std::size_t n = rows * static_cast<std::size_t>(cols);
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+  for (const std::size_t i : grid_stride(n)) {
     T z = y[i];
     if (bias != nullptr) z += bias[i % static_cast<std::size_t>(cols)];
     if (z_saved != nullptr) z_saved[i] = z;
@@ -3396,11 +3663,11 @@ __global__ void activation_gradient_kernel(T* dy, const T* y, const T* z_saved, 
 // bias_grad[j] += sum over chunks of partial[chunk * cols + j], chunks in order.
 template <class T>
 __global__ void add_chunk_sums_kernel(T* bias_grad, const T* partial, int chunks, int cols) {
-  const int j = blockIdx.x * blockDim.x + threadIdx.x;
-  if (j >= cols) return;
-  T total = 0;
-  for (int c = 0; c < chunks; ++c) total += partial[static_cast<std::size_t>(c) * cols + j];
-  bias_grad[j] += total;
+  for (const std::size_t j : grid_stride(static_cast<std::size_t>(cols))) {
+    T total = 0;
+    for (int c = 0; c < chunks; ++c) total += partial[static_cast<std::size_t>(c) * cols + j];
+    bias_grad[j] += total;
+  }
 }
 
 // How the bias gradient's column sums split the batch: `count` chunks of `rows` rows (the last
@@ -3415,30 +3682,33 @@ inline RowChunks row_chunks(int batch) {
   return {count, (batch + count - 1) / count};
 }
 
-// Device scratch for per-chunk column sums, grown as needed (sized by the training pass's
-// warm-up, nn::TrainingPass::reserve, so a recorded step never grows it).
+// Device scratch for per-chunk column sums, one per host thread (cuda/per_thread.hpp), grown as
+// needed (sized by the training pass's warm-up, nn::TrainingPass::reserve, so a recorded step never
+// grows it).
+struct ColumnPartials;
 template <class T>
 T* column_partials(std::size_t values) {
-  static GrowingScratch<T> partials;
-  return partials.at(values);
+  return per_thread<GrowingScratch<T>, ColumnPartials>().at(values);
 }
 
 // dst = src rounded to the 16-bit format Half (bf16 or fp16; to nearest, ties to even), n values.
 template <class Half>
 __global__ void to_half_kernel(const float* src, Half* dst, std::size_t n) {
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+  for (const std::size_t i : grid_stride(n))
     dst[i] = HalfFormat<Half>::round(src[i]);
 }
 
-// A 16-bit copy of n values in device scratch `slot` (0 or 1: a product's two operands), grown as
-// needed (sized by the training pass's warm-up, nn::TrainingPass::reserve, so a recorded step
-// never grows it). Work on etnn's stream runs in order: a product has read its copies before the
-// next one overwrites them.
+// A 16-bit copy of n values in device scratch `slot` (0 or 1: a product's two operands), one pair
+// per host thread (cuda/per_thread.hpp), grown as needed (sized by the training pass's warm-up,
+// nn::TrainingPass::reserve, so a recorded step never grows it). A thread's work on etnn's stream
+// runs in order: a product has read its copies before the thread's next one overwrites them.
+template <class Half>
+struct HalfCopies {
+  GrowingScratch<Half> slots[2];
+};
 template <class Half>
 const Half* half_copy(int slot, const float* src, std::size_t n) {
-  static GrowingScratch<Half> copies[2];
-  Half* copy = copies[slot].at(n);
+  Half* copy = per_thread<HalfCopies<Half>>().slots[slot].at(n);
   to_half_kernel<<<grid_blocks(n), 256, 0, stream()>>>(src, copy, n);
   check_launch("etnn::dense to_half");
   return copy;
@@ -3536,8 +3806,7 @@ template <class G, class T>
 __global__ void im2col_kernel(const T* x, T* cols, int batch) {
   const std::size_t columns = static_cast<std::size_t>(batch) * G::out_pixels;
   const std::size_t n = columns * conv_depth<G>;
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+  for (const std::size_t i : grid_stride(n)) {
     const int k = static_cast<int>(i / columns);
     const std::size_t column = i % columns;
     const std::size_t b = column / G::out_pixels;
@@ -3566,8 +3835,7 @@ __device__ inline ChannelMajor channel_major(std::size_t i, int batch) {
 template <class G, int Out, class Act, class T>
 __global__ void conv_bias_activation_kernel(const T* z, const T* bias, T* y, T* z_saved, int batch, Act act) {
   const std::size_t n = static_cast<std::size_t>(batch) * Out * G::out_pixels;
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+  for (const std::size_t i : grid_stride(n)) {
     const auto at = channel_major<G, Out>(i, batch);
     const T pre = z[at.index] + bias[at.channel];
     if (z_saved != nullptr) z_saved[i] = pre;
@@ -3579,8 +3847,7 @@ __global__ void conv_bias_activation_kernel(const T* z, const T* bias, T* y, T* 
 template <class G, int Out, class Act, class T>
 __global__ void conv_activation_gradient_kernel(const T* dy, const T* y, const T* z_saved, T* dz, int batch, Act act) {
   const std::size_t n = static_cast<std::size_t>(batch) * Out * G::out_pixels;
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+  for (const std::size_t i : grid_stride(n)) {
     T g = dy[i];
     if constexpr (!std::is_same_v<Act, fn::Identity>) g *= act.derivative(z_saved != nullptr ? z_saved[i] : y[i], y[i]);
     dz[channel_major<G, Out>(i, batch).index] = g;
@@ -3603,8 +3870,7 @@ template <class G, class T>
 __global__ void col2im_kernel(const T* dcols, T* dx, int batch) {
   const std::size_t n = static_cast<std::size_t>(batch) * G::channels * G::in_pixels;
   const std::size_t columns = static_cast<std::size_t>(batch) * G::out_pixels;
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+  for (const std::size_t i : grid_stride(n)) {
     const std::size_t b = i / (static_cast<std::size_t>(G::channels) * G::in_pixels);
     const int c = static_cast<int>(i / G::in_pixels % G::channels);
     const int pixel = static_cast<int>(i % G::in_pixels), ih = pixel / G::width, iw = pixel % G::width;
@@ -3624,11 +3890,11 @@ __global__ void col2im_kernel(const T* dcols, T* dx, int batch) {
   }
 }
 
-// Z' or dZ' (OUT, B P), grown as needed.
+// Z' or dZ' (OUT, B P), one per host thread (cuda/per_thread.hpp), grown as needed.
+struct ConvStaging;
 template <class T>
 T* conv_staging(std::size_t values) {
-  static GrowingScratch<T> staging;
-  return staging.at(values);
+  return per_thread<GrowingScratch<T>, ConvStaging>().at(values);
 }
 
 }  // namespace cuda::detail
@@ -3683,9 +3949,9 @@ void conv2d_backward(Cuda, const T* weight, T* weight_grad, T* bias_grad, const 
 // Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
 // 2-D max and average pooling on the device, with the CPU's semantics (cpu/pool.hpp): padding
 // never wins a max, a window's gradient goes to the first input in scan order equal to its
-// output, averages count padding. Forward is one thread per output; backward is one thread per
-// input, which gathers from the windows covering it in output order, as the CPU adds them: no
-// atomics, the same sums in the same order.
+// output, averages count padding. Forward computes each output in one thread, backward each
+// input (grid-stride loops over them), gathering from the windows covering it in output order,
+// as the CPU adds them: no atomics, the same sums in the same order.
 #include <cstddef>
 #include <limits>
 #include <type_traits>
@@ -3733,8 +3999,7 @@ __device__ inline int first_equal(const T* plane, int oh, int ow, T value) {
 
 template <class G, class T>
 __global__ void max_pool_forward_kernel(const T* x, T* y, std::size_t outputs) {
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < outputs;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+  for (const std::size_t i : grid_stride(outputs)) {
     const std::size_t plane = i / G::out_pixels;
     const int o = static_cast<int>(i % G::out_pixels);
     y[i] = window_max<G>(x + plane * G::in_pixels, o / G::out_width, o % G::out_width);
@@ -3746,8 +4011,7 @@ __global__ void max_pool_forward_kernel(const T* x, T* y, std::size_t outputs) {
 template <class G, bool Max, class T>
 __global__ void pool_backward_kernel(const T* x, const T* y, const T* dy, T* dx, std::size_t inputs) {
   constexpr T scale = T(1) / T(G::kernel * G::kernel);
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < inputs;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+  for (const std::size_t i : grid_stride(inputs)) {
     const std::size_t plane = i / G::in_pixels;
     const int pixel = static_cast<int>(i % G::in_pixels), ih = pixel / G::width, iw = pixel % G::width;
     int oh_first, oh_last, ow_first, ow_last;
@@ -3770,8 +4034,7 @@ __global__ void pool_backward_kernel(const T* x, const T* y, const T* dy, T* dx,
 template <class G, class T>
 __global__ void average_pool_forward_kernel(const T* x, T* y, std::size_t outputs) {
   constexpr T scale = T(1) / T(G::kernel * G::kernel);
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < outputs;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+  for (const std::size_t i : grid_stride(outputs)) {
     const std::size_t plane = i / G::out_pixels;
     const int o = static_cast<int>(i % G::out_pixels), oh = o / G::out_width, ow = o % G::out_width;
     T sum = 0;
@@ -3834,8 +4097,9 @@ void pool2d_backward(Cuda, Kind, const T* x, const T* y, const T* dy, T* dx, int
 // Each channel's sum is one block (a fixed tree, so the same on every run); the statistics are
 // finished and the running ones updated by a kernel too, so a pass never waits for the host and
 // can be recorded as a CUDA graph. The per-channel values live in one device buffer per channel
-// count, allocated on first use (a Trainer's reserve() makes that use); work on etnn's stream
-// runs in order, so layers with the same channel count share it safely.
+// count and host thread (cuda/per_thread.hpp), allocated on first use (a Trainer's reserve() makes
+// that use); a thread's work on etnn's stream runs in the order it was enqueued, so that thread's
+// layers with the same channel count share it safely.
 // `sync` (SyncBatchNorm) sums the device values through the reducer: etnn::dist::Nccl.
 #include <cstddef>
 #include <string>
@@ -3858,9 +4122,13 @@ struct BatchNormValues {
 };
 
 template <int C>
+struct BatchNormStorage {
+  Buffer<double, Cuda> values{6 * std::size_t{C} + 1};
+};
+
+template <int C>
 BatchNormValues<C> batch_norm_values() {
-  static Buffer<double, Cuda> values(6 * std::size_t{C} + 1);
-  double* v = values.data();
+  double* v = per_thread<BatchNormStorage<C>>().values.data();
   return {v, v + C + 1, v + 2 * C + 1, v + 3 * C + 1, v + 4 * C + 1};
 }
 
@@ -3889,23 +4157,24 @@ void channel_sums(int batch, const Term& term, double* out, bool count = false) 
 }
 
 // mean, inv_std from this batch's sums (training) or the running statistics (eval); in a training
-// forward pass the running statistics too, as cpu/batch_norm.hpp updates them. One thread per channel.
+// forward pass the running statistics too, as cpu/batch_norm.hpp updates them. A grid-stride loop over the channels.
 template <int C, class T>
 __global__ void finish_statistics_kernel(BatchNormValues<C> v, T* running, bool training, bool update_running) {
-  const int c = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (c >= C) return;
-  double mean, var;
-  if (training) {
-    const double count = v.sums[C];
-    mean = v.sums[c] / count;
-    var = v.squares[c] / count;
-    if (update_running) expr::detail::update_running_statistics<C>(running, c, mean, var, count);
-  } else {
-    mean = running[c];
-    var = running[C + c];
+  for (const std::size_t channel : grid_stride(std::size_t{C})) {
+    const int c = static_cast<int>(channel);
+    double mean, var;
+    if (training) {
+      const double count = v.sums[C];
+      mean = v.sums[c] / count;
+      var = v.squares[c] / count;
+      if (update_running) expr::detail::update_running_statistics<C>(running, c, mean, var, count);
+    } else {
+      mean = running[c];
+      var = running[C + c];
+    }
+    v.mean[c] = mean;
+    v.inv_std[c] = 1.0 / sqrt(var + expr::batch_norm_eps);
   }
-  v.mean[c] = mean;
-  v.inv_std[c] = 1.0 / sqrt(var + expr::batch_norm_eps);
 }
 
 // The statistics of cpu::channel_statistics (cpu/batch_norm.hpp) into v.mean and v.inv_std, on the device.
@@ -3963,7 +4232,8 @@ void batch_norm_backward(Cuda, const T* gamma, T* gamma_grad, T* beta_grad, cons
 // Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
 // The loops of the losses on the device, with the host's semantics (cpu/loss_loops.hpp): the sum of
 // an element-wise ETNN_HD term over every value (one grid-stride kernel, block partials in double),
-// and the rows of class scores (one thread per row, row losses summed on the host in row order).
+// and the rows of class scores (a grid-stride loop over the rows, row losses summed on the host in
+// row order).
 #include <cstddef>
 #include <span>
 #include <vector>
@@ -3980,8 +4250,7 @@ template <class T, class F>
 __global__ void elementwise_kernel(const T* y, const T* t, std::size_t n, T* grad, T scale, F term, double* partial,
                                    unsigned long long* first_invalid) {
   double sum = 0.0;
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+  for (const std::size_t i : grid_stride(n)) {
     if constexpr (expr::DomainTerm<F, T>)
       if (!term.valid(y[i], t[i])) atomicMin(first_invalid, static_cast<unsigned long long>(i));
     const expr::Term<T> e = term(y[i], t[i]);
@@ -3991,16 +4260,17 @@ __global__ void elementwise_kernel(const T* y, const T* t, std::size_t n, T* gra
   store_block_sum(sum, partial);
 }
 
-// One thread per row b of a (B, C) output with class indices: row_loss[b] = row(x_b, C, y_b,
-// weight, g_b, scale), where row also writes scale * dl_b/dx_b into g_b when g_b is not null.
+// A grid-stride loop over the rows b of a (B, C) output with class indices:
+// row_loss[b] = row(x_b, C, y_b, weight, g_b, scale), where row also writes scale * dl_b/dx_b into
+// g_b when g_b is not null.
 template <class T, class Row>
 __global__ void label_rows_kernel(const T* x, int batch, int classes, const int* labels, const float* weight,
                                   T* grad, T scale, Row row, double* row_loss) {
-  const int b = blockIdx.x * blockDim.x + threadIdx.x;
-  if (b >= batch) return;
-  const std::size_t at = static_cast<std::size_t>(b) * classes;
-  row_loss[b] = static_cast<double>(row(x + at, classes, labels[b], weight, grad != nullptr ? grad + at : nullptr,
-                                        scale));
+  for (const std::size_t b : grid_stride(static_cast<std::size_t>(batch))) {
+    const std::size_t at = b * classes;
+    row_loss[b] = static_cast<double>(row(x + at, classes, labels[b], weight, grad != nullptr ? grad + at : nullptr,
+                                          scale));
+  }
 }
 
 }  // namespace detail
@@ -4095,7 +4365,8 @@ T label_rows_loss(Cuda, cuda::LabelRowsScratch& scratch, const T* x, int batch, 
 // Fully fused narrow MLP on 16-bit tensor cores, bf16 or fp16 (the tiny-cuda-nn idea).
 //
 //   y = W_{L-1} f(... f(W_0 x + b_0) ...) + b_{L-1}     widths {w_0 = in, w_1, ..., w_L = out}
-//   f = ReLU on every hidden layer, identity on the output layer; every width in {16, 32, 64, 128}.
+//   f = ReLU on every hidden layer (the CPU's fn::Relu: NaN stays NaN), identity on the output
+//   layer; every width in {16, 32, 64, 128}.
 //
 // Notation (0-based, layer l maps width w_l to w_{l+1}):
 //   A_0 = x                           (batch, w_0)
@@ -4503,8 +4774,9 @@ struct Net : Geometry<Half, W...> {
 
   // One layer for the warp's 16 rows `strip` (row pitch tile_ld):
   //   Z = A W^T + b     A: (16, in) Half shared   W: (out, in) Half shared   Z: (16, out) fp32
-  // Hidden layer: A_next = relu(Z) as Half written over the strip (columns 0..out-1) and to
-  // saved_activation (batch, out) for rows < batch. Output layer: y (batch, out) = Z in fp32.
+  // Hidden layer: A_next = relu(Z) (expr::detail::FusedHidden, the CPU's ReLU) as Half written
+  // over the strip (columns 0..out-1) and to saved_activation (batch, out) for rows < batch.
+  // Output layer: y (batch, out) = Z in fp32.
   template <int l>
   __device__ static void forward_layer(Half* tile, Half* weights, float* scratch, const float* params,
                                        Half* saved_activation, float* y, int row0, int batch) {
@@ -4515,7 +4787,7 @@ struct Net : Geometry<Half, W...> {
         tile, weights, scratch, params, row0, [&](float (&v)[8], Half* strip, int r, int row, int col) {
           for (int t = 0; t < 8; ++t) v[t] += params[L::bias_offset + col + t];
           if constexpr (L::hidden) {
-            for (int t = 0; t < 8; ++t) v[t] = v[t] > 0.0f ? v[t] : 0.0f;
+            for (int t = 0; t < 8; ++t) v[t] = expr::detail::FusedHidden{}(v[t]);
             const uint4 bits = pack8<Half>(v);
             *reinterpret_cast<uint4*>(strip + r * tile_ld + col) = bits;
             if (row < batch)
@@ -4548,7 +4820,7 @@ struct Net : Geometry<Half, W...> {
 
   // For the warp's 16 rows `strip` holding dZ_l (16, out):
   //   dA_l = dZ_l W_l      dZ_l: (16, out) Half shared   W_l: (out, in) Half shared row-major
-  //   dZ_{l-1} = dA_l (.) [A_l > 0]     A_l from saved_activation (batch, in)
+  //   dZ_{l-1} = dA_l (.) relu'(A_l) = dA_l (.) [A_l > 0]     A_l from saved_activation (batch, in)
   // dZ_{l-1} (16, in) is written as Half over the strip and to dz_prev (batch, in) for rows < batch.
   template <int l>
   __device__ static void backprop_layer(Half* tile, Half* weights, float* scratch, const float* params,
@@ -4563,7 +4835,7 @@ struct Net : Geometry<Half, W...> {
           if (row < batch)
             unpack8<Half>(
                 *reinterpret_cast<const uint4*>(saved_activation + static_cast<std::size_t>(row) * L::in + col), a);
-          for (int t = 0; t < 8; ++t) v[t] = a[t] > 0.0f ? v[t] : 0.0f;
+          for (int t = 0; t < 8; ++t) v[t] *= expr::detail::FusedHidden{}.derivative(a[t], a[t]);
           const uint4 bits = pack8<Half>(v);
           *reinterpret_cast<uint4*>(strip + r * tile_ld + col) = bits;
           if (row < batch) *reinterpret_cast<uint4*>(dz_prev + static_cast<std::size_t>(row) * L::in + col) = bits;
@@ -4729,9 +5001,7 @@ __global__ void __launch_bounds__(threads)
 // grads[p] += sum over c in 0..chunks-1 of partial[c * num_params + p], in that order.
 template <class N>
 __global__ void __launch_bounds__(threads) fused_mlp_reduce_kernel(float* grads, const float* partial, int chunks) {
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t p = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; p < N::num_params;
-       p += stride) {
+  for (const std::size_t p : grid_stride(N::num_params)) {
     float total = 0.0f;
     for (int c = 0; c < chunks; ++c) total += partial[static_cast<std::size_t>(c) * N::num_params + p];
     grads[p] += total;
@@ -4843,8 +5113,8 @@ struct FusedMlp {
 // Widths...>. Widths other than 16, 32, 64 and 128 are padded with zeros to the next of them
 // (expr/fused_mlp_padding.hpp says why the padded network computes the true one): the parameters,
 // the input and the output gradient are copied into padded buffers first, and the output and the
-// parameter gradients copied back, by the copy kernels below (one thread per element written, on
-// etnn's stream). Widths that need no padding run FusedMlp directly.
+// parameter gradients copied back, by the copy kernels below (grid-stride loops over the elements
+// written, on etnn's stream). Widths that need no padding run FusedMlp directly.
 //
 // The scratch (scratch_floats(batch) floats, 256-byte aligned) holds the kernels' `saved` first,
 // then when padded each region on a 256-byte boundary:
@@ -4861,21 +5131,20 @@ namespace detail::fused_mlp {
 // padded[j] = the true parameter at padded index j, 0 where j is padding.
 template <class Padding>
 __global__ void pad_parameters_kernel(const float* params, float* padded) {
-  const std::size_t j = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (j >= Padding::padded_params) return;
-  const std::size_t i = Padding::true_index(j);
-  padded[j] = i < Padding::num_params ? params[i] : 0.0f;
+  for (const std::size_t j : grid_stride(Padding::padded_params)) {
+    const std::size_t i = Padding::true_index(j);
+    padded[j] = i < Padding::num_params ? params[i] : 0.0f;
+  }
 }
 // grads[i] += padded_grads[padded index of i] for every true parameter i.
 template <class Padding>
 __global__ void add_true_gradients_kernel(const float* padded_grads, float* grads) {
-  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < Padding::num_params) grads[i] += padded_grads[Padding::padded_index(i)];
+  for (const std::size_t i : grid_stride(Padding::num_params)) grads[i] += padded_grads[Padding::padded_index(i)];
 }
 // to (rows, to_cols) = from (rows, from_cols), columns padded with zeros or dropped; n = rows to_cols.
 __global__ inline void copy_columns_kernel(const float* from, int from_cols, float* to, int to_cols, std::size_t n) {
-  const std::size_t index = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (index < n) to[index] = expr::detail::column_copy_element(from, from_cols, to_cols, index);
+  for (const std::size_t index : grid_stride(n))
+    to[index] = expr::detail::column_copy_element(from, from_cols, to_cols, index);
 }
 
 // (rows, from_cols) -> (rows, to_cols), columns padded with zeros or dropped.
@@ -4983,12 +5252,102 @@ struct PaddedFusedMlp {
 // graph; later runs launch it again without calling work(). If recording fails (work() did
 // something a graph cannot hold), the cache turns itself off, says why (reason()), and from then
 // on calls work() directly: never a wrong result, at worst the eager speed.
+// The cache holds at most `capacity` graphs (default_capacity unless told), least recently used
+// out first (cuda/lru_cache.hpp): an input that moves every step (device data fed as offset views
+// of one buffer) records a graph each step, but never holds more than the capacity.
+#include <cstddef>
 #include <cstdint>
-#include <map>
 #include <string>
 #include <tuple>
 #include <utility>
 
+// ---- etnn/cuda/lru_cache.hpp ----
+// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
+// LruCache<Key, Value, Release>: at most `capacity` values by key, each released exactly once by
+// Release (when evicted, cleared or destroyed with the cache); when full, adding a value releases
+// the least recently used one first. GraphCache (cuda/graph.hpp) keeps its executable graphs in
+// one, so that inputs that keep changing (device data fed as offset views) cost a bounded number
+// of graphs. This header needs no CUDA: the host tests check the policy.
+//   LruCache<Key, Handle, Destroy> cache(16);
+//   Handle* h = cache.find(key);              // null on a miss; a hit becomes the most recent
+//   if (h == nullptr) h = &cache.insert(key, make());
+#include <cstddef>
+#include <list>
+#include <map>
+#include <stdexcept>
+#include <utility>
+
+namespace etnn::cuda {
+
+template <class Key, class Value, class Release>
+class LruCache {
+ public:
+  explicit LruCache(std::size_t capacity, Release release = {}) : capacity_(capacity), release_(std::move(release)) {
+    if (capacity_ == 0) throw std::invalid_argument("etnn::cuda::LruCache: the capacity must be at least 1");
+  }
+  LruCache(const LruCache&) = delete;
+  LruCache& operator=(const LruCache&) = delete;
+  ~LruCache() { clear(); }
+
+  // The value of `key`, now the most recently used; null when there is none.
+  Value* find(const Key& key) {
+    const auto at = index_.find(key);
+    if (at == index_.end()) return nullptr;
+    order_.splice(order_.begin(), order_, at->second);  // iterators stay valid
+    return &at->second->second;
+  }
+
+  // Owns `value` as the value of `key` (releasing the one it had, if any), the most recently used;
+  // when that makes one more than the capacity, the least recently used is released and forgotten.
+  Value& insert(const Key& key, Value value) {
+    if (const auto at = index_.find(key); at != index_.end()) {
+      release_(at->second->second);
+      order_.erase(at->second);
+      index_.erase(at);
+    }
+    try {
+      order_.emplace_front(key, value);
+      try {
+        index_.emplace(key, order_.begin());
+      } catch (...) {
+        order_.pop_front();
+        throw;
+      }
+    } catch (...) {
+      release_(value);
+      throw;
+    }
+    if (order_.size() > capacity_) {
+      index_.erase(order_.back().first);
+      release_(order_.back().second);
+      order_.pop_back();
+      ++evictions_;
+    }
+    return order_.front().second;
+  }
+
+  // Releases every value, least recently used first, and forgets them.
+  void clear() {
+    for (auto it = order_.rbegin(); it != order_.rend(); ++it) release_(it->second);
+    order_.clear();
+    index_.clear();
+  }
+
+  std::size_t size() const noexcept { return order_.size(); }
+  std::size_t capacity() const noexcept { return capacity_; }
+  // Values released to make room, over the cache's life (clear() does not count).
+  std::size_t evictions() const noexcept { return evictions_; }
+
+ private:
+  using Order = std::list<std::pair<Key, Value>>;  // most recently used first
+  std::size_t capacity_;
+  Release release_;
+  Order order_;
+  std::map<Key, typename Order::iterator> index_;
+  std::size_t evictions_ = 0;
+};
+
+}  // namespace etnn::cuda
 
 namespace etnn::cuda {
 
@@ -4997,12 +5356,15 @@ class GraphCache {
   // part: which piece of the step (forward, backward); batch and input: what the work depends on
   // that may change between steps (every other pointer belongs to the trainer and stays put).
   using Key = std::tuple<int, int, const void*>;
+  // Graphs kept: a step's forward and backward at a few batch sizes (the last batch of an epoch
+  // is often shorter) and inputs.
+  static constexpr std::size_t default_capacity = 16;
 
   // off_reason: empty to record, else why the step is not recorded (reason() says it).
-  explicit GraphCache(std::string off_reason = "") : reason_(std::move(off_reason)) {}
+  explicit GraphCache(std::string off_reason = "", std::size_t capacity = default_capacity)
+      : reason_(std::move(off_reason)), graphs_(capacity) {}
   GraphCache(const GraphCache&) = delete;
   GraphCache& operator=(const GraphCache&) = delete;
-  ~GraphCache() { clear(); }
 
   template <class Work>
   void run(const Key& key, Work&& work) {
@@ -5010,36 +5372,37 @@ class GraphCache {
       work();
       return;
     }
-    auto it = graphs_.find(key);
-    if (it == graphs_.end()) {
-      cudaGraphExec_t graph = record(work);
-      if (graph == nullptr) {
+    cudaGraphExec_t* graph = graphs_.find(key);
+    if (graph == nullptr) {
+      cudaGraphExec_t recorded = record(work);
+      if (recorded == nullptr) {
         work();
         return;
       }
-      it = graphs_.emplace(key, graph).first;
+      graph = &graphs_.insert(key, recorded);
     }
-    ETNN_CHECK_CUDA(cudaGraphLaunch(it->second, stream()));
+    ETNN_CHECK_CUDA(cudaGraphLaunch(*graph, stream()));
     ++replays_;
   }
 
   // Forgets every recorded graph: the memory they point at is about to go (a training pass's
   // workspace when it grows, nn/training_pass.hpp). The next run of each key records again.
-  void clear() {
-    for (auto& [key, graph] : graphs_) (void)cudaGraphExecDestroy(graph);
-    graphs_.clear();
-  }
+  void clear() { graphs_.clear(); }
 
   bool enabled() const noexcept { return reason_.empty(); }
   // Why graphs are off ("" while they are on).
   const std::string& reason() const noexcept { return reason_; }
+  // Graphs held now (at most capacity()), and those dropped to make room over the cache's life.
   std::size_t recorded() const noexcept { return graphs_.size(); }
+  std::size_t capacity() const noexcept { return graphs_.capacity(); }
+  std::size_t evicted() const noexcept { return graphs_.evictions(); }
   std::int64_t launches() const noexcept { return replays_; }
 
  private:
   // work() recorded into an executable graph, or null (and the cache off) when it cannot be.
   template <class Work>
   cudaGraphExec_t record(Work& work) {
+    const RecordingStream recording;  // this thread's own stream: no other thread's work is captured
     ETNN_CHECK_CUDA(cudaStreamBeginCapture(stream(), cudaStreamCaptureModeThreadLocal));
     std::string failure;
     try {
@@ -5062,8 +5425,13 @@ class GraphCache {
     return nullptr;
   }
 
+  // An evicted graph may still be running on the stream: CUDA frees it when that launch ends.
+  struct DestroyGraph {
+    void operator()(cudaGraphExec_t graph) const { (void)cudaGraphExecDestroy(graph); }
+  };
+
   std::string reason_;  // why graphs are off; empty while they are on
-  std::map<Key, cudaGraphExec_t> graphs_;
+  LruCache<Key, cudaGraphExec_t, DestroyGraph> graphs_;
   std::int64_t replays_ = 0;
 };
 
@@ -5083,8 +5451,7 @@ namespace etnn::cuda::detail {
 template <class T>
 __global__ void non_finite_index_kernel(const T* x, std::size_t begin, std::size_t end, bool first,
                                         unsigned long long* found) {
-  for (std::size_t i = begin + blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < end;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+  for (const std::size_t i : grid_stride(begin, end)) {
     if (!isfinite(x[i])) {
       if (first)
         atomicMin(found, static_cast<unsigned long long>(i));
@@ -7417,7 +7784,7 @@ struct FusedLayer<DenseLayer<In, Out, Act, Index>> {
   static constexpr bool dense = true;
   static constexpr int in = In::dims[0];
   static constexpr int out = Out;
-  static constexpr bool relu = std::is_same_v<Act, fn::Relu>;
+  static constexpr bool relu = std::is_same_v<Act, expr::detail::FusedHidden>;  // the kernels' activation
   static constexpr bool identity = std::is_same_v<Act, fn::Identity>;
 };
 

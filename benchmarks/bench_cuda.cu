@@ -14,6 +14,7 @@
 // parameter), against a device-to-device copy of 256 MiB (read + write) in the same run.
 // Prints one line per measurement:
 //   result library=etnn device=cuda model=M batch=B mode=graphs samples_per_s=S step_ms=T steps=N
+//          graphs_held=G graph_launches=L graphs_off="why the step was not recorded, or empty"
 // Exits 77 (skipped) where no usable GPU is present.
 #include <etnn/etnn.hpp>
 
@@ -68,9 +69,17 @@ std::vector<float> uniform(std::size_t n, std::uint64_t seed) {
   return v;
 }
 
-void report(const char* model, int batch, const char* mode, long steps, double elapsed) {
-  std::printf("result library=etnn device=cuda model=%s batch=%d mode=%s samples_per_s=%.1f step_ms=%.4f steps=%ld\n",
-              model, batch, mode, static_cast<double>(steps) * batch / elapsed, 1e3 * elapsed / steps, steps);
+// One training result, with what the trainer's graph cache did: graphs held and replays (0 and 0
+// when the step ran eagerly), and why it did not record when it did not ("" when it did, or
+// "off" for an eager mode asked for).
+template <class Trainer>
+void report(const char* model, int batch, const char* mode, long steps, double elapsed, const Trainer& trainer) {
+  const auto& graphs = trainer.step_graphs();
+  const std::string why = graphs.enabled() ? "" : graphs.reason();
+  std::printf("result library=etnn device=cuda model=%s batch=%d mode=%s samples_per_s=%.1f step_ms=%.4f steps=%ld "
+              "graphs_held=%zu graph_launches=%lld graphs_off=\"%s\"\n",
+              model, batch, mode, static_cast<double>(steps) * batch / elapsed, 1e3 * elapsed / steps, steps,
+              graphs.recorded(), static_cast<long long>(graphs.launches()), why.c_str());
   std::fflush(stdout);
 }
 
@@ -98,7 +107,7 @@ void mlp784(int batch, bool graphs, double seconds) {
   for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<int>(i % 10);
   const etnn::TensorView<const float, etnn::Shape<784>, etnn::Cuda> xv(x.data(), batch);
   const auto [steps, elapsed] = time_steps(seconds, [&] { trainer.step(xv, y); });
-  report("mlp784", batch, mode_name<Mlp784, Scalar>(graphs).c_str(), steps, elapsed);
+  report("mlp784", batch, mode_name<Mlp784, Scalar>(graphs).c_str(), steps, elapsed, trainer);
 }
 
 template <class Scalar>
@@ -112,7 +121,7 @@ void mlp64x4(int batch, bool graphs, double seconds) {
   const etnn::TensorView<const float, etnn::Shape<64>, etnn::Cuda> xv(x.data(), batch);
   const etnn::TensorView<const float, etnn::Shape<16>, etnn::Cuda> tv(t.data(), batch);
   const auto [steps, elapsed] = time_steps(seconds, [&] { trainer.step(xv, tv); });
-  report("mlp64x4", batch, mode_name<Mlp64x4, Scalar>(graphs).c_str(), steps, elapsed);
+  report("mlp64x4", batch, mode_name<Mlp64x4, Scalar>(graphs).c_str(), steps, elapsed, trainer);
 }
 
 // Adam's fused update over 2^26 parameters against a device-to-device copy.

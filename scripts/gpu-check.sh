@@ -191,7 +191,11 @@ if [[ -x "$bin/test_cuda" && -x "$SANITIZER" ]]; then
   note "memcheck: $(grep -E 'ERROR SUMMARY' "$logs/memcheck.log" | tail -1)"
 fi
 [[ -x "$bin/bench_cuda" ]] && { run bench_cuda "$limit_bench" "$bin/bench_cuda" --seconds 0.5 || status=1; }
-run pytorch_gpu "$limit_pytorch" "$PYTHON" benchmarks/peers/pytorch_gpu.py --seconds 0.5
+# The peer's modes that fit the limit: eager and the whole-step CUDA graphs, fp32 and bf16 (the
+# compiled modes' compilation alone, max-autotune's above all, takes minutes: a device call of its
+# own, pytorch_gpu.py --modes all).
+run pytorch_gpu "$limit_pytorch" "$PYTHON" benchmarks/peers/pytorch_gpu.py --seconds 0.3 \
+  --modes eager,bf16,graphs,graphs_bf16
 cat "$logs/bench_cuda.log" "$logs/pytorch_gpu.log" 2>/dev/null |
   timeout "$limit_table" "$PYTHON" scripts/gpu_table.py | tee "$logs/table.md"
 note "done in $SECONDS s, status $status"

@@ -13,13 +13,20 @@ Usage: pytorch_gpu.py [--device cuda|cpu] [--seconds S] [--configs LIST] [--mode
                          (read + write bytes) / time
                adam_flat torch.optim.Adam([p], fused=True) step over a flat float32 parameter of 64M elements
                          (1M on cpu) with p.grad set; bytes per step 7 * 4 * n (p, g, m, v read; p, m, v written)
-  --modes    comma-separated, default eager,bf16,fp16,compile; all = eager,bf16,fp16,compile,compile_bf16
+  --modes    comma-separated, default eager,bf16,fp16,compile,graphs,graphs_bf16,compile_max;
+             all = those and compile_bf16
                eager         fp32
                bf16          eager under torch.autocast(device_type, dtype=torch.bfloat16)
                fp16          eager under torch.autocast(device_type, dtype=torch.float16), the loss scaled
                              by torch.amp.GradScaler (cuda only)
                compile       torch.compile(model, dynamic=False) (mode default), fp32
                compile_bf16  the compiled model under autocast bf16
+               graphs        the whole step (zero_grad, forward, loss, backward, optimizer step) captured once
+                             into one torch.cuda.graph and replayed, fp32; Adam(fused=True, capturable=True),
+                             SGD without state (cuda only): what a PyTorch expert runs for small networks
+               graphs_bf16   the same under torch.autocast(bfloat16, cache_enabled=False) inside the capture
+               compile_max   torch.compile(mode="max-autotune", dynamic=False) of model plus loss (Inductor's
+                             autotuned kernels and its own CUDA graphs), and the optimizer step compiled too
   --quick    seconds 0.2 (unless --seconds is given) and no compile modes
   --tf32     allow TF32 for fp32 matmuls (torch.set_float32_matmul_precision("high")); off by default,
              which is PyTorch's default: fp32 modes are then true fp32
@@ -51,8 +58,8 @@ CONFIGS = {  # name -> (model, batches)
     "mlp784": ("mlp784", (64, 4096)),
 }
 ALL_CONFIGS = ["fused64", "mlp784", "d2d_copy", "adam_flat"]
-ALL_MODES = ["eager", "bf16", "fp16", "compile", "compile_bf16"]
-DEFAULT_MODES = ["eager", "bf16", "fp16", "compile"]
+ALL_MODES = ["eager", "bf16", "fp16", "compile", "compile_bf16", "graphs", "graphs_bf16", "compile_max"]
+DEFAULT_MODES = ["eager", "bf16", "fp16", "compile", "graphs", "graphs_bf16", "compile_max"]
 CPU_MAX_BATCH = 4096
 
 
@@ -67,9 +74,19 @@ def make_model(name):
     raise ValueError(name)
 
 
-def make_adam(params, device):
-    """Adam lr 1e-3: fused=True where it works (CUDA), else foreach=True, else the default."""
+def make_adam(params, device, capturable=False):
+    """Adam lr 1e-3: fused=True where it works (CUDA), else foreach=True, else the default. capturable: its
+    step count lives on the device, as a step captured into a CUDA graph needs (or NotImplementedError)."""
     params = list(params)
+    if capturable:
+        if device != "cuda":
+            raise NotImplementedError("a CUDA graph capture needs cuda")
+        for kind, kwargs in (("adam_fused_capturable", {"fused": True}), ("adam_foreach_capturable", {"foreach": True})):
+            try:
+                return torch.optim.Adam(params, lr=1e-3, capturable=True, **kwargs), kind
+            except (TypeError, RuntimeError, ValueError):
+                pass
+        raise NotImplementedError(f"torch {torch.__version__} has no capturable Adam")
     if device == "cuda":
         for kind, kwargs in (("adam_fused", {"fused": True}), ("adam_foreach", {"foreach": True})):
             try:
@@ -121,16 +138,69 @@ def timed(step, device, seconds, min_warm_steps, min_warm_s):
     return steps, time.perf_counter() - t0, first_s
 
 
+def graph_step(model, opt, loss_fn, x, y, autocast):
+    """The whole training step captured into one CUDA graph (PyTorch's "whole-network capture" recipe:
+    a few eager steps on a side stream first, so that lazily made state, the optimizer's included, exists
+    before the capture). Returns the replay; x and y are the static inputs every replay reads."""
+    def body():
+        opt.zero_grad(set_to_none=False)  # the gradients' memory stays put: the graph writes into it
+        if autocast is not None:
+            with torch.autocast(device_type="cuda", dtype=autocast, cache_enabled=False):
+                loss = loss_fn(model(x), y)
+        else:
+            loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            body()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        body()
+    return graph.replay
+
+
 def train_measurement(model_name, batch, mode, data, args):
     device = args.device
     torch.manual_seed(0)
     model = make_model(model_name).to(device)
+    graphs = mode.startswith("graphs")
+    if graphs and device != "cuda":
+        raise NotImplementedError("CUDA graphs need cuda")
     if model_name == "mlp64x4":
-        opt, opt_kind = make_adam(model.parameters(), device)
+        opt, opt_kind = make_adam(model.parameters(), device, capturable=graphs)
         loss_fn = F.mse_loss
     else:
-        opt, opt_kind = make_sgd(model.parameters(), device)
+        opt, opt_kind = make_sgd(model.parameters(), device)  # lr only: no state, nothing on the host
         loss_fn = F.cross_entropy
+    if graphs:
+        autocast = torch.bfloat16 if mode == "graphs_bf16" else None
+        replay = graph_step(model, opt, loss_fn, data[0], data[1], autocast)
+        steps, t, first_s = timed(replay, device, args.seconds, 10, 0.5)
+        return steps, t, first_s, opt_kind
+    if mode == "compile_max":
+        if not hasattr(torch, "compile"):
+            raise NotImplementedError(f"torch.compile is not in torch {torch.__version__}")
+        torch._dynamo.reset()
+        forward_loss = torch.compile(lambda inputs, targets: loss_fn(model(inputs), targets), mode="max-autotune",
+                                     dynamic=False)
+        opt_step = torch.compile(opt.step, mode="max-autotune")
+        x, y = data
+
+        def compiled_step():
+            opt.zero_grad(set_to_none=True)
+            forward_loss(x, y).backward()
+            opt_step()
+
+        try:
+            steps, t, first_s = timed(compiled_step, device, args.seconds, 20, 1.0)
+        finally:
+            torch._dynamo.reset()
+        return steps, t, first_s, opt_kind
     compiled = mode.startswith("compile")
     if compiled:
         if not hasattr(torch, "compile"):

@@ -8,8 +8,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <random>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include <etnn/etnn.hpp>
@@ -40,6 +43,16 @@ std::vector<T> awkward_values(std::size_t n, unsigned seed) {
   return v;
 }
 
+// The flags line of /proc/cpuinfo (empty where there is none): the kernel's word on the CPU,
+// independent of the compiler's __builtin_cpu_supports.
+std::string cpuinfo_flags() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("flags", 0) == 0) return line.substr(line.find(':') + 1) + " ";
+  return {};
+}
+
 template <class T>
 bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
@@ -51,10 +64,14 @@ TEST_CASE("elementwise loops take their AVX-512 copies exactly where the CPU has
   const bool forced_off = std::getenv("ETNN_CPU_AVX512") != nullptr && std::strcmp(std::getenv("ETNN_CPU_AVX512"), "0") == 0;
   MESSAGE("elementwise loops: ", etnn::cpu::wide_vectors() ? "AVX-512 copies" : "the build's own code");
 #if ETNN_AVX512_COPIES
-  const bool cpu_has_it = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-                          __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  CHECK(etnn::cpu::wide_vectors() == (cpu_has_it && !forced_off));
+  CHECK(etnn::cpu::wide_vectors() == (etnn::cpu::cpu_has_wide_vectors() && !forced_off));
+  // The instruction sets of ETNN_WIDE_VECTORS_TARGET, as the kernel names them.
+  if (const std::string flags = cpuinfo_flags(); !flags.empty()) {
+    bool all = true;
+    std::istringstream wanted(ETNN_WIDE_VECTORS_TARGET);
+    for (std::string flag; std::getline(wanted, flag, ',');) all = all && flags.find(" " + flag + " ") != std::string::npos;
+    CHECK(etnn::cpu::cpu_has_wide_vectors() == all);
+  }
 #else
   CHECK_FALSE(etnn::cpu::wide_vectors());  // a build for AVX-512 (or not for x86-64) has one copy
 #endif

@@ -30,6 +30,11 @@
 #define ETNN_AVX512_COPIES 0
 #endif
 
+// The instruction sets of the elementwise loops' wide copies: the target attribute of
+// cpu/widest_vectors.hpp's copy and the run-time check below name the same ones (each needs its
+// names as string literals, so they are spelled once each, here).
+#define ETNN_WIDE_VECTORS_TARGET "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma"
+
 namespace etnn::cpu {
 
 enum class GemmEngine { eigen, packed };
@@ -48,14 +53,21 @@ inline GemmEngine float_gemm_engine() {
   return engine;
 }
 
+#if ETNN_PACKED_GEMM
+// Whether this CPU (and OS) runs every instruction set of ETNN_WIDE_VECTORS_TARGET.
+inline bool cpu_has_wide_vectors() {
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2") &&
+         __builtin_cpu_supports("fma");
+}
+#endif
+
 // Whether the elementwise loops run their AVX-512 copies.
 inline bool detect_wide_vectors() {
 #if ETNN_AVX512_COPIES
   const char* forced = std::getenv("ETNN_CPU_AVX512");
   if (forced != nullptr && std::strcmp(forced, "0") == 0) return false;
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2") &&
-         __builtin_cpu_supports("fma");
+  return cpu_has_wide_vectors();
 #else
   return false;
 #endif

@@ -19,7 +19,7 @@ namespace etnn::cpu {
 namespace detail {
 
 template <class F, class... Args>
-[[gnu::target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]] void avx512_copy(F& f, Args... args) {
+[[gnu::target(ETNN_WIDE_VECTORS_TARGET)]] void avx512_copy(F& f, Args... args) {
   f(args...);
 }
 

@@ -32,7 +32,7 @@ struct DenseLayer {
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = false;
   static constexpr bool cuda_kernels = true;  // cuda/dense.hpp
-  static constexpr bool overwrites_gradients = true;
+  static constexpr bool overwrites_gradients = true;  // on the CPU (nn/layer.hpp)
 
   template <class T>
   static void init(T* p, Rng& rng) {
@@ -51,12 +51,11 @@ struct DenseLayer {
   template <class T, class Device>
   static void backward(Device device, const Pass<T>& pass, const T* p, T* g, const T* x, const T* y, const T* saved,
                        T* dy, T* dx, int batch) {
-    const bool overwrite = pass.gradients == Gradients::overwrite;
     if constexpr (std::is_same_v<Device, Cpu>) {
       dense_backward<in_features, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, batch, Act{},
-                                       overwrite ? cpu::Accumulate::no : cpu::Accumulate::yes);
-    } else {
-      if (overwrite) fill(device, g, num_params, T(0));  // the device's products add
+                                       pass.gradients == Gradients::overwrite ? cpu::Accumulate::no
+                                                                              : cpu::Accumulate::yes);
+    } else {  // the device's products add (the executor zeroes first: overwrites_gradients_on)
       dense_backward<in_features, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, batch, Act{},
                                        pass.products);
     }

@@ -20,8 +20,9 @@
 //   scratch_values(batch)                         temporary values needed during one call, or
 //   scratch_values<Device>(batch)                 the same where it depends on the device
 //   cuda_kernels                                  true when forward/backward have etnn::Cuda overloads
-//   overwrites_gradients                          true when backward writes its gradients over grads
-//                                                 when pass.gradients is Gradients::overwrite
+//   overwrites_gradients                          true when backward on the CPU writes its gradients
+//                                                 over grads when pass.gradients is Gradients::overwrite
+//                                                 (on other devices every layer adds, over zeros)
 //   draws_random                                  true when training passes draw random numbers
 //                                                 (dropout): a recorded CUDA graph could not replay them
 #include <concepts>
@@ -78,10 +79,12 @@ inline constexpr bool runs_on = std::is_same_v<Device, Cpu> || requires { requir
 template <class L>
 inline constexpr bool draws_random = requires { requires L::draws_random; };
 
-// Whether a layer's backward can write its gradients instead of adding to them, which it says with
-// `static constexpr bool overwrites_gradients = true` (and then honours pass.gradients).
-template <class L>
-inline constexpr bool overwrites_gradients = requires { requires L::overwrites_gradients; };
+// Whether a layer's backward on Device can write its gradients instead of adding to them: on the
+// CPU, where it says so with `static constexpr bool overwrites_gradients = true` (and then honours
+// pass.gradients). A device's products add, so there the executor zeroes every layer's gradients.
+template <class L, class Device>
+inline constexpr bool overwrites_gradients_on =
+    std::is_same_v<Device, Cpu> && requires { requires L::overwrites_gradients; };
 
 // A layer's non-trainable state (0 when it declares none) and its scratch need for a batch.
 template <Layer L>

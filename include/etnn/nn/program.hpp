@@ -246,7 +246,7 @@ struct Program<TypeList<Ls...>> {
                                  L::out_shape::size * static_cast<std::size_t>(capacity)
                            : nullptr;
       Pass<T> pass = pass_of<I>(run);
-      if constexpr (L::num_params > 0 && !overwrites_gradients<L>) {
+      if constexpr (L::num_params > 0 && !overwrites_gradients_on<L, Device>) {
         // A layer that only adds to its gradients: over zeros, when the rest are overwritten.
         if (pass.gradients == Gradients::overwrite) {
           fill(device, grads + param_offset[I], L::num_params, T(0));

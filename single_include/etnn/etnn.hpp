@@ -1311,6 +1311,11 @@ auto to_host(const X& x) {
 #define ETNN_AVX512_COPIES 0
 #endif
 
+// The instruction sets of the elementwise loops' wide copies: the target attribute of
+// cpu/widest_vectors.hpp's copy and the run-time check below name the same ones (each needs its
+// names as string literals, so they are spelled once each, here).
+#define ETNN_WIDE_VECTORS_TARGET "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma"
+
 namespace etnn::cpu {
 
 enum class GemmEngine { eigen, packed };
@@ -1329,14 +1334,21 @@ inline GemmEngine float_gemm_engine() {
   return engine;
 }
 
+#if ETNN_PACKED_GEMM
+// Whether this CPU (and OS) runs every instruction set of ETNN_WIDE_VECTORS_TARGET.
+inline bool cpu_has_wide_vectors() {
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2") &&
+         __builtin_cpu_supports("fma");
+}
+#endif
+
 // Whether the elementwise loops run their AVX-512 copies.
 inline bool detect_wide_vectors() {
 #if ETNN_AVX512_COPIES
   const char* forced = std::getenv("ETNN_CPU_AVX512");
   if (forced != nullptr && std::strcmp(forced, "0") == 0) return false;
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2") &&
-         __builtin_cpu_supports("fma");
+  return cpu_has_wide_vectors();
 #else
   return false;
 #endif
@@ -1645,7 +1657,7 @@ namespace etnn::cpu {
 namespace detail {
 
 template <class F, class... Args>
-[[gnu::target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")]] void avx512_copy(F& f, Args... args) {
+[[gnu::target(ETNN_WIDE_VECTORS_TARGET)]] void avx512_copy(F& f, Args... args) {
   f(args...);
 }
 
@@ -6181,8 +6193,9 @@ consteval bool input_shape() {
 //   scratch_values(batch)                         temporary values needed during one call, or
 //   scratch_values<Device>(batch)                 the same where it depends on the device
 //   cuda_kernels                                  true when forward/backward have etnn::Cuda overloads
-//   overwrites_gradients                          true when backward writes its gradients over grads
-//                                                 when pass.gradients is Gradients::overwrite
+//   overwrites_gradients                          true when backward on the CPU writes its gradients
+//                                                 over grads when pass.gradients is Gradients::overwrite
+//                                                 (on other devices every layer adds, over zeros)
 //   draws_random                                  true when training passes draw random numbers
 //                                                 (dropout): a recorded CUDA graph could not replay them
 
@@ -6280,10 +6293,12 @@ inline constexpr bool runs_on = std::is_same_v<Device, Cpu> || requires { requir
 template <class L>
 inline constexpr bool draws_random = requires { requires L::draws_random; };
 
-// Whether a layer's backward can write its gradients instead of adding to them, which it says with
-// `static constexpr bool overwrites_gradients = true` (and then honours pass.gradients).
-template <class L>
-inline constexpr bool overwrites_gradients = requires { requires L::overwrites_gradients; };
+// Whether a layer's backward on Device can write its gradients instead of adding to them: on the
+// CPU, where it says so with `static constexpr bool overwrites_gradients = true` (and then honours
+// pass.gradients). A device's products add, so there the executor zeroes every layer's gradients.
+template <class L, class Device>
+inline constexpr bool overwrites_gradients_on =
+    std::is_same_v<Device, Cpu> && requires { requires L::overwrites_gradients; };
 
 // A layer's non-trainable state (0 when it declares none) and its scratch need for a batch.
 template <Layer L>
@@ -6519,7 +6534,7 @@ struct Program<TypeList<Ls...>> {
                                  L::out_shape::size * static_cast<std::size_t>(capacity)
                            : nullptr;
       Pass<T> pass = pass_of<I>(run);
-      if constexpr (L::num_params > 0 && !overwrites_gradients<L>) {
+      if constexpr (L::num_params > 0 && !overwrites_gradients_on<L, Device>) {
         // A layer that only adds to its gradients: over zeros, when the rest are overwritten.
         if (pass.gradients == Gradients::overwrite) {
           fill(device, grads + param_offset[I], L::num_params, T(0));
@@ -6768,7 +6783,7 @@ struct DenseLayer {
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = false;
   static constexpr bool cuda_kernels = true;  // cuda/dense.hpp
-  static constexpr bool overwrites_gradients = true;
+  static constexpr bool overwrites_gradients = true;  // on the CPU (nn/layer.hpp)
 
   template <class T>
   static void init(T* p, Rng& rng) {
@@ -6787,12 +6802,11 @@ struct DenseLayer {
   template <class T, class Device>
   static void backward(Device device, const Pass<T>& pass, const T* p, T* g, const T* x, const T* y, const T* saved,
                        T* dy, T* dx, int batch) {
-    const bool overwrite = pass.gradients == Gradients::overwrite;
     if constexpr (std::is_same_v<Device, Cpu>) {
       dense_backward<in_features, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, batch, Act{},
-                                       overwrite ? cpu::Accumulate::no : cpu::Accumulate::yes);
-    } else {
-      if (overwrite) fill(device, g, num_params, T(0));  // the device's products add
+                                       pass.gradients == Gradients::overwrite ? cpu::Accumulate::no
+                                                                              : cpu::Accumulate::yes);
+    } else {  // the device's products add (the executor zeroes first: overwrites_gradients_on)
       dense_backward<in_features, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, batch, Act{},
                                        pass.products);
     }

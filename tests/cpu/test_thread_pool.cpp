@@ -91,14 +91,14 @@ TEST_CASE("thread pool: set_threads(0) restores the default, and the count bound
   CHECK(ThreadPool::instance().threads() >= 1);
 }
 
-TEST_CASE("thread pool: a job of at most as many chunks as threads runs chunk c on the same thread every time") {
+TEST_CASE("thread pool: an owned job of at most as many chunks as threads runs chunk c on the same thread every time") {
   for (const int threads : {2, 3, 4}) {
     ThreadCount count(threads);
     std::vector<std::thread::id> first(static_cast<std::size_t>(threads));
     for (int repeat = 0; repeat < 50; ++repeat) {
       std::vector<std::thread::id> ids(static_cast<std::size_t>(threads));
       auto f = [&](std::size_t c) { ids[c] = std::this_thread::get_id(); };
-      ThreadPool::instance().run(static_cast<std::size_t>(threads), f);
+      ThreadPool::instance().run(static_cast<std::size_t>(threads), f, etnn::cpu::Placement::owner);
       REQUIRE(ids[0] == std::this_thread::get_id());
       if (first[0] == std::thread::id{}) first = ids;
       REQUIRE(ids == first);

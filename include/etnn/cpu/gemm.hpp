@@ -96,10 +96,12 @@ inline constexpr std::size_t gemm_column_panel = Eigen::internal::gebp_traits<T,
 // parallel_chunks over [0, n) with chunk boundaries at multiples of `panel`, each chunk at least
 // `grain` indices (and one panel).
 template <class F>
-void parallel_panels(std::size_t n, std::size_t panel, std::size_t grain, std::size_t work_per_index, F&& f) {
+void parallel_panels(std::size_t n, std::size_t panel, std::size_t grain, std::size_t work_per_index, F&& f,
+                     Placement placement = Placement::any_thread) {
   const std::size_t panels = (n + panel - 1) / panel;
-  parallel_chunks(panels, std::max<std::size_t>(1, grain / panel), work_per_index * panel,
-                  [&](std::size_t first, std::size_t last) { f(first * panel, std::min(n, last * panel)); });
+  parallel_chunks(
+      panels, std::max<std::size_t>(1, grain / panel), work_per_index * panel,
+      [&](std::size_t first, std::size_t last) { f(first * panel, std::min(n, last * panel)); }, placement);
 }
 
 // Products smaller than this many multiply-adds run on one thread.
@@ -151,7 +153,7 @@ void gemm(Accumulate accumulate, int m, int n, int k, const T* a, int lda, const
       detail::gemm_block<LA, LB>(accumulate, m, count, k, a, lda, at<LB>(b, ldb, 0, first), ldb, c + first, ldc);
       epilogue(0, m, static_cast<int>(begin), static_cast<int>(end));
     }
-  });
+  }, Placement::owner);  // Eigen's packing buffers (ReusedBlocking) are sized by each thread's chunk
 }
 
 // The same product on the calling thread only, for callers that parallelise over something else

@@ -68,11 +68,14 @@ constexpr std::size_t chunk_count(std::size_t n, std::size_t grain, std::size_t 
 }
 
 // Calls f(begin, end) on disjoint chunks covering [0, n), each with the widest vectors the CPU has
-// (cpu/widest_vectors.hpp); each chunk holds at least `grain` indices (unless n is smaller). Chunks run on the pool's threads when n * work_per_index is
-// large enough. The first exception thrown by f is rethrown here once every chunk that started
-// has ended; chunks not started by then may be skipped.
+// (cpu/widest_vectors.hpp); each chunk holds at least `grain` indices (unless n is smaller).
+// Chunks run on the pool's threads when n * work_per_index is large enough: on whichever takes
+// them, or chunk c on thread c with Placement::owner (cpu/thread_pool.hpp). The first exception
+// thrown by f is rethrown here once every chunk that started has ended; chunks not started by
+// then may be skipped.
 template <class F>
-void parallel_chunks(std::size_t n, std::size_t grain, std::size_t work_per_index, F&& f) {
+void parallel_chunks(std::size_t n, std::size_t grain, std::size_t work_per_index, F&& f,
+                     Placement placement = Placement::any_thread) {
   if (n == 0) return;
 #if ETNN_THREADED
   const std::size_t chunks = chunk_count(n, grain, static_cast<std::size_t>(num_threads()));
@@ -81,12 +84,13 @@ void parallel_chunks(std::size_t n, std::size_t grain, std::size_t work_per_inde
       const ChunkBounds bounds = chunk_bounds(n, chunks, c);
       with_widest_vectors(f, bounds.begin, bounds.end);
     };
-    ThreadPool::instance().run(chunks, chunk);
+    ThreadPool::instance().run(chunks, chunk, placement);
     return;
   }
 #else
   (void)grain;
   (void)work_per_index;
+  (void)placement;
 #endif
   with_widest_vectors(f, std::size_t{0}, n);
 }

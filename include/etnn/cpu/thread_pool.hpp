@@ -3,21 +3,23 @@
 // The threads of etnn's CPU kernels: the calling thread and a pool of workers that help it with
 // a job's chunks.
 //
-// A job of more chunks than threads is shared: every thread, the caller included, takes chunks
-// from one counter until none is left, and the caller then waits only for workers that have
-// joined. A worker the OS schedules late (another process busy on its core) finds nothing left,
-// or a job already closed, and goes back to waiting; it never holds the caller up, unlike a
-// fork-join team whose barrier waits for every member. A job of at most as many chunks as
-// threads is owned: chunk c runs on thread c (0: the caller), so that every thread sees the same
-// chunk shapes in every step and its reusable buffers (Eigen's packing, sized by the products it
-// has run) have grown in the first one. Idle workers spin briefly (a training step's next parallel loop is microseconds
-// away) and then sleep on a condition variable.
+// A job is shared unless its caller asks otherwise: every thread, the caller included, takes
+// chunks from one counter until none is left, and the caller then waits only for workers that
+// have joined. A worker the OS schedules late (another process busy on its core) finds nothing
+// left, or a job already closed, and goes back to waiting; it never holds the caller up, unlike a
+// fork-join team whose barrier waits for every member. A job placed by Placement::owner, of at
+// most as many chunks as threads, is owned: chunk c runs on thread c (0: the caller), so that
+// every thread sees the same chunk shapes in every step and its reusable buffers (Eigen's packing,
+// sized by the products it has run) have grown in the first one; the caller then waits for every
+// owner. Idle workers spin briefly (a training step's next parallel loop is microseconds away) and
+// then sleep on a condition variable.
 //
 // A worker can still be preempted while it holds a chunk, and then the caller waits for the OS to
 // run it again (milliseconds, when another process is busy on its core). When the caller waits
-// for its helpers much longer than its own chunks took, the pool runs shared jobs (the packed
-// GEMM's tiles) on the caller alone for a while (solo_period) and then tries its workers again.
-// Owned jobs always run on their owners, whatever the load: their chunks' shapes never change.
+// for its helpers much longer than its own chunks took (three jobs in a row), or the workers take
+// under a quarter of the shared chunks (over a window of jobs), the pool runs shared jobs on the
+// caller alone for a while (solo_period), so that its workers sleep instead of spinning beside
+// the other process, and then tries its workers again. Owned jobs always run on their owners.
 //
 // A job from a second caller thread while one runs, and a job started inside a chunk, run on the
 // calling thread alone. Which thread runs a chunk never changes what it computes: callers fix
@@ -42,6 +44,10 @@
 #endif
 
 namespace etnn::cpu {
+
+// Where a job's chunks may run: on whichever thread takes them (shared), or chunk c on thread c
+// (owned, for chunks whose thread's reusable buffers are sized by the chunk; see above).
+enum class Placement { any_thread, owner };
 
 inline void spin_pause() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -82,9 +88,9 @@ class ThreadPool {
   // throws, no further shared chunk starts (each thread still runs an owned job's chunk of its
   // own); the first exception is rethrown here once every chunk that started has ended.
   template <class F>
-  void run(std::size_t chunks, F& f) {
+  void run(std::size_t chunks, F& f, Placement placement = Placement::any_thread) {
     std::unique_lock<std::mutex> owner(job_owner_, std::try_to_lock);
-    const bool owned = chunks <= static_cast<std::size_t>(threads());
+    const bool owned = placement == Placement::owner && chunks <= static_cast<std::size_t>(threads());
     if (chunks <= 1 || threads() <= 1 || in_job() || !owner.owns_lock() || (!owned && available_threads() == 1)) {
       for (std::size_t c = 0; c < chunks; ++c) f(c);
       return;
@@ -107,7 +113,7 @@ class ThreadPool {
       job_ = nullptr;  // closed: no worker joins it from now on
     }
     await_workers([&] { return job.helpers.load(std::memory_order_acquire) == 0; });  // those that joined
-    note_job(chunks, own, own_end - start, Clock::now() - own_end);
+    note_job(chunks, own, job.owned, own_end - start, Clock::now() - own_end);
     if (job.error) std::rethrow_exception(job.error);
   }
 
@@ -163,6 +169,7 @@ class ThreadPool {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
   }
   static constexpr int strikes_to_solo = 3;
+  static constexpr std::size_t starved_window = 32;
 
   // Until done(): briefly spinning, then asleep on left_, which workers notify when they finish.
   template <class Done>
@@ -174,16 +181,26 @@ class ThreadPool {
   }
 
   // After a job: the caller ran `own` of its chunks in `own_time`, then waited `wait` for its
-  // workers. A wait much longer than its own chunks took (stalled), or workers that ran under a
-  // quarter of the chunks (starved), three jobs in a row, starts a period of running shared jobs
+  // workers. A wait much longer than its own chunks took (stalled) three jobs in a row, or
+  // workers that ran under a quarter of the last starved_window or more shared chunks (starved:
+  // the caller ran the rest while they were off the CPU), starts a period of running shared jobs
   // alone.
-  void note_job(std::size_t chunks, std::size_t own, Clock::duration own_time, Clock::duration wait) {
+  void note_job(std::size_t chunks, std::size_t own, bool owned, Clock::duration own_time, Clock::duration wait) {
     const bool stalled = own > 0 && wait > stall_floor + 2 * own_time / static_cast<long>(own);
-    const bool starved = chunks >= 4 && 4 * (chunks - own) < chunks;
-    strikes_ = stalled || starved ? strikes_ + 1 : 0;
-    if (strikes_ >= strikes_to_solo) {
+    strikes_ = stalled ? strikes_ + 1 : 0;
+    bool starved = false;
+    if (!owned) {
+      window_chunks_ += chunks;
+      window_helped_ += chunks - own;
+      if (window_chunks_ >= starved_window) {
+        starved = 4 * window_helped_ < window_chunks_;
+        window_chunks_ = window_helped_ = 0;
+      }
+    }
+    if (strikes_ >= strikes_to_solo || starved) {
       solo_until_ns_.store(now_ns() + solo_period_ns, std::memory_order_relaxed);
       strikes_ = 0;
+      window_chunks_ = window_helped_ = 0;
     }
   }
 
@@ -277,7 +294,10 @@ class ThreadPool {
   Job* job_ = nullptr;
   bool stopping_ = false;
   std::atomic<long long> solo_until_ns_{0};
-  int strikes_ = 0;                 // likewise
+  // Only the thread holding job_owner_ touches these three.
+  int strikes_ = 0;
+  std::size_t window_chunks_ = 0;  // shared chunks since the last starvation verdict
+  std::size_t window_helped_ = 0;  // of those, the ones workers ran
   std::vector<std::thread> workers_;
 };
 

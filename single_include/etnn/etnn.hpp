@@ -1255,21 +1255,23 @@ auto to_host(const X& x) {
 // The threads of etnn's CPU kernels: the calling thread and a pool of workers that help it with
 // a job's chunks.
 //
-// A job of more chunks than threads is shared: every thread, the caller included, takes chunks
-// from one counter until none is left, and the caller then waits only for workers that have
-// joined. A worker the OS schedules late (another process busy on its core) finds nothing left,
-// or a job already closed, and goes back to waiting; it never holds the caller up, unlike a
-// fork-join team whose barrier waits for every member. A job of at most as many chunks as
-// threads is owned: chunk c runs on thread c (0: the caller), so that every thread sees the same
-// chunk shapes in every step and its reusable buffers (Eigen's packing, sized by the products it
-// has run) have grown in the first one. Idle workers spin briefly (a training step's next parallel loop is microseconds
-// away) and then sleep on a condition variable.
+// A job is shared unless its caller asks otherwise: every thread, the caller included, takes
+// chunks from one counter until none is left, and the caller then waits only for workers that
+// have joined. A worker the OS schedules late (another process busy on its core) finds nothing
+// left, or a job already closed, and goes back to waiting; it never holds the caller up, unlike a
+// fork-join team whose barrier waits for every member. A job placed by Placement::owner, of at
+// most as many chunks as threads, is owned: chunk c runs on thread c (0: the caller), so that
+// every thread sees the same chunk shapes in every step and its reusable buffers (Eigen's packing,
+// sized by the products it has run) have grown in the first one; the caller then waits for every
+// owner. Idle workers spin briefly (a training step's next parallel loop is microseconds away) and
+// then sleep on a condition variable.
 //
 // A worker can still be preempted while it holds a chunk, and then the caller waits for the OS to
 // run it again (milliseconds, when another process is busy on its core). When the caller waits
-// for its helpers much longer than its own chunks took, the pool runs shared jobs (the packed
-// GEMM's tiles) on the caller alone for a while (solo_period) and then tries its workers again.
-// Owned jobs always run on their owners, whatever the load: their chunks' shapes never change.
+// for its helpers much longer than its own chunks took (three jobs in a row), or the workers take
+// under a quarter of the shared chunks (over a window of jobs), the pool runs shared jobs on the
+// caller alone for a while (solo_period), so that its workers sleep instead of spinning beside
+// the other process, and then tries its workers again. Owned jobs always run on their owners.
 //
 // A job from a second caller thread while one runs, and a job started inside a chunk, run on the
 // calling thread alone. Which thread runs a chunk never changes what it computes: callers fix
@@ -1398,6 +1400,10 @@ inline float* packing_storage() {
 
 namespace etnn::cpu {
 
+// Where a job's chunks may run: on whichever thread takes them (shared), or chunk c on thread c
+// (owned, for chunks whose thread's reusable buffers are sized by the chunk; see above).
+enum class Placement { any_thread, owner };
+
 inline void spin_pause() {
 #if defined(__x86_64__) || defined(__i386__)
   _mm_pause();
@@ -1437,9 +1443,9 @@ class ThreadPool {
   // throws, no further shared chunk starts (each thread still runs an owned job's chunk of its
   // own); the first exception is rethrown here once every chunk that started has ended.
   template <class F>
-  void run(std::size_t chunks, F& f) {
+  void run(std::size_t chunks, F& f, Placement placement = Placement::any_thread) {
     std::unique_lock<std::mutex> owner(job_owner_, std::try_to_lock);
-    const bool owned = chunks <= static_cast<std::size_t>(threads());
+    const bool owned = placement == Placement::owner && chunks <= static_cast<std::size_t>(threads());
     if (chunks <= 1 || threads() <= 1 || in_job() || !owner.owns_lock() || (!owned && available_threads() == 1)) {
       for (std::size_t c = 0; c < chunks; ++c) f(c);
       return;
@@ -1462,7 +1468,7 @@ class ThreadPool {
       job_ = nullptr;  // closed: no worker joins it from now on
     }
     await_workers([&] { return job.helpers.load(std::memory_order_acquire) == 0; });  // those that joined
-    note_job(chunks, own, own_end - start, Clock::now() - own_end);
+    note_job(chunks, own, job.owned, own_end - start, Clock::now() - own_end);
     if (job.error) std::rethrow_exception(job.error);
   }
 
@@ -1518,6 +1524,7 @@ class ThreadPool {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
   }
   static constexpr int strikes_to_solo = 3;
+  static constexpr std::size_t starved_window = 32;
 
   // Until done(): briefly spinning, then asleep on left_, which workers notify when they finish.
   template <class Done>
@@ -1529,16 +1536,26 @@ class ThreadPool {
   }
 
   // After a job: the caller ran `own` of its chunks in `own_time`, then waited `wait` for its
-  // workers. A wait much longer than its own chunks took (stalled), or workers that ran under a
-  // quarter of the chunks (starved), three jobs in a row, starts a period of running shared jobs
+  // workers. A wait much longer than its own chunks took (stalled) three jobs in a row, or
+  // workers that ran under a quarter of the last starved_window or more shared chunks (starved:
+  // the caller ran the rest while they were off the CPU), starts a period of running shared jobs
   // alone.
-  void note_job(std::size_t chunks, std::size_t own, Clock::duration own_time, Clock::duration wait) {
+  void note_job(std::size_t chunks, std::size_t own, bool owned, Clock::duration own_time, Clock::duration wait) {
     const bool stalled = own > 0 && wait > stall_floor + 2 * own_time / static_cast<long>(own);
-    const bool starved = chunks >= 4 && 4 * (chunks - own) < chunks;
-    strikes_ = stalled || starved ? strikes_ + 1 : 0;
-    if (strikes_ >= strikes_to_solo) {
+    strikes_ = stalled ? strikes_ + 1 : 0;
+    bool starved = false;
+    if (!owned) {
+      window_chunks_ += chunks;
+      window_helped_ += chunks - own;
+      if (window_chunks_ >= starved_window) {
+        starved = 4 * window_helped_ < window_chunks_;
+        window_chunks_ = window_helped_ = 0;
+      }
+    }
+    if (strikes_ >= strikes_to_solo || starved) {
       solo_until_ns_.store(now_ns() + solo_period_ns, std::memory_order_relaxed);
       strikes_ = 0;
+      window_chunks_ = window_helped_ = 0;
     }
   }
 
@@ -1632,7 +1649,10 @@ class ThreadPool {
   Job* job_ = nullptr;
   bool stopping_ = false;
   std::atomic<long long> solo_until_ns_{0};
-  int strikes_ = 0;                 // likewise
+  // Only the thread holding job_owner_ touches these three.
+  int strikes_ = 0;
+  std::size_t window_chunks_ = 0;  // shared chunks since the last starvation verdict
+  std::size_t window_helped_ = 0;  // of those, the ones workers ran
   std::vector<std::thread> workers_;
 };
 
@@ -1735,11 +1755,14 @@ constexpr std::size_t chunk_count(std::size_t n, std::size_t grain, std::size_t 
 }
 
 // Calls f(begin, end) on disjoint chunks covering [0, n), each with the widest vectors the CPU has
-// (cpu/widest_vectors.hpp); each chunk holds at least `grain` indices (unless n is smaller). Chunks run on the pool's threads when n * work_per_index is
-// large enough. The first exception thrown by f is rethrown here once every chunk that started
-// has ended; chunks not started by then may be skipped.
+// (cpu/widest_vectors.hpp); each chunk holds at least `grain` indices (unless n is smaller).
+// Chunks run on the pool's threads when n * work_per_index is large enough: on whichever takes
+// them, or chunk c on thread c with Placement::owner (cpu/thread_pool.hpp). The first exception
+// thrown by f is rethrown here once every chunk that started has ended; chunks not started by
+// then may be skipped.
 template <class F>
-void parallel_chunks(std::size_t n, std::size_t grain, std::size_t work_per_index, F&& f) {
+void parallel_chunks(std::size_t n, std::size_t grain, std::size_t work_per_index, F&& f,
+                     Placement placement = Placement::any_thread) {
   if (n == 0) return;
 #if ETNN_THREADED
   const std::size_t chunks = chunk_count(n, grain, static_cast<std::size_t>(num_threads()));
@@ -1748,12 +1771,13 @@ void parallel_chunks(std::size_t n, std::size_t grain, std::size_t work_per_inde
       const ChunkBounds bounds = chunk_bounds(n, chunks, c);
       with_widest_vectors(f, bounds.begin, bounds.end);
     };
-    ThreadPool::instance().run(chunks, chunk);
+    ThreadPool::instance().run(chunks, chunk, placement);
     return;
   }
 #else
   (void)grain;
   (void)work_per_index;
+  (void)placement;
 #endif
   with_widest_vectors(f, std::size_t{0}, n);
 }
@@ -2238,39 +2262,45 @@ void gemm_tile(int r0, int r1, int c0, int c1, int k, const float* a, std::ptrdi
   }
 }
 
-// Tiles of C: all rows by tile_cols columns, then columns halved (down to one register tile) and
-// then rows split into bands (of whole register tiles) until every thread has two tiles to take,
-// so that a thread slowed by other work on its core takes fewer of them.
+// Tiles of C: `down` bands of rows by `across` bands of columns, each band a near-equal share of
+// the register tiles (mr rows) or panels (nr columns) along its side, at most tile_cols columns
+// wide. Bands multiply (columns first, down to one panel each, then rows) until every thread has
+// two tiles to take, so that a thread slowed by other work on its core takes fewer of them; equal
+// shares keep the last tile from being a sliver (784 columns in 4 bands: 192, 192, 192, 208, not
+// 256, 256, 256, 16).
 struct Tiling {
-  int rows, cols, down, across;
+  int m, n, row_tiles, panels, down, across;
   int count() const { return down * across; }
+  // Band i of `bands` over `units` units of `size`, clipped to `extent`: [begin, end).
+  static std::array<int, 2> band(int i, int bands, int units, int size, int extent) {
+    return {static_cast<int>(static_cast<long>(units) * i / bands) * size,
+            std::min(extent, static_cast<int>(static_cast<long>(units) * (i + 1) / bands) * size)};
+  }
+  std::array<int, 2> rows(int index) const { return band(index / across, down, row_tiles, mr, m); }
+  std::array<int, 2> cols(int index) const { return band(index % across, across, panels, nr, n); }
 };
 inline Tiling tiling(int m, int n, int threads) {
-  Tiling t{(m + mr - 1) / mr * mr, tile_cols, 0, 0};
-  const auto update = [&] {
-    t.down = (m + t.rows - 1) / t.rows;
-    t.across = (n + t.cols - 1) / t.cols;
-  };
-  update();
+  constexpr int panels_per_tile = tile_cols / nr;
+  Tiling t{m, n, (m + mr - 1) / mr, (n + nr - 1) / nr, 1, 0};
+  t.across = (t.panels + panels_per_tile - 1) / panels_per_tile;
   while (threads > 1 && t.count() < 2 * threads) {
-    if (t.cols > nr && n > t.cols / 2) {
-      t.cols /= 2;
-    } else if (t.rows > mr) {
-      t.rows = std::max(mr, (t.rows / 2 + mr - 1) / mr * mr);
+    if (t.across < t.panels) {
+      t.across = std::min(t.panels, 2 * t.across);
+    } else if (t.down < t.row_tiles) {
+      t.down = std::min(t.row_tiles, 2 * t.down);
     } else {
       break;
     }
-    update();
   }
   return t;
 }
 
 template <Layout LA, Layout LB, class Epilogue>
-void run_tile(const Tiling& t, int index, int m, int n, int k, const float* a, std::ptrdiff_t lda, const float* b,
+void run_tile(const Tiling& t, int index, int k, const float* a, std::ptrdiff_t lda, const float* b,
               std::ptrdiff_t ldb, float* c, std::ptrdiff_t ldc, bool accumulate, Epilogue& epilogue) {
-  const int r0 = index / t.across * t.rows, c0 = index % t.across * t.cols;
-  gemm_tile<LA, LB>(r0, std::min(m, r0 + t.rows), c0, std::min(n, c0 + t.cols), k, a, lda, b, ldb, c, ldc,
-                    accumulate, epilogue);
+  const auto [r0, r1] = t.rows(index);
+  const auto [c0, c1] = t.cols(index);
+  gemm_tile<LA, LB>(r0, r1, c0, c1, k, a, lda, b, ldb, c, ldc, accumulate, epilogue);
 }
 
 // The product on `threads` threads (1: the calling thread only), which take tiles one at a
@@ -2280,7 +2310,7 @@ void gemm(int threads, int m, int n, int k, const float* a, int lda, const float
           bool accumulate, Epilogue& epilogue) {
   const Tiling t = tiling(m, n, threads);
   auto tile = [&](std::size_t index) {
-    run_tile<LA, LB>(t, static_cast<int>(index), m, n, k, a, lda, b, ldb, c, ldc, accumulate, epilogue);
+    run_tile<LA, LB>(t, static_cast<int>(index), k, a, lda, b, ldb, c, ldc, accumulate, epilogue);
   };
   if (threads > 1 && t.count() > 1) {
     ThreadPool::instance().run(static_cast<std::size_t>(t.count()), tile);
@@ -2361,10 +2391,12 @@ inline constexpr std::size_t gemm_column_panel = Eigen::internal::gebp_traits<T,
 // parallel_chunks over [0, n) with chunk boundaries at multiples of `panel`, each chunk at least
 // `grain` indices (and one panel).
 template <class F>
-void parallel_panels(std::size_t n, std::size_t panel, std::size_t grain, std::size_t work_per_index, F&& f) {
+void parallel_panels(std::size_t n, std::size_t panel, std::size_t grain, std::size_t work_per_index, F&& f,
+                     Placement placement = Placement::any_thread) {
   const std::size_t panels = (n + panel - 1) / panel;
-  parallel_chunks(panels, std::max<std::size_t>(1, grain / panel), work_per_index * panel,
-                  [&](std::size_t first, std::size_t last) { f(first * panel, std::min(n, last * panel)); });
+  parallel_chunks(
+      panels, std::max<std::size_t>(1, grain / panel), work_per_index * panel,
+      [&](std::size_t first, std::size_t last) { f(first * panel, std::min(n, last * panel)); }, placement);
 }
 
 // Products smaller than this many multiply-adds run on one thread.
@@ -2416,7 +2448,7 @@ void gemm(Accumulate accumulate, int m, int n, int k, const T* a, int lda, const
       detail::gemm_block<LA, LB>(accumulate, m, count, k, a, lda, at<LB>(b, ldb, 0, first), ldb, c + first, ldc);
       epilogue(0, m, static_cast<int>(begin), static_cast<int>(end));
     }
-  });
+  }, Placement::owner);  // Eigen's packing buffers (ReusedBlocking) are sized by each thread's chunk
 }
 
 // The same product on the calling thread only, for callers that parallelise over something else

@@ -249,39 +249,45 @@ void gemm_tile(int r0, int r1, int c0, int c1, int k, const float* a, std::ptrdi
   }
 }
 
-// Tiles of C: all rows by tile_cols columns, then columns halved (down to one register tile) and
-// then rows split into bands (of whole register tiles) until every thread has two tiles to take,
-// so that a thread slowed by other work on its core takes fewer of them.
+// Tiles of C: `down` bands of rows by `across` bands of columns, each band a near-equal share of
+// the register tiles (mr rows) or panels (nr columns) along its side, at most tile_cols columns
+// wide. Bands multiply (columns first, down to one panel each, then rows) until every thread has
+// two tiles to take, so that a thread slowed by other work on its core takes fewer of them; equal
+// shares keep the last tile from being a sliver (784 columns in 4 bands: 192, 192, 192, 208, not
+// 256, 256, 256, 16).
 struct Tiling {
-  int rows, cols, down, across;
+  int m, n, row_tiles, panels, down, across;
   int count() const { return down * across; }
+  // Band i of `bands` over `units` units of `size`, clipped to `extent`: [begin, end).
+  static std::array<int, 2> band(int i, int bands, int units, int size, int extent) {
+    return {static_cast<int>(static_cast<long>(units) * i / bands) * size,
+            std::min(extent, static_cast<int>(static_cast<long>(units) * (i + 1) / bands) * size)};
+  }
+  std::array<int, 2> rows(int index) const { return band(index / across, down, row_tiles, mr, m); }
+  std::array<int, 2> cols(int index) const { return band(index % across, across, panels, nr, n); }
 };
 inline Tiling tiling(int m, int n, int threads) {
-  Tiling t{(m + mr - 1) / mr * mr, tile_cols, 0, 0};
-  const auto update = [&] {
-    t.down = (m + t.rows - 1) / t.rows;
-    t.across = (n + t.cols - 1) / t.cols;
-  };
-  update();
+  constexpr int panels_per_tile = tile_cols / nr;
+  Tiling t{m, n, (m + mr - 1) / mr, (n + nr - 1) / nr, 1, 0};
+  t.across = (t.panels + panels_per_tile - 1) / panels_per_tile;
   while (threads > 1 && t.count() < 2 * threads) {
-    if (t.cols > nr && n > t.cols / 2) {
-      t.cols /= 2;
-    } else if (t.rows > mr) {
-      t.rows = std::max(mr, (t.rows / 2 + mr - 1) / mr * mr);
+    if (t.across < t.panels) {
+      t.across = std::min(t.panels, 2 * t.across);
+    } else if (t.down < t.row_tiles) {
+      t.down = std::min(t.row_tiles, 2 * t.down);
     } else {
       break;
     }
-    update();
   }
   return t;
 }
 
 template <Layout LA, Layout LB, class Epilogue>
-void run_tile(const Tiling& t, int index, int m, int n, int k, const float* a, std::ptrdiff_t lda, const float* b,
+void run_tile(const Tiling& t, int index, int k, const float* a, std::ptrdiff_t lda, const float* b,
               std::ptrdiff_t ldb, float* c, std::ptrdiff_t ldc, bool accumulate, Epilogue& epilogue) {
-  const int r0 = index / t.across * t.rows, c0 = index % t.across * t.cols;
-  gemm_tile<LA, LB>(r0, std::min(m, r0 + t.rows), c0, std::min(n, c0 + t.cols), k, a, lda, b, ldb, c, ldc,
-                    accumulate, epilogue);
+  const auto [r0, r1] = t.rows(index);
+  const auto [c0, c1] = t.cols(index);
+  gemm_tile<LA, LB>(r0, r1, c0, c1, k, a, lda, b, ldb, c, ldc, accumulate, epilogue);
 }
 
 // The product on `threads` threads (1: the calling thread only), which take tiles one at a
@@ -291,7 +297,7 @@ void gemm(int threads, int m, int n, int k, const float* a, int lda, const float
           bool accumulate, Epilogue& epilogue) {
   const Tiling t = tiling(m, n, threads);
   auto tile = [&](std::size_t index) {
-    run_tile<LA, LB>(t, static_cast<int>(index), m, n, k, a, lda, b, ldb, c, ldc, accumulate, epilogue);
+    run_tile<LA, LB>(t, static_cast<int>(index), k, a, lda, b, ldb, c, ldc, accumulate, epilogue);
   };
   if (threads > 1 && t.count() > 1) {
     ThreadPool::instance().run(static_cast<std::size_t>(t.count()), tile);

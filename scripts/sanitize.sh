@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sanitizer builds of the test suite (CI runs this after scripts/test.sh), each in its own build
-# directory, at -O1 and without examples and benchmarks (CMake presets asan and tsan):
+# directory, at -O1 -g1 (line tables, which the reports' stack traces need: a third less compile
+# time than -g) and without examples and benchmarks (CMake presets asan and tsan):
 #   asan  AddressSanitizer + UndefinedBehaviorSanitizer (-fno-sanitize-recover=all): every CPU test
 #         except the compile-only ones (compile_fail.*, package.*, single_include.fresh)
 #   tsan  ThreadSanitizer: the data loader tests (test_data), the CPU thread pool and GEMM tests

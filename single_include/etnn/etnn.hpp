@@ -3536,13 +3536,29 @@ class Blas {
   // The handle, plans and workspace live until exit, when the context goes with them.
   ~Blas() = default;
 
+  // What make_plan has created so far: destroyed when it throws (a plan it returns lives until
+  // exit, as the cache's others do), the preference in any case.
+  struct PlanUnderConstruction {
+    Plan plan;
+    cublasLtMatmulPreference_t preference{};
+    bool made = false;
+    ~PlanUnderConstruction() {
+      if (preference != nullptr) cublasLtMatmulPreferenceDestroy(preference);
+      if (made) return;
+      for (cublasLtMatrixLayout_t layout : {plan.a, plan.b, plan.c})
+        if (layout != nullptr) cublasLtMatrixLayoutDestroy(layout);
+      if (plan.operation != nullptr) cublasLtMatmulDescDestroy(plan.operation);
+    }
+  };
+
   Plan make_plan(const detail::PlanKey& key) {
     const auto [transpose_a, transpose_b, m, n, k, lda, ldb, ldc, epilogue, operand_enum, type_enum, beta_zero,
                 align_a, align_b, align_c] = key;
     const auto operand_type = static_cast<cudaDataType_t>(operand_enum);
     const auto type = static_cast<cudaDataType_t>(type_enum);
     const bool is_float = type == CUDA_R_32F;
-    Plan plan;
+    PlanUnderConstruction building;
+    Plan& plan = building.plan;
     ETNN_CHECK_CUBLAS(cublasLtMatmulDescCreate(&plan.operation, is_float ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F,
                                                type));
     const cublasOperation_t op_a = transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -3560,7 +3576,7 @@ class Blas {
     ETNN_CHECK_CUBLAS(
         cublasLtMatrixLayoutCreate(&plan.b, operand_type, transpose_b ? n : k, transpose_b ? k : n, ldb));
     ETNN_CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&plan.c, type, m, n, ldc));
-    cublasLtMatmulPreference_t preference{};
+    cublasLtMatmulPreference_t& preference = building.preference;
     ETNN_CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&preference));
     const std::size_t workspace = workspace_.size();
     ETNN_CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
@@ -3577,7 +3593,6 @@ class Blas {
     int found = 0;
     const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle_, plan.operation, plan.a, plan.b, plan.c,
                                                                  plan.c, preference, 1, &result, &found);
-    cublasLtMatmulPreferenceDestroy(preference);
     ETNN_CHECK_CUBLAS(status);
     if (found == 0) {
       std::string what = "no cuBLASLt algorithm for a ";
@@ -3588,6 +3603,7 @@ class Blas {
       detail::fail("cuBLAS", "cublasLtMatmulAlgoGetHeuristic", what.c_str(), __FILE__, __LINE__);
     }
     plan.algorithm = result.algo;
+    building.made = true;
     return plan;
   }
 
@@ -5186,7 +5202,10 @@ __global__ void add_true_gradients_kernel(const float* padded_grads, float* grad
   for (const std::size_t i : grid_stride(Padding::num_params)) grads[i] += padded_grads[Padding::padded_index(i)];
 }
 // to (rows, to_cols) = from (rows, from_cols), columns padded with zeros or dropped; n = rows to_cols.
-__global__ inline void copy_columns_kernel(const float* from, int from_cols, float* to, int to_cols, std::size_t n) {
+// A template, as every kernel of a header-only library must be to be defined in many translation
+// units (nvcc ignores `inline` on __global__ functions, warning 20050).
+template <class T>
+__global__ void copy_columns_kernel(const T* from, int from_cols, T* to, int to_cols, std::size_t n) {
   for (const std::size_t index : grid_stride(n))
     to[index] = expr::detail::column_copy_element(from, from_cols, to_cols, index);
 }
@@ -5195,7 +5214,7 @@ __global__ inline void copy_columns_kernel(const float* from, int from_cols, flo
 inline void copy_columns(const float* from, int from_cols, float* to, int to_cols, int rows) {
   const std::size_t n = std::size_t(rows) * std::size_t(to_cols);
   if (n == 0) return;
-  copy_columns_kernel<<<grid_blocks(n), 256, 0, stream()>>>(from, from_cols, to, to_cols, n);
+  copy_columns_kernel<float><<<grid_blocks(n), 256, 0, stream()>>>(from, from_cols, to, to_cols, n);
   check_launch("etnn fused MLP copy_columns_kernel");
 }
 

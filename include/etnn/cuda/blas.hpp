@@ -91,13 +91,29 @@ class Blas {
   // The handle, plans and workspace live until exit, when the context goes with them.
   ~Blas() = default;
 
+  // What make_plan has created so far: destroyed when it throws (a plan it returns lives until
+  // exit, as the cache's others do), the preference in any case.
+  struct PlanUnderConstruction {
+    Plan plan;
+    cublasLtMatmulPreference_t preference{};
+    bool made = false;
+    ~PlanUnderConstruction() {
+      if (preference != nullptr) cublasLtMatmulPreferenceDestroy(preference);
+      if (made) return;
+      for (cublasLtMatrixLayout_t layout : {plan.a, plan.b, plan.c})
+        if (layout != nullptr) cublasLtMatrixLayoutDestroy(layout);
+      if (plan.operation != nullptr) cublasLtMatmulDescDestroy(plan.operation);
+    }
+  };
+
   Plan make_plan(const detail::PlanKey& key) {
     const auto [transpose_a, transpose_b, m, n, k, lda, ldb, ldc, epilogue, operand_enum, type_enum, beta_zero,
                 align_a, align_b, align_c] = key;
     const auto operand_type = static_cast<cudaDataType_t>(operand_enum);
     const auto type = static_cast<cudaDataType_t>(type_enum);
     const bool is_float = type == CUDA_R_32F;
-    Plan plan;
+    PlanUnderConstruction building;
+    Plan& plan = building.plan;
     ETNN_CHECK_CUBLAS(cublasLtMatmulDescCreate(&plan.operation, is_float ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F,
                                                type));
     const cublasOperation_t op_a = transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -115,7 +131,7 @@ class Blas {
     ETNN_CHECK_CUBLAS(
         cublasLtMatrixLayoutCreate(&plan.b, operand_type, transpose_b ? n : k, transpose_b ? k : n, ldb));
     ETNN_CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&plan.c, type, m, n, ldc));
-    cublasLtMatmulPreference_t preference{};
+    cublasLtMatmulPreference_t& preference = building.preference;
     ETNN_CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&preference));
     const std::size_t workspace = workspace_.size();
     ETNN_CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
@@ -132,7 +148,6 @@ class Blas {
     int found = 0;
     const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle_, plan.operation, plan.a, plan.b, plan.c,
                                                                  plan.c, preference, 1, &result, &found);
-    cublasLtMatmulPreferenceDestroy(preference);
     ETNN_CHECK_CUBLAS(status);
     if (found == 0) {
       std::string what = "no cuBLASLt algorithm for a ";
@@ -143,6 +158,7 @@ class Blas {
       detail::fail("cuBLAS", "cublasLtMatmulAlgoGetHeuristic", what.c_str(), __FILE__, __LINE__);
     }
     plan.algorithm = result.algo;
+    building.made = true;
     return plan;
   }
 

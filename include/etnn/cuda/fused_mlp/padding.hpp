@@ -35,7 +35,10 @@ __global__ void add_true_gradients_kernel(const float* padded_grads, float* grad
   for (const std::size_t i : grid_stride(Padding::num_params)) grads[i] += padded_grads[Padding::padded_index(i)];
 }
 // to (rows, to_cols) = from (rows, from_cols), columns padded with zeros or dropped; n = rows to_cols.
-__global__ inline void copy_columns_kernel(const float* from, int from_cols, float* to, int to_cols, std::size_t n) {
+// A template, as every kernel of a header-only library must be to be defined in many translation
+// units (nvcc ignores `inline` on __global__ functions, warning 20050).
+template <class T>
+__global__ void copy_columns_kernel(const T* from, int from_cols, T* to, int to_cols, std::size_t n) {
   for (const std::size_t index : grid_stride(n))
     to[index] = expr::detail::column_copy_element(from, from_cols, to_cols, index);
 }
@@ -44,7 +47,7 @@ __global__ inline void copy_columns_kernel(const float* from, int from_cols, flo
 inline void copy_columns(const float* from, int from_cols, float* to, int to_cols, int rows) {
   const std::size_t n = std::size_t(rows) * std::size_t(to_cols);
   if (n == 0) return;
-  copy_columns_kernel<<<grid_blocks(n), 256, 0, stream()>>>(from, from_cols, to, to_cols, n);
+  copy_columns_kernel<float><<<grid_blocks(n), 256, 0, stream()>>>(from, from_cols, to, to_cols, n);
   check_launch("etnn fused MLP copy_columns_kernel");
 }
 

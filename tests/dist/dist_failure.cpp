@@ -1,6 +1,9 @@
 // Failure modes of a 2-rank job, one per argument; each must end every rank with a non-zero exit
 // (expect_failure.sh checks the exit, the time it took and the message):
 //   kill      rank 1 kills itself with SIGKILL during training
+//   train     every rank trains for up to 100 s, saying so on standard error after 5 steps, for
+//             faults injected from outside (multihost_fault.sh: a cut link, a killed or stopped
+//             host); ending without an error is a failure
 //   stall     rank 1 stops taking part; rank 0's allreduce times out (ETNN_DIST_TIMEOUT)
 //   stall-large  the same with a buffer large enough for the shared-memory sum
 //   mismatch  rank 1 reduces one element more than rank 0 (caught with ETNN_DIST_DEBUG=1)
@@ -22,8 +25,8 @@ int main(int argc, char** argv) {
   etnn::dist::Mpi world(argc, argv);
   const std::string_view mode = argc > 1 ? argv[1] : "";
   try {
-    if (mode == "kill") {
-      // 50k parameters: gradients large enough to be summed through shared memory.
+    if (mode == "kill" || mode == "train") {
+      // 50k parameters: gradients large enough to be summed through shared memory on one machine.
       etnn::Model<decltype(nn::input<784> >> nn::linear<64> >> nn::relu >> nn::linear<10>)> model(0);
       etnn::loss::CrossEntropy loss;
       etnn::optim::SGD opt(model, {.lr = 0.01f}, world);
@@ -31,8 +34,13 @@ int main(int argc, char** argv) {
       etnn::Tensor<float, etnn::Shape<784>> x(16);
       std::fill(x.data(), x.data() + x.size(), 0.5f);
       const std::vector<int> y(16, 1);
-      for (int step = 0; step < 1000000; ++step) {
-        if (step == 5 && world.rank() == 1) std::raise(SIGKILL);
+      const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(100);
+      for (int step = 0; std::chrono::steady_clock::now() < end; ++step) {
+        if (step == 5 && mode == "kill" && world.rank() == 1) std::raise(SIGKILL);
+        if (step == 5 && mode == "train") {
+          std::fprintf(stderr, "dist_failure: rank %d of %d training\n", world.rank(), world.size());
+          std::fflush(stderr);
+        }
         trainer.step(x, y);
       }
     } else if (mode == "stall" || mode == "stall-large") {

@@ -1,4 +1,5 @@
-// Data parallelism over MPI, run by ctest under mpirun with 1, 2 and 4 ranks: collectives,
+// Data parallelism over MPI, run by ctest under mpirun with 1 to 4 ranks on one machine, and on 2
+// and 3 hosts (scripts/multihost.sh, ETNN_TEST_HOSTS): collectives, node detection,
 // parameter broadcast, equivalence of N ranks with local batch b to one process with batch N*b,
 // gradient accumulation, bucketing with and without overlap, model agreement across ranks, the
 // non-finite guard (a NaN on one rank skips every rank's step) and loss scaling (an overflow on one
@@ -11,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -53,9 +55,20 @@ bool identical_across_ranks(const T* values, std::size_t n) {
   return differs == 0;
 }
 
-// Every rank of these tests runs on one machine: sums go through shared memory unless
-// ETNN_DIST_SHARED_MEMORY=0 (or there is one rank).
-bool sums_in_shared_memory() { return world().size() > 1 && world().options().shared_memory; }
+// The hosts the job runs on: ETNN_TEST_HOSTS, set by the multi-host tests (scripts/multihost.sh,
+// one network namespace per host, as many ranks on each), else 1.
+int hosts() {
+  const char* h = std::getenv("ETNN_TEST_HOSTS");
+  return h != nullptr ? std::atoi(h) : 1;
+}
+
+// Where sums go through shared memory: every rank on one machine, unless ETNN_DIST_SHARED_MEMORY=0
+// (or there is one rank).
+bool sums_in_shared_memory() {
+  const bool expected = hosts() == 1 && world().size() > 1 && world().options().shared_memory;
+  REQUIRE(world().sums_in_shared_memory() == expected);
+  return expected;
+}
 
 // max |a - b| / max |b|
 template <class T>
@@ -135,6 +148,16 @@ TEST_CASE("collectives: broadcast, allreduce, barrier, point to point") {
     }
   }
   CHECK(world().local_rank() < world().local_size());
+}
+
+TEST_CASE("etnn finds the machines from MPI: ranks on several hosts sum over the network") {
+  // On N hosts with as many ranks each, MPI_COMM_TYPE_SHARED holds this host's ranks only, so
+  // sums leave shared memory by etnn's own node detection (no variable forces it).
+  REQUIRE(world().size() % hosts() == 0);
+  CHECK(world().local_size() == world().size() / hosts());
+  const bool shared = sums_in_shared_memory();  // etnn's decision, checked against the hosts
+  const etnn::dist::SharedStorage<float> storage = world().shared_storage<float>(1 << 16);
+  CHECK(static_cast<bool>(storage) == shared);
 }
 
 TEST_CASE_TEMPLATE("sums through shared memory (from 1 KiB, on one machine) are exact across chunks and shares", T,

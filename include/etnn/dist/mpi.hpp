@@ -34,6 +34,7 @@
 
 #include "../core/device.hpp"
 #include "../core/error.hpp"
+#include "seconds.hpp"
 #include "shared_memory_sum.hpp"
 #include "shared_storage.hpp"
 
@@ -112,8 +113,13 @@ class Mpi {
   }
 
   // Ends every rank of the job now, with `reason` on this rank's standard error.
+  // A collective that failed before (fail()) is named too: the abort often comes from a destructor
+  // unwinding that failure's exception, before anything could print it.
   [[noreturn]] void abort(const char* reason) {
-    std::fprintf(stderr, "etnn: rank %d: %s; ending the MPI job\n", rank_, reason);
+    if (failure_.empty() || failure_ == reason)
+      std::fprintf(stderr, "etnn: rank %d: %s; ending the MPI job\n", rank_, reason);
+    else
+      std::fprintf(stderr, "etnn: rank %d: %s, after: %s; ending the MPI job\n", rank_, reason, failure_.c_str());
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);
     std::abort();  // MPI_Abort does not return; this keeps [[noreturn]] honest if it does
@@ -125,6 +131,10 @@ class Mpi {
   int local_rank() const noexcept { return local_rank_; }
   int local_size() const noexcept { return local_size_; }
   MPI_Comm comm() const noexcept { return MPI_COMM_WORLD; }
+  // Whether large float and double sums go through shared memory: every rank on one machine (by
+  // MPI's own node detection, MPI_COMM_TYPE_SHARED), more than one rank, options().shared_memory,
+  // and /dev/shm had room. Otherwise they are MPI's allreduce, over the network across machines.
+  bool sums_in_shared_memory() const noexcept { return shared_.usable(); }
 
   // data = root's data on every rank.
   template <class T>
@@ -223,7 +233,7 @@ class Mpi {
     while (!poll(p)) {
       if (std::chrono::steady_clock::now() > deadline)
         fail(std::string(p.operation) + " of " + std::to_string(p.count) + " elements did not complete within " +
-             std::to_string(options_.timeout_seconds) + " s; another rank has stopped taking part "
+             detail::seconds_text(options_.timeout_seconds) + " s; another rank has stopped taking part "
              "(raise ETNN_DIST_TIMEOUT if a step is legitimately that slow)");
       std::this_thread::yield();
     }
@@ -234,7 +244,8 @@ class Mpi {
   // Reports the error on this rank and throws; the job ends when this Mpi is destroyed.
   [[noreturn]] void fail(const std::string& what) {
     failed_ = true;
-    throw DistError("etnn::dist::Mpi: rank " + std::to_string(rank_) + " of " + std::to_string(size_) + ": " + what);
+    failure_ = "etnn::dist::Mpi: rank " + std::to_string(rank_) + " of " + std::to_string(size_) + ": " + what;
+    throw DistError(failure_);
   }
 
  private:
@@ -305,6 +316,7 @@ class Mpi {
   MpiOptions options_;
   bool owns_mpi_ = false;
   bool failed_ = false;
+  std::string failure_;  // fail()'s message, repeated by abort()
   int rank_ = 0;
   int size_ = 1;
   MPI_Comm local_ = MPI_COMM_NULL;

@@ -33,6 +33,7 @@
 #include "../cuda/memory.hpp"
 #include "../cuda/runtime.hpp"
 #include "../tensor/buffer.hpp"
+#include "seconds.hpp"
 
 namespace etnn {
 
@@ -141,7 +142,7 @@ class Nccl {
       ETNN_CHECK_NCCL(ncclCommGetAsyncError(comm_, &async_error));
       if (async_error != ncclSuccess) fail(p, ncclGetErrorString(async_error));
       if (std::chrono::steady_clock::now() > deadline)
-        fail(p, "did not complete within " + std::to_string(timeout_seconds_) +
+        fail(p, "did not complete within " + detail::seconds_text(timeout_seconds_) +
                     " s; another rank has stopped taking part (raise ETNN_DIST_TIMEOUT if a step is that slow)");
       std::this_thread::yield();
     }

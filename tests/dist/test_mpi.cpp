@@ -150,6 +150,54 @@ TEST_CASE("collectives: broadcast, allreduce, barrier, point to point") {
   CHECK(world().local_rank() < world().local_size());
 }
 
+TEST_CASE_TEMPLATE("sums in flight together are exact, and the same bits on every rank, whatever the algorithm", T,
+                   float, double) {
+  // Run by ctest with MPI's allreduce, etnn's ring and the parameter server (ETNN_DIST_ALLREDUCE),
+  // outside shared memory. Sizes from empty to past a ring's chunk per rank, all started before
+  // any is waited for, and polled in turn, as gradient buckets are.
+  const int rank = world().rank(), size = world().size();
+  const std::vector<std::size_t> sizes{0, 1, 2, 5, 1000, 100003};
+  std::vector<std::vector<T>> exact, rounded;
+  std::vector<etnn::dist::Mpi::Pending> pending;
+  etnn::Rng rng(100 + static_cast<std::uint64_t>(rank));
+  for (const std::size_t n : sizes) {
+    exact.emplace_back(n);
+    rounded.emplace_back(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      exact.back()[i] = static_cast<T>(i % 1000) + static_cast<T>(rank) * T(0.5);
+      rounded.back()[i] = static_cast<T>(rng.uniform()) / T(3);  // sums that round
+    }
+  }
+  for (std::size_t k = 0; k < sizes.size(); ++k) {
+    pending.push_back(world().start_allreduce_sum(exact[k].data(), sizes[k]));
+    pending.push_back(world().start_allreduce_sum(rounded[k].data(), sizes[k]));
+  }
+  for (bool all_done = false; !all_done;) {
+    all_done = true;
+    for (auto& p : pending) all_done = world().poll(p) && all_done;
+  }
+  // The rounded sums against every rank's values, regenerated here and added in double.
+  std::vector<std::vector<double>> reference;
+  for (const std::size_t n : sizes) reference.emplace_back(n, 0.0);
+  for (int r = 0; r < size; ++r) {
+    etnn::Rng other(100 + static_cast<std::uint64_t>(r));
+    for (auto& values : reference)
+      for (double& v : values) v += static_cast<double>(static_cast<T>(other.uniform()) / T(3));
+  }
+  const T ranks_half = static_cast<T>(size * (size - 1)) * T(0.25);
+  const double tolerance = std::is_same_v<T, float> ? 1e-6 : 1e-14;
+  for (std::size_t k = 0; k < sizes.size(); ++k) {
+    std::size_t wrong = 0, far = 0;
+    for (std::size_t i = 0; i < sizes[k]; ++i) {
+      wrong += exact[k][i] != static_cast<T>(size) * static_cast<T>(i % 1000) + ranks_half ? 1 : 0;
+      far += std::abs(static_cast<double>(rounded[k][i]) - reference[k][i]) > tolerance * reference[k][i] ? 1 : 0;
+    }
+    CHECK(wrong == 0);
+    CHECK(far == 0);
+    CHECK(identical_across_ranks(rounded[k].data(), sizes[k]));
+  }
+}
+
 TEST_CASE("etnn finds the machines from MPI: ranks on several hosts sum over the network") {
   // On N hosts with as many ranks each, MPI_COMM_TYPE_SHARED holds this host's ranks only, so
   // sums leave shared memory by etnn's own node detection (no variable forces it).

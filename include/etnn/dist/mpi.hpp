@@ -16,7 +16,9 @@
 //
 // With every rank on one machine, large float and double sums go through shared memory
 // (shared_memory_sum.hpp), and a data-parallel optimizer keeps the model's gradients in a
-// SharedStorage (shared_storage.hpp), which is summed in place.
+// SharedStorage (shared_storage.hpp), which is summed in place. Across machines they are MPI's
+// MPI_Iallreduce, or etnn's ring or a parameter server (MpiOptions::allreduce,
+// ETNN_DIST_ALLREDUCE; point_to_point_sum.hpp).
 #include <mpi.h>
 
 #include <algorithm>
@@ -28,12 +30,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <memory>
 #include <string>
 #include <thread>
 #include <type_traits>
+#include <vector>
 
 #include "../core/device.hpp"
 #include "../core/error.hpp"
+#include "point_to_point_sum.hpp"
 #include "seconds.hpp"
 #include "shared_memory_sum.hpp"
 #include "shared_storage.hpp"
@@ -45,6 +50,8 @@ struct MpiOptions {
   bool debug = false;            // check element counts across ranks before each collective
   bool shared_memory = true;     // sum large float/double buffers through shared memory when every
                                  // rank is on one machine (dist/shared_memory_sum.hpp)
+  Allreduce allreduce = Allreduce::mpi;  // how other float/double sums go: MPI's allreduce, etnn's
+                                         // ring or a parameter server (dist/point_to_point_sum.hpp)
 };
 
 namespace detail {
@@ -75,6 +82,7 @@ class Mpi {
     MPI_Request request = MPI_REQUEST_NULL;
     const char* operation = "";
     std::size_t count = 0;
+    detail::PointToPointSum* sum = nullptr;  // a ring or parameter-server sum in flight
   };
 
   // Initialises MPI from the program's arguments, or attaches to an MPI already initialised.
@@ -93,11 +101,13 @@ class Mpi {
     storage_.release();
     shared_.release();
     if (local_ != MPI_COMM_NULL) MPI_Comm_free(&local_);
+    if (messages_ != MPI_COMM_NULL) MPI_Comm_free(&messages_);
     if (owns_mpi_) MPI_Finalize();
   }
 
-  // MpiOptions from ETNN_DIST_TIMEOUT (seconds, > 0), ETNN_DIST_DEBUG=1 and
-  // ETNN_DIST_SHARED_MEMORY=0 (MPI's own allreduce even on one machine).
+  // MpiOptions from ETNN_DIST_TIMEOUT (seconds, > 0), ETNN_DIST_DEBUG=1,
+  // ETNN_DIST_SHARED_MEMORY=0 (no shared memory even on one machine) and
+  // ETNN_DIST_ALLREDUCE=mpi|ring|parameter_server.
   static MpiOptions from_environment() {
     MpiOptions o;
     if (const char* t = std::getenv("ETNN_DIST_TIMEOUT")) {
@@ -109,6 +119,15 @@ class Mpi {
     }
     o.debug = detail::env_flag("ETNN_DIST_DEBUG");
     if (const char* s = std::getenv("ETNN_DIST_SHARED_MEMORY")) o.shared_memory = s[0] != '0';
+    if (const char* a = std::getenv("ETNN_DIST_ALLREDUCE")) {
+      const std::string name = a;
+      if (name == "mpi") o.allreduce = Allreduce::mpi;
+      else if (name == "ring") o.allreduce = Allreduce::ring;
+      else if (name == "parameter_server") o.allreduce = Allreduce::parameter_server;
+      else
+        throw DistError("etnn::dist::Mpi: ETNN_DIST_ALLREDUCE='" + name +
+                        "' is not one of mpi, ring, parameter_server");
+    }
     return o;
   }
 
@@ -146,7 +165,8 @@ class Mpi {
 
   // data = sum over ranks of data, started now; finish with poll() or wait(). Large float and
   // double buffers on one machine are summed through shared memory, complete on return.
-  // A range of a SharedStorage (the same range on every rank) is summed in place.
+  // A range of a SharedStorage (the same range on every rank) is summed in place. Other float and
+  // double sums follow options().allreduce; integer sums are always MPI's.
   template <class T>
   Pending start_allreduce_sum(T* data, std::size_t n) {
     if constexpr (std::is_floating_point_v<T>) {
@@ -159,6 +179,15 @@ class Mpi {
       if (shared_.takes(n * sizeof(T))) {
         Pending p = start("allreduce (shared memory)", n);
         shared_.sum(data, n, [&] { node_barrier(p); });
+        return p;
+      }
+      if (options_.allreduce != Allreduce::mpi && size_ > 1) {
+        Pending p = start(options_.allreduce == Allreduce::ring ? "ring allreduce" : "parameter-server allreduce", n);
+        p.sum = idle_sum();
+        tag_ = (tag_ + 1) % 32768;  // MPI_TAG_UB is at least 32767; every rank counts its sums alike
+        check(p.sum->start(options_.allreduce, data, static_cast<std::size_t>(count_of(n, p.operation)),
+                           detail::mpi_type<T>(), messages_, tag_),
+              p.operation);
         return p;
       }
     }
@@ -222,6 +251,12 @@ class Mpi {
 
   // True once the collective has completed; drives MPI's progress.
   bool poll(Pending& p) {
+    if (p.sum != nullptr) {
+      bool finished = false;
+      check(p.sum->advance(finished), p.operation);
+      if (finished) p.sum = nullptr;
+      return finished;
+    }
     int done = 0;
     check(MPI_Test(&p.request, &done, MPI_STATUS_IGNORE), p.operation);
     return done != 0;
@@ -265,6 +300,10 @@ class Mpi {
     if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local_) != MPI_SUCCESS)
       abort("MPI_Comm_split_type failed while setting up etnn::dist::Mpi");
     MPI_Comm_set_errhandler(local_, MPI_ERRORS_RETURN);
+    // The ring's and the parameter server's messages, apart from users' own send() and recv().
+    if (MPI_Comm_dup(MPI_COMM_WORLD, &messages_) != MPI_SUCCESS)
+      abort("MPI_Comm_dup failed while setting up etnn::dist::Mpi");
+    MPI_Comm_set_errhandler(messages_, MPI_ERRORS_RETURN);
     MPI_Comm_rank(local_, &local_rank_);
     MPI_Comm_size(local_, &local_size_);
     if (options_.shared_memory && local_size_ == size_ && size_ > 1) shared_.create(local_);
@@ -299,6 +338,13 @@ class Mpi {
     return {MPI_REQUEST_NULL, operation, n};
   }
 
+  // A point-to-point sum that is not in flight, kept from the sums before.
+  detail::PointToPointSum* idle_sum() {
+    for (auto& sum : sums_)
+      if (!sum->busy()) return sum.get();
+    return sums_.emplace_back(std::make_unique<detail::PointToPointSum>()).get();
+  }
+
   int count_of(std::size_t n, const char* operation) {
     if (n > static_cast<std::size_t>(INT_MAX))
       fail(std::string(operation) + " of " + std::to_string(n) + " elements exceeds MPI's int count");
@@ -322,7 +368,10 @@ class Mpi {
   MPI_Comm local_ = MPI_COMM_NULL;
   int local_rank_ = 0;
   int local_size_ = 1;
+  MPI_Comm messages_ = MPI_COMM_NULL;
   detail::SharedMemorySum shared_;
+  std::vector<std::unique_ptr<detail::PointToPointSum>> sums_;  // ring / parameter-server sums
+  int tag_ = 0;
   detail::SharedStoragePool storage_;
 };
 

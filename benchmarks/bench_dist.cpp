@@ -19,6 +19,8 @@
 //              allows N busy cores. And "lockstep-only" trains alone on every rank with a barrier
 //              after each step in place of the communication: what synchronous data parallelism
 //              costs on this machine when communicating costs nothing, the bound for the others.
+// `bench_dist --allreduce-bytes B...` measures the sums of those sizes only (scripts/bench_dist.sh
+// runs it across hosts, with each of dist::Mpi's algorithms).
 // Rank 0 prints one line per measurement: "allreduce <bytes> <us> <algbw GB/s> <busbw GB/s>
 //  <us in place>" and
 // "weak <setting> <ranks> <alone samples/s> <together samples/s> <efficiency %> <rounds' q1 %>
@@ -27,7 +29,9 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -67,12 +71,12 @@ double allreduce_seconds(etnn::dist::Mpi& world, float* data, std::size_t n, int
 // Each size twice: a buffer of the program's own, and a range of SharedStorage (summed in place,
 // as the gradients of a data-parallel optimizer are; 0 where there is none: across machines, or
 // with MPI's own allreduce).
-void allreduce_bandwidth(etnn::dist::Mpi& world) {
-  constexpr std::size_t max_bytes = std::size_t{64} << 20;
+void allreduce_bandwidth(etnn::dist::Mpi& world, const std::vector<std::size_t>& sizes, int large_repetitions) {
+  const std::size_t max_bytes = *std::max_element(sizes.begin(), sizes.end());
   etnn::dist::SharedStorage<float> storage = world.shared_storage<float>(max_bytes / sizeof(float));
-  for (std::size_t bytes = 1024; bytes <= max_bytes; bytes *= 4) {
+  for (const std::size_t bytes : sizes) {
     const std::size_t n = bytes / sizeof(float);
-    const int repetitions = bytes <= (std::size_t{1} << 20) ? 50 : 10;
+    const int repetitions = bytes <= (std::size_t{1} << 20) ? 50 : large_repetitions;
     std::vector<float> data(n, 1.0f);
     const double t = allreduce_seconds(world, data.data(), n, repetitions);
     double in_place = 0;
@@ -199,7 +203,16 @@ void weak_scaling(etnn::dist::Mpi& world, const std::vector<Setting>& settings) 
 
 int main(int argc, char** argv) {
   etnn::dist::Mpi world(argc, argv);
-  allreduce_bandwidth(world);
+  if (argc > 2 && std::string_view(argv[1]) == "--allreduce-bytes") {
+    // Only the sums of these sizes, 5 repetitions of the large ones: across hosts on a slow link.
+    std::vector<std::size_t> sizes;
+    for (int a = 2; a < argc; ++a) sizes.push_back(std::strtoull(argv[a], nullptr, 10) / sizeof(float) * sizeof(float));
+    allreduce_bandwidth(world, sizes, 5);
+    return 0;
+  }
+  std::vector<std::size_t> sizes;
+  for (std::size_t bytes = 1024; bytes <= (std::size_t{64} << 20); bytes *= 4) sizes.push_back(bytes);
+  allreduce_bandwidth(world, sizes, 10);
   weak_scaling(world, {{"lockstep-only", {}, true},
                        {"overlap-25MiB", {}},
                        {"overlap-25MiB-copied", {.gradient_as_bucket_view = false}},

@@ -4,12 +4,47 @@
 # training: 2-rank throughput / (2 x 1-rank throughput), both measured interleaved in short rounds
 # (see benchmarks/bench_dist.cpp), with the quartiles of the rounds' own ratios. The job runs once
 # more with MPI's own allreduce (ETNN_DIST_SHARED_MEMORY=0) for comparison.
+#
+# Then, across hosts (scripts/multihost.sh: 2 and 3 hosts of network namespaces, one rank each,
+# every host's link a 1 Gbit/s token bucket): the time of one float sum with each of dist::Mpi's
+# algorithms (MpiOptions::allreduce), at 1 MiB and at mlp784's and wide's gradient sizes.
+# --hosts-only runs that part alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+hosts_only=0
+[ "${1:-}" != --hosts-only ] || hosts_only=1
 bash scripts/install-deps.sh
 cmake --preset release >/dev/null
 cmake --build --preset release --target bench_dist >/dev/null
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
+
+# The across-hosts table. Bytes: 1 MiB; mlp784's gradients (407,050 floats); wide's (5,824,522).
+across_hosts() {
+  local sizes="1048576 1628200 23298088" rate=1gbit
+  echo "| hosts | message | MPI's allreduce (ms) | etnn's ring (ms) | parameter server (ms) | ring: sent per rank | parameter server: sent by the server |"
+  echo "|---:|---|---:|---:|---:|---:|---:|"
+  for hosts in 2 3; do
+    declare -A time=()
+    for algorithm in mpi ring parameter_server; do
+      local out code=0
+      out=$(bash scripts/multihost.sh --hosts "$hosts" --rate "$rate" -- mpirun -np "$hosts" -x OMP_NUM_THREADS=1 \
+              -x ETNN_DIST_ALLREDUCE="$algorithm" build/release/benchmarks/bench_dist --allreduce-bytes $sizes) || code=$?
+      if [ "$code" -eq 77 ]; then echo "(skipped: scripts/multihost.sh needs root and network namespaces)"; return; fi
+      [ "$code" -eq 0 ] || { echo "bench_dist failed on $hosts hosts with $algorithm" >&2; exit 1; }
+      while read -r _ bytes us _; do time[$algorithm.$bytes]=$us; done < <(echo "$out" | awk '$1 == "allreduce"')
+    done
+    for bytes in $sizes; do
+      case $bytes in 1048576) label="1 MiB" ;; 1628200) label="1.6 MB (mlp784)" ;; *) label="23.3 MB (wide)" ;; esac
+      awk -v h="$hosts" -v l="$label" -v b="$bytes" -v m="${time[mpi.$bytes]}" -v r="${time[ring.$bytes]}" \
+          -v p="${time[parameter_server.$bytes]}" 'BEGIN {
+        printf "| %d | %s | %.1f | %.1f | %.1f | %.2f n | %d n |\n", h, l, m / 1e3, r / 1e3, p / 1e3, 2 * (h - 1) / h, h - 1 }'
+    done
+  done
+  echo
+  echo "(1 Gbit/s = 125 MB/s: n = 1.6 MB crosses one link in 13 ms.)"
+}
+
+if [ "$hosts_only" -eq 1 ]; then across_hosts; exit 0; fi
 # shared: etnn's default (sums through shared memory on one machine; a data-parallel optimizer's
 # gradients live there and are summed in place); mpi: MPI's own allreduce.
 shared=$(mpirun --oversubscribe -np 2 build/release/benchmarks/bench_dist)
@@ -33,3 +68,6 @@ rows() {  # LABEL-SUFFIX OUTPUT
 }
 rows "" "$shared"
 rows ", MPI's allreduce" "$mpi" | sed "s/^| lockstep-only, MPI's allreduce/| lockstep-only, in the MPI's-allreduce job/"
+
+echo
+across_hosts

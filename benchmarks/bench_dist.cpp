@@ -8,19 +8,20 @@
 //              in the model's own buffer (copied through the reducer's), and with overlap off:
 //              throughput(N ranks) / (N x throughput(1 rank)). This kind of machine (a 2-core VM)
 //              drifts by tens of percent from second to second, so the two throughputs are measured
-//              interleaved, in 60 rounds of 20 steps each: one rank trains alone (dist::Local, what a
-//              1-rank job does) while the others sleep, then every rank trains together in each
-//              setting, in an order that rotates (the settings' differences are paired). Each
-//              throughput is its samples over its seconds summed over the rounds; the quartiles of
-//              the rounds' own ratios show the spread. The ranks take turns training alone, since a
+//              interleaved, in 60 rounds (--weak-rounds) of 20 steps each: one rank trains alone
+//              (dist::Local, what a 1-rank job does) while the others sleep, then every rank trains
+//              together in each setting, in an order that rotates (the settings' differences are
+//              paired). Each throughput is its samples over its seconds summed over the rounds; the
+//              quartiles of the rounds' own ratios show the spread. The ranks take turns training alone, since a
 //              VM's cores differ too (by a quarter at times): rank 0's core alone would credit or
 //              blame the efficiency with its own speed. Each round also has every rank train alone
 //              at the same time, with no communication at all: that efficiency is what the machine
 //              allows N busy cores. And "lockstep-only" trains alone on every rank with a barrier
 //              after each step in place of the communication: what synchronous data parallelism
 //              costs on this machine when communicating costs nothing, the bound for the others.
-// `bench_dist --allreduce-bytes B...` measures the sums of those sizes only (scripts/bench_dist.sh
-// runs it across hosts, with each of dist::Mpi's algorithms).
+// `bench_dist --allreduce-bytes B...` measures the sums of those sizes only, and
+// `bench_dist --weak-rounds R` the training only, in R rounds (scripts/bench_dist.sh runs both
+// across hosts, the sums with each of dist::Mpi's algorithms).
 // Rank 0 prints one line per measurement: "allreduce <bytes> <us> <algbw GB/s> <busbw GB/s>
 //  <us in place>" and
 // "weak <setting> <ranks> <alone samples/s> <together samples/s> <efficiency %> <rounds' q1 %>
@@ -134,8 +135,8 @@ struct Learner {
 
 // Every round runs every setting, in an order that rotates, so that all settings see the same
 // moments of the machine and their differences are paired.
-void weak_scaling(etnn::dist::Mpi& world, const std::vector<Setting>& settings) {
-  constexpr int batch = 64, steps = 20, rounds = 60;
+void weak_scaling(etnn::dist::Mpi& world, const std::vector<Setting>& settings, int rounds) {
+  constexpr int batch = 64, steps = 20;
   const int ranks = world.size();
   const std::size_t count = settings.size();
   etnn::Tensor<float, etnn::Shape<784>> x(batch);
@@ -210,12 +211,18 @@ int main(int argc, char** argv) {
     allreduce_bandwidth(world, sizes, 5);
     return 0;
   }
+  const std::vector<Setting> settings{{"lockstep-only", {}, true},
+                                      {"overlap-25MiB", {}},
+                                      {"overlap-25MiB-copied", {.gradient_as_bucket_view = false}},
+                                      {"no-overlap", {.overlap = false}}};
+  if (argc > 2 && std::string_view(argv[1]) == "--weak-rounds") {
+    // Only the training, in fewer rounds: across hosts on a slow link.
+    weak_scaling(world, settings, std::atoi(argv[2]));
+    return 0;
+  }
   std::vector<std::size_t> sizes;
   for (std::size_t bytes = 1024; bytes <= (std::size_t{64} << 20); bytes *= 4) sizes.push_back(bytes);
   allreduce_bandwidth(world, sizes, 10);
-  weak_scaling(world, {{"lockstep-only", {}, true},
-                       {"overlap-25MiB", {}},
-                       {"overlap-25MiB-copied", {.gradient_as_bucket_view = false}},
-                       {"no-overlap", {.overlap = false}}});
+  weak_scaling(world, settings, 60);
   return 0;
 }

@@ -3,7 +3,8 @@
 # each, and prints as markdown tables the allreduce bandwidth and the weak-scaling efficiency of
 # training: 2-rank throughput / (2 x 1-rank throughput), both measured interleaved in short rounds
 # (see benchmarks/bench_dist.cpp), with the quartiles of the rounds' own ratios. The job runs once
-# more with MPI's own allreduce (ETNN_DIST_SHARED_MEMORY=0) for comparison.
+# more with MPI's own allreduce (ETNN_DIST_SHARED_MEMORY=0) for comparison, and PyTorch 2.x DDP
+# (gloo, benchmarks/peers/pytorch_ddp.py, from PyPI in PEERS_VENV) trains the same job beside it.
 #
 # Then, across hosts (scripts/multihost.sh: 2 and 3 hosts of network namespaces, one rank each,
 # every host's link a 1 Gbit/s token bucket): the time of one float sum with each of dist::Mpi's
@@ -17,6 +18,15 @@ bash scripts/install-deps.sh
 cmake --preset release >/dev/null
 cmake --build --preset release --target bench_dist >/dev/null
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
+
+# PyTorch 2.x DDP over gloo on the same job (benchmarks/peers/pytorch_ddp.py), in the same run.
+source scripts/peers_venv.sh
+ddp_ok=0
+"$peers_python" -c 'import torch' 2>/dev/null && ddp_ok=1
+ddp() {  # RANKS [mpirun options...]: PyTorch DDP's samples/s
+  local ranks=$1; shift
+  mpirun --oversubscribe -np "$ranks" "$@" "$peers_python" benchmarks/peers/pytorch_ddp.py | awk '$1 == "ddp" { print $3 }'
+}
 
 # The across-hosts table. Bytes: 1 MiB; mlp784's gradients (407,050 floats); wide's (5,824,522).
 across_hosts() {
@@ -42,6 +52,20 @@ across_hosts() {
   done
   echo
   echo "(1 Gbit/s = 125 MB/s: n = 1.6 MB crosses one link in 13 ms.)"
+  echo
+  # Training on 2 hosts over the same link: etnn (10 rounds, MPI's allreduce) beside PyTorch DDP.
+  local weak ddp_hosts=""
+  weak=$(bash scripts/multihost.sh --hosts 2 --rate "$rate" -- mpirun -np 2 -x OMP_NUM_THREADS=1 \
+           build/release/benchmarks/bench_dist --weak-rounds 10)
+  if [ "$ddp_ok" -eq 1 ]; then
+    ddp_hosts=$(bash scripts/multihost.sh --hosts 2 --rate "$rate" -- mpirun -np 2 -x OMP_NUM_THREADS=1 \
+                  -x MASTER_ADDR=10.87.0.1 -x MASTER_PORT=29500 -x GLOO_SOCKET_IFNAME=eth0 \
+                  "$peers_python" benchmarks/peers/pytorch_ddp.py --rounds 10 | awk '$1 == "ddp" { print $3 }')
+  fi
+  echo "| mlp784, batch 64 per rank, 2 hosts, $rate link | 2 ranks (samples/s) | efficiency against 1 rank alone |"
+  echo "|---|---:|---:|"
+  echo "$weak" | awk '$1 == "weak" { printf "| etnn, %s | %.0f | %.1f%% |\n", $2, $5, $6 }'
+  [ -z "$ddp_hosts" ] || echo "| PyTorch 2.x DDP (gloo) | $ddp_hosts | |"
 }
 
 if [ "$hosts_only" -eq 1 ]; then across_hosts; exit 0; fi
@@ -68,6 +92,21 @@ rows() {  # LABEL-SUFFIX OUTPUT
 }
 rows "" "$shared"
 rows ", MPI's allreduce" "$mpi" | sed "s/^| lockstep-only, MPI's allreduce/| lockstep-only, in the MPI's-allreduce job/"
+
+if [ "$ddp_ok" -eq 1 ]; then
+  ddp1=$(ddp 1) ddp2=$(ddp 2)  # right after etnn's jobs
+  echo
+  echo "| mlp784, batch 64 per rank, 1 thread per rank, one machine | 1 rank (samples/s) | 2 ranks (samples/s) | 2 ranks: etnn / PyTorch DDP | 2 ranks / lockstep-only bound |"
+  echo "|---|---:|---:|---:|---:|"
+  echo "$shared" | awk -v d1="$ddp1" -v d2="$ddp2" '
+    $1 == "weak" && $2 == "lockstep-only" { bound = $5 }
+    $1 == "weak" && $2 == "overlap-25MiB" { alone = $4; together = $5 }
+    END {
+      printf "| etnn (overlap, gradients in shared memory) | %.0f | %.0f | %.2fx | %.3f |\n", alone, together, together / d2, together / bound
+      printf "| PyTorch 2.x DDP (gloo) | %.0f | %.0f | | |\n", d1, d2 }'
+else
+  echo "(PyTorch DDP skipped: $peers_python cannot import torch)"
+fi
 
 echo
 across_hosts

@@ -78,21 +78,7 @@ else
   echo "compare.sh: LibTorch not found by CMake (Debian: apt-get install libtorch-dev); skipping LibTorch" >&2
 fi
 
-# PyTorch 2.x and JAX from PyPI, in their own virtual environment (Debian's python3-torch is 1.13).
-venv=${PEERS_VENV:-$HOME/.cache/etnn/peers-venv}
-peers_python=$venv/bin/python
-if ! "$peers_python" -c 'import torch, jax, numpy' 2>/dev/null; then
-  echo "compare.sh: installing PyTorch and JAX into $venv (PEERS_VENV)..." >&2
-  pip=("$peers_python" -m pip install --quiet --disable-pip-version-check)
-  if [ -x "$peers_python" ] || python3 -m venv "$venv"; then
-    "$peers_python" -c 'import torch' 2>/dev/null ||
-      "${pip[@]}" --index-url https://download.pytorch.org/whl/cpu torch 2>/dev/null ||
-      "${pip[@]}" torch || true
-    "$peers_python" -c 'import jax, numpy' 2>/dev/null || "${pip[@]}" jax jaxlib numpy || true
-  else
-    echo "compare.sh: python3 -m venv $venv failed (Debian: apt-get install python3-venv)" >&2
-  fi
-fi
+source scripts/peers_venv.sh
 pytorch=0 jax=0
 if "$peers_python" -c 'import torch, numpy' 2>/dev/null; then
   pytorch=1

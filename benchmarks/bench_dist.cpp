@@ -20,8 +20,9 @@
 //              after each step in place of the communication: what synchronous data parallelism
 //              costs on this machine when communicating costs nothing, the bound for the others.
 // `bench_dist --allreduce-bytes B...` measures the sums of those sizes only, and
-// `bench_dist --weak-rounds R` the training only, in R rounds (scripts/bench_dist.sh runs both
-// across hosts, the sums with each of dist::Mpi's algorithms).
+// `bench_dist --weak-rounds R [wide]` the training only, in R rounds, of mlp784 or of wide
+// (784-2048-2048-10) at batch 256 per rank (scripts/bench_dist.sh runs both across hosts, the
+// sums with each of dist::Mpi's algorithms).
 // Rank 0 prints one line per measurement: "allreduce <bytes> <us> <algbw GB/s> <busbw GB/s>
 //  <us in place>" and
 // "weak <setting> <ranks> <alone samples/s> <together samples/s> <efficiency %> <rounds' q1 %>
@@ -43,6 +44,7 @@
 namespace nn = etnn::nn;
 using Clock = std::chrono::steady_clock;
 using Mlp784 = decltype(nn::input<784> >> nn::linear<512> >> nn::relu >> nn::linear<10>);
+using Wide = decltype(nn::input<784> >> nn::linear<2048> >> nn::relu >> nn::linear<2048> >> nn::relu >> nn::linear<10>);
 
 namespace {
 
@@ -119,12 +121,11 @@ struct Setting {
   bool lockstep = false;
 };
 
-using Model = etnn::Model<Mlp784>;
-
-// A trainer of mlp784: alone (R = dist::Local) or data-parallel (dist::Mpi, with the world and
+// A trainer of Net: alone (R = dist::Local) or data-parallel (dist::Mpi, with the world and
 // bucket options as arguments).
-template <class R>
+template <class Net, class R>
 struct Learner {
+  using Model = etnn::Model<Net>;
   template <class... Reducer>
   explicit Learner(etnn::loss::CrossEntropy& loss, Reducer&&... reducer)
       : opt(model, {.lr = 0.01f}, std::forward<Reducer>(reducer)...), trainer(model, loss, opt) {}
@@ -135,21 +136,23 @@ struct Learner {
 
 // Every round runs every setting, in an order that rotates, so that all settings see the same
 // moments of the machine and their differences are paired.
-void weak_scaling(etnn::dist::Mpi& world, const std::vector<Setting>& settings, int rounds) {
-  constexpr int batch = 64, steps = 20;
+template <class Net>
+void weak_scaling(etnn::dist::Mpi& world, const std::vector<Setting>& settings, int batch, int rounds) {
+  constexpr int steps = 20;
+  constexpr std::size_t inputs = etnn::Model<Net>::input_shape::size;
   const int ranks = world.size();
   const std::size_t count = settings.size();
-  etnn::Tensor<float, etnn::Shape<784>> x(batch);
+  etnn::Tensor<float, etnn::Shape<inputs>> x(batch);
   std::vector<int> y(batch);
   etnn::Rng rng(static_cast<std::uint64_t>(world.rank()) + 1);
   for (std::size_t i = 0; i < x.size(); ++i) x.data()[i] = static_cast<float>(rng.uniform(-1, 1));
   for (auto& label : y) label = static_cast<int>(rng.below(10));
   etnn::loss::CrossEntropy loss;
-  Learner<etnn::dist::Local> alone(loss);
+  Learner<Net, etnn::dist::Local> alone(loss);
   alone.trainer.reserve(batch);
-  std::vector<std::unique_ptr<Learner<etnn::dist::Mpi>>> together;  // the trainers keep addresses
+  std::vector<std::unique_ptr<Learner<Net, etnn::dist::Mpi>>> together;  // the trainers keep addresses
   for (const Setting& s : settings) {
-    together.push_back(std::make_unique<Learner<etnn::dist::Mpi>>(loss, world, s.buckets));
+    together.push_back(std::make_unique<Learner<Net, etnn::dist::Mpi>>(loss, world, s.buckets));
     together.back()->trainer.reserve(batch);
   }
   // Seconds of `steps` steps of trainer (together: the ranks start and end in step).
@@ -170,7 +173,7 @@ void weak_scaling(etnn::dist::Mpi& world, const std::vector<Setting>& settings, 
   run(alone.trainer);  // warm-up
   world.barrier();
   for (std::size_t k = 0; k < count; ++k) run_together(k);
-  constexpr double samples = double{steps} * batch;
+  const double samples = double{steps} * batch;
   Throughput alone_pooled, concurrent_pooled;  // concurrent: this rank's
   std::vector<Throughput> together_pooled(count);
   std::vector<std::vector<double>> efficiencies(count);
@@ -216,13 +219,17 @@ int main(int argc, char** argv) {
                                       {"overlap-25MiB-copied", {.gradient_as_bucket_view = false}},
                                       {"no-overlap", {.overlap = false}}};
   if (argc > 2 && std::string_view(argv[1]) == "--weak-rounds") {
-    // Only the training, in fewer rounds: across hosts on a slow link.
-    weak_scaling(world, settings, std::atoi(argv[2]));
+    // Only the training, in fewer rounds: across hosts on a slow link; "wide" at batch 256 too.
+    const int rounds = std::atoi(argv[2]);
+    if (argc > 3 && std::string_view(argv[3]) == "wide")
+      weak_scaling<Wide>(world, settings, 256, rounds);
+    else
+      weak_scaling<Mlp784>(world, settings, 64, rounds);
     return 0;
   }
   std::vector<std::size_t> sizes;
   for (std::size_t bytes = 1024; bytes <= (std::size_t{64} << 20); bytes *= 4) sizes.push_back(bytes);
   allreduce_bandwidth(world, sizes, 10);
-  weak_scaling(world, settings, 60);
+  weak_scaling<Mlp784>(world, settings, 64, 60);
   return 0;
 }

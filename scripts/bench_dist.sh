@@ -53,19 +53,27 @@ across_hosts() {
   echo
   echo "(1 Gbit/s = 125 MB/s: n = 1.6 MB crosses one link in 13 ms.)"
   echo
-  # Training on 2 hosts over the same link: etnn (10 rounds, MPI's allreduce) beside PyTorch DDP.
-  local weak ddp_hosts=""
-  weak=$(bash scripts/multihost.sh --hosts 2 --rate "$rate" -- mpirun -np 2 -x OMP_NUM_THREADS=1 \
-           build/release/benchmarks/bench_dist --weak-rounds 10)
-  if [ "$ddp_ok" -eq 1 ]; then
-    ddp_hosts=$(bash scripts/multihost.sh --hosts 2 --rate "$rate" -- mpirun -np 2 -x OMP_NUM_THREADS=1 \
-                  -x MASTER_ADDR=10.87.0.1 -x MASTER_PORT=29500 -x GLOO_SOCKET_IFNAME=eth0 \
-                  "$peers_python" benchmarks/peers/pytorch_ddp.py --rounds 10 | awk '$1 == "ddp" { print $3 }')
-  fi
-  echo "| mlp784, batch 64 per rank, 2 hosts, $rate link | 2 ranks (samples/s) | efficiency against 1 rank alone |"
-  echo "|---|---:|---:|"
-  echo "$weak" | awk '$1 == "weak" { printf "| etnn, %s | %.0f | %.1f%% |\n", $2, $5, $6 }'
-  [ -z "$ddp_hosts" ] || echo "| PyTorch 2.x DDP (gloo) | $ddp_hosts | |"
+  # Training on 2 hosts over the same link, with overlap on and off: etnn (MPI's allreduce; mlp784
+  # in 10 rounds, wide in 1) beside PyTorch DDP.
+  echo "| 2 hosts, $rate link, 1 thread per rank | 2 ranks (samples/s) | step (ms) | step with no communication (ms) | step / no communication |"
+  echo "|---|---:|---:|---:|---:|"
+  local model rounds batch weak
+  for model in mlp784 wide; do
+    rounds=10 batch=64
+    [ "$model" = mlp784 ] || rounds=1 batch=256
+    weak=$(bash scripts/multihost.sh --hosts 2 --rate "$rate" -- mpirun -np 2 -x OMP_NUM_THREADS=1 \
+             build/release/benchmarks/bench_dist --weak-rounds $rounds $model)
+    # "weak SETTING RANKS ALONE TOGETHER EFFICIENCY Q1 Q3 NO-COMMUNICATION-EFFICIENCY buckets N"
+    echo "$weak" | awk -v m="$model" -v b="$batch" '$1 == "weak" && $2 != "lockstep-only" {
+      step = 1000 * b * $3 / $5; quiet = 1000 * b / ($9 / 100 * $4)
+      printf "| %s/%d, etnn %s | %.0f | %.1f | %.1f | %.2fx |\n", m, b, $2, $5, step, quiet, step / quiet }'
+    [ "$ddp_ok" -eq 1 ] || continue
+    bash scripts/multihost.sh --hosts 2 --rate "$rate" -- mpirun -np 2 -x OMP_NUM_THREADS=1 \
+      -x MASTER_ADDR=10.87.0.1 -x MASTER_PORT=29500 -x GLOO_SOCKET_IFNAME=eth0 \
+      "$peers_python" benchmarks/peers/pytorch_ddp.py --model $model --rounds $rounds 2>/dev/null |
+      awk -v m="$model" -v b="$batch" '$1 == "ddp" {
+        printf "| %s/%d, PyTorch 2.x DDP (gloo) | %.0f | %.1f | | |\n", m, b, $3, 1000 * b * 2 / $3 }'
+  done
 }
 
 if [ "$hosts_only" -eq 1 ]; then across_hosts; exit 0; fi

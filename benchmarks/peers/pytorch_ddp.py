@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch 2.x DistributedDataParallel over gloo: the peer of benchmarks/bench_dist.cpp's
-data-parallel training, on the same job: mlp784 (784-512-10), batch 64 per rank, cross-entropy,
+data-parallel training, on the same job: mlp784 (784-512-10) at batch 64 per rank, or with
+--model wide wide (784-2048-2048-10) at batch 256, cross-entropy,
 SGD with lr 0.01, one thread per rank, a fixed random batch on each rank (as bench_dist trains),
 gradients summed by DDP's buckets (25 MiB, started during backward as PyTorch does by default).
 One process alone (size 1) trains the plain model, as a 1-process job would.
@@ -20,18 +21,28 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
-BATCH, STEPS = 64, 20
+STEPS = 20
+MODELS = {  # name: (widths, batch per rank), as bench_dist
+    "mlp784": ((784, 512, 10), 64),
+    "wide": ((784, 2048, 2048, 10), 256),
+}
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=60)
-    rounds = parser.parse_args().rounds
+    parser.add_argument("--model", choices=sorted(MODELS), default="mlp784")
+    args = parser.parse_args()
+    rounds = args.rounds
+    widths, batch = MODELS[args.model]
     rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
     size = int(os.environ.get("OMPI_COMM_WORLD_SIZE", "1"))
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 10))
+    layers = []
+    for fan_in, fan_out in zip(widths, widths[1:]):
+        layers += [nn.Linear(fan_in, fan_out), nn.ReLU()]
+    model = nn.Sequential(*layers[:-1])
     if size > 1:
         os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
         os.environ.setdefault("MASTER_PORT", "29500")
@@ -42,8 +53,8 @@ def main():
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = nn.CrossEntropyLoss()
     generator = torch.Generator().manual_seed(rank + 1)
-    x = torch.rand(BATCH, 784, generator=generator) * 2 - 1
-    y = torch.randint(0, 10, (BATCH,), generator=generator)
+    x = torch.rand(batch, 784, generator=generator) * 2 - 1
+    y = torch.randint(0, 10, (batch,), generator=generator)
 
     def steps(count):
         for _ in range(count):
@@ -64,7 +75,7 @@ def main():
         barrier()
         seconds += time.perf_counter() - start
     if rank == 0:
-        print(f"ddp {size} {rounds * STEPS * BATCH * size / seconds:.0f}", flush=True)
+        print(f"ddp {size} {rounds * STEPS * batch * size / seconds:.0f}", flush=True)
     if size > 1:
         dist.destroy_process_group()
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# multihost.sh [--hosts N] [--slots S] [--rate RATE] -- COMMAND [ARGS...]
+# multihost.sh [--hosts N] [--slots S] [--rate RATE] [--delay DELAY --loss LOSS] -- COMMAND [ARGS...]
 #
 # Several hosts on one machine, for testing what crosses a network: N network namespaces (each
 # with its own UTS namespace, so its own hostname), joined by veth pairs to a bridge in a switch
@@ -15,21 +15,26 @@
 #                       $MULTIHOST_CTL pids I          the processes running on host I
 #                       $MULTIHOST_CTL rate RATE       a token bucket on every host's eth0
 #                                                      (tc tbf, e.g. 100mbit, 1gbit; "none" removes it)
+#                       $MULTIHOST_CTL impair DELAY LOSS [RATE]   delay and random loss on every
+#                                                      host's eth0 (tc netem, e.g. 50ms 1%), at RATE
 #   MULTIHOST_HOSTS   N
-# --rate RATE sets the token bucket before COMMAND starts. Everything is removed when COMMAND ends
-# (or this script is interrupted); processes still running on the hosts are killed first.
-# Root and network namespaces are required: where they are not available, the script says why
-# and exits with 77 (ctest's SKIP_RETURN_CODE).
+# --rate RATE sets the token bucket before COMMAND starts; --delay and --loss the delay and loss
+# (netem) where the kernel has netem (elsewhere the script says so and exits with 77). Everything
+# is removed when COMMAND ends (or this script is interrupted); processes still running on the
+# hosts are killed first. Root and network namespaces are required: where they are not available,
+# the script says why and exits with 77 (ctest's SKIP_RETURN_CODE).
 set -euo pipefail
 
-hosts=2 slots=1 rate=none
+hosts=2 slots=1 rate=none delay="" loss=0%
 while [ $# -gt 0 ]; do
   case $1 in
     --hosts) hosts=$2; shift 2 ;;
     --slots) slots=$2; shift 2 ;;
     --rate) rate=$2; shift 2 ;;
+    --delay) delay=$2; shift 2 ;;
+    --loss) loss=$2; shift 2 ;;
     --) shift; break ;;
-    *) echo "multihost.sh: unknown option '$1' (usage: multihost.sh [--hosts N] [--slots S] [--rate RATE] -- COMMAND)" >&2
+    *) echo "multihost.sh: unknown option '$1' (usage: multihost.sh [--hosts N] [--slots S] [--rate RATE] [--delay D --loss L] -- COMMAND)" >&2
        exit 2 ;;
   esac
 done
@@ -109,11 +114,19 @@ case \$1 in
       tc -n ${prefix}h\$i qdisc del dev eth0 root 2>/dev/null
       [ "\$2" = none ] || tc -n ${prefix}h\$i qdisc add dev eth0 root tbf rate \$2 burst 64kb latency 50ms || exit 1
     done ;;
-  *) echo "multihost ctl: down I | up I | pids I | rate RATE" >&2; exit 2 ;;
+  impair)
+    for i in \$(seq 0 $((hosts - 1))); do
+      tc -n ${prefix}h\$i qdisc replace dev eth0 root netem delay \$2 loss \$3 \${4:+rate \$4} || exit 1
+    done ;;
+  *) echo "multihost ctl: down I | up I | pids I | rate RATE | impair DELAY LOSS [RATE]" >&2; exit 2 ;;
 esac
 EOF
 chmod +x "$dir/agent" "$dir/bin/mpirun" "$dir/ctl"
-"$dir/ctl" rate "$rate"
+if [ -n "$delay" ]; then
+  "$dir/ctl" impair "$delay" "$loss" "${rate#none}" 2>/dev/null || skip "this kernel has no netem (tc qdisc netem) for --delay and --loss"
+else
+  "$dir/ctl" rate "$rate"
+fi
 
 export PATH="$dir/bin:$PATH" MULTIHOST_CTL="$dir/ctl" MULTIHOST_HOSTS="$hosts"
 set +e

@@ -3,8 +3,9 @@
 # each, and prints as markdown tables the allreduce bandwidth and the weak-scaling efficiency of
 # training: 2-rank throughput / (2 x 1-rank throughput), both measured interleaved in short rounds
 # (see benchmarks/bench_dist.cpp), with the quartiles of the rounds' own ratios. The job runs once
-# more with MPI's own allreduce (ETNN_DIST_SHARED_MEMORY=0) for comparison, and PyTorch 2.x DDP
-# (gloo, benchmarks/peers/pytorch_ddp.py, from PyPI in PEERS_VENV) trains the same job beside it.
+# more with MPI's own allreduce (ETNN_DIST_SHARED_MEMORY=0 ETNN_DIST_ALLREDUCE=mpi) for comparison,
+# and PyTorch 2.x DDP (gloo, benchmarks/peers/pytorch_ddp.py, from PyPI in PEERS_VENV) trains the
+# same job beside it.
 #
 # Then, across hosts (scripts/multihost.sh: 2 and 3 hosts of network namespaces, one rank each,
 # every host's link a 1 Gbit/s token bucket): the time of one float sum with each of dist::Mpi's
@@ -53,8 +54,8 @@ across_hosts() {
   echo
   echo "(1 Gbit/s = 125 MB/s: n = 1.6 MB crosses one link in 13 ms.)"
   echo
-  # Training on 2 hosts over the same link, with overlap on and off: etnn (MPI's allreduce; mlp784
-  # in 10 rounds, wide in 1) beside PyTorch DDP.
+  # Training on 2 hosts over the same link, with overlap on and off: etnn (its default, the ring
+  # for these sizes; mlp784 in 10 rounds, wide in 1) beside PyTorch DDP.
   echo "| 2 hosts, $rate link, 1 thread per rank | 2 ranks (samples/s) | step (ms) | step with no communication (ms) | step / no communication |"
   echo "|---|---:|---:|---:|---:|"
   local model rounds batch weak
@@ -80,7 +81,7 @@ if [ "$hosts_only" -eq 1 ]; then across_hosts; exit 0; fi
 # shared: etnn's default (sums through shared memory on one machine; a data-parallel optimizer's
 # gradients live there and are summed in place); mpi: MPI's own allreduce.
 shared=$(mpirun --oversubscribe -np 2 build/release/benchmarks/bench_dist)
-mpi=$(mpirun --oversubscribe -np 2 -x ETNN_DIST_SHARED_MEMORY=0 build/release/benchmarks/bench_dist)
+mpi=$(mpirun --oversubscribe -np 2 -x ETNN_DIST_SHARED_MEMORY=0 -x ETNN_DIST_ALLREDUCE=mpi build/release/benchmarks/bench_dist)
 
 echo "| message | 2 ranks: time (us) | algbw (GB/s) | busbw (GB/s) | in place (SharedStorage): time (us) | MPI's allreduce: time (us) | algbw (GB/s) |"
 echo "|--------:|-------------------:|-------------:|-------------:|------------------------------------:|---------------------------:|-------------:|"

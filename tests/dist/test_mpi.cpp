@@ -50,7 +50,7 @@ template <class T>
 bool identical_across_ranks(const T* values, std::size_t n) {
   std::vector<T> root(values, values + n);
   world().broadcast(root.data(), n, 0);
-  int differs = std::memcmp(root.data(), values, n * sizeof(T)) != 0 ? 1 : 0;
+  int differs = n > 0 && std::memcmp(root.data(), values, n * sizeof(T)) != 0 ? 1 : 0;  // (no null to memcmp)
   world().allreduce_sum(&differs, 1);
   return differs == 0;
 }

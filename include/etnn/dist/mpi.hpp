@@ -16,9 +16,9 @@
 //
 // With every rank on one machine, large float and double sums go through shared memory
 // (shared_memory_sum.hpp), and a data-parallel optimizer keeps the model's gradients in a
-// SharedStorage (shared_storage.hpp), which is summed in place. Across machines they are MPI's
-// MPI_Iallreduce, or etnn's ring or a parameter server (MpiOptions::allreduce,
-// ETNN_DIST_ALLREDUCE; point_to_point_sum.hpp).
+// SharedStorage (shared_storage.hpp), which is summed in place. Across machines they go by
+// MpiOptions::allreduce (ETNN_DIST_ALLREDUCE; point_to_point_sum.hpp): etnn's ring from 64 KiB
+// and MPI's MPI_Iallreduce below by default, or always MPI's, the ring or a parameter server.
 #include <mpi.h>
 
 #include <algorithm>
@@ -50,8 +50,9 @@ struct MpiOptions {
   bool debug = false;            // check element counts across ranks before each collective
   bool shared_memory = true;     // sum large float/double buffers through shared memory when every
                                  // rank is on one machine (dist/shared_memory_sum.hpp)
-  Allreduce allreduce = Allreduce::mpi;  // how other float/double sums go: MPI's allreduce, etnn's
-                                         // ring or a parameter server (dist/point_to_point_sum.hpp)
+  // How other float/double sums go: etnn's ring from 64 KiB and MPI's allreduce below, or always
+  // MPI's, the ring or a parameter server (dist/point_to_point_sum.hpp).
+  Allreduce allreduce = Allreduce::automatic;
 };
 
 namespace detail {
@@ -107,7 +108,7 @@ class Mpi {
 
   // MpiOptions from ETNN_DIST_TIMEOUT (seconds, > 0), ETNN_DIST_DEBUG=1,
   // ETNN_DIST_SHARED_MEMORY=0 (no shared memory even on one machine) and
-  // ETNN_DIST_ALLREDUCE=mpi|ring|parameter_server.
+  // ETNN_DIST_ALLREDUCE=automatic|mpi|ring|parameter_server.
   static MpiOptions from_environment() {
     MpiOptions o;
     if (const char* t = std::getenv("ETNN_DIST_TIMEOUT")) {
@@ -121,12 +122,13 @@ class Mpi {
     if (const char* s = std::getenv("ETNN_DIST_SHARED_MEMORY")) o.shared_memory = s[0] != '0';
     if (const char* a = std::getenv("ETNN_DIST_ALLREDUCE")) {
       const std::string name = a;
-      if (name == "mpi") o.allreduce = Allreduce::mpi;
+      if (name == "automatic") o.allreduce = Allreduce::automatic;
+      else if (name == "mpi") o.allreduce = Allreduce::mpi;
       else if (name == "ring") o.allreduce = Allreduce::ring;
       else if (name == "parameter_server") o.allreduce = Allreduce::parameter_server;
       else
         throw DistError("etnn::dist::Mpi: ETNN_DIST_ALLREDUCE='" + name +
-                        "' is not one of mpi, ring, parameter_server");
+                        "' is not one of automatic, mpi, ring, parameter_server");
     }
     return o;
   }
@@ -181,11 +183,14 @@ class Mpi {
         shared_.sum(data, n, [&] { node_barrier(p); });
         return p;
       }
-      if (options_.allreduce != Allreduce::mpi && size_ > 1) {
-        Pending p = start(options_.allreduce == Allreduce::ring ? "ring allreduce" : "parameter-server allreduce", n);
+      const Allreduce algorithm = options_.allreduce != Allreduce::automatic ? options_.allreduce
+                                  : n * sizeof(T) >= ring_from_bytes          ? Allreduce::ring
+                                                                              : Allreduce::mpi;
+      if (algorithm != Allreduce::mpi && size_ > 1) {
+        Pending p = start(algorithm == Allreduce::ring ? "ring allreduce" : "parameter-server allreduce", n);
         p.sum = idle_sum();
         tag_ = (tag_ + 1) % 32768;  // MPI_TAG_UB is at least 32767; every rank counts its sums alike
-        check(p.sum->start(options_.allreduce, data, static_cast<std::size_t>(count_of(n, p.operation)),
+        check(p.sum->start(algorithm, data, static_cast<std::size_t>(count_of(n, p.operation)),
                            detail::mpi_type<T>(), messages_, tag_),
               p.operation);
         return p;

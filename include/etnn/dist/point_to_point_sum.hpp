@@ -31,10 +31,18 @@ namespace etnn::dist {
 // How dist::Mpi sums float and double buffers across machines (on one machine, large ones go
 // through shared memory whatever this says).
 enum class Allreduce {
+  automatic,         // the ring from ring_from_bytes up, MPI's own allreduce below
   mpi,               // MPI's own MPI_Iallreduce (its library picks the algorithm)
   ring,              // etnn's ring: reduce-scatter, then allgather, over point-to-point messages
   parameter_server,  // gather to rank 0, which adds and sends the sum back to every rank
 };
+
+// Allreduce::automatic's threshold. Measured with Open MPI 4.1 over TCP between 2 and 3 hosts on a
+// 1 Gbit/s link (scripts/bench_dist.sh): MPI's allreduce is faster up to 16 KiB (4 KiB: 12 against
+// 30 us on 2 hosts), the ring from 64 KiB (481 against 562 us; 3.4 against 7.1 ms at 256 KiB;
+// 1.6x on wide's 23.3 MB across 3 hosts), and on one machine without shared memory the ring is 2.3
+// to 3.3x faster from 1.6 MB (Open MPI's non-blocking allreduce is slow there).
+inline constexpr std::size_t ring_from_bytes = std::size_t{64} << 10;
 
 namespace detail {
 

@@ -154,7 +154,8 @@ class Mpi {
   MPI_Comm comm() const noexcept { return MPI_COMM_WORLD; }
   // Whether large float and double sums go through shared memory: every rank on one machine (by
   // MPI's own node detection, MPI_COMM_TYPE_SHARED), more than one rank, options().shared_memory,
-  // and /dev/shm had room. Otherwise they are MPI's allreduce, over the network across machines.
+  // and /dev/shm had room. Otherwise they follow options().allreduce (over the network across
+  // machines).
   bool sums_in_shared_memory() const noexcept { return shared_.usable(); }
 
   // data = root's data on every rank.

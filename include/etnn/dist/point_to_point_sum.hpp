@@ -11,7 +11,8 @@
 //                     receives 2 (N - 1) / N * n values: at most twice the data, however many ranks.
 //   parameter_server  every rank sends its n values to rank 0 (the server), which adds them in
 //                     rank order and sends the sum back to each: the server's link carries
-//                     (N - 1) * n values each way, so its time grows with N.
+//                     (N - 1) * n values each way, so its time grows with N (and the server
+//                     keeps (N - 1) * n values of scratch to receive them into).
 //
 // Either way one rank computes each sum and the others receive its bits, so every rank ends with
 // the same bits, and a run gives the same bits every time (the order of the additions is fixed by

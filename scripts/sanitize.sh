@@ -3,7 +3,9 @@
 # directory, at -O1 -g1 (line tables, which the reports' stack traces need: a third less compile
 # time than -g) and without examples and benchmarks (CMake presets asan and tsan):
 #   asan  AddressSanitizer + UndefinedBehaviorSanitizer (-fno-sanitize-recover=all): every CPU test
-#         except the compile-only ones (compile_fail.*, package.*, single_include.fresh)
+#         except the compile-only ones (compile_fail.*, package.*, single_include.fresh) and the
+#         multi-host ones (ctest -L multihost: the same etnn code as the one-machine MPI tests
+#         without shared memory, over TCP; they passed under ASan, but take 100 s of CI's 30 min)
 #   tsan  ThreadSanitizer: the data loader tests (test_data), the CPU thread pool and GEMM tests
 #         (test_cpu) and the MPI tests on 1, 2 and 4 ranks,
 #         built without OpenMP: libgomp is not built with TSan, so TSan cannot see its barriers

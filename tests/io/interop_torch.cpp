@@ -26,8 +26,22 @@ using LenetBn = decltype(nn::input<1, 28, 28> >> nn::conv2d<6, 5, nn::pad<2>> >>
                          nn::flatten >> nn::linear<120> >> nn::relu >> nn::linear<84> >> nn::relu >> nn::linear<10>);
 using ResMlp = decltype(nn::input<64> >> nn::linear<64> >> nn::residual(nn::linear<64> >> nn::relu >> nn::linear<64>) >>
                         nn::relu >> nn::layer_norm >> nn::linear<10>);
+// A causal transformer block over token ids, read by a flat classifier head.
+using Gpt = decltype(nn::input_tokens<16, 20> >> nn::embedding<16> >> nn::positional_embedding >>
+                     nn::residual(nn::layer_norm >> nn::multi_head_attention<4, true>) >>
+                     nn::residual(nn::layer_norm >> nn::linear<64> >> nn::gelu >> nn::linear<16>) >> nn::layer_norm >>
+                     nn::flatten >> nn::linear<10>);
 
 namespace {
+
+// Inputs in [-1, 2), or ids for a network of token ids.
+template <class T, class S>
+void fill_random(etnn::Tensor<T, S>& x, etnn::Rng& rng) {
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if constexpr (etnn::TokenShape<S>) x.data()[i] = static_cast<T>(rng.below(S::vocabulary));
+    else x.data()[i] = static_cast<T>(rng.uniform(-1, 2));
+  }
+}
 
 template <class T, class S>
 etnn::io::TensorBytes tensor_bytes(const char* name, const etnn::Tensor<T, S>& t) {
@@ -47,13 +61,13 @@ int export_model(const fs::path& dir) {
   etnn::Tensor<float, In> batch(16);
   std::vector<int> labels(16);
   for (int step = 0; step < 3; ++step) {
-    for (std::size_t i = 0; i < batch.size(); ++i) batch.data()[i] = static_cast<float>(rng.uniform(-1, 2));
+    fill_random(batch, rng);
     for (auto& y : labels) y = static_cast<int>(rng.below(10));
     trainer.step(batch, labels);
   }
   etnn::io::save(model, dir / "etnn.safetensors");
   etnn::Tensor<float, In> x(5);
-  for (std::size_t i = 0; i < x.size(); ++i) x.data()[i] = static_cast<float>(rng.uniform(-1, 2));
+  fill_random(x, rng);
   model.eval();
   const auto eval_logits = model.forward(x);
   model.train();
@@ -99,6 +113,7 @@ int main(int argc, char** argv) {
     if (model == "lenet") return run<Lenet>(argv[2], argv[3]);
     if (model == "lenet_bn") return run<LenetBn>(argv[2], argv[3]);
     if (model == "resmlp") return run<ResMlp>(argv[2], argv[3]);
+    if (model == "gpt") return run<Gpt>(argv[2], argv[3]);
   } catch (const etnn::Error& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 1;

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """etnn checkpoints against PyTorch (Debian's python3-torch), for mlp784, LeNet-5, LeNet-5 with batch
-norm and a residual MLP, each built as the equivalent torch.nn.Sequential:
+norm, a residual MLP and a causal transformer block over token ids, each built as the equivalent
+torch.nn.Sequential:
 (a) PyTorch loads the checkpoint etnn saved (strict: every name and shape) and computes the same
     logits as etnn on the same inputs, in eval mode and in training mode (batch statistics), and
     updates batch norm's running statistics as etnn does;
@@ -12,24 +13,20 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "benchmarks", "peers"))
 try:
     import torch
     from torch import nn
     from safetensors.torch import load_file, save_file
+    from torch_gpt import Residual, transformer  # etnn's sequence layers and residual as torch modules
 except ImportError as e:  # reported as skipped by ctest (SKIP_RETURN_CODE 77)
     print(f"skipped: {e}; scripts/install-deps.sh installs python3-torch and safetensors")
     sys.exit(77)
 
 
-class Residual(nn.Module):
-    """x + block(x): etnn's nn::residual, its block an nn.Sequential named `block`."""
-
-    def __init__(self, *layers):
-        super().__init__()
-        self.block = nn.Sequential(*layers)
-
-    def forward(self, x):
-        return x + self.block(x)
+def gpt(length=16, vocabulary=20, width=16, heads=4):
+    return nn.Sequential(*transformer(length, vocabulary, width, heads, layers=1), nn.Flatten(),
+                         nn.Linear(length * width, 10))
 
 
 def lenet(batch_norm):
@@ -45,7 +42,15 @@ MODELS = {
     "lenet_bn": (lambda: lenet(True), (1, 28, 28)),
     "resmlp": (lambda: nn.Sequential(nn.Linear(64, 64), Residual(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 64)),
                                      nn.ReLU(), nn.LayerNorm(64), nn.Linear(64, 10)), (64,)),
+    "gpt": (gpt, (16,)),
 }
+
+
+def random_input(name, shape, batch):
+    """Inputs in [-1, 2), or token ids in [0, 20) (as floats) for the token model."""
+    if name == "gpt":
+        return torch.randint(0, 20, (batch, *shape)).float()
+    return torch.rand(batch, *shape) * 3 - 1
 
 
 def close(a, b, what):
@@ -85,13 +90,13 @@ def check_import(binary, name, tmp):
     model = build()
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     for _ in range(3):
-        x = torch.rand(16, *shape) * 3 - 1
+        x = random_input(name, shape, 16)
         y = torch.randint(0, 10, (16,))
         opt.zero_grad()
         nn.functional.cross_entropy(model(x), y).backward()
         opt.step()
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, os.path.join(tmp, "torch.safetensors"))
-    x = torch.rand(5, *shape) * 3 - 1
+    x = random_input(name, shape, 5)
     model.eval()
     with torch.no_grad():
         logits = model(x)

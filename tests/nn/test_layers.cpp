@@ -163,11 +163,11 @@ TEST_CASE("gradcheck: batch_norm (1d and 2d, training and eval) and layer_norm")
   CHECK(r.failed == 0);
 }
 
-TEST_CASE("layer_norm forward normalises each sample") {
-  using Net = decltype(nn::input<2, 3> >> nn::layer_norm);
+TEST_CASE("layer_norm forward normalises each sample (of a flat or image input)") {
+  using Net = decltype(nn::input<1, 2, 3> >> nn::layer_norm);
   etnn::Model<Net, double> model;
-  CHECK(etnn::Model<Net, double>::named_parameters()[0].shape == std::vector<int>{2, 3});
-  etnn::Tensor<double, etnn::Shape<2, 3>> x(2);
+  CHECK(etnn::Model<Net, double>::named_parameters()[0].shape == std::vector<int>{1, 2, 3});
+  etnn::Tensor<double, etnn::Shape<1, 2, 3>> x(2);
   fill_uniform(x.data(), x.size(), 8, 3.0);
   const auto y = model.forward(x);
   for (int b = 0; b < 2; ++b) {

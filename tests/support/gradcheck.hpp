@@ -73,4 +73,18 @@ void fill_uniform(T* data, std::size_t n, std::uint64_t seed, double scale = 1.0
   for (std::size_t i = 0; i < n; ++i) data[i] = static_cast<T>(rng.uniform(-scale, scale));
 }
 
+// Token ids in [0, vocabulary), as a dataset of Tokens<T, V> samples holds them.
+template <class T>
+void fill_token_ids(T* data, std::size_t n, std::uint64_t seed, int vocabulary) {
+  etnn::Rng rng(seed);
+  for (std::size_t i = 0; i < n; ++i) data[i] = static_cast<T>(rng.below(static_cast<std::uint64_t>(vocabulary)));
+}
+
+// A random input for a network: ids for Tokens<T, V>, else uniform values in [-scale, scale].
+template <class Shape, class T>
+void fill_input(T* data, std::size_t n, std::uint64_t seed, double scale = 1.0) {
+  if constexpr (etnn::TokenShape<Shape>) fill_token_ids(data, n, seed, Shape::vocabulary);
+  else fill_uniform(data, n, seed, scale);
+}
+
 }  // namespace etnn::test

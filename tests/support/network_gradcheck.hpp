@@ -17,7 +17,7 @@ void check_network_gradients(const std::string& name, int batch, std::uint64_t s
   etnn::Model<Net, double> model(seed);
   prepare(model);
   etnn::Tensor<double, typename Net::input_shape> x(batch);
-  fill_uniform(x.data(), x.size(), seed + 100, 1.5);
+  fill_input<typename Net::input_shape>(x.data(), x.size(), seed + 100, 1.5);
   std::vector<int> y;
   for (int b = 0; b < batch; ++b) y.push_back(b % Net::output_shape::dims[0]);
   etnn::loss::CrossEntropy loss;

@@ -2,6 +2,7 @@
 // Private to core/: include <etnn/core/core.hpp> or <etnn/etnn.hpp>.
 // Seeded random numbers that give the same sequence on every platform and standard library
 // (std::uniform_*_distribution do not). Used for initialisation, shuffling and dropout.
+#include <cmath>
 #include <cstdint>
 
 #include "config.hpp"
@@ -56,6 +57,14 @@ class Rng {
   constexpr double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
   // Uniform in [lo, hi).
   constexpr double uniform(double lo, double hi) { return lo + (hi - lo) * uniform(); }
+
+  // Standard normal (Box-Muller over two uniforms): torch.nn.init.normal_'s distribution, not its
+  // stream.
+  double normal() {
+    const double u = 1.0 - uniform();  // in (0, 1]: the logarithm is finite
+    const double v = uniform();
+    return std::sqrt(-2.0 * std::log(u)) * std::cos(6.283185307179586476925 * v);
+  }
 
   // Uniform integer in [0, bound), unbiased (Lemire's multiply-and-reject).
   constexpr std::uint64_t below(std::uint64_t bound) {

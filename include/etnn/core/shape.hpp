@@ -27,13 +27,32 @@ struct Shape {
   }
 };
 
+// Tokens<T, V>: the per-sample shape of T token ids in [0, V), PyTorch's LongTensor of shape
+// (B, T) fed to nn.Embedding(V, D). It is the rank-1 shape (T) to everything that moves samples
+// (tensors, datasets, loaders): the ids travel as the tensor's element type, exact as integers up
+// to 2^24 in float, and nn::embedding, the one layer that reads them, checks each id.
+template <int T, int V>
+struct Tokens : Shape<T> {
+  static_assert(V > 0, "ETNN_SHAPE_NONPOSITIVE: Tokens<T, V> needs a vocabulary of V > 0 ids");
+  static constexpr int vocabulary = V;
+  // "(128) ids < 65"
+  static std::string to_string() { return Shape<T>::to_string() + " ids < " + std::to_string(V); }
+};
+
 namespace detail {
 template <class T> struct IsShape : std::false_type {};
 template <int... D> struct IsShape<Shape<D...>> : std::true_type {};
+template <int T, int V> struct IsShape<Tokens<T, V>> : std::true_type {};
+template <class T> struct IsTokens : std::false_type {};
+template <int T, int V> struct IsTokens<Tokens<T, V>> : std::true_type {};
 }  // namespace detail
 
 template <class T>
 concept ShapeType = detail::IsShape<T>::value;
+
+// A shape of token ids (Tokens<T, V>), which only nn::embedding reads.
+template <class T>
+concept TokenShape = detail::IsTokens<T>::value;
 
 // A flat shape of the same number of elements: Shape<1,28,28> -> Shape<784>.
 template <ShapeType S>

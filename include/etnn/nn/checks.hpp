@@ -13,22 +13,56 @@ template <bool AllLayersHaveKernels>
 consteval bool layers_on_device() {
   static_assert(AllLayersHaveKernels,
                 "ETNN_DEVICE_LAYER: a layer of this network has no kernels for this device: every built-in "
-                "layer runs on etnn::Cuda, a layer of your own once it declares static constexpr bool "
-                "cuda_kernels = true (its forward and backward then run with etnn::Cuda); else use etnn::Cpu");
+                "layer but the sequence layers (embedding, positional_embedding, multi_head_attention; "
+                "CPU only so far) runs on etnn::Cuda, a layer of your own once it declares static constexpr "
+                "bool cuda_kernels = true (its forward and backward then run with etnn::Cuda); else use etnn::Cpu");
   return true;
 }
 
 template <class In>
 consteval bool linear_input() {
-  static_assert(In::rank == 1,
-                "ETNN_SHAPE_MISMATCH: linear<N> expects a flat input (one dimension); "
-                "insert nn::flatten before it");
+  static_assert(In::rank <= 2,
+                "ETNN_SHAPE_MISMATCH: linear<N> expects a flat input (one dimension) or a sequence (T, D), "
+                "which it maps position by position; insert nn::flatten before it");
+  return true;
+}
+
+// Layers other than nn::embedding see token ids as plain numbers: refuse them.
+template <bool IsTokens>
+consteval bool not_token_ids() {
+  static_assert(!IsTokens,
+                "ETNN_TOKEN_INPUT: token ids are indices, not features; start the network with "
+                "nn::input_tokens<T, V> >> nn::embedding<D>");
+  return true;
+}
+
+template <bool IsTokens>
+consteval bool embedding_input() {
+  static_assert(IsTokens,
+                "ETNN_EMBEDDING_INPUT: nn::embedding<D> looks up token ids; it follows "
+                "nn::input_tokens<T, V> (T ids in [0, V) per sample), not a float input");
+  return true;
+}
+
+template <class In, bool IsTokens>
+consteval bool sequence_input() {
+  static_assert(In::rank == 2 && !IsTokens,
+                "ETNN_SEQUENCE_INPUT: this layer works on a sequence (T, D) of T positions of width D; "
+                "start the network with nn::input<T, D>, or nn::input_tokens<T, V> >> nn::embedding<D>");
+  return true;
+}
+
+template <int Width, int Heads>
+consteval bool attention_heads() {
+  static_assert(Heads > 0 && Width % Heads == 0,
+                "ETNN_ATTENTION_HEADS: multi_head_attention<H> splits the width D into H heads of D / H "
+                "values each, so H must divide D (as nn.MultiheadAttention requires)");
   return true;
 }
 
 template <int N>
 consteval bool positive_width() {
-  static_assert(N > 0, "ETNN_BAD_WIDTH: linear<N> needs N > 0 output features");
+  static_assert(N > 0, "ETNN_BAD_WIDTH: linear<N>, embedding<N> and conv1d<N, ...> need N > 0 output features");
   return true;
 }
 

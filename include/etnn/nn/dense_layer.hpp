@@ -2,6 +2,8 @@
 // Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // nn::linear<Out> bound to a flat input, optionally fused with the activation that follows it.
 //   y = f(x W^T + b)    x: (B, IN)  W: (OUT, IN)  b: (OUT)  y: (B, OUT)
+// On a sequence (T, IN) it maps each position, as nn.Linear on a (B, T, IN) tensor: the same
+// products over B T rows, y: (B, T, OUT).
 #include <type_traits>
 
 #include "../core/device.hpp"
@@ -16,10 +18,12 @@ namespace etnn::nn {
 template <ShapeType In, int Out, class Act, int Index>
 struct DenseLayer {
   static_assert(check::linear_input<In>());
-  static constexpr int in_features = In::dims[0];
+  static_assert(check::not_token_ids<TokenShape<In>>());
+  static constexpr int in_features = In::dims[In::rank - 1];
+  static constexpr int positions = In::rank == 2 ? In::dims[0] : 1;  // rows per sample
 
   using in_shape = In;
-  using out_shape = Shape<Out>;
+  using out_shape = std::conditional_t<In::rank == 2, Shape<positions, Out>, Shape<Out>>;
   using activation = Act;
   static constexpr int module_index = Index;
   static constexpr std::size_t num_params = std::size_t{Out} * in_features + Out;
@@ -28,7 +32,7 @@ struct DenseLayer {
       {"bias", 1, {Out, 0, 0, 0}, std::size_t{Out} * in_features},
   }};
   // The pre-activation Z, when f' cannot be computed from the output alone (gelu, silu).
-  static constexpr std::size_t saved_per_sample = Act::derivative_needs_input ? Out : 0;
+  static constexpr std::size_t saved_per_sample = Act::derivative_needs_input ? std::size_t{positions} * Out : 0;
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = false;
   static constexpr bool cuda_kernels = true;  // cuda/dense.hpp
@@ -41,7 +45,8 @@ struct DenseLayer {
 
   // On the device, a mixed-precision model's products read 16-bit copies of their operands.
   template <class T, class Device>
-  static void forward(Device device, const Pass<T>& pass, const T* p, const T* x, T* y, T* saved, int batch) {
+  static void forward(Device device, const Pass<T>& pass, const T* p, const T* x, T* y, T* saved, int samples) {
+    const int batch = samples * positions;
     if constexpr (std::is_same_v<Device, Cpu>)
       dense_forward<in_features, Out>(device, p, p + params[1].offset, x, y, saved, batch, Act{});
     else
@@ -50,7 +55,8 @@ struct DenseLayer {
 
   template <class T, class Device>
   static void backward(Device device, const Pass<T>& pass, const T* p, T* g, const T* x, const T* y, const T* saved,
-                       T* dy, T* dx, int batch) {
+                       T* dy, T* dx, int samples) {
+    const int batch = samples * positions;
     if constexpr (std::is_same_v<Device, Cpu>) {
       dense_backward<in_features, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, batch, Act{},
                                        pass.gradients == Gradients::overwrite ? cpu::Accumulate::no

@@ -38,7 +38,7 @@ struct FusedLayer {
 };
 template <ShapeType In, int Out, class Act, int Index>
 struct FusedLayer<DenseLayer<In, Out, Act, Index>> {
-  static constexpr bool dense = true;
+  static constexpr bool dense = In::rank == 1;  // not linear over a sequence's positions
   static constexpr int in = In::dims[0];
   static constexpr int out = Out;
   static constexpr bool relu = std::is_same_v<Act, expr::detail::FusedHidden>;  // the kernels' activation

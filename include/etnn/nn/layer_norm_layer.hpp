@@ -8,7 +8,9 @@
 // Backward, with g = dy (.) gamma:
 //   dgamma += sum_b dy (.) xhat,  dbeta += sum_b dy            one functor call per feature
 //   dx = (g - mean(g) - xhat mean(g (.) xhat)) / sqrt(var + eps)   one per sample
-// Forward keeps (mu, 1 / sqrt(var + eps)) per sample when training. Each functor is ETNN_HD and
+// On a sequence (T, D) it normalises each position over its D values, as nn.LayerNorm(D) on a
+// (B, T, D) tensor: weight and bias are (D), and the rows above are the B T positions.
+// Forward keeps (mu, 1 / sqrt(var + eps)) per row when training. Each functor is ETNN_HD and
 // serves both devices: host threads split its calls, the device runs a thread per call.
 #include <algorithm>
 #include <cmath>
@@ -97,44 +99,50 @@ struct LayerNormInputGradientRows {
 
 template <ShapeType In, int Index>
 struct LayerNormLayer {
-  static constexpr int width = static_cast<int>(In::size);
+  static constexpr bool sequence = In::rank == 2;
+  static constexpr int width = sequence ? In::dims[1] : static_cast<int>(In::size);  // values per row
+  static constexpr int rows = static_cast<int>(In::size) / width;                      // rows per sample
   static constexpr ParamInfo shaped(std::string_view name, std::size_t offset) {
-    ParamInfo info{name, In::rank, {0, 0, 0, 0}, offset};
-    std::copy(In::dims.begin(), In::dims.end(), info.shape.begin());
+    ParamInfo info{name, sequence ? 1 : In::rank, {0, 0, 0, 0}, offset};
+    if (sequence) info.shape[0] = width;
+    else std::copy(In::dims.begin(), In::dims.end(), info.shape.begin());
     return info;
   }
 
   using in_shape = In;
   using out_shape = In;
   static constexpr int module_index = Index;
-  static constexpr std::size_t num_params = 2 * In::size;
-  static constexpr std::array<ParamInfo, 2> params{{shaped("weight", 0), shaped("bias", In::size)}};
-  static constexpr std::size_t saved_per_sample = 2;  // mean and 1 / std
+  static constexpr std::size_t num_params = 2 * std::size_t{width};
+  static constexpr std::array<ParamInfo, 2> params{{shaped("weight", 0), shaped("bias", width)}};
+  static constexpr std::size_t saved_per_sample = 2 * std::size_t{rows};  // mean and 1 / std per row
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = false;
   static constexpr bool cuda_kernels = true;  // the functors on the device
 
   template <class T>
   static void init(T* p, Rng&) {
-    std::fill_n(p, In::size, T(1));
-    std::fill_n(p + In::size, In::size, T(0));
+    std::fill_n(p, width, T(1));
+    std::fill_n(p + width, width, T(0));
   }
 
   template <class T, class Device>
   static void forward(Device device, const Pass<T>&, const T* p, const T* x, T* y, T* saved, int batch) {
-    for_each_index(device, static_cast<std::size_t>(batch), 3 * In::size,
-                 detail::LayerNormRows<width, T>{p, p + In::size, x, y, saved});
+    for_each_index(device, row_count(batch), 3 * std::size_t{width},
+                   detail::LayerNormRows<width, T>{p, p + width, x, y, saved});
   }
 
   template <class T, class Device>
   static void backward(Device device, const Pass<T>&, const T* p, T* g, const T* x, const T*, const T* saved, T* dy,
                        T* dx, int batch) {
-    const auto samples = static_cast<std::size_t>(batch);
-    for_each_index(device, In::size, 2 * samples,
-                 detail::LayerNormParameterGradients<width, T>{x, saved, dy, g, g + In::size, samples});
+    const std::size_t n = row_count(batch);
+    for_each_index(device, std::size_t{width}, 2 * n,
+                   detail::LayerNormParameterGradients<width, T>{x, saved, dy, g, g + width, n});
     if (dx == nullptr) return;
-    for_each_index(device, samples, 4 * In::size, detail::LayerNormInputGradientRows<width, T>{p, x, saved, dy, dx});
+    for_each_index(device, n, 4 * std::size_t{width}, detail::LayerNormInputGradientRows<width, T>{p, x, saved, dy, dx});
   }
+
+ private:
+  static std::size_t row_count(int batch) { return static_cast<std::size_t>(batch) * rows; }
 };
 
 }  // namespace etnn::nn

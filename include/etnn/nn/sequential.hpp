@@ -21,10 +21,10 @@ struct Sequential {
   static constexpr bool is_network = false;
 };
 
-template <int... Dims, class... Rest>
-struct Sequential<Input<Dims...>, Rest...> {
+template <InputSpecType First, class... Rest>
+struct Sequential<First, Rest...> {
   static constexpr bool is_network = true;
-  using input_shape = Shape<Dims...>;
+  using input_shape = typename First::shape;
   using layers = typename detail::Plan<input_shape, 0, Rest...>::layers;  // TypeList of Layers
   using output_shape = typename detail::Plan<input_shape, 0, Rest...>::out_shape;
 
@@ -38,7 +38,7 @@ struct Sequential<Input<Dims...>, Rest...> {
   static constexpr std::size_t num_params = sum_params(layers{});
 
   // "input<784> >> linear<512> >> relu >> linear<10>"
-  static std::string describe() { return (Input<Dims...>::describe() + ... + (" >> " + Rest::describe())); }
+  static std::string describe() { return (First::describe() + ... + (" >> " + Rest::describe())); }
 };
 
 namespace detail {
@@ -46,15 +46,15 @@ template <class T>
 struct IsSequential : std::false_type {};
 template <class... S>
 struct IsSequential<Sequential<S...>> : std::true_type {};
-template <class T>
-struct IsInput : std::false_type {};
-template <int... D>
-struct IsInput<Input<D...>> : std::true_type {};
 template <class Chain, class Next>
 struct Append;
 template <class... S, class Next>
 struct Append<Sequential<S...>, Next> {
   using type = Sequential<S..., Next>;
+};
+template <class... S, class... Next>
+struct Append<Sequential<S...>, Sequential<Next...>> {  // a block spliced in: its specs, in order
+  using type = Sequential<S..., Next...>;
 };
 }  // namespace detail
 
@@ -62,15 +62,22 @@ struct Append<Sequential<S...>, Next> {
 template <class Net>
 concept Network = detail::IsSequential<Net>::value && requires { requires Net::is_network; };
 
+// a >> b, where b is a spec or a block (a chain without nn::input, reused as often as wanted:
+//   constexpr auto block = nn::residual(...) >> nn::residual(...);
+//   constexpr auto net = nn::input_tokens<128, 96> >> nn::embedding<128> >> block >> block;)
 template <class A, class B>
   requires(Spec<A> || detail::IsSequential<A>::value)
 constexpr auto operator>>(A, B) {
-  static_assert(check::is_layer_spec<Spec<B>>());
-  static_assert(check::input_first<!detail::IsInput<B>::value>());
+  if constexpr (detail::IsSequential<B>::value) {
+    static_assert(check::block_without_input<!B::is_network>());
+  } else {
+    static_assert(check::is_layer_spec<Spec<B>>());
+    static_assert(check::input_first<!InputSpecType<B>>());
+  }
   if constexpr (detail::IsSequential<A>::value) {
     return typename detail::Append<A, B>::type{};
   } else {
-    return Sequential<A, B>{};
+    return typename detail::Append<Sequential<A>, B>::type{};
   }
 }
 

@@ -11,13 +11,16 @@
 #include "checks.hpp"
 #include "../expr/functors.hpp"
 #include "activation_layer.hpp"
+#include "attention_layer.hpp"
 #include "batch_norm_layer.hpp"
 #include "conv_layer.hpp"
 #include "dense_layer.hpp"
 #include "dropout_layer.hpp"
+#include "embedding_layer.hpp"
 #include "flatten_layer.hpp"
 #include "layer_norm_layer.hpp"
 #include "pool_layer.hpp"
+#include "positional_embedding_layer.hpp"
 #include "softmax_layer.hpp"
 
 namespace etnn::nn {
@@ -28,16 +31,31 @@ struct LayerSpec {};
 template <class S>
 concept Spec = std::is_base_of_v<LayerSpec, S>;
 
-// The per-sample input shape; starts every network.
+// What starts every network: the per-sample input shape S.
+template <ShapeType S>
+struct InputSpec : LayerSpec {
+  using shape = S;
+  static constexpr bool is_input = true;
+};
+
+template <class S>
+concept InputSpecType = Spec<S> && requires { requires S::is_input; };
+
+// nn::input<Dims...>: samples of Shape<Dims...>.
 template <int... Dims>
-struct Input : LayerSpec {
-  using shape = Shape<Dims...>;
+struct Input : InputSpec<Shape<Dims...>> {
   static std::string describe() {
     std::string s = "input<";
     ((s += std::to_string(Dims) + ","), ...);
     s.back() = '>';
     return s;
   }
+};
+
+// nn::input_tokens<T, V>: samples of T token ids in [0, V) (Tokens<T, V>), read by nn::embedding.
+template <int T, int V>
+struct InputTokens : InputSpec<Tokens<T, V>> {
+  static std::string describe() { return "input_tokens<" + std::to_string(T) + "," + std::to_string(V) + ">"; }
 };
 
 // Fully connected: y = x W^T + b with Out features, PyTorch's nn.Linear(in, Out).
@@ -49,6 +67,25 @@ struct Linear : LayerSpec {
   template <ShapeType In, int Index>
   using bind = bind_fused<In, fn::Identity, Index>;
   static std::string describe() { return "linear<" + std::to_string(Out) + ">"; }
+};
+
+// PyTorch's nn.Embedding(V, D) on token ids Tokens<T, V>: (T) ids -> a (T, D) sequence.
+template <int D>
+struct Embedding : LayerSpec {
+  template <ShapeType In, int Index>
+  using bind = EmbeddingLayer<In, D, Index>;
+  static std::string describe() { return "embedding<" + std::to_string(D) + ">"; }
+};
+
+// Self-attention over a (T, D) sequence with Heads heads, masked to earlier positions when
+// Causal: PyTorch's nn.MultiheadAttention(D, Heads, batch_first=True) called as attn(x, x, x).
+template <int Heads, bool Causal>
+struct MultiHeadAttention : LayerSpec {
+  template <ShapeType In, int Index>
+  using bind = MultiHeadAttentionLayer<In, Heads, Causal, Index>;
+  static std::string describe() {
+    return "multi_head_attention<" + std::to_string(Heads) + (Causal ? ",causal>" : ">");
+  }
 };
 
 // Options of conv2d and the pooling layers, written after the kernel size in any order:
@@ -130,6 +167,7 @@ struct SimpleSpec : LayerSpec {
 namespace detail {
 inline constexpr char batch_norm_name[] = "batch_norm";
 inline constexpr char layer_norm_name[] = "layer_norm";
+inline constexpr char positional_embedding_name[] = "positional_embedding";
 inline constexpr char softmax_name[] = "softmax";
 inline constexpr char log_softmax_name[] = "log_softmax";
 template <ShapeType In, int Index>
@@ -140,6 +178,7 @@ using LogSoftmaxOf = SoftmaxLayer<In, detail::LogProbabilities, Index>;
 
 using BatchNorm = SimpleSpec<BatchNormLayer, detail::batch_norm_name>;
 using LayerNorm = SimpleSpec<LayerNormLayer, detail::layer_norm_name>;
+using PositionalEmbedding = SimpleSpec<PositionalEmbeddingLayer, detail::positional_embedding_name>;
 using Softmax = SimpleSpec<detail::SoftmaxOf, detail::softmax_name>;
 using LogSoftmax = SimpleSpec<detail::LogSoftmaxOf, detail::log_softmax_name>;
 
@@ -177,6 +216,8 @@ using SiLU = Activation<fn::Silu>;
 
 template <int... Dims>
 inline constexpr Input<Dims...> input{};
+template <int T, int V>
+inline constexpr InputTokens<T, V> input_tokens{};
 template <int Out>
 inline constexpr Linear<Out> linear{};
 inline constexpr Flatten flatten{};
@@ -190,6 +231,13 @@ inline constexpr Pool2d<expr::AveragePooling, Kernel, detail::stride_of<Kernel, 
     avg_pool2d{};
 inline constexpr BatchNorm batch_norm{};
 inline constexpr LayerNorm layer_norm{};
+template <int D>
+inline constexpr Embedding<D> embedding{};
+inline constexpr PositionalEmbedding positional_embedding{};
+// nn::multi_head_attention<4> attends to every position; nn::multi_head_attention<4, true> only to
+// the position itself and those before it (a language model's causal mask).
+template <int Heads, bool Causal = false>
+inline constexpr MultiHeadAttention<Heads, Causal> multi_head_attention{};
 inline constexpr Softmax softmax{};
 inline constexpr LogSoftmax log_softmax{};
 // p = 0.5 as PyTorch; another p: nn::dropout_with<std::ratio<1, 5>>.

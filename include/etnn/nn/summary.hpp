@@ -42,11 +42,11 @@ void summary_rows(std::vector<SummaryRow>& rows, nn::Sequential<S, Rest...>) {
 
 template <class Net>
 struct SummaryOf;
-template <int... Dims, class... Rest>
-struct SummaryOf<nn::Sequential<nn::Input<Dims...>, Rest...>> {
+template <nn::InputSpecType First, class... Rest>
+struct SummaryOf<nn::Sequential<First, Rest...>> {
   static std::vector<SummaryRow> rows() {
-    std::vector<SummaryRow> out{{"", nn::Input<Dims...>::describe(), Shape<Dims...>::to_string(), "0", ""}};
-    summary_rows<Shape<Dims...>, 0>(out, nn::Sequential<Rest...>{});
+    std::vector<SummaryRow> out{{"", First::describe(), First::shape::to_string(), "0", ""}};
+    summary_rows<typename First::shape, 0>(out, nn::Sequential<Rest...>{});
     return out;
   }
 };

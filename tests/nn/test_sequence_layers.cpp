@@ -1,0 +1,246 @@
+// Sequence layers: token ids and embeddings, layers acting per position of a (T, D) sequence, and
+// multi-head self-attention, each against a naive reference and gradient-checked in double
+// precision, and a transformer block gradient-checked whole.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "support/gradcheck.hpp"
+#include "support/network_gradcheck.hpp"
+#include "support/thread_count.hpp"
+
+namespace nn = etnn::nn;
+using etnn::test::check_network_gradients;
+using etnn::test::fill_token_ids;
+using etnn::test::fill_uniform;
+
+namespace {
+
+// y = softmax(mask(scale Q K^T)) V per head, then the output projection, the textbook way with the
+// whole (T, T) score matrix: what the blockwise online-softmax layer must reproduce.
+template <int T, int D, int H>
+std::vector<double> naive_attention(const double* p, const double* x, int batch, bool causal) {
+  constexpr int d = D / H;
+  const double* w_in = p;
+  const double* b_in = p + 3 * D * D;
+  const double* w_out = b_in + 3 * D;
+  const double* b_out = w_out + D * D;
+  std::vector<double> y(static_cast<std::size_t>(batch) * T * D);
+  for (int b = 0; b < batch; ++b) {
+    std::vector<double> qkv(T * 3 * D), o(T * D);
+    for (int t = 0; t < T; ++t)
+      for (int c = 0; c < 3 * D; ++c) {
+        double s = b_in[c];
+        for (int j = 0; j < D; ++j) s += x[(b * T + t) * D + j] * w_in[c * D + j];
+        qkv[t * 3 * D + c] = s;
+      }
+    for (int h = 0; h < H; ++h)
+      for (int t = 0; t < T; ++t) {
+        std::vector<double> score(T, -std::numeric_limits<double>::infinity());
+        double max = -std::numeric_limits<double>::infinity();
+        for (int u = 0; u < (causal ? t + 1 : T); ++u) {
+          double s = 0;
+          for (int j = 0; j < d; ++j) s += qkv[t * 3 * D + h * d + j] * qkv[u * 3 * D + D + h * d + j];
+          score[u] = s / std::sqrt(double(d));
+          max = std::max(max, score[u]);
+        }
+        double sum = 0;
+        for (double& s : score) sum += (s = std::exp(s - max));
+        for (int j = 0; j < d; ++j) {
+          double v = 0;
+          for (int u = 0; u < T; ++u) v += score[u] / sum * qkv[u * 3 * D + 2 * D + h * d + j];
+          o[t * D + h * d + j] = v;
+        }
+      }
+    for (int t = 0; t < T; ++t)
+      for (int c = 0; c < D; ++c) {
+        double s = b_out[c];
+        for (int j = 0; j < D; ++j) s += o[t * D + j] * w_out[c * D + j];
+        y[(b * T + t) * D + c] = s;
+      }
+  }
+  return y;
+}
+
+template <bool Causal>
+void check_attention_forward() {
+  constexpr int T = 37, D = 12, H = 3;  // T spans several key blocks and a partial one
+  using Net = decltype(nn::input<T, D> >> nn::multi_head_attention<H, Causal>);
+  etnn::Model<Net, double> model(4);
+  fill_uniform(model.parameters(), Net::num_params, 5, 0.5);  // biases off zero too
+  etnn::Tensor<double, etnn::Shape<T, D>> x(2);
+  fill_uniform(x.data(), x.size(), 6, 2.0);
+  const auto y = model.forward(x);
+  const auto ref = naive_attention<T, D, H>(model.parameters(), x.data(), 2, Causal);
+  double worst = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, std::abs(y.data()[i] - ref[i]));
+  CHECK(worst < 1e-12);
+}
+
+}  // namespace
+
+TEST_CASE("embedding: each position's row of the weight; parameters named as nn.Embedding's") {
+  using Net = decltype(nn::input_tokens<4, 6> >> nn::embedding<3>);
+  static_assert(std::is_same_v<Net::output_shape, etnn::Shape<4, 3>>);
+  const auto named = etnn::Model<Net>::named_parameters();
+  REQUIRE(named.size() == 1);
+  CHECK(named[0].name == "0.weight");
+  CHECK(named[0].shape == std::vector<int>{6, 3});
+  etnn::Model<Net> model(1);
+  etnn::Tensor<float, etnn::Tokens<4, 6>> ids(2);
+  const float given[8] = {0, 5, 2, 2, 3, 1, 4, 0};
+  std::copy(given, given + 8, ids.data());
+  const auto y = model.forward(ids);
+  for (int i = 0; i < 8; ++i)
+    for (int j = 0; j < 3; ++j) CHECK(y.data()[i * 3 + j] == model.parameters()[static_cast<int>(given[i]) * 3 + j]);
+}
+
+TEST_CASE("embedding: an id outside the vocabulary, or not an integer, names its sample and position") {
+  using Net = decltype(nn::input_tokens<4, 6> >> nn::embedding<3>);
+  etnn::Model<Net> model(1);
+  etnn::Tensor<float, etnn::Tokens<4, 6>> ids(2);
+  std::fill(ids.data(), ids.data() + 8, 1.0f);
+  for (float bad : {6.0f, -1.0f, 2.5f, std::numeric_limits<float>::quiet_NaN()}) {
+    ids.data()[6] = bad;
+    try {
+      (void)model.forward(ids);
+      FAIL("no exception for id ", bad);
+    } catch (const etnn::ShapeError& e) {
+      const std::string what = e.what();
+      CHECK(what.find("sample 1, position 2") != std::string::npos);
+      CHECK(what.find("[0, 6)") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("linear, layer_norm and positional_embedding act on each position of a sequence") {
+  constexpr int T = 3, D = 4;
+  using Net = decltype(nn::input<T, D> >> nn::positional_embedding >> nn::layer_norm >> nn::linear<2>);
+  static_assert(std::is_same_v<Net::output_shape, etnn::Shape<T, 2>>);
+  etnn::Model<Net, double> model(2);
+  const auto named = etnn::Model<Net, double>::named_parameters();
+  CHECK(named[0].shape == std::vector<int>{T, D});  // 0.weight: the position table
+  CHECK(named[1].shape == std::vector<int>{D});     // 1.weight: nn.LayerNorm(D)
+  CHECK(named[3].shape == std::vector<int>{2, D});  // 2.weight: nn.Linear(D, 2)
+  fill_uniform(model.parameters(), Net::num_params, 3, 0.7);
+  etnn::Tensor<double, etnn::Shape<T, D>> x(2);
+  fill_uniform(x.data(), x.size(), 4, 2.0);
+  const auto y = model.forward(x);
+  const double* table = model.parameters() + named[0].offset;
+  const double* gamma = model.parameters() + named[1].offset;
+  const double* beta = model.parameters() + named[2].offset;
+  const double* w = model.parameters() + named[3].offset;
+  const double* bias = model.parameters() + named[4].offset;
+  for (int r = 0; r < 2 * T; ++r) {
+    double v[D], mean = 0, var = 0;
+    for (int j = 0; j < D; ++j) mean += (v[j] = x.data()[r * D + j] + table[(r % T) * D + j]) / D;
+    for (int j = 0; j < D; ++j) var += (v[j] - mean) * (v[j] - mean) / D;
+    for (int j = 0; j < D; ++j) v[j] = gamma[j] * (v[j] - mean) / std::sqrt(var + 1e-5) + beta[j];
+    for (int c = 0; c < 2; ++c) {
+      double s = bias[c];
+      for (int j = 0; j < D; ++j) s += w[c * D + j] * v[j];
+      CHECK(y.data()[r * 2 + c] == doctest::Approx(s).epsilon(1e-12));
+    }
+  }
+}
+
+TEST_CASE("multi_head_attention: forward equals the naive softmax(Q K^T / sqrt(d)) V") {
+  check_attention_forward<false>();
+  check_attention_forward<true>();
+}
+
+TEST_CASE("multi_head_attention: parameters named and initialised as nn.MultiheadAttention's") {
+  constexpr int D = 16;
+  using Net = decltype(nn::input<5, D> >> nn::multi_head_attention<4, true>);
+  const auto named = etnn::Model<Net>::named_parameters();
+  REQUIRE(named.size() == 4);
+  CHECK(named[0].name == "0.in_proj_weight");
+  CHECK(named[0].shape == std::vector<int>{3 * D, D});
+  CHECK(named[1].name == "0.in_proj_bias");
+  CHECK(named[2].name == "0.out_proj.weight");
+  CHECK(named[2].shape == std::vector<int>{D, D});
+  CHECK(named[3].name == "0.out_proj.bias");
+  etnn::Model<Net> model(7);
+  const float* p = model.parameters();
+  const double xavier = std::sqrt(6.0 / (4 * D)), fan_in = 1 / std::sqrt(double(D));
+  for (std::size_t i = 0; i < named[0].numel; ++i) CHECK(std::abs(p[named[0].offset + i]) <= xavier);
+  for (std::size_t i = 0; i < named[2].numel; ++i) CHECK(std::abs(p[named[2].offset + i]) <= fan_in);
+  for (std::size_t i = 0; i < named[1].numel; ++i) CHECK(p[named[1].offset + i] == 0.0f);
+  for (std::size_t i = 0; i < named[3].numel; ++i) CHECK(p[named[3].offset + i] == 0.0f);
+}
+
+TEST_CASE("causal attention: no position sees a later one") {
+  constexpr int T = 20, D = 8;
+  using Net = decltype(nn::input<T, D> >> nn::multi_head_attention<2, true>);
+  etnn::Model<Net, double> model(3);
+  etnn::Tensor<double, etnn::Shape<T, D>> x(1);
+  fill_uniform(x.data(), x.size(), 9);
+  const auto before = model.forward(x);
+  for (int j = 0; j < D; ++j) x.data()[12 * D + j] += 1.0;  // change position 12 only
+  const auto after = model.forward(x);
+  for (int i = 0; i < 12 * D; ++i) CHECK(after.data()[i] == before.data()[i]);
+  CHECK(after.data()[12 * D] != before.data()[12 * D]);
+}
+
+TEST_CASE("gradcheck: embedding (scatter-add of repeated ids)") {
+  // 5 ids from 4 per sample: some repeat, so their rows sum several positions.
+  check_network_gradients<decltype(nn::input_tokens<5, 4> >> nn::embedding<3> >> nn::flatten >> nn::linear<3>)>(
+      "embedding", 3);
+}
+
+TEST_CASE("gradcheck: positional_embedding, and linear + gelu and layer_norm per position") {
+  check_network_gradients<decltype(nn::input<4, 3> >> nn::linear<5> >> nn::gelu >> nn::positional_embedding >>
+                                   nn::layer_norm >> nn::linear<3> >> nn::flatten >> nn::linear<3>)>(
+      "per position", 3);
+}
+
+TEST_CASE("gradcheck: multi_head_attention, causal and not, with its input gradient") {
+  // The linear before the attention checks dL/dx through it; T = 19 crosses a key block.
+  check_network_gradients<decltype(nn::input<19, 6> >> nn::linear<6> >> nn::multi_head_attention<2, false> >>
+                                   nn::flatten >> nn::linear<3>)>("attention", 2, 11, [](auto& model) {
+    fill_uniform(model.parameters(), model.num_params, 12, 0.6);
+  });
+  check_network_gradients<decltype(nn::input<19, 6> >> nn::linear<6> >> nn::multi_head_attention<3, true> >>
+                                   nn::flatten >> nn::linear<3>)>("causal attention", 2, 13, [](auto& model) {
+    fill_uniform(model.parameters(), model.num_params, 14, 0.6);
+  });
+}
+
+TEST_CASE("gradcheck: a transformer block over token ids") {
+  constexpr int D = 8;
+  check_network_gradients<decltype(nn::input_tokens<6, 9> >> nn::embedding<D> >> nn::positional_embedding >>
+                                   nn::residual(nn::layer_norm >> nn::multi_head_attention<2, true>) >>
+                                   nn::residual(nn::layer_norm >> nn::linear<4 * D> >> nn::gelu >> nn::linear<D>) >>
+                                   nn::layer_norm >> nn::flatten >> nn::linear<3>)>("transformer block", 2, 21,
+                                                                                    [](auto& model) {
+    // Off PyTorch's zero biases and unit norms, so every product of the chain rule is exercised.
+    fill_uniform(model.parameters(), model.num_params, 22, 0.5);
+  });
+}
+
+TEST_CASE("attention and embedding gradients are bitwise the same on 1 and 2 threads") {
+  constexpr int T = 24, D = 16;
+  using Net = decltype(nn::input_tokens<T, 11> >> nn::embedding<D> >> nn::positional_embedding >>
+                       nn::residual(nn::layer_norm >> nn::multi_head_attention<4, true>) >> nn::flatten >>
+                       nn::linear<5>);
+  auto gradients_on = [](int threads) {
+    etnn::test::ThreadCount pool(threads);
+    etnn::Model<Net> model(5);
+    etnn::Tensor<float, etnn::Tokens<T, 11>> ids(16);
+    fill_token_ids(ids.data(), ids.size(), 6, 11);
+    std::vector<int> labels(16);
+    for (int b = 0; b < 16; ++b) labels[b] = b % 5;
+    etnn::loss::CrossEntropy loss;
+    etnn::optim::SGD opt(model, {.lr = 0.1f});
+    etnn::Trainer trainer(model, loss, opt);
+    model.zero_grad();
+    trainer.accumulate_gradients(ids, labels);
+    return std::vector<float>(model.gradients(), model.gradients() + Net::num_params);
+  };
+  const auto one = gradients_on(1), two = gradients_on(2);
+  CHECK(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0);
+}

@@ -275,6 +275,7 @@ using master_t = std::conditional_t<mixed_precision<Scalar>, float, Scalar>;
 // Private to core/: include <etnn/core/core.hpp> or <etnn/etnn.hpp>.
 // Seeded random numbers that give the same sequence on every platform and standard library
 // (std::uniform_*_distribution do not). Used for initialisation, shuffling and dropout.
+#include <cmath>
 #include <cstdint>
 
 
@@ -329,6 +330,14 @@ class Rng {
   // Uniform in [lo, hi).
   constexpr double uniform(double lo, double hi) { return lo + (hi - lo) * uniform(); }
 
+  // Standard normal (Box-Muller over two uniforms): torch.nn.init.normal_'s distribution, not its
+  // stream.
+  double normal() {
+    const double u = 1.0 - uniform();  // in (0, 1]: the logarithm is finite
+    const double v = uniform();
+    return std::sqrt(-2.0 * std::log(u)) * std::cos(6.283185307179586476925 * v);
+  }
+
   // Uniform integer in [0, bound), unbiased (Lemire's multiply-and-reject).
   constexpr std::uint64_t below(std::uint64_t bound) {
     Wide m = static_cast<Wide>(next()) * bound;
@@ -374,13 +383,32 @@ struct Shape {
   }
 };
 
+// Tokens<T, V>: the per-sample shape of T token ids in [0, V), PyTorch's LongTensor of shape
+// (B, T) fed to nn.Embedding(V, D). It is the rank-1 shape (T) to everything that moves samples
+// (tensors, datasets, loaders): the ids travel as the tensor's element type, exact as integers up
+// to 2^24 in float, and nn::embedding, the one layer that reads them, checks each id.
+template <int T, int V>
+struct Tokens : Shape<T> {
+  static_assert(V > 0, "ETNN_SHAPE_NONPOSITIVE: Tokens<T, V> needs a vocabulary of V > 0 ids");
+  static constexpr int vocabulary = V;
+  // "(128) ids < 65"
+  static std::string to_string() { return Shape<T>::to_string() + " ids < " + std::to_string(V); }
+};
+
 namespace detail {
 template <class T> struct IsShape : std::false_type {};
 template <int... D> struct IsShape<Shape<D...>> : std::true_type {};
+template <int T, int V> struct IsShape<Tokens<T, V>> : std::true_type {};
+template <class T> struct IsTokens : std::false_type {};
+template <int T, int V> struct IsTokens<Tokens<T, V>> : std::true_type {};
 }  // namespace detail
 
 template <class T>
 concept ShapeType = detail::IsShape<T>::value;
+
+// A shape of token ids (Tokens<T, V>), which only nn::embedding reads.
+template <class T>
+concept TokenShape = detail::IsTokens<T>::value;
 
 // A flat shape of the same number of elements: Shape<1,28,28> -> Shape<784>.
 template <ShapeType S>
@@ -585,7 +613,6 @@ consteval bool leaky_slope() {
 // The derivative receives both the input x and the output y; when `derivative_needs_input` is
 // false it reads only y, so a fused layer need not keep the pre-activation for backward.
 // All functors are ETNN_HD: the CPU and CUDA executors run the same definitions.
-#include <cmath>
 #include <ratio>
 
 
@@ -6042,22 +6069,56 @@ template <bool AllLayersHaveKernels>
 consteval bool layers_on_device() {
   static_assert(AllLayersHaveKernels,
                 "ETNN_DEVICE_LAYER: a layer of this network has no kernels for this device: every built-in "
-                "layer runs on etnn::Cuda, a layer of your own once it declares static constexpr bool "
-                "cuda_kernels = true (its forward and backward then run with etnn::Cuda); else use etnn::Cpu");
+                "layer but the sequence layers (embedding, positional_embedding, multi_head_attention; "
+                "CPU only so far) runs on etnn::Cuda, a layer of your own once it declares static constexpr "
+                "bool cuda_kernels = true (its forward and backward then run with etnn::Cuda); else use etnn::Cpu");
   return true;
 }
 
 template <class In>
 consteval bool linear_input() {
-  static_assert(In::rank == 1,
-                "ETNN_SHAPE_MISMATCH: linear<N> expects a flat input (one dimension); "
-                "insert nn::flatten before it");
+  static_assert(In::rank <= 2,
+                "ETNN_SHAPE_MISMATCH: linear<N> expects a flat input (one dimension) or a sequence (T, D), "
+                "which it maps position by position; insert nn::flatten before it");
+  return true;
+}
+
+// Layers other than nn::embedding see token ids as plain numbers: refuse them.
+template <bool IsTokens>
+consteval bool not_token_ids() {
+  static_assert(!IsTokens,
+                "ETNN_TOKEN_INPUT: token ids are indices, not features; start the network with "
+                "nn::input_tokens<T, V> >> nn::embedding<D>");
+  return true;
+}
+
+template <bool IsTokens>
+consteval bool embedding_input() {
+  static_assert(IsTokens,
+                "ETNN_EMBEDDING_INPUT: nn::embedding<D> looks up token ids; it follows "
+                "nn::input_tokens<T, V> (T ids in [0, V) per sample), not a float input");
+  return true;
+}
+
+template <class In, bool IsTokens>
+consteval bool sequence_input() {
+  static_assert(In::rank == 2 && !IsTokens,
+                "ETNN_SEQUENCE_INPUT: this layer works on a sequence (T, D) of T positions of width D; "
+                "start the network with nn::input<T, D>, or nn::input_tokens<T, V> >> nn::embedding<D>");
+  return true;
+}
+
+template <int Width, int Heads>
+consteval bool attention_heads() {
+  static_assert(Heads > 0 && Width % Heads == 0,
+                "ETNN_ATTENTION_HEADS: multi_head_attention<H> splits the width D into H heads of D / H "
+                "values each, so H must divide D (as nn.MultiheadAttention requires)");
   return true;
 }
 
 template <int N>
 consteval bool positive_width() {
-  static_assert(N > 0, "ETNN_BAD_WIDTH: linear<N> needs N > 0 output features");
+  static_assert(N > 0, "ETNN_BAD_WIDTH: linear<N>, embedding<N> and conv1d<N, ...> need N > 0 output features");
   return true;
 }
 
@@ -6673,6 +6734,347 @@ struct ActivationLayer : InPlaceLayer<In, Index> {
 };
 
 }  // namespace etnn::nn
+// ---- etnn/nn/attention_layer.hpp ----
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
+// nn::multi_head_attention<H, Causal> bound to a sequence (T, D): PyTorch's
+// nn.MultiheadAttention(D, H, batch_first=True) used as self-attention, attn(x, x, x) with
+// attn_mask = the causal mask when Causal, with its parameters, names and initialisation:
+//   in_proj_weight (3D, D) xavier-uniform, in_proj_bias (3D) = 0,
+//   out_proj.weight (D, D) U(+-1/sqrt(D)), out_proj.bias (D) = 0.
+//
+// Forward, per sample, with d = D / H values per head and scale 1 / sqrt(d):
+//   [Q | K | V] = x W_in^T + b_in                    (T, 3D)   one GEMM over B T rows
+//   for each head h (its d columns of Q, K, V):
+//     S = scale Q_h K_h^T, masked (u > t) when Causal (T, T)   never stored: each query row runs
+//     P = softmax_rows(S)                                       over its keys in blocks, keeping a
+//     O_h = P V_h                                     (T, d)    running max m, sum l and O
+//     L_t = m + log l  (the row's log-sum-exp, kept for backward)  (online softmax, as FlashAttention)
+//   y = O W_out^T + b_out                            (T, D)    O: the heads side by side
+// Backward, with dO from the output projection's backward and Delta_t = dO_t . O_t:
+//   P_tu = exp(scale q_t . k_u - L_t),  dS_tu = P_tu (dO_t . v_u - Delta_t)
+//   dq_t = scale sum_u dS_tu k_u        one call per query row
+//   dk_u = scale sum_t dS_tu q_t,  dv_u = sum_t P_tu dO_t     one call per key row
+// Every call writes only its own row of d[Q | K | V], so the sums do not depend on the thread
+// count, and no B H T T array exists in either direction. Both projections are DenseLayers over
+// the B T positions (the same products, bias epilogues and gradient modes as nn::linear).
+
+// ---- etnn/nn/dense_layer.hpp ----
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
+// nn::linear<Out> bound to a flat input, optionally fused with the activation that follows it.
+//   y = f(x W^T + b)    x: (B, IN)  W: (OUT, IN)  b: (OUT)  y: (B, OUT)
+// On a sequence (T, IN) it maps each position, as nn.Linear on a (B, T, IN) tensor: the same
+// products over B T rows, y: (B, T, OUT).
+
+// ---- etnn/nn/init.hpp ----
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
+// PyTorch's default initialisation of nn.Linear and nn.Conv2d (reset_parameters): weights by
+// kaiming_uniform_(a = sqrt(5)), which is U(-1/sqrt(fan_in), 1/sqrt(fan_in)), and the bias from
+// the same bound. fan_in is in_features, or C K K for a convolution.
+
+
+namespace etnn::nn {
+
+template <class T>
+void init_fan_in_uniform(T* p, std::size_t n, std::size_t fan_in, Rng& rng) {
+  const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
+  for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<T>(rng.uniform(-bound, bound));
+}
+
+}  // namespace etnn::nn
+
+namespace etnn::nn {
+
+template <ShapeType In, int Out, class Act, int Index>
+struct DenseLayer {
+  static_assert(check::linear_input<In>());
+  static_assert(check::not_token_ids<TokenShape<In>>());
+  static constexpr int in_features = In::dims[In::rank - 1];
+  static constexpr int positions = In::rank == 2 ? In::dims[0] : 1;  // rows per sample
+
+  using in_shape = In;
+  using out_shape = std::conditional_t<In::rank == 2, Shape<positions, Out>, Shape<Out>>;
+  using activation = Act;
+  static constexpr int module_index = Index;
+  static constexpr std::size_t num_params = std::size_t{Out} * in_features + Out;
+  static constexpr std::array<ParamInfo, 2> params{{
+      {"weight", 2, {Out, in_features, 0, 0}, 0},
+      {"bias", 1, {Out, 0, 0, 0}, std::size_t{Out} * in_features},
+  }};
+  // The pre-activation Z, when f' cannot be computed from the output alone (gelu, silu).
+  static constexpr std::size_t saved_per_sample = Act::derivative_needs_input ? std::size_t{positions} * Out : 0;
+  static constexpr bool output_aliases_input = false;
+  static constexpr bool backward_in_place = false;
+  static constexpr bool cuda_kernels = true;  // cuda/dense.hpp
+  static constexpr bool overwrites_gradients = true;  // on the CPU (nn/layer.hpp)
+
+  template <class T>
+  static void init(T* p, Rng& rng) {
+    init_fan_in_uniform(p, num_params, in_features, rng);
+  }
+
+  // On the device, a mixed-precision model's products read 16-bit copies of their operands.
+  template <class T, class Device>
+  static void forward(Device device, const Pass<T>& pass, const T* p, const T* x, T* y, T* saved, int samples) {
+    const int batch = samples * positions;
+    if constexpr (std::is_same_v<Device, Cpu>)
+      dense_forward<in_features, Out>(device, p, p + params[1].offset, x, y, saved, batch, Act{});
+    else
+      dense_forward<in_features, Out>(device, p, p + params[1].offset, x, y, saved, batch, Act{}, pass.products);
+  }
+
+  template <class T, class Device>
+  static void backward(Device device, const Pass<T>& pass, const T* p, T* g, const T* x, const T* y, const T* saved,
+                       T* dy, T* dx, int samples) {
+    const int batch = samples * positions;
+    if constexpr (std::is_same_v<Device, Cpu>) {
+      dense_backward<in_features, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, batch, Act{},
+                                       pass.gradients == Gradients::overwrite ? cpu::Accumulate::no
+                                                                              : cpu::Accumulate::yes);
+    } else {  // the device's products add (the executor zeroes first: overwrites_gradients_on)
+      dense_backward<in_features, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, batch, Act{},
+                                       pass.products);
+    }
+  }
+};
+
+}  // namespace etnn::nn
+
+namespace etnn::nn {
+
+namespace detail {
+
+// The geometry every attention functor shares: query or key row i of the B H T rows is
+// (sample b, head h, position t), and head h of position t of sample b reads its d values of
+// Q, K and V at qkv + (b T + t) 3D + {0, D, 2D} + h d.
+template <int T, int D, int H, bool Causal>
+struct AttentionGeometry {
+  static constexpr int d = D / H;
+  static constexpr std::size_t row_values = 3 * std::size_t{D};
+  struct Row {
+    std::size_t position;  // b T + t: the row of x, y, O and [Q | K | V]
+    int head;
+    int t;
+  };
+  ETNN_HD static Row row(std::size_t i) {
+    const std::size_t b = i / (std::size_t{H} * T);
+    const int head = static_cast<int>(i / T % H);
+    const int t = static_cast<int>(i % T);
+    return {b * T + static_cast<std::size_t>(t), head, t};
+  }
+  // The keys query t sees, [0, key_end(t)), and the queries that see key u, [query_begin(u), T).
+  ETNN_HD static int key_end(int t) { return Causal ? t + 1 : T; }
+  ETNN_HD static int query_begin(int u) { return Causal ? u : 0; }
+  template <class S>
+  ETNN_HD static S scale() {
+    return S(1) / std::sqrt(S(d));
+  }
+  template <class S>
+  ETNN_HD static S dot(const S* a, const S* b) {
+    S sum = 0;
+    for (int j = 0; j < d; ++j) sum += a[j] * b[j];
+    return sum;
+  }
+};
+
+// O_t and L_t of query row i, over its keys in blocks of 16.
+template <int T, int D, int H, bool Causal, class S>
+struct AttentionForwardRows {
+  using G = AttentionGeometry<T, D, H, Causal>;
+  static constexpr int block = 16;
+  const S* qkv;  // (B T, 3D)
+  S* out;        // O: (B T, D)
+  S* lse;        // L: (B H T), or null when nothing will run backward
+  ETNN_HD void operator()(std::size_t i) const {
+    const auto r = G::row(i);
+    const S* sample = qkv + (r.position - static_cast<std::size_t>(r.t)) * G::row_values;
+    const S* q = qkv + r.position * G::row_values + r.head * G::d;
+    S acc[G::d] = {};
+    S m = -std::numeric_limits<S>::infinity(), l = 0;
+    const int keys = G::key_end(r.t);
+    for (int u0 = 0; u0 < keys; u0 += block) {
+      const int n = keys - u0 < block ? keys - u0 : block;
+      S s[block];
+      S block_max = -std::numeric_limits<S>::infinity();
+      for (int k = 0; k < n; ++k) {
+        s[k] = G::template scale<S>() * G::dot(q, sample + (u0 + k) * G::row_values + D + r.head * G::d);
+        block_max = s[k] > block_max ? s[k] : block_max;
+      }
+      if (block_max > m) {  // rescale what was summed under the old maximum
+        const S c = std::exp(m - block_max);
+        l *= c;
+        for (int j = 0; j < G::d; ++j) acc[j] *= c;
+        m = block_max;
+      }
+      for (int k = 0; k < n; ++k) {
+        const S p = std::exp(s[k] - m);
+        const S* v = sample + (u0 + k) * G::row_values + 2 * D + r.head * G::d;
+        l += p;
+        for (int j = 0; j < G::d; ++j) acc[j] += p * v[j];
+      }
+    }
+    S* o = out + r.position * D + r.head * G::d;
+    for (int j = 0; j < G::d; ++j) o[j] = acc[j] / l;
+    if (lse != nullptr) lse[i] = m + std::log(l);
+  }
+};
+
+// Delta_t = dO_t . O_t of row i.
+template <int T, int D, int H, bool Causal, class S>
+struct AttentionDeltaRows {
+  using G = AttentionGeometry<T, D, H, Causal>;
+  const S* out;
+  const S* dout;
+  S* delta;
+  ETNN_HD void operator()(std::size_t i) const {
+    const auto r = G::row(i);
+    const std::size_t at = r.position * D + r.head * G::d;
+    delta[i] = G::dot(dout + at, out + at);
+  }
+};
+
+// dq_t of query row i.
+template <int T, int D, int H, bool Causal, class S>
+struct AttentionQueryGradientRows {
+  using G = AttentionGeometry<T, D, H, Causal>;
+  const S* qkv;
+  const S* dout;
+  const S* lse;
+  const S* delta;
+  S* dqkv;
+  ETNN_HD void operator()(std::size_t i) const {
+    const auto r = G::row(i);
+    const S* sample = qkv + (r.position - static_cast<std::size_t>(r.t)) * G::row_values;
+    const S* q = qkv + r.position * G::row_values + r.head * G::d;
+    const S* dout_t = dout + r.position * D + r.head * G::d;
+    S dq[G::d] = {};
+    for (int u = 0; u < G::key_end(r.t); ++u) {
+      const S* k = sample + u * G::row_values + D + r.head * G::d;
+      const S* v = k + D;
+      const S p = std::exp(G::template scale<S>() * G::dot(q, k) - lse[i]);
+      const S ds = p * (G::dot(dout_t, v) - delta[i]);
+      for (int j = 0; j < G::d; ++j) dq[j] += ds * k[j];
+    }
+    S* dq_t = dqkv + r.position * G::row_values + r.head * G::d;
+    for (int j = 0; j < G::d; ++j) dq_t[j] = G::template scale<S>() * dq[j];
+  }
+};
+
+// dk_u and dv_u of key row i.
+template <int T, int D, int H, bool Causal, class S>
+struct AttentionKeyValueGradientRows {
+  using G = AttentionGeometry<T, D, H, Causal>;
+  const S* qkv;
+  const S* dout;
+  const S* lse;
+  const S* delta;
+  S* dqkv;
+  ETNN_HD void operator()(std::size_t i) const {
+    const auto r = G::row(i);
+    const std::size_t first = i - static_cast<std::size_t>(r.t);  // row (b, h, 0) of lse and delta
+    const std::size_t sample_position = r.position - static_cast<std::size_t>(r.t);
+    const S* k = qkv + r.position * G::row_values + D + r.head * G::d;
+    const S* v = k + D;
+    S dk[G::d] = {}, dv[G::d] = {};
+    for (int t = G::query_begin(r.t); t < T; ++t) {
+      const std::size_t query = sample_position + static_cast<std::size_t>(t);
+      const S* q = qkv + query * G::row_values + r.head * G::d;
+      const S* dout_t = dout + query * D + r.head * G::d;
+      const S p = std::exp(G::template scale<S>() * G::dot(q, k) - lse[first + t]);
+      const S ds = p * (G::dot(dout_t, v) - delta[first + t]);
+      for (int j = 0; j < G::d; ++j) {
+        dv[j] += p * dout_t[j];
+        dk[j] += ds * q[j];
+      }
+    }
+    S* dk_u = dqkv + r.position * G::row_values + D + r.head * G::d;
+    for (int j = 0; j < G::d; ++j) {
+      dk_u[j] = G::template scale<S>() * dk[j];
+      dk_u[D + j] = dv[j];
+    }
+  }
+};
+
+}  // namespace detail
+
+template <ShapeType In, int Heads, bool Causal, int Index>
+struct MultiHeadAttentionLayer {
+  static_assert(check::sequence_input<In, TokenShape<In>>());
+  static constexpr int length = dim_or_one<In>(0);
+  static constexpr int width = dim_or_one<In>(1);
+  static_assert(check::attention_heads<width, Heads>());
+  using InProjection = DenseLayer<In, 3 * width, fn::Identity, Index>;   // x -> [Q | K | V]
+  using OutProjection = DenseLayer<In, width, fn::Identity, Index>;      // O -> y
+  static constexpr std::size_t out_offset = InProjection::num_params;
+  static constexpr std::size_t rows = std::size_t{Heads} * length;  // query rows per sample
+  static constexpr std::size_t sequence = std::size_t{length} * width;
+
+  using in_shape = In;
+  using out_shape = In;
+  static constexpr int module_index = Index;
+  static constexpr std::size_t num_params = InProjection::num_params + OutProjection::num_params;
+  static constexpr std::size_t w = static_cast<std::size_t>(width);
+  static constexpr std::array<ParamInfo, 4> params{{
+      {"in_proj_weight", 2, {3 * width, width, 0, 0}, 0},
+      {"in_proj_bias", 1, {3 * width, 0, 0, 0}, 3 * w * w},
+      {"out_proj.weight", 2, {width, width, 0, 0}, out_offset},
+      {"out_proj.bias", 1, {width, 0, 0, 0}, out_offset + w * w},
+  }};
+  // Training keeps [Q | K | V] (3 T D), O (T D) and L (H T) per sample.
+  static constexpr std::size_t saved_per_sample = 4 * sequence + rows;
+  static constexpr bool output_aliases_input = false;
+  static constexpr bool backward_in_place = false;
+  static constexpr bool overwrites_gradients = true;  // both projections honour pass.gradients
+
+  // Inference keeps [Q | K | V] and O here instead; backward, dO, d[Q | K | V] and Delta.
+  static constexpr std::size_t scratch_values(int batch) {
+    return static_cast<std::size_t>(batch) * (4 * sequence + rows);
+  }
+
+  template <class T>
+  static void init(T* p, Rng& rng) {
+    const double xavier = std::sqrt(6.0 / (w + 3 * w));  // fan_in D, fan_out 3D
+    for (std::size_t i = 0; i < 3 * w * w; ++i) p[i] = static_cast<T>(rng.uniform(-xavier, xavier));
+    std::fill_n(p + 3 * w * w, 3 * w, T(0));
+    init_fan_in_uniform(p + out_offset, w * w, w, rng);
+    std::fill_n(p + out_offset + w * w, w, T(0));
+  }
+
+  template <class T, class Device>
+  static void forward(Device device, const Pass<T>& pass, const T* p, const T* x, T* y, T* saved, int batch) {
+    const auto samples = static_cast<std::size_t>(batch);
+    T* qkv = saved != nullptr ? saved : pass.scratch;
+    T* out = qkv + 3 * sequence * samples;
+    T* lse = saved != nullptr ? out + sequence * samples : nullptr;
+    InProjection::forward(device, pass, p, x, qkv, static_cast<T*>(nullptr), batch);
+    for_each_index(device, rows * samples, 4 * std::size_t{length} * width / Heads,
+                   detail::AttentionForwardRows<length, width, Heads, Causal, T>{qkv, out, lse});
+    OutProjection::forward(device, pass, p + out_offset, out, y, static_cast<T*>(nullptr), batch);
+  }
+
+  template <class T, class Device>
+  static void backward(Device device, const Pass<T>& pass, const T* p, T* g, const T* x, const T* y, const T* saved,
+                       T* dy, T* dx, int batch) {
+    const auto samples = static_cast<std::size_t>(batch);
+    const T* qkv = saved;
+    const T* out = qkv + 3 * sequence * samples;
+    const T* lse = out + sequence * samples;
+    T* dout = pass.scratch;
+    T* dqkv = dout + sequence * samples;
+    T* delta = dqkv + 3 * sequence * samples;
+    OutProjection::backward(device, pass, p + out_offset, g + out_offset, out, y, static_cast<const T*>(nullptr), dy,
+                            dout, batch);
+    const std::size_t work = 6 * std::size_t{length} * width / Heads;
+    for_each_index(device, rows * samples, std::size_t{width} / Heads,
+                   detail::AttentionDeltaRows<length, width, Heads, Causal, T>{out, dout, delta});
+    for_each_index(device, rows * samples, work,
+                   detail::AttentionQueryGradientRows<length, width, Heads, Causal, T>{qkv, dout, lse, delta, dqkv});
+    for_each_index(device, rows * samples, work,
+                   detail::AttentionKeyValueGradientRows<length, width, Heads, Causal, T>{qkv, dout, lse, delta, dqkv});
+    InProjection::backward(device, pass, p, g, x, qkv, static_cast<const T*>(nullptr), dqkv, dx, batch);
+  }
+};
+
+}  // namespace etnn::nn
 // ---- etnn/nn/batch_norm_layer.hpp ----
 // Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // nn::batch_norm bound to its input: PyTorch's nn.BatchNorm1d(C) after a linear layer (input (C)
@@ -6738,22 +7140,6 @@ struct BatchNormLayer {
 // activation that follows it: PyTorch's nn.Conv2d(C, Out, K, stride=S, padding=P).
 //   y = f(conv(x, W) + b)   x: (B, C, H, W)  W: (Out, C, K, K)  b: (Out)  y: (B, Out, OH, OW)
 
-// ---- etnn/nn/init.hpp ----
-// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
-// PyTorch's default initialisation of nn.Linear and nn.Conv2d (reset_parameters): weights by
-// kaiming_uniform_(a = sqrt(5)), which is U(-1/sqrt(fan_in), 1/sqrt(fan_in)), and the bias from
-// the same bound. fan_in is in_features, or C K K for a convolution.
-
-
-namespace etnn::nn {
-
-template <class T>
-void init_fan_in_uniform(T* p, std::size_t n, std::size_t fan_in, Rng& rng) {
-  const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
-  for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<T>(rng.uniform(-bound, bound));
-}
-
-}  // namespace etnn::nn
 
 namespace etnn::nn {
 
@@ -6803,64 +7189,6 @@ struct ConvLayer {
   static void backward(Device device, const Pass<T>& pass, const T* p, T* g, const T* x, const T* y,
                        const T* saved, T* dy, T* dx, int batch) {
     conv2d_backward<geometry, Out>(device, p, g, g + weight_size, x, y, saved, dy, dx, pass.scratch, batch, Act{});
-  }
-};
-
-}  // namespace etnn::nn
-// ---- etnn/nn/dense_layer.hpp ----
-// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
-// nn::linear<Out> bound to a flat input, optionally fused with the activation that follows it.
-//   y = f(x W^T + b)    x: (B, IN)  W: (OUT, IN)  b: (OUT)  y: (B, OUT)
-
-
-namespace etnn::nn {
-
-template <ShapeType In, int Out, class Act, int Index>
-struct DenseLayer {
-  static_assert(check::linear_input<In>());
-  static constexpr int in_features = In::dims[0];
-
-  using in_shape = In;
-  using out_shape = Shape<Out>;
-  using activation = Act;
-  static constexpr int module_index = Index;
-  static constexpr std::size_t num_params = std::size_t{Out} * in_features + Out;
-  static constexpr std::array<ParamInfo, 2> params{{
-      {"weight", 2, {Out, in_features, 0, 0}, 0},
-      {"bias", 1, {Out, 0, 0, 0}, std::size_t{Out} * in_features},
-  }};
-  // The pre-activation Z, when f' cannot be computed from the output alone (gelu, silu).
-  static constexpr std::size_t saved_per_sample = Act::derivative_needs_input ? Out : 0;
-  static constexpr bool output_aliases_input = false;
-  static constexpr bool backward_in_place = false;
-  static constexpr bool cuda_kernels = true;  // cuda/dense.hpp
-  static constexpr bool overwrites_gradients = true;  // on the CPU (nn/layer.hpp)
-
-  template <class T>
-  static void init(T* p, Rng& rng) {
-    init_fan_in_uniform(p, num_params, in_features, rng);
-  }
-
-  // On the device, a mixed-precision model's products read 16-bit copies of their operands.
-  template <class T, class Device>
-  static void forward(Device device, const Pass<T>& pass, const T* p, const T* x, T* y, T* saved, int batch) {
-    if constexpr (std::is_same_v<Device, Cpu>)
-      dense_forward<in_features, Out>(device, p, p + params[1].offset, x, y, saved, batch, Act{});
-    else
-      dense_forward<in_features, Out>(device, p, p + params[1].offset, x, y, saved, batch, Act{}, pass.products);
-  }
-
-  template <class T, class Device>
-  static void backward(Device device, const Pass<T>& pass, const T* p, T* g, const T* x, const T* y, const T* saved,
-                       T* dy, T* dx, int batch) {
-    if constexpr (std::is_same_v<Device, Cpu>) {
-      dense_backward<in_features, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, batch, Act{},
-                                       pass.gradients == Gradients::overwrite ? cpu::Accumulate::no
-                                                                              : cpu::Accumulate::yes);
-    } else {  // the device's products add (the executor zeroes first: overwrites_gradients_on)
-      dense_backward<in_features, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, batch, Act{},
-                                       pass.products);
-    }
   }
 };
 
@@ -6923,6 +7251,114 @@ struct DropoutLayer : InPlaceLayer<In, Index> {
 };
 
 }  // namespace etnn::nn
+// ---- etnn/nn/embedding_layer.hpp ----
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
+// nn::embedding<D> bound to token ids Tokens<T, V>: PyTorch's nn.Embedding(V, D), weight (V, D)
+// initialised N(0, 1).
+//   y[b, t, :] = W[id(b, t), :]                   ids: (B, T)  W: (V, D)  y: (B, T, D)
+// Backward scatters: dW[v, :] += sum over the positions (b, t) with id(b, t) = v of dy[b, t, :].
+// Each call of the gradient functor owns a block of 16 columns of dW and walks the positions in
+// order, so the sums need no atomics and do not depend on the thread count. The ids have no
+// gradient: the layer is always the first with parameters, and the executor passes dx = null.
+
+
+namespace etnn::nn {
+
+namespace detail {
+
+// V of Tokens<T, V>, or 1 for any other shape (whose layer's static_assert explains).
+template <class In>
+constexpr int vocabulary_of() {
+  if constexpr (TokenShape<In>) return In::vocabulary;
+  else return 1;
+}
+
+// Throws unless every id of the batch is an integer in [0, V), naming the first that is not.
+template <int T, int V, class Scalar>
+void check_token_ids(const Scalar* ids, int batch) {
+  for (std::size_t i = 0; i < static_cast<std::size_t>(batch) * T; ++i) {
+    const Scalar id = ids[i];
+    if (id >= Scalar(0) && id < Scalar(V) && std::floor(id) == id) continue;
+    throw ShapeError(etnn::detail::message(
+        "etnn::nn::embedding", "token id ", std::to_string(static_cast<double>(id)), " of sample ",
+        std::to_string(i / T), ", position ", std::to_string(i % T), " is outside [0, ", std::to_string(V),
+        "); the network's nn::input_tokens<", std::to_string(T), ", ", std::to_string(V), "> takes ", std::to_string(V),
+        " ids (or the data was not tokenised with this vocabulary)"));
+  }
+}
+
+// Row r = b T + t of y from the weight's row id(b, t).
+template <int D, class T>
+struct EmbeddingRows {
+  const T* weight;
+  const T* ids;
+  T* y;
+  ETNN_HD void operator()(std::size_t r) const {
+    const T* row = weight + static_cast<std::size_t>(ids[r]) * D;
+    for (int j = 0; j < D; ++j) y[r * D + j] = row[j];
+  }
+};
+
+// Columns [16 c, 16 c + 16) of dW, summed over the positions in order.
+template <int D, class T>
+struct EmbeddingGradientColumns {
+  static constexpr int block = 16;
+  const T* ids;
+  const T* dy;
+  T* weight_grad;
+  std::size_t positions;  // B T
+  ETNN_HD void operator()(std::size_t c) const {
+    const int begin = static_cast<int>(c) * block;
+    const int end = begin + block < D ? begin + block : D;
+    for (std::size_t r = 0; r < positions; ++r) {
+      T* grad_row = weight_grad + static_cast<std::size_t>(ids[r]) * D;
+      for (int j = begin; j < end; ++j) grad_row[j] += dy[r * D + j];
+    }
+  }
+};
+
+}  // namespace detail
+
+template <ShapeType In, int D, int Index>
+struct EmbeddingLayer {
+  static_assert(check::embedding_input<TokenShape<In>>());
+  static_assert(check::positive_width<D>());
+  static constexpr int length = In::dims[0];
+  static constexpr int vocabulary = detail::vocabulary_of<In>();
+
+  using in_shape = In;
+  using out_shape = Shape<length, D>;
+  static constexpr int module_index = Index;
+  static constexpr std::size_t num_params = std::size_t{vocabulary} * D;
+  static constexpr std::array<ParamInfo, 1> params{{{"weight", 2, {vocabulary, D, 0, 0}, 0}}};
+  static constexpr std::size_t saved_per_sample = 0;
+  static constexpr bool output_aliases_input = false;
+  static constexpr bool backward_in_place = false;
+
+  template <class T>
+  static void init(T* p, Rng& rng) {
+    for (std::size_t i = 0; i < num_params; ++i) p[i] = static_cast<T>(rng.normal());
+  }
+
+  template <class T, class Device>
+  static void forward(Device device, const Pass<T>&, const T* p, const T* x, T* y, T*, int batch) {
+    detail::check_token_ids<length, vocabulary>(x, batch);
+    for_each_index(device, positions(batch), std::size_t{D}, detail::EmbeddingRows<D, T>{p, x, y});
+  }
+
+  template <class T, class Device>
+  static void backward(Device device, const Pass<T>&, const T*, T* g, const T* x, const T*, const T*, T* dy, T*,
+                       int batch) {
+    using Columns = detail::EmbeddingGradientColumns<D, T>;
+    for_each_index(device, (std::size_t{D} + Columns::block - 1) / Columns::block, positions(batch) * Columns::block,
+                   Columns{x, dy, g, positions(batch)});
+  }
+
+ private:
+  static std::size_t positions(int batch) { return static_cast<std::size_t>(batch) * length; }
+};
+
+}  // namespace etnn::nn
 // ---- etnn/nn/flatten_layer.hpp ----
 // Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // nn::flatten: (B, C, H, W) -> (B, C*H*W). Row-major storage makes it a reinterpretation:
@@ -6957,7 +7393,9 @@ struct FlattenLayer : ParameterFree {
 // Backward, with g = dy (.) gamma:
 //   dgamma += sum_b dy (.) xhat,  dbeta += sum_b dy            one functor call per feature
 //   dx = (g - mean(g) - xhat mean(g (.) xhat)) / sqrt(var + eps)   one per sample
-// Forward keeps (mu, 1 / sqrt(var + eps)) per sample when training. Each functor is ETNN_HD and
+// On a sequence (T, D) it normalises each position over its D values, as nn.LayerNorm(D) on a
+// (B, T, D) tensor: weight and bias are (D), and the rows above are the B T positions.
+// Forward keeps (mu, 1 / sqrt(var + eps)) per row when training. Each functor is ETNN_HD and
 // serves both devices: host threads split its calls, the device runs a thread per call.
 
 
@@ -7040,44 +7478,50 @@ struct LayerNormInputGradientRows {
 
 template <ShapeType In, int Index>
 struct LayerNormLayer {
-  static constexpr int width = static_cast<int>(In::size);
+  static constexpr bool sequence = In::rank == 2;
+  static constexpr int width = sequence ? In::dims[1] : static_cast<int>(In::size);  // values per row
+  static constexpr int rows = static_cast<int>(In::size) / width;                      // rows per sample
   static constexpr ParamInfo shaped(std::string_view name, std::size_t offset) {
-    ParamInfo info{name, In::rank, {0, 0, 0, 0}, offset};
-    std::copy(In::dims.begin(), In::dims.end(), info.shape.begin());
+    ParamInfo info{name, sequence ? 1 : In::rank, {0, 0, 0, 0}, offset};
+    if (sequence) info.shape[0] = width;
+    else std::copy(In::dims.begin(), In::dims.end(), info.shape.begin());
     return info;
   }
 
   using in_shape = In;
   using out_shape = In;
   static constexpr int module_index = Index;
-  static constexpr std::size_t num_params = 2 * In::size;
-  static constexpr std::array<ParamInfo, 2> params{{shaped("weight", 0), shaped("bias", In::size)}};
-  static constexpr std::size_t saved_per_sample = 2;  // mean and 1 / std
+  static constexpr std::size_t num_params = 2 * std::size_t{width};
+  static constexpr std::array<ParamInfo, 2> params{{shaped("weight", 0), shaped("bias", width)}};
+  static constexpr std::size_t saved_per_sample = 2 * std::size_t{rows};  // mean and 1 / std per row
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = false;
   static constexpr bool cuda_kernels = true;  // the functors on the device
 
   template <class T>
   static void init(T* p, Rng&) {
-    std::fill_n(p, In::size, T(1));
-    std::fill_n(p + In::size, In::size, T(0));
+    std::fill_n(p, width, T(1));
+    std::fill_n(p + width, width, T(0));
   }
 
   template <class T, class Device>
   static void forward(Device device, const Pass<T>&, const T* p, const T* x, T* y, T* saved, int batch) {
-    for_each_index(device, static_cast<std::size_t>(batch), 3 * In::size,
-                 detail::LayerNormRows<width, T>{p, p + In::size, x, y, saved});
+    for_each_index(device, row_count(batch), 3 * std::size_t{width},
+                   detail::LayerNormRows<width, T>{p, p + width, x, y, saved});
   }
 
   template <class T, class Device>
   static void backward(Device device, const Pass<T>&, const T* p, T* g, const T* x, const T*, const T* saved, T* dy,
                        T* dx, int batch) {
-    const auto samples = static_cast<std::size_t>(batch);
-    for_each_index(device, In::size, 2 * samples,
-                 detail::LayerNormParameterGradients<width, T>{x, saved, dy, g, g + In::size, samples});
+    const std::size_t n = row_count(batch);
+    for_each_index(device, std::size_t{width}, 2 * n,
+                   detail::LayerNormParameterGradients<width, T>{x, saved, dy, g, g + width, n});
     if (dx == nullptr) return;
-    for_each_index(device, samples, 4 * In::size, detail::LayerNormInputGradientRows<width, T>{p, x, saved, dy, dx});
+    for_each_index(device, n, 4 * std::size_t{width}, detail::LayerNormInputGradientRows<width, T>{p, x, saved, dy, dx});
   }
+
+ private:
+  static std::size_t row_count(int batch) { return static_cast<std::size_t>(batch) * rows; }
 };
 
 }  // namespace etnn::nn
@@ -7115,6 +7559,81 @@ struct PoolLayer : ParameterFree {
   static void backward(Device device, const Pass<T>&, const T*, T*, const T* x, const T* y, const T*, T* dy, T* dx,
                        int batch) {
     pool2d_backward<geometry>(device, Kind{}, x, y, dy, dx, batch);
+  }
+};
+
+}  // namespace etnn::nn
+// ---- etnn/nn/positional_embedding_layer.hpp ----
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
+// nn::positional_embedding bound to a sequence (T, D): a learned position table P, weight (T, D)
+// initialised N(0, 1) as nn.Embedding(T, D), added to every sample.
+//   y[b, t, :] = x[b, t, :] + P[t, :]            x, y: (B, T, D)
+//   dP[t, d] += sum_b dy[b, t, d]  (one functor call per entry, samples in order),  dx = dy
+
+
+namespace etnn::nn {
+
+namespace detail {
+
+template <std::size_t N, class T>
+struct AddPositions {
+  const T* table;
+  const T* x;
+  T* y;
+  ETNN_HD void operator()(std::size_t i) const { y[i] = x[i] + table[i % N]; }
+};
+
+template <std::size_t N, class T>
+struct PositionGradients {
+  const T* dy;
+  T* table_grad;
+  std::size_t batch;
+  ETNN_HD void operator()(std::size_t i) const {
+    T sum = table_grad[i];
+    for (std::size_t b = 0; b < batch; ++b) sum += dy[b * N + i];
+    table_grad[i] = sum;
+  }
+};
+
+template <class T>
+struct CopyValues {
+  const T* from;
+  T* to;
+  ETNN_HD void operator()(std::size_t i) const { to[i] = from[i]; }
+};
+
+}  // namespace detail
+
+template <ShapeType In, int Index>
+struct PositionalEmbeddingLayer {
+  static_assert(check::sequence_input<In, TokenShape<In>>());
+  static constexpr std::size_t table = In::size;  // T D
+
+  using in_shape = In;
+  using out_shape = In;
+  static constexpr int module_index = Index;
+  static constexpr std::size_t num_params = table;
+  static constexpr std::array<ParamInfo, 1> params{{{"weight", 2, {dim_or_one<In>(0), dim_or_one<In>(1), 0, 0}, 0}}};
+  static constexpr std::size_t saved_per_sample = 0;
+  static constexpr bool output_aliases_input = false;
+  static constexpr bool backward_in_place = true;
+
+  template <class T>
+  static void init(T* p, Rng& rng) {
+    for (std::size_t i = 0; i < num_params; ++i) p[i] = static_cast<T>(rng.normal());
+  }
+
+  template <class T, class Device>
+  static void forward(Device device, const Pass<T>&, const T* p, const T* x, T* y, T*, int batch) {
+    for_each_index(device, table * static_cast<std::size_t>(batch), detail::AddPositions<table, T>{p, x, y});
+  }
+
+  template <class T, class Device>
+  static void backward(Device device, const Pass<T>&, const T*, T* g, const T*, const T*, const T*, T* dy, T* dx,
+                       int batch) {
+    const auto samples = static_cast<std::size_t>(batch);
+    for_each_index(device, table, samples, detail::PositionGradients<table, T>{dy, g, samples});
+    if (dx != nullptr && dx != dy) for_each_index(device, table * samples, detail::CopyValues<T>{dy, dx});
   }
 };
 
@@ -7209,16 +7728,31 @@ struct LayerSpec {};
 template <class S>
 concept Spec = std::is_base_of_v<LayerSpec, S>;
 
-// The per-sample input shape; starts every network.
+// What starts every network: the per-sample input shape S.
+template <ShapeType S>
+struct InputSpec : LayerSpec {
+  using shape = S;
+  static constexpr bool is_input = true;
+};
+
+template <class S>
+concept InputSpecType = Spec<S> && requires { requires S::is_input; };
+
+// nn::input<Dims...>: samples of Shape<Dims...>.
 template <int... Dims>
-struct Input : LayerSpec {
-  using shape = Shape<Dims...>;
+struct Input : InputSpec<Shape<Dims...>> {
   static std::string describe() {
     std::string s = "input<";
     ((s += std::to_string(Dims) + ","), ...);
     s.back() = '>';
     return s;
   }
+};
+
+// nn::input_tokens<T, V>: samples of T token ids in [0, V) (Tokens<T, V>), read by nn::embedding.
+template <int T, int V>
+struct InputTokens : InputSpec<Tokens<T, V>> {
+  static std::string describe() { return "input_tokens<" + std::to_string(T) + "," + std::to_string(V) + ">"; }
 };
 
 // Fully connected: y = x W^T + b with Out features, PyTorch's nn.Linear(in, Out).
@@ -7230,6 +7764,25 @@ struct Linear : LayerSpec {
   template <ShapeType In, int Index>
   using bind = bind_fused<In, fn::Identity, Index>;
   static std::string describe() { return "linear<" + std::to_string(Out) + ">"; }
+};
+
+// PyTorch's nn.Embedding(V, D) on token ids Tokens<T, V>: (T) ids -> a (T, D) sequence.
+template <int D>
+struct Embedding : LayerSpec {
+  template <ShapeType In, int Index>
+  using bind = EmbeddingLayer<In, D, Index>;
+  static std::string describe() { return "embedding<" + std::to_string(D) + ">"; }
+};
+
+// Self-attention over a (T, D) sequence with Heads heads, masked to earlier positions when
+// Causal: PyTorch's nn.MultiheadAttention(D, Heads, batch_first=True) called as attn(x, x, x).
+template <int Heads, bool Causal>
+struct MultiHeadAttention : LayerSpec {
+  template <ShapeType In, int Index>
+  using bind = MultiHeadAttentionLayer<In, Heads, Causal, Index>;
+  static std::string describe() {
+    return "multi_head_attention<" + std::to_string(Heads) + (Causal ? ",causal>" : ">");
+  }
 };
 
 // Options of conv2d and the pooling layers, written after the kernel size in any order:
@@ -7311,6 +7864,7 @@ struct SimpleSpec : LayerSpec {
 namespace detail {
 inline constexpr char batch_norm_name[] = "batch_norm";
 inline constexpr char layer_norm_name[] = "layer_norm";
+inline constexpr char positional_embedding_name[] = "positional_embedding";
 inline constexpr char softmax_name[] = "softmax";
 inline constexpr char log_softmax_name[] = "log_softmax";
 template <ShapeType In, int Index>
@@ -7321,6 +7875,7 @@ using LogSoftmaxOf = SoftmaxLayer<In, detail::LogProbabilities, Index>;
 
 using BatchNorm = SimpleSpec<BatchNormLayer, detail::batch_norm_name>;
 using LayerNorm = SimpleSpec<LayerNormLayer, detail::layer_norm_name>;
+using PositionalEmbedding = SimpleSpec<PositionalEmbeddingLayer, detail::positional_embedding_name>;
 using Softmax = SimpleSpec<detail::SoftmaxOf, detail::softmax_name>;
 using LogSoftmax = SimpleSpec<detail::LogSoftmaxOf, detail::log_softmax_name>;
 
@@ -7358,6 +7913,8 @@ using SiLU = Activation<fn::Silu>;
 
 template <int... Dims>
 inline constexpr Input<Dims...> input{};
+template <int T, int V>
+inline constexpr InputTokens<T, V> input_tokens{};
 template <int Out>
 inline constexpr Linear<Out> linear{};
 inline constexpr Flatten flatten{};
@@ -7371,6 +7928,13 @@ inline constexpr Pool2d<expr::AveragePooling, Kernel, detail::stride_of<Kernel, 
     avg_pool2d{};
 inline constexpr BatchNorm batch_norm{};
 inline constexpr LayerNorm layer_norm{};
+template <int D>
+inline constexpr Embedding<D> embedding{};
+inline constexpr PositionalEmbedding positional_embedding{};
+// nn::multi_head_attention<4> attends to every position; nn::multi_head_attention<4, true> only to
+// the position itself and those before it (a language model's causal mask).
+template <int Heads, bool Causal = false>
+inline constexpr MultiHeadAttention<Heads, Causal> multi_head_attention{};
 inline constexpr Softmax softmax{};
 inline constexpr LogSoftmax log_softmax{};
 // p = 0.5 as PyTorch; another p: nn::dropout_with<std::ratio<1, 5>>.
@@ -7430,10 +7994,10 @@ struct Sequential {
   static constexpr bool is_network = false;
 };
 
-template <int... Dims, class... Rest>
-struct Sequential<Input<Dims...>, Rest...> {
+template <InputSpecType First, class... Rest>
+struct Sequential<First, Rest...> {
   static constexpr bool is_network = true;
-  using input_shape = Shape<Dims...>;
+  using input_shape = typename First::shape;
   using layers = typename detail::Plan<input_shape, 0, Rest...>::layers;  // TypeList of Layers
   using output_shape = typename detail::Plan<input_shape, 0, Rest...>::out_shape;
 
@@ -7447,7 +8011,7 @@ struct Sequential<Input<Dims...>, Rest...> {
   static constexpr std::size_t num_params = sum_params(layers{});
 
   // "input<784> >> linear<512> >> relu >> linear<10>"
-  static std::string describe() { return (Input<Dims...>::describe() + ... + (" >> " + Rest::describe())); }
+  static std::string describe() { return (First::describe() + ... + (" >> " + Rest::describe())); }
 };
 
 namespace detail {
@@ -7455,15 +8019,15 @@ template <class T>
 struct IsSequential : std::false_type {};
 template <class... S>
 struct IsSequential<Sequential<S...>> : std::true_type {};
-template <class T>
-struct IsInput : std::false_type {};
-template <int... D>
-struct IsInput<Input<D...>> : std::true_type {};
 template <class Chain, class Next>
 struct Append;
 template <class... S, class Next>
 struct Append<Sequential<S...>, Next> {
   using type = Sequential<S..., Next>;
+};
+template <class... S, class... Next>
+struct Append<Sequential<S...>, Sequential<Next...>> {  // a block spliced in: its specs, in order
+  using type = Sequential<S..., Next...>;
 };
 }  // namespace detail
 
@@ -7471,15 +8035,22 @@ struct Append<Sequential<S...>, Next> {
 template <class Net>
 concept Network = detail::IsSequential<Net>::value && requires { requires Net::is_network; };
 
+// a >> b, where b is a spec or a block (a chain without nn::input, reused as often as wanted:
+//   constexpr auto block = nn::residual(...) >> nn::residual(...);
+//   constexpr auto net = nn::input_tokens<128, 96> >> nn::embedding<128> >> block >> block;)
 template <class A, class B>
   requires(Spec<A> || detail::IsSequential<A>::value)
 constexpr auto operator>>(A, B) {
-  static_assert(check::is_layer_spec<Spec<B>>());
-  static_assert(check::input_first<!detail::IsInput<B>::value>());
+  if constexpr (detail::IsSequential<B>::value) {
+    static_assert(check::block_without_input<!B::is_network>());
+  } else {
+    static_assert(check::is_layer_spec<Spec<B>>());
+    static_assert(check::input_first<!InputSpecType<B>>());
+  }
   if constexpr (detail::IsSequential<A>::value) {
     return typename detail::Append<A, B>::type{};
   } else {
-    return Sequential<A, B>{};
+    return typename detail::Append<Sequential<A>, B>::type{};
   }
 }
 
@@ -7846,7 +8417,7 @@ struct FusedLayer {
 };
 template <ShapeType In, int Out, class Act, int Index>
 struct FusedLayer<DenseLayer<In, Out, Act, Index>> {
-  static constexpr bool dense = true;
+  static constexpr bool dense = In::rank == 1;  // not linear over a sequence's positions
   static constexpr int in = In::dims[0];
   static constexpr int out = Out;
   static constexpr bool relu = std::is_same_v<Act, expr::detail::FusedHidden>;  // the kernels' activation
@@ -8258,11 +8829,11 @@ void summary_rows(std::vector<SummaryRow>& rows, nn::Sequential<S, Rest...>) {
 
 template <class Net>
 struct SummaryOf;
-template <int... Dims, class... Rest>
-struct SummaryOf<nn::Sequential<nn::Input<Dims...>, Rest...>> {
+template <nn::InputSpecType First, class... Rest>
+struct SummaryOf<nn::Sequential<First, Rest...>> {
   static std::vector<SummaryRow> rows() {
-    std::vector<SummaryRow> out{{"", nn::Input<Dims...>::describe(), Shape<Dims...>::to_string(), "0", ""}};
-    summary_rows<Shape<Dims...>, 0>(out, nn::Sequential<Rest...>{});
+    std::vector<SummaryRow> out{{"", First::describe(), First::shape::to_string(), "0", ""}};
+    summary_rows<typename First::shape, 0>(out, nn::Sequential<Rest...>{});
     return out;
   }
 };
@@ -8439,7 +9010,8 @@ class TrainingPass {
 }  // namespace etnn::nn
 // ---- etnn/loss/loss.hpp ----
 // etnn::loss, the face of loss/: fused value-and-gradient losses with PyTorch's definitions and reductions.
-//   on class indices: CrossEntropy, NLL, MultiMargin
+//   on class indices: CrossEntropy, NLL, MultiMargin; at every position of a sequence:
+//   SequenceCrossEntropy
 //   on targets of the output's shape: MSE, L1, SmoothL1, Huber, BCEWithLogits, BCE, Hinge, KLDiv
 //   on multi-hot targets: MultiLabelSoftMargin
 //   with parameters of their own, on embeddings and class indices: CosFace, ArcFace, SphereFace,
@@ -8475,6 +9047,14 @@ consteval bool class_scores() {
   static_assert(Out::rank == 1,
                 "ETNN_LOSS_SHAPE: this loss expects flat class scores (B, C); end the network "
                 "with nn::linear<C> (or nn::flatten)");
+  return true;
+}
+
+template <class Out>
+consteval bool sequence_scores() {
+  static_assert(Out::rank == 2,
+                "ETNN_LOSS_SHAPE: SequenceCrossEntropy expects class scores at every position (B, T, V); "
+                "end the network with nn::linear<V> over a sequence (T, D)");
   return true;
 }
 
@@ -8696,8 +9276,10 @@ struct LabelTargetLoss {
 // What kind of targets a loss takes; the Trainer stages them accordingly.
 namespace etnn::loss {
 
-// One class index per sample: std::span<const int>.
+// One class index per sample: std::span<const int>. (SequenceCrossEntropy: one per position.)
 struct ClassIndices {};
+// The label of a position no loss counts (PyTorch's default ignore_index).
+inline constexpr int ignore_index = -100;
 // One real value per output element: a TensorView of the output's shape.
 struct RealValues {};
 // One 0 or 1 per output element (multi-label classification): a TensorView of the output's
@@ -9795,6 +10377,96 @@ class NLL : public detail::LabelTargetLoss<NLL> {
 };
 
 }  // namespace etnn::loss
+// ---- etnn/loss/sequence_cross_entropy.hpp ----
+// Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
+// Softmax cross-entropy at every position of a sequence (a language model's loss): PyTorch's
+// F.cross_entropy(logits.view(-1, V), targets.view(-1), ignore_index=-100).
+//   z: (B, T, V) logits   y: B T class indices, position t of sample b at y[b T + t]
+//   loss = r sum over positions with y != ignore of -log softmax(z_bt)[y_bt]
+//   r = 1 / #(positions with y != ignore) (mean) or 1 (sum)
+//   dL/dz_bt = r (softmax(z_bt) - onehot(y_bt)), and 0 at an ignored position
+// When every position is ignored the mean is 0/0 = NaN, as in PyTorch. Each position is one row
+// of CrossEntropy's row (cross_entropy.hpp), so both devices run the rows as for CrossEntropy.
+
+
+namespace etnn::loss {
+
+namespace detail {
+template <class T>
+struct SequenceCrossEntropyRow {
+  int ignore;
+  ETNN_HD T operator()(const T* z, int classes, int label, const float*, T* g, T scale) const {
+    if (label == ignore) {
+      if (g != nullptr)
+        for (int j = 0; j < classes; ++j) g[j] = T(0);
+      return T(0);
+    }
+    return cross_entropy_row(z, classes, label, static_cast<const float*>(nullptr), static_cast<T>(classes), T(0), g,
+                             scale);
+  }
+};
+}  // namespace detail
+
+struct SequenceCrossEntropyOptions {
+  Reduction reduction = Reduction::mean;
+  int ignore_index = loss::ignore_index;  // a position with this label adds nothing
+};
+
+class SequenceCrossEntropy {
+ public:
+  // One class index per position: B T labels for a batch of B sequences of T positions.
+  using target_kind = ClassIndices;
+  using Options = SequenceCrossEntropyOptions;
+
+  explicit SequenceCrossEntropy(Options options = {}) : options_(options) {}
+  const Options& options() const noexcept { return options_; }
+
+  template <class T, ShapeType S, class Device>
+  T value_and_grad(Device, TensorView<const T, S, Device> output, std::span<const int> labels, T* grad) const {
+    static_assert(check::sequence_scores<S>());
+    constexpr int length = dim_or_one<S>(0), classes = dim_or_one<S>(1);
+    const int rows = output.batch() * length;
+    const std::size_t counted = checked_positions(labels, output.batch(), length, classes);
+    const T scale = options_.reduction == Reduction::mean ? T(1) / static_cast<T>(counted) : T(1);
+    return label_rows_loss(Device{}, scratch_, output.data(), rows, classes, labels, static_cast<const float*>(nullptr),
+                           grad, scale, detail::SequenceCrossEntropyRow<T>{options_.ignore_index}, who);
+  }
+  template <class T, ShapeType S, class Device>
+  T value(Device, TensorView<const T, S, Device> output, std::span<const int> labels) const {
+    return value_and_grad(Device{}, output, labels, static_cast<T*>(nullptr));
+  }
+
+ private:
+  static constexpr const char* who = "etnn::loss::SequenceCrossEntropy";
+
+  // Throws unless there is one label per position, each a class or the ignore index; returns how
+  // many are not ignored.
+  std::size_t checked_positions(std::span<const int> labels, int batch, int length, int classes) const {
+    const std::size_t rows = static_cast<std::size_t>(batch) * static_cast<std::size_t>(length);
+    if (labels.size() != rows)
+      throw ShapeError(detail::message(who, std::to_string(labels.size()), " labels for a batch of ",
+                                       std::to_string(batch), " sequences of ", std::to_string(length),
+                                       " positions; pass one class index per position (", std::to_string(rows), ")"));
+    std::size_t counted = 0;
+    for (std::size_t i = 0; i < rows; ++i) {
+      const int y = labels[i];
+      if (y == options_.ignore_index) continue;
+      if (y < 0 || y >= classes)
+        throw ShapeError(detail::message(who, "label ", std::to_string(y), " of sample ", std::to_string(i / length),
+                                         ", position ", std::to_string(i % length), " is outside [0, ",
+                                         std::to_string(classes), ") and is not the ignore_index ",
+                                         std::to_string(options_.ignore_index)));
+      ++counted;
+    }
+    return counted;
+  }
+
+  Options options_;
+  // The device's copies of labels and row losses; nothing (and no size) in a host build.
+  [[no_unique_address]] mutable backend::LabelRowsScratch scratch_;
+};
+
+}  // namespace etnn::loss
 // ---- etnn/loss/smooth_l1.hpp ----
 // Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // Smooth L1 (PyTorch's SmoothL1Loss), value and gradient in one pass; d_i = y_i - t_i.
@@ -10859,9 +11531,11 @@ SGD(Model&, const SgdOptions&, R&, BucketOptions) -> SGD<Model, R>;
 //   ClassIndices        one int per sample in [0, INT_MAX), a class index (the default)
 //   etnn::Shape<K...>   real values: one float row of that shape per sample (regression)
 //   MultiHot<K>         K floats per sample, each 0 or 1 (multi-label classification)
+//   SequenceLabels<T>   T ints per sample: a class index per position of a sequence, or
+//                       loss::ignore_index (-100) for a position no loss counts (a language model)
 // A batch carries them as the loss takes them (loss/targets.hpp): class indices as a
-// std::span<const int> of B values, the others as a TensorView<const float, target_shape<Y>> of
-// B rows.
+// std::span<const int> of B values (B T for sequence labels), the others as a
+// TensorView<const float, target_shape<Y>> of B rows.
 
 
 // ---- etnn/data/checks.hpp ----
@@ -10878,7 +11552,7 @@ consteval bool target_kind() {
   static_assert(Known,
                 "ETNN_DATASET_TARGET: Dataset<X, Y>'s Y must be etnn::data::ClassIndices (the default: one int "
                 "per sample), an etnn::Shape<K...> (real-valued target rows) or etnn::data::MultiHot<K> "
-                "(K values of 0 or 1)");
+                "(K values of 0 or 1) or etnn::data::SequenceLabels<T> (a class index per position)");
   return true;
 }
 
@@ -10897,6 +11571,11 @@ using ClassIndices = loss::ClassIndices;
 template <int K>
 struct MultiHot {
   static_assert(check::multi_hot_width<K>());
+};
+
+template <int T>
+struct SequenceLabels {
+  static_assert(check::multi_hot_width<T>());
 };
 
 namespace detail {
@@ -10919,8 +11598,16 @@ struct TargetTraits<Shape<K...>> {
 template <int K>
 struct TargetTraits<MultiHot<K>> {
   static constexpr bool known = true;
+  static constexpr bool multi_hot = true;
   using value_type = float;
   using shape = Shape<K>;
+};
+template <int T>
+struct TargetTraits<SequenceLabels<T>> {
+  static constexpr bool known = true;
+  static constexpr bool sequence_labels = true;
+  using value_type = int;
+  using shape = Shape<T>;
 };
 }  // namespace detail
 
@@ -10938,14 +11625,19 @@ inline constexpr std::size_t target_size = target_shape<Y>::size;
 template <TargetKind Y>
 inline constexpr bool class_targets = std::is_same_v<Y, ClassIndices>;
 template <TargetKind Y>
-inline constexpr bool multi_hot_targets = !class_targets<Y> && !std::is_same_v<Y, target_shape<Y>>;
+inline constexpr bool multi_hot_targets = requires { requires detail::TargetTraits<Y>::multi_hot; };
+template <TargetKind Y>
+inline constexpr bool sequence_label_targets = requires { requires detail::TargetTraits<Y>::sequence_labels; };
+// Targets that batches carry as a span of class indices (one per sample, or one per position).
+template <TargetKind Y>
+inline constexpr bool index_targets = class_targets<Y> || sequence_label_targets<Y>;
 
 // The targets of `rows` consecutive samples starting at `values` (rows * target_size<Y> values), as
 // a batch carries them.
 template <TargetKind Y>
 auto target_rows(const target_value<Y>* values, int rows) {
-  if constexpr (class_targets<Y>)
-    return std::span<const int>(values, static_cast<std::size_t>(rows));
+  if constexpr (index_targets<Y>)
+    return std::span<const int>(values, static_cast<std::size_t>(rows) * target_size<Y>);
   else
     return TensorView<const float, target_shape<Y>, Cpu>(values, rows);
 }
@@ -10953,8 +11645,9 @@ template <TargetKind Y>
 using target_batch = decltype(target_rows<Y>(nullptr, 0));
 
 // Throws etnn::ShapeError, naming `who` and the sample, unless every target value fits its kind:
-// a class index in [0, INT_MAX) (INT_MAX is excluded so that max label + 1 fits an int), 0 or 1
-// for multi-hot rows, a finite real value otherwise. Returns the largest label + 1 for class
+// a class index in [0, INT_MAX) (INT_MAX is excluded so that max label + 1 fits an int), that or
+// loss::ignore_index at a sequence's position, 0 or 1 for multi-hot rows, a finite real value
+// otherwise. Returns the largest label + 1 for class
 // indices (0 when there are none), else 0.
 template <TargetKind Y>
 int check_targets(std::span<const target_value<Y>> targets, const char* who) {
@@ -10970,6 +11663,11 @@ int check_targets(std::span<const target_value<Y>> targets, const char* who) {
     if constexpr (class_targets<Y>) {
       if (t < 0 || t == std::numeric_limits<int>::max())
         fail("labels are class indices in [0, INT_MAX), remap them before building the dataset");
+      num_classes = std::max(num_classes, t + 1);
+    } else if constexpr (sequence_label_targets<Y>) {
+      if (t == loss::ignore_index) continue;
+      if (t < 0 || t == std::numeric_limits<int>::max())
+        fail("sequence labels are class indices in [0, INT_MAX) or etnn::loss::ignore_index (-100)");
       num_classes = std::max(num_classes, t + 1);
     } else if constexpr (multi_hot_targets<Y>) {
       if (t != 0.0f && t != 1.0f) fail("multi-hot targets are 0 or 1 (for soft targets use etnn::Shape<K> targets)");
@@ -11168,7 +11866,7 @@ const char* to_feature(From v, float& out, bool allow_non_finite) noexcept {
 // A target value of the kind Y.
 template <TargetKind Y, class From>
 const char* to_target(From v, target_value<Y>& out) noexcept {
-  if constexpr (class_targets<Y>) {
+  if constexpr (index_targets<Y>) {
     return to_class_index(v, out);
   } else {
     if constexpr (std::is_floating_point_v<From>) {
@@ -11590,7 +12288,7 @@ concept DatasetType = ShapeType<typename D::shape> && TargetKind<dataset_targets
                       (class_targets<dataset_targets<D>> ? requires(const D& data, std::size_t i) {
                         { data.label(i) } -> std::convertible_to<int>;
                       } : requires(const D& data, std::size_t i) {
-                        { data.target(i) } -> std::convertible_to<const float*>;
+                        { data.target(i) } -> std::convertible_to<const target_value<dataset_targets<D>>*>;
                       }) && (requires(const D& data, std::size_t i) {
   { data.sample(i) } -> std::convertible_to<const float*>;  // in memory
 } || requires(const D& data, std::size_t i, float* out) {
@@ -13211,6 +13909,7 @@ std::string row_shapes() {
 template <TargetKind Y>
 std::string target_kind_name() {
   if constexpr (class_targets<Y>) return "class-index targets (etnn::data::ClassIndices)";
+  else if constexpr (sequence_label_targets<Y>) return "sequence labels (etnn::data::SequenceLabels<" + std::to_string(target_size<Y>) + ">)";
   else if constexpr (multi_hot_targets<Y>) return "multi-hot targets (etnn::data::MultiHot<" + std::to_string(target_size<Y>) + ">)";
   else return "real-valued targets " + Y::to_string();
 }

@@ -157,3 +157,30 @@ TEST_CASE("the layers of a CNN (conv, batch norm, pooling, residual, dropout, co
   CHECK(steps.operator_new() == 0);
   CHECK(steps.c_allocator() == 0);
 }
+
+TEST_CASE("a causal transformer language model with AdamW allocates nothing per step or in inference") {
+  constexpr int T = 32, V = 40, D = 32;
+  constexpr auto block = nn::residual(nn::layer_norm >> nn::multi_head_attention<4, true>) >>
+                         nn::residual(nn::layer_norm >> nn::linear<4 * D> >> nn::gelu >> nn::linear<D>);
+  using Gpt = decltype(nn::input_tokens<T, V> >> nn::embedding<D> >> nn::positional_embedding >> block >> block >>
+                       nn::layer_norm >> nn::linear<V>);
+  etnn::Model<Gpt> model(0);
+  etnn::loss::SequenceCrossEntropy loss;
+  etnn::optim::AdamW opt(model, {.lr = 1e-3f});
+  opt.set_schedule(etnn::optim::schedule::CosineWarmup{.warmup = 5, .total = 100});
+  opt.set_max_grad_norm(1.0f);
+  etnn::Trainer trainer(model, loss, opt);
+  etnn::Tensor<float, etnn::Tokens<T, V>> x(16);
+  std::vector<int> y(16 * T);
+  for (std::size_t i = 0; i < x.size(); ++i) x.data()[i] = static_cast<float>(i * 7 % V);
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<int>((i * 7 + 7) % V);
+  trainer.reserve(16);
+  model.reserve(16);
+  etnn::Tensor<float, etnn::Shape<T, V>> out(16);
+  const Allocations steps;
+  for (int i = 0; i < 3; ++i) trainer.step(x, y);
+  model.eval();
+  model.forward(x, out.view());
+  CHECK(steps.operator_new() == 0);
+  CHECK(steps.c_allocator() == 0);
+}

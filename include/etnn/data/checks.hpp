@@ -12,7 +12,7 @@ consteval bool target_kind() {
   static_assert(Known,
                 "ETNN_DATASET_TARGET: Dataset<X, Y>'s Y must be etnn::data::ClassIndices (the default: one int "
                 "per sample), an etnn::Shape<K...> (real-valued target rows) or etnn::data::MultiHot<K> "
-                "(K values of 0 or 1)");
+                "(K values of 0 or 1) or etnn::data::SequenceLabels<T> (a class index per position)");
   return true;
 }
 

@@ -82,7 +82,7 @@ concept DatasetType = ShapeType<typename D::shape> && TargetKind<dataset_targets
                       (class_targets<dataset_targets<D>> ? requires(const D& data, std::size_t i) {
                         { data.label(i) } -> std::convertible_to<int>;
                       } : requires(const D& data, std::size_t i) {
-                        { data.target(i) } -> std::convertible_to<const float*>;
+                        { data.target(i) } -> std::convertible_to<const target_value<dataset_targets<D>>*>;
                       }) && (requires(const D& data, std::size_t i) {
   { data.sample(i) } -> std::convertible_to<const float*>;  // in memory
 } || requires(const D& data, std::size_t i, float* out) {

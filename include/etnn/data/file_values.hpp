@@ -61,7 +61,7 @@ const char* to_feature(From v, float& out, bool allow_non_finite) noexcept {
 // A target value of the kind Y.
 template <TargetKind Y, class From>
 const char* to_target(From v, target_value<Y>& out) noexcept {
-  if constexpr (class_targets<Y>) {
+  if constexpr (index_targets<Y>) {
     return to_class_index(v, out);
   } else {
     if constexpr (std::is_floating_point_v<From>) {

@@ -354,6 +354,7 @@ std::string row_shapes() {
 template <TargetKind Y>
 std::string target_kind_name() {
   if constexpr (class_targets<Y>) return "class-index targets (etnn::data::ClassIndices)";
+  else if constexpr (sequence_label_targets<Y>) return "sequence labels (etnn::data::SequenceLabels<" + std::to_string(target_size<Y>) + ">)";
   else if constexpr (multi_hot_targets<Y>) return "multi-hot targets (etnn::data::MultiHot<" + std::to_string(target_size<Y>) + ">)";
   else return "real-valued targets " + Y::to_string();
 }

@@ -4,9 +4,11 @@
 //   ClassIndices        one int per sample in [0, INT_MAX), a class index (the default)
 //   etnn::Shape<K...>   real values: one float row of that shape per sample (regression)
 //   MultiHot<K>         K floats per sample, each 0 or 1 (multi-label classification)
+//   SequenceLabels<T>   T ints per sample: a class index per position of a sequence, or
+//                       loss::ignore_index (-100) for a position no loss counts (a language model)
 // A batch carries them as the loss takes them (loss/targets.hpp): class indices as a
-// std::span<const int> of B values, the others as a TensorView<const float, target_shape<Y>> of
-// B rows.
+// std::span<const int> of B values (B T for sequence labels), the others as a
+// TensorView<const float, target_shape<Y>> of B rows.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -31,6 +33,11 @@ struct MultiHot {
   static_assert(check::multi_hot_width<K>());
 };
 
+template <int T>
+struct SequenceLabels {
+  static_assert(check::multi_hot_width<T>());
+};
+
 namespace detail {
 template <class Y>
 struct TargetTraits {
@@ -51,8 +58,16 @@ struct TargetTraits<Shape<K...>> {
 template <int K>
 struct TargetTraits<MultiHot<K>> {
   static constexpr bool known = true;
+  static constexpr bool multi_hot = true;
   using value_type = float;
   using shape = Shape<K>;
+};
+template <int T>
+struct TargetTraits<SequenceLabels<T>> {
+  static constexpr bool known = true;
+  static constexpr bool sequence_labels = true;
+  using value_type = int;
+  using shape = Shape<T>;
 };
 }  // namespace detail
 
@@ -70,14 +85,19 @@ inline constexpr std::size_t target_size = target_shape<Y>::size;
 template <TargetKind Y>
 inline constexpr bool class_targets = std::is_same_v<Y, ClassIndices>;
 template <TargetKind Y>
-inline constexpr bool multi_hot_targets = !class_targets<Y> && !std::is_same_v<Y, target_shape<Y>>;
+inline constexpr bool multi_hot_targets = requires { requires detail::TargetTraits<Y>::multi_hot; };
+template <TargetKind Y>
+inline constexpr bool sequence_label_targets = requires { requires detail::TargetTraits<Y>::sequence_labels; };
+// Targets that batches carry as a span of class indices (one per sample, or one per position).
+template <TargetKind Y>
+inline constexpr bool index_targets = class_targets<Y> || sequence_label_targets<Y>;
 
 // The targets of `rows` consecutive samples starting at `values` (rows * target_size<Y> values), as
 // a batch carries them.
 template <TargetKind Y>
 auto target_rows(const target_value<Y>* values, int rows) {
-  if constexpr (class_targets<Y>)
-    return std::span<const int>(values, static_cast<std::size_t>(rows));
+  if constexpr (index_targets<Y>)
+    return std::span<const int>(values, static_cast<std::size_t>(rows) * target_size<Y>);
   else
     return TensorView<const float, target_shape<Y>, Cpu>(values, rows);
 }
@@ -85,8 +105,9 @@ template <TargetKind Y>
 using target_batch = decltype(target_rows<Y>(nullptr, 0));
 
 // Throws etnn::ShapeError, naming `who` and the sample, unless every target value fits its kind:
-// a class index in [0, INT_MAX) (INT_MAX is excluded so that max label + 1 fits an int), 0 or 1
-// for multi-hot rows, a finite real value otherwise. Returns the largest label + 1 for class
+// a class index in [0, INT_MAX) (INT_MAX is excluded so that max label + 1 fits an int), that or
+// loss::ignore_index at a sequence's position, 0 or 1 for multi-hot rows, a finite real value
+// otherwise. Returns the largest label + 1 for class
 // indices (0 when there are none), else 0.
 template <TargetKind Y>
 int check_targets(std::span<const target_value<Y>> targets, const char* who) {
@@ -102,6 +123,11 @@ int check_targets(std::span<const target_value<Y>> targets, const char* who) {
     if constexpr (class_targets<Y>) {
       if (t < 0 || t == std::numeric_limits<int>::max())
         fail("labels are class indices in [0, INT_MAX), remap them before building the dataset");
+      num_classes = std::max(num_classes, t + 1);
+    } else if constexpr (sequence_label_targets<Y>) {
+      if (t == loss::ignore_index) continue;
+      if (t < 0 || t == std::numeric_limits<int>::max())
+        fail("sequence labels are class indices in [0, INT_MAX) or etnn::loss::ignore_index (-100)");
       num_classes = std::max(num_classes, t + 1);
     } else if constexpr (multi_hot_targets<Y>) {
       if (t != 0.0f && t != 1.0f) fail("multi-hot targets are 0 or 1 (for soft targets use etnn::Shape<K> targets)");

@@ -17,6 +17,14 @@ consteval bool class_scores() {
   return true;
 }
 
+template <class Out>
+consteval bool sequence_scores() {
+  static_assert(Out::rank == 2,
+                "ETNN_LOSS_SHAPE: SequenceCrossEntropy expects class scores at every position (B, T, V); "
+                "end the network with nn::linear<V> over a sequence (T, D)");
+  return true;
+}
+
 template <class Given, class Expected>
 consteval bool target_shape() {
   static_assert(std::is_same_v<Given, Expected>,

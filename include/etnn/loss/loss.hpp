@@ -1,6 +1,7 @@
 #pragma once
 // etnn::loss, the face of loss/: fused value-and-gradient losses with PyTorch's definitions and reductions.
-//   on class indices: CrossEntropy, NLL, MultiMargin
+//   on class indices: CrossEntropy, NLL, MultiMargin; at every position of a sequence:
+//   SequenceCrossEntropy
 //   on targets of the output's shape: MSE, L1, SmoothL1, Huber, BCEWithLogits, BCE, Hinge, KLDiv
 //   on multi-hot targets: MultiLabelSoftMargin
 //   with parameters of their own, on embeddings and class indices: CosFace, ArcFace, SphereFace,
@@ -20,6 +21,7 @@
 #include "nll.hpp"
 #include "parametric.hpp"
 #include "reduction.hpp"
+#include "sequence_cross_entropy.hpp"
 #include "smooth_l1.hpp"
 #include "target_staging.hpp"
 #include "targets.hpp"

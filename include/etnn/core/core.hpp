@@ -6,6 +6,7 @@
 #include "config.hpp"
 #include "device.hpp"
 #include "error.hpp"
+#include "fast_math.hpp"
 #include "file.hpp"
 #include "precision.hpp"
 #include "random.hpp"

@@ -16,10 +16,10 @@
 //   y = O W_out^T + b_out                            (T, D)    O: the heads side by side
 // Backward, with dO from the output projection's backward and Delta_t = dO_t . O_t:
 //   P_tu = exp(scale q_t . k_u - L_t),  dS_tu = P_tu (dO_t . v_u - Delta_t)
-//   dq_t = scale sum_u dS_tu k_u        one call per query row
-//   dk_u = scale sum_t dS_tu q_t,  dv_u = sum_t P_tu dO_t     one call per key row
-// Every call writes only its own row of d[Q | K | V], so the sums do not depend on the thread
-// count, and no B H T T array exists in either direction. Both projections are DenseLayers over
+//   dq_t = scale sum_u dS_tu k_u,  dk_u = scale sum_t dS_tu q_t,  dv_u = sum_t P_tu dO_t
+// one call per (sample, head), recomputing P_tu from L as it goes. Every call writes only its own
+// head's columns of d[Q | K | V], in a fixed order, so the sums do not depend on the thread count,
+// and no B H T T array exists in either direction. Both projections are DenseLayers over
 // the B T positions (the same products, bias epilogues and gradient modes as nn::linear).
 #include <algorithm>
 #include <cmath>
@@ -27,6 +27,7 @@
 #include <limits>
 
 #include "../core/config.hpp"
+#include "../core/fast_math.hpp"
 #include "../backend/executor.hpp"
 #include "checks.hpp"
 #include "dense_layer.hpp"
@@ -62,10 +63,19 @@ struct AttentionGeometry {
   ETNN_HD static S scale() {
     return S(1) / std::sqrt(S(d));
   }
+  // a . b over one head's d values, in `lanes` partial sums (one vector register's worth), so
+  // that the compiler vectorises it without reassociating: the same sum on every device and
+  // thread count.
+  static constexpr int lanes = d % 8 == 0 ? 8 : d % 4 == 0 ? 4 : 1;
   template <class S>
   ETNN_HD static S dot(const S* a, const S* b) {
+    S part[lanes] = {};
+    for (int j = 0; j < d; j += lanes) {
+      ETNN_SIMD
+      for (int l = 0; l < lanes; ++l) part[l] += a[j + l] * b[j + l];
+    }
     S sum = 0;
-    for (int j = 0; j < d; ++j) sum += a[j] * b[j];
+    for (int l = 0; l < lanes; ++l) sum += part[l];
     return sum;
   }
 };
@@ -94,16 +104,17 @@ struct AttentionForwardRows {
         block_max = s[k] > block_max ? s[k] : block_max;
       }
       if (block_max > m) {  // rescale what was summed under the old maximum
-        const S c = std::exp(m - block_max);
+        const S c = etnn::detail::fast_exp(m - block_max);
         l *= c;
         for (int j = 0; j < G::d; ++j) acc[j] *= c;
         m = block_max;
       }
+      ETNN_SIMD
+      for (int k = 0; k < n; ++k) s[k] = etnn::detail::fast_exp(s[k] - m);  // P_tu, unnormalised
       for (int k = 0; k < n; ++k) {
-        const S p = std::exp(s[k] - m);
         const S* v = sample + (u0 + k) * G::row_values + 2 * D + r.head * G::d;
-        l += p;
-        for (int j = 0; j < G::d; ++j) acc[j] += p * v[j];
+        l += s[k];
+        for (int j = 0; j < G::d; ++j) acc[j] += s[k] * v[j];
       }
     }
     S* o = out + r.position * D + r.head * G::d;
@@ -126,65 +137,61 @@ struct AttentionDeltaRows {
   }
 };
 
-// dq_t of query row i.
+// dq, dk and dv of head h of sample b, call i = b H + h: its queries t in order, each over the
+// keys u it sees, so that every P_tu and dS_tu is computed once; the head's dk and dv rows (T of
+// each, d values) stay in cache while they accumulate.
 template <int T, int D, int H, bool Causal, class S>
-struct AttentionQueryGradientRows {
+struct AttentionBackwardHeads {
   using G = AttentionGeometry<T, D, H, Causal>;
+  static constexpr int block = 16;
   const S* qkv;
   const S* dout;
   const S* lse;
   const S* delta;
   S* dqkv;
   ETNN_HD void operator()(std::size_t i) const {
-    const auto r = G::row(i);
-    const S* sample = qkv + (r.position - static_cast<std::size_t>(r.t)) * G::row_values;
-    const S* q = qkv + r.position * G::row_values + r.head * G::d;
-    const S* dout_t = dout + r.position * D + r.head * G::d;
-    S dq[G::d] = {};
-    for (int u = 0; u < G::key_end(r.t); ++u) {
-      const S* k = sample + u * G::row_values + D + r.head * G::d;
-      const S* v = k + D;
-      const S p = std::exp(G::template scale<S>() * G::dot(q, k) - lse[i]);
-      const S ds = p * (G::dot(dout_t, v) - delta[i]);
-      for (int j = 0; j < G::d; ++j) dq[j] += ds * k[j];
-    }
-    S* dq_t = dqkv + r.position * G::row_values + r.head * G::d;
-    for (int j = 0; j < G::d; ++j) dq_t[j] = G::template scale<S>() * dq[j];
-  }
-};
-
-// dk_u and dv_u of key row i.
-template <int T, int D, int H, bool Causal, class S>
-struct AttentionKeyValueGradientRows {
-  using G = AttentionGeometry<T, D, H, Causal>;
-  const S* qkv;
-  const S* dout;
-  const S* lse;
-  const S* delta;
-  S* dqkv;
-  ETNN_HD void operator()(std::size_t i) const {
-    const auto r = G::row(i);
-    const std::size_t first = i - static_cast<std::size_t>(r.t);  // row (b, h, 0) of lse and delta
-    const std::size_t sample_position = r.position - static_cast<std::size_t>(r.t);
-    const S* k = qkv + r.position * G::row_values + D + r.head * G::d;
-    const S* v = k + D;
-    S dk[G::d] = {}, dv[G::d] = {};
-    for (int t = G::query_begin(r.t); t < T; ++t) {
-      const std::size_t query = sample_position + static_cast<std::size_t>(t);
-      const S* q = qkv + query * G::row_values + r.head * G::d;
-      const S* dout_t = dout + query * D + r.head * G::d;
-      const S p = std::exp(G::template scale<S>() * G::dot(q, k) - lse[first + t]);
-      const S ds = p * (G::dot(dout_t, v) - delta[first + t]);
-      for (int j = 0; j < G::d; ++j) {
-        dv[j] += p * dout_t[j];
-        dk[j] += ds * q[j];
+    const std::size_t first_position = i / H * T;  // b T
+    const int head = static_cast<int>(i % H);
+    const S* sample = qkv + first_position * G::row_values + head * G::d;  // q of position 0 of the head
+    S* dsample = dqkv + first_position * G::row_values + head * G::d;
+    for (int u = 0; u < T; ++u)
+      for (int j = 0; j < G::d; ++j) dsample[u * G::row_values + D + j] = dsample[u * G::row_values + 2 * D + j] = S(0);
+    const S scale = G::template scale<S>();
+    for (int t = 0; t < T; ++t) {
+      const std::size_t r = i * T + static_cast<std::size_t>(t);  // the row of L and Delta
+      const S* q = sample + t * G::row_values;
+      const S* dout_t = dout + (first_position + static_cast<std::size_t>(t)) * D + head * G::d;
+      S dq[G::d] = {};
+      const int keys = G::key_end(t);
+      for (int u0 = 0; u0 < keys; u0 += block) {  // P and dS of a block of keys, then their sums
+        const int n = keys - u0 < block ? keys - u0 : block;
+        S p[block], ds[block];
+        for (int k = 0; k < n; ++k) {
+          const S* key = sample + (u0 + k) * G::row_values + D;
+          p[k] = scale * G::dot(q, key) - lse[r];
+          ds[k] = G::dot(dout_t, key + D) - delta[r];
+        }
+        ETNN_SIMD
+        for (int k = 0; k < n; ++k) {
+          p[k] = etnn::detail::fast_exp(p[k]);
+          ds[k] *= p[k];
+        }
+        for (int k = 0; k < n; ++k) {
+          const S* key = sample + (u0 + k) * G::row_values + D;
+          S* dk = dsample + (u0 + k) * G::row_values + D;
+          S* dv = dk + D;
+          ETNN_SIMD
+          for (int j = 0; j < G::d; ++j) {
+            dq[j] += ds[k] * key[j];
+            dk[j] += ds[k] * q[j];
+            dv[j] += p[k] * dout_t[j];
+          }
+        }
       }
+      for (int j = 0; j < G::d; ++j) dsample[t * G::row_values + j] = scale * dq[j];
     }
-    S* dk_u = dqkv + r.position * G::row_values + D + r.head * G::d;
-    for (int j = 0; j < G::d; ++j) {
-      dk_u[j] = G::template scale<S>() * dk[j];
-      dk_u[D + j] = dv[j];
-    }
+    for (int u = 0; u < T; ++u)
+      for (int j = 0; j < G::d; ++j) dsample[u * G::row_values + D + j] *= scale;
   }
 };
 
@@ -257,13 +264,10 @@ struct MultiHeadAttentionLayer {
     T* delta = dqkv + 3 * sequence * samples;
     OutProjection::backward(device, pass, p + out_offset, g + out_offset, out, y, static_cast<const T*>(nullptr), dy,
                             dout, batch);
-    const std::size_t work = 6 * std::size_t{length} * width / Heads;
     for_each_index(device, rows * samples, std::size_t{width} / Heads,
                    detail::AttentionDeltaRows<length, width, Heads, Causal, T>{out, dout, delta});
-    for_each_index(device, rows * samples, work,
-                   detail::AttentionQueryGradientRows<length, width, Heads, Causal, T>{qkv, dout, lse, delta, dqkv});
-    for_each_index(device, rows * samples, work,
-                   detail::AttentionKeyValueGradientRows<length, width, Heads, Causal, T>{qkv, dout, lse, delta, dqkv});
+    for_each_index(device, std::size_t{Heads} * samples, 5 * std::size_t{length} * length * width / Heads,
+                   detail::AttentionBackwardHeads<length, width, Heads, Causal, T>{qkv, dout, lse, delta, dqkv});
     InProjection::backward(device, pass, p, g, x, qkv, static_cast<const T*>(nullptr), dqkv, dx, batch);
   }
 };

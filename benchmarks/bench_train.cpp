@@ -1,5 +1,6 @@
 // One training step (forward, cross-entropy, backward, SGD update) per iteration, on synthetic
-// data held in memory, warm-up excluded. Counters: samples/s, GFLOP/s of the GEMM work, threads,
+// data held in memory, warm-up excluded. gpt is examples/char_lm's model (4 causal transformer
+// blocks over 128 tokens, width 128, 4 heads, 128 ids) under cross-entropy at every position. Counters: samples/s, GFLOP/s of the GEMM work, threads,
 // and the process's peak resident memory so far (MiB; per configuration when only one runs).
 //   build/release/benchmarks/bench_train --benchmark_counters_tabular=true
 // One configuration (what scripts/compare.sh does), with machine-readable output:
@@ -24,6 +25,25 @@ using Lenet = decltype(nn::input<1, 28, 28> >> nn::conv2d<6, 5, nn::pad<2>> >> n
                        nn::conv2d<16, 5> >> nn::relu >> nn::max_pool2d<2> >> nn::flatten >> nn::linear<120> >>
                        nn::relu >> nn::linear<84> >> nn::relu >> nn::linear<10>);
 
+constexpr int gpt_length = 128, gpt_vocabulary = 128, gpt_width = 128, gpt_layers = 4;
+constexpr auto gpt_block = nn::residual(nn::layer_norm >> nn::multi_head_attention<4, true>) >>
+                           nn::residual(nn::layer_norm >> nn::linear<4 * gpt_width> >> nn::gelu >>
+                                        nn::linear<gpt_width>);
+using Gpt = decltype(nn::input_tokens<gpt_length, gpt_vocabulary> >> nn::embedding<gpt_width> >>
+                     nn::positional_embedding >> gpt_block >> gpt_block >> gpt_block >> gpt_block >> nn::layer_norm >>
+                     nn::linear<gpt_vocabulary>);
+
+// The transformer's floating-point operations per sample of a step: per position and block the
+// products with its 12 D^2 weights and, in attention, the (t + 1) scores and weighted values of
+// width D at position t; then the head's D V. Each multiply-add is 2 flops, done in forward and in
+// both gradients (3 passes; the first layer, the embedding, has no products).
+constexpr double gpt_flops_per_sample() {
+  const double d = gpt_width, t = gpt_length;
+  const double attention_macs = 2.0 * d * (t * (t + 1) / 2);  // Q K^T and P V over the causal positions
+  const double block_macs = 12.0 * d * d * t + attention_macs;
+  return 2.0 * 3.0 * (gpt_layers * block_macs + d * gpt_vocabulary * t);
+}
+
 // Multiply-adds of one layer's GEMM per sample and pass: weights times output pixels for a
 // convolution, the weights for a linear layer, none for the others.
 template <class L>
@@ -40,6 +60,7 @@ double gemm_macs() {
 // in forward, in the weight gradient, and in the input gradient of every layer but the first.
 template <class Net>
 double flops_per_sample() {
+  if constexpr (std::is_same_v<Net, Gpt>) return gpt_flops_per_sample();
   double total = 0;
   bool first = true;
   [&]<class... Ls>(etnn::TypeList<Ls...>) {
@@ -57,15 +78,21 @@ template <class Net>
 void train_step(benchmark::State& state) {
   const int batch = static_cast<int>(state.range(0));
   using In = typename etnn::Model<Net>::input_shape;
+  using Out = typename etnn::Model<Net>::output_shape;
+  constexpr bool sequence = Out::rank == 2;  // a class per position: gpt
   etnn::Model<Net> model(0);
-  etnn::loss::CrossEntropy loss;
+  std::conditional_t<sequence, etnn::loss::SequenceCrossEntropy, etnn::loss::CrossEntropy> loss;
   etnn::optim::SGD opt(model, {.lr = 0.01f});
   etnn::Trainer trainer(model, loss, opt);
   etnn::Tensor<float, In> x(batch);
-  std::vector<int> y(static_cast<std::size_t>(batch));
+  std::vector<int> y(static_cast<std::size_t>(batch) * (sequence ? Out::dims[0] : 1));
+  const int classes = sequence ? Out::dims[Out::rank - 1] : 10;
   etnn::Rng rng(1);
-  for (std::size_t i = 0; i < x.size(); ++i) x.data()[i] = static_cast<float>(rng.uniform(-1, 1));
-  for (auto& label : y) label = static_cast<int>(rng.below(10));
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if constexpr (etnn::TokenShape<In>) x.data()[i] = static_cast<float>(rng.below(In::vocabulary));
+    else x.data()[i] = static_cast<float>(rng.uniform(-1, 1));
+  }
+  for (auto& label : y) label = static_cast<int>(rng.below(static_cast<std::uint64_t>(classes)));
   trainer.step(x, y);  // warm-up: sizes the workspace
   for (auto _ : state) benchmark::DoNotOptimize(trainer.step(x, y));
   const double samples = static_cast<double>(state.iterations()) * batch;
@@ -83,5 +110,6 @@ BENCHMARK(train_step<Mlp784>)->Name("mlp784")->Arg(8)->Arg(64)->Arg(256)->UseRea
 BENCHMARK(train_step<Tiny>)->Name("tiny")->Arg(32)->UseRealTime();
 BENCHMARK(train_step<Wide>)->Name("wide")->Arg(256)->UseRealTime();
 BENCHMARK(train_step<Lenet>)->Name("lenet")->Arg(64)->UseRealTime();
+BENCHMARK(train_step<Gpt>)->Name("gpt")->Arg(16)->UseRealTime();
 
 BENCHMARK_MAIN();

@@ -22,8 +22,9 @@ import shlex
 import statistics
 import sys
 
-CONFIGS = [("mlp784", 8), ("mlp784", 64), ("mlp784", 256), ("tiny", 32), ("wide", 256), ("lenet", 64)]
-WIDTHS = {"mlp784": "784-512-10", "tiny": "32-64-64-10", "wide": "784-2048-2048-10", "lenet": "LeNet-5"}
+CONFIGS = [("mlp784", 8), ("mlp784", 64), ("mlp784", 256), ("tiny", 32), ("wide", 256), ("lenet", 64), ("gpt", 16)]
+WIDTHS = {"mlp784": "784-512-10", "tiny": "32-64-64-10", "wide": "784-2048-2048-10", "lenet": "LeNet-5",
+          "gpt": "char_lm: 4 causal blocks, T 128, D 128"}
 # The acceptance target: etnn (best thread setting) / the best peer (best library and thread setting).
 TARGET = 1.2
 TARGETS = {config: TARGET for config in CONFIGS}

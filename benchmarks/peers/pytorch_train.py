@@ -2,14 +2,16 @@
 """The PyTorch peer of bench_train: one configuration, trained for a fixed time, one result line.
 
 Usage: pytorch_train.py MODEL BATCH SECONDS THREADS [eager|compile]
-  MODEL: mlp784 (784-512-10), tiny (32-64-64-10), wide (784-2048-2048-10), lenet (LeNet-5)
+  MODEL: mlp784 (784-512-10), tiny (32-64-64-10), wide (784-2048-2048-10), lenet (LeNet-5),
+         gpt (examples/char_lm's model: 4 causal transformer blocks, T = 128, D = 128, 4 heads,
+         V = 128, cross-entropy at every position; torch_gpt.py)
   eager (default): the model as written; compile: torch.compile of the model with the loss, so that
   forward, cross-entropy and (through AOTAutograd) backward run as Inductor's compiled kernels; the
   SGD update stays torch.optim.SGD. --compile (anywhere on the line) is the same as compile.
 
 One step is forward, cross-entropy, backward and an SGD update (lr 0.01) on synthetic inputs held
-in memory (uniform in [-1, 1], labels uniform in 0..9), with PyTorch's default initialization (the
-one etnn reproduces). Warm-up (at least 3 steps and 0.25 s, after the first step, which is where
+in memory (uniform in [-1, 1], labels uniform in 0..9; gpt: ids and labels uniform in 0..127), with
+PyTorch's default initialization (the one etnn reproduces). Warm-up (at least 3 steps and 0.25 s, after the first step, which is where
 torch.compile compiles) is excluded. Prints
   result library=pytorch|pytorch-compile model=M batch=B threads=T samples_per_s=S steps=N peak_rss_mb=R version=V
 When compilation fails (Inductor needs a C++ compiler and Python's headers) it says so on stderr,
@@ -27,6 +29,10 @@ os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
+from torch_gpt import transformer  # noqa: E402
+
+GPT = {"length": 128, "vocabulary": 128, "width": 128, "heads": 4, "layers": 4}
+
 
 def make_model(name):
     if name == "mlp784":
@@ -39,7 +45,9 @@ def make_model(name):
         return nn.Sequential(nn.Conv2d(1, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
                              nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
                              nn.Linear(400, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, 10))
-    sys.exit(f"pytorch_train.py: unknown model '{name}' (mlp784, tiny, wide, lenet)")
+    if name == "gpt":
+        return nn.Sequential(*transformer(**GPT), nn.Linear(GPT["width"], GPT["vocabulary"]))
+    sys.exit(f"pytorch_train.py: unknown model '{name}' (mlp784, tiny, wide, lenet, gpt)")
 
 
 class WithLoss(nn.Module):
@@ -51,7 +59,8 @@ class WithLoss(nn.Module):
         self.loss = nn.CrossEntropyLoss()
 
     def forward(self, x, y):
-        return self.loss(self.model(x), y)
+        scores = self.model(x)
+        return self.loss(scores.reshape(-1, scores.shape[-1]), y.reshape(-1))  # every position of a sequence
 
 
 def main():
@@ -69,9 +78,13 @@ def main():
     loss_of = WithLoss(model)
     if mode == "compile":
         loss_of = torch.compile(loss_of)
-    shape = {"tiny": (batch, 32), "lenet": (batch, 1, 28, 28)}.get(name, (batch, 784))
-    x = torch.rand(shape) * 2 - 1
-    y = torch.randint(0, 10, (batch,))
+    if name == "gpt":
+        x = torch.randint(0, GPT["vocabulary"], (batch, GPT["length"])).float()
+        y = torch.randint(0, GPT["vocabulary"], (batch, GPT["length"]))
+    else:
+        shape = {"tiny": (batch, 32), "lenet": (batch, 1, 28, 28)}.get(name, (batch, 784))
+        x = torch.rand(shape) * 2 - 1
+        y = torch.randint(0, 10, (batch,))
 
     def step():
         opt.zero_grad(set_to_none=True)

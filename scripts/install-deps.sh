@@ -2,12 +2,13 @@
 # Installs what etnn's build, tests, benchmarks and examples need, if anything is missing: Debian
 # packages (PyTorch for the interoperability tests is Debian's python3-torch, LibTorch is
 # libtorch-dev, and libopenblas0-pthread makes OpenBLAS the BLAS both call instead of the reference
-# BLAS; libdnnl-dev gives gemm_rate oneDNN as a peer), and from PyPI the reference safetensors implementation and matplotlib. scripts/compare.sh's
+# BLAS; libdnnl-dev gives gemm_rate oneDNN as a peer; fortunes is examples/char_lm's corpus), and from PyPI the reference safetensors implementation and matplotlib. scripts/compare.sh's
 # PyTorch 2.x and JAX peers live in a virtual environment of their own, which compare.sh makes.
 set -euo pipefail
 
 packages=(g++ clang-14 libclang-rt-14-dev cmake make ccache python3 python3-pip python3-numpy python3-matplotlib python3-torch libeigen3-dev zlib1g-dev
-          libtorch-dev libopenblas0-pthread libdnnl-dev python3-venv libopenmpi-dev openmpi-bin doctest-dev libbenchmark-dev dataset-fashion-mnist)
+          libtorch-dev libopenblas0-pthread libdnnl-dev python3-venv libopenmpi-dev openmpi-bin doctest-dev libbenchmark-dev dataset-fashion-mnist
+          fortunes)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -6805,7 +6805,7 @@ struct ActivationLayer : InPlaceLayer<In, Index> {
 // Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // PyTorch's default initialisation of nn.Linear and nn.Conv2d (reset_parameters): weights by
 // kaiming_uniform_(a = sqrt(5)), which is U(-1/sqrt(fan_in), 1/sqrt(fan_in)), and the bias from
-// the same bound. fan_in is in_features, or C K K for a convolution.
+// the same bound. fan_in is in_features, or C K K for a convolution. nn.Embedding's: N(0, 1).
 
 
 namespace etnn::nn {
@@ -6814,6 +6814,12 @@ template <class T>
 void init_fan_in_uniform(T* p, std::size_t n, std::size_t fan_in, Rng& rng) {
   const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
   for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<T>(rng.uniform(-bound, bound));
+}
+
+// N(0, 1) values, as nn.Embedding's reset_parameters draws its weight.
+template <class T>
+void init_standard_normal(T* p, std::size_t n, Rng& rng) {
+  for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<T>(rng.normal());
 }
 
 }  // namespace etnn::nn
@@ -7376,7 +7382,7 @@ struct EmbeddingLayer {
 
   template <class T>
   static void init(T* p, Rng& rng) {
-    for (std::size_t i = 0; i < num_params; ++i) p[i] = static_cast<T>(rng.normal());
+    init_standard_normal(p, num_params, rng);
   }
 
   template <class T, class Device>
@@ -7634,13 +7640,6 @@ struct PositionGradients {
   }
 };
 
-template <class T>
-struct CopyValues {
-  const T* from;
-  T* to;
-  ETNN_HD void operator()(std::size_t i) const { to[i] = from[i]; }
-};
-
 }  // namespace detail
 
 template <ShapeType In, int Index>
@@ -7659,7 +7658,7 @@ struct PositionalEmbeddingLayer {
 
   template <class T>
   static void init(T* p, Rng& rng) {
-    for (std::size_t i = 0; i < num_params; ++i) p[i] = static_cast<T>(rng.normal());
+    init_standard_normal(p, num_params, rng);
   }
 
   template <class T, class Device>
@@ -7672,7 +7671,7 @@ struct PositionalEmbeddingLayer {
                        int batch) {
     const auto samples = static_cast<std::size_t>(batch);
     for_each_index(device, table, samples, detail::PositionGradients<table, T>{dy, g, samples});
-    if (dx != nullptr && dx != dy) for_each_index(device, table * samples, detail::CopyValues<T>{dy, dx});
+    if (dx != nullptr && dx != dy) copy_rows(device, dy, table, dx, table, table, samples);
   }
 };
 

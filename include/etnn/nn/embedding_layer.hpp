@@ -15,6 +15,7 @@
 #include "../core/error.hpp"
 #include "../backend/executor.hpp"
 #include "checks.hpp"
+#include "init.hpp"
 #include "layer.hpp"
 
 namespace etnn::nn {
@@ -92,7 +93,7 @@ struct EmbeddingLayer {
 
   template <class T>
   static void init(T* p, Rng& rng) {
-    for (std::size_t i = 0; i < num_params; ++i) p[i] = static_cast<T>(rng.normal());
+    init_standard_normal(p, num_params, rng);
   }
 
   template <class T, class Device>

@@ -8,7 +8,9 @@
 
 #include "../core/config.hpp"
 #include "../backend/executor.hpp"
+#include "../backend/memory.hpp"
 #include "checks.hpp"
+#include "init.hpp"
 #include "layer.hpp"
 
 namespace etnn::nn {
@@ -35,13 +37,6 @@ struct PositionGradients {
   }
 };
 
-template <class T>
-struct CopyValues {
-  const T* from;
-  T* to;
-  ETNN_HD void operator()(std::size_t i) const { to[i] = from[i]; }
-};
-
 }  // namespace detail
 
 template <ShapeType In, int Index>
@@ -60,7 +55,7 @@ struct PositionalEmbeddingLayer {
 
   template <class T>
   static void init(T* p, Rng& rng) {
-    for (std::size_t i = 0; i < num_params; ++i) p[i] = static_cast<T>(rng.normal());
+    init_standard_normal(p, num_params, rng);
   }
 
   template <class T, class Device>
@@ -73,7 +68,7 @@ struct PositionalEmbeddingLayer {
                        int batch) {
     const auto samples = static_cast<std::size_t>(batch);
     for_each_index(device, table, samples, detail::PositionGradients<table, T>{dy, g, samples});
-    if (dx != nullptr && dx != dy) for_each_index(device, table * samples, detail::CopyValues<T>{dy, dx});
+    if (dx != nullptr && dx != dy) copy_rows(device, dy, table, dx, table, table, samples);
   }
 };
 

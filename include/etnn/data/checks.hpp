@@ -17,8 +17,8 @@ consteval bool target_kind() {
 }
 
 template <int K>
-consteval bool multi_hot_width() {
-  static_assert(K > 0, "ETNN_DATASET_TARGET: MultiHot<K> needs K > 0 labels per sample");
+consteval bool labels_per_sample() {
+  static_assert(K > 0, "ETNN_DATASET_TARGET: MultiHot<K> and SequenceLabels<K> need K > 0 labels per sample");
   return true;
 }
 

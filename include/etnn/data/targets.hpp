@@ -30,12 +30,12 @@ using ClassIndices = loss::ClassIndices;
 
 template <int K>
 struct MultiHot {
-  static_assert(check::multi_hot_width<K>());
+  static_assert(check::labels_per_sample<K>());
 };
 
 template <int T>
 struct SequenceLabels {
-  static_assert(check::multi_hot_width<T>());
+  static_assert(check::labels_per_sample<T>());
 };
 
 namespace detail {

@@ -56,9 +56,8 @@ struct AttentionGeometry {
     const int t = static_cast<int>(i % T);
     return {b * T + static_cast<std::size_t>(t), head, t};
   }
-  // The keys query t sees, [0, key_end(t)), and the queries that see key u, [query_begin(u), T).
+  // The keys query t sees: [0, key_end(t)).
   ETNN_HD static int key_end(int t) { return Causal ? t + 1 : T; }
-  ETNN_HD static int query_begin(int u) { return Causal ? u : 0; }
   template <class S>
   ETNN_HD static S scale() {
     return S(1) / std::sqrt(S(d));
@@ -214,11 +213,12 @@ struct MultiHeadAttentionLayer {
   static constexpr int module_index = Index;
   static constexpr std::size_t num_params = InProjection::num_params + OutProjection::num_params;
   static constexpr std::size_t w = static_cast<std::size_t>(width);
+  // The projections' weight and bias, under nn.MultiheadAttention's names.
   static constexpr std::array<ParamInfo, 4> params{{
       {"in_proj_weight", 2, {3 * width, width, 0, 0}, 0},
-      {"in_proj_bias", 1, {3 * width, 0, 0, 0}, 3 * w * w},
+      {"in_proj_bias", 1, {3 * width, 0, 0, 0}, InProjection::params[1].offset},
       {"out_proj.weight", 2, {width, width, 0, 0}, out_offset},
-      {"out_proj.bias", 1, {width, 0, 0, 0}, out_offset + w * w},
+      {"out_proj.bias", 1, {width, 0, 0, 0}, out_offset + OutProjection::params[1].offset},
   }};
   // Training keeps [Q | K | V] (3 T D), O (T D) and L (H T) per sample.
   static constexpr std::size_t saved_per_sample = 4 * sequence + rows;
@@ -234,10 +234,10 @@ struct MultiHeadAttentionLayer {
   template <class T>
   static void init(T* p, Rng& rng) {
     const double xavier = std::sqrt(6.0 / (w + 3 * w));  // fan_in D, fan_out 3D
-    for (std::size_t i = 0; i < 3 * w * w; ++i) p[i] = static_cast<T>(rng.uniform(-xavier, xavier));
-    std::fill_n(p + 3 * w * w, 3 * w, T(0));
-    init_fan_in_uniform(p + out_offset, w * w, w, rng);
-    std::fill_n(p + out_offset + w * w, w, T(0));
+    for (std::size_t i = 0; i < params[1].offset; ++i) p[i] = static_cast<T>(rng.uniform(-xavier, xavier));
+    std::fill_n(p + params[1].offset, params[1].numel(), T(0));
+    init_fan_in_uniform(p + out_offset, params[2].numel(), w, rng);
+    std::fill_n(p + params[3].offset, params[3].numel(), T(0));
   }
 
   template <class T, class Device>

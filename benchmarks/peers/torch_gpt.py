@@ -5,6 +5,7 @@ ways; pytorch_train.py times the char_lm model's training step):
   TokenEmbedding        nn::embedding<D> after nn::input_tokens<T, V> (ids as floats, as etnn's datasets hold them)
   PositionalEmbedding   nn::positional_embedding
   SelfAttention         nn::multi_head_attention<H, causal>
+  SequenceConv1d        nn::conv1d<N, K, stride<S>, pad<P>>
   Residual              nn::residual(block)
 
 transformer(...) spells etnn's
@@ -54,6 +55,14 @@ class SelfAttention(nn.MultiheadAttention):
         mask = torch.triu(torch.ones(t, t, dtype=torch.bool, device=x.device), 1)
         hint = {"is_causal": True} if self._takes_is_causal else {}
         return super().forward(x, x, x, need_weights=False, attn_mask=mask, **hint)[0]
+
+
+class SequenceConv1d(nn.Conv1d):
+    """nn.Conv1d over the positions of a (B, T, C) sequence, which etnn keeps position-major:
+    conv(x.transpose(1, 2)).transpose(1, 2), with nn.Conv1d's weight (N, C, K) and bias (N)."""
+
+    def forward(self, x):
+        return super().forward(x.transpose(1, 2)).transpose(1, 2)
 
 
 class Residual(nn.Module):

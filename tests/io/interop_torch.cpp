@@ -31,6 +31,9 @@ using Gpt = decltype(nn::input_tokens<16, 20> >> nn::embedding<16> >> nn::positi
                      nn::residual(nn::layer_norm >> nn::multi_head_attention<4, true>) >>
                      nn::residual(nn::layer_norm >> nn::linear<64> >> nn::gelu >> nn::linear<16>) >> nn::layer_norm >>
                      nn::flatten >> nn::linear<10>);
+// Two 1-d convolutions over token embeddings (the second strided: 16 -> 8 positions).
+using Conv1d = decltype(nn::input_tokens<16, 20> >> nn::embedding<12> >> nn::conv1d<16, 3, nn::pad<1>> >> nn::gelu >>
+                        nn::conv1d<8, 4, nn::stride<2>, nn::pad<1>> >> nn::flatten >> nn::linear<10>);
 
 namespace {
 
@@ -114,6 +117,7 @@ int main(int argc, char** argv) {
     if (model == "lenet_bn") return run<LenetBn>(argv[2], argv[3]);
     if (model == "resmlp") return run<ResMlp>(argv[2], argv[3]);
     if (model == "gpt") return run<Gpt>(argv[2], argv[3]);
+    if (model == "conv1d") return run<Conv1d>(argv[2], argv[3]);
   } catch (const etnn::Error& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 1;

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """etnn checkpoints against PyTorch (Debian's python3-torch), for mlp784, LeNet-5, LeNet-5 with batch
-norm, a residual MLP and a causal transformer block over token ids, each built as the equivalent
+norm, a residual MLP, a causal transformer block over token ids and a stack of 1-d convolutions
+over token embeddings, each built as the equivalent
 torch.nn.Sequential:
 (a) PyTorch loads the checkpoint etnn saved (strict: every name and shape) and computes the same
     logits as etnn on the same inputs, in eval mode and in training mode (batch statistics), and
@@ -18,7 +19,8 @@ try:
     import torch
     from torch import nn
     from safetensors.torch import load_file, save_file
-    from torch_gpt import Residual, transformer  # etnn's sequence layers and residual as torch modules
+    # etnn's sequence layers and residual as torch modules
+    from torch_gpt import Residual, SequenceConv1d, TokenEmbedding, transformer
 except ImportError as e:  # reported as skipped by ctest (SKIP_RETURN_CODE 77)
     print(f"skipped: {e}; scripts/install-deps.sh installs python3-torch and safetensors")
     sys.exit(77)
@@ -27,6 +29,11 @@ except ImportError as e:  # reported as skipped by ctest (SKIP_RETURN_CODE 77)
 def gpt(length=16, vocabulary=20, width=16, heads=4):
     return nn.Sequential(*transformer(length, vocabulary, width, heads, layers=1), nn.Flatten(),
                          nn.Linear(length * width, 10))
+
+
+def conv1d():
+    return nn.Sequential(TokenEmbedding(20, 12), SequenceConv1d(12, 16, 3, padding=1), nn.GELU(),
+                         SequenceConv1d(16, 8, 4, stride=2, padding=1), nn.Flatten(), nn.Linear(8 * 8, 10))
 
 
 def lenet(batch_norm):
@@ -43,12 +50,14 @@ MODELS = {
     "resmlp": (lambda: nn.Sequential(nn.Linear(64, 64), Residual(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 64)),
                                      nn.ReLU(), nn.LayerNorm(64), nn.Linear(64, 10)), (64,)),
     "gpt": (gpt, (16,)),
+    "conv1d": (conv1d, (16,)),
 }
+TOKEN_MODELS = ("gpt", "conv1d")
 
 
 def random_input(name, shape, batch):
     """Inputs in [-1, 2), or token ids in [0, 20) (as floats) for the token model."""
-    if name == "gpt":
+    if name in TOKEN_MODELS:
         return torch.randint(0, 20, (batch, *shape)).float()
     return torch.rand(batch, *shape) * 3 - 1
 

@@ -1,5 +1,5 @@
-// Sequence layers: token ids and embeddings, layers acting per position of a (T, D) sequence, and
-// multi-head self-attention, each against a naive reference and gradient-checked in double
+// Sequence layers: token ids and embeddings, layers acting per position of a (T, D) sequence, 1-d
+// convolution over the positions, and multi-head self-attention, each against a naive reference and gradient-checked in double
 // precision, and a transformer block gradient-checked whole.
 #include <doctest/doctest.h>
 
@@ -64,6 +64,45 @@ std::vector<double> naive_attention(const double* p, const double* x, int batch,
       }
   }
   return y;
+}
+
+// nn.Conv1d over the positions, the textbook sum with explicit bounds:
+//   y[b, t, o] = bias[o] + sum_{c, k} W[o, c, k] x[b, t S - P + k, c]   (x = 0 outside [0, T))
+std::vector<double> naive_conv1d(const double* w, const double* bias, const double* x, int batch, int T, int C,
+                                 int out, int K, int S, int P) {
+  const int out_length = (T + 2 * P - K) / S + 1;
+  std::vector<double> y(static_cast<std::size_t>(batch) * out_length * out);
+  for (int b = 0; b < batch; ++b)
+    for (int t = 0; t < out_length; ++t)
+      for (int o = 0; o < out; ++o) {
+        double s = bias[o];
+        for (int c = 0; c < C; ++c)
+          for (int k = 0; k < K; ++k) {
+            const int i = t * S - P + k;
+            if (i >= 0 && i < T) s += w[(o * C + c) * K + k] * x[(b * T + i) * C + c];
+          }
+        y[(b * out_length + t) * out + o] = s;
+      }
+  return y;
+}
+
+template <int K, int S, int P>
+void check_conv1d_forward() {
+  constexpr int T = 11, C = 5, N = 4;
+  using Net = decltype(nn::input<T, C> >> nn::conv1d<N, K, nn::stride<S>, nn::pad<P>>);
+  constexpr int out_length = (T + 2 * P - K) / S + 1;
+  static_assert(std::is_same_v<typename Net::output_shape, etnn::Shape<out_length, N>>);
+  etnn::Model<Net, double> model(7);
+  fill_uniform(model.parameters(), Net::num_params, 8, 0.5);
+  etnn::Tensor<double, etnn::Shape<T, C>> x(3);
+  fill_uniform(x.data(), x.size(), 9, 2.0);
+  const auto y = model.forward(x);
+  const auto ref = naive_conv1d(model.parameters(), model.parameters() + N * C * K, x.data(), 3, T, C, N, K, S, P);
+  REQUIRE(y.size() == ref.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, std::abs(y.data()[i] - ref[i]));
+  INFO("K ", K, " stride ", S, " pad ", P);
+  CHECK(worst < 1e-12);
 }
 
 template <bool Causal>
@@ -148,6 +187,33 @@ TEST_CASE("linear, layer_norm and positional_embedding act on each position of a
   }
 }
 
+TEST_CASE("conv1d: forward equals the naive sum over taps and channels, for strides and paddings") {
+  check_conv1d_forward<3, 1, 1>();  // "same" length
+  check_conv1d_forward<3, 1, 0>();  // valid only
+  check_conv1d_forward<4, 2, 1>();  // strided, windows that start in the padding
+  check_conv1d_forward<5, 3, 2>();  // a stride that skips inputs at the end
+  check_conv1d_forward<1, 1, 0>();  // a per-position linear map
+}
+
+TEST_CASE("conv1d: parameters named, shaped and initialised as nn.Conv1d's") {
+  using Net = decltype(nn::input<16, 6> >> nn::conv1d<8, 3, nn::pad<1>> >> nn::relu);
+  static_assert(std::is_same_v<Net::output_shape, etnn::Shape<16, 8>>);
+  const auto named = etnn::Model<Net>::named_parameters();
+  REQUIRE(named.size() == 2);
+  CHECK(named[0].name == "0.weight");
+  CHECK(named[0].shape == std::vector<int>{8, 6, 3});
+  CHECK(named[1].name == "0.bias");
+  CHECK(named[1].shape == std::vector<int>{8});
+  // kaiming_uniform(a = sqrt 5): U(+-1/sqrt(C K)) for weight and bias alike.
+  etnn::Model<Net> model(3);
+  const double bound = 1 / std::sqrt(18.0);
+  double widest = 0;
+  for (std::size_t i = 0; i < Net::num_params; ++i) widest = std::max(widest, std::abs(double(model.parameters()[i])));
+  CHECK(widest <= bound);
+  CHECK(widest > 0.9 * bound);
+  CHECK(etnn::summary<Net>().find("conv1d<8,3,stride<1>,pad<1>>") != std::string::npos);
+}
+
 TEST_CASE("multi_head_attention: forward equals the naive softmax(Q K^T / sqrt(d)) V") {
   check_attention_forward<false>();
   check_attention_forward<true>();
@@ -198,6 +264,15 @@ TEST_CASE("gradcheck: positional_embedding, and linear + gelu and layer_norm per
       "per position", 3);
 }
 
+TEST_CASE("gradcheck: conv1d, strided and padded, fused with its activation, with its input gradient") {
+  // The linear before each conv1d checks dL/dx through the column gather.
+  check_network_gradients<decltype(nn::input<9, 3> >> nn::linear<4> >> nn::conv1d<5, 3, nn::pad<1>> >> nn::gelu >>
+                                   nn::flatten >> nn::linear<3>)>("conv1d same", 2);
+  check_network_gradients<decltype(nn::input<10, 3> >> nn::linear<2> >> nn::conv1d<4, 4, nn::stride<2>, nn::pad<2>> >>
+                                   nn::tanh >> nn::conv1d<3, 2, nn::stride<3>> >> nn::flatten >> nn::linear<3>)>(
+      "conv1d strided", 3, 5);
+}
+
 TEST_CASE("gradcheck: multi_head_attention, causal and not, with its input gradient") {
   // The linear before the attention checks dL/dx through it; T = 19 crosses a key block.
   check_network_gradients<decltype(nn::input<19, 6> >> nn::linear<6> >> nn::multi_head_attention<2, false> >>
@@ -222,9 +297,10 @@ TEST_CASE("gradcheck: a transformer block over token ids") {
   });
 }
 
-TEST_CASE("attention and embedding gradients are bitwise the same on 1 and 2 threads") {
+TEST_CASE("attention, conv1d and embedding gradients are bitwise the same on 1 and 2 threads") {
   constexpr int T = 24, D = 16;
-  using Net = decltype(nn::input_tokens<T, 11> >> nn::embedding<D> >> nn::positional_embedding >>
+  using Net = decltype(nn::input_tokens<T, 11> >> nn::embedding<D> >> nn::conv1d<D, 3, nn::pad<1>> >> nn::gelu >>
+                       nn::positional_embedding >>
                        nn::residual(nn::layer_norm >> nn::multi_head_attention<4, true>) >> nn::flatten >>
                        nn::linear<5>);
   auto gradients_on = [](int threads) {

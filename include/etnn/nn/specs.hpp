@@ -3,7 +3,8 @@
 // Layer specs: what a user writes. A spec knows nothing of its input shape until the network
 // binds it (`bind<In, Index>`), which yields a Layer (nn/layer.hpp).
 //   nn::input<1, 28, 28>, nn::linear<512>, nn::flatten, nn::relu, ...
-// A spec that can absorb the activation after it (linear, conv2d) also has bind_fused<In, F, Index>.
+// A spec that can absorb the activation after it (linear, conv1d, conv2d) also has
+// bind_fused<In, F, Index>.
 #include <ratio>
 #include <string>
 #include <type_traits>
@@ -13,6 +14,7 @@
 #include "activation_layer.hpp"
 #include "attention_layer.hpp"
 #include "batch_norm_layer.hpp"
+#include "conv1d_layer.hpp"
 #include "conv_layer.hpp"
 #include "dense_layer.hpp"
 #include "dropout_layer.hpp"
@@ -88,7 +90,7 @@ struct MultiHeadAttention : LayerSpec {
   }
 };
 
-// Options of conv2d and the pooling layers, written after the kernel size in any order:
+// Options of conv1d, conv2d and the pooling layers, written after the kernel size in any order:
 //   nn::conv2d<16, 3, nn::stride<2>, nn::pad<1>>
 template <int S>
 struct stride {};
@@ -142,6 +144,17 @@ struct Conv2d : LayerSpec {
   template <ShapeType In, int Index>
   using bind = bind_fused<In, fn::Identity, Index>;
   static std::string describe() { return detail::window_description("conv2d", {Out, Kernel}, Stride, Pad); }
+};
+
+// PyTorch's nn.Conv1d(C, Out, Kernel, stride=Stride, padding=Pad) over the positions of a (T, C)
+// sequence: (T, C) -> (T', Out).
+template <int Out, int Kernel, int Stride, int Pad>
+struct Conv1d : LayerSpec {
+  template <ShapeType In, class F, int Index>
+  using bind_fused = Conv1dLayer<In, Out, Kernel, Stride, Pad, F, Index>;
+  template <ShapeType In, int Index>
+  using bind = bind_fused<In, fn::Identity, Index>;
+  static std::string describe() { return detail::window_description("conv1d", {Out, Kernel}, Stride, Pad); }
 };
 
 // PyTorch's nn.MaxPool2d / nn.AvgPool2d(Kernel, stride=Stride, padding=Pad).
@@ -221,6 +234,8 @@ inline constexpr InputTokens<T, V> input_tokens{};
 template <int Out>
 inline constexpr Linear<Out> linear{};
 inline constexpr Flatten flatten{};
+template <int Out, int Kernel, class... Opts>
+inline constexpr Conv1d<Out, Kernel, detail::stride_of<1, Opts...>(), detail::pad_of<Opts...>()> conv1d{};
 template <int Out, int Kernel, class... Opts>
 inline constexpr Conv2d<Out, Kernel, detail::stride_of<1, Opts...>(), detail::pad_of<Opts...>()> conv2d{};
 template <int Kernel, class... Opts>

@@ -458,6 +458,36 @@ constexpr int dim_or_one(int i) {
 }
 
 }  // namespace etnn
+// ---- etnn/core/token_ids.hpp ----
+// Private to core/: include <etnn/core/core.hpp> or <etnn/etnn.hpp>.
+// The check that token ids in host memory fit their Tokens<T, V> shape: every id an integer in
+// [0, V). nn::embedding runs it on every CPU forward; data::Dataset runs it once on its samples, so
+// that ids staged to a device (where the layer cannot throw) were checked on the host.
+
+
+namespace etnn::detail {
+
+// Whether id is an integer in [0, V) (false for a NaN), on the host or the device.
+template <class Scalar>
+ETNN_HD constexpr bool valid_token_id(Scalar id, int vocabulary) {
+  return id >= Scalar(0) && id < Scalar(vocabulary) && static_cast<Scalar>(static_cast<long long>(id)) == id;
+}
+
+// Throws ShapeError unless each of the n ids (samples of T, position-major) is an integer in
+// [0, V), naming the first that is not by its sample and position.
+template <int T, int V, class Scalar>
+void check_token_ids(const Scalar* ids, std::size_t n, const char* who) {
+  for (std::size_t i = 0; i < n; ++i) {
+    if (valid_token_id(ids[i], V)) continue;
+    throw ShapeError(message(who, "token id ", std::to_string(static_cast<double>(ids[i])), " of sample ",
+                             std::to_string(i / T), ", position ", std::to_string(i % T), " is outside [0, ",
+                             std::to_string(V), "); the network's nn::input_tokens<", std::to_string(T), ", ",
+                             std::to_string(V), "> takes ", std::to_string(V),
+                             " ids (or the data was not tokenised with this vocabulary)"));
+  }
+}
+
+}  // namespace etnn::detail
 // ---- etnn/core/type_list.hpp ----
 // Private to core/: include <etnn/core/core.hpp> or <etnn/etnn.hpp>.
 // A compile-time list of types, with the few operations the network plan needs.
@@ -6105,8 +6135,7 @@ template <bool AllLayersHaveKernels>
 consteval bool layers_on_device() {
   static_assert(AllLayersHaveKernels,
                 "ETNN_DEVICE_LAYER: a layer of this network has no kernels for this device: every built-in "
-                "layer but the sequence layers (embedding, positional_embedding, multi_head_attention; "
-                "CPU only so far) runs on etnn::Cuda, a layer of your own once it declares static constexpr "
+                "layer runs on etnn::Cuda, a layer of your own once it declares static constexpr "
                 "bool cuda_kernels = true (its forward and backward then run with etnn::Cuda); else use etnn::Cpu");
   return true;
 }
@@ -7073,6 +7102,7 @@ struct MultiHeadAttentionLayer {
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = false;
   static constexpr bool overwrites_gradients = true;  // both projections honour pass.gradients
+  static constexpr bool cuda_kernels = true;  // the row and head functors and the DenseLayers on the device
 
   // Inference keeps [Q | K | V] and O here instead; backward, dO, d[Q | K | V] and Delta.
   static constexpr std::size_t scratch_values(int batch) {
@@ -7455,6 +7485,8 @@ struct DropoutLayer : InPlaceLayer<In, Index> {
 // Each call of the gradient functor owns a block of 16 columns of dW and walks the positions in
 // order, so the sums need no atomics and do not depend on the thread count. The ids have no
 // gradient: the layer is always the first with parameters, and the executor passes dx = null.
+// Ids are checked on the host (core/token_ids.hpp): here on every CPU forward, and by data::Dataset
+// for the batches a loader stages to a device.
 
 
 namespace etnn::nn {
@@ -7468,34 +7500,26 @@ constexpr int vocabulary_of() {
   else return 1;
 }
 
-// Throws unless every id of the batch is an integer in [0, V), naming the first that is not.
-template <int T, int V, class Scalar>
-void check_token_ids(const Scalar* ids, int batch) {
-  for (std::size_t i = 0; i < static_cast<std::size_t>(batch) * T; ++i) {
-    const Scalar id = ids[i];
-    if (id >= Scalar(0) && id < Scalar(V) && std::floor(id) == id) continue;
-    throw ShapeError(etnn::detail::message(
-        "etnn::nn::embedding", "token id ", std::to_string(static_cast<double>(id)), " of sample ",
-        std::to_string(i / T), ", position ", std::to_string(i % T), " is outside [0, ", std::to_string(V),
-        "); the network's nn::input_tokens<", std::to_string(T), ", ", std::to_string(V), "> takes ", std::to_string(V),
-        " ids (or the data was not tokenised with this vocabulary)"));
-  }
-}
-
-// Row r = b T + t of y from the weight's row id(b, t).
-template <int D, class T>
+// Row r = b T + t of y from the weight's row id(b, t); NaNs for an id outside [0, V), which the
+// device cannot throw for (the CPU has thrown before), so that the loss and the non-finite guard
+// see it and nothing reads outside the weight.
+template <int D, int V, class T>
 struct EmbeddingRows {
   const T* weight;
   const T* ids;
   T* y;
   ETNN_HD void operator()(std::size_t r) const {
+    if (!etnn::detail::valid_token_id(ids[r], V)) {
+      for (int j = 0; j < D; ++j) y[r * D + j] = std::numeric_limits<T>::quiet_NaN();
+      return;
+    }
     const T* row = weight + static_cast<std::size_t>(ids[r]) * D;
     for (int j = 0; j < D; ++j) y[r * D + j] = row[j];
   }
 };
 
-// Columns [16 c, 16 c + 16) of dW, summed over the positions in order.
-template <int D, class T>
+// Columns [16 c, 16 c + 16) of dW, summed over the positions in order (an invalid id adds nothing).
+template <int D, int V, class T>
 struct EmbeddingGradientColumns {
   static constexpr int block = 16;
   const T* ids;
@@ -7506,6 +7530,7 @@ struct EmbeddingGradientColumns {
     const int begin = static_cast<int>(c) * block;
     const int end = begin + block < D ? begin + block : D;
     for (std::size_t r = 0; r < positions; ++r) {
+      if (!etnn::detail::valid_token_id(ids[r], V)) continue;
       T* grad_row = weight_grad + static_cast<std::size_t>(ids[r]) * D;
       for (int j = begin; j < end; ++j) grad_row[j] += dy[r * D + j];
     }
@@ -7529,6 +7554,7 @@ struct EmbeddingLayer {
   static constexpr std::size_t saved_per_sample = 0;
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = false;
+  static constexpr bool cuda_kernels = true;  // the row and column functors on the device
 
   template <class T>
   static void init(T* p, Rng& rng) {
@@ -7537,14 +7563,16 @@ struct EmbeddingLayer {
 
   template <class T, class Device>
   static void forward(Device device, const Pass<T>&, const T* p, const T* x, T* y, T*, int batch) {
-    detail::check_token_ids<length, vocabulary>(x, batch);
-    for_each_index(device, positions(batch), std::size_t{D}, detail::EmbeddingRows<D, T>{p, x, y});
+    // On the host every forward checks the ids; device ids were checked by the Dataset they came from.
+    if constexpr (std::is_same_v<Device, Cpu>)
+      etnn::detail::check_token_ids<length, vocabulary>(x, positions(batch), "etnn::nn::embedding");
+    for_each_index(device, positions(batch), std::size_t{D}, detail::EmbeddingRows<D, vocabulary, T>{p, x, y});
   }
 
   template <class T, class Device>
   static void backward(Device device, const Pass<T>&, const T*, T* g, const T* x, const T*, const T*, T* dy, T*,
                        int batch) {
-    using Columns = detail::EmbeddingGradientColumns<D, T>;
+    using Columns = detail::EmbeddingGradientColumns<D, vocabulary, T>;
     for_each_index(device, (std::size_t{D} + Columns::block - 1) / Columns::block, positions(batch) * Columns::block,
                    Columns{x, dy, g, positions(batch)});
   }
@@ -7805,6 +7833,7 @@ struct PositionalEmbeddingLayer {
   static constexpr std::size_t saved_per_sample = 0;
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = true;
+  static constexpr bool cuda_kernels = true;  // the functors and copy_rows on the device
 
   template <class T>
   static void init(T* p, Rng& rng) {
@@ -11725,6 +11754,7 @@ SGD(Model&, const SgdOptions&, R&, BucketOptions) -> SGD<Model, R>;
 //             Y = Shape<K...>:                n rows of K... floats, real values
 //             Y = MultiHot<K>:                n rows of K floats, each 0 or 1
 //   etnn::data::Dataset<etnn::Shape<8>, etnn::Shape<1>> data(std::move(x), std::move(t));  // regression
+// For S = Tokens<T, V> every feature value must be a token id, an integer in [0, V).
 
 // ---- etnn/data/targets.hpp ----
 // Private to data/: include <etnn/data/data.hpp> or <etnn/etnn.hpp>.
@@ -11918,6 +11948,10 @@ class Dataset {
                        (class_targets<Y> ? "label" : std::to_string(target_size<Y>) + " target values"));
     }
     num_classes_ = check_targets<Y>(targets_, "etnn::data::Dataset");
+    // Token ids once here, for the batches a loader stages to a device (nn::embedding checks
+    // them on every CPU forward, but cannot on a device).
+    if constexpr (TokenShape<S>)
+      etnn::detail::check_token_ids<S::dims[0], S::vocabulary>(features_.data(), features_.size(), "etnn::data::Dataset");
   }
 
   // Number of samples.

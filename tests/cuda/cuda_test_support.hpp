@@ -78,5 +78,14 @@ using Normalised = decltype(nn::input<3, 8, 8> >> nn::conv2d<4, 3> >> nn::batch_
                             nn::linear<16> >> nn::batch_norm >> nn::layer_norm >>
                             nn::residual(nn::linear<16> >> nn::relu >> nn::linear<16>) >> nn::linear<10> >>
                             nn::log_softmax);
+// The sequence layers: conv1d (strided too), positional_embedding, attention (causal) and the
+// per-position layers over a float sequence, and an embedding over token ids.
+using SequenceLayers = decltype(nn::input<12, 8> >> nn::conv1d<8, 3, nn::pad<1>> >> nn::gelu >>
+                                nn::positional_embedding >> nn::residual(nn::layer_norm >> nn::multi_head_attention<2, true>) >>
+                                nn::residual(nn::layer_norm >> nn::linear<16> >> nn::gelu >> nn::linear<8>) >>
+                                nn::conv1d<4, 2, nn::stride<2>> >> nn::flatten >> nn::linear<10> >> nn::log_softmax);
+using TokenLayers = decltype(nn::input_tokens<12, 9> >> nn::embedding<8> >> nn::positional_embedding >>
+                             nn::residual(nn::layer_norm >> nn::multi_head_attention<4>) >> nn::layer_norm >>
+                             nn::flatten >> nn::linear<10> >> nn::log_softmax);
 
 }  // namespace cuda_test

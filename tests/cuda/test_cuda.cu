@@ -115,6 +115,8 @@ TEST_CASE("which layers have CUDA kernels is known at compile time: every built-
   static_assert(nn::detail::Program<typename Mlp::layers>::runs_on<etnn::Cuda>);
   static_assert(nn::detail::Program<typename Cnn::layers>::runs_on<etnn::Cuda>);
   static_assert(nn::detail::Program<typename EveryLayer::layers>::runs_on<etnn::Cuda>);
+  static_assert(nn::detail::Program<typename SequenceLayers::layers>::runs_on<etnn::Cuda>);
+  static_assert(nn::detail::Program<typename TokenLayers::layers>::runs_on<etnn::Cuda>);
   static_assert(!nn::detail::Program<typename Custom::layers>::runs_on<etnn::Cuda>);
   static_assert(!nn::detail::Program<typename CustomInside::layers>::runs_on<etnn::Cuda>);  // through a combinator
   static_assert(nn::detail::Program<typename Custom::layers>::runs_on<etnn::Cpu>);

@@ -136,7 +136,8 @@ auto train_on(const std::vector<T>& x, const std::vector<int>& labels, int batch
 template <class Net, class T>
 void check_network_follows_cpu(bool graphs) {
   const int batch = 24, steps = 4;
-  const auto x = random_values<T>(Net::input_shape::size * batch, 30);
+  std::vector<T> x(Net::input_shape::size * batch);
+  etnn::test::fill_input<typename Net::input_shape>(x.data(), x.size(), 30);  // ids for a token input
   std::vector<int> labels(batch);
   for (int i = 0; i < batch; ++i) labels[static_cast<std::size_t>(i)] = (i * 3) % 10;
   const auto [p_cpu, b_cpu, l_cpu, o_cpu, unused] = train_on<Net, T, etnn::Cpu>(x, labels, batch, steps, graphs);
@@ -161,6 +162,14 @@ TEST_CASE_TEMPLATE("every kind of layer trains on the device as on the CPU: norm
   check_network_follows_cpu<EveryLayer, T>(true);   // dropout: launched every step, the same masks
   check_network_follows_cpu<Normalised, T>(true);   // recorded: batch norm's statistics stay on the device
   check_network_follows_cpu<Normalised, T>(false);  // and launched every step
+}
+
+TEST_CASE_TEMPLATE("the sequence layers train on the device as on the CPU: conv1d, attention, embeddings" *
+                       doctest::skip(!gpu()),
+                   T, float, double) {
+  check_network_follows_cpu<SequenceLayers, T>(true);
+  check_network_follows_cpu<TokenLayers, T>(true);
+  check_network_follows_cpu<TokenLayers, T>(false);
 }
 
 TEST_CASE("a device model's checkpoint loads on the CPU and back, and evaluates the same" * doctest::skip(!gpu())) {

@@ -41,6 +41,21 @@ TEST_CASE("sequence labels: a negative label other than ignore_index, or a short
   CHECK_THROWS_AS((etnn::data::Dataset<Ids, Labels>(x, std::vector<int>{0, 1, 2, 3})), etnn::ShapeError);
 }
 
+TEST_CASE("token ids: one outside [0, V) or not an integer is refused by the dataset, naming sample and position") {
+  // The check a device run relies on: the embedding cannot throw there, so the ids are checked
+  // once on the host when the dataset is built.
+  const std::vector<int> y(6, 0);
+  for (float bad : {8.0f, -1.0f, 0.5f}) {
+    std::vector<float> x{0, 1, 2, 3, 4, 5};
+    x[4] = bad;
+    CHECK_THROWS_WITH_AS((etnn::data::Dataset<Ids, Labels>(x, y)),
+                         doctest::Contains("etnn::data::Dataset: token id"), etnn::ShapeError);
+    CHECK_THROWS_WITH_AS((etnn::data::Dataset<Ids, Labels>(x, y)),
+                         doctest::Contains("of sample 1, position 1 is outside [0, 8)"), etnn::ShapeError);
+  }
+  CHECK_NOTHROW((etnn::data::Dataset<Ids, Labels>(std::vector<float>{0, 1, 2, 3, 4, 7}, y)));
+}
+
 TEST_CASE("a causal language model learns to predict the next id through DataLoader + Trainer") {
   // Sequences of the cycle 0, 1, ..., 7 from random starts: the next id is a function of the
   // current one, so the loss must fall far below the uniform log 8.

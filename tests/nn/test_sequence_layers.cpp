@@ -195,6 +195,26 @@ TEST_CASE("conv1d: forward equals the naive sum over taps and channels, for stri
   check_conv1d_forward<1, 1, 0>();  // a per-position linear map
 }
 
+TEST_CASE("conv1d's window index math: the tap that reads an input is the one the output reads from") {
+  // in_position(t, k) (im2col) and out_position(i, k) (the dx gather, run one device thread per
+  // row) must be inverses wherever the window lies inside the sequence, and out_position must
+  // answer -1 exactly where no output position's tap k reads i.
+  auto check = [](auto geometry) {
+    using G = decltype(geometry);
+    for (int k = 0; k < G::kernel; ++k)
+      for (int i = 0; i < G::length; ++i) {
+        int reader = -1;
+        for (int t = 0; t < G::out_length; ++t)
+          if (G::in_position(t, k) == i) reader = t;
+        CHECK(G::out_position(i, k) == reader);
+      }
+  };
+  check(nn::detail::SequenceWindow<11, 2, 3, 1, 1>{});
+  check(nn::detail::SequenceWindow<10, 3, 4, 2, 2>{});
+  check(nn::detail::SequenceWindow<13, 1, 5, 3, 0>{});  // the last inputs read by no tap
+  check(nn::detail::SequenceWindow<7, 2, 7, 1, 3>{});
+}
+
 TEST_CASE("conv1d: parameters named, shaped and initialised as nn.Conv1d's") {
   using Net = decltype(nn::input<16, 6> >> nn::conv1d<8, 3, nn::pad<1>> >> nn::relu);
   static_assert(std::is_same_v<Net::output_shape, etnn::Shape<16, 8>>);

@@ -11,4 +11,5 @@
 #include "precision.hpp"
 #include "random.hpp"
 #include "shape.hpp"
+#include "token_ids.hpp"
 #include "type_list.hpp"

@@ -8,6 +8,7 @@
 //             Y = Shape<K...>:                n rows of K... floats, real values
 //             Y = MultiHot<K>:                n rows of K floats, each 0 or 1
 //   etnn::data::Dataset<etnn::Shape<8>, etnn::Shape<1>> data(std::move(x), std::move(t));  // regression
+// For S = Tokens<T, V> every feature value must be a token id, an integer in [0, V).
 #include <cmath>
 #include <cstddef>
 #include <span>
@@ -17,6 +18,7 @@
 
 #include "../core/error.hpp"
 #include "../core/shape.hpp"
+#include "../core/token_ids.hpp"
 #include "targets.hpp"
 
 namespace etnn::data::detail {
@@ -56,6 +58,10 @@ class Dataset {
                        (class_targets<Y> ? "label" : std::to_string(target_size<Y>) + " target values"));
     }
     num_classes_ = check_targets<Y>(targets_, "etnn::data::Dataset");
+    // Token ids once here, for the batches a loader stages to a device (nn::embedding checks
+    // them on every CPU forward, but cannot on a device).
+    if constexpr (TokenShape<S>)
+      etnn::detail::check_token_ids<S::dims[0], S::vocabulary>(features_.data(), features_.size(), "etnn::data::Dataset");
   }
 
   // Number of samples.

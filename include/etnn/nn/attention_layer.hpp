@@ -225,6 +225,7 @@ struct MultiHeadAttentionLayer {
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = false;
   static constexpr bool overwrites_gradients = true;  // both projections honour pass.gradients
+  static constexpr bool cuda_kernels = true;  // the row and head functors and the DenseLayers on the device
 
   // Inference keeps [Q | K | V] and O here instead; backward, dO, d[Q | K | V] and Delta.
   static constexpr std::size_t scratch_values(int batch) {

@@ -13,8 +13,7 @@ template <bool AllLayersHaveKernels>
 consteval bool layers_on_device() {
   static_assert(AllLayersHaveKernels,
                 "ETNN_DEVICE_LAYER: a layer of this network has no kernels for this device: every built-in "
-                "layer but the sequence layers (embedding, positional_embedding, multi_head_attention; "
-                "CPU only so far) runs on etnn::Cuda, a layer of your own once it declares static constexpr "
+                "layer runs on etnn::Cuda, a layer of your own once it declares static constexpr "
                 "bool cuda_kernels = true (its forward and backward then run with etnn::Cuda); else use etnn::Cpu");
   return true;
 }

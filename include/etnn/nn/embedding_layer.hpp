@@ -7,12 +7,15 @@
 // Each call of the gradient functor owns a block of 16 columns of dW and walks the positions in
 // order, so the sums need no atomics and do not depend on the thread count. The ids have no
 // gradient: the layer is always the first with parameters, and the executor passes dx = null.
-#include <cmath>
+// Ids are checked on the host (core/token_ids.hpp): here on every CPU forward, and by data::Dataset
+// for the batches a loader stages to a device.
 #include <cstddef>
-#include <string>
+#include <limits>
+#include <type_traits>
 
 #include "../core/config.hpp"
-#include "../core/error.hpp"
+#include "../core/device.hpp"
+#include "../core/token_ids.hpp"
 #include "../backend/executor.hpp"
 #include "checks.hpp"
 #include "init.hpp"
@@ -29,34 +32,26 @@ constexpr int vocabulary_of() {
   else return 1;
 }
 
-// Throws unless every id of the batch is an integer in [0, V), naming the first that is not.
-template <int T, int V, class Scalar>
-void check_token_ids(const Scalar* ids, int batch) {
-  for (std::size_t i = 0; i < static_cast<std::size_t>(batch) * T; ++i) {
-    const Scalar id = ids[i];
-    if (id >= Scalar(0) && id < Scalar(V) && std::floor(id) == id) continue;
-    throw ShapeError(etnn::detail::message(
-        "etnn::nn::embedding", "token id ", std::to_string(static_cast<double>(id)), " of sample ",
-        std::to_string(i / T), ", position ", std::to_string(i % T), " is outside [0, ", std::to_string(V),
-        "); the network's nn::input_tokens<", std::to_string(T), ", ", std::to_string(V), "> takes ", std::to_string(V),
-        " ids (or the data was not tokenised with this vocabulary)"));
-  }
-}
-
-// Row r = b T + t of y from the weight's row id(b, t).
-template <int D, class T>
+// Row r = b T + t of y from the weight's row id(b, t); NaNs for an id outside [0, V), which the
+// device cannot throw for (the CPU has thrown before), so that the loss and the non-finite guard
+// see it and nothing reads outside the weight.
+template <int D, int V, class T>
 struct EmbeddingRows {
   const T* weight;
   const T* ids;
   T* y;
   ETNN_HD void operator()(std::size_t r) const {
+    if (!etnn::detail::valid_token_id(ids[r], V)) {
+      for (int j = 0; j < D; ++j) y[r * D + j] = std::numeric_limits<T>::quiet_NaN();
+      return;
+    }
     const T* row = weight + static_cast<std::size_t>(ids[r]) * D;
     for (int j = 0; j < D; ++j) y[r * D + j] = row[j];
   }
 };
 
-// Columns [16 c, 16 c + 16) of dW, summed over the positions in order.
-template <int D, class T>
+// Columns [16 c, 16 c + 16) of dW, summed over the positions in order (an invalid id adds nothing).
+template <int D, int V, class T>
 struct EmbeddingGradientColumns {
   static constexpr int block = 16;
   const T* ids;
@@ -67,6 +62,7 @@ struct EmbeddingGradientColumns {
     const int begin = static_cast<int>(c) * block;
     const int end = begin + block < D ? begin + block : D;
     for (std::size_t r = 0; r < positions; ++r) {
+      if (!etnn::detail::valid_token_id(ids[r], V)) continue;
       T* grad_row = weight_grad + static_cast<std::size_t>(ids[r]) * D;
       for (int j = begin; j < end; ++j) grad_row[j] += dy[r * D + j];
     }
@@ -90,6 +86,7 @@ struct EmbeddingLayer {
   static constexpr std::size_t saved_per_sample = 0;
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = false;
+  static constexpr bool cuda_kernels = true;  // the row and column functors on the device
 
   template <class T>
   static void init(T* p, Rng& rng) {
@@ -98,14 +95,16 @@ struct EmbeddingLayer {
 
   template <class T, class Device>
   static void forward(Device device, const Pass<T>&, const T* p, const T* x, T* y, T*, int batch) {
-    detail::check_token_ids<length, vocabulary>(x, batch);
-    for_each_index(device, positions(batch), std::size_t{D}, detail::EmbeddingRows<D, T>{p, x, y});
+    // On the host every forward checks the ids; device ids were checked by the Dataset they came from.
+    if constexpr (std::is_same_v<Device, Cpu>)
+      etnn::detail::check_token_ids<length, vocabulary>(x, positions(batch), "etnn::nn::embedding");
+    for_each_index(device, positions(batch), std::size_t{D}, detail::EmbeddingRows<D, vocabulary, T>{p, x, y});
   }
 
   template <class T, class Device>
   static void backward(Device device, const Pass<T>&, const T*, T* g, const T* x, const T*, const T*, T* dy, T*,
                        int batch) {
-    using Columns = detail::EmbeddingGradientColumns<D, T>;
+    using Columns = detail::EmbeddingGradientColumns<D, vocabulary, T>;
     for_each_index(device, (std::size_t{D} + Columns::block - 1) / Columns::block, positions(batch) * Columns::block,
                    Columns{x, dy, g, positions(batch)});
   }

@@ -52,6 +52,7 @@ struct PositionalEmbeddingLayer {
   static constexpr std::size_t saved_per_sample = 0;
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = true;
+  static constexpr bool cuda_kernels = true;  // the functors and copy_rows on the device
 
   template <class T>
   static void init(T* p, Rng& rng) {

@@ -6,7 +6,8 @@
 #   kill       its rank is killed (SIGKILL)
 #   stop       its rank stalls (SIGSTOP): alive, holding its sockets, taking no part
 # Passes when, within 60 s of the fault, mpirun has exited non-zero, a line of its output matches
-# TEXT (an extended regular expression), and no rank is left running on any host.
+# TEXT (an extended regular expression), no rank was killed by SIGPIPE, and no rank is left running
+# on any host.
 fault=$1 text=$2 binary=$3
 limit=60
 hosts=$MULTIHOST_HOSTS last=$((MULTIHOST_HOSTS - 1))
@@ -55,5 +56,6 @@ done
 grep -v '^\[host[0-9]*:[0-9]*\]' "$log" | tail -n 20  # without Open MPI's stack dumps of killed ranks
 echo "mpirun exit code $code after $ended s; every host clear after $(($(date +%s) - start)) s"
 [ "$code" -ne 0 ] || fail "mpirun exited with 0"
+! grep -q "exited on signal 13" "$log" || fail "a surviving rank was killed by SIGPIPE instead of reporting the error"
 grep -qE -- "$text" "$log" || fail "no line of the output matches '$text'"
 echo "ok"

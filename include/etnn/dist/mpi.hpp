@@ -9,7 +9,9 @@
 // (timeout: MpiOptions::timeout_seconds, or ETNN_DIST_TIMEOUT seconds). A failed collective throws
 // etnn::DistError; when an Mpi whose job saw such an error (or that is destroyed by an exception)
 // goes away, it calls MPI_Abort, which ends every rank with a non-zero exit. A rank that dies is
-// noticed by the launcher (mpirun, srun), which ends the others. Any other error that one rank
+// noticed by the launcher (mpirun, srun), which ends the others; the survivors' writes to it fail
+// with EPIPE rather than killing them with SIGPIPE (Mpi ignores SIGPIPE where its disposition is
+// the default), so each ends with its own error or the launcher's word. Any other error that one rank
 // catches inside the Mpi's scope must end the job with world.abort(reason): the other ranks would
 // otherwise wait for it until the timeout. With ETNN_DIST_DEBUG=1 each collective first checks that
 // every rank is in the same operation with the same element count.
@@ -22,6 +24,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <csignal>
 #include <chrono>
 #include <climits>
 #include <cmath>
@@ -299,6 +302,7 @@ class Mpi {
         throw DistError("etnn::dist::Mpi: MPI_Init_thread failed; start the program with mpirun or srun");
       owns_mpi_ = true;
     }
+    ignore_broken_pipes();
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
@@ -313,6 +317,15 @@ class Mpi {
     MPI_Comm_rank(local_, &local_rank_);
     MPI_Comm_size(local_, &local_size_);
     if (options_.shared_memory && local_size_ == size_ && size_ > 1) shared_.create(local_);
+  }
+
+  // A peer that died leaves its TCP connections broken; the next write to one raises SIGPIPE,
+  // whose default action kills this rank silently (mpirun then names the wrong rank, by signal
+  // 13). Ignored, the write fails with EPIPE and the collective reports it. A handler the program
+  // installed itself is left alone.
+  static void ignore_broken_pipes() {
+    struct sigaction current {};
+    if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) std::signal(SIGPIPE, SIG_IGN);
   }
 
   // A barrier of the ranks on this machine, with the deadline, reported as `p`'s operation.

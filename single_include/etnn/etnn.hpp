@@ -125,6 +125,16 @@ consteval bool device_available() {
 #define ETNN_UNROLL(n) ETNN_PRAGMA(GCC unroll n)
 #endif
 
+// ETNN_INLINE: always inlined. For small math functions called in loops that must vectorise: a
+// call the inliner declines (GCC's -O2 declines many) keeps the whole loop scalar.
+#if defined(__CUDACC__)
+#define ETNN_INLINE __forceinline__
+#elif defined(__GNUC__)
+#define ETNN_INLINE [[gnu::always_inline]] inline
+#else
+#define ETNN_INLINE inline
+#endif
+
 #if defined(__CUDACC__)
 #define ETNN_HD __host__ __device__
 #else
@@ -192,33 +202,96 @@ std::string message(const char* who, const Parts&... parts) {
 // softmax's exponentials); other types, and device code, call std::exp. Cephes' expf:
 // x = n ln 2 + r with |r| <= ln 2 / 2 (ln 2 in two parts, so r is exact), e^r by a degree-7
 // polynomial, 2^n written into the exponent bits: within 1e-7 relative of std::exp (x is clamped
-// to [-87, 88], so e^-inf is 1.6e-38, not 0). NaN stays NaN.
+// to [-87, 88], so e^-inf is 1.6e-38, not 0). NaN stays NaN. Branch-free, with no float-to-int
+// conversion, so that loops of it vectorise at -O2 and without -march.
+// fast_erf(x): erf(x) for float the same way (GELU's erf): x is clamped to [-4, 4], where erf is
+// +-1 in float, and erf(x) = x P(x^2) / Q(x^2) with P of degree 6 and Q of degree 4 (the rational
+// approximation of XLA's and Eigen's vectorised erf): within 4e-7 absolute of erf, 6 float ulps
+// at 1, and relative to erf near 0. NaN stays NaN.
 #include <bit>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 
 
 namespace etnn::detail {
 
+// a b + c, fused where the CPU has an FMA instruction. Written out, so that the compiler has no
+// choice left of which product to contract: its choice can differ between a loop's vector body
+// and its scalar remainder, and the remainder's extent depends on how threads split the loop, so
+// a result would depend on the thread count. (Without an FMA instruction there is nothing to
+// contract.) Device code keeps nvcc's own contraction.
 template <class T>
-ETNN_HD T fast_exp(T x) {
+ETNN_INLINE ETNN_HD T fmadd(T a, T b, T c) {
+#if !defined(__CUDA_ARCH__) && defined(__FP_FAST_FMAF)
+  if constexpr (std::is_same_v<T, float>) return std::fma(a, b, c);
+#endif
+#if !defined(__CUDA_ARCH__) && defined(__FP_FAST_FMA)
+  if constexpr (std::is_same_v<T, double>) return std::fma(a, b, c);
+#endif
+  return a * b + c;
+}
+
+template <class T>
+ETNN_INLINE ETNN_HD T fast_exp(T x) {
 #if defined(__CUDA_ARCH__)
   return std::exp(x);
 #else
   if constexpr (!std::is_same_v<T, float>) {
     return std::exp(x);
   } else {
-    x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
-    const float n = std::floor(x * 1.44269504088896341f + 0.5f);
-    const float r = x - n * 0.693359375f + n * 2.12194440e-4f;
+    // x is clamped to [-87, 88] (inf too, NaN not) on its bits: a float select may trap, which
+    // keeps a compiler from vectorising it without -fno-trapping-math; an integer one cannot.
+    std::int32_t bits = std::bit_cast<std::int32_t>(x);
+    const std::int32_t magnitude = bits & 0x7fffffff;
+    const std::int32_t limit = bits < 0 ? 0x42AE0000 : 0x42B00000;  // the bits of 87 and 88
+    bits = (magnitude > limit) & (magnitude <= 0x7f800000) ? (bits & INT32_MIN) | limit : bits;
+    x = std::bit_cast<float>(bits);
+    // k = round(x / ln 2): adding 1.5 * 2^23 rounds to an integer in the low mantissa bits
+    // (std::floor or a float-to-int conversion would block vectorisation the same way).
+    // r = x - n ln 2, with ln 2 in two parts.
+    const std::int32_t k = std::bit_cast<std::int32_t>(fmadd(x, 1.44269504088896341f, 12582912.0f)) - 0x4B400000;
+    const float n = static_cast<float>(k);
+    const float r = fmadd(n, 2.12194440e-4f, fmadd(-n, 0.693359375f, x));
     float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    return p * std::bit_cast<float>((static_cast<std::int32_t>(n) + 127) << 23);
+    p = fmadd(p, r, 1.3981999507e-3f);
+    p = fmadd(p, r, 8.3334519073e-3f);
+    p = fmadd(p, r, 4.1665795894e-2f);
+    p = fmadd(p, r, 1.6666665459e-1f);
+    p = fmadd(p, r, 5.0000001201e-1f);
+    p = fmadd(p * r, r, r) + 1.0f;
+    return p * std::bit_cast<float>((k + 127) << 23);
+  }
+#endif
+}
+
+template <class T>
+ETNN_INLINE ETNN_HD T fast_erf(T x) {
+#if defined(__CUDA_ARCH__)
+  return std::erf(x);
+#else
+  if constexpr (!std::is_same_v<T, float>) {
+    return std::erf(x);
+  } else {
+    // |x| is clamped to 4 on its bits (NaN not), as in fast_exp.
+    std::int32_t bits = std::bit_cast<std::int32_t>(x);
+    const std::int32_t magnitude = bits & 0x7fffffff;
+    bits = (magnitude > 0x40800000) & (magnitude <= 0x7f800000) ? (bits & INT32_MIN) | 0x40800000 : bits;
+    x = std::bit_cast<float>(bits);
+    const float x2 = x * x;
+    float p = -2.72614225801306e-10f;
+    p = fmadd(p, x2, 2.77068142495902e-08f);
+    p = fmadd(p, x2, -2.10102402082508e-06f);
+    p = fmadd(p, x2, -5.69250639462346e-05f);
+    p = fmadd(p, x2, -7.34990630326855e-04f);
+    p = fmadd(p, x2, -2.95459980854025e-03f);
+    p = fmadd(p, x2, -1.60960333262415e-02f);
+    float q = -1.45660718464996e-05f;
+    q = fmadd(q, x2, -2.13374055278905e-04f);
+    q = fmadd(q, x2, -1.68282697438203e-03f);
+    q = fmadd(q, x2, -7.37332916720468e-03f);
+    q = fmadd(q, x2, -1.42647390514189e-02f);
+    return x * p / q;
   }
 #endif
 }
@@ -733,16 +806,18 @@ struct Sigmoid {
 
 // gelu(x) = x Phi(x) = x/2 (1 + erf(x / sqrt 2))   (PyTorch's exact default)
 // gelu'(x) = Phi(x) + x phi(x),  phi(x) = exp(-x^2/2) / sqrt(2 pi)
+// In float, erf and exp are core/fast_math's polynomials (no library call, so a layer's loop of
+// them vectorises); doubles and device code call std::erf and std::exp.
 struct Gelu {
   static constexpr const char* name = "gelu";
   static constexpr bool derivative_needs_input = true;
   template <class T> ETNN_HD T operator()(T x) const {
-    return T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440)));
+    return T(0.5) * x * (T(1) + detail::fast_erf(x * T(0.70710678118654752440)));
   }
   template <class T> ETNN_HD T derivative(T x, T) const {
-    const T cdf = T(0.5) * (T(1) + std::erf(x * T(0.70710678118654752440)));
-    const T pdf = T(0.39894228040143267794) * std::exp(T(-0.5) * x * x);
-    return cdf + x * pdf;
+    const T cdf = T(0.5) * (T(1) + detail::fast_erf(x * T(0.70710678118654752440)));
+    const T pdf = T(0.39894228040143267794) * detail::fast_exp(T(-0.5) * x * x);
+    return detail::fmadd(x, pdf, cdf);
   }
 };
 
@@ -2052,29 +2127,39 @@ struct BiasActivation {
   std::ptrdiff_t ld;
   Act act;
 
+  // Each case is its own branch-free loop: SSE2 has no masked store, so a conditional one keeps a
+  // portable build's loop scalar.
   void operator()(int r0, int r1, int c0, int c1) const noexcept {
     for (std::ptrdiff_t r = r0; r < r1; ++r) {
       T* row = y + r * ld;
-      T* z_row = z_saved != nullptr ? z_saved + r * ld : nullptr;
-      ETNN_SIMD
-      for (std::ptrdiff_t j = c0; j < c1; ++j) {
-        const T z = row[j] + (Along == BiasAlong::columns ? bias[j] : bias[r]);
-        if constexpr (!std::is_same_v<Act, fn::Identity>) {
-          if (z_row != nullptr) z_row[j] = z;
+      if constexpr (std::is_same_v<Act, fn::Identity>) {
+        ETNN_SIMD
+        for (std::ptrdiff_t j = c0; j < c1; ++j) row[j] += bias_at(r, j);
+      } else if (z_saved != nullptr) {
+        T* z_row = z_saved + r * ld;
+        ETNN_SIMD
+        for (std::ptrdiff_t j = c0; j < c1; ++j) {
+          const T z = row[j] + bias_at(r, j);
+          z_row[j] = z;
           row[j] = act(z);
-        } else {
-          row[j] = z;
         }
+      } else {
+        ETNN_SIMD
+        for (std::ptrdiff_t j = c0; j < c1; ++j) row[j] = act(row[j] + bias_at(r, j));
       }
     }
   }
+
+ private:
+  T bias_at(std::ptrdiff_t r, std::ptrdiff_t j) const noexcept { return Along == BiasAlong::columns ? bias[j] : bias[r]; }
 };
 
 template <class Act, class T>
 void activation_gradient(T* dy, const T* y, const T* z_saved, std::size_t n, Act act) {
   if constexpr (!std::is_same_v<Act, fn::Identity>) {
+    const T* z = z_saved != nullptr ? z_saved : y;  // chosen once: no branch in the loop
     ETNN_SIMD
-    for (std::size_t i = 0; i < n; ++i) dy[i] *= act.derivative(z_saved != nullptr ? z_saved[i] : y[i], y[i]);
+    for (std::size_t i = 0; i < n; ++i) dy[i] *= act.derivative(z[i], y[i]);
   }
 }
 
@@ -2719,17 +2804,22 @@ void dense_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T*
   // dZ = dY (.) f'(Z, Y) and db += column sums, in one pass. Threads own disjoint column ranges,
   // so the bias reduction needs no atomics and sums each column in a fixed order.
   cpu::parallel_chunks(static_cast<std::size_t>(Out), 16, static_cast<std::size_t>(batch),
-                       [&](std::size_t begin, std::size_t end) {
+                       [=](std::size_t begin, std::size_t end) {
     if (gradients == cpu::Accumulate::no) std::fill(bias_grad + begin, bias_grad + end, T(0));
+    // f' reads Z where it was kept, else Y: one pointer chosen up front, so that the loop has no
+    // branch (SSE2 has no masked load) and vectorises in a portable build too.
+    const T* z = z_saved != nullptr ? z_saved : y;
     for (int r = 0; r < batch; ++r) {
       const std::size_t row = static_cast<std::size_t>(r) * Out;
+      T* dz_row = dy + row;
+      const T* y_row = y + row;
+      const T* z_row = z + row;
       ETNN_SIMD
       for (std::size_t j = begin; j < end; ++j) {
-        T g = dy[row + j];
+        T g = dz_row[j];
         if constexpr (!std::is_same_v<Act, fn::Identity>) {
-          const T yv = y[row + j];
-          g *= act.derivative(z_saved != nullptr ? z_saved[row + j] : yv, yv);
-          dy[row + j] = g;
+          g *= act.derivative(z_row[j], y_row[j]);
+          dz_row[j] = g;
         }
         bias_grad[j] += g;
       }
@@ -15163,7 +15253,6 @@ void load(Model& model, const std::filesystem::path& path, LoadOptions options =
 // "network" metadata as etnn::io::load checks it, is allowed with
 // load_state(trainer, loader, path, {.allow_architecture_mismatch = true})). In a data-parallel job rank 0 saves
 // at an accumulation boundary (then all ranks hold the same state) and every rank loads.
-#include <climits>
 
 
 namespace etnn::io {  // the public names stay in etnn::io beside save/load

@@ -2,7 +2,10 @@
 // double precision, and the (x, y) -> f' contract (y-only derivatives ignore x).
 #include <doctest/doctest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
+#include <vector>
 
 #include <etnn/etnn.hpp>
 
@@ -49,4 +52,33 @@ TEST_CASE("relu keeps a NaN, as torch.relu does") {
   CHECK(std::isnan(etnn::fn::Relu{}(std::nanf(""))));
   CHECK(etnn::fn::Relu{}(-2.0f) == 0.0f);
   CHECK(etnn::fn::Relu{}(3.0) == 3.0);
+}
+
+namespace {
+float gelu_value(float x) { return etnn::fn::Gelu{}(x); }
+float gelu_derivative(float x) { return etnn::fn::Gelu{}.derivative(x, 0.0f); }
+}  // namespace
+
+TEST_CASE("float gelu: near the double formula, and the same bits in a vectorised loop as one call at a time") {
+  // A loop's vector body and its scalar remainder must agree bit for bit: how threads split a
+  // layer's loop decides which elements fall in the remainder (see core/fast_math's fmadd).
+  std::vector<float> x(4099), value(x.size()), derivative(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = -7.0f + 14.0f * static_cast<float>(i) / 4098.0f;
+  ETNN_SIMD
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    value[i] = etnn::fn::Gelu{}(x[i]);
+    derivative[i] = etnn::fn::Gelu{}.derivative(x[i], 0.0f);
+  }
+  float (*volatile one_value)(float) = gelu_value;  // called through a pointer: never inlined into a vector loop
+  float (*volatile one_derivative)(float) = gelu_derivative;
+  int differing = 0;
+  double worst = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    differing += std::bit_cast<std::uint32_t>(value[i]) != std::bit_cast<std::uint32_t>(one_value(x[i]));
+    differing += std::bit_cast<std::uint32_t>(derivative[i]) != std::bit_cast<std::uint32_t>(one_derivative(x[i]));
+    worst = std::max(worst, std::abs(value[i] - etnn::fn::Gelu{}(static_cast<double>(x[i]))));
+    worst = std::max(worst, std::abs(derivative[i] - etnn::fn::Gelu{}.derivative(static_cast<double>(x[i]), 0.0)));
+  }
+  CHECK(differing == 0);
+  CHECK(worst < 2e-6);
 }

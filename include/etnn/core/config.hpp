@@ -32,6 +32,16 @@
 #define ETNN_UNROLL(n) ETNN_PRAGMA(GCC unroll n)
 #endif
 
+// ETNN_INLINE: always inlined. For small math functions called in loops that must vectorise: a
+// call the inliner declines (GCC's -O2 declines many) keeps the whole loop scalar.
+#if defined(__CUDACC__)
+#define ETNN_INLINE __forceinline__
+#elif defined(__GNUC__)
+#define ETNN_INLINE [[gnu::always_inline]] inline
+#else
+#define ETNN_INLINE inline
+#endif
+
 #if defined(__CUDACC__)
 #define ETNN_HD __host__ __device__
 #else

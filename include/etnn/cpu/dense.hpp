@@ -37,17 +37,22 @@ void dense_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T*
   // dZ = dY (.) f'(Z, Y) and db += column sums, in one pass. Threads own disjoint column ranges,
   // so the bias reduction needs no atomics and sums each column in a fixed order.
   cpu::parallel_chunks(static_cast<std::size_t>(Out), 16, static_cast<std::size_t>(batch),
-                       [&](std::size_t begin, std::size_t end) {
+                       [=](std::size_t begin, std::size_t end) {
     if (gradients == cpu::Accumulate::no) std::fill(bias_grad + begin, bias_grad + end, T(0));
+    // f' reads Z where it was kept, else Y: one pointer chosen up front, so that the loop has no
+    // branch (SSE2 has no masked load) and vectorises in a portable build too.
+    const T* z = z_saved != nullptr ? z_saved : y;
     for (int r = 0; r < batch; ++r) {
       const std::size_t row = static_cast<std::size_t>(r) * Out;
+      T* dz_row = dy + row;
+      const T* y_row = y + row;
+      const T* z_row = z + row;
       ETNN_SIMD
       for (std::size_t j = begin; j < end; ++j) {
-        T g = dy[row + j];
+        T g = dz_row[j];
         if constexpr (!std::is_same_v<Act, fn::Identity>) {
-          const T yv = y[row + j];
-          g *= act.derivative(z_saved != nullptr ? z_saved[row + j] : yv, yv);
-          dy[row + j] = g;
+          g *= act.derivative(z_row[j], y_row[j]);
+          dz_row[j] = g;
         }
         bias_grad[j] += g;
       }

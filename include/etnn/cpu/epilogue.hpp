@@ -25,29 +25,39 @@ struct BiasActivation {
   std::ptrdiff_t ld;
   Act act;
 
+  // Each case is its own branch-free loop: SSE2 has no masked store, so a conditional one keeps a
+  // portable build's loop scalar.
   void operator()(int r0, int r1, int c0, int c1) const noexcept {
     for (std::ptrdiff_t r = r0; r < r1; ++r) {
       T* row = y + r * ld;
-      T* z_row = z_saved != nullptr ? z_saved + r * ld : nullptr;
-      ETNN_SIMD
-      for (std::ptrdiff_t j = c0; j < c1; ++j) {
-        const T z = row[j] + (Along == BiasAlong::columns ? bias[j] : bias[r]);
-        if constexpr (!std::is_same_v<Act, fn::Identity>) {
-          if (z_row != nullptr) z_row[j] = z;
+      if constexpr (std::is_same_v<Act, fn::Identity>) {
+        ETNN_SIMD
+        for (std::ptrdiff_t j = c0; j < c1; ++j) row[j] += bias_at(r, j);
+      } else if (z_saved != nullptr) {
+        T* z_row = z_saved + r * ld;
+        ETNN_SIMD
+        for (std::ptrdiff_t j = c0; j < c1; ++j) {
+          const T z = row[j] + bias_at(r, j);
+          z_row[j] = z;
           row[j] = act(z);
-        } else {
-          row[j] = z;
         }
+      } else {
+        ETNN_SIMD
+        for (std::ptrdiff_t j = c0; j < c1; ++j) row[j] = act(row[j] + bias_at(r, j));
       }
     }
   }
+
+ private:
+  T bias_at(std::ptrdiff_t r, std::ptrdiff_t j) const noexcept { return Along == BiasAlong::columns ? bias[j] : bias[r]; }
 };
 
 template <class Act, class T>
 void activation_gradient(T* dy, const T* y, const T* z_saved, std::size_t n, Act act) {
   if constexpr (!std::is_same_v<Act, fn::Identity>) {
+    const T* z = z_saved != nullptr ? z_saved : y;  // chosen once: no branch in the loop
     ETNN_SIMD
-    for (std::size_t i = 0; i < n; ++i) dy[i] *= act.derivative(z_saved != nullptr ? z_saved[i] : y[i], y[i]);
+    for (std::size_t i = 0; i < n; ++i) dy[i] *= act.derivative(z[i], y[i]);
   }
 }
 

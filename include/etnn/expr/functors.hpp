@@ -10,6 +10,7 @@
 #include <ratio>
 
 #include "../core/config.hpp"
+#include "../core/fast_math.hpp"
 #include "checks.hpp"
 
 namespace etnn::fn {
@@ -63,16 +64,18 @@ struct Sigmoid {
 
 // gelu(x) = x Phi(x) = x/2 (1 + erf(x / sqrt 2))   (PyTorch's exact default)
 // gelu'(x) = Phi(x) + x phi(x),  phi(x) = exp(-x^2/2) / sqrt(2 pi)
+// In float, erf and exp are core/fast_math's polynomials (no library call, so a layer's loop of
+// them vectorises); doubles and device code call std::erf and std::exp.
 struct Gelu {
   static constexpr const char* name = "gelu";
   static constexpr bool derivative_needs_input = true;
   template <class T> ETNN_HD T operator()(T x) const {
-    return T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440)));
+    return T(0.5) * x * (T(1) + detail::fast_erf(x * T(0.70710678118654752440)));
   }
   template <class T> ETNN_HD T derivative(T x, T) const {
-    const T cdf = T(0.5) * (T(1) + std::erf(x * T(0.70710678118654752440)));
-    const T pdf = T(0.39894228040143267794) * std::exp(T(-0.5) * x * x);
-    return cdf + x * pdf;
+    const T cdf = T(0.5) * (T(1) + detail::fast_erf(x * T(0.70710678118654752440)));
+    const T pdf = T(0.39894228040143267794) * detail::fast_exp(T(-0.5) * x * x);
+    return detail::fmadd(x, pdf, cdf);
   }
 };
 

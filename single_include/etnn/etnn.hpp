@@ -232,6 +232,17 @@ ETNN_INLINE ETNN_HD T fmadd(T a, T b, T c) {
   return a * b + c;
 }
 
+// x with its magnitude clamped to that of the float whose bits are `below` (x < 0) or `above`
+// (x >= 0); infinities too, NaN not. Done on the bits: a float select may trap, which keeps GCC
+// from vectorising it under -ftrapping-math (the default); an integer select cannot. Host only.
+ETNN_INLINE float clamp_magnitude(float x, std::int32_t below, std::int32_t above) {
+  const std::int32_t bits = std::bit_cast<std::int32_t>(x);
+  const std::int32_t magnitude = bits & 0x7fffffff;
+  const std::int32_t limit = bits < 0 ? below : above;
+  const bool clamped = (magnitude > limit) & (magnitude <= 0x7f800000);
+  return std::bit_cast<float>(clamped ? (bits & INT32_MIN) | limit : bits);
+}
+
 template <class T>
 ETNN_INLINE ETNN_HD T fast_exp(T x) {
 #if defined(__CUDA_ARCH__)
@@ -240,13 +251,7 @@ ETNN_INLINE ETNN_HD T fast_exp(T x) {
   if constexpr (!std::is_same_v<T, float>) {
     return std::exp(x);
   } else {
-    // x is clamped to [-87, 88] (inf too, NaN not) on its bits: a float select may trap, which
-    // keeps a compiler from vectorising it without -fno-trapping-math; an integer one cannot.
-    std::int32_t bits = std::bit_cast<std::int32_t>(x);
-    const std::int32_t magnitude = bits & 0x7fffffff;
-    const std::int32_t limit = bits < 0 ? 0x42AE0000 : 0x42B00000;  // the bits of 87 and 88
-    bits = (magnitude > limit) & (magnitude <= 0x7f800000) ? (bits & INT32_MIN) | limit : bits;
-    x = std::bit_cast<float>(bits);
+    x = clamp_magnitude(x, 0x42AE0000, 0x42B00000);  // to [-87, 88]: the bits of 87 and 88
     // k = round(x / ln 2): adding 1.5 * 2^23 rounds to an integer in the low mantissa bits
     // (std::floor or a float-to-int conversion would block vectorisation the same way).
     // r = x - n ln 2, with ln 2 in two parts.
@@ -273,11 +278,7 @@ ETNN_INLINE ETNN_HD T fast_erf(T x) {
   if constexpr (!std::is_same_v<T, float>) {
     return std::erf(x);
   } else {
-    // |x| is clamped to 4 on its bits (NaN not), as in fast_exp.
-    std::int32_t bits = std::bit_cast<std::int32_t>(x);
-    const std::int32_t magnitude = bits & 0x7fffffff;
-    bits = (magnitude > 0x40800000) & (magnitude <= 0x7f800000) ? (bits & INT32_MIN) | 0x40800000 : bits;
-    x = std::bit_cast<float>(bits);
+    x = clamp_magnitude(x, 0x40800000, 0x40800000);  // to [-4, 4]: the bits of 4
     const float x2 = x * x;
     float p = -2.72614225801306e-10f;
     p = fmadd(p, x2, 2.77068142495902e-08f);

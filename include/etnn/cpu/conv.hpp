@@ -17,11 +17,11 @@
 #include <utility>
 
 #include "../core/device.hpp"
-#include "../tensor/buffer.hpp"
 #include "epilogue.hpp"
 #include "executor.hpp"
 #include "gemm.hpp"
 #include "parallel.hpp"
+#include "thread_scratch.hpp"
 #include "../expr/window.hpp"
 
 namespace etnn {
@@ -85,15 +85,6 @@ void col2im(const T* cols, T* dx) {
   });
 }
 
-// One image's columns for the calling thread: a buffer of its own that grows to the largest
-// request and is reused (as the GEMM's packing buffers are), so a pass allocates nothing.
-template <class T>
-T* thread_columns(std::size_t values) {
-  thread_local Buffer<T, Cpu> columns;
-  columns.reserve_discard(values);
-  return columns.data();
-}
-
 }  // namespace cpu
 
 // The GPU's batch columns are not used here (the layer asks for none on the CPU).
@@ -103,7 +94,7 @@ void conv2d_forward(Cpu, const T* weight, const T* bias, const T* x, T* y, T* z_
   constexpr int depth = G::channels * G::kernel * G::kernel;
   constexpr std::size_t pixels = G::out_pixels, cols_size = depth * pixels, out_size = Out * pixels;
   cpu::parallel_chunks(static_cast<std::size_t>(batch), 1, out_size * depth, [&](std::size_t begin, std::size_t end) {
-    T* cols = cpu::thread_columns<T>(cols_size);
+    T* cols = cpu::thread_scratch<T>(cols_size);
     for (std::size_t b = begin; b < end; ++b) {
       T* yb = y + b * out_size;
       cpu::im2col<G>(x + b * G::channels * G::in_pixels, cols);
@@ -127,7 +118,7 @@ void conv2d_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T
   cpu::parallel_panels(std::size_t{Out}, cpu::gemm_row_panel<T>, 1, samples * pixels * depth,
                        [&](std::size_t begin, std::size_t end) {
     const int first = static_cast<int>(begin), count = static_cast<int>(end - begin);
-    T* cols = cpu::thread_columns<T>(cols_size);
+    T* cols = cpu::thread_scratch<T>(cols_size);
     for (std::size_t b = 0; b < samples; ++b) {
       const std::size_t channels_at = b * out_size + begin * pixels;
       T* dz = dy + channels_at;
@@ -146,7 +137,7 @@ void conv2d_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T
   if (dx == nullptr) return;
   // dcols_b = W^T dZ_b (W^T is W read column-major), then dX_b = col2im(dcols_b).
   cpu::parallel_chunks(samples, 1, out_size * depth, [&](std::size_t begin, std::size_t end) {
-    T* dcols = cpu::thread_columns<T>(cols_size);
+    T* dcols = cpu::thread_scratch<T>(cols_size);
     for (std::size_t b = begin; b < end; ++b) {
       cpu::gemm_serial<cpu::Layout::col_major, cpu::Layout::row_major>(
           cpu::Accumulate::no, depth, int{pixels}, Out, weight, depth, dy + b * out_size, int{pixels}, dcols, int{pixels});

@@ -10,8 +10,8 @@
 
 // ---- etnn/core/core.hpp ----
 // etnn core, the face of core/: configuration (ETNN_HD), Shape<...>, the device tags and
-// allocators, errors and their message helper, the scalar types (float, double and the mixed
-// precisions), the seeded RNG, and the generic compile-time checks.
+// allocators, errors and their message helper, fast exp and erf, lane sums, the scalar types
+// (float, double and the mixed precisions), the seeded RNG, and the generic compile-time checks.
 // ---- etnn/core/checks.hpp ----
 // Private to core/: include <etnn/core/core.hpp> or <etnn/etnn.hpp>.
 // The generic compile-time checks: shapes and devices. Each folder keeps its own checks in its
@@ -295,6 +295,34 @@ ETNN_INLINE ETNN_HD T fast_erf(T x) {
     return x * p / q;
   }
 #endif
+}
+
+}  // namespace etnn::detail
+// ---- etnn/core/lane_sum.hpp ----
+// Private to core/: include <etnn/core/core.hpp> or <etnn/etnn.hpp>.
+// lane_sum<N, Acc>(f) = sum_{j < N} f(j), summed in `sum_lanes` interleaved partial sums
+// (partial l takes j = l, l + 8, l + 16, ... of the whole groups of 8; the last N mod 8 terms go
+// to partials 0 .. N mod 8 - 1), which are then added in lane order. The order is fixed by N
+// alone, so the result is the same on every thread count, and the loop over a group is one
+// vector operation: a row's reduction is not one long chain of dependent adds, and the compiler
+// vectorises it without reassociating (which it may not do under strict IEEE semantics).
+
+namespace etnn::detail {
+
+inline constexpr int sum_lanes = 8;
+
+template <int N, class Acc, class F>
+ETNN_INLINE ETNN_HD Acc lane_sum(const F& f) {
+  constexpr int body = N / sum_lanes * sum_lanes;
+  Acc part[sum_lanes] = {};
+  for (int j = 0; j < body; j += sum_lanes) {
+    ETNN_SIMD
+    for (int l = 0; l < sum_lanes; ++l) part[l] += f(j + l);
+  }
+  for (int j = body; j < N; ++j) part[j - body] += f(j);
+  Acc sum = part[0];
+  for (int l = 1; l < sum_lanes; ++l) sum += part[l];
+  return sum;
 }
 
 }  // namespace etnn::detail
@@ -588,8 +616,174 @@ using Prepend = typename detail::Prepend<T, List>::type;
 // ---- etnn/expr/expr.hpp ----
 // etnn::expr, the face of expr/: device-neutral math that both backends run. Elementwise
 // expression templates and the ETNN_HD functors with their derivatives (expr::ref(p, n) * 2.0f),
-// batch norm's per-value functors, loss terms, the geometry of a sliding window, and the padding
-// of a narrow MLP to the fused kernels' widths.
+// attention's row and head functors, batch norm's per-value functors, loss terms, the geometry
+// of a sliding window, and the padding of a narrow MLP to the fused kernels' widths.
+// ---- etnn/expr/attention.hpp ----
+// Private to expr/: include <etnn/expr/expr.hpp> or <etnn/etnn.hpp>.
+// The math of nn::multi_head_attention's core as ETNN_HD functors, for a sequence (T, D) with H
+// heads of d = D / H values, scale 1 / sqrt(d), and [Q | K | V] (B T, 3D) from the input
+// projection:
+//   S = scale Q_h K_h^T, masked (u > t) when Causal;  P = softmax_rows(S);  O_h = P V_h
+//   L_t = m + log l, the row's log-sum-exp, kept for backward
+// Backward, with Delta_t = dO_t . O_t:
+//   P_tu = exp(scale q_t . k_u - L_t),  dS_tu = P_tu (dO_t . v_u - Delta_t)
+//   dq_t = scale sum_u dS_tu k_u,  dk_u = scale sum_t dS_tu q_t,  dv_u = sum_t P_tu dO_t
+// The device runs these one thread per call (cuda/attention.hpp); the host runs the same math as
+// blocks of GEMMs (cpu/attention.hpp), and its tests run these functors too, against it.
+#include <limits>
+
+
+namespace etnn::expr {
+
+
+// The geometry every attention functor shares: query or key row i of the B H T rows is
+// (sample b, head h, position t), and head h of position t of sample b reads its d values of
+// Q, K and V at qkv + (b T + t) 3D + {0, D, 2D} + h d.
+template <int T, int D, int H, bool Causal>
+struct AttentionGeometry {
+  static constexpr int d = D / H;
+  static constexpr std::size_t row_values = 3 * std::size_t{D};
+  struct Row {
+    std::size_t position;  // b T + t: the row of x, y, O and [Q | K | V]
+    int head;
+    int t;
+  };
+  ETNN_HD static Row row(std::size_t i) {
+    const std::size_t b = i / (std::size_t{H} * T);
+    const int head = static_cast<int>(i / T % H);
+    const int t = static_cast<int>(i % T);
+    return {b * T + static_cast<std::size_t>(t), head, t};
+  }
+  // The keys query t sees: [0, key_end(t)).
+  ETNN_HD static int key_end(int t) { return Causal ? t + 1 : T; }
+  template <class S>
+  ETNN_HD static S scale() {
+    return S(1) / std::sqrt(S(d));
+  }
+  // a . b over one head's d values, in lanes (core/lane_sum.hpp): the same sum on every thread
+  // count.
+  template <class S>
+  ETNN_HD static S dot(const S* a, const S* b) {
+    return etnn::detail::lane_sum<d, S>([&](int j) { return a[j] * b[j]; });
+  }
+};
+
+// O_t and L_t of query row i, over its keys in blocks of 16.
+template <int T, int D, int H, bool Causal, class S>
+struct AttentionForwardRows {
+  using G = AttentionGeometry<T, D, H, Causal>;
+  static constexpr int block = 16;
+  const S* qkv;  // (B T, 3D)
+  S* out;        // O: (B T, D)
+  S* lse;        // L: (B H T), or null when nothing will run backward
+  ETNN_HD void operator()(std::size_t i) const {
+    const auto r = G::row(i);
+    const S* sample = qkv + (r.position - static_cast<std::size_t>(r.t)) * G::row_values;
+    const S* q = qkv + r.position * G::row_values + r.head * G::d;
+    S acc[G::d] = {};
+    S m = -std::numeric_limits<S>::infinity(), l = 0;
+    const int keys = G::key_end(r.t);
+    for (int u0 = 0; u0 < keys; u0 += block) {
+      const int n = keys - u0 < block ? keys - u0 : block;
+      S s[block];
+      S block_max = -std::numeric_limits<S>::infinity();
+      for (int k = 0; k < n; ++k) {
+        s[k] = G::template scale<S>() * G::dot(q, sample + (u0 + k) * G::row_values + D + r.head * G::d);
+        block_max = s[k] > block_max ? s[k] : block_max;
+      }
+      if (block_max > m) {  // rescale what was summed under the old maximum
+        const S c = etnn::detail::fast_exp(m - block_max);
+        l *= c;
+        for (int j = 0; j < G::d; ++j) acc[j] *= c;
+        m = block_max;
+      }
+      ETNN_SIMD
+      for (int k = 0; k < n; ++k) s[k] = etnn::detail::fast_exp(s[k] - m);  // P_tu, unnormalised
+      for (int k = 0; k < n; ++k) {
+        const S* v = sample + (u0 + k) * G::row_values + 2 * D + r.head * G::d;
+        l += s[k];
+        for (int j = 0; j < G::d; ++j) acc[j] += s[k] * v[j];
+      }
+    }
+    S* o = out + r.position * D + r.head * G::d;
+    for (int j = 0; j < G::d; ++j) o[j] = acc[j] / l;
+    if (lse != nullptr) lse[i] = m + std::log(l);
+  }
+};
+
+// Delta_t = dO_t . O_t of row i.
+template <int T, int D, int H, bool Causal, class S>
+struct AttentionDeltaRows {
+  using G = AttentionGeometry<T, D, H, Causal>;
+  const S* out;
+  const S* dout;
+  S* delta;
+  ETNN_HD void operator()(std::size_t i) const {
+    const auto r = G::row(i);
+    const std::size_t at = r.position * D + r.head * G::d;
+    delta[i] = G::dot(dout + at, out + at);
+  }
+};
+
+// dq, dk and dv of head h of sample b, call i = b H + h: its queries t in order, each over the
+// keys u it sees, so that every P_tu and dS_tu is computed once; the head's dk and dv rows (T of
+// each, d values) stay in cache while they accumulate.
+template <int T, int D, int H, bool Causal, class S>
+struct AttentionBackwardHeads {
+  using G = AttentionGeometry<T, D, H, Causal>;
+  static constexpr int block = 16;
+  const S* qkv;
+  const S* dout;
+  const S* lse;
+  const S* delta;
+  S* dqkv;
+  ETNN_HD void operator()(std::size_t i) const {
+    const std::size_t first_position = i / H * T;  // b T
+    const int head = static_cast<int>(i % H);
+    const S* sample = qkv + first_position * G::row_values + head * G::d;  // q of position 0 of the head
+    S* dsample = dqkv + first_position * G::row_values + head * G::d;
+    for (int u = 0; u < T; ++u)
+      for (int j = 0; j < G::d; ++j) dsample[u * G::row_values + D + j] = dsample[u * G::row_values + 2 * D + j] = S(0);
+    const S scale = G::template scale<S>();
+    for (int t = 0; t < T; ++t) {
+      const std::size_t r = i * T + static_cast<std::size_t>(t);  // the row of L and Delta
+      const S* q = sample + t * G::row_values;
+      const S* dout_t = dout + (first_position + static_cast<std::size_t>(t)) * D + head * G::d;
+      S dq[G::d] = {};
+      const int keys = G::key_end(t);
+      for (int u0 = 0; u0 < keys; u0 += block) {  // P and dS of a block of keys, then their sums
+        const int n = keys - u0 < block ? keys - u0 : block;
+        S p[block], ds[block];
+        for (int k = 0; k < n; ++k) {
+          const S* key = sample + (u0 + k) * G::row_values + D;
+          p[k] = scale * G::dot(q, key) - lse[r];
+          ds[k] = G::dot(dout_t, key + D) - delta[r];
+        }
+        ETNN_SIMD
+        for (int k = 0; k < n; ++k) {
+          p[k] = etnn::detail::fast_exp(p[k]);
+          ds[k] *= p[k];
+        }
+        for (int k = 0; k < n; ++k) {
+          const S* key = sample + (u0 + k) * G::row_values + D;
+          S* dk = dsample + (u0 + k) * G::row_values + D;
+          S* dv = dk + D;
+          ETNN_SIMD
+          for (int j = 0; j < G::d; ++j) {
+            dq[j] += ds[k] * key[j];
+            dk[j] += ds[k] * q[j];
+            dv[j] += p[k] * dout_t[j];
+          }
+        }
+      }
+      for (int j = 0; j < G::d; ++j) dsample[t * G::row_values + j] = scale * dq[j];
+    }
+    for (int u = 0; u < T; ++u)
+      for (int j = 0; j < G::d; ++j) dsample[u * G::row_values + D + j] *= scale;
+  }
+};
+
+}  // namespace etnn::expr
 // ---- etnn/expr/batch_norm.hpp ----
 // Private to expr/: include <etnn/expr/expr.hpp> or <etnn/etnn.hpp>.
 // The per-value math of batch normalisation (PyTorch's nn.BatchNorm1d/2d, momentum 0.1, eps 1e-5)
@@ -1384,73 +1578,44 @@ auto to_host(const X& x) {
 }  // namespace etnn
 // ---- etnn/cpu/cpu.hpp ----
 // The CPU backend, the face of cpu/: the expression executor, GEMM through the CPU GEMM engine
-// with fused epilogues, im2col convolution, pooling, batch norm and the loss loops. Layers reach
-// these through backend/.
-// ---- etnn/cpu/batch_norm.hpp ----
+// with fused epilogues, attention as blocks of GEMMs, im2col convolution, pooling, batch norm,
+// the loss loops and per-thread scratch. Layers reach these through backend/.
+// ---- etnn/cpu/attention.hpp ----
 // Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
-// Batch normalisation on the CPU, PyTorch's nn.BatchNorm1d/2d with momentum 0.1 and eps 1e-5.
-//   x, y: (B, C, S) with S the spatial size (1 after a linear layer)   gamma, beta: (C)
-//   training:  mu_c, var_c = mean and biased variance of x[:, c, :] over n = B S values (over the
-//              global batch of every rank when `sync` is set: nn.SyncBatchNorm)
-//              running_mean = (1 - m) running_mean + m mu_c
-//              running_var  = (1 - m) running_var + m var_c n / (n - 1)   (unbiased, as PyTorch)
-//   eval:      mu_c, var_c = running_mean, running_var
-//   y = gamma_c (x - mu_c) / sqrt(var_c + eps) + beta_c
-// Backward, with xhat = (x - mu) / sqrt(var + eps):
-//   dbeta += sum dy,  dgamma += sum dy xhat                         (this rank's samples)
-//   training:  dx = gamma / sqrt(var + eps) (dy - mean(dy) - xhat mean(dy xhat))   means over n
-//   eval:      dx = gamma / sqrt(var + eps) dy
-// Backward recomputes the batch statistics from x instead of keeping them. Per-channel sums run
-// over channels in parallel, accumulated in double; `sync` sums them over ranks in between (two
-// sums in forward, three in backward); it is any callable that says whether it sums (explicit
-// bool) and replaces sync(values, n) by their sum over ranks (nn passes dist::CrossRankSum).
-// dx may be dy (in place). The per-value math is the ETNN_HD functors of expr/batch_norm.hpp,
-// which the device runs too (cuda/batch_norm.hpp).
+// nn::multi_head_attention's core on the CPU: attention_forward and attention_backward, the math
+// of expr/attention.hpp computed as GEMMs. One call per (sample, head), which threads split, runs
+// over blocks of `query_block` query rows t0 .. t0 + n; each block sees keys [0, n_k) (n_k =
+// t0 + n when causal: the block's last query sees that far, the keys past it are never read):
+//   forward   S = Q_blk K^T (n, n_k);  P = softmax_rows(scale S) under the mask, L = log-sum-exp
+//             O_blk = P V                                       (n, d)
+//   backward  S again and dP = dO_blk V^T (n, n_k);  P = exp(scale S - L) under the mask
+//             dS' = scale P (.) (dP - Delta),  Delta_t = dO_t . O_t
+//             dQ_blk = dS' K,  dK += dS'^T Q_blk,  dV += P^T dO_blk   (d columns each)
+// Q, K, V and their gradients are read and written in place in the (B T, 3D) rows, O and dO in
+// the (B T, D) rows, through the GEMMs' leading dimensions. Only a block's n x n_k scores (two
+// such in backward) exist, in the thread's scratch: never B H T T. Every sum runs in an order
+// that depends on T and D alone (the blocks in order, each GEMM single-threaded), so results do
+// not depend on the thread count.
 
-// ---- etnn/cpu/executor.hpp ----
+// ---- etnn/cpu/gemm.hpp ----
 // Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
-// The CPU executor: evaluates an elementwise expression into memory in one fused loop, and runs
-// an ETNN_HD functor over an index range (the optimizers' update rules, dropout) or over rows
-// (the per-sample math of softmax and layer norm).
+// General matrix multiply on the CPU:  C = A B  or  C += A B, then an epilogue on C's blocks.
+//   A: (M, K)   B: (K, N)   C: (M, N) row-major, leading dimension ldc
+// A and B may each be row- or column-major (a transposed operand is the other layout, no copy).
+//
+// Floats run etnn's AVX-512 kernels where the CPU has them (cpu/packed_gemm.hpp, chosen at run
+// time by cpu/features.hpp, so a portable build gets them too); other CPUs, doubles and
+// ETNN_CPU_GEMM=eigen run Eigen's packed, cache-blocked kernel (gebp) for the build's instruction
+// set. Two things differ from writing `C.noalias() += A * B` with Eigen maps:
+//  - Packing buffers belong to the calling thread and grow to the largest product it has seen,
+//    so that after the first training step a GEMM allocates nothing (Eigen allocates them for
+//    every product above its 128 KiB stack limit).
+//  - Threading is ours: the larger of M and N is split across etnn's threads, each running a
+//    sequential GEMM on its block, when the product is large enough to pay for it.
+// Either way an element's arithmetic does not depend on the thread count.
+// This uses Eigen's internal GEMM entry point (Eigen 3.4: general_matrix_matrix_product).
 
-// ---- etnn/cpu/parallel.hpp ----
-// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
-// Threading of CPU loops: etnn's thread pool (cpu/thread_pool.hpp) when the build enables
-// threads (-fopenmp, ETNN_WITH_OPENMP; OpenMP itself only vectorises loops, see ETNN_SIMD), a
-// plain loop otherwise. The GEMM (cpu/gemm.hpp) threads through the same pool.
-
-// ---- etnn/cpu/thread_pool.hpp ----
-// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
-// The threads of etnn's CPU kernels: the calling thread and a pool of workers that help it with
-// a job's chunks.
-//
-// A job is shared unless its caller asks otherwise: every thread, the caller included, takes
-// chunks from one counter until none is left, and the caller then waits only for workers that
-// have joined. A worker the OS schedules late (another process busy on its core) finds nothing
-// left, or a job already closed, and goes back to waiting; it never holds the caller up, unlike a
-// fork-join team whose barrier waits for every member. A job placed by Placement::owner, of at
-// most as many chunks as threads, is owned: chunk c runs on thread c (0: the caller), so that
-// every thread sees the same chunk shapes in every step and its reusable buffers (Eigen's packing,
-// sized by the products it has run) have grown in the first one; the caller then waits for every
-// owner. Idle workers spin briefly (a training step's next parallel loop is microseconds away) and
-// then sleep on a condition variable.
-//
-// A worker can still be preempted while it holds a chunk, and then the caller waits for the OS to
-// run it again (milliseconds, when another process is busy on its core). When the caller waits
-// for its helpers much longer than its own chunks took (three jobs in a row), or the workers take
-// under a quarter of the shared chunks (over a window of jobs), the pool runs shared jobs on the
-// caller alone for a while (solo_period), so that its workers sleep instead of spinning beside
-// the other process, and then tries its workers again. Owned jobs always run on their owners.
-//
-// A job from a second caller thread while one runs, and a job started inside a chunk, run on the
-// calling thread alone. Which thread runs a chunk never changes what it computes: callers fix
-// the chunks' bounds from the thread count, not from who runs them.
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
-#include <exception>
-#include <mutex>
-#include <thread>
+#include <Eigen/Core>
 
 // ---- etnn/cpu/features.hpp ----
 // Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
@@ -1535,6 +1700,42 @@ inline const char* gemm_engine_name(GemmEngine engine) {
 }
 
 }  // namespace etnn::cpu
+// ---- etnn/cpu/layout.hpp ----
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
+// The layout of a GEMM operand: a transposed matrix is the other layout of the same memory.
+
+namespace etnn::cpu {
+
+enum class Layout { row_major, col_major };
+
+// Element (i, j) of a matrix with the given layout and leading dimension.
+template <Layout L, class T>
+const T* at(const T* m, std::ptrdiff_t ld, std::ptrdiff_t i, std::ptrdiff_t j) {
+  return L == Layout::row_major ? m + i * ld + j : m + j * ld + i;
+}
+
+}  // namespace etnn::cpu
+// ---- etnn/cpu/packed_gemm.hpp ----
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
+// etnn's own float GEMM for x86-64 CPUs with AVX-512, compiled into every build (whatever its
+// -march) and chosen at run time (cpu/gemm.hpp asks cpu/features.hpp):
+//   C = A B  or  C += A B      A: (M, K)  B: (K, N)  C: (M, N) row-major, leading dimension ldc
+// A and B may each be row- or column-major (a transposed operand is the other layout).
+//
+// The product is cut into tiles of C (rows x columns), which threads take one at a time. Each
+// tile runs over K in blocks: it packs its block of A into panels of mr rows (k-major) and its
+// block of B into panels of nr columns (k-major), zero-padded, in the calling thread's reusable
+// storage, then a register tile of mr x nr accumulators (24 of the 32 vector registers) sums one
+// block's products with FMAs in k order and adds them to C (the first block of C = A B stores).
+//
+// Bitwise independent of the thread count and the tiling: every element of C sums the same
+// K blocks, whose bounds depend on K alone, each in k order; tiles only decide who computes it.
+// After a tile's last block, `epilogue(row_begin, row_end, col_begin, col_end)` runs on it while
+// it is in cache (bias and activation of a dense layer).
+//
+// Nothing is allocated but each thread's packing storage, of one size for every product
+// (cpu/packing_storage.hpp), which pool workers make when they start.
+
 // ---- etnn/cpu/packing_storage.hpp ----
 // Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
 // The packed float GEMM's block sizes (cpu/packed_gemm.hpp) and each thread's packing storage:
@@ -1562,6 +1763,39 @@ inline float* packing_storage() {
 }
 
 }  // namespace etnn::cpu::packed
+// ---- etnn/cpu/thread_pool.hpp ----
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
+// The threads of etnn's CPU kernels: the calling thread and a pool of workers that help it with
+// a job's chunks.
+//
+// A job is shared unless its caller asks otherwise: every thread, the caller included, takes
+// chunks from one counter until none is left, and the caller then waits only for workers that
+// have joined. A worker the OS schedules late (another process busy on its core) finds nothing
+// left, or a job already closed, and goes back to waiting; it never holds the caller up, unlike a
+// fork-join team whose barrier waits for every member. A job placed by Placement::owner, of at
+// most as many chunks as threads, is owned: chunk c runs on thread c (0: the caller), so that
+// every thread sees the same chunk shapes in every step and its reusable buffers (Eigen's packing,
+// sized by the products it has run) have grown in the first one; the caller then waits for every
+// owner. Idle workers spin briefly (a training step's next parallel loop is microseconds away) and
+// then sleep on a condition variable.
+//
+// A worker can still be preempted while it holds a chunk, and then the caller waits for the OS to
+// run it again (milliseconds, when another process is busy on its core). When the caller waits
+// for its helpers much longer than its own chunks took (three jobs in a row), or the workers take
+// under a quarter of the shared chunks (over a window of jobs), the pool runs shared jobs on the
+// caller alone for a while (solo_period), so that its workers sleep instead of spinning beside
+// the other process, and then tries its workers again. Owned jobs always run on their owners.
+//
+// A job from a second caller thread while one runs, and a job started inside a chunk, run on the
+// calling thread alone. Which thread runs a chunk never changes what it computes: callers fix
+// the chunks' bounds from the thread count, not from who runs them.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <thread>
+
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -1866,362 +2100,6 @@ void with_widest_vectors(F& f, Args... args) {
 
 }  // namespace etnn::cpu
 
-#if defined(_OPENMP)
-#define ETNN_THREADED 1
-#else
-#define ETNN_THREADED 0
-#endif
-
-namespace etnn {
-
-// Threads used by etnn's CPU kernels (elementwise loops and GEMMs), the calling thread included.
-// n <= 0 restores the default (OMP_NUM_THREADS, else one per core). Without threads in the build
-// everything runs on the calling thread.
-inline void set_num_threads(int n) {
-#if ETNN_THREADED
-  cpu::ThreadPool::instance().set_threads(n);
-#else
-  (void)n;
-#endif
-}
-
-inline int num_threads() {
-#if ETNN_THREADED
-  return cpu::ThreadPool::instance().threads();
-#else
-  return 1;
-#endif
-}
-
-namespace cpu {
-
-// Threads the packed GEMM's tiles are sized for now (1 while the pool runs shared jobs on their
-// callers alone because its workers are not getting the CPU, see cpu/thread_pool.hpp).
-inline int available_threads() {
-#if ETNN_THREADED
-  return ThreadPool::instance().available_threads();
-#else
-  return 1;
-#endif
-}
-
-// Loops shorter than this many elements stay on one thread: a parallel region costs a few
-// microseconds, about what one core needs for this much simple elementwise work.
-inline constexpr std::size_t parallel_threshold = 1 << 15;
-
-// Chunk c of `chunks` near-equal chunks of [0, n): [n c / chunks, n (c + 1) / chunks).
-struct ChunkBounds {
-  std::size_t begin;
-  std::size_t end;
-};
-constexpr ChunkBounds chunk_bounds(std::size_t n, std::size_t chunks, std::size_t c) {
-  return {n * c / chunks, n * (c + 1) / chunks};
-}
-
-// Number of chunks for n indices of at least `grain` each, on `threads` threads.
-constexpr std::size_t chunk_count(std::size_t n, std::size_t grain, std::size_t threads) {
-  return std::max<std::size_t>(1, std::min(threads, n / std::max<std::size_t>(grain, 1)));
-}
-
-// Calls f(begin, end) on disjoint chunks covering [0, n), each with the widest vectors the CPU has
-// (cpu/widest_vectors.hpp); each chunk holds at least `grain` indices (unless n is smaller).
-// Chunks run on the pool's threads when n * work_per_index is large enough: on whichever takes
-// them, or chunk c on thread c with Placement::owner (cpu/thread_pool.hpp). The first exception
-// thrown by f is rethrown here once every chunk that started has ended; chunks not started by
-// then may be skipped.
-template <class F>
-void parallel_chunks(std::size_t n, std::size_t grain, std::size_t work_per_index, F&& f,
-                     Placement placement = Placement::any_thread) {
-  if (n == 0) return;
-#if ETNN_THREADED
-  const std::size_t chunks = chunk_count(n, grain, static_cast<std::size_t>(num_threads()));
-  if (chunks > 1 && n * work_per_index >= parallel_threshold) {
-    auto chunk = [&](std::size_t c) {
-      const ChunkBounds bounds = chunk_bounds(n, chunks, c);
-      with_widest_vectors(f, bounds.begin, bounds.end);
-    };
-    ThreadPool::instance().run(chunks, chunk, placement);
-    return;
-  }
-#else
-  (void)grain;
-  (void)work_per_index;
-  (void)placement;
-#endif
-  with_widest_vectors(f, std::size_t{0}, n);
-}
-
-// Calls f(i) for every i in [0, n).
-template <class F>
-void parallel_for(std::size_t n, F&& f) {
-  parallel_chunks(n, 1024, 1, [&](std::size_t begin, std::size_t end) {
-    ETNN_SIMD
-    for (std::size_t i = begin; i < end; ++i) f(i);
-  });
-}
-
-}  // namespace cpu
-}  // namespace etnn
-
-namespace etnn {
-
-// dst[i] = e[i] for i < e.size(). dst may alias any operand that is read at the same index.
-template <class T, expr::Expression E>
-void assign(Cpu, T* dst, const E& e) {
-  static_assert(expr::check::sized_expression<E::sized>());
-  const std::size_t n = e.size();
-  cpu::parallel_chunks(n, 4096, 1, [&](std::size_t begin, std::size_t end) {
-    ETNN_SIMD
-    for (std::size_t i = begin; i < end; ++i) dst[i] = e[i];
-  });
-}
-
-// dst[i] = value for i < n.
-template <class T>
-void fill(Cpu, T* dst, std::size_t n, T value) {
-  cpu::parallel_chunks(n, 4096, 1, [&](std::size_t begin, std::size_t end) {
-    ETNN_SIMD
-    for (std::size_t i = begin; i < end; ++i) dst[i] = value;
-  });
-}
-
-// f(i) for i < n, on the host threads.
-template <class F>
-void for_each_index(Cpu, std::size_t n, const F& f) {
-  cpu::parallel_for(n, f);
-}
-
-// The same for an f(i) costing about work_per_index operations (a row of a layer's per-sample
-// math, a feature's column): indices are split across the host threads once the whole is worth
-// it. f is an ETNN_HD functor that the device runs one thread per index (cuda/executor.hpp).
-template <class F>
-void for_each_index(Cpu, std::size_t n, std::size_t work_per_index, const F& f) {
-  cpu::parallel_chunks(n, 1, work_per_index, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t i = begin; i < end; ++i) f(i);
-  });
-}
-
-}  // namespace etnn
-
-namespace etnn {
-
-namespace cpu {
-
-// Calls f(i) for every index of channel c in a (B, C, S) tensor, in memory order.
-template <int C, int S, class F>
-void for_channel(int batch, int c, F&& f) {
-  for (int b = 0; b < batch; ++b) {
-    const std::size_t base = (static_cast<std::size_t>(b) * C + static_cast<std::size_t>(c)) * S;
-    for (std::size_t s = 0; s < S; ++s) f(base + s);
-  }
-}
-
-// sums[c] = sum over channel c's values of term(c, i), channels in parallel.
-template <int C, int S, class Term>
-void channel_sums(int batch, double* sums, const Term& term) {
-  parallel_chunks(std::size_t{C}, 1, static_cast<std::size_t>(batch) * S, [&](std::size_t begin, std::size_t end) {
-    for (int c = static_cast<int>(begin); c < static_cast<int>(end); ++c) {
-      double sum = 0;
-      for_channel<C, S>(batch, c, [&](std::size_t i) { sum += term(c, i); });
-      sums[c] = sum;
-    }
-  });
-}
-
-template <int C>
-struct ChannelStatistics {
-  std::array<double, C> mean, var, inv_std;
-  double count;  // values per channel (over all ranks when synchronised)
-};
-
-// This batch's statistics (summed over ranks by `sync`) when training, else the running ones.
-template <int C, int S, class T, class Sum>
-ChannelStatistics<C> channel_statistics(const T* x, const T* running, int batch, bool training,
-                                        const Sum& sync) {
-  ChannelStatistics<C> st;
-  if (training) {
-    std::array<double, C + 1> sums;  // sum of x per channel, then the count
-    channel_sums<C, S>(batch, sums.data(), expr::detail::ChannelValue<T>{x});
-    sums[C] = static_cast<double>(batch) * S;
-    sync(sums.data(), C + 1);
-    st.count = sums[C];
-    for (int c = 0; c < C; ++c) st.mean[c] = sums[c] / st.count;
-    channel_sums<C, S>(batch, st.var.data(), expr::detail::CenteredSquare<T>{x, sums.data(), C});
-    sync(st.var.data(), C);
-    for (int c = 0; c < C; ++c) st.var[c] /= st.count;
-  } else {
-    st.count = static_cast<double>(batch) * S;
-    for (int c = 0; c < C; ++c) st.mean[c] = running[c], st.var[c] = running[C + c];
-  }
-  for (int c = 0; c < C; ++c) st.inv_std[c] = 1.0 / std::sqrt(st.var[c] + expr::batch_norm_eps);
-  return st;
-}
-
-}  // namespace cpu
-
-// running: [running_mean (C), running_var (C), num_batches_tracked (1)]; updated when training.
-template <int C, int S, class T, class Sum>
-void batch_norm_forward(Cpu, const T* gamma, const T* beta, T* running, const T* x, T* y, int batch, bool training,
-                        const Sum& sync) {
-  const auto st = cpu::channel_statistics<C, S>(x, running, batch, training, sync);
-  if (training) expr::check_batch_norm_count(st.count, batch);
-  for_each_index(Cpu{}, static_cast<std::size_t>(batch) * C * S,
-                 expr::detail::BatchNormalize<C, S, T>{gamma, beta, st.mean.data(), st.inv_std.data(), x, y});
-  if (training)
-    for (int c = 0; c < C; ++c) expr::detail::update_running_statistics<C>(running, c, st.mean[c], st.var[c], st.count);
-}
-
-template <int C, int S, class T, class Sum>
-void batch_norm_backward(Cpu, const T* gamma, T* gamma_grad, T* beta_grad, const T* running, const T* x, const T* dy,
-                         T* dx, int batch, bool training, const Sum& sync) {
-  const auto st = cpu::channel_statistics<C, S>(x, running, batch, training, sync);
-  std::array<double, 2 * C> sums;  // sum dy, then sum dy xhat, per channel
-  cpu::channel_sums<C, S>(batch, sums.data(), expr::detail::ChannelValue<T>{dy});
-  cpu::channel_sums<C, S>(batch, sums.data() + C,
-                          expr::detail::GradientTimesXhat<T>{x, dy, st.mean.data(), st.inv_std.data()});
-  for (std::size_t c = 0; c < C; ++c)
-    expr::detail::AddBatchNormParameterGradients<C, T>{sums.data(), gamma_grad, beta_grad}(c);
-  if (dx == nullptr) return;
-  if (training) sync(sums.data(), 2 * C);
-  for_each_index(Cpu{}, static_cast<std::size_t>(batch) * C * S,
-                 expr::detail::BatchNormInputGradient<C, S, T>{gamma, st.mean.data(), st.inv_std.data(), sums.data(),
-                                                         &st.count, x, dy, dx, training});
-}
-
-}  // namespace etnn
-// ---- etnn/cpu/conv.hpp ----
-// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
-// 2-D convolution with a fused activation on the CPU: im2col and one GEMM per sample.
-//   x: (B, C, H, W)  W: (OUT, C, K, K) read as (OUT, D) with D = C K K  b: (OUT)  y: (B, OUT, OH, OW)
-//   cols_b = im2col(x_b)                      (D, P) with P = OH OW, one row per (c, ki, kj)
-// Forward:   Z_b = W cols_b + b,  Y_b = f(Z_b)        Y_b is (OUT, P): NCHW needs no transpose
-// Backward:  dZ_b = dY_b (.) f'(Z_b, Y_b)             over dY in place
-//            db += sum_{b,p} dZ_b,  dW += sum_b dZ_b cols_b^T
-//            dX_b = col2im(W^T dZ_b)                  skipped for the first layer
-// Samples run in parallel; the weight gradient is split by output channel instead (at GEMM panel
-// boundaries), each summing the samples in order, so results do not depend on the number of
-// threads. A thread converts one image at a time into columns of its own (D P values, reused), so
-// they stay in its cache: a batch's columns would stream through memory twice per pass (LeNet-5's
-// first layer: 5 MB at batch 64). Backward converts again rather than keeping them.
-
-// ---- etnn/cpu/epilogue.hpp ----
-// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
-// The steps fused after a GEMM (dense and convolution layers), on the CPU.
-//   forward:  z = GEMM + b, y = f(z) in place, keeping z when f' needs its input (z_saved not null);
-//             run by the GEMM on each block of its result while that block is in cache
-//   backward: dz = dy (.) f'(z, y) over dy in place
-
-
-namespace etnn::cpu {
-
-// Which index of the GEMM's result the bias follows: its columns (dense: (B, Out)) or its rows
-// (convolution: (Out, pixels) per sample).
-enum class BiasAlong { columns, rows };
-
-// The forward epilogue over a block [r0, r1) x [c0, c1) of a row-major (rows, ld) result y, and
-// of z_saved laid out alike.
-template <BiasAlong Along, class Act, class T>
-struct BiasActivation {
-  T* y;
-  T* z_saved;
-  const T* bias;
-  std::ptrdiff_t ld;
-  Act act;
-
-  // Each case is its own branch-free loop: SSE2 has no masked store, so a conditional one keeps a
-  // portable build's loop scalar.
-  void operator()(int r0, int r1, int c0, int c1) const noexcept {
-    for (std::ptrdiff_t r = r0; r < r1; ++r) {
-      T* row = y + r * ld;
-      if constexpr (std::is_same_v<Act, fn::Identity>) {
-        ETNN_SIMD
-        for (std::ptrdiff_t j = c0; j < c1; ++j) row[j] += bias_at(r, j);
-      } else if (z_saved != nullptr) {
-        T* z_row = z_saved + r * ld;
-        ETNN_SIMD
-        for (std::ptrdiff_t j = c0; j < c1; ++j) {
-          const T z = row[j] + bias_at(r, j);
-          z_row[j] = z;
-          row[j] = act(z);
-        }
-      } else {
-        ETNN_SIMD
-        for (std::ptrdiff_t j = c0; j < c1; ++j) row[j] = act(row[j] + bias_at(r, j));
-      }
-    }
-  }
-
- private:
-  T bias_at(std::ptrdiff_t r, std::ptrdiff_t j) const noexcept { return Along == BiasAlong::columns ? bias[j] : bias[r]; }
-};
-
-template <class Act, class T>
-void activation_gradient(T* dy, const T* y, const T* z_saved, std::size_t n, Act act) {
-  if constexpr (!std::is_same_v<Act, fn::Identity>) {
-    const T* z = z_saved != nullptr ? z_saved : y;  // chosen once: no branch in the loop
-    ETNN_SIMD
-    for (std::size_t i = 0; i < n; ++i) dy[i] *= act.derivative(z[i], y[i]);
-  }
-}
-
-}  // namespace etnn::cpu
-// ---- etnn/cpu/gemm.hpp ----
-// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
-// General matrix multiply on the CPU:  C = A B  or  C += A B, then an epilogue on C's blocks.
-//   A: (M, K)   B: (K, N)   C: (M, N) row-major, leading dimension ldc
-// A and B may each be row- or column-major (a transposed operand is the other layout, no copy).
-//
-// Floats run etnn's AVX-512 kernels where the CPU has them (cpu/packed_gemm.hpp, chosen at run
-// time by cpu/features.hpp, so a portable build gets them too); other CPUs, doubles and
-// ETNN_CPU_GEMM=eigen run Eigen's packed, cache-blocked kernel (gebp) for the build's instruction
-// set. Two things differ from writing `C.noalias() += A * B` with Eigen maps:
-//  - Packing buffers belong to the calling thread and grow to the largest product it has seen,
-//    so that after the first training step a GEMM allocates nothing (Eigen allocates them for
-//    every product above its 128 KiB stack limit).
-//  - Threading is ours: the larger of M and N is split across etnn's threads, each running a
-//    sequential GEMM on its block, when the product is large enough to pay for it.
-// Either way an element's arithmetic does not depend on the thread count.
-// This uses Eigen's internal GEMM entry point (Eigen 3.4: general_matrix_matrix_product).
-
-#include <Eigen/Core>
-
-// ---- etnn/cpu/layout.hpp ----
-// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
-// The layout of a GEMM operand: a transposed matrix is the other layout of the same memory.
-
-namespace etnn::cpu {
-
-enum class Layout { row_major, col_major };
-
-// Element (i, j) of a matrix with the given layout and leading dimension.
-template <Layout L, class T>
-const T* at(const T* m, std::ptrdiff_t ld, std::ptrdiff_t i, std::ptrdiff_t j) {
-  return L == Layout::row_major ? m + i * ld + j : m + j * ld + i;
-}
-
-}  // namespace etnn::cpu
-// ---- etnn/cpu/packed_gemm.hpp ----
-// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
-// etnn's own float GEMM for x86-64 CPUs with AVX-512, compiled into every build (whatever its
-// -march) and chosen at run time (cpu/gemm.hpp asks cpu/features.hpp):
-//   C = A B  or  C += A B      A: (M, K)  B: (K, N)  C: (M, N) row-major, leading dimension ldc
-// A and B may each be row- or column-major (a transposed operand is the other layout).
-//
-// The product is cut into tiles of C (rows x columns), which threads take one at a time. Each
-// tile runs over K in blocks: it packs its block of A into panels of mr rows (k-major) and its
-// block of B into panels of nr columns (k-major), zero-padded, in the calling thread's reusable
-// storage, then a register tile of mr x nr accumulators (24 of the 32 vector registers) sums one
-// block's products with FMAs in k order and adds them to C (the first block of C = A B stores).
-//
-// Bitwise independent of the thread count and the tiling: every element of C sums the same
-// K blocks, whose bounds depend on K alone, each in k order; tiles only decide who computes it.
-// After a tile's last block, `epilogue(row_begin, row_end, col_begin, col_end)` runs on it while
-// it is in cache (bias and activation of a dense layer).
-//
-// Nothing is allocated but each thread's packing storage, of one size for every product
-// (cpu/packing_storage.hpp), which pool workers make when they start.
-
-
 #if ETNN_PACKED_GEMM
 #include <immintrin.h>
 
@@ -2501,6 +2379,109 @@ void gemm(int threads, int m, int n, int k, const float* a, int lda, const float
 }  // namespace etnn::cpu::packed
 
 #endif  // ETNN_PACKED_GEMM
+// ---- etnn/cpu/parallel.hpp ----
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
+// Threading of CPU loops: etnn's thread pool (cpu/thread_pool.hpp) when the build enables
+// threads (-fopenmp, ETNN_WITH_OPENMP; OpenMP itself only vectorises loops, see ETNN_SIMD), a
+// plain loop otherwise. The GEMM (cpu/gemm.hpp) threads through the same pool.
+
+
+#if defined(_OPENMP)
+#define ETNN_THREADED 1
+#else
+#define ETNN_THREADED 0
+#endif
+
+namespace etnn {
+
+// Threads used by etnn's CPU kernels (elementwise loops and GEMMs), the calling thread included.
+// n <= 0 restores the default (OMP_NUM_THREADS, else one per core). Without threads in the build
+// everything runs on the calling thread.
+inline void set_num_threads(int n) {
+#if ETNN_THREADED
+  cpu::ThreadPool::instance().set_threads(n);
+#else
+  (void)n;
+#endif
+}
+
+inline int num_threads() {
+#if ETNN_THREADED
+  return cpu::ThreadPool::instance().threads();
+#else
+  return 1;
+#endif
+}
+
+namespace cpu {
+
+// Threads the packed GEMM's tiles are sized for now (1 while the pool runs shared jobs on their
+// callers alone because its workers are not getting the CPU, see cpu/thread_pool.hpp).
+inline int available_threads() {
+#if ETNN_THREADED
+  return ThreadPool::instance().available_threads();
+#else
+  return 1;
+#endif
+}
+
+// Loops shorter than this many elements stay on one thread: a parallel region costs a few
+// microseconds, about what one core needs for this much simple elementwise work.
+inline constexpr std::size_t parallel_threshold = 1 << 15;
+
+// Chunk c of `chunks` near-equal chunks of [0, n): [n c / chunks, n (c + 1) / chunks).
+struct ChunkBounds {
+  std::size_t begin;
+  std::size_t end;
+};
+constexpr ChunkBounds chunk_bounds(std::size_t n, std::size_t chunks, std::size_t c) {
+  return {n * c / chunks, n * (c + 1) / chunks};
+}
+
+// Number of chunks for n indices of at least `grain` each, on `threads` threads.
+constexpr std::size_t chunk_count(std::size_t n, std::size_t grain, std::size_t threads) {
+  return std::max<std::size_t>(1, std::min(threads, n / std::max<std::size_t>(grain, 1)));
+}
+
+// Calls f(begin, end) on disjoint chunks covering [0, n), each with the widest vectors the CPU has
+// (cpu/widest_vectors.hpp); each chunk holds at least `grain` indices (unless n is smaller).
+// Chunks run on the pool's threads when n * work_per_index is large enough: on whichever takes
+// them, or chunk c on thread c with Placement::owner (cpu/thread_pool.hpp). The first exception
+// thrown by f is rethrown here once every chunk that started has ended; chunks not started by
+// then may be skipped.
+template <class F>
+void parallel_chunks(std::size_t n, std::size_t grain, std::size_t work_per_index, F&& f,
+                     Placement placement = Placement::any_thread) {
+  if (n == 0) return;
+#if ETNN_THREADED
+  const std::size_t chunks = chunk_count(n, grain, static_cast<std::size_t>(num_threads()));
+  if (chunks > 1 && n * work_per_index >= parallel_threshold) {
+    auto chunk = [&](std::size_t c) {
+      const ChunkBounds bounds = chunk_bounds(n, chunks, c);
+      with_widest_vectors(f, bounds.begin, bounds.end);
+    };
+    ThreadPool::instance().run(chunks, chunk, placement);
+    return;
+  }
+#else
+  (void)grain;
+  (void)work_per_index;
+  (void)placement;
+#endif
+  with_widest_vectors(f, std::size_t{0}, n);
+}
+
+// Calls f(i) for every i in [0, n).
+template <class F>
+void parallel_for(std::size_t n, F&& f) {
+  parallel_chunks(n, 1024, 1, [&](std::size_t begin, std::size_t end) {
+    ETNN_SIMD
+    for (std::size_t i = begin; i < end; ++i) f(i);
+  });
+}
+
+}  // namespace cpu
+}  // namespace etnn
 
 #if !EIGEN_VERSION_AT_LEAST(3, 4, 0)
 #error "etnn needs Eigen 3.4 or newer"
@@ -2642,6 +2623,372 @@ void gemm_serial(Accumulate accumulate, int m, int n, int k, const T* a, int lda
 }
 
 }  // namespace etnn::cpu
+// ---- etnn/cpu/thread_scratch.hpp ----
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
+// thread_scratch<T>(values): the calling thread's scratch of at least `values` T, a buffer of its
+// own that grows to the largest request and is reused (as the GEMM's packing buffers are), so a
+// pass allocates nothing after its first. One buffer per thread and T: a caller uses it within
+// one call and must not hold it across another caller's (convolution's columns, attention's
+// score blocks).
+
+
+namespace etnn::cpu {
+
+template <class T>
+T* thread_scratch(std::size_t values) {
+  thread_local Buffer<T, Cpu> scratch;
+  scratch.reserve_discard(values);
+  return scratch.data();
+}
+
+}  // namespace etnn::cpu
+
+namespace etnn {
+
+namespace cpu::detail {
+
+inline constexpr int attention_query_block = 16;
+
+// One (sample, head) call's operands: head h of sample b at rows b T .. b T + T.
+template <int T, int D, int H, bool Causal, class S>
+struct AttentionHead {
+  using G = expr::AttentionGeometry<T, D, H, Causal>;
+  static constexpr int d = G::d, qkv_ld = 3 * D;
+  const S* q;  // q_t at q + t qkv_ld; k_u and v_u at q + D, q + 2D
+  std::size_t first_row;  // (b H + h) T: head row t's L and Delta at first_row + t
+  std::size_t first_out;  // b T D + h d: O_t and dO_t at first_out + t D
+  AttentionHead(const S* qkv, std::size_t call)
+      : q(qkv + call / H * T * qkv_ld + call % H * d), first_row(call * T), first_out(call / H * T * D + call % H * d) {}
+  const S* k() const { return q + D; }
+  const S* v() const { return q + 2 * D; }
+  // Keys [0, key_count) of the block of queries [t0, t0 + n).
+  static int key_count(int t0, int n) { return Causal ? t0 + n : T; }
+  // scores (n, n_k) = Q_blk B^T for B = K or V (rows at qkv_ld) against rows (at ld) from t0.
+  static void scores(const S* rows, int ld, const S* keys, int n, int n_k, S* out) {
+    cpu::gemm_serial<Layout::row_major, Layout::col_major>(Accumulate::no, n, n_k, d, rows, ld, keys, qkv_ld, out, n_k);
+  }
+};
+
+}  // namespace cpu::detail
+
+// O (B T, D): each head's d columns; L (B H T) when not null.
+template <int T, int D, int H, bool Causal, class S>
+void attention_forward(Cpu, const S* qkv, S* out, S* lse, std::size_t samples) {
+  using Head = cpu::detail::AttentionHead<T, D, H, Causal, S>;
+  constexpr int block = cpu::detail::attention_query_block;
+  const S scale = Head::G::template scale<S>();
+  // scale by value: a reference would be reloaded after every store to the scores
+  cpu::parallel_chunks(samples * H, 1, 2 * std::size_t{T} * T * Head::d, [&, scale](std::size_t begin, std::size_t end) {
+    S* p = cpu::thread_scratch<S>(std::size_t{block} * T);
+    for (std::size_t call = begin; call < end; ++call) {
+      const Head head(qkv, call);
+      for (int t0 = 0; t0 < T; t0 += block) {
+        const int n = std::min(block, T - t0), n_k = Head::key_count(t0, n);
+        Head::scores(head.q + t0 * Head::qkv_ld, Head::qkv_ld, head.k(), n, n_k, p);
+        for (int r = 0; r < n; ++r) {  // row t's softmax over its keys; zeros past them
+          S* row = p + r * n_k;
+          const int keys = Head::G::key_end(t0 + r);
+          ETNN_SIMD
+          for (int u = 0; u < keys; ++u) row[u] *= scale;
+          S m = -std::numeric_limits<S>::infinity();
+          ETNN_SIMD_REDUCTION(max, m)
+          for (int u = 0; u < keys; ++u) m = row[u] > m ? row[u] : m;
+          ETNN_SIMD
+          for (int u = 0; u < keys; ++u) row[u] = etnn::detail::fast_exp(row[u] - m);
+          S l = 0;
+          ETNN_SIMD_REDUCTION(+, l)
+          for (int u = 0; u < keys; ++u) l += row[u];
+          const S inv_l = S(1) / l;
+          ETNN_SIMD
+          for (int u = 0; u < keys; ++u) row[u] *= inv_l;
+          std::fill(row + keys, row + n_k, S(0));
+          if (lse != nullptr) lse[head.first_row + t0 + r] = m + std::log(l);
+        }
+        cpu::gemm_serial<cpu::Layout::row_major, cpu::Layout::row_major>(
+            cpu::Accumulate::no, n, Head::d, n_k, p, n_k, head.v(), Head::qkv_ld, out + head.first_out + t0 * D, D);
+      }
+    }
+  });
+}
+
+// d[Q | K | V] (B T, 3D) from dO (B T, D), with Q, K, V, O and L of forward. `delta` is the
+// device's scratch; the host computes Delta as it goes.
+template <int T, int D, int H, bool Causal, class S>
+void attention_backward(Cpu, const S* qkv, const S* out, const S* dout, const S* lse, S* /*delta*/, S* dqkv,
+                        std::size_t samples) {
+  using Head = cpu::detail::AttentionHead<T, D, H, Causal, S>;
+  constexpr int block = cpu::detail::attention_query_block, d = Head::d, ld = Head::qkv_ld;
+  const S scale = Head::G::template scale<S>();
+  cpu::parallel_chunks(samples * H, 1, 5 * std::size_t{T} * T * d, [&, scale](std::size_t begin, std::size_t end) {
+    S* p = cpu::thread_scratch<S>(2 * std::size_t{block} * T);
+    S* ds = p + std::size_t{block} * T;
+    for (std::size_t call = begin; call < end; ++call) {
+      const Head head(qkv, call);
+      S* dq = dqkv + (head.q - qkv);
+      S* dk = dq + D;
+      S* dv = dq + 2 * D;
+      for (int u = 0; u < T; ++u) std::fill_n(dk + u * ld, d, S(0)), std::fill_n(dv + u * ld, d, S(0));
+      for (int t0 = 0; t0 < T; t0 += block) {
+        const int n = std::min(block, T - t0), n_k = Head::key_count(t0, n);
+        const S* dout_block = dout + head.first_out + t0 * D;
+        Head::scores(head.q + t0 * ld, ld, head.k(), n, n_k, p);
+        Head::scores(dout_block, D, head.v(), n, n_k, ds);
+        for (int r = 0; r < n; ++r) {
+          S* p_row = p + r * n_k;
+          S* ds_row = ds + r * n_k;
+          const int keys = Head::G::key_end(t0 + r);
+          const S log_sum = lse[head.first_row + t0 + r];
+          const S delta = Head::G::dot(dout_block + r * D, out + head.first_out + (t0 + r) * D);
+          ETNN_SIMD
+          for (int u = 0; u < keys; ++u) {
+            p_row[u] = etnn::detail::fast_exp(scale * p_row[u] - log_sum);
+            ds_row[u] = scale * p_row[u] * (ds_row[u] - delta);
+          }
+          std::fill(p_row + keys, p_row + n_k, S(0));
+          std::fill(ds_row + keys, ds_row + n_k, S(0));
+        }
+        cpu::gemm_serial<cpu::Layout::row_major, cpu::Layout::row_major>(cpu::Accumulate::no, n, d, n_k, ds, n_k,
+                                                                         head.k(), ld, dq + t0 * ld, ld);
+        cpu::gemm_serial<cpu::Layout::col_major, cpu::Layout::row_major>(cpu::Accumulate::yes, n_k, d, n, ds, n_k,
+                                                                         head.q + t0 * ld, ld, dk, ld);
+        cpu::gemm_serial<cpu::Layout::col_major, cpu::Layout::row_major>(cpu::Accumulate::yes, n_k, d, n, p, n_k,
+                                                                         dout_block, D, dv, ld);
+      }
+    }
+  });
+}
+
+}  // namespace etnn
+// ---- etnn/cpu/batch_norm.hpp ----
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
+// Batch normalisation on the CPU, PyTorch's nn.BatchNorm1d/2d with momentum 0.1 and eps 1e-5.
+//   x, y: (B, C, S) with S the spatial size (1 after a linear layer)   gamma, beta: (C)
+//   training:  mu_c, var_c = mean and biased variance of x[:, c, :] over n = B S values (over the
+//              global batch of every rank when `sync` is set: nn.SyncBatchNorm)
+//              running_mean = (1 - m) running_mean + m mu_c
+//              running_var  = (1 - m) running_var + m var_c n / (n - 1)   (unbiased, as PyTorch)
+//   eval:      mu_c, var_c = running_mean, running_var
+//   y = gamma_c (x - mu_c) / sqrt(var_c + eps) + beta_c
+// Backward, with xhat = (x - mu) / sqrt(var + eps):
+//   dbeta += sum dy,  dgamma += sum dy xhat                         (this rank's samples)
+//   training:  dx = gamma / sqrt(var + eps) (dy - mean(dy) - xhat mean(dy xhat))   means over n
+//   eval:      dx = gamma / sqrt(var + eps) dy
+// Backward recomputes the batch statistics from x instead of keeping them. Per-channel sums run
+// over channels in parallel, accumulated in double; `sync` sums them over ranks in between (two
+// sums in forward, three in backward); it is any callable that says whether it sums (explicit
+// bool) and replaces sync(values, n) by their sum over ranks (nn passes dist::CrossRankSum).
+// dx may be dy (in place). The per-value math is the ETNN_HD functors of expr/batch_norm.hpp,
+// which the device runs too (cuda/batch_norm.hpp).
+
+// ---- etnn/cpu/executor.hpp ----
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
+// The CPU executor: evaluates an elementwise expression into memory in one fused loop, and runs
+// an ETNN_HD functor over an index range (the optimizers' update rules, dropout) or over rows
+// (the per-sample math of softmax and layer norm).
+
+
+namespace etnn {
+
+// dst[i] = e[i] for i < e.size(). dst may alias any operand that is read at the same index.
+template <class T, expr::Expression E>
+void assign(Cpu, T* dst, const E& e) {
+  static_assert(expr::check::sized_expression<E::sized>());
+  const std::size_t n = e.size();
+  cpu::parallel_chunks(n, 4096, 1, [&](std::size_t begin, std::size_t end) {
+    ETNN_SIMD
+    for (std::size_t i = begin; i < end; ++i) dst[i] = e[i];
+  });
+}
+
+// dst[i] = value for i < n.
+template <class T>
+void fill(Cpu, T* dst, std::size_t n, T value) {
+  cpu::parallel_chunks(n, 4096, 1, [&](std::size_t begin, std::size_t end) {
+    ETNN_SIMD
+    for (std::size_t i = begin; i < end; ++i) dst[i] = value;
+  });
+}
+
+// f(i) for i < n, on the host threads.
+template <class F>
+void for_each_index(Cpu, std::size_t n, const F& f) {
+  cpu::parallel_for(n, f);
+}
+
+// The same for an f(i) costing about work_per_index operations (a row of a layer's per-sample
+// math, a feature's column): indices are split across the host threads once the whole is worth
+// it. f is an ETNN_HD functor that the device runs one thread per index (cuda/executor.hpp).
+template <class F>
+void for_each_index(Cpu, std::size_t n, std::size_t work_per_index, const F& f) {
+  cpu::parallel_chunks(n, 1, work_per_index, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) f(i);
+  });
+}
+
+}  // namespace etnn
+
+namespace etnn {
+
+namespace cpu {
+
+// Calls f(i) for every index of channel c in a (B, C, S) tensor, in memory order.
+template <int C, int S, class F>
+void for_channel(int batch, int c, F&& f) {
+  for (int b = 0; b < batch; ++b) {
+    const std::size_t base = (static_cast<std::size_t>(b) * C + static_cast<std::size_t>(c)) * S;
+    for (std::size_t s = 0; s < S; ++s) f(base + s);
+  }
+}
+
+// sums[c] = sum over channel c's values of term(c, i), channels in parallel.
+template <int C, int S, class Term>
+void channel_sums(int batch, double* sums, const Term& term) {
+  parallel_chunks(std::size_t{C}, 1, static_cast<std::size_t>(batch) * S, [&](std::size_t begin, std::size_t end) {
+    for (int c = static_cast<int>(begin); c < static_cast<int>(end); ++c) {
+      double sum = 0;
+      for_channel<C, S>(batch, c, [&](std::size_t i) { sum += term(c, i); });
+      sums[c] = sum;
+    }
+  });
+}
+
+template <int C>
+struct ChannelStatistics {
+  std::array<double, C> mean, var, inv_std;
+  double count;  // values per channel (over all ranks when synchronised)
+};
+
+// This batch's statistics (summed over ranks by `sync`) when training, else the running ones.
+template <int C, int S, class T, class Sum>
+ChannelStatistics<C> channel_statistics(const T* x, const T* running, int batch, bool training,
+                                        const Sum& sync) {
+  ChannelStatistics<C> st;
+  if (training) {
+    std::array<double, C + 1> sums;  // sum of x per channel, then the count
+    channel_sums<C, S>(batch, sums.data(), expr::detail::ChannelValue<T>{x});
+    sums[C] = static_cast<double>(batch) * S;
+    sync(sums.data(), C + 1);
+    st.count = sums[C];
+    for (int c = 0; c < C; ++c) st.mean[c] = sums[c] / st.count;
+    channel_sums<C, S>(batch, st.var.data(), expr::detail::CenteredSquare<T>{x, sums.data(), C});
+    sync(st.var.data(), C);
+    for (int c = 0; c < C; ++c) st.var[c] /= st.count;
+  } else {
+    st.count = static_cast<double>(batch) * S;
+    for (int c = 0; c < C; ++c) st.mean[c] = running[c], st.var[c] = running[C + c];
+  }
+  for (int c = 0; c < C; ++c) st.inv_std[c] = 1.0 / std::sqrt(st.var[c] + expr::batch_norm_eps);
+  return st;
+}
+
+}  // namespace cpu
+
+// running: [running_mean (C), running_var (C), num_batches_tracked (1)]; updated when training.
+template <int C, int S, class T, class Sum>
+void batch_norm_forward(Cpu, const T* gamma, const T* beta, T* running, const T* x, T* y, int batch, bool training,
+                        const Sum& sync) {
+  const auto st = cpu::channel_statistics<C, S>(x, running, batch, training, sync);
+  if (training) expr::check_batch_norm_count(st.count, batch);
+  for_each_index(Cpu{}, static_cast<std::size_t>(batch) * C * S,
+                 expr::detail::BatchNormalize<C, S, T>{gamma, beta, st.mean.data(), st.inv_std.data(), x, y});
+  if (training)
+    for (int c = 0; c < C; ++c) expr::detail::update_running_statistics<C>(running, c, st.mean[c], st.var[c], st.count);
+}
+
+template <int C, int S, class T, class Sum>
+void batch_norm_backward(Cpu, const T* gamma, T* gamma_grad, T* beta_grad, const T* running, const T* x, const T* dy,
+                         T* dx, int batch, bool training, const Sum& sync) {
+  const auto st = cpu::channel_statistics<C, S>(x, running, batch, training, sync);
+  std::array<double, 2 * C> sums;  // sum dy, then sum dy xhat, per channel
+  cpu::channel_sums<C, S>(batch, sums.data(), expr::detail::ChannelValue<T>{dy});
+  cpu::channel_sums<C, S>(batch, sums.data() + C,
+                          expr::detail::GradientTimesXhat<T>{x, dy, st.mean.data(), st.inv_std.data()});
+  for (std::size_t c = 0; c < C; ++c)
+    expr::detail::AddBatchNormParameterGradients<C, T>{sums.data(), gamma_grad, beta_grad}(c);
+  if (dx == nullptr) return;
+  if (training) sync(sums.data(), 2 * C);
+  for_each_index(Cpu{}, static_cast<std::size_t>(batch) * C * S,
+                 expr::detail::BatchNormInputGradient<C, S, T>{gamma, st.mean.data(), st.inv_std.data(), sums.data(),
+                                                         &st.count, x, dy, dx, training});
+}
+
+}  // namespace etnn
+// ---- etnn/cpu/conv.hpp ----
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
+// 2-D convolution with a fused activation on the CPU: im2col and one GEMM per sample.
+//   x: (B, C, H, W)  W: (OUT, C, K, K) read as (OUT, D) with D = C K K  b: (OUT)  y: (B, OUT, OH, OW)
+//   cols_b = im2col(x_b)                      (D, P) with P = OH OW, one row per (c, ki, kj)
+// Forward:   Z_b = W cols_b + b,  Y_b = f(Z_b)        Y_b is (OUT, P): NCHW needs no transpose
+// Backward:  dZ_b = dY_b (.) f'(Z_b, Y_b)             over dY in place
+//            db += sum_{b,p} dZ_b,  dW += sum_b dZ_b cols_b^T
+//            dX_b = col2im(W^T dZ_b)                  skipped for the first layer
+// Samples run in parallel; the weight gradient is split by output channel instead (at GEMM panel
+// boundaries), each summing the samples in order, so results do not depend on the number of
+// threads. A thread converts one image at a time into columns of its own (D P values, reused), so
+// they stay in its cache: a batch's columns would stream through memory twice per pass (LeNet-5's
+// first layer: 5 MB at batch 64). Backward converts again rather than keeping them.
+
+// ---- etnn/cpu/epilogue.hpp ----
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
+// The steps fused after a GEMM (dense and convolution layers), on the CPU.
+//   forward:  z = GEMM + b, y = f(z) in place, keeping z when f' needs its input (z_saved not null);
+//             run by the GEMM on each block of its result while that block is in cache
+//   backward: dz = dy (.) f'(z, y) over dy in place
+
+
+namespace etnn::cpu {
+
+// Which index of the GEMM's result the bias follows: its columns (dense: (B, Out)) or its rows
+// (convolution: (Out, pixels) per sample).
+enum class BiasAlong { columns, rows };
+
+// The forward epilogue over a block [r0, r1) x [c0, c1) of a row-major (rows, ld) result y, and
+// of z_saved laid out alike.
+template <BiasAlong Along, class Act, class T>
+struct BiasActivation {
+  T* y;
+  T* z_saved;
+  const T* bias;
+  std::ptrdiff_t ld;
+  Act act;
+
+  // Each case is its own branch-free loop: SSE2 has no masked store, so a conditional one keeps a
+  // portable build's loop scalar.
+  void operator()(int r0, int r1, int c0, int c1) const noexcept {
+    for (std::ptrdiff_t r = r0; r < r1; ++r) {
+      T* row = y + r * ld;
+      if constexpr (std::is_same_v<Act, fn::Identity>) {
+        ETNN_SIMD
+        for (std::ptrdiff_t j = c0; j < c1; ++j) row[j] += bias_at(r, j);
+      } else if (z_saved != nullptr) {
+        T* z_row = z_saved + r * ld;
+        ETNN_SIMD
+        for (std::ptrdiff_t j = c0; j < c1; ++j) {
+          const T z = row[j] + bias_at(r, j);
+          z_row[j] = z;
+          row[j] = act(z);
+        }
+      } else {
+        ETNN_SIMD
+        for (std::ptrdiff_t j = c0; j < c1; ++j) row[j] = act(row[j] + bias_at(r, j));
+      }
+    }
+  }
+
+ private:
+  T bias_at(std::ptrdiff_t r, std::ptrdiff_t j) const noexcept { return Along == BiasAlong::columns ? bias[j] : bias[r]; }
+};
+
+template <class Act, class T>
+void activation_gradient(T* dy, const T* y, const T* z_saved, std::size_t n, Act act) {
+  if constexpr (!std::is_same_v<Act, fn::Identity>) {
+    const T* z = z_saved != nullptr ? z_saved : y;  // chosen once: no branch in the loop
+    ETNN_SIMD
+    for (std::size_t i = 0; i < n; ++i) dy[i] *= act.derivative(z[i], y[i]);
+  }
+}
+
+}  // namespace etnn::cpu
 
 namespace etnn {
 
@@ -2704,15 +3051,6 @@ void col2im(const T* cols, T* dx) {
   });
 }
 
-// One image's columns for the calling thread: a buffer of its own that grows to the largest
-// request and is reused (as the GEMM's packing buffers are), so a pass allocates nothing.
-template <class T>
-T* thread_columns(std::size_t values) {
-  thread_local Buffer<T, Cpu> columns;
-  columns.reserve_discard(values);
-  return columns.data();
-}
-
 }  // namespace cpu
 
 // The GPU's batch columns are not used here (the layer asks for none on the CPU).
@@ -2722,7 +3060,7 @@ void conv2d_forward(Cpu, const T* weight, const T* bias, const T* x, T* y, T* z_
   constexpr int depth = G::channels * G::kernel * G::kernel;
   constexpr std::size_t pixels = G::out_pixels, cols_size = depth * pixels, out_size = Out * pixels;
   cpu::parallel_chunks(static_cast<std::size_t>(batch), 1, out_size * depth, [&](std::size_t begin, std::size_t end) {
-    T* cols = cpu::thread_columns<T>(cols_size);
+    T* cols = cpu::thread_scratch<T>(cols_size);
     for (std::size_t b = begin; b < end; ++b) {
       T* yb = y + b * out_size;
       cpu::im2col<G>(x + b * G::channels * G::in_pixels, cols);
@@ -2746,7 +3084,7 @@ void conv2d_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T
   cpu::parallel_panels(std::size_t{Out}, cpu::gemm_row_panel<T>, 1, samples * pixels * depth,
                        [&](std::size_t begin, std::size_t end) {
     const int first = static_cast<int>(begin), count = static_cast<int>(end - begin);
-    T* cols = cpu::thread_columns<T>(cols_size);
+    T* cols = cpu::thread_scratch<T>(cols_size);
     for (std::size_t b = 0; b < samples; ++b) {
       const std::size_t channels_at = b * out_size + begin * pixels;
       T* dz = dy + channels_at;
@@ -2765,7 +3103,7 @@ void conv2d_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T
   if (dx == nullptr) return;
   // dcols_b = W^T dZ_b (W^T is W read column-major), then dX_b = col2im(dcols_b).
   cpu::parallel_chunks(samples, 1, out_size * depth, [&](std::size_t begin, std::size_t end) {
-    T* dcols = cpu::thread_columns<T>(cols_size);
+    T* dcols = cpu::thread_scratch<T>(cols_size);
     for (std::size_t b = begin; b < end; ++b) {
       cpu::gemm_serial<cpu::Layout::col_major, cpu::Layout::row_major>(
           cpu::Accumulate::no, depth, int{pixels}, Out, weight, depth, dy + b * out_size, int{pixels}, dcols, int{pixels});
@@ -2895,7 +3233,6 @@ T label_rows_loss(Cpu, Scratch&, const T* x, int batch, int classes, std::span<c
 // they can take; so the buffer is finite exactly when the maximum of its masked exponents is below
 // that. An integer maximum may be taken in any order, so it vectorises (a floating-point sum would
 // be kept in order by the compiler, and isfinite branches).
-#include <limits>
 
 
 namespace etnn::cpu::detail {
@@ -3104,7 +3441,7 @@ double sum_of_squares(const T* x, std::size_t n) {
 #if defined(__CUDACC__)
 // ---- etnn/cuda/cuda.hpp ----
 // The CUDA backend, the face of cuda/ (nvcc only): the runtime and stream, device memory, the
-// expression executor, reductions, cuBLASLt products, convolution, pooling, batch norm, the loss
+// expression executor, reductions, cuBLASLt products, convolution, attention, pooling, batch norm, the loss
 // loops, the fully fused narrow-MLP kernels and CUDA graphs. Layers reach these through backend/.
 // ---- etnn/cuda/runtime.hpp ----
 // Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
@@ -4186,6 +4523,32 @@ void conv2d_backward(Cuda, const T* weight, T* weight_grad, T* bias_grad, const 
   const std::size_t inputs = static_cast<std::size_t>(batch) * G::channels * G::in_pixels;
   col2im_kernel<G><<<cuda::grid_blocks(inputs), 256, 0, cuda::stream()>>>(columns, dx, batch);
   cuda::check_launch("etnn::conv2d_backward col2im");
+}
+
+}  // namespace etnn
+// ---- etnn/cuda/attention.hpp ----
+// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
+// nn::multi_head_attention's core on the device: expr/attention.hpp's functors, one thread per
+// query row (forward, Delta) or per (sample, head) (backward), with the host's signatures
+// (cpu/attention.hpp).
+#include <cstddef>
+
+
+namespace etnn {
+
+template <int T, int D, int H, bool Causal, class S>
+void attention_forward(Cuda device, const S* qkv, S* out, S* lse, std::size_t samples) {
+  for_each_index(device, std::size_t{H} * T * samples, 4 * std::size_t{T} * D / H,
+                 expr::AttentionForwardRows<T, D, H, Causal, S>{qkv, out, lse});
+}
+
+template <int T, int D, int H, bool Causal, class S>
+void attention_backward(Cuda device, const S* qkv, const S* out, const S* dout, const S* lse, S* delta, S* dqkv,
+                        std::size_t samples) {
+  for_each_index(device, std::size_t{H} * T * samples, std::size_t{D} / H,
+                 expr::AttentionDeltaRows<T, D, H, Causal, S>{out, dout, delta});
+  for_each_index(device, std::size_t{H} * samples, 5 * std::size_t{T} * T * D / H,
+                 expr::AttentionBackwardHeads<T, D, H, Causal, S>{qkv, dout, lse, delta, dqkv});
 }
 
 }  // namespace etnn
@@ -5784,6 +6147,14 @@ inline std::string cuda_unavailable_reason() {
 // The face of backend/: one dispatch header per op family, each including the CPU kernels always
 // and the CUDA ones under nvcc, plus the run-time device choice (etnn::best_device, etnn::dispatch)
 // and the staging of user data onto the model's device.
+// ---- etnn/backend/attention.hpp ----
+// Private to backend/: include <etnn/backend/backend.hpp> or <etnn/etnn.hpp>.
+// The core of multi-head attention on either device: attention_forward, attention_backward.
+// The dispatch header of this op family (dlib's tensor_tools idea): it includes the CPU kernels
+// always and the CUDA ones only under nvcc, so that layers and losses call the overloads for
+// etnn::Cpu and etnn::Cuda by their device tag and never name a backend themselves.
+#if defined(__CUDACC__)
+#endif
 // ---- etnn/backend/batch_norm.hpp ----
 // Private to backend/: include <etnn/backend/backend.hpp> or <etnn/etnn.hpp>.
 // Batch normalisation's forward and backward on either device: batch_norm_forward, batch_norm_backward.
@@ -6902,18 +7273,19 @@ struct ActivationLayer : InPlaceLayer<In, Index> {
 // Forward, per sample, with d = D / H values per head and scale 1 / sqrt(d):
 //   [Q | K | V] = x W_in^T + b_in                    (T, 3D)   one GEMM over B T rows
 //   for each head h (its d columns of Q, K, V):
-//     S = scale Q_h K_h^T, masked (u > t) when Causal (T, T)   never stored: each query row runs
-//     P = softmax_rows(S)                                       over its keys in blocks, keeping a
-//     O_h = P V_h                                     (T, d)    running max m, sum l and O
-//     L_t = m + log l  (the row's log-sum-exp, kept for backward)  (online softmax, as FlashAttention)
+//     S = scale Q_h K_h^T, masked (u > t) when Causal (T, T)
+//     P = softmax_rows(S),  O_h = P V_h              (T, d)
+//     L_t = the row's log-sum-exp, kept for backward
 //   y = O W_out^T + b_out                            (T, D)    O: the heads side by side
 // Backward, with dO from the output projection's backward and Delta_t = dO_t . O_t:
 //   P_tu = exp(scale q_t . k_u - L_t),  dS_tu = P_tu (dO_t . v_u - Delta_t)
 //   dq_t = scale sum_u dS_tu k_u,  dk_u = scale sum_t dS_tu q_t,  dv_u = sum_t P_tu dO_t
-// one call per (sample, head), recomputing P_tu from L as it goes. Every call writes only its own
-// head's columns of d[Q | K | V], in a fixed order, so the sums do not depend on the thread count,
-// and no B H T T array exists in either direction. Both projections are DenseLayers over
-// the B T positions (the same products, bias epilogues and gradient modes as nn::linear).
+// The core between the projections is backend/attention.hpp's attention_forward and
+// attention_backward: on the CPU blocks of query rows as GEMMs (cpu/attention.hpp), on the device
+// expr/attention.hpp's functors (an online softmax per query row, as FlashAttention). Neither
+// stores a B H T T array, and neither's sums depend on the thread count. Both projections are
+// DenseLayers over the B T positions (the same products, bias epilogues and gradient modes as
+// nn::linear).
 
 // ---- etnn/nn/dense_layer.hpp ----
 // Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
@@ -7004,166 +7376,6 @@ struct DenseLayer {
 
 namespace etnn::nn {
 
-namespace detail {
-
-// The geometry every attention functor shares: query or key row i of the B H T rows is
-// (sample b, head h, position t), and head h of position t of sample b reads its d values of
-// Q, K and V at qkv + (b T + t) 3D + {0, D, 2D} + h d.
-template <int T, int D, int H, bool Causal>
-struct AttentionGeometry {
-  static constexpr int d = D / H;
-  static constexpr std::size_t row_values = 3 * std::size_t{D};
-  struct Row {
-    std::size_t position;  // b T + t: the row of x, y, O and [Q | K | V]
-    int head;
-    int t;
-  };
-  ETNN_HD static Row row(std::size_t i) {
-    const std::size_t b = i / (std::size_t{H} * T);
-    const int head = static_cast<int>(i / T % H);
-    const int t = static_cast<int>(i % T);
-    return {b * T + static_cast<std::size_t>(t), head, t};
-  }
-  // The keys query t sees: [0, key_end(t)).
-  ETNN_HD static int key_end(int t) { return Causal ? t + 1 : T; }
-  template <class S>
-  ETNN_HD static S scale() {
-    return S(1) / std::sqrt(S(d));
-  }
-  // a . b over one head's d values, in `lanes` partial sums (one vector register's worth), so
-  // that the compiler vectorises it without reassociating: the same sum on every device and
-  // thread count.
-  static constexpr int lanes = d % 8 == 0 ? 8 : d % 4 == 0 ? 4 : 1;
-  template <class S>
-  ETNN_HD static S dot(const S* a, const S* b) {
-    S part[lanes] = {};
-    for (int j = 0; j < d; j += lanes) {
-      ETNN_SIMD
-      for (int l = 0; l < lanes; ++l) part[l] += a[j + l] * b[j + l];
-    }
-    S sum = 0;
-    for (int l = 0; l < lanes; ++l) sum += part[l];
-    return sum;
-  }
-};
-
-// O_t and L_t of query row i, over its keys in blocks of 16.
-template <int T, int D, int H, bool Causal, class S>
-struct AttentionForwardRows {
-  using G = AttentionGeometry<T, D, H, Causal>;
-  static constexpr int block = 16;
-  const S* qkv;  // (B T, 3D)
-  S* out;        // O: (B T, D)
-  S* lse;        // L: (B H T), or null when nothing will run backward
-  ETNN_HD void operator()(std::size_t i) const {
-    const auto r = G::row(i);
-    const S* sample = qkv + (r.position - static_cast<std::size_t>(r.t)) * G::row_values;
-    const S* q = qkv + r.position * G::row_values + r.head * G::d;
-    S acc[G::d] = {};
-    S m = -std::numeric_limits<S>::infinity(), l = 0;
-    const int keys = G::key_end(r.t);
-    for (int u0 = 0; u0 < keys; u0 += block) {
-      const int n = keys - u0 < block ? keys - u0 : block;
-      S s[block];
-      S block_max = -std::numeric_limits<S>::infinity();
-      for (int k = 0; k < n; ++k) {
-        s[k] = G::template scale<S>() * G::dot(q, sample + (u0 + k) * G::row_values + D + r.head * G::d);
-        block_max = s[k] > block_max ? s[k] : block_max;
-      }
-      if (block_max > m) {  // rescale what was summed under the old maximum
-        const S c = etnn::detail::fast_exp(m - block_max);
-        l *= c;
-        for (int j = 0; j < G::d; ++j) acc[j] *= c;
-        m = block_max;
-      }
-      ETNN_SIMD
-      for (int k = 0; k < n; ++k) s[k] = etnn::detail::fast_exp(s[k] - m);  // P_tu, unnormalised
-      for (int k = 0; k < n; ++k) {
-        const S* v = sample + (u0 + k) * G::row_values + 2 * D + r.head * G::d;
-        l += s[k];
-        for (int j = 0; j < G::d; ++j) acc[j] += s[k] * v[j];
-      }
-    }
-    S* o = out + r.position * D + r.head * G::d;
-    for (int j = 0; j < G::d; ++j) o[j] = acc[j] / l;
-    if (lse != nullptr) lse[i] = m + std::log(l);
-  }
-};
-
-// Delta_t = dO_t . O_t of row i.
-template <int T, int D, int H, bool Causal, class S>
-struct AttentionDeltaRows {
-  using G = AttentionGeometry<T, D, H, Causal>;
-  const S* out;
-  const S* dout;
-  S* delta;
-  ETNN_HD void operator()(std::size_t i) const {
-    const auto r = G::row(i);
-    const std::size_t at = r.position * D + r.head * G::d;
-    delta[i] = G::dot(dout + at, out + at);
-  }
-};
-
-// dq, dk and dv of head h of sample b, call i = b H + h: its queries t in order, each over the
-// keys u it sees, so that every P_tu and dS_tu is computed once; the head's dk and dv rows (T of
-// each, d values) stay in cache while they accumulate.
-template <int T, int D, int H, bool Causal, class S>
-struct AttentionBackwardHeads {
-  using G = AttentionGeometry<T, D, H, Causal>;
-  static constexpr int block = 16;
-  const S* qkv;
-  const S* dout;
-  const S* lse;
-  const S* delta;
-  S* dqkv;
-  ETNN_HD void operator()(std::size_t i) const {
-    const std::size_t first_position = i / H * T;  // b T
-    const int head = static_cast<int>(i % H);
-    const S* sample = qkv + first_position * G::row_values + head * G::d;  // q of position 0 of the head
-    S* dsample = dqkv + first_position * G::row_values + head * G::d;
-    for (int u = 0; u < T; ++u)
-      for (int j = 0; j < G::d; ++j) dsample[u * G::row_values + D + j] = dsample[u * G::row_values + 2 * D + j] = S(0);
-    const S scale = G::template scale<S>();
-    for (int t = 0; t < T; ++t) {
-      const std::size_t r = i * T + static_cast<std::size_t>(t);  // the row of L and Delta
-      const S* q = sample + t * G::row_values;
-      const S* dout_t = dout + (first_position + static_cast<std::size_t>(t)) * D + head * G::d;
-      S dq[G::d] = {};
-      const int keys = G::key_end(t);
-      for (int u0 = 0; u0 < keys; u0 += block) {  // P and dS of a block of keys, then their sums
-        const int n = keys - u0 < block ? keys - u0 : block;
-        S p[block], ds[block];
-        for (int k = 0; k < n; ++k) {
-          const S* key = sample + (u0 + k) * G::row_values + D;
-          p[k] = scale * G::dot(q, key) - lse[r];
-          ds[k] = G::dot(dout_t, key + D) - delta[r];
-        }
-        ETNN_SIMD
-        for (int k = 0; k < n; ++k) {
-          p[k] = etnn::detail::fast_exp(p[k]);
-          ds[k] *= p[k];
-        }
-        for (int k = 0; k < n; ++k) {
-          const S* key = sample + (u0 + k) * G::row_values + D;
-          S* dk = dsample + (u0 + k) * G::row_values + D;
-          S* dv = dk + D;
-          ETNN_SIMD
-          for (int j = 0; j < G::d; ++j) {
-            dq[j] += ds[k] * key[j];
-            dk[j] += ds[k] * q[j];
-            dv[j] += p[k] * dout_t[j];
-          }
-        }
-      }
-      for (int j = 0; j < G::d; ++j) dsample[t * G::row_values + j] = scale * dq[j];
-    }
-    for (int u = 0; u < T; ++u)
-      for (int j = 0; j < G::d; ++j) dsample[u * G::row_values + D + j] *= scale;
-  }
-};
-
-}  // namespace detail
-
 template <ShapeType In, int Heads, bool Causal, int Index>
 struct MultiHeadAttentionLayer {
   static_assert(check::sequence_input<In, TokenShape<In>>());
@@ -7216,8 +7428,7 @@ struct MultiHeadAttentionLayer {
     T* out = qkv + 3 * sequence * samples;
     T* lse = saved != nullptr ? out + sequence * samples : nullptr;
     InProjection::forward(device, pass, p, x, qkv, static_cast<T*>(nullptr), batch);
-    for_each_index(device, rows * samples, 4 * std::size_t{length} * width / Heads,
-                   detail::AttentionForwardRows<length, width, Heads, Causal, T>{qkv, out, lse});
+    attention_forward<length, width, Heads, Causal>(device, static_cast<const T*>(qkv), out, lse, samples);
     OutProjection::forward(device, pass, p + out_offset, out, y, static_cast<T*>(nullptr), batch);
   }
 
@@ -7233,10 +7444,8 @@ struct MultiHeadAttentionLayer {
     T* delta = dqkv + 3 * sequence * samples;
     OutProjection::backward(device, pass, p + out_offset, g + out_offset, out, y, static_cast<const T*>(nullptr), dy,
                             dout, batch);
-    for_each_index(device, rows * samples, std::size_t{width} / Heads,
-                   detail::AttentionDeltaRows<length, width, Heads, Causal, T>{out, dout, delta});
-    for_each_index(device, std::size_t{Heads} * samples, 5 * std::size_t{length} * length * width / Heads,
-                   detail::AttentionBackwardHeads<length, width, Heads, Causal, T>{qkv, dout, lse, delta, dqkv});
+    attention_backward<length, width, Heads, Causal>(device, qkv, out, static_cast<const T*>(dout), lse, delta, dqkv,
+                                                     samples);
     InProjection::backward(device, pass, p, g, x, qkv, static_cast<const T*>(nullptr), dqkv, dx, batch);
   }
 };
@@ -7705,8 +7914,8 @@ struct FlattenLayer : ParameterFree {
 //   mu, var = mean and biased variance of the sample; xhat = (x - mu) / sqrt(var + eps)
 //   y = gamma (.) xhat + beta                                  x, y: (B, N)
 // Backward, with g = dy (.) gamma:
-//   dgamma += sum_b dy (.) xhat,  dbeta += sum_b dy            one functor call per feature
-//   dx = (g - mean(g) - xhat mean(g (.) xhat)) / sqrt(var + eps)   one per sample
+//   dgamma += sum_b dy (.) xhat,  dbeta += sum_b dy            a functor call per 16 features
+//   dx = (g - mean(g) - xhat mean(g (.) xhat)) / sqrt(var + eps)   one call per row
 // On a sequence (T, D) it normalises each position over its D values, as nn.LayerNorm(D) on a
 // (B, T, D) tensor: weight and bias are (D), and the rows above are the B T positions.
 // Forward keeps (mu, 1 / sqrt(var + eps)) per row when training. Each functor is ETNN_HD and
@@ -7719,7 +7928,8 @@ namespace etnn::nn {
 namespace detail {
 inline constexpr double layer_norm_eps = 1e-5;
 
-// y's sample b from x's, its statistics (mean, 1 / std) into stats[2b, 2b + 1] when not null.
+// y's row b from x's, its statistics (mean, 1 / std) into stats[2b, 2b + 1] when not null.
+// The sums run in double, in lanes (core/lane_sum.hpp).
 template <int N, class T>
 struct LayerNormRows {
   const T* gamma;
@@ -7730,11 +7940,13 @@ struct LayerNormRows {
   ETNN_HD void operator()(std::size_t b) const {
     const T* xb = x + b * N;
     T* yb = y + b * N;
-    double mean = 0, var = 0;
-    for (int j = 0; j < N; ++j) mean += xb[j];
-    mean /= N;
-    for (int j = 0; j < N; ++j) var += (xb[j] - mean) * (xb[j] - mean);
+    const double mean = etnn::detail::lane_sum<N, double>([&](int j) { return double(xb[j]); }) / N;
+    const double var = etnn::detail::lane_sum<N, double>([&](int j) {
+      const double centred = xb[j] - mean;
+      return centred * centred;
+    });
     const double inv_std = 1.0 / std::sqrt(var / N + layer_norm_eps);
+    ETNN_SIMD
     for (int j = 0; j < N; ++j) yb[j] = static_cast<T>(gamma[j] * ((xb[j] - mean) * inv_std) + beta[j]);
     if (stats != nullptr) stats[2 * b] = static_cast<T>(mean), stats[2 * b + 1] = static_cast<T>(inv_std);
   }
@@ -7745,28 +7957,40 @@ ETNN_HD T layer_norm_xhat(const T* x, const T* stats, std::size_t b, int j) {
   return (x[b * N + j] - stats[2 * b]) * stats[2 * b + 1];
 }
 
-// Feature j's gamma and beta gradients, summed over the batch in sample order.
+// The gamma and beta gradients of features [f w, f w + w) (clipped to N) of call f, w =
+// `features` per call, each summed over the rows in row order: the same sums whatever w is. On
+// the host w = 16 reads a cache line of each row at a time and vectorises across the features,
+// instead of walking one column with stride N; the device runs one feature per thread.
 template <int N, class T>
 struct LayerNormParameterGradients {
+  static constexpr int host_features = 16;
   const T* x;
   const T* stats;
   const T* dy;
   T* gamma_grad;
   T* beta_grad;
-  std::size_t batch;
-  ETNN_HD void operator()(std::size_t feature) const {
-    const int j = static_cast<int>(feature);
-    T dgamma = gamma_grad[j], dbeta = beta_grad[j];
-    for (std::size_t b = 0; b < batch; ++b) {
-      dgamma += dy[b * N + j] * layer_norm_xhat<N>(x, stats, b, j);
-      dbeta += dy[b * N + j];
+  std::size_t rows;
+  int features;
+  ETNN_HD void operator()(std::size_t call) const {
+    const int j0 = static_cast<int>(call) * features;  // features <= host_features
+    const int n = N - j0 < features ? N - j0 : features;
+    T dgamma[host_features], dbeta[host_features];
+    for (int l = 0; l < n; ++l) dgamma[l] = gamma_grad[j0 + l], dbeta[l] = beta_grad[j0 + l];
+    for (std::size_t b = 0; b < rows; ++b) {
+      const T* dyb = dy + b * N + j0;
+      const T* xb = x + b * N + j0;
+      const T mean = stats[2 * b], inv_std = stats[2 * b + 1];
+      ETNN_SIMD
+      for (int l = 0; l < n; ++l) {
+        dgamma[l] += dyb[l] * ((xb[l] - mean) * inv_std);
+        dbeta[l] += dyb[l];
+      }
     }
-    gamma_grad[j] = dgamma;
-    beta_grad[j] = dbeta;
+    for (int l = 0; l < n; ++l) gamma_grad[j0 + l] = dgamma[l], beta_grad[j0 + l] = dbeta[l];
   }
 };
 
-// dx's sample b.
+// dx's row b.
 template <int N, class T>
 struct LayerNormInputGradientRows {
   const T* gamma;
@@ -7775,14 +7999,13 @@ struct LayerNormInputGradientRows {
   const T* dy;
   T* dx;
   ETNN_HD void operator()(std::size_t b) const {
-    double sum_g = 0, sum_g_xhat = 0;
+    const T* dyb = dy + b * N;
+    const double sum_g = etnn::detail::lane_sum<N, double>([&](int j) { return double(dyb[j]) * gamma[j]; });
+    const double sum_g_xhat = etnn::detail::lane_sum<N, double>(
+        [&](int j) { return double(dyb[j]) * gamma[j] * layer_norm_xhat<N>(x, stats, b, j); });
+    ETNN_SIMD
     for (int j = 0; j < N; ++j) {
-      const double g = dy[b * N + j] * gamma[j];
-      sum_g += g;
-      sum_g_xhat += g * layer_norm_xhat<N>(x, stats, b, j);
-    }
-    for (int j = 0; j < N; ++j) {
-      const double g = dy[b * N + j] * gamma[j];
+      const double g = double(dyb[j]) * gamma[j];
       dx[b * N + j] = static_cast<T>((g - sum_g / N - layer_norm_xhat<N>(x, stats, b, j) * sum_g_xhat / N) *
                                      stats[2 * b + 1]);
     }
@@ -7828,8 +8051,10 @@ struct LayerNormLayer {
   static void backward(Device device, const Pass<T>&, const T* p, T* g, const T* x, const T*, const T* saved, T* dy,
                        T* dx, int batch) {
     const std::size_t n = row_count(batch);
-    for_each_index(device, std::size_t{width}, 2 * n,
-                   detail::LayerNormParameterGradients<width, T>{x, saved, dy, g, g + width, n});
+    using ParameterGradients = detail::LayerNormParameterGradients<width, T>;
+    const int features = std::is_same_v<Device, Cpu> ? ParameterGradients::host_features : 1;
+    for_each_index(device, (std::size_t{width} + features - 1) / features, 2 * n * features,
+                   ParameterGradients{x, saved, dy, g, g + width, n, features});
     if (dx == nullptr) return;
     for_each_index(device, n, 4 * std::size_t{width}, detail::LayerNormInputGradientRows<width, T>{p, x, saved, dy, dx});
   }

@@ -2,6 +2,7 @@
 // The face of backend/: one dispatch header per op family, each including the CPU kernels always
 // and the CUDA ones under nvcc, plus the run-time device choice (etnn::best_device, etnn::dispatch)
 // and the staging of user data onto the model's device.
+#include "attention.hpp"
 #include "batch_norm.hpp"
 #include "conv.hpp"
 #include "dense.hpp"

@@ -1,6 +1,6 @@
 #pragma once
 // The CUDA backend, the face of cuda/ (nvcc only): the runtime and stream, device memory, the
-// expression executor, reductions, cuBLASLt products, convolution, pooling, batch norm, the loss
+// expression executor, reductions, cuBLASLt products, convolution, attention, pooling, batch norm, the loss
 // loops, the fully fused narrow-MLP kernels and CUDA graphs. Layers reach these through backend/.
 #include "runtime.hpp"
 #include "memory.hpp"
@@ -10,6 +10,7 @@
 #include "blas.hpp"
 #include "dense.hpp"
 #include "conv.hpp"
+#include "attention.hpp"
 #include "pool.hpp"
 #include "batch_norm.hpp"
 #include "loss_loops.hpp"

@@ -2321,10 +2321,12 @@ void gemm_tile(int r0, int r1, int c0, int c1, int k, const float* a, std::ptrdi
 
 // Tiles of C: `down` bands of rows by `across` bands of columns, each band a near-equal share of
 // the register tiles (mr rows) or panels (nr columns) along its side, at most tile_cols columns
-// wide. Bands multiply (columns first, down to one panel each, then rows) until every thread has
-// two tiles to take, so that a thread slowed by other work on its core takes fewer of them; equal
-// shares keep the last tile from being a sliver (784 columns in 4 bands: 192, 192, 192, 208, not
-// 256, 256, 256, 16).
+// wide. Bands multiply until every thread has two tiles to take, so that a thread slowed by other
+// work on its core takes fewer of them. Every band of columns packs A's rows again, and every
+// band of rows packs B's columns again, so the longer side of C is split first (columns when
+// N >= M, until one panel each; rows when M > N, until one register tile each), then the other.
+// Equal shares keep the last tile from being a sliver (784 columns in 4 bands: 192, 192, 192,
+// 208, not 256, 256, 256, 16).
 struct Tiling {
   int m, n, row_tiles, panels, down, across;
   int count() const { return down * across; }
@@ -2340,11 +2342,13 @@ inline Tiling tiling(int m, int n, int threads) {
   constexpr int panels_per_tile = tile_cols / nr;
   Tiling t{m, n, (m + mr - 1) / mr, (n + nr - 1) / nr, 1, 0};
   t.across = (t.panels + panels_per_tile - 1) / panels_per_tile;
+  const bool rows_first = m > n;
   while (threads > 1 && t.count() < 2 * threads) {
-    if (t.across < t.panels) {
-      t.across = std::min(t.panels, 2 * t.across);
-    } else if (t.down < t.row_tiles) {
+    const bool can_across = t.across < t.panels, can_down = t.down < t.row_tiles;
+    if (can_down && (rows_first || !can_across)) {
       t.down = std::min(t.row_tiles, 2 * t.down);
+    } else if (can_across) {
+      t.across = std::min(t.panels, 2 * t.across);
     } else {
       break;
     }
@@ -2647,7 +2651,7 @@ namespace etnn {
 
 namespace cpu::detail {
 
-inline constexpr int attention_query_block = 16;
+inline constexpr int attention_query_block = 48;  // 8 of the packed GEMM's 6-row register tiles
 
 // One (sample, head) call's operands: head h of sample b at rows b T .. b T + T.
 template <int T, int D, int H, bool Causal, class S>
@@ -7952,11 +7956,6 @@ struct LayerNormRows {
   }
 };
 
-template <int N, class T>
-ETNN_HD T layer_norm_xhat(const T* x, const T* stats, std::size_t b, int j) {
-  return (x[b * N + j] - stats[2 * b]) * stats[2 * b + 1];
-}
-
 // The gamma and beta gradients of features [f w, f w + w) (clipped to N) of call f, w =
 // `features` per call, each summed over the rows in row order: the same sums whatever w is. On
 // the host w = 16 reads a cache line of each row at a time and vectorises across the features,
@@ -7999,15 +7998,18 @@ struct LayerNormInputGradientRows {
   const T* dy;
   T* dx;
   ETNN_HD void operator()(std::size_t b) const {
+    const T* xb = x + b * N;
     const T* dyb = dy + b * N;
-    const double sum_g = etnn::detail::lane_sum<N, double>([&](int j) { return double(dyb[j]) * gamma[j]; });
-    const double sum_g_xhat = etnn::detail::lane_sum<N, double>(
-        [&](int j) { return double(dyb[j]) * gamma[j] * layer_norm_xhat<N>(x, stats, b, j); });
+    T* dxb = dx + b * N;
+    const T mean = stats[2 * b], inv_std = stats[2 * b + 1];
+    const double mean_g = etnn::detail::lane_sum<N, double>([&](int j) { return double(dyb[j]) * gamma[j]; }) / N;
+    const double mean_g_xhat = etnn::detail::lane_sum<N, double>([&](int j) {
+      return double(dyb[j]) * gamma[j] * ((xb[j] - mean) * inv_std);
+    }) / N;
     ETNN_SIMD
     for (int j = 0; j < N; ++j) {
       const double g = double(dyb[j]) * gamma[j];
-      dx[b * N + j] = static_cast<T>((g - sum_g / N - layer_norm_xhat<N>(x, stats, b, j) * sum_g_xhat / N) *
-                                     stats[2 * b + 1]);
+      dxb[j] = static_cast<T>((g - mean_g - (xb[j] - mean) * inv_std * mean_g_xhat) * inv_std);
     }
   }
 };

@@ -53,11 +53,6 @@ struct LayerNormRows {
   }
 };
 
-template <int N, class T>
-ETNN_HD T layer_norm_xhat(const T* x, const T* stats, std::size_t b, int j) {
-  return (x[b * N + j] - stats[2 * b]) * stats[2 * b + 1];
-}
-
 // The gamma and beta gradients of features [f w, f w + w) (clipped to N) of call f, w =
 // `features` per call, each summed over the rows in row order: the same sums whatever w is. On
 // the host w = 16 reads a cache line of each row at a time and vectorises across the features,
@@ -100,15 +95,18 @@ struct LayerNormInputGradientRows {
   const T* dy;
   T* dx;
   ETNN_HD void operator()(std::size_t b) const {
+    const T* xb = x + b * N;
     const T* dyb = dy + b * N;
-    const double sum_g = etnn::detail::lane_sum<N, double>([&](int j) { return double(dyb[j]) * gamma[j]; });
-    const double sum_g_xhat = etnn::detail::lane_sum<N, double>(
-        [&](int j) { return double(dyb[j]) * gamma[j] * layer_norm_xhat<N>(x, stats, b, j); });
+    T* dxb = dx + b * N;
+    const T mean = stats[2 * b], inv_std = stats[2 * b + 1];
+    const double mean_g = etnn::detail::lane_sum<N, double>([&](int j) { return double(dyb[j]) * gamma[j]; }) / N;
+    const double mean_g_xhat = etnn::detail::lane_sum<N, double>([&](int j) {
+      return double(dyb[j]) * gamma[j] * ((xb[j] - mean) * inv_std);
+    }) / N;
     ETNN_SIMD
     for (int j = 0; j < N; ++j) {
       const double g = double(dyb[j]) * gamma[j];
-      dx[b * N + j] = static_cast<T>((g - sum_g / N - layer_norm_xhat<N>(x, stats, b, j) * sum_g_xhat / N) *
-                                     stats[2 * b + 1]);
+      dxb[j] = static_cast<T>((g - mean_g - (xb[j] - mean) * inv_std * mean_g_xhat) * inv_std);
     }
   }
 };

@@ -251,10 +251,12 @@ void gemm_tile(int r0, int r1, int c0, int c1, int k, const float* a, std::ptrdi
 
 // Tiles of C: `down` bands of rows by `across` bands of columns, each band a near-equal share of
 // the register tiles (mr rows) or panels (nr columns) along its side, at most tile_cols columns
-// wide. Bands multiply (columns first, down to one panel each, then rows) until every thread has
-// two tiles to take, so that a thread slowed by other work on its core takes fewer of them; equal
-// shares keep the last tile from being a sliver (784 columns in 4 bands: 192, 192, 192, 208, not
-// 256, 256, 256, 16).
+// wide. Bands multiply until every thread has two tiles to take, so that a thread slowed by other
+// work on its core takes fewer of them. Every band of columns packs A's rows again, and every
+// band of rows packs B's columns again, so the longer side of C is split first (columns when
+// N >= M, until one panel each; rows when M > N, until one register tile each), then the other.
+// Equal shares keep the last tile from being a sliver (784 columns in 4 bands: 192, 192, 192,
+// 208, not 256, 256, 256, 16).
 struct Tiling {
   int m, n, row_tiles, panels, down, across;
   int count() const { return down * across; }
@@ -270,11 +272,13 @@ inline Tiling tiling(int m, int n, int threads) {
   constexpr int panels_per_tile = tile_cols / nr;
   Tiling t{m, n, (m + mr - 1) / mr, (n + nr - 1) / nr, 1, 0};
   t.across = (t.panels + panels_per_tile - 1) / panels_per_tile;
+  const bool rows_first = m > n;
   while (threads > 1 && t.count() < 2 * threads) {
-    if (t.across < t.panels) {
-      t.across = std::min(t.panels, 2 * t.across);
-    } else if (t.down < t.row_tiles) {
+    const bool can_across = t.across < t.panels, can_down = t.down < t.row_tiles;
+    if (can_down && (rows_first || !can_across)) {
       t.down = std::min(t.row_tiles, 2 * t.down);
+    } else if (can_across) {
+      t.across = std::min(t.panels, 2 * t.across);
     } else {
       break;
     }

@@ -30,7 +30,7 @@ namespace etnn {
 
 namespace cpu::detail {
 
-inline constexpr int attention_query_block = 16;
+inline constexpr int attention_query_block = 48;  // 8 of the packed GEMM's 6-row register tiles
 
 // One (sample, head) call's operands: head h of sample b at rows b T .. b T + T.
 template <int T, int D, int H, bool Causal, class S>

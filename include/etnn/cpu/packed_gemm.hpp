@@ -173,10 +173,14 @@ ETNN_UNROLL(16)
   }
 }
 
-// One register tile: C[0..rows, 0..cols) (+)= sum_kk ap[kk] (x) bp[kk], with Vectors = ceil(cols / 16) of the tile's 4 registers per row in use.
+// One register tile: C[0..rows, 0..cols) (+)= sum_kk A(r, kk) bp[kk], with Vectors = ceil(cols / 16) of the tile's 4 registers per row in use.
 // acc[r][v] holds C(r, 16 v .. 16 v + 15). Lanes past `cols` are neither loaded nor stored.
-template <int Vectors>
-[[gnu::target("avx512f")]] inline void register_tile(int kc, const float* ap, const float* bp, float* c, std::ptrdiff_t ldc, int rows, int cols, bool store) {
+// A(r, kk) is ap[kk mr + r] in a packed panel, or ap[r lda + kk] read straight from a row-major A
+// (Direct; then all mr rows must exist): the same values, multiplied and added in the same order.
+template <int Vectors, bool Direct>
+[[gnu::target("avx512f")]] inline void register_tile(int kc, const float* ap, std::ptrdiff_t lda, const float* bp,
+                                                     float* c, std::ptrdiff_t ldc, int rows, int cols, bool store) {
+  const std::ptrdiff_t a_depth = Direct ? 1 : mr, a_row = Direct ? lda : 1;
   __m512 acc[mr][Vectors];
   __mmask16 mask[Vectors];
 ETNN_UNROLL(4)
@@ -192,7 +196,7 @@ ETNN_UNROLL(4)
     for (int v = 0; v < Vectors; ++v) bv[v] = _mm512_loadu_ps(bp + kk * nr + v * lanes);
 ETNN_UNROLL(8)
     for (int r = 0; r < mr; ++r) {
-      const __m512 av = _mm512_set1_ps(ap[kk * mr + r]);
+      const __m512 av = _mm512_set1_ps(ap[kk * a_depth + r * a_row]);
 ETNN_UNROLL(4)
       for (int v = 0; v < Vectors; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
     }
@@ -209,18 +213,21 @@ ETNN_UNROLL(4)
   }
 }
 
-[[gnu::target("avx512f")]] inline void register_tile_any(int kc, const float* ap, const float* bp, float* c,
-                                                         std::ptrdiff_t ldc, int rows, int cols, bool store) {
+template <bool Direct>
+[[gnu::target("avx512f")]] inline void register_tile_any(int kc, const float* ap, std::ptrdiff_t lda, const float* bp,
+                                                         float* c, std::ptrdiff_t ldc, int rows, int cols, bool store) {
   switch ((cols + lanes - 1) / lanes) {
-    case 1: register_tile<1>(kc, ap, bp, c, ldc, rows, cols, store); break;
-    case 2: register_tile<2>(kc, ap, bp, c, ldc, rows, cols, store); break;
-    case 3: register_tile<3>(kc, ap, bp, c, ldc, rows, cols, store); break;
-    default: register_tile<4>(kc, ap, bp, c, ldc, rows, cols, store); break;
+    case 1: register_tile<1, Direct>(kc, ap, lda, bp, c, ldc, rows, cols, store); break;
+    case 2: register_tile<2, Direct>(kc, ap, lda, bp, c, ldc, rows, cols, store); break;
+    case 3: register_tile<3, Direct>(kc, ap, lda, bp, c, ldc, rows, cols, store); break;
+    default: register_tile<4, Direct>(kc, ap, lda, bp, c, ldc, rows, cols, store); break;
   }
 }
 
 // Rows [r0, r1) x columns [c0, c1) of C, over every K block; the epilogue runs on each mc-row
-// chunk once its last block is added.
+// chunk once its last block is added. A row-major A is read in place by its whole register tiles
+// (packing it would cost a pass over A per product, a quarter of the work when N is 128); only a
+// chunk's last, partial tile is packed, which pads it with zero rows.
 template <Layout LA, Layout LB, class Epilogue>
 void gemm_tile(int r0, int r1, int c0, int c1, int k, const float* a, std::ptrdiff_t lda, const float* b,
                std::ptrdiff_t ldb, float* c, std::ptrdiff_t ldc, bool accumulate, Epilogue& epilogue) {
@@ -235,13 +242,17 @@ void gemm_tile(int r0, int r1, int c0, int c1, int k, const float* a, std::ptrdi
     const bool store = !accumulate && block == 0;
     for (int chunk = r0; chunk < r1; chunk += mc) {
       const int rows = std::min(mc, r1 - chunk);
-      pack_a<LA>(a, lda, chunk, rows, k0, kc, packed_a);
+      const int direct = LA == Layout::row_major ? rows / mr : 0;  // register tiles read in place
+      if (direct * mr < rows) pack_a<LA>(a, lda, chunk + direct * mr, rows - direct * mr, k0, kc, packed_a);
       for (int p = 0; p * mr < rows; ++p) {
-        const float* ap = packed_a + static_cast<std::ptrdiff_t>(p) * mr * kc;
+        const float* ap = p < direct ? a + static_cast<std::ptrdiff_t>(chunk + p * mr) * lda + k0
+                                     : packed_a + static_cast<std::ptrdiff_t>(p - direct) * mr * kc;
         for (int q = 0; q < col_panels; ++q) {
           float* out = c + static_cast<std::ptrdiff_t>(chunk + p * mr) * ldc + c0 + q * nr;
-          register_tile_any(kc, ap, packed_b + static_cast<std::ptrdiff_t>(q) * kc * nr, out, ldc,
-                            std::min(mr, rows - p * mr), std::min(nr, cols - q * nr), store);
+          const float* bp = packed_b + static_cast<std::ptrdiff_t>(q) * kc * nr;
+          const int height = std::min(mr, rows - p * mr), width = std::min(nr, cols - q * nr);
+          if (p < direct) register_tile_any<true>(kc, ap, lda, bp, out, ldc, height, width, store);
+          else register_tile_any<false>(kc, ap, lda, bp, out, ldc, height, width, store);
         }
       }
       if (block == blocks - 1) with_widest_vectors(epilogue, chunk, chunk + rows, c0, c1);

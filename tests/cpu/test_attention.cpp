@@ -12,6 +12,8 @@
 
 #include <etnn/etnn.hpp>
 
+#include "support/thread_count.hpp"
+
 namespace {
 
 template <class S>
@@ -87,11 +89,11 @@ TEST_CASE("attention on the CPU: the same bits on 1 and 2 threads") {
   constexpr std::size_t samples = 5;
   const auto qkv = random_values<float>(samples * T * 3 * D, 21);
   const auto dout = random_values<float>(samples * T * D, 22);
-  etnn::set_num_threads(1);
-  const auto one = host_kernels<T, D, H, true>(qkv, dout, samples);
-  etnn::set_num_threads(2);
-  const auto two = host_kernels<T, D, H, true>(qkv, dout, samples);
-  etnn::set_num_threads(0);
+  const auto on = [&](int threads) {
+    const etnn::test::ThreadCount scope(threads);
+    return host_kernels<T, D, H, true>(qkv, dout, samples);
+  };
+  const auto one = on(1), two = on(2);
   CHECK(one.out == two.out);
   CHECK(one.lse == two.lse);
   CHECK(one.dqkv == two.dqkv);

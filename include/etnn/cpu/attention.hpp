@@ -71,13 +71,12 @@ void attention_forward(Cpu, const S* qkv, S* out, S* lse, std::size_t samples) {
         for (int r = 0; r < n; ++r) {  // row t's softmax over its keys; zeros past them
           S* row = p + r * n_k;
           const int keys = Head::G::key_end(t0 + r);
-          ETNN_SIMD
-          for (int u = 0; u < keys; ++u) row[u] *= scale;
-          S m = -std::numeric_limits<S>::infinity();
+          S m = -std::numeric_limits<S>::infinity();  // the row's largest score, scaled (scale > 0)
           ETNN_SIMD_REDUCTION(max, m)
           for (int u = 0; u < keys; ++u) m = row[u] > m ? row[u] : m;
+          m *= scale;
           ETNN_SIMD
-          for (int u = 0; u < keys; ++u) row[u] = etnn::detail::fast_exp(row[u] - m);
+          for (int u = 0; u < keys; ++u) row[u] = etnn::detail::fast_exp(scale * row[u] - m);
           S l = 0;
           ETNN_SIMD_REDUCTION(+, l)
           for (int u = 0; u < keys; ++u) l += row[u];

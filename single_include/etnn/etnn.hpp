@@ -1603,8 +1603,8 @@ auto to_host(const X& x) {
 //   A: (M, K)   B: (K, N)   C: (M, N) row-major, leading dimension ldc
 // A and B may each be row- or column-major (a transposed operand is the other layout, no copy).
 //
-// Floats run etnn's AVX-512 kernels where the CPU has them (cpu/packed_gemm.hpp, chosen at run
-// time by cpu/features.hpp, so a portable build gets them too); other CPUs, doubles and
+// Floats run etnn's packed GEMM where the CPU has AVX-512 or AVX2 (cpu/packed_gemm.hpp, its kernels
+// chosen at run time by cpu/features.hpp, so a portable build gets them too); other CPUs, doubles and
 // ETNN_CPU_GEMM=eigen run Eigen's packed, cache-blocked kernel (gebp) for the build's instruction
 // set. Two things differ from writing `C.noalias() += A * B` with Eigen maps:
 //  - Packing buffers belong to the calling thread and grow to the largest product it has seen,
@@ -1622,16 +1622,18 @@ auto to_host(const X& x) {
 // What this process runs, decided once at run time from the CPU it runs on, whatever -march the
 // program was built with:
 //  - the float GEMM (float_gemm_engine):
-//      packed: etnn's AVX-512 kernels (cpu/packed_gemm.hpp), on x86-64 CPUs with AVX-512F and an
-//              OS that saves its registers;
+//      avx512: etnn's packed GEMM (cpu/packed_gemm.hpp) on its AVX-512 kernels, on x86-64 CPUs
+//              with AVX-512F and an OS that saves its registers;
+//      avx2:   the same GEMM on its AVX2 kernels, on x86-64 CPUs with AVX2 and FMA but no AVX-512;
 //      eigen:  Eigen's kernels for the build's instruction set, everywhere else;
-//    ETNN_CPU_GEMM=eigen in the environment forces Eigen's (to compare the two, or to rule one out);
+//    ETNN_CPU_GEMM=eigen in the environment forces Eigen's, ETNN_CPU_GEMM=avx2 the AVX2 kernels
+//    where the CPU has them (to compare them, or to rule one out);
 //  - the elementwise loops (wide_vectors, cpu/widest_vectors.hpp): a copy compiled for AVX-512
 //    (F, BW, DQ, VL, with AVX2 and FMA) on CPUs and OSes that have all of it, the build's own code
 //    elsewhere; ETNN_CPU_AVX512=0 in the environment forces the build's own code.
 
 
-// Whether this compiler can build the AVX-512 kernels into any program (target attributes).
+// Whether this compiler can build the packed GEMM's kernels into any program (target attributes).
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define ETNN_PACKED_GEMM 1
 #else
@@ -1654,13 +1656,16 @@ auto to_host(const X& x) {
 
 namespace etnn::cpu {
 
-enum class GemmEngine { eigen, packed };
+enum class GemmEngine { eigen, avx2, avx512 };
 
 inline GemmEngine detect_gemm_engine() {
   const char* forced = std::getenv("ETNN_CPU_GEMM");
   if (forced != nullptr && std::strcmp(forced, "eigen") == 0) return GemmEngine::eigen;
 #if ETNN_PACKED_GEMM
-  if (__builtin_cpu_supports("avx512f")) return GemmEngine::packed;
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (forced != nullptr && std::strcmp(forced, "avx2") == 0 && avx2) return GemmEngine::avx2;
+  if (__builtin_cpu_supports("avx512f")) return GemmEngine::avx512;
+  if (avx2) return GemmEngine::avx2;
 #endif
   return GemmEngine::eigen;
 }
@@ -1696,7 +1701,12 @@ inline bool wide_vectors() {
 }
 
 inline const char* gemm_engine_name(GemmEngine engine) {
-  return engine == GemmEngine::packed ? "etnn-avx512" : "eigen";
+  switch (engine) {
+    case GemmEngine::avx512: return "etnn-avx512";
+    case GemmEngine::avx2: return "etnn-avx2";
+    case GemmEngine::eigen: break;
+  }
+  return "eigen";
 }
 
 }  // namespace etnn::cpu
@@ -1717,16 +1727,18 @@ const T* at(const T* m, std::ptrdiff_t ld, std::ptrdiff_t i, std::ptrdiff_t j) {
 }  // namespace etnn::cpu
 // ---- etnn/cpu/packed_gemm.hpp ----
 // Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
-// etnn's own float GEMM for x86-64 CPUs with AVX-512, compiled into every build (whatever its
-// -march) and chosen at run time (cpu/gemm.hpp asks cpu/features.hpp):
+// etnn's own float GEMM for x86-64 CPUs with AVX-512 or AVX2, compiled into every build (whatever
+// its -march) and chosen at run time (cpu/gemm.hpp asks cpu/features.hpp):
 //   C = A B  or  C += A B      A: (M, K)  B: (K, N)  C: (M, N) row-major, leading dimension ldc
 // A and B may each be row- or column-major (a transposed operand is the other layout).
 //
 // The product is cut into tiles of C (rows x columns), which threads take one at a time. Each
 // tile runs over K in blocks: it packs its block of A into panels of mr rows (k-major) and its
 // block of B into panels of nr columns (k-major), zero-padded, in the calling thread's reusable
-// storage, then a register tile of mr x nr accumulators (24 of the 32 vector registers) sums one
-// block's products with FMAs in k order and adds them to C (the first block of C = A B stores).
+// storage, then a register tile of mr x nr accumulators sums one block's products with FMAs in
+// k order and adds them to C (the first block of C = A B stores). Kernels is the instruction
+// set's packing and register tile: Avx512 (cpu/avx512_kernels.hpp, nr = 64) or Avx2
+// (cpu/avx2_kernels.hpp, nr = 16).
 //
 // Bitwise independent of the thread count and the tiling: every element of C sums the same
 // K blocks, whose bounds depend on K alone, each in k order; tiles only decide who computes it.
@@ -1735,6 +1747,18 @@ const T* at(const T* m, std::ptrdiff_t ld, std::ptrdiff_t i, std::ptrdiff_t j) {
 //
 // Nothing is allocated but each thread's packing storage, of one size for every product
 // (cpu/packing_storage.hpp), which pool workers make when they start.
+
+// ---- etnn/cpu/avx2_kernels.hpp ----
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
+// The packed GEMM's kernels for x86-64 CPUs with AVX2 and FMA but no AVX-512 (cpu/packed_gemm.hpp
+// runs them): 8 floats a register, register tiles of mr x 16 (12 of the 16 vector registers
+// accumulate, 2 hold B's row, 1 the broadcast of A). Compiled into every x86-64 build whatever
+// its -march (target attributes), so that a portable build on such a CPU gets them instead of
+// Eigen's SSE2 kernels; run where cpu/features.hpp finds AVX2 and FMA and no AVX-512.
+//   pack_a:   rows of A into panels of mr rows, k-major, zero-padded
+//   pack_b:   columns of B into panels of nr columns, k-major, zero-padded
+//   register_tile_any: C[0..rows, 0..cols) (+)= one K block of A's panel times B's panel
+// The same layouts and the same order of every sum as cpu/avx512_kernels.hpp's, at half the width.
 
 // ---- etnn/cpu/packing_storage.hpp ----
 // Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
@@ -1763,6 +1787,372 @@ inline float* packing_storage() {
 }
 
 }  // namespace etnn::cpu::packed
+
+#if ETNN_PACKED_GEMM
+#include <immintrin.h>
+
+namespace etnn::cpu::packed {
+
+struct Avx2 {
+  static constexpr int lanes = 8;             // floats per register
+  static constexpr int vectors = 2;           // registers per row of a register tile
+  static constexpr int nr = lanes * vectors;  // columns of a register tile
+
+  // Lane l set (all bits) when l < count: the mask of AVX2's masked loads and stores, which
+  // neither read nor fault past it.
+  [[gnu::target("avx2,fma"), gnu::always_inline]] static __m256i first_lanes(int count) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
+
+  // Packs rows [r0, r0 + rows) and depth [k0, k0 + kc) of A into panels of mr rows:
+  // panel p holds A(r0 + mr p + i, k0 + kk) at p mr kc + kk mr + i, rows past the end as zeros.
+  // A row-major A is packed only for a partial last register tile (the driver reads whole ones in
+  // place), so its element-wise loop costs kc mr reads per chunk of C's rows.
+  template <Layout LA>
+  [[gnu::target("avx2,fma")]] static void pack_a(const float* a, std::ptrdiff_t lda, int r0, int rows, int k0, int kc,
+                                                 float* out) {
+    for (int p = 0; p * mr < rows; ++p) {
+      float* panel = out + static_cast<std::ptrdiff_t>(p) * mr * kc;
+      const int valid = std::min(mr, rows - p * mr);
+      if constexpr (LA == Layout::col_major) {  // A(i, k) at a[k lda + i]: mr contiguous values per k
+        const __m256i load = first_lanes(valid), store = first_lanes(mr);
+        const float* column = a + static_cast<std::ptrdiff_t>(k0) * lda + r0 + p * mr;
+        for (int kk = 0; kk < kc; ++kk) {
+          _mm256_maskstore_ps(panel + kk * mr, store, _mm256_maskload_ps(column + kk * lda, load));
+        }
+      } else {  // A(i, k) at a[i lda + k]
+        for (int kk = 0; kk < kc; ++kk) {
+          for (int i = 0; i < mr; ++i) {
+            panel[kk * mr + i] = i < valid ? a[static_cast<std::ptrdiff_t>(r0 + p * mr + i) * lda + k0 + kk] : 0.0f;
+          }
+        }
+      }
+    }
+  }
+
+  // Transposes the 8 x 8 block r[0..8) in registers: afterwards r[i] holds lane i of every input.
+  [[gnu::target("avx2,fma"), gnu::always_inline]] static void transpose8(__m256 r[8]) {
+    __m256 t[8], s[8];
+ETNN_UNROLL(4)
+    for (int i = 0; i < 8; i += 2) {  // t[i] = r[i][0] r[i+1][0] r[i][1] r[i+1][1] | the same of lanes 4, 5
+      t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+      t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);  // lanes 2, 3 | 6, 7
+    }
+ETNN_UNROLL(2)
+    for (int i = 0; i < 8; i += 4) {  // s[i + j]: lane j | lane j + 4 of rows i .. i + 3
+      s[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+      s[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+      s[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+      s[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+ETNN_UNROLL(4)
+    for (int j = 0; j < 4; ++j) {  // 128-bit halves: rows 0 .. 3 beside rows 4 .. 7
+      r[j] = _mm256_permute2f128_ps(s[j], s[j + 4], 0x20);
+      r[j + 4] = _mm256_permute2f128_ps(s[j], s[j + 4], 0x31);
+    }
+  }
+
+  // Packs depth [k0, k0 + kc) and columns [c0, c0 + cols) of B into panels of nr columns: panel q
+  // holds B(k0 + kk, c0 + nr q + j) at q kc nr + kk nr + j, columns past the end as zeros. A
+  // column-major B (B(k, j) at b[j ldb + k]) is transposed 8 x 8 at a time in registers.
+  template <Layout LB>
+  [[gnu::target("avx2,fma")]] static void pack_b(const float* b, std::ptrdiff_t ldb, int k0, int kc, int c0, int cols,
+                                                 float* out) {
+    for (int q = 0; q * nr < cols; ++q) {
+      float* panel = out + static_cast<std::ptrdiff_t>(q) * kc * nr;
+      for (int v = 0; v < vectors; ++v) {
+        const int first = q * nr + v * lanes;
+        const int valid = std::max(0, std::min(lanes, cols - first));
+        if constexpr (LB == Layout::row_major) {  // B(k, j) at b[k ldb + j]: 8 contiguous columns
+          const __m256i mask = first_lanes(valid);
+          for (int kk = 0; kk < kc; ++kk) {
+            _mm256_storeu_ps(panel + kk * nr + v * lanes,
+                             _mm256_maskload_ps(b + static_cast<std::ptrdiff_t>(k0 + kk) * ldb + c0 + first, mask));
+          }
+        } else {
+          for (int kk = 0; kk < kc; kk += lanes) {
+            const int depth = std::min(lanes, kc - kk);
+            const __m256i mask = first_lanes(depth);
+            __m256 block[8];
+ETNN_UNROLL(8)
+            for (int j = 0; j < lanes; ++j) {  // block[j]: column first + j, depths kk .. kk + 7
+              block[j] = j < valid ? _mm256_maskload_ps(b + static_cast<std::ptrdiff_t>(c0 + first + j) * ldb + k0 + kk,
+                                                        mask)
+                                   : _mm256_setzero_ps();
+            }
+            transpose8(block);  // block[d]: depth kk + d, columns first .. first + 7
+            for (int d = 0; d < depth; ++d) _mm256_storeu_ps(panel + (kk + d) * nr + v * lanes, block[d]);
+          }
+        }
+      }
+    }
+  }
+
+  // One register tile: C[0..rows, 0..cols) (+)= sum_kk A(r, kk) bp[kk], with Vectors =
+  // ceil(cols / 8) of the tile's 2 registers per row in use; acc[r][v] holds C(r, 8 v .. 8 v + 7).
+  // Lanes past `cols` are neither loaded nor stored. A(r, kk) is ap[kk mr + r] in a packed panel,
+  // or ap[r lda + kk] read straight from a row-major A (Direct; then all mr rows must exist).
+  template <int Vectors, bool Direct>
+  [[gnu::target("avx2,fma")]] static void register_tile(int kc, const float* ap, std::ptrdiff_t lda, const float* bp,
+                                                        float* c, std::ptrdiff_t ldc, int rows, int cols, bool store) {
+    const std::ptrdiff_t a_depth = Direct ? 1 : mr, a_row = Direct ? lda : 1;
+    __m256 acc[mr][Vectors];
+ETNN_UNROLL(6)
+    for (int r = 0; r < mr; ++r) {
+ETNN_UNROLL(2)
+      for (int v = 0; v < Vectors; ++v) acc[r][v] = _mm256_setzero_ps();
+    }
+    for (int kk = 0; kk < kc; ++kk) {
+      __m256 bv[Vectors];
+ETNN_UNROLL(2)
+      for (int v = 0; v < Vectors; ++v) bv[v] = _mm256_loadu_ps(bp + kk * nr + v * lanes);
+ETNN_UNROLL(6)
+      for (int r = 0; r < mr; ++r) {
+        const __m256 av = _mm256_broadcast_ss(ap + kk * a_depth + r * a_row);
+ETNN_UNROLL(2)
+        for (int v = 0; v < Vectors; ++v) acc[r][v] = _mm256_fmadd_ps(av, bv[v], acc[r][v]);
+      }
+    }
+ETNN_UNROLL(6)
+    for (int r = 0; r < mr; ++r) {
+      if (r == rows) break;
+ETNN_UNROLL(2)
+      for (int v = 0; v < Vectors; ++v) {
+        float* out = c + r * ldc + v * lanes;
+        if (cols - v * lanes >= lanes) {
+          _mm256_storeu_ps(out, store ? acc[r][v] : _mm256_add_ps(_mm256_loadu_ps(out), acc[r][v]));
+        } else {
+          const __m256i mask = first_lanes(cols - v * lanes);
+          _mm256_maskstore_ps(out, mask, store ? acc[r][v] : _mm256_add_ps(_mm256_maskload_ps(out, mask), acc[r][v]));
+        }
+      }
+    }
+  }
+
+  template <bool Direct>
+  [[gnu::target("avx2,fma")]] static void register_tile_any(int kc, const float* ap, std::ptrdiff_t lda, const float* bp,
+                                                            float* c, std::ptrdiff_t ldc, int rows, int cols,
+                                                            bool store) {
+    if (cols > lanes) register_tile<2, Direct>(kc, ap, lda, bp, c, ldc, rows, cols, store);
+    else register_tile<1, Direct>(kc, ap, lda, bp, c, ldc, rows, cols, store);
+  }
+};
+
+}  // namespace etnn::cpu::packed
+
+#endif  // ETNN_PACKED_GEMM
+// ---- etnn/cpu/avx512_kernels.hpp ----
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
+// The packed GEMM's kernels for x86-64 CPUs with AVX-512 (cpu/packed_gemm.hpp runs them): 16
+// floats a register, register tiles of mr x 64 (24 of the 32 vector registers accumulate).
+// Compiled into every x86-64 build whatever its -march (target attributes), run where
+// cpu/features.hpp finds AVX-512F.
+//   pack_a:   rows of A into panels of mr rows, k-major, zero-padded
+//   pack_b:   columns of B into panels of nr columns, k-major, zero-padded
+//   register_tile_any: C[0..rows, 0..cols) (+)= one K block of A's panel times B's panel
+
+
+#if ETNN_PACKED_GEMM
+#include <immintrin.h>
+
+namespace etnn::cpu::packed {
+
+struct Avx512 {
+  static constexpr int lanes = 16;          // floats per register
+  static constexpr int vectors = 4;         // registers per row of a register tile
+  static constexpr int nr = lanes * vectors;  // columns of a register tile
+
+  // Mask of the first `count` lanes (all 16 for count >= 16, none for count <= 0).
+  static __mmask16 first_lanes(int count) {
+    if (count <= 0) return 0;
+    return count >= lanes ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << count) - 1u);
+  }
+
+  // The mr x 16 block row[i][t] (row i, depth t) written depth-major: out[t mr + i] = row[i][t], the
+  // first `count` of its 16 mr values. Output register j holds positions q = 16 j + l, that is
+  // depth t = q / mr of row i = q % mr: one permute by t per row, merged under the lanes of row i.
+  [[gnu::target("avx512f"), gnu::always_inline]] static void interleave_rows(const __m512 row[mr], float* out,
+                                                                             int count) {
+    static_assert(mr <= lanes);
+    static constexpr auto depth_of = [] {
+      std::array<int, mr * lanes> d{};
+      for (int q = 0; q < mr * lanes; ++q) d[q] = q / mr;
+      return d;
+    }();
+    static constexpr auto lanes_of_row = [] {  // [j][i]: the lanes of output register j from row i
+      std::array<std::array<unsigned, mr>, mr> m{};
+      for (int q = 0; q < mr * lanes; ++q) m[q / lanes][q % mr] |= 1u << (q % lanes);
+      return m;
+    }();
+ETNN_UNROLL(6)
+    for (int j = 0; j < mr; ++j) {
+      const __m512i depth = _mm512_loadu_si512(depth_of.data() + j * lanes);
+      __m512 v = _mm512_setzero_ps();
+ETNN_UNROLL(6)
+      for (int i = 0; i < mr; ++i)
+        v = _mm512_mask_permutexvar_ps(v, static_cast<__mmask16>(lanes_of_row[j][i]), depth, row[i]);
+      _mm512_mask_storeu_ps(out + j * lanes, first_lanes(count - j * lanes), v);
+    }
+  }
+
+  // Packs rows [r0, r0 + rows) and depth [k0, k0 + kc) of A into panels of mr rows:
+  // panel p holds A(r0 + mr p + i, k0 + kk) at p mr kc + kk mr + i, rows past the end as zeros.
+  template <Layout LA>
+  [[gnu::target("avx512f")]] static void pack_a(const float* a, std::ptrdiff_t lda, int r0, int rows, int k0, int kc,
+                                         float* out) {
+    for (int p = 0; p * mr < rows; ++p) {
+      float* panel = out + static_cast<std::ptrdiff_t>(p) * mr * kc;
+      const int valid = std::min(mr, rows - p * mr);
+      if constexpr (LA == Layout::col_major) {  // A(i, k) at a[k lda + i]: mr contiguous values per k
+        const __mmask16 mask = first_lanes(valid);
+        const float* column = a + static_cast<std::ptrdiff_t>(k0) * lda + r0 + p * mr;
+        for (int kk = 0; kk < kc; ++kk) {
+          const __m512 v = _mm512_maskz_loadu_ps(mask, column + kk * lda);
+          _mm512_mask_storeu_ps(panel + kk * mr, first_lanes(mr), v);
+        }
+      } else {  // A(i, k) at a[i lda + k]: 16 depths of each row at a time, interleaved in registers
+        const float* rows_at[mr];
+        for (int i = 0; i < mr; ++i) rows_at[i] = a + static_cast<std::ptrdiff_t>(r0 + p * mr + std::min(i, valid - 1)) * lda + k0;
+        for (int kk = 0; kk < kc; kk += lanes) {
+          const int depth = std::min(lanes, kc - kk);
+          __m512 row[mr];
+ETNN_UNROLL(6)
+          for (int i = 0; i < mr; ++i)
+            row[i] = i < valid ? _mm512_maskz_loadu_ps(first_lanes(depth), rows_at[i] + kk) : _mm512_setzero_ps();
+          interleave_rows(row, panel + kk * mr, depth * mr);
+        }
+      }
+    }
+  }
+
+  // Transposes the 16 x 16 block r[0..16) in registers: afterwards r[i] holds lane i of every input.
+  [[gnu::target("avx512f"), gnu::always_inline]] static void transpose16(__m512 r[16]) {
+    __m512 t[16];
+ETNN_UNROLL(8)
+    for (int i = 0; i < 16; i += 2) {  // pairs of rows, interleaved by element
+      // The masked forms with every lane set, here and below: GCC 12's unmasked ones warn of an
+      // uninitialised operand (_mm512_undefined_*, GCC bug 105593) in every program built with -Wall.
+      t[i] = _mm512_mask_unpacklo_ps(r[i], 0xFFFF, r[i], r[i + 1]);
+      t[i + 1] = _mm512_mask_unpackhi_ps(r[i], 0xFFFF, r[i], r[i + 1]);
+    }
+ETNN_UNROLL(4)
+    for (int i = 0; i < 16; i += 4) {  // pairs of those, interleaved by element pair
+ETNN_UNROLL(2)
+      for (int j = 0; j < 2; ++j) {
+        const __m512d lo = _mm512_castps_pd(t[i + j]), hi = _mm512_castps_pd(t[i + j + 2]);
+        r[i + 2 * j] = _mm512_castpd_ps(_mm512_mask_unpacklo_pd(lo, 0xFF, lo, hi));
+        r[i + 2 * j + 1] = _mm512_castpd_ps(_mm512_mask_unpackhi_pd(lo, 0xFF, lo, hi));
+      }
+    }
+ETNN_UNROLL(2)
+    for (int i = 0; i < 16; i += 8) {  // 128-bit lanes: even and odd of each pair of quads
+ETNN_UNROLL(4)
+      for (int j = 0; j < 4; ++j) {
+        t[i + j] = _mm512_mask_shuffle_f32x4(r[i + j], 0xFFFF, r[i + j], r[i + j + 4], 0x88);
+        t[i + j + 4] = _mm512_mask_shuffle_f32x4(r[i + j], 0xFFFF, r[i + j], r[i + j + 4], 0xdd);
+      }
+    }
+ETNN_UNROLL(8)
+    for (int j = 0; j < 8; ++j) {
+      r[j] = _mm512_mask_shuffle_f32x4(t[j], 0xFFFF, t[j], t[j + 8], 0x88);
+      r[j + 8] = _mm512_mask_shuffle_f32x4(t[j], 0xFFFF, t[j], t[j + 8], 0xdd);
+    }
+  }
+
+  // Packs depth [k0, k0 + kc) and columns [c0, c0 + cols) of B into panels of nr columns: panel q
+  // holds B(k0 + kk, c0 + nr q + j) at q kc nr + kk nr + j, columns past the end as zeros. Packed
+  // panels are read with unit stride whatever B's leading dimension (a row-major B with a stride of
+  // 4 KiB would put every row of a panel in the same L1 set). A column-major B (B(k, j) at
+  // b[j ldb + k]) is transposed 16 x 16 at a time in registers.
+  template <Layout LB>
+  [[gnu::target("avx512f")]] static void pack_b(const float* b, std::ptrdiff_t ldb, int k0, int kc, int c0, int cols,
+                                         float* out) {
+    for (int q = 0; q * nr < cols; ++q) {
+      float* panel = out + static_cast<std::ptrdiff_t>(q) * kc * nr;
+      for (int v = 0; v < nr / lanes; ++v) {
+        const int first = q * nr + v * lanes;
+        const int valid = std::max(0, std::min(lanes, cols - first));
+        if constexpr (LB == Layout::row_major) {  // B(k, j) at b[k ldb + j]: 16 contiguous columns
+          const __mmask16 mask = first_lanes(valid);
+          for (int kk = 0; kk < kc; ++kk) {
+            _mm512_storeu_ps(panel + kk * nr + v * lanes,
+                             _mm512_maskz_loadu_ps(mask, b + static_cast<std::ptrdiff_t>(k0 + kk) * ldb + c0 + first));
+          }
+        } else {
+          for (int kk = 0; kk < kc; kk += lanes) {
+            const int depth = std::min(lanes, kc - kk);
+            const __mmask16 mask = first_lanes(depth);
+            __m512 block[16];
+ETNN_UNROLL(16)
+            for (int j = 0; j < lanes; ++j) {  // block[j]: column first + j, depths kk .. kk + 15
+              block[j] = j < valid ? _mm512_maskz_loadu_ps(mask, b + static_cast<std::ptrdiff_t>(c0 + first + j) * ldb +
+                                                                     k0 + kk)
+                                   : _mm512_setzero_ps();
+            }
+            transpose16(block);  // block[d]: depth kk + d, columns first .. first + 15
+            for (int d = 0; d < depth; ++d) _mm512_storeu_ps(panel + (kk + d) * nr + v * lanes, block[d]);
+          }
+        }
+      }
+    }
+  }
+
+  // One register tile: C[0..rows, 0..cols) (+)= sum_kk A(r, kk) bp[kk], with Vectors = ceil(cols / 16) of the tile's 4 registers per row in use.
+  // acc[r][v] holds C(r, 16 v .. 16 v + 15). Lanes past `cols` are neither loaded nor stored.
+  // A(r, kk) is ap[kk mr + r] in a packed panel, or ap[r lda + kk] read straight from a row-major A
+  // (Direct; then all mr rows must exist): the same values, multiplied and added in the same order.
+  template <int Vectors, bool Direct>
+  [[gnu::target("avx512f")]] static void register_tile(int kc, const float* ap, std::ptrdiff_t lda, const float* bp,
+                                                       float* c, std::ptrdiff_t ldc, int rows, int cols, bool store) {
+    const std::ptrdiff_t a_depth = Direct ? 1 : mr, a_row = Direct ? lda : 1;
+    __m512 acc[mr][Vectors];
+    __mmask16 mask[Vectors];
+ETNN_UNROLL(4)
+    for (int v = 0; v < Vectors; ++v) mask[v] = first_lanes(cols - v * lanes);
+ETNN_UNROLL(8)
+    for (int r = 0; r < mr; ++r) {
+ETNN_UNROLL(4)
+      for (int v = 0; v < Vectors; ++v) acc[r][v] = _mm512_setzero_ps();
+    }
+    for (int kk = 0; kk < kc; ++kk) {
+      __m512 bv[Vectors];
+ETNN_UNROLL(4)
+      for (int v = 0; v < Vectors; ++v) bv[v] = _mm512_loadu_ps(bp + kk * nr + v * lanes);
+ETNN_UNROLL(8)
+      for (int r = 0; r < mr; ++r) {
+        const __m512 av = _mm512_set1_ps(ap[kk * a_depth + r * a_row]);
+ETNN_UNROLL(4)
+        for (int v = 0; v < Vectors; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+      }
+    }
+ETNN_UNROLL(8)
+    for (int r = 0; r < mr; ++r) {
+      if (r == rows) break;
+ETNN_UNROLL(4)
+      for (int v = 0; v < Vectors; ++v) {
+        float* out = c + r * ldc + v * lanes;
+        const __m512 sum = store ? acc[r][v] : _mm512_add_ps(_mm512_maskz_loadu_ps(mask[v], out), acc[r][v]);
+        _mm512_mask_storeu_ps(out, mask[v], sum);
+      }
+    }
+  }
+
+  template <bool Direct>
+  [[gnu::target("avx512f")]] static void register_tile_any(int kc, const float* ap, std::ptrdiff_t lda, const float* bp,
+                                                           float* c, std::ptrdiff_t ldc, int rows, int cols, bool store) {
+    switch ((cols + lanes - 1) / lanes) {
+      case 1: register_tile<1, Direct>(kc, ap, lda, bp, c, ldc, rows, cols, store); break;
+      case 2: register_tile<2, Direct>(kc, ap, lda, bp, c, ldc, rows, cols, store); break;
+      case 3: register_tile<3, Direct>(kc, ap, lda, bp, c, ldc, rows, cols, store); break;
+      default: register_tile<4, Direct>(kc, ap, lda, bp, c, ldc, rows, cols, store); break;
+    }
+  }
+
+};
+
+}  // namespace etnn::cpu::packed
+
+#endif  // ETNN_PACKED_GEMM
 // ---- etnn/cpu/thread_pool.hpp ----
 // Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
 // The threads of etnn's CPU kernels: the calling thread and a pool of workers that help it with
@@ -2006,7 +2396,7 @@ class ThreadPool {
   void work(std::size_t index, unsigned seen) {
     in_job() = true;  // a job started inside a chunk runs on this thread
 #if ETNN_PACKED_GEMM
-    if (float_gemm_engine() == GemmEngine::packed) packed::packing_storage();  // before any step
+    if (float_gemm_engine() != GemmEngine::eigen) packed::packing_storage();  // before any step
 #endif
     for (;;) {
       for (int spin = 0; spin < spins_before_sleep && generation_.load(std::memory_order_acquire) == seen; ++spin) {
@@ -2101,206 +2491,20 @@ void with_widest_vectors(F& f, Args... args) {
 }  // namespace etnn::cpu
 
 #if ETNN_PACKED_GEMM
-#include <immintrin.h>
 
 namespace etnn::cpu::packed {
 
 // K blocks: ceil(K / kc_max) of near-equal depth; block b covers [K b / n, K (b + 1) / n).
 constexpr int k_blocks(int k) { return (k + kc_max - 1) / kc_max; }
 
-// Mask of the first `count` lanes (all 16 for count >= 16, none for count <= 0).
-inline __mmask16 first_lanes(int count) {
-  if (count <= 0) return 0;
-  return count >= lanes ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << count) - 1u);
-}
-
-// The mr x 16 block row[i][t] (row i, depth t) written depth-major: out[t mr + i] = row[i][t], the
-// first `count` of its 16 mr values. Output register j holds positions q = 16 j + l, that is
-// depth t = q / mr of row i = q % mr: one permute by t per row, merged under the lanes of row i.
-[[gnu::target("avx512f"), gnu::always_inline]] inline void interleave_rows(const __m512 row[mr], float* out,
-                                                                           int count) {
-  static_assert(mr <= lanes);
-  static constexpr auto depth_of = [] {
-    std::array<int, mr * lanes> d{};
-    for (int q = 0; q < mr * lanes; ++q) d[q] = q / mr;
-    return d;
-  }();
-  static constexpr auto lanes_of_row = [] {  // [j][i]: the lanes of output register j from row i
-    std::array<std::array<unsigned, mr>, mr> m{};
-    for (int q = 0; q < mr * lanes; ++q) m[q / lanes][q % mr] |= 1u << (q % lanes);
-    return m;
-  }();
-ETNN_UNROLL(6)
-  for (int j = 0; j < mr; ++j) {
-    const __m512i depth = _mm512_loadu_si512(depth_of.data() + j * lanes);
-    __m512 v = _mm512_setzero_ps();
-ETNN_UNROLL(6)
-    for (int i = 0; i < mr; ++i)
-      v = _mm512_mask_permutexvar_ps(v, static_cast<__mmask16>(lanes_of_row[j][i]), depth, row[i]);
-    _mm512_mask_storeu_ps(out + j * lanes, first_lanes(count - j * lanes), v);
-  }
-}
-
-// Packs rows [r0, r0 + rows) and depth [k0, k0 + kc) of A into panels of mr rows:
-// panel p holds A(r0 + mr p + i, k0 + kk) at p mr kc + kk mr + i, rows past the end as zeros.
-template <Layout LA>
-[[gnu::target("avx512f")]] void pack_a(const float* a, std::ptrdiff_t lda, int r0, int rows, int k0, int kc,
-                                       float* out) {
-  for (int p = 0; p * mr < rows; ++p) {
-    float* panel = out + static_cast<std::ptrdiff_t>(p) * mr * kc;
-    const int valid = std::min(mr, rows - p * mr);
-    if constexpr (LA == Layout::col_major) {  // A(i, k) at a[k lda + i]: mr contiguous values per k
-      const __mmask16 mask = first_lanes(valid);
-      const float* column = a + static_cast<std::ptrdiff_t>(k0) * lda + r0 + p * mr;
-      for (int kk = 0; kk < kc; ++kk) {
-        const __m512 v = _mm512_maskz_loadu_ps(mask, column + kk * lda);
-        _mm512_mask_storeu_ps(panel + kk * mr, first_lanes(mr), v);
-      }
-    } else {  // A(i, k) at a[i lda + k]: 16 depths of each row at a time, interleaved in registers
-      const float* rows_at[mr];
-      for (int i = 0; i < mr; ++i) rows_at[i] = a + static_cast<std::ptrdiff_t>(r0 + p * mr + std::min(i, valid - 1)) * lda + k0;
-      for (int kk = 0; kk < kc; kk += lanes) {
-        const int depth = std::min(lanes, kc - kk);
-        __m512 row[mr];
-ETNN_UNROLL(6)
-        for (int i = 0; i < mr; ++i)
-          row[i] = i < valid ? _mm512_maskz_loadu_ps(first_lanes(depth), rows_at[i] + kk) : _mm512_setzero_ps();
-        interleave_rows(row, panel + kk * mr, depth * mr);
-      }
-    }
-  }
-}
-
-// Transposes the 16 x 16 block r[0..16) in registers: afterwards r[i] holds lane i of every input.
-[[gnu::target("avx512f"), gnu::always_inline]] inline void transpose16(__m512 r[16]) {
-  __m512 t[16];
-ETNN_UNROLL(8)
-  for (int i = 0; i < 16; i += 2) {  // pairs of rows, interleaved by element
-    // The masked forms with every lane set, here and below: GCC 12's unmasked ones warn of an
-    // uninitialised operand (_mm512_undefined_*, GCC bug 105593) in every program built with -Wall.
-    t[i] = _mm512_mask_unpacklo_ps(r[i], 0xFFFF, r[i], r[i + 1]);
-    t[i + 1] = _mm512_mask_unpackhi_ps(r[i], 0xFFFF, r[i], r[i + 1]);
-  }
-ETNN_UNROLL(4)
-  for (int i = 0; i < 16; i += 4) {  // pairs of those, interleaved by element pair
-ETNN_UNROLL(2)
-    for (int j = 0; j < 2; ++j) {
-      const __m512d lo = _mm512_castps_pd(t[i + j]), hi = _mm512_castps_pd(t[i + j + 2]);
-      r[i + 2 * j] = _mm512_castpd_ps(_mm512_mask_unpacklo_pd(lo, 0xFF, lo, hi));
-      r[i + 2 * j + 1] = _mm512_castpd_ps(_mm512_mask_unpackhi_pd(lo, 0xFF, lo, hi));
-    }
-  }
-ETNN_UNROLL(2)
-  for (int i = 0; i < 16; i += 8) {  // 128-bit lanes: even and odd of each pair of quads
-ETNN_UNROLL(4)
-    for (int j = 0; j < 4; ++j) {
-      t[i + j] = _mm512_mask_shuffle_f32x4(r[i + j], 0xFFFF, r[i + j], r[i + j + 4], 0x88);
-      t[i + j + 4] = _mm512_mask_shuffle_f32x4(r[i + j], 0xFFFF, r[i + j], r[i + j + 4], 0xdd);
-    }
-  }
-ETNN_UNROLL(8)
-  for (int j = 0; j < 8; ++j) {
-    r[j] = _mm512_mask_shuffle_f32x4(t[j], 0xFFFF, t[j], t[j + 8], 0x88);
-    r[j + 8] = _mm512_mask_shuffle_f32x4(t[j], 0xFFFF, t[j], t[j + 8], 0xdd);
-  }
-}
-
-// Packs depth [k0, k0 + kc) and columns [c0, c0 + cols) of B into panels of nr columns: panel q
-// holds B(k0 + kk, c0 + nr q + j) at q kc nr + kk nr + j, columns past the end as zeros. Packed
-// panels are read with unit stride whatever B's leading dimension (a row-major B with a stride of
-// 4 KiB would put every row of a panel in the same L1 set). A column-major B (B(k, j) at
-// b[j ldb + k]) is transposed 16 x 16 at a time in registers.
-template <Layout LB>
-[[gnu::target("avx512f")]] void pack_b(const float* b, std::ptrdiff_t ldb, int k0, int kc, int c0, int cols,
-                                       float* out) {
-  for (int q = 0; q * nr < cols; ++q) {
-    float* panel = out + static_cast<std::ptrdiff_t>(q) * kc * nr;
-    for (int v = 0; v < nr / lanes; ++v) {
-      const int first = q * nr + v * lanes;
-      const int valid = std::max(0, std::min(lanes, cols - first));
-      if constexpr (LB == Layout::row_major) {  // B(k, j) at b[k ldb + j]: 16 contiguous columns
-        const __mmask16 mask = first_lanes(valid);
-        for (int kk = 0; kk < kc; ++kk) {
-          _mm512_storeu_ps(panel + kk * nr + v * lanes,
-                           _mm512_maskz_loadu_ps(mask, b + static_cast<std::ptrdiff_t>(k0 + kk) * ldb + c0 + first));
-        }
-      } else {
-        for (int kk = 0; kk < kc; kk += lanes) {
-          const int depth = std::min(lanes, kc - kk);
-          const __mmask16 mask = first_lanes(depth);
-          __m512 block[16];
-ETNN_UNROLL(16)
-          for (int j = 0; j < lanes; ++j) {  // block[j]: column first + j, depths kk .. kk + 15
-            block[j] = j < valid ? _mm512_maskz_loadu_ps(mask, b + static_cast<std::ptrdiff_t>(c0 + first + j) * ldb +
-                                                                   k0 + kk)
-                                 : _mm512_setzero_ps();
-          }
-          transpose16(block);  // block[d]: depth kk + d, columns first .. first + 15
-          for (int d = 0; d < depth; ++d) _mm512_storeu_ps(panel + (kk + d) * nr + v * lanes, block[d]);
-        }
-      }
-    }
-  }
-}
-
-// One register tile: C[0..rows, 0..cols) (+)= sum_kk A(r, kk) bp[kk], with Vectors = ceil(cols / 16) of the tile's 4 registers per row in use.
-// acc[r][v] holds C(r, 16 v .. 16 v + 15). Lanes past `cols` are neither loaded nor stored.
-// A(r, kk) is ap[kk mr + r] in a packed panel, or ap[r lda + kk] read straight from a row-major A
-// (Direct; then all mr rows must exist): the same values, multiplied and added in the same order.
-template <int Vectors, bool Direct>
-[[gnu::target("avx512f")]] inline void register_tile(int kc, const float* ap, std::ptrdiff_t lda, const float* bp,
-                                                     float* c, std::ptrdiff_t ldc, int rows, int cols, bool store) {
-  const std::ptrdiff_t a_depth = Direct ? 1 : mr, a_row = Direct ? lda : 1;
-  __m512 acc[mr][Vectors];
-  __mmask16 mask[Vectors];
-ETNN_UNROLL(4)
-  for (int v = 0; v < Vectors; ++v) mask[v] = first_lanes(cols - v * lanes);
-ETNN_UNROLL(8)
-  for (int r = 0; r < mr; ++r) {
-ETNN_UNROLL(4)
-    for (int v = 0; v < Vectors; ++v) acc[r][v] = _mm512_setzero_ps();
-  }
-  for (int kk = 0; kk < kc; ++kk) {
-    __m512 bv[Vectors];
-ETNN_UNROLL(4)
-    for (int v = 0; v < Vectors; ++v) bv[v] = _mm512_loadu_ps(bp + kk * nr + v * lanes);
-ETNN_UNROLL(8)
-    for (int r = 0; r < mr; ++r) {
-      const __m512 av = _mm512_set1_ps(ap[kk * a_depth + r * a_row]);
-ETNN_UNROLL(4)
-      for (int v = 0; v < Vectors; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
-    }
-  }
-ETNN_UNROLL(8)
-  for (int r = 0; r < mr; ++r) {
-    if (r == rows) break;
-ETNN_UNROLL(4)
-    for (int v = 0; v < Vectors; ++v) {
-      float* out = c + r * ldc + v * lanes;
-      const __m512 sum = store ? acc[r][v] : _mm512_add_ps(_mm512_maskz_loadu_ps(mask[v], out), acc[r][v]);
-      _mm512_mask_storeu_ps(out, mask[v], sum);
-    }
-  }
-}
-
-template <bool Direct>
-[[gnu::target("avx512f")]] inline void register_tile_any(int kc, const float* ap, std::ptrdiff_t lda, const float* bp,
-                                                         float* c, std::ptrdiff_t ldc, int rows, int cols, bool store) {
-  switch ((cols + lanes - 1) / lanes) {
-    case 1: register_tile<1, Direct>(kc, ap, lda, bp, c, ldc, rows, cols, store); break;
-    case 2: register_tile<2, Direct>(kc, ap, lda, bp, c, ldc, rows, cols, store); break;
-    case 3: register_tile<3, Direct>(kc, ap, lda, bp, c, ldc, rows, cols, store); break;
-    default: register_tile<4, Direct>(kc, ap, lda, bp, c, ldc, rows, cols, store); break;
-  }
-}
-
 // Rows [r0, r1) x columns [c0, c1) of C, over every K block; the epilogue runs on each mc-row
 // chunk once its last block is added. A row-major A is read in place by its whole register tiles
 // (packing it would cost a pass over A per product, a quarter of the work when N is 128); only a
 // chunk's last, partial tile is packed, which pads it with zero rows.
-template <Layout LA, Layout LB, class Epilogue>
+template <class Kernels, Layout LA, Layout LB, class Epilogue>
 void gemm_tile(int r0, int r1, int c0, int c1, int k, const float* a, std::ptrdiff_t lda, const float* b,
                std::ptrdiff_t ldb, float* c, std::ptrdiff_t ldc, bool accumulate, Epilogue& epilogue) {
+  constexpr int nr = Kernels::nr;
   const int cols = c1 - c0, col_panels = (cols + nr - 1) / nr;
   const int blocks = k_blocks(k);
   float* const packed_a = packing_storage();
@@ -2308,12 +2512,12 @@ void gemm_tile(int r0, int r1, int c0, int c1, int k, const float* a, std::ptrdi
   for (int block = 0; block < blocks; ++block) {
     const int k0 = static_cast<int>(static_cast<long>(k) * block / blocks);
     const int kc = static_cast<int>(static_cast<long>(k) * (block + 1) / blocks) - k0;
-    pack_b<LB>(b, ldb, k0, kc, c0, cols, packed_b);
+    Kernels::template pack_b<LB>(b, ldb, k0, kc, c0, cols, packed_b);
     const bool store = !accumulate && block == 0;
     for (int chunk = r0; chunk < r1; chunk += mc) {
       const int rows = std::min(mc, r1 - chunk);
       const int direct = LA == Layout::row_major ? rows / mr : 0;  // register tiles read in place
-      if (direct * mr < rows) pack_a<LA>(a, lda, chunk + direct * mr, rows - direct * mr, k0, kc, packed_a);
+      if (direct * mr < rows) Kernels::template pack_a<LA>(a, lda, chunk + direct * mr, rows - direct * mr, k0, kc, packed_a);
       for (int p = 0; p * mr < rows; ++p) {
         const float* ap = p < direct ? a + static_cast<std::ptrdiff_t>(chunk + p * mr) * lda + k0
                                      : packed_a + static_cast<std::ptrdiff_t>(p - direct) * mr * kc;
@@ -2321,8 +2525,8 @@ void gemm_tile(int r0, int r1, int c0, int c1, int k, const float* a, std::ptrdi
           float* out = c + static_cast<std::ptrdiff_t>(chunk + p * mr) * ldc + c0 + q * nr;
           const float* bp = packed_b + static_cast<std::ptrdiff_t>(q) * kc * nr;
           const int height = std::min(mr, rows - p * mr), width = std::min(nr, cols - q * nr);
-          if (p < direct) register_tile_any<true>(kc, ap, lda, bp, out, ldc, height, width, store);
-          else register_tile_any<false>(kc, ap, lda, bp, out, ldc, height, width, store);
+          if (p < direct) Kernels::template register_tile_any<true>(kc, ap, lda, bp, out, ldc, height, width, store);
+          else Kernels::template register_tile_any<false>(kc, ap, lda, bp, out, ldc, height, width, store);
         }
       }
       if (block == blocks - 1) with_widest_vectors(epilogue, chunk, chunk + rows, c0, c1);
@@ -2339,7 +2543,7 @@ void gemm_tile(int r0, int r1, int c0, int c1, int k, const float* a, std::ptrdi
 // Equal shares keep the last tile from being a sliver (784 columns in 4 bands: 192, 192, 192,
 // 208, not 256, 256, 256, 16).
 struct Tiling {
-  int m, n, row_tiles, panels, down, across;
+  int m, n, nr, row_tiles, panels, down, across;
   int count() const { return down * across; }
   // Band i of `bands` over `units` units of `size`, clipped to `extent`: [begin, end).
   static std::array<int, 2> band(int i, int bands, int units, int size, int extent) {
@@ -2349,9 +2553,9 @@ struct Tiling {
   std::array<int, 2> rows(int index) const { return band(index / across, down, row_tiles, mr, m); }
   std::array<int, 2> cols(int index) const { return band(index % across, across, panels, nr, n); }
 };
-inline Tiling tiling(int m, int n, int threads) {
-  constexpr int panels_per_tile = tile_cols / nr;
-  Tiling t{m, n, (m + mr - 1) / mr, (n + nr - 1) / nr, 1, 0};
+inline Tiling tiling(int m, int n, int threads, int nr) {
+  const int panels_per_tile = tile_cols / nr;
+  Tiling t{m, n, nr, (m + mr - 1) / mr, (n + nr - 1) / nr, 1, 0};
   t.across = (t.panels + panels_per_tile - 1) / panels_per_tile;
   const bool rows_first = m > n;
   while (threads > 1 && t.count() < 2 * threads) {
@@ -2367,22 +2571,22 @@ inline Tiling tiling(int m, int n, int threads) {
   return t;
 }
 
-template <Layout LA, Layout LB, class Epilogue>
+template <class Kernels, Layout LA, Layout LB, class Epilogue>
 void run_tile(const Tiling& t, int index, int k, const float* a, std::ptrdiff_t lda, const float* b,
               std::ptrdiff_t ldb, float* c, std::ptrdiff_t ldc, bool accumulate, Epilogue& epilogue) {
   const auto [r0, r1] = t.rows(index);
   const auto [c0, c1] = t.cols(index);
-  gemm_tile<LA, LB>(r0, r1, c0, c1, k, a, lda, b, ldb, c, ldc, accumulate, epilogue);
+  gemm_tile<Kernels, LA, LB>(r0, r1, c0, c1, k, a, lda, b, ldb, c, ldc, accumulate, epilogue);
 }
 
 // The product on `threads` threads (1: the calling thread only), which take tiles one at a
-// time. The epilogue must not throw.
-template <Layout LA, Layout LB, class Epilogue>
+// time, on Kernels' instructions (which the CPU must have). The epilogue must not throw.
+template <class Kernels, Layout LA, Layout LB, class Epilogue>
 void gemm(int threads, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc,
           bool accumulate, Epilogue& epilogue) {
-  const Tiling t = tiling(m, n, threads);
+  const Tiling t = tiling(m, n, threads, Kernels::nr);
   auto tile = [&](std::size_t index) {
-    run_tile<LA, LB>(t, static_cast<int>(index), k, a, lda, b, ldb, c, ldc, accumulate, epilogue);
+    run_tile<Kernels, LA, LB>(t, static_cast<int>(index), k, a, lda, b, ldb, c, ldc, accumulate, epilogue);
   };
   if (threads > 1 && t.count() > 1) {
     ThreadPool::instance().run(static_cast<std::size_t>(t.count()), tile);
@@ -2579,15 +2783,20 @@ inline constexpr std::size_t gemm_parallel_threshold = std::size_t{1} << 18;
 
 namespace detail {
 
-// Runs the product on etnn's packed kernels on `threads` threads when this process takes them for
-// T (floats on an AVX-512 CPU); false leaves it to Eigen.
+// Runs the product on etnn's packed GEMM on `threads` threads when this process takes it for T
+// (floats on a CPU with AVX-512 or AVX2); false leaves it to Eigen.
 template <Layout LA, Layout LB, class T, class Epilogue>
 bool packed_product(int threads, Accumulate accumulate, int m, int n, int k, const T* a, int lda, const T* b,
                     int ldb, T* c, int ldc, Epilogue& epilogue) {
 #if ETNN_PACKED_GEMM
   if constexpr (std::is_same_v<T, float>) {
-    if (k > 0 && float_gemm_engine() == GemmEngine::packed) {
-      packed::gemm<LA, LB>(threads, m, n, k, a, lda, b, ldb, c, ldc, accumulate == Accumulate::yes, epilogue);
+    const bool adds = accumulate == Accumulate::yes;
+    if (k > 0 && float_gemm_engine() == GemmEngine::avx512) {
+      packed::gemm<packed::Avx512, LA, LB>(threads, m, n, k, a, lda, b, ldb, c, ldc, adds, epilogue);
+      return true;
+    }
+    if (k > 0 && float_gemm_engine() == GemmEngine::avx2) {
+      packed::gemm<packed::Avx2, LA, LB>(threads, m, n, k, a, lda, b, ldb, c, ldc, adds, epilogue);
       return true;
     }
   }

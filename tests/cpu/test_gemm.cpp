@@ -58,13 +58,22 @@ struct CountingEpilogue {
   }
 };
 
-template <Layout LA, Layout LB, class T>
-void check(int m, int n, int k, etnn::cpu::Accumulate accumulate) {
+// etnn's GEMM as layers call it, on the engine this process chose.
+struct PublicGemm {
+  template <Layout LA, Layout LB, class T>
+  void run(etnn::cpu::Accumulate accumulate, int m, int n, int k, const T* a, int lda, const T* b, int ldb, T* c,
+           int ldc, CountingEpilogue epilogue) const {
+    etnn::cpu::gemm<LA, LB>(accumulate, m, n, k, a, lda, b, ldb, c, ldc, epilogue);
+  }
+};
+
+template <Layout LA, Layout LB, class T, class Gemm = PublicGemm>
+void check(int m, int n, int k, etnn::cpu::Accumulate accumulate, Gemm gemm = {}) {
   Product<LA, LB, T> p(m, n, k);
   const std::vector<T> c0 = p.c;
   std::vector<int> visits(p.c.size(), 0);
-  etnn::cpu::gemm<LA, LB>(accumulate, m, n, k, p.a.data(), p.lda, p.b.data(), p.ldb, p.c.data(), p.ldc,
-                          CountingEpilogue{&visits, p.ldc});
+  gemm.template run<LA, LB>(accumulate, m, n, k, p.a.data(), p.lda, p.b.data(), p.ldb, p.c.data(), p.ldc,
+                            CountingEpilogue{&visits, p.ldc});
   // float: k products of values in [-1, 1], each rounded once, summed in some order
   const double tolerance = std::is_same_v<T, float> ? 4e-7 * (k + 2) : 1e-12;
   const bool adds = accumulate == etnn::cpu::Accumulate::yes;
@@ -82,16 +91,16 @@ void check(int m, int n, int k, etnn::cpu::Accumulate accumulate) {
   }
 }
 
-template <Layout LA, Layout LB, class T>
-void check_sizes() {
+template <Layout LA, Layout LB, class T, class Gemm = PublicGemm>
+void check_sizes(Gemm gemm = {}) {
   for (const auto accumulate : {etnn::cpu::Accumulate::no, etnn::cpu::Accumulate::yes}) {
-    check<LA, LB, T>(1, 1, 1, accumulate);
-    check<LA, LB, T>(3, 5, 7, accumulate);
-    check<LA, LB, T>(7, 17, 300, accumulate);   // remainders of every register tile, two K blocks
-    check<LA, LB, T>(64, 10, 512, accumulate);  // a classifier head
-    check<LA, LB, T>(300, 70, 33, accumulate);  // threaded, split along rows
-    check<LA, LB, T>(20, 400, 100, accumulate); // threaded, split along columns
-    check<LA, LB, T>(5, 3, 0, accumulate);      // empty depth: C = 0, or C unchanged
+    check<LA, LB, T>(1, 1, 1, accumulate, gemm);
+    check<LA, LB, T>(3, 5, 7, accumulate, gemm);
+    check<LA, LB, T>(7, 17, 300, accumulate, gemm);   // remainders of every register tile, two K blocks
+    check<LA, LB, T>(64, 10, 512, accumulate, gemm);  // a classifier head
+    check<LA, LB, T>(300, 70, 33, accumulate, gemm);  // threaded, split along rows
+    check<LA, LB, T>(20, 400, 100, accumulate, gemm); // threaded, split along columns
+    check<LA, LB, T>(5, 3, 0, accumulate, gemm);      // empty depth: C = 0, or C unchanged
   }
 }
 }  // namespace
@@ -110,43 +119,88 @@ TEST_CASE_TEMPLATE("gemm: column-major A, column-major B", T, float, double) {
 }
 
 TEST_CASE("the float GEMM engine is chosen from the CPU at run time") {
-  MESSAGE("float GEMM engine: ", etnn::cpu::gemm_engine_name(etnn::cpu::float_gemm_engine()));
+  MESSAGE("float GEMM engine: ", std::string(etnn::cpu::gemm_engine_name(etnn::cpu::float_gemm_engine())));
 #if ETNN_PACKED_GEMM
-  const bool forced_eigen = std::getenv("ETNN_CPU_GEMM") != nullptr && std::string(std::getenv("ETNN_CPU_GEMM")) == "eigen";
-  CHECK((etnn::cpu::float_gemm_engine() == etnn::cpu::GemmEngine::packed) ==
-        (__builtin_cpu_supports("avx512f") && !forced_eigen));
+  const std::string forced = std::getenv("ETNN_CPU_GEMM") != nullptr ? std::getenv("ETNN_CPU_GEMM") : "";
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  using etnn::cpu::GemmEngine;
+  const GemmEngine expected = forced == "eigen"                                  ? GemmEngine::eigen
+                              : forced == "avx2" && avx2                         ? GemmEngine::avx2
+                              : __builtin_cpu_supports("avx512f")                ? GemmEngine::avx512
+                              : avx2                                             ? GemmEngine::avx2
+                                                                                 : GemmEngine::eigen;
+  CHECK(etnn::cpu::float_gemm_engine() == expected);
 #endif
 }
 
 #if ETNN_PACKED_GEMM
+namespace {
+// The packed GEMM on one kernel set, whichever engine this process chose.
+template <class Kernels>
+struct PackedGemm {
+  template <Layout LA, Layout LB, class T>
+  void run(etnn::cpu::Accumulate accumulate, int m, int n, int k, const T* a, int lda, const T* b, int ldb, T* c,
+           int ldc, CountingEpilogue epilogue) const {
+    if (k == 0) {  // the packed GEMM's callers (cpu/gemm.hpp) take empty depths themselves
+      etnn::cpu::gemm<LA, LB>(accumulate, m, n, k, a, lda, b, ldb, c, ldc, epilogue);
+      return;
+    }
+    etnn::cpu::packed::gemm<Kernels, LA, LB>(etnn::cpu::available_threads(), m, n, k, a, lda, b, ldb, c, ldc,
+                                             accumulate == etnn::cpu::Accumulate::yes, epilogue);
+  }
+};
+
+// Runs check(Kernels{}) for each kernel set this CPU runs, and says which it skips.
+template <class Check>
+void for_each_kernel_set(Check check) {
+  if (__builtin_cpu_supports("avx512f")) check(etnn::cpu::packed::Avx512{});
+  else MESSAGE("skipped: this CPU has no AVX-512");
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) check(etnn::cpu::packed::Avx2{});
+  else MESSAGE("skipped: this CPU has no AVX2 and FMA");
+}
+}  // namespace
+
+TEST_CASE("packed GEMM: every kernel set this CPU runs matches the naive product, in every layout") {
+  for_each_kernel_set([](auto kernels) {
+    using Kernels = decltype(kernels);
+    CAPTURE(Kernels::nr);
+    check_sizes<Layout::row_major, Layout::row_major, float>(PackedGemm<Kernels>{});
+    check_sizes<Layout::row_major, Layout::col_major, float>(PackedGemm<Kernels>{});
+    check_sizes<Layout::col_major, Layout::row_major, float>(PackedGemm<Kernels>{});
+    check_sizes<Layout::col_major, Layout::col_major, float>(PackedGemm<Kernels>{});
+  });
+}
+
 // The packed kernels' results do not depend on how many threads share the tiles.
 TEST_CASE("packed GEMM: bitwise the same on 1 to 16 threads") {
-  if (!__builtin_cpu_supports("avx512f")) {
-    MESSAGE("skipped: this CPU has no AVX-512");
-    return;
-  }
-  const auto run = [](int threads, auto& p, bool accumulate) {
-    std::vector<float> c = p.c;
-    etnn::cpu::NoEpilogue none;
-    etnn::cpu::packed::gemm<Layout::row_major, Layout::col_major>(threads, p.m, p.n, p.k, p.a.data(), p.lda,
-                                                                 p.b.data(), p.ldb, c.data(), p.ldc, accumulate, none);
-    return c;
-  };
-  for (const auto& [m, n, k] : {std::tuple{64, 512, 784}, std::tuple{257, 2048, 300}, std::tuple{8, 10, 64}}) {
-    Product<Layout::row_major, Layout::col_major, float> p(m, n, k);
-    for (const bool accumulate : {false, true}) {
-      const std::vector<float> one = run(1, p, accumulate);
-      for (const int threads : {2, 3, 7, 16}) REQUIRE(run(threads, p, accumulate) == one);
+  for_each_kernel_set([](auto kernels) {
+    using Kernels = decltype(kernels);
+    CAPTURE(Kernels::nr);
+    const auto run = [](int threads, auto& p, bool accumulate) {
+      std::vector<float> c = p.c;
+      etnn::cpu::NoEpilogue none;
+      etnn::cpu::packed::gemm<Kernels, Layout::row_major, Layout::col_major>(
+          threads, p.m, p.n, p.k, p.a.data(), p.lda, p.b.data(), p.ldb, c.data(), p.ldc, accumulate, none);
+      return c;
+    };
+    for (const auto& [m, n, k] : {std::tuple{64, 512, 784}, std::tuple{257, 2048, 300}, std::tuple{8, 10, 64}}) {
+      Product<Layout::row_major, Layout::col_major, float> p(m, n, k);
+      for (const bool accumulate : {false, true}) {
+        const std::vector<float> one = run(1, p, accumulate);
+        for (const int threads : {2, 3, 7, 16}) REQUIRE(run(threads, p, accumulate) == one);
+      }
     }
-  }
+  });
 }
 
 TEST_CASE("packed GEMM: tiles cover C once in near-equal whole register tiles, two or more a thread where C allows") {
-  using etnn::cpu::packed::mr, etnn::cpu::packed::nr, etnn::cpu::packed::tile_cols;
+  using etnn::cpu::packed::mr, etnn::cpu::packed::tile_cols;
+  for (const int nr : {etnn::cpu::packed::Avx512::nr, etnn::cpu::packed::Avx2::nr}) {
+  CAPTURE(nr);
   for (const int threads : {1, 2, 3, 16}) {
     for (const auto& [m, n] : {std::pair{1, 1}, std::pair{8, 512}, std::pair{64, 10}, std::pair{2048, 784},
                                std::pair{1000, 2048}, std::pair{37, 1000}}) {
-      const auto t = etnn::cpu::packed::tiling(m, n, threads);
+      const auto t = etnn::cpu::packed::tiling(m, n, threads, nr);
       std::vector<int> covered(static_cast<std::size_t>(m) * n, 0);
       int narrowest = n, widest = 0, lowest = m, tallest = 0;
       for (int index = 0; index < t.count(); ++index) {
@@ -169,6 +223,7 @@ TEST_CASE("packed GEMM: tiles cover C once in near-equal whole register tiles, t
       CHECK(tallest - lowest <= 1);
       if (threads > 1 && m * n >= 2 * threads * mr * nr) REQUIRE(t.count() >= 2 * threads);
     }
+  }
   }
 }
 #endif

@@ -3,10 +3,12 @@
 // What this process runs, decided once at run time from the CPU it runs on, whatever -march the
 // program was built with:
 //  - the float GEMM (float_gemm_engine):
-//      packed: etnn's AVX-512 kernels (cpu/packed_gemm.hpp), on x86-64 CPUs with AVX-512F and an
-//              OS that saves its registers;
+//      avx512: etnn's packed GEMM (cpu/packed_gemm.hpp) on its AVX-512 kernels, on x86-64 CPUs
+//              with AVX-512F and an OS that saves its registers;
+//      avx2:   the same GEMM on its AVX2 kernels, on x86-64 CPUs with AVX2 and FMA but no AVX-512;
 //      eigen:  Eigen's kernels for the build's instruction set, everywhere else;
-//    ETNN_CPU_GEMM=eigen in the environment forces Eigen's (to compare the two, or to rule one out);
+//    ETNN_CPU_GEMM=eigen in the environment forces Eigen's, ETNN_CPU_GEMM=avx2 the AVX2 kernels
+//    where the CPU has them (to compare them, or to rule one out);
 //  - the elementwise loops (wide_vectors, cpu/widest_vectors.hpp): a copy compiled for AVX-512
 //    (F, BW, DQ, VL, with AVX2 and FMA) on CPUs and OSes that have all of it, the build's own code
 //    elsewhere; ETNN_CPU_AVX512=0 in the environment forces the build's own code.
@@ -14,7 +16,7 @@
 #include <cstring>
 
 
-// Whether this compiler can build the AVX-512 kernels into any program (target attributes).
+// Whether this compiler can build the packed GEMM's kernels into any program (target attributes).
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define ETNN_PACKED_GEMM 1
 #else
@@ -37,13 +39,16 @@
 
 namespace etnn::cpu {
 
-enum class GemmEngine { eigen, packed };
+enum class GemmEngine { eigen, avx2, avx512 };
 
 inline GemmEngine detect_gemm_engine() {
   const char* forced = std::getenv("ETNN_CPU_GEMM");
   if (forced != nullptr && std::strcmp(forced, "eigen") == 0) return GemmEngine::eigen;
 #if ETNN_PACKED_GEMM
-  if (__builtin_cpu_supports("avx512f")) return GemmEngine::packed;
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (forced != nullptr && std::strcmp(forced, "avx2") == 0 && avx2) return GemmEngine::avx2;
+  if (__builtin_cpu_supports("avx512f")) return GemmEngine::avx512;
+  if (avx2) return GemmEngine::avx2;
 #endif
   return GemmEngine::eigen;
 }
@@ -79,7 +84,12 @@ inline bool wide_vectors() {
 }
 
 inline const char* gemm_engine_name(GemmEngine engine) {
-  return engine == GemmEngine::packed ? "etnn-avx512" : "eigen";
+  switch (engine) {
+    case GemmEngine::avx512: return "etnn-avx512";
+    case GemmEngine::avx2: return "etnn-avx2";
+    case GemmEngine::eigen: break;
+  }
+  return "eigen";
 }
 
 }  // namespace etnn::cpu

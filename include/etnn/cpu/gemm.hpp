@@ -4,8 +4,8 @@
 //   A: (M, K)   B: (K, N)   C: (M, N) row-major, leading dimension ldc
 // A and B may each be row- or column-major (a transposed operand is the other layout, no copy).
 //
-// Floats run etnn's AVX-512 kernels where the CPU has them (cpu/packed_gemm.hpp, chosen at run
-// time by cpu/features.hpp, so a portable build gets them too); other CPUs, doubles and
+// Floats run etnn's packed GEMM where the CPU has AVX-512 or AVX2 (cpu/packed_gemm.hpp, its kernels
+// chosen at run time by cpu/features.hpp, so a portable build gets them too); other CPUs, doubles and
 // ETNN_CPU_GEMM=eigen run Eigen's packed, cache-blocked kernel (gebp) for the build's instruction
 // set. Two things differ from writing `C.noalias() += A * B` with Eigen maps:
 //  - Packing buffers belong to the calling thread and grow to the largest product it has seen,
@@ -109,15 +109,20 @@ inline constexpr std::size_t gemm_parallel_threshold = std::size_t{1} << 18;
 
 namespace detail {
 
-// Runs the product on etnn's packed kernels on `threads` threads when this process takes them for
-// T (floats on an AVX-512 CPU); false leaves it to Eigen.
+// Runs the product on etnn's packed GEMM on `threads` threads when this process takes it for T
+// (floats on a CPU with AVX-512 or AVX2); false leaves it to Eigen.
 template <Layout LA, Layout LB, class T, class Epilogue>
 bool packed_product(int threads, Accumulate accumulate, int m, int n, int k, const T* a, int lda, const T* b,
                     int ldb, T* c, int ldc, Epilogue& epilogue) {
 #if ETNN_PACKED_GEMM
   if constexpr (std::is_same_v<T, float>) {
-    if (k > 0 && float_gemm_engine() == GemmEngine::packed) {
-      packed::gemm<LA, LB>(threads, m, n, k, a, lda, b, ldb, c, ldc, accumulate == Accumulate::yes, epilogue);
+    const bool adds = accumulate == Accumulate::yes;
+    if (k > 0 && float_gemm_engine() == GemmEngine::avx512) {
+      packed::gemm<packed::Avx512, LA, LB>(threads, m, n, k, a, lda, b, ldb, c, ldc, adds, epilogue);
+      return true;
+    }
+    if (k > 0 && float_gemm_engine() == GemmEngine::avx2) {
+      packed::gemm<packed::Avx2, LA, LB>(threads, m, n, k, a, lda, b, ldb, c, ldc, adds, epilogue);
       return true;
     }
   }

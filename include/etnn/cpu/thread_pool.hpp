@@ -248,7 +248,7 @@ class ThreadPool {
   void work(std::size_t index, unsigned seen) {
     in_job() = true;  // a job started inside a chunk runs on this thread
 #if ETNN_PACKED_GEMM
-    if (float_gemm_engine() == GemmEngine::packed) packed::packing_storage();  // before any step
+    if (float_gemm_engine() != GemmEngine::eigen) packed::packing_storage();  // before any step
 #endif
     for (;;) {
       for (int spin = 0; spin < spins_before_sleep && generation_.load(std::memory_order_acquire) == seen; ++spin) {

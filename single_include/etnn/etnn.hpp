@@ -1770,9 +1770,7 @@ const T* at(const T* m, std::ptrdiff_t ld, std::ptrdiff_t i, std::ptrdiff_t j) {
 
 namespace etnn::cpu::packed {
 
-inline constexpr int lanes = 16;        // floats per AVX-512 register
-inline constexpr int mr = 6;            // rows of a register tile
-inline constexpr int nr = 4 * lanes;    // columns of a register tile: 4 registers
+inline constexpr int mr = 6;            // rows of a register tile (its columns: each kernel set's nr)
 inline constexpr int kc_max = 256;      // depth of a K block
 inline constexpr int mc = 96;           // rows of A packed at a time: mc x kc floats (96 KiB) in L2
 inline constexpr int tile_cols = 512;   // columns of C per tile: a packed B block, kc x 512 floats (512 KiB), in L2
@@ -2790,13 +2788,14 @@ bool packed_product(int threads, Accumulate accumulate, int m, int n, int k, con
                     int ldb, T* c, int ldc, Epilogue& epilogue) {
 #if ETNN_PACKED_GEMM
   if constexpr (std::is_same_v<T, float>) {
-    const bool adds = accumulate == Accumulate::yes;
-    if (k > 0 && float_gemm_engine() == GemmEngine::avx512) {
-      packed::gemm<packed::Avx512, LA, LB>(threads, m, n, k, a, lda, b, ldb, c, ldc, adds, epilogue);
-      return true;
-    }
-    if (k > 0 && float_gemm_engine() == GemmEngine::avx2) {
-      packed::gemm<packed::Avx2, LA, LB>(threads, m, n, k, a, lda, b, ldb, c, ldc, adds, epilogue);
+    const GemmEngine engine = float_gemm_engine();
+    if (k > 0 && engine != GemmEngine::eigen) {
+      const bool adds = accumulate == Accumulate::yes;
+      if (engine == GemmEngine::avx512) {
+        packed::gemm<packed::Avx512, LA, LB>(threads, m, n, k, a, lda, b, ldb, c, ldc, adds, epilogue);
+      } else {
+        packed::gemm<packed::Avx2, LA, LB>(threads, m, n, k, a, lda, b, ldb, c, ldc, adds, epilogue);
+      }
       return true;
     }
   }

@@ -196,34 +196,34 @@ TEST_CASE("packed GEMM: bitwise the same on 1 to 16 threads") {
 TEST_CASE("packed GEMM: tiles cover C once in near-equal whole register tiles, two or more a thread where C allows") {
   using etnn::cpu::packed::mr, etnn::cpu::packed::tile_cols;
   for (const int nr : {etnn::cpu::packed::Avx512::nr, etnn::cpu::packed::Avx2::nr}) {
-  CAPTURE(nr);
-  for (const int threads : {1, 2, 3, 16}) {
-    for (const auto& [m, n] : {std::pair{1, 1}, std::pair{8, 512}, std::pair{64, 10}, std::pair{2048, 784},
-                               std::pair{1000, 2048}, std::pair{37, 1000}}) {
-      const auto t = etnn::cpu::packed::tiling(m, n, threads, nr);
-      std::vector<int> covered(static_cast<std::size_t>(m) * n, 0);
-      int narrowest = n, widest = 0, lowest = m, tallest = 0;
-      for (int index = 0; index < t.count(); ++index) {
-        const auto [r0, r1] = t.rows(index);
-        const auto [c0, c1] = t.cols(index);
-        REQUIRE(r0 % mr == 0);
-        REQUIRE(c0 % nr == 0);
-        REQUIRE(c1 - c0 <= tile_cols);
-        REQUIRE((r1 == m || r1 % mr == 0));
-        REQUIRE((c1 == n || c1 % nr == 0));
-        for (int r = r0; r < r1; ++r)
-          for (int c = c0; c < c1; ++c) ++covered[static_cast<std::size_t>(r) * n + c];
-        // whole panels and register tiles of each band (the last band's last one may be partial)
-        const int panels = (c1 - c0 + nr - 1) / nr, row_tiles = (r1 - r0 + mr - 1) / mr;
-        narrowest = std::min(narrowest, panels), widest = std::max(widest, panels);
-        lowest = std::min(lowest, row_tiles), tallest = std::max(tallest, row_tiles);
+    CAPTURE(nr);
+    for (const int threads : {1, 2, 3, 16}) {
+      for (const auto& [m, n] : {std::pair{1, 1}, std::pair{8, 512}, std::pair{64, 10}, std::pair{2048, 784},
+                                 std::pair{1000, 2048}, std::pair{37, 1000}}) {
+        const auto t = etnn::cpu::packed::tiling(m, n, threads, nr);
+        std::vector<int> covered(static_cast<std::size_t>(m) * n, 0);
+        int narrowest = n, widest = 0, lowest = m, tallest = 0;
+        for (int index = 0; index < t.count(); ++index) {
+          const auto [r0, r1] = t.rows(index);
+          const auto [c0, c1] = t.cols(index);
+          REQUIRE(r0 % mr == 0);
+          REQUIRE(c0 % nr == 0);
+          REQUIRE(c1 - c0 <= tile_cols);
+          REQUIRE((r1 == m || r1 % mr == 0));
+          REQUIRE((c1 == n || c1 % nr == 0));
+          for (int r = r0; r < r1; ++r)
+            for (int c = c0; c < c1; ++c) ++covered[static_cast<std::size_t>(r) * n + c];
+          // whole panels and register tiles of each band (the last band's last one may be partial)
+          const int panels = (c1 - c0 + nr - 1) / nr, row_tiles = (r1 - r0 + mr - 1) / mr;
+          narrowest = std::min(narrowest, panels), widest = std::max(widest, panels);
+          lowest = std::min(lowest, row_tiles), tallest = std::max(tallest, row_tiles);
+        }
+        REQUIRE(std::all_of(covered.begin(), covered.end(), [](int times) { return times == 1; }));
+        CHECK(widest - narrowest <= 1);
+        CHECK(tallest - lowest <= 1);
+        if (threads > 1 && m * n >= 2 * threads * mr * nr) REQUIRE(t.count() >= 2 * threads);
       }
-      REQUIRE(std::all_of(covered.begin(), covered.end(), [](int times) { return times == 1; }));
-      CHECK(widest - narrowest <= 1);
-      CHECK(tallest - lowest <= 1);
-      if (threads > 1 && m * n >= 2 * threads * mr * nr) REQUIRE(t.count() >= 2 * threads);
     }
-  }
   }
 }
 #endif

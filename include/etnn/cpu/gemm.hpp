@@ -116,13 +116,14 @@ bool packed_product(int threads, Accumulate accumulate, int m, int n, int k, con
                     int ldb, T* c, int ldc, Epilogue& epilogue) {
 #if ETNN_PACKED_GEMM
   if constexpr (std::is_same_v<T, float>) {
-    const bool adds = accumulate == Accumulate::yes;
-    if (k > 0 && float_gemm_engine() == GemmEngine::avx512) {
-      packed::gemm<packed::Avx512, LA, LB>(threads, m, n, k, a, lda, b, ldb, c, ldc, adds, epilogue);
-      return true;
-    }
-    if (k > 0 && float_gemm_engine() == GemmEngine::avx2) {
-      packed::gemm<packed::Avx2, LA, LB>(threads, m, n, k, a, lda, b, ldb, c, ldc, adds, epilogue);
+    const GemmEngine engine = float_gemm_engine();
+    if (k > 0 && engine != GemmEngine::eigen) {
+      const bool adds = accumulate == Accumulate::yes;
+      if (engine == GemmEngine::avx512) {
+        packed::gemm<packed::Avx512, LA, LB>(threads, m, n, k, a, lda, b, ldb, c, ldc, adds, epilogue);
+      } else {
+        packed::gemm<packed::Avx2, LA, LB>(threads, m, n, k, a, lda, b, ldb, c, ldc, adds, epilogue);
+      }
       return true;
     }
   }

@@ -11,9 +11,7 @@
 
 namespace etnn::cpu::packed {
 
-inline constexpr int lanes = 16;        // floats per AVX-512 register
-inline constexpr int mr = 6;            // rows of a register tile
-inline constexpr int nr = 4 * lanes;    // columns of a register tile: 4 registers
+inline constexpr int mr = 6;            // rows of a register tile (its columns: each kernel set's nr)
 inline constexpr int kc_max = 256;      // depth of a K block
 inline constexpr int mc = 96;           // rows of A packed at a time: mc x kc floats (96 KiB) in L2
 inline constexpr int tile_cols = 512;   // columns of C per tile: a packed B block, kc x 512 floats (512 KiB), in L2

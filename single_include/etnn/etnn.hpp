@@ -1628,9 +1628,12 @@ auto to_host(const X& x) {
 //      eigen:  Eigen's kernels for the build's instruction set, everywhere else;
 //    ETNN_CPU_GEMM=eigen in the environment forces Eigen's, ETNN_CPU_GEMM=avx2 the AVX2 kernels
 //    where the CPU has them (to compare them, or to rule one out);
-//  - the elementwise loops (wide_vectors, cpu/widest_vectors.hpp): a copy compiled for AVX-512
-//    (F, BW, DQ, VL, with AVX2 and FMA) on CPUs and OSes that have all of it, the build's own code
-//    elsewhere; ETNN_CPU_AVX512=0 in the environment forces the build's own code.
+//  - the elementwise loops (vector_copy, cpu/widest_vectors.hpp): a copy compiled for AVX-512
+//    (F, BW, DQ, VL, with AVX2 and FMA) on CPUs and OSes that have all of it, else a copy compiled
+//    for AVX2 and FMA on CPUs that have those, else the build's own code; a build that already
+//    targets one of these instruction sets has no copy for it (its own code is that copy).
+//    ETNN_CPU_VECTORS=own in the environment forces the build's own code, ETNN_CPU_VECTORS=avx2
+//    the AVX2 copy where the CPU has AVX2 (to compare them, or to rule one out).
 
 
 // Whether this compiler can build the packed GEMM's kernels into any program (target attributes).
@@ -1649,14 +1652,27 @@ auto to_host(const X& x) {
 #define ETNN_AVX512_COPIES 0
 #endif
 
-// The instruction sets of the elementwise loops' wide copies: the target attribute of
-// cpu/widest_vectors.hpp's copy and the run-time check below name the same ones (each needs its
+// Whether they get AVX2 copies too: in every x86-64 build that does not target AVX2 and FMA
+// already (a consumer's portable build, whose own loops are SSE2's, 4 floats wide).
+#if ETNN_PACKED_GEMM && !(defined(__AVX2__) && defined(__FMA__))
+#define ETNN_AVX2_COPIES 1
+#else
+#define ETNN_AVX2_COPIES 0
+#endif
+
+// The instruction sets of the elementwise loops' copies: the target attributes of
+// cpu/widest_vectors.hpp's copies and the run-time checks below name the same ones (each needs its
 // names as string literals, so they are spelled once each, here).
-#define ETNN_WIDE_VECTORS_TARGET "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma"
+#define ETNN_AVX512_VECTORS_TARGET "avx512f,avx512bw,avx512dq,avx512vl,avx2,fma"
+#define ETNN_AVX2_VECTORS_TARGET "avx2,fma"
 
 namespace etnn::cpu {
 
 enum class GemmEngine { eigen, avx2, avx512 };
+
+// Which copy of the elementwise loops runs (cpu/widest_vectors.hpp): the build's own code, or the
+// one compiled for AVX2 and FMA, or the one compiled for AVX-512.
+enum class VectorCopy { own, avx2, avx512 };
 
 inline GemmEngine detect_gemm_engine() {
   const char* forced = std::getenv("ETNN_CPU_GEMM");
@@ -1676,28 +1692,44 @@ inline GemmEngine float_gemm_engine() {
 }
 
 #if ETNN_PACKED_GEMM
-// Whether this CPU (and OS) runs every instruction set of ETNN_WIDE_VECTORS_TARGET.
-inline bool cpu_has_wide_vectors() {
+// Whether this CPU (and OS) runs every instruction set of ETNN_AVX512_VECTORS_TARGET.
+inline bool cpu_has_avx512_vectors() {
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
          __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2") &&
          __builtin_cpu_supports("fma");
 }
+
+// Whether it runs every instruction set of ETNN_AVX2_VECTORS_TARGET.
+inline bool cpu_has_avx2_vectors() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
 #endif
 
-// Whether the elementwise loops run their AVX-512 copies.
-inline bool detect_wide_vectors() {
+// The widest copy of the elementwise loops that this build has, this CPU runs and
+// ETNN_CPU_VECTORS allows.
+inline VectorCopy detect_vector_copy() {
+  const char* forced = std::getenv("ETNN_CPU_VECTORS");
+  if (forced != nullptr && std::strcmp(forced, "own") == 0) return VectorCopy::own;
 #if ETNN_AVX512_COPIES
-  const char* forced = std::getenv("ETNN_CPU_AVX512");
-  if (forced != nullptr && std::strcmp(forced, "0") == 0) return false;
-  return cpu_has_wide_vectors();
-#else
-  return false;
+  const bool at_most_avx2 = forced != nullptr && std::strcmp(forced, "avx2") == 0;
+  if (!at_most_avx2 && cpu_has_avx512_vectors()) return VectorCopy::avx512;
 #endif
+#if ETNN_AVX2_COPIES
+  if (cpu_has_avx2_vectors()) return VectorCopy::avx2;
+#endif
+  return VectorCopy::own;
 }
 
-inline bool wide_vectors() {
-  static const bool wide = detect_wide_vectors();
-  return wide;
+inline VectorCopy vector_copy() {
+  static const VectorCopy copy = detect_vector_copy();
+  return copy;
+}
+
+inline const char* vector_copy_name(VectorCopy copy) {
+  switch (copy) {
+    case VectorCopy::avx512: return "AVX-512 copies";
+    case VectorCopy::avx2: return "AVX2 copies";
+    case VectorCopy::own: break;
+  }
+  return "the build's own code";
 }
 
 inline const char* gemm_engine_name(GemmEngine engine) {
@@ -2451,39 +2483,51 @@ class ThreadPool {
 // ---- etnn/cpu/widest_vectors.hpp ----
 // Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
 // Runs a loop body with the widest vector instructions this CPU has, whatever -march the program
-// was built with (a consumer's portable build gets SSE2 loops otherwise: a third of the speed of
-// the same loops at 512 bits). with_widest_vectors(f, args...) calls f(args...) either
-//  - through avx512_copy, which carries the AVX-512 target attribute: the compiler inlines f's
-//    body (and what it calls inline) into it and vectorises it there at 512 bits, when
-//    cpu/features.hpp's wide_vectors() says this CPU has AVX-512; or
-//  - directly: the build's own code (a build for AVX-512 has no other copy: ETNN_AVX512_COPIES).
+// was built with (a consumer's portable build gets SSE2 loops otherwise: half the speed of the
+// same loops at 256 bits, a third of it at 512). with_widest_vectors(f, args...) calls f(args...)
+// through one of
+//  - avx512_copy, which carries the AVX-512 target attribute: the compiler inlines f's body (and
+//    what it calls inline) into it and vectorises it there at 512 bits;
+//  - avx2_copy, the same with AVX2 and FMA, at 256 bits;
+//  - f itself: the build's own code;
+// as cpu/features.hpp's vector_copy() says for this CPU (a build that targets an instruction set
+// already has no copy for it: ETNN_AVX512_COPIES, ETNN_AVX2_COPIES).
 // parallel_chunks (cpu/parallel.hpp) runs every chunk this way, the packed GEMM (cpu/packed_gemm.hpp)
-// its epilogues; so every elementwise loop of a training step does. Both copies compute the same
-// expressions; they may round differently where the wide copy contracts a * b + c into one FMA,
-// as a build with -march for the CPU does.
+// its epilogues; so every elementwise loop of a training step does. Every copy computes the same
+// expressions; they may round differently where a copy with FMA contracts a * b + c into one
+// instruction, as a build with -march for the CPU does.
 
 namespace etnn::cpu {
 
-#if ETNN_AVX512_COPIES
 namespace detail {
 
+#if ETNN_AVX512_COPIES
 template <class F, class... Args>
-[[gnu::target(ETNN_WIDE_VECTORS_TARGET)]] void avx512_copy(F& f, Args... args) {
+[[gnu::target(ETNN_AVX512_VECTORS_TARGET)]] void avx512_copy(F& f, Args... args) {
   f(args...);
 }
+#endif
+
+#if ETNN_AVX2_COPIES
+template <class F, class... Args>
+[[gnu::target(ETNN_AVX2_VECTORS_TARGET)]] void avx2_copy(F& f, Args... args) {
+  f(args...);
+}
+#endif
 
 }  // namespace detail
-#endif
 
 template <class F, class... Args>
 void with_widest_vectors(F& f, Args... args) {
+  switch (vector_copy()) {
 #if ETNN_AVX512_COPIES
-  if (wide_vectors()) {
-    detail::avx512_copy(f, args...);
-    return;
-  }
+    case VectorCopy::avx512: detail::avx512_copy(f, args...); return;
 #endif
-  f(args...);
+#if ETNN_AVX2_COPIES
+    case VectorCopy::avx2: detail::avx2_copy(f, args...); return;
+#endif
+    default: f(args...);
+  }
 }
 
 }  // namespace etnn::cpu

@@ -1,6 +1,6 @@
-// The elementwise loops' AVX-512 copies (cpu/widest_vectors.hpp), in a program built without
-// -march (tests/CMakeLists.txt: cpu_portable), as a consumer's portable build is: they are taken
-// exactly where the CPU has AVX-512, compute what the build's own code computes (bitwise, except
+// The elementwise loops' AVX-512 and AVX2 copies (cpu/widest_vectors.hpp), in a program built
+// without -march (tests/CMakeLists.txt: cpu_portable), as a consumer's portable build is: the
+// widest the CPU runs is taken, each computes what the build's own code computes (bitwise, except
 // where one FMA replaces a multiply and an add), and their results do not depend on the thread
 // count.
 #include <doctest/doctest.h>
@@ -53,6 +53,14 @@ std::string cpuinfo_flags() {
   return {};
 }
 
+// Whether `flags` (cpuinfo_flags) names every instruction set of a target attribute's list.
+bool has_every_flag(const std::string& flags, const std::string& target) {
+  std::istringstream wanted(target);
+  for (std::string flag; std::getline(wanted, flag, ',');)
+    if (flags.find(" " + flag + " ") == std::string::npos) return false;
+  return true;
+}
+
 template <class T>
 bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
@@ -60,30 +68,38 @@ bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
 
 }  // namespace
 
-TEST_CASE("elementwise loops take their AVX-512 copies exactly where the CPU has AVX-512") {
-  const bool forced_off = std::getenv("ETNN_CPU_AVX512") != nullptr && std::strcmp(std::getenv("ETNN_CPU_AVX512"), "0") == 0;
-  MESSAGE("elementwise loops: ", etnn::cpu::wide_vectors() ? "AVX-512 copies" : "the build's own code");
-#if ETNN_AVX512_COPIES
-  CHECK(etnn::cpu::wide_vectors() == (etnn::cpu::cpu_has_wide_vectors() && !forced_off));
-  // The instruction sets of ETNN_WIDE_VECTORS_TARGET, as the kernel names them.
-  if (const std::string flags = cpuinfo_flags(); !flags.empty()) {
-    bool all = true;
-    std::istringstream wanted(ETNN_WIDE_VECTORS_TARGET);
-    for (std::string flag; std::getline(wanted, flag, ',');) all = all && flags.find(" " + flag + " ") != std::string::npos;
-    CHECK(etnn::cpu::cpu_has_wide_vectors() == all);
+TEST_CASE("elementwise loops take the widest copy this build has and the CPU runs") {
+  using etnn::cpu::VectorCopy;
+  const char* forced_env = std::getenv("ETNN_CPU_VECTORS");
+  const std::string forced = forced_env != nullptr ? forced_env : "";
+  MESSAGE("elementwise loops: ", std::string(etnn::cpu::vector_copy_name(etnn::cpu::vector_copy())));
+  const std::string flags = cpuinfo_flags();
+  if (flags.empty()) {
+    MESSAGE("skipped: no /proc/cpuinfo to check the choice against");
+    return;
   }
-#else
-  CHECK_FALSE(etnn::cpu::wide_vectors());  // a build for AVX-512 (or not for x86-64) has one copy
+  const bool avx512 = ETNN_AVX512_COPIES && forced != "avx2" && has_every_flag(flags, ETNN_AVX512_VECTORS_TARGET);
+  const bool avx2 = ETNN_AVX2_COPIES && has_every_flag(flags, ETNN_AVX2_VECTORS_TARGET);
+  const VectorCopy expected = forced == "own" ? VectorCopy::own
+                              : avx512        ? VectorCopy::avx512
+                              : avx2          ? VectorCopy::avx2
+                                              : VectorCopy::own;
+  CHECK(etnn::cpu::vector_copy() == expected);
+#if ETNN_PACKED_GEMM
+  CHECK(etnn::cpu::cpu_has_avx512_vectors() == has_every_flag(flags, ETNN_AVX512_VECTORS_TARGET));
+  CHECK(etnn::cpu::cpu_has_avx2_vectors() == has_every_flag(flags, ETNN_AVX2_VECTORS_TARGET));
 #endif
 }
 
-#if ETNN_AVX512_COPIES
-TEST_CASE_TEMPLATE("the AVX-512 copy of a loop computes what the build's own code does", T, float, double) {
-  if (!etnn::cpu::wide_vectors()) {
-    MESSAGE("skipped: this CPU has no AVX-512 (or ETNN_CPU_AVX512=0)");
-    return;
-  }
+#if ETNN_AVX512_COPIES || ETNN_AVX2_COPIES
+namespace {
+
+// Runs the same loops through the build's own code and through `copy` (one of cpu/widest_vectors.hpp's
+// copies, as copy(f, begin, end)), and checks that they agree.
+template <class T, class Copy>
+void check_copy_computes_what_own_code_does(Copy copy) {
   for (const std::size_t n : {std::size_t{1}, std::size_t{15}, std::size_t{17}, std::size_t{1001}}) {
+    CAPTURE(n);
     const std::vector<T> x = awkward_values<T>(n, 1), g = awkward_values<T>(n, 2);
     // One operation per loop (no a * b + c for an FMA to join): the two copies agree bitwise.
     const auto exact = [&](std::vector<T>& out) {
@@ -96,46 +112,70 @@ TEST_CASE_TEMPLATE("the AVX-512 copy of a loop computes what the build's own cod
         for (std::size_t i = begin; i < end; ++i) out[i] = out[i] + x[i] / T(3);
       };
     };
-    std::vector<T> own(n), wide(n);
-    auto own_loop = exact(own), wide_loop = exact(wide);
+    std::vector<T> own(n), copied(n);
+    auto own_loop = exact(own), copied_loop = exact(copied);
     own_loop(std::size_t{0}, n);
-    etnn::cpu::detail::avx512_copy(wide_loop, std::size_t{0}, n);
-    CHECK(same_bits(own, wide));
+    copy(copied_loop, std::size_t{0}, n);
+    CHECK(same_bits(own, copied));
 
     // The non-finite scan finds the same index in both.
     const auto scan = [&](std::size_t& out) {
       return [&](std::size_t begin, std::size_t end) { out = etnn::cpu::detail::last_non_finite(x.data() + begin, end - begin); };
     };
-    std::size_t own_found = 0, wide_found = 0;
-    auto own_scan = scan(own_found), wide_scan = scan(wide_found);
+    std::size_t own_found = 0, copied_found = 0;
+    auto own_scan = scan(own_found), copied_scan = scan(copied_found);
     own_scan(std::size_t{0}, n);
-    etnn::cpu::detail::avx512_copy(wide_scan, std::size_t{0}, n);
-    CHECK(own_found == wide_found);
+    copy(copied_scan, std::size_t{0}, n);
+    CHECK(own_found == copied_found);
     CHECK(own_found == (n > 500 ? std::size_t{944} : n));  // the last infinity: 9 * 97 + 71
 
-    // SGD with momentum, w -= lr (mu v + g): the wide copy may fuse a multiply and an add.
-    std::vector<T> w_own = x, w_wide = x, v_own = g, v_wide = g;
+    // SGD with momentum, w -= lr (mu v + g): the copy may fuse a multiply and an add.
+    std::vector<T> w_own = x, w_copied = x, v_own = g, v_copied = g;
     using Update = etnn::optim::rules::Sgd::Update<T, etnn::optim::rules::Sgd::Momentum::heavy_ball>;
     const Update own_update{w_own.data(), g.data(), v_own.data(), T(0.01), T(0.9), T(0), T(1e-4), T(1)};
-    const Update wide_update{w_wide.data(), g.data(), v_wide.data(), T(0.01), T(0.9), T(0), T(1e-4), T(1)};
+    const Update copied_update{w_copied.data(), g.data(), v_copied.data(), T(0.01), T(0.9), T(0), T(1e-4), T(1)};
     const auto loop = [](const Update& u) {
       return [&u](std::size_t begin, std::size_t end) {
         ETNN_SIMD
         for (std::size_t i = begin; i < end; ++i) u(i);
       };
     };
-    auto own_sgd = loop(own_update), wide_sgd = loop(wide_update);
+    auto own_sgd = loop(own_update), copied_sgd = loop(copied_update);
     own_sgd(std::size_t{0}, n);
-    etnn::cpu::detail::avx512_copy(wide_sgd, std::size_t{0}, n);
+    copy(copied_sgd, std::size_t{0}, n);
     for (std::size_t i = 0; i < n; ++i) {
-      INFO("index ", i, ": ", w_own[i], " vs ", w_wide[i]);
+      INFO("index ", i, ": ", w_own[i], " vs ", w_copied[i]);
       if (std::isfinite(w_own[i])) {
-        CHECK(std::abs(w_wide[i] - w_own[i]) <= T(4) * std::numeric_limits<T>::epsilon() * (T(1) + std::abs(w_own[i])));
+        CHECK(std::abs(w_copied[i] - w_own[i]) <= T(4) * std::numeric_limits<T>::epsilon() * (T(1) + std::abs(w_own[i])));
       } else {
-        CHECK(std::isnan(w_own[i]) == std::isnan(w_wide[i]));
+        CHECK(std::isnan(w_own[i]) == std::isnan(w_copied[i]));
       }
     }
   }
+}
+
+}  // namespace
+
+// Every copy this build has and the CPU runs, whichever of them vector_copy() chose.
+TEST_CASE_TEMPLATE("each copy of a loop computes what the build's own code does", T, float, double) {
+#if ETNN_AVX512_COPIES
+  SUBCASE("AVX-512") {
+    if (etnn::cpu::cpu_has_avx512_vectors()) {
+      check_copy_computes_what_own_code_does<T>([](auto& f, std::size_t begin, std::size_t end) { etnn::cpu::detail::avx512_copy(f, begin, end); });
+    } else {
+      MESSAGE("skipped: this CPU has no AVX-512");
+    }
+  }
+#endif
+#if ETNN_AVX2_COPIES
+  SUBCASE("AVX2") {
+    if (etnn::cpu::cpu_has_avx2_vectors()) {
+      check_copy_computes_what_own_code_does<T>([](auto& f, std::size_t begin, std::size_t end) { etnn::cpu::detail::avx2_copy(f, begin, end); });
+    } else {
+      MESSAGE("skipped: this CPU has no AVX2 and FMA");
+    }
+  }
+#endif
 }
 #endif
 

@@ -944,6 +944,7 @@ consteval bool leaky_slope() {
 // Elementwise functors. Each activation is a (value, derivative) pair:
 //   y = f(x)                 operator()(x)
 //   dy/dx = f'(x, y)         derivative(x, y)
+// and backward's chain rule step, g f'(x, y), is fn::chain(f, g, x, y) (below).
 // The derivative receives both the input x and the output y; when `derivative_needs_input` is
 // false it reads only y, so a fused layer need not keep the pre-activation for backward.
 // All functors are ETNN_HD: the CPU and CUDA executors run the same definitions.
@@ -966,6 +967,10 @@ struct Relu {
   // NaN stays NaN, as torch.relu keeps it (the NaN guard must see it downstream).
   template <class T> ETNN_HD T operator()(T x) const { return x < T(0) ? T(0) : x; }
   template <class T> ETNN_HD T derivative(T, T y) const { return y > T(0) ? T(1) : T(0); }
+  // g relu'(x) as a select, PyTorch's threshold_backward: not g * 0 where the unit is off, which
+  // a compiler may not speculate (0 * inf raises "invalid") and so leaves the loop unvectorised;
+  // a non-finite g there gives 0, as in PyTorch.
+  template <class T> ETNN_HD T chain(T g, T, T y) const { return y > T(0) ? g : T(0); }
 };
 
 // leaky_relu(x) = x if x > 0 else s x; with s >= 0, x > 0 <=> y > 0, so y suffices.
@@ -1045,10 +1050,29 @@ struct Negate {
 };
 
 // The derivative of an activation as a binary functor: (x, y) -> f'(x, y).
+// One step of the chain rule, dL/dx = dL/dy f'(x, y) with g = dL/dy: the activation's own
+// `chain` where it has one (an exact cheaper form), else g * f'(x, y).
+template <class F, class T>
+ETNN_HD T chain(const F& f, T g, T x, T y) {
+  if constexpr (requires { f.chain(g, x, y); }) {
+    return f.chain(g, x, y);
+  } else {
+    return g * f.derivative(x, y);
+  }
+}
+
 template <class F>
 struct DerivativeOf {
   F f{};
   template <class T> ETNN_HD T operator()(T x, T y) const { return f.derivative(x, y); }
+};
+
+// (g, y) -> g f'(y) through fn::chain, for an activation whose derivative reads y only.
+template <class F>
+struct ChainOf {
+  static_assert(!F::derivative_needs_input, "ChainOf passes y for x: only for derivatives of the output");
+  F f{};
+  template <class T> ETNN_HD T operator()(T g, T y) const { return fn::chain(f, g, y, y); }
 };
 
 }  // namespace etnn::fn
@@ -1196,6 +1220,16 @@ Unary<F, E> apply(const E& e, F f = F{}) {
 template <class F, Expression X, Expression Y>
 auto derivative(const X& x, const Y& y, F f = F{}) {
   return detail::make_binary(x, y, fn::DerivativeOf<F>{f});
+}
+
+// g f'(x, y) elementwise (fn::chain), backward's step through an activation.
+template <class F, Expression G, Expression X, Expression Y>
+auto chain(const G& g, const X& x, const Y& y, F f = F{}) {
+  if constexpr (F::derivative_needs_input) {
+    return g * derivative(x, y, f);
+  } else {
+    return detail::make_binary(g, y, fn::ChainOf<F>{f});
+  }
 }
 
 }  // namespace etnn::expr
@@ -3250,7 +3284,7 @@ void activation_gradient(T* dy, const T* y, const T* z_saved, std::size_t n, Act
   if constexpr (!std::is_same_v<Act, fn::Identity>) {
     const T* z = z_saved != nullptr ? z_saved : y;  // chosen once: no branch in the loop
     ETNN_SIMD
-    for (std::size_t i = 0; i < n; ++i) dy[i] *= act.derivative(z[i], y[i]);
+    for (std::size_t i = 0; i < n; ++i) dy[i] = fn::chain(act, dy[i], z[i], y[i]);
   }
 }
 
@@ -3423,7 +3457,7 @@ void dense_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T*
       for (std::size_t j = begin; j < end; ++j) {
         T g = dz_row[j];
         if constexpr (!std::is_same_v<Act, fn::Identity>) {
-          g *= act.derivative(z_row[j], y_row[j]);
+          g = fn::chain(act, g, z_row[j], y_row[j]);
           dz_row[j] = g;
         }
         bias_grad[j] += g;
@@ -4492,7 +4526,7 @@ __global__ void activation_gradient_kernel(T* dy, const T* y, const T* z_saved, 
       const std::size_t i = static_cast<std::size_t>(r) * cols + j;
       T g = dy[i];
       if constexpr (!std::is_same_v<Act, fn::Identity>) {
-        g *= act.derivative(z_saved != nullptr ? z_saved[i] : y[i], y[i]);
+        g = fn::chain(act, g, z_saved != nullptr ? z_saved[i] : y[i], y[i]);
         dy[i] = g;
       }
       sum += g;
@@ -4696,7 +4730,7 @@ __global__ void conv_activation_gradient_kernel(const T* dy, const T* y, const T
   const std::size_t n = static_cast<std::size_t>(batch) * Out * G::out_pixels;
   for (const std::size_t i : grid_stride(n)) {
     T g = dy[i];
-    if constexpr (!std::is_same_v<Act, fn::Identity>) g *= act.derivative(z_saved != nullptr ? z_saved[i] : y[i], y[i]);
+    if constexpr (!std::is_same_v<Act, fn::Identity>) g = fn::chain(act, g, z_saved != nullptr ? z_saved[i] : y[i], y[i]);
     dz[channel_major<G, Out>(i, batch).index] = g;
   }
 }
@@ -7504,7 +7538,7 @@ struct Program<TypeList<Ls...>> {
 // ---- etnn/nn/activation_layer.hpp ----
 // Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // A standalone elementwise activation (one not fused into a preceding linear layer).
-//   y = f(x);   dx = dy (.) f'(x, y), written over dy
+//   y = f(x);   dx = dy (.) f'(x, y) (fn::chain), written over dy
 
 namespace etnn::nn {
 
@@ -7520,7 +7554,7 @@ struct ActivationLayer : InPlaceLayer<In, Index> {
   static void backward(Device device, const Pass<T>&, const T*, T*, const T* x, const T* y, const T*, T* dy, T* dx,
                        int batch) {
     const std::size_t n = elements(batch);
-    assign(device, dx, expr::ref(dy, n) * expr::derivative<F>(expr::ref(x, n), expr::ref(y, n)));
+    assign(device, dx, expr::chain<F>(expr::ref(dy, n), expr::ref(x, n), expr::ref(y, n)));
   }
 
  private:

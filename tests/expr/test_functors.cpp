@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include <etnn/etnn.hpp>
@@ -52,6 +53,32 @@ TEST_CASE("relu keeps a NaN, as torch.relu does") {
   CHECK(std::isnan(etnn::fn::Relu{}(std::nanf(""))));
   CHECK(etnn::fn::Relu{}(-2.0f) == 0.0f);
   CHECK(etnn::fn::Relu{}(3.0) == 3.0);
+}
+
+// fn::chain(f, g, x, y) = g f'(x, y), through ReLU's select: equal to the product wherever g is
+// finite, and PyTorch's threshold_backward (grad where y > 0, else 0) where it is not.
+template <class F>
+void check_chain_is_the_product(F f) {
+  for (double x = -3.0; x <= 3.0; x += 0.25) {
+    const double y = f(x);
+    for (const double g : {-1.5, 0.0, 2.25}) CHECK(etnn::fn::chain(f, g, x, y) == g * f.derivative(x, y));
+  }
+}
+
+TEST_CASE("the chain rule step g f'(x, y), and ReLU's for a non-finite g") {
+  check_chain_is_the_product(etnn::fn::Relu{});
+  check_chain_is_the_product(etnn::fn::LeakyRelu<>{});
+  check_chain_is_the_product(etnn::fn::Tanh{});
+  check_chain_is_the_product(etnn::fn::Gelu{});
+  const etnn::fn::Relu relu;
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  CHECK(relu.chain(nan, -1.0f, 0.0f) == 0.0f);  // the unit is off: no gradient passes, NaN or not
+  CHECK(relu.chain(inf, -1.0f, 0.0f) == 0.0f);
+  CHECK(std::isnan(relu.chain(nan, 2.0f, 2.0f)));  // on: the gradient passes as it is
+  CHECK(relu.chain(-inf, 2.0f, 2.0f) == -inf);
+  // A NaN unit passes nothing back (NaN > 0 is false; PyTorch passes g, but its NaN reaches the
+  // loss either way, where the guard sees it).
+  CHECK(relu.chain(5.0f, nan, nan) == 0.0f);
 }
 
 namespace {

@@ -51,7 +51,7 @@ void dense_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T*
       for (std::size_t j = begin; j < end; ++j) {
         T g = dz_row[j];
         if constexpr (!std::is_same_v<Act, fn::Identity>) {
-          g *= act.derivative(z_row[j], y_row[j]);
+          g = fn::chain(act, g, z_row[j], y_row[j]);
           dz_row[j] = g;
         }
         bias_grad[j] += g;

@@ -57,7 +57,7 @@ void activation_gradient(T* dy, const T* y, const T* z_saved, std::size_t n, Act
   if constexpr (!std::is_same_v<Act, fn::Identity>) {
     const T* z = z_saved != nullptr ? z_saved : y;  // chosen once: no branch in the loop
     ETNN_SIMD
-    for (std::size_t i = 0; i < n; ++i) dy[i] *= act.derivative(z[i], y[i]);
+    for (std::size_t i = 0; i < n; ++i) dy[i] = fn::chain(act, dy[i], z[i], y[i]);
   }
 }
 

@@ -80,7 +80,7 @@ __global__ void conv_activation_gradient_kernel(const T* dy, const T* y, const T
   const std::size_t n = static_cast<std::size_t>(batch) * Out * G::out_pixels;
   for (const std::size_t i : grid_stride(n)) {
     T g = dy[i];
-    if constexpr (!std::is_same_v<Act, fn::Identity>) g *= act.derivative(z_saved != nullptr ? z_saved[i] : y[i], y[i]);
+    if constexpr (!std::is_same_v<Act, fn::Identity>) g = fn::chain(act, g, z_saved != nullptr ? z_saved[i] : y[i], y[i]);
     dz[channel_major<G, Out>(i, batch).index] = g;
   }
 }

@@ -63,7 +63,7 @@ __global__ void activation_gradient_kernel(T* dy, const T* y, const T* z_saved, 
       const std::size_t i = static_cast<std::size_t>(r) * cols + j;
       T g = dy[i];
       if constexpr (!std::is_same_v<Act, fn::Identity>) {
-        g *= act.derivative(z_saved != nullptr ? z_saved[i] : y[i], y[i]);
+        g = fn::chain(act, g, z_saved != nullptr ? z_saved[i] : y[i], y[i]);
         dy[i] = g;
       }
       sum += g;

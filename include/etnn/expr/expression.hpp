@@ -159,4 +159,14 @@ auto derivative(const X& x, const Y& y, F f = F{}) {
   return detail::make_binary(x, y, fn::DerivativeOf<F>{f});
 }
 
+// g f'(x, y) elementwise (fn::chain), backward's step through an activation.
+template <class F, Expression G, Expression X, Expression Y>
+auto chain(const G& g, const X& x, const Y& y, F f = F{}) {
+  if constexpr (F::derivative_needs_input) {
+    return g * derivative(x, y, f);
+  } else {
+    return detail::make_binary(g, y, fn::ChainOf<F>{f});
+  }
+}
+
 }  // namespace etnn::expr

@@ -3,6 +3,7 @@
 // Elementwise functors. Each activation is a (value, derivative) pair:
 //   y = f(x)                 operator()(x)
 //   dy/dx = f'(x, y)         derivative(x, y)
+// and backward's chain rule step, g f'(x, y), is fn::chain(f, g, x, y) (below).
 // The derivative receives both the input x and the output y; when `derivative_needs_input` is
 // false it reads only y, so a fused layer need not keep the pre-activation for backward.
 // All functors are ETNN_HD: the CPU and CUDA executors run the same definitions.
@@ -29,6 +30,10 @@ struct Relu {
   // NaN stays NaN, as torch.relu keeps it (the NaN guard must see it downstream).
   template <class T> ETNN_HD T operator()(T x) const { return x < T(0) ? T(0) : x; }
   template <class T> ETNN_HD T derivative(T, T y) const { return y > T(0) ? T(1) : T(0); }
+  // g relu'(x) as a select, PyTorch's threshold_backward: not g * 0 where the unit is off, which
+  // a compiler may not speculate (0 * inf raises "invalid") and so leaves the loop unvectorised;
+  // a non-finite g there gives 0, as in PyTorch.
+  template <class T> ETNN_HD T chain(T g, T, T y) const { return y > T(0) ? g : T(0); }
 };
 
 // leaky_relu(x) = x if x > 0 else s x; with s >= 0, x > 0 <=> y > 0, so y suffices.
@@ -108,10 +113,29 @@ struct Negate {
 };
 
 // The derivative of an activation as a binary functor: (x, y) -> f'(x, y).
+// One step of the chain rule, dL/dx = dL/dy f'(x, y) with g = dL/dy: the activation's own
+// `chain` where it has one (an exact cheaper form), else g * f'(x, y).
+template <class F, class T>
+ETNN_HD T chain(const F& f, T g, T x, T y) {
+  if constexpr (requires { f.chain(g, x, y); }) {
+    return f.chain(g, x, y);
+  } else {
+    return g * f.derivative(x, y);
+  }
+}
+
 template <class F>
 struct DerivativeOf {
   F f{};
   template <class T> ETNN_HD T operator()(T x, T y) const { return f.derivative(x, y); }
+};
+
+// (g, y) -> g f'(y) through fn::chain, for an activation whose derivative reads y only.
+template <class F>
+struct ChainOf {
+  static_assert(!F::derivative_needs_input, "ChainOf passes y for x: only for derivatives of the output");
+  F f{};
+  template <class T> ETNN_HD T operator()(T g, T y) const { return fn::chain(f, g, y, y); }
 };
 
 }  // namespace etnn::fn

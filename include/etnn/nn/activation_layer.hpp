@@ -1,7 +1,7 @@
 #pragma once
 // Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // A standalone elementwise activation (one not fused into a preceding linear layer).
-//   y = f(x);   dx = dy (.) f'(x, y), written over dy
+//   y = f(x);   dx = dy (.) f'(x, y) (fn::chain), written over dy
 #include "../backend/executor.hpp"
 #include "../expr/expression.hpp"
 #include "layer.hpp"
@@ -20,7 +20,7 @@ struct ActivationLayer : InPlaceLayer<In, Index> {
   static void backward(Device device, const Pass<T>&, const T*, T*, const T* x, const T* y, const T*, T* dy, T* dx,
                        int batch) {
     const std::size_t n = elements(batch);
-    assign(device, dx, expr::ref(dy, n) * expr::derivative<F>(expr::ref(x, n), expr::ref(y, n)));
+    assign(device, dx, expr::chain<F>(expr::ref(dy, n), expr::ref(x, n), expr::ref(y, n)));
   }
 
  private:

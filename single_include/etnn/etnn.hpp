@@ -1868,6 +1868,21 @@ struct Avx2 {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   }
 
+  // in[0..6) into lanes 0..5 (lanes 6, 7 zero) and lanes 0..5 into out[0..6), each as a 4-float
+  // and a 2-float access: one row of a register tile's A panel (mr = 6). Not AVX2's masked store,
+  // which AMD's cores run many times slower than a plain one (the col-major packing of A was a
+  // tenth of a GPT step on Zen 4 through it).
+  static_assert(mr == 6, "load_six and store_six move one panel row of mr = 6 floats");
+  [[gnu::target("avx2,fma"), gnu::always_inline]] static __m256 load_six(const float* in) {
+    const __m128 low = _mm_loadu_ps(in);
+    const __m128 high = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(in + 4)));
+    return _mm256_set_m128(high, low);
+  }
+  [[gnu::target("avx2,fma"), gnu::always_inline]] static void store_six(float* out, __m256 v) {
+    _mm_storeu_ps(out, _mm256_castps256_ps128(v));
+    _mm_store_sd(reinterpret_cast<double*>(out + 4), _mm_castps_pd(_mm256_extractf128_ps(v, 1)));
+  }
+
   // Packs rows [r0, r0 + rows) and depth [k0, k0 + kc) of A into panels of mr rows:
   // panel p holds A(r0 + mr p + i, k0 + kk) at p mr kc + kk mr + i, rows past the end as zeros.
   // A row-major A is packed only for a partial last register tile (the driver reads whole ones in
@@ -1879,10 +1894,12 @@ struct Avx2 {
       float* panel = out + static_cast<std::ptrdiff_t>(p) * mr * kc;
       const int valid = std::min(mr, rows - p * mr);
       if constexpr (LA == Layout::col_major) {  // A(i, k) at a[k lda + i]: mr contiguous values per k
-        const __m256i load = first_lanes(valid), store = first_lanes(mr);
         const float* column = a + static_cast<std::ptrdiff_t>(k0) * lda + r0 + p * mr;
-        for (int kk = 0; kk < kc; ++kk) {
-          _mm256_maskstore_ps(panel + kk * mr, store, _mm256_maskload_ps(column + kk * lda, load));
+        if (valid == mr) {
+          for (int kk = 0; kk < kc; ++kk) store_six(panel + kk * mr, load_six(column + kk * lda));
+        } else {
+          const __m256i load = first_lanes(valid);
+          for (int kk = 0; kk < kc; ++kk) store_six(panel + kk * mr, _mm256_maskload_ps(column + kk * lda, load));
         }
       } else {  // A(i, k) at a[i lda + k]
         for (int kk = 0; kk < kc; ++kk) {
@@ -1928,10 +1945,14 @@ ETNN_UNROLL(4)
         const int first = q * nr + v * lanes;
         const int valid = std::max(0, std::min(lanes, cols - first));
         if constexpr (LB == Layout::row_major) {  // B(k, j) at b[k ldb + j]: 8 contiguous columns
-          const __m256i mask = first_lanes(valid);
-          for (int kk = 0; kk < kc; ++kk) {
-            _mm256_storeu_ps(panel + kk * nr + v * lanes,
-                             _mm256_maskload_ps(b + static_cast<std::ptrdiff_t>(k0 + kk) * ldb + c0 + first, mask));
+          const float* row = b + static_cast<std::ptrdiff_t>(k0) * ldb + c0 + first;
+          if (valid == lanes) {
+            for (int kk = 0; kk < kc; ++kk) _mm256_storeu_ps(panel + kk * nr + v * lanes, _mm256_loadu_ps(row + kk * ldb));
+          } else {
+            const __m256i mask = first_lanes(valid);
+            for (int kk = 0; kk < kc; ++kk) {
+              _mm256_storeu_ps(panel + kk * nr + v * lanes, _mm256_maskload_ps(row + kk * ldb, mask));
+            }
           }
         } else {
           for (int kk = 0; kk < kc; kk += lanes) {

@@ -1811,6 +1811,9 @@ const T* at(const T* m, std::ptrdiff_t ld, std::ptrdiff_t i, std::ptrdiff_t j) {
 // After a tile's last block, `epilogue(row_begin, row_end, col_begin, col_end)` runs on it while
 // it is in cache (bias and activation of a dense layer).
 //
+// At most 8 rows of C with a column-major B (C = X W^T at a batch of 8 or less) run narrow_tile
+// instead where the kernel set has it (Avx2): the same sums in the same order, B unpacked.
+//
 // Nothing is allocated but each thread's packing storage, of one size for every product
 // (cpu/packing_storage.hpp), which pool workers make when they start.
 
@@ -1824,6 +1827,7 @@ const T* at(const T* m, std::ptrdiff_t ld, std::ptrdiff_t i, std::ptrdiff_t j) {
 //   pack_a:   rows of A into panels of mr rows, k-major, zero-padded
 //   pack_b:   columns of B into panels of nr columns, k-major, zero-padded
 //   register_tile_any: C[0..rows, 0..cols) (+)= one K block of A's panel times B's panel
+//   pack_a_lanes, narrow_block: the same for at most 8 rows of C and a column-major B read in place
 // The same layouts and the same order of every sum as cpu/avx512_kernels.hpp's, at half the width.
 
 // ---- etnn/cpu/packing_storage.hpp ----
@@ -2020,6 +2024,57 @@ ETNN_UNROLL(2)
                                                             bool store) {
     if (cols > lanes) register_tile<2, Direct>(kc, ap, lda, bp, c, ldc, rows, cols, store);
     else register_tile<1, Direct>(kc, ap, lda, bp, c, ldc, rows, cols, store);
+  }
+
+  // A product of at most narrow_rows rows of C with a column-major B (C = X W^T: a dense layer's
+  // forward at a batch of 8 or less) reads B in place: packing it would be a pass over all of W
+  // costing more than the product's arithmetic at such M (cpu/packed_gemm.hpp: narrow_gemm).
+  static constexpr int narrow_rows = lanes;
+
+  // Packs rows [r0, r0 + rows) (rows <= 8) and depth [k0, k0 + kc) of A as kc vectors of 8 lanes:
+  // out[kk 8 + i] = A(r0 + i, k0 + kk), lanes past `rows` zero.
+  template <Layout LA>
+  [[gnu::target("avx2,fma")]] static void pack_a_lanes(const float* a, std::ptrdiff_t lda, int r0, int rows, int k0,
+                                                       int kc, float* out) {
+    for (int kk = 0; kk < kc; ++kk) {
+      for (int i = 0; i < lanes; ++i) {
+        const std::ptrdiff_t row = r0 + i, depth = k0 + kk;
+        out[kk * lanes + i] = i >= rows ? 0.0f : LA == Layout::row_major ? a[row * lda + depth] : a[depth * lda + row];
+      }
+    }
+  }
+
+  // C[0..rows, c0..c1) (+)= one K block of A (pack_a_lanes) times B's columns c0..c1, B(k, j) at
+  // b[j ldb + k] from the block's first depth. acc[t] holds C(0..7, j + t): it sums
+  // fma(A(r, k), B(k, j), acc) in k order, register_tile's arithmetic, so the same bits as the
+  // packed path; an 8 x 8 transpose turns it into rows of C, stored as register_tile stores.
+  [[gnu::target("avx2,fma")]] static void narrow_block(int kc, const float* packed_a, const float* b, std::ptrdiff_t ldb,
+                                                       float* c, std::ptrdiff_t ldc, int rows, int c0, int c1,
+                                                       bool store) {
+    for (int j = c0; j < c1; j += lanes) {
+      const int width = std::min(lanes, c1 - j);
+      const float* column[lanes];
+ETNN_UNROLL(8)
+      for (int t = 0; t < lanes; ++t) column[t] = b + static_cast<std::ptrdiff_t>(t < width ? j + t : j) * ldb;
+      __m256 acc[lanes];
+ETNN_UNROLL(8)
+      for (int t = 0; t < lanes; ++t) acc[t] = _mm256_setzero_ps();
+      for (int kk = 0; kk < kc; ++kk) {
+        const __m256 av = _mm256_loadu_ps(packed_a + kk * lanes);
+ETNN_UNROLL(8)
+        for (int t = 0; t < lanes; ++t) acc[t] = _mm256_fmadd_ps(av, _mm256_broadcast_ss(column[t] + kk), acc[t]);
+      }
+      transpose8(acc);  // acc[r]: C(r, j .. j + 7)
+      const __m256i mask = first_lanes(width);
+      for (int r = 0; r < rows; ++r) {
+        float* out = c + r * ldc + j;
+        if (width == lanes) {
+          _mm256_storeu_ps(out, store ? acc[r] : _mm256_add_ps(_mm256_loadu_ps(out), acc[r]));
+        } else {
+          _mm256_maskstore_ps(out, mask, store ? acc[r] : _mm256_add_ps(_mm256_maskload_ps(out, mask), acc[r]));
+        }
+      }
+    }
   }
 };
 
@@ -2631,6 +2686,29 @@ void gemm_tile(int r0, int r1, int c0, int c1, int k, const float* a, std::ptrdi
   }
 }
 
+// Whether the kernel set reads a column-major B in place for C of at most narrow_rows rows.
+template <class Kernels>
+constexpr bool has_narrow_path = requires { Kernels::narrow_rows; };
+
+// Rows [r0, r1) (at most Kernels::narrow_rows) x columns [c0, c1) of C = A B with a column-major
+// B, over every K block (the same blocks as gemm_tile's): A's few rows are packed, B's columns
+// are streamed once from where they lie. The epilogue runs once all blocks are added.
+template <class Kernels, Layout LA, class Epilogue>
+void narrow_tile(int r0, int r1, int c0, int c1, int k, const float* a, std::ptrdiff_t lda, const float* b,
+                 std::ptrdiff_t ldb, float* c, std::ptrdiff_t ldc, bool accumulate, Epilogue& epilogue) {
+  static_assert(std::size_t{Kernels::narrow_rows} * kc_max <= packed_a_floats, "A's packed rows fit A's storage");
+  float* const packed_a = packing_storage();
+  const int blocks = k_blocks(k);
+  for (int block = 0; block < blocks; ++block) {
+    const int k0 = static_cast<int>(static_cast<long>(k) * block / blocks);
+    const int kc = static_cast<int>(static_cast<long>(k) * (block + 1) / blocks) - k0;
+    Kernels::template pack_a_lanes<LA>(a, lda, r0, r1 - r0, k0, kc, packed_a);
+    Kernels::narrow_block(kc, packed_a, b + k0, ldb, c + static_cast<std::ptrdiff_t>(r0) * ldc, ldc, r1 - r0, c0, c1,
+                          !accumulate && block == 0);
+  }
+  with_widest_vectors(epilogue, r0, r1, c0, c1);
+}
+
 // Tiles of C: `down` bands of rows by `across` bands of columns, each band a near-equal share of
 // the register tiles (mr rows) or panels (nr columns) along its side, at most tile_cols columns
 // wide. Bands multiply until every thread has two tiles to take, so that a thread slowed by other
@@ -2673,6 +2751,12 @@ void run_tile(const Tiling& t, int index, int k, const float* a, std::ptrdiff_t 
               std::ptrdiff_t ldb, float* c, std::ptrdiff_t ldc, bool accumulate, Epilogue& epilogue) {
   const auto [r0, r1] = t.rows(index);
   const auto [c0, c1] = t.cols(index);
+  if constexpr (has_narrow_path<Kernels> && LB == Layout::col_major) {
+    if (t.m <= Kernels::narrow_rows) {
+      narrow_tile<Kernels, LA>(r0, r1, c0, c1, k, a, lda, b, ldb, c, ldc, accumulate, epilogue);
+      return;
+    }
+  }
   gemm_tile<Kernels, LA, LB>(r0, r1, c0, c1, k, a, lda, b, ldb, c, ldc, accumulate, epilogue);
 }
 

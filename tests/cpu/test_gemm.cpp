@@ -100,6 +100,7 @@ void check_sizes(Gemm gemm = {}) {
     check<LA, LB, T>(64, 10, 512, accumulate, gemm);  // a classifier head
     check<LA, LB, T>(300, 70, 33, accumulate, gemm);  // threaded, split along rows
     check<LA, LB, T>(20, 400, 100, accumulate, gemm); // threaded, split along columns
+    check<LA, LB, T>(8, 600, 520, accumulate, gemm);  // at most 8 rows (B read in place when column-major), threaded
     check<LA, LB, T>(5, 3, 0, accumulate, gemm);      // empty depth: C = 0, or C unchanged
   }
 }
@@ -188,6 +189,36 @@ TEST_CASE("packed GEMM: bitwise the same on 1 to 16 threads") {
       for (const bool accumulate : {false, true}) {
         const std::vector<float> one = run(1, p, accumulate);
         for (const int threads : {2, 3, 7, 16}) REQUIRE(run(threads, p, accumulate) == one);
+      }
+    }
+  });
+}
+
+// A row of C is the same bits whatever the number of rows around it: at most 8 rows with a
+// column-major B take the narrow path (B read in place), more take packed tiles, and both sum
+// every element's K blocks in the same order. So a sample's output does not depend on its batch.
+TEST_CASE("packed GEMM: a row of C does not depend on how many rows share the product") {
+  for_each_kernel_set([](auto kernels) {
+    using Kernels = decltype(kernels);
+    CAPTURE(Kernels::nr);
+    const auto rows_of = [](int m, auto& p, bool accumulate) {
+      std::vector<float> c(p.c.begin(), p.c.begin() + static_cast<std::ptrdiff_t>(m) * p.ldc);
+      etnn::cpu::NoEpilogue none;
+      etnn::cpu::packed::gemm<Kernels, Layout::row_major, Layout::col_major>(
+          etnn::cpu::available_threads(), m, p.n, p.k, p.a.data(), p.lda, p.b.data(), p.ldb, c.data(), p.ldc,
+          accumulate, none);
+      return c;
+    };
+    for (const auto& [n, k] : {std::pair{10, 64}, std::pair{523, 784}, std::pair{37, 1000}}) {
+      CAPTURE(n);
+      Product<Layout::row_major, Layout::col_major, float> p(40, n, k);
+      for (const bool accumulate : {false, true}) {
+        const std::vector<float> all = rows_of(40, p, accumulate);
+        for (const int m : {1, 5, 8, 9, 13}) {
+          CAPTURE(m);
+          const std::vector<float> few = rows_of(m, p, accumulate);
+          REQUIRE(std::equal(few.begin(), few.end(), all.begin()));
+        }
       }
     }
   });

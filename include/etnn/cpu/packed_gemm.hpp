@@ -18,6 +18,9 @@
 // After a tile's last block, `epilogue(row_begin, row_end, col_begin, col_end)` runs on it while
 // it is in cache (bias and activation of a dense layer).
 //
+// At most 8 rows of C with a column-major B (C = X W^T at a batch of 8 or less) run narrow_tile
+// instead where the kernel set has it (Avx2): the same sums in the same order, B unpacked.
+//
 // Nothing is allocated but each thread's packing storage, of one size for every product
 // (cpu/packing_storage.hpp), which pool workers make when they start.
 #include <algorithm>
@@ -77,6 +80,29 @@ void gemm_tile(int r0, int r1, int c0, int c1, int k, const float* a, std::ptrdi
   }
 }
 
+// Whether the kernel set reads a column-major B in place for C of at most narrow_rows rows.
+template <class Kernels>
+constexpr bool has_narrow_path = requires { Kernels::narrow_rows; };
+
+// Rows [r0, r1) (at most Kernels::narrow_rows) x columns [c0, c1) of C = A B with a column-major
+// B, over every K block (the same blocks as gemm_tile's): A's few rows are packed, B's columns
+// are streamed once from where they lie. The epilogue runs once all blocks are added.
+template <class Kernels, Layout LA, class Epilogue>
+void narrow_tile(int r0, int r1, int c0, int c1, int k, const float* a, std::ptrdiff_t lda, const float* b,
+                 std::ptrdiff_t ldb, float* c, std::ptrdiff_t ldc, bool accumulate, Epilogue& epilogue) {
+  static_assert(std::size_t{Kernels::narrow_rows} * kc_max <= packed_a_floats, "A's packed rows fit A's storage");
+  float* const packed_a = packing_storage();
+  const int blocks = k_blocks(k);
+  for (int block = 0; block < blocks; ++block) {
+    const int k0 = static_cast<int>(static_cast<long>(k) * block / blocks);
+    const int kc = static_cast<int>(static_cast<long>(k) * (block + 1) / blocks) - k0;
+    Kernels::template pack_a_lanes<LA>(a, lda, r0, r1 - r0, k0, kc, packed_a);
+    Kernels::narrow_block(kc, packed_a, b + k0, ldb, c + static_cast<std::ptrdiff_t>(r0) * ldc, ldc, r1 - r0, c0, c1,
+                          !accumulate && block == 0);
+  }
+  with_widest_vectors(epilogue, r0, r1, c0, c1);
+}
+
 // Tiles of C: `down` bands of rows by `across` bands of columns, each band a near-equal share of
 // the register tiles (mr rows) or panels (nr columns) along its side, at most tile_cols columns
 // wide. Bands multiply until every thread has two tiles to take, so that a thread slowed by other
@@ -119,6 +145,12 @@ void run_tile(const Tiling& t, int index, int k, const float* a, std::ptrdiff_t 
               std::ptrdiff_t ldb, float* c, std::ptrdiff_t ldc, bool accumulate, Epilogue& epilogue) {
   const auto [r0, r1] = t.rows(index);
   const auto [c0, c1] = t.cols(index);
+  if constexpr (has_narrow_path<Kernels> && LB == Layout::col_major) {
+    if (t.m <= Kernels::narrow_rows) {
+      narrow_tile<Kernels, LA>(r0, r1, c0, c1, k, a, lda, b, ldb, c, ldc, accumulate, epilogue);
+      return;
+    }
+  }
   gemm_tile<Kernels, LA, LB>(r0, r1, c0, c1, k, a, lda, b, ldb, c, ldc, accumulate, epilogue);
 }
 

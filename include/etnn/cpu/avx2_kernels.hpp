@@ -40,13 +40,15 @@ struct Avx2 {
   // tenth of a GPT step on Zen 4 through it).
   static_assert(mr == 6, "load_six and store_six move one panel row of mr = 6 floats");
   [[gnu::target("avx2,fma"), gnu::always_inline]] static __m256 load_six(const float* in) {
+    // The 2-float halves through the unaligned 64-bit integer moves (_mm_load_sd and _mm_store_sd
+    // dereference a double*, which must be 8-byte aligned: panel rows are only 4-byte aligned).
     const __m128 low = _mm_loadu_ps(in);
-    const __m128 high = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(in + 4)));
+    const __m128 high = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(in + 4)));
     return _mm256_set_m128(high, low);
   }
   [[gnu::target("avx2,fma"), gnu::always_inline]] static void store_six(float* out, __m256 v) {
     _mm_storeu_ps(out, _mm256_castps256_ps128(v));
-    _mm_store_sd(reinterpret_cast<double*>(out + 4), _mm_castps_pd(_mm256_extractf128_ps(v, 1)));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(out + 4), _mm_castps_si128(_mm256_extractf128_ps(v, 1)));
   }
 
   // Packs rows [r0, r0 + rows) and depth [k0, k0 + kc) of A into panels of mr rows:

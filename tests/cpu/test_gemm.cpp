@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -101,6 +102,7 @@ void check_sizes(Gemm gemm = {}) {
     check<LA, LB, T>(300, 70, 33, accumulate, gemm);  // threaded, split along rows
     check<LA, LB, T>(20, 400, 100, accumulate, gemm); // threaded, split along columns
     check<LA, LB, T>(8, 600, 520, accumulate, gemm);  // at most 8 rows (B read in place when column-major), threaded
+    check<LA, LB, T>(200, 700, 300, accumulate, gemm); // two bands of columns even on 1 thread: a column-major A packed whole
     check<LA, LB, T>(5, 3, 0, accumulate, gemm);      // empty depth: C = 0, or C unchanged
   }
 }
@@ -172,25 +174,40 @@ TEST_CASE("packed GEMM: every kernel set this CPU runs matches the naive product
   });
 }
 
-// The packed kernels' results do not depend on how many threads share the tiles.
+// The packed kernels' results do not depend on how many threads share the tiles: C = X W^T
+// (row-major A, column-major B: A read in place) and dW = dZ^T X (column-major A, packed whole
+// where bands of columns share it, row-major B).
+namespace {
+template <class Kernels, Layout LA, Layout LB>
+void check_thread_independence(std::initializer_list<std::tuple<int, int, int>> sizes) {
+  const auto run = [](int threads, auto& p, bool accumulate) {
+    std::vector<float> c = p.c;
+    etnn::cpu::NoEpilogue none;
+    etnn::cpu::packed::gemm<Kernels, LA, LB>(threads, p.m, p.n, p.k, p.a.data(), p.lda, p.b.data(), p.ldb, c.data(),
+                                             p.ldc, accumulate, none);
+    return c;
+  };
+  for (const auto& [m, n, k] : sizes) {
+    CAPTURE(m);
+    CAPTURE(n);
+    CAPTURE(k);
+    Product<LA, LB, float> p(m, n, k);
+    for (const bool accumulate : {false, true}) {
+      const std::vector<float> one = run(1, p, accumulate);
+      for (const int threads : {2, 3, 7, 16}) REQUIRE(run(threads, p, accumulate) == one);
+    }
+  }
+}
+}  // namespace
+
 TEST_CASE("packed GEMM: bitwise the same on 1 to 16 threads") {
   for_each_kernel_set([](auto kernels) {
     using Kernels = decltype(kernels);
     CAPTURE(Kernels::nr);
-    const auto run = [](int threads, auto& p, bool accumulate) {
-      std::vector<float> c = p.c;
-      etnn::cpu::NoEpilogue none;
-      etnn::cpu::packed::gemm<Kernels, Layout::row_major, Layout::col_major>(
-          threads, p.m, p.n, p.k, p.a.data(), p.lda, p.b.data(), p.ldb, c.data(), p.ldc, accumulate, none);
-      return c;
-    };
-    for (const auto& [m, n, k] : {std::tuple{64, 512, 784}, std::tuple{257, 2048, 300}, std::tuple{8, 10, 64}}) {
-      Product<Layout::row_major, Layout::col_major, float> p(m, n, k);
-      for (const bool accumulate : {false, true}) {
-        const std::vector<float> one = run(1, p, accumulate);
-        for (const int threads : {2, 3, 7, 16}) REQUIRE(run(threads, p, accumulate) == one);
-      }
-    }
+    check_thread_independence<Kernels, Layout::row_major, Layout::col_major>(
+        {{64, 512, 784}, {257, 2048, 300}, {8, 10, 64}});
+    check_thread_independence<Kernels, Layout::col_major, Layout::row_major>(
+        {{512, 784, 64}, {200, 400, 300}, {10, 512, 64}});
   });
 }
 
@@ -225,13 +242,17 @@ TEST_CASE("packed GEMM: a row of C does not depend on how many rows share the pr
 }
 
 TEST_CASE("packed GEMM: tiles cover C once in near-equal whole register tiles, two or more a thread where C allows") {
-  using etnn::cpu::packed::mr, etnn::cpu::packed::tile_cols;
+  using etnn::cpu::packed::mr, etnn::cpu::packed::tile_cols, etnn::cpu::packed::kc_max;
   for (const int nr : {etnn::cpu::packed::Avx512::nr, etnn::cpu::packed::Avx2::nr}) {
     CAPTURE(nr);
     for (const int threads : {1, 2, 3, 16}) {
-      for (const auto& [m, n] : {std::pair{1, 1}, std::pair{8, 512}, std::pair{64, 10}, std::pair{2048, 784},
-                                 std::pair{1000, 2048}, std::pair{37, 1000}}) {
-        const auto t = etnn::cpu::packed::tiling(m, n, threads, nr);
+      for (const auto& [m, n, k] : {std::tuple{1, 1, 1}, std::tuple{8, 512, 784}, std::tuple{64, 10, 512},
+                                    std::tuple{2048, 784, 64}, std::tuple{1000, 2048, 1000}, std::tuple{37, 1000, 300},
+                                    std::tuple{512, 784, 64}, std::tuple{512, 2048, 64}, std::tuple{8, 784, 64}}) {
+        CAPTURE(m);
+        CAPTURE(n);
+        CAPTURE(k);
+        const auto t = etnn::cpu::packed::tiling(m, n, k, threads, nr);
         std::vector<int> covered(static_cast<std::size_t>(m) * n, 0);
         int narrowest = n, widest = 0, lowest = m, tallest = 0;
         for (int index = 0; index < t.count(); ++index) {
@@ -253,6 +274,10 @@ TEST_CASE("packed GEMM: tiles cover C once in near-equal whole register tiles, t
         CHECK(widest - narrowest <= 1);
         CHECK(tallest - lowest <= 1);
         if (threads > 1 && m * n >= 2 * threads * mr * nr) REQUIRE(t.count() >= 2 * threads);
+        // a shallow product gives each thread rows of its own, and tiles taken together
+        // (consecutive indices) lie in different rows
+        if (k <= kc_max && t.row_tiles >= 2 * threads) REQUIRE(t.down >= threads);
+        for (int index = 0; index + 1 < std::min(t.down, t.count()); ++index) CHECK(t.rows(index) != t.rows(index + 1));
       }
     }
   }

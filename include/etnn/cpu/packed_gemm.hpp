@@ -8,8 +8,9 @@
 // The product is cut into tiles of C (rows x columns), which threads take one at a time. Each
 // tile runs over K in blocks: it packs its block of A into panels of mr rows (k-major) and its
 // block of B into panels of nr columns (k-major), zero-padded, in the calling thread's reusable
-// storage, then a register tile of mr x nr accumulators sums one block's products with FMAs in
-// k order and adds them to C (the first block of C = A B stores). Kernels is the instruction
+// storage (a column-major A that several bands of columns share is packed once, whole, first),
+// then a register tile of mr x nr accumulators sums one block's products with FMAs in k order
+// and adds them to C (the first block of C = A B stores). Kernels is the instruction
 // set's packing and register tile: Avx512 (cpu/avx512_kernels.hpp, nr = 64) or Avx2
 // (cpu/avx2_kernels.hpp, nr = 16).
 //
@@ -22,7 +23,8 @@
 // instead where the kernel set has it (Avx2): the same sums in the same order, B unpacked.
 //
 // Nothing is allocated but each thread's packing storage, of one size for every product
-// (cpu/packing_storage.hpp), which pool workers make when they start.
+// (cpu/packing_storage.hpp), which pool workers make when they start, and a caller's storage for
+// a whole A, which grows to its largest product.
 #include <algorithm>
 #include <array>
 #include <cstddef>
@@ -42,31 +44,54 @@ namespace etnn::cpu::packed {
 
 // K blocks: ceil(K / kc_max) of near-equal depth; block b covers [K b / n, K (b + 1) / n).
 constexpr int k_blocks(int k) { return (k + kc_max - 1) / kc_max; }
+struct KBlock {
+  int k0, kc;  // first depth, depth
+};
+constexpr KBlock k_block(int k, int block) {
+  const int blocks = k_blocks(k);
+  const int k0 = static_cast<int>(static_cast<long>(k) * block / blocks);
+  return {k0, static_cast<int>(static_cast<long>(k) * (block + 1) / blocks) - k0};
+}
+
+// A column-major A (dW = dZ^T X) packed once for the whole product, when several bands of
+// columns would each pack it again: K block b's panels of mr rows at panels + padded_rows k0,
+// the panel of rows [r, r + mr) at r kc past them (zero rows pad the last). panels == nullptr:
+// each tile packs its own chunks of A.
+struct WholeA {
+  const float* panels = nullptr;
+  int padded_rows = 0;
+};
 
 // Rows [r0, r1) x columns [c0, c1) of C, over every K block; the epilogue runs on each mc-row
 // chunk once its last block is added. A row-major A is read in place by its whole register tiles
 // (packing it would cost a pass over A per product, a quarter of the work when N is 128); only a
-// chunk's last, partial tile is packed, which pads it with zero rows.
+// chunk's last, partial tile is packed, which pads it with zero rows. A column-major A comes from
+// `whole` where it was packed whole.
 template <class Kernels, Layout LA, Layout LB, class Epilogue>
 void gemm_tile(int r0, int r1, int c0, int c1, int k, const float* a, std::ptrdiff_t lda, const float* b,
-               std::ptrdiff_t ldb, float* c, std::ptrdiff_t ldc, bool accumulate, Epilogue& epilogue) {
+               std::ptrdiff_t ldb, float* c, std::ptrdiff_t ldc, bool accumulate, Epilogue& epilogue, WholeA whole) {
   constexpr int nr = Kernels::nr;
   const int cols = c1 - c0, col_panels = (cols + nr - 1) / nr;
   const int blocks = k_blocks(k);
   float* const packed_a = packing_storage();
   float* const packed_b = packed_a + packed_a_floats;
   for (int block = 0; block < blocks; ++block) {
-    const int k0 = static_cast<int>(static_cast<long>(k) * block / blocks);
-    const int kc = static_cast<int>(static_cast<long>(k) * (block + 1) / blocks) - k0;
+    const auto [k0, kc] = k_block(k, block);
     Kernels::template pack_b<LB>(b, ldb, k0, kc, c0, cols, packed_b);
     const bool store = !accumulate && block == 0;
     for (int chunk = r0; chunk < r1; chunk += mc) {
       const int rows = std::min(mc, r1 - chunk);
       const int direct = LA == Layout::row_major ? rows / mr : 0;  // register tiles read in place
-      if (direct * mr < rows) Kernels::template pack_a<LA>(a, lda, chunk + direct * mr, rows - direct * mr, k0, kc, packed_a);
+      const float* chunk_a = packed_a;  // the chunk's packed panels (after its direct tiles)
+      if (whole.panels != nullptr) {
+        chunk_a = whole.panels + static_cast<std::ptrdiff_t>(whole.padded_rows) * k0 +
+                  static_cast<std::ptrdiff_t>(chunk) * kc;
+      } else if (direct * mr < rows) {
+        Kernels::template pack_a<LA>(a, lda, chunk + direct * mr, rows - direct * mr, k0, kc, packed_a);
+      }
       for (int p = 0; p * mr < rows; ++p) {
         const float* ap = p < direct ? a + static_cast<std::ptrdiff_t>(chunk + p * mr) * lda + k0
-                                     : packed_a + static_cast<std::ptrdiff_t>(p - direct) * mr * kc;
+                                     : chunk_a + static_cast<std::ptrdiff_t>(p - direct) * mr * kc;
         for (int q = 0; q < col_panels; ++q) {
           float* out = c + static_cast<std::ptrdiff_t>(chunk + p * mr) * ldc + c0 + q * nr;
           const float* bp = packed_b + static_cast<std::ptrdiff_t>(q) * kc * nr;
@@ -94,8 +119,7 @@ void narrow_tile(int r0, int r1, int c0, int c1, int k, const float* a, std::ptr
   float* const packed_a = packing_storage();
   const int blocks = k_blocks(k);
   for (int block = 0; block < blocks; ++block) {
-    const int k0 = static_cast<int>(static_cast<long>(k) * block / blocks);
-    const int kc = static_cast<int>(static_cast<long>(k) * (block + 1) / blocks) - k0;
+    const auto [k0, kc] = k_block(k, block);
     Kernels::template pack_a_lanes<LA>(a, lda, r0, r1 - r0, k0, kc, packed_a);
     Kernels::narrow_block(kc, packed_a, b + k0, ldb, c + static_cast<std::ptrdiff_t>(r0) * ldc, ldc, r1 - r0, c0, c1,
                           !accumulate && block == 0);
@@ -106,9 +130,15 @@ void narrow_tile(int r0, int r1, int c0, int c1, int k, const float* a, std::ptr
 // Tiles of C: `down` bands of rows by `across` bands of columns, each band a near-equal share of
 // the register tiles (mr rows) or panels (nr columns) along its side, at most tile_cols columns
 // wide. Bands multiply until every thread has two tiles to take, so that a thread slowed by other
-// work on its core takes fewer of them. Every band of columns packs A's rows again, and every
-// band of rows packs B's columns again, so the longer side of C is split first (columns when
-// N >= M, until one panel each; rows when M > N, until one register tile each), then the other.
+// work on its core takes fewer of them. Every band of columns packs A's rows again (unless A is
+// packed whole), and every band of rows packs B's columns again, so the longer side of C is split
+// first (columns when N >= M, until one panel each; rows when M > N, until one register tile
+// each), then the other. A shallow product (one K block: dW = dZ^T X at a batch of at most
+// kc_max) splits rows first whatever its shape, into at least a band for each thread, when every
+// thread can have two: two cores writing the same rows of C side by side ran 512 x 784 x 64 at
+// 0.65-0.75 of the rate they reach on rows of their own (2-core AVX2 Zen 4 VM), and repacking B
+// costs little at that depth (deeper products lost by it: mlp784/64's forward). Tile i is row
+// band i % down and column band i / down, so that tiles taken together lie in different rows.
 // Equal shares keep the last tile from being a sliver (784 columns in 4 bands: 192, 192, 192,
 // 208, not 256, 256, 256, 16).
 struct Tiling {
@@ -119,14 +149,15 @@ struct Tiling {
     return {static_cast<int>(static_cast<long>(units) * i / bands) * size,
             std::min(extent, static_cast<int>(static_cast<long>(units) * (i + 1) / bands) * size)};
   }
-  std::array<int, 2> rows(int index) const { return band(index / across, down, row_tiles, mr, m); }
-  std::array<int, 2> cols(int index) const { return band(index % across, across, panels, nr, n); }
+  std::array<int, 2> rows(int index) const { return band(index % down, down, row_tiles, mr, m); }
+  std::array<int, 2> cols(int index) const { return band(index / down, across, panels, nr, n); }
 };
-inline Tiling tiling(int m, int n, int threads, int nr) {
+inline Tiling tiling(int m, int n, int k, int threads, int nr) {
   const int panels_per_tile = tile_cols / nr;
   Tiling t{m, n, nr, (m + mr - 1) / mr, (n + nr - 1) / nr, 1, 0};
   t.across = (t.panels + panels_per_tile - 1) / panels_per_tile;
-  const bool rows_first = m > n;
+  const bool rows_first = m > n || (k <= kc_max && t.row_tiles >= 2 * threads);
+  if (rows_first) t.down = std::min(t.row_tiles, std::max(threads, 1));  // at least a band of rows each
   while (threads > 1 && t.count() < 2 * threads) {
     const bool can_across = t.across < t.panels, can_down = t.down < t.row_tiles;
     if (can_down && (rows_first || !can_across)) {
@@ -140,18 +171,44 @@ inline Tiling tiling(int m, int n, int threads, int nr) {
   return t;
 }
 
+// Whether the product takes narrow_tile: at most narrow_rows rows of C and a column-major B.
+template <class Kernels, Layout LB>
+constexpr bool takes_narrow_path(int m) {
+  if constexpr (has_narrow_path<Kernels> && LB == Layout::col_major) return m <= Kernels::narrow_rows;
+  return false;
+}
+
 template <class Kernels, Layout LA, Layout LB, class Epilogue>
 void run_tile(const Tiling& t, int index, int k, const float* a, std::ptrdiff_t lda, const float* b,
-              std::ptrdiff_t ldb, float* c, std::ptrdiff_t ldc, bool accumulate, Epilogue& epilogue) {
+              std::ptrdiff_t ldb, float* c, std::ptrdiff_t ldc, bool accumulate, Epilogue& epilogue, WholeA whole) {
   const auto [r0, r1] = t.rows(index);
   const auto [c0, c1] = t.cols(index);
   if constexpr (has_narrow_path<Kernels> && LB == Layout::col_major) {
-    if (t.m <= Kernels::narrow_rows) {
+    if (takes_narrow_path<Kernels, LB>(t.m)) {
       narrow_tile<Kernels, LA>(r0, r1, c0, c1, k, a, lda, b, ldb, c, ldc, accumulate, epilogue);
       return;
     }
   }
-  gemm_tile<Kernels, LA, LB>(r0, r1, c0, c1, k, a, lda, b, ldb, c, ldc, accumulate, epilogue);
+  gemm_tile<Kernels, LA, LB>(r0, r1, c0, c1, k, a, lda, b, ldb, c, ldc, accumulate, epilogue, whole);
+}
+
+// A column-major A packed whole into the calling thread's storage, where tiles would pack it
+// more than once (more than one band of columns) and it fits whole_a_max_floats. Only a caller
+// outside any pool job packs whole, so that its storage grows in the first step only.
+template <class Kernels, Layout LA, Layout LB>
+WholeA pack_whole_a(const Tiling& t, int k, const float* a, std::ptrdiff_t lda) {
+  const int padded_rows = t.row_tiles * mr;
+  const std::size_t floats = static_cast<std::size_t>(padded_rows) * static_cast<std::size_t>(k);
+  if (LA != Layout::col_major || t.across == 1 || takes_narrow_path<Kernels, LB>(t.m) || floats > whole_a_max_floats ||
+      ThreadPool::inside_job()) {
+    return {};
+  }
+  float* const panels = whole_a_storage(floats);
+  for (int block = 0; block < k_blocks(k); ++block) {
+    const auto [k0, kc] = k_block(k, block);
+    Kernels::template pack_a<LA>(a, lda, 0, t.m, k0, kc, panels + static_cast<std::ptrdiff_t>(padded_rows) * k0);
+  }
+  return {panels, padded_rows};
 }
 
 // The product on `threads` threads (1: the calling thread only), which take tiles one at a
@@ -159,9 +216,10 @@ void run_tile(const Tiling& t, int index, int k, const float* a, std::ptrdiff_t 
 template <class Kernels, Layout LA, Layout LB, class Epilogue>
 void gemm(int threads, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc,
           bool accumulate, Epilogue& epilogue) {
-  const Tiling t = tiling(m, n, threads, Kernels::nr);
+  const Tiling t = tiling(m, n, k, threads, Kernels::nr);
+  const WholeA whole = pack_whole_a<Kernels, LA, LB>(t, k, a, lda);
   auto tile = [&](std::size_t index) {
-    run_tile<Kernels, LA, LB>(t, static_cast<int>(index), k, a, lda, b, ldb, c, ldc, accumulate, epilogue);
+    run_tile<Kernels, LA, LB>(t, static_cast<int>(index), k, a, lda, b, ldb, c, ldc, accumulate, epilogue, whole);
   };
   if (threads > 1 && t.count() > 1) {
     ThreadPool::instance().run(static_cast<std::size_t>(t.count()), tile);

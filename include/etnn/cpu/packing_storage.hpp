@@ -3,7 +3,7 @@
 // The packed float GEMM's block sizes (cpu/packed_gemm.hpp) and each thread's packing storage:
 // one size for every product, so that a thread allocates it once (pool workers when they start,
 // cpu/thread_pool.hpp; a caller in its first GEMM, which Trainer::reserve's warm-up pass runs)
-// whichever tiles it takes later.
+// whichever tiles it takes later. A caller also keeps storage for an A packed whole.
 #include <cstddef>
 
 #include "../core/device.hpp"
@@ -22,6 +22,18 @@ inline constexpr std::size_t packed_b_floats = std::size_t{tile_cols} * kc_max;
 // The calling thread's packing storage: packed_a_floats for A, then packed_b_floats for B.
 inline float* packing_storage() {
   thread_local Buffer<float, Cpu> storage(packed_a_floats + packed_b_floats);
+  return storage.data();
+}
+
+// The most floats of a whole packed A (16 MiB): a larger A is packed by each tile instead.
+inline constexpr std::size_t whole_a_max_floats = std::size_t{1} << 22;
+
+// The calling thread's storage for a whole packed A, at least `floats` of it. It grows to the
+// largest product its thread has packed whole: the first training step does (Trainer::reserve's
+// warm-up pass), so later steps allocate nothing.
+inline float* whole_a_storage(std::size_t floats) {
+  thread_local Buffer<float, Cpu> storage;
+  if (storage.size() < floats) storage = Buffer<float, Cpu>(floats);
   return storage.data();
 }
 

@@ -75,6 +75,10 @@ class ThreadPool {
     return solo_until_ns_.load(std::memory_order_relaxed) > now_ns() ? 1 : threads();
   }
 
+  // Whether the calling thread is a worker or runs a chunk of a job: which chunks it takes, and
+  // so what it needs, changes from job to job.
+  static bool inside_job() { return in_job(); }
+
   // n <= 0 restores the default: OMP_NUM_THREADS when set, else one per core. Also ends a period
   // of running jobs alone, so the workers are tried again. Must not be called while a job runs.
   void set_threads(int n) {

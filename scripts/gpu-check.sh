@@ -8,11 +8,19 @@
 #   bash scripts/gpu-check.sh --prepare   on this machine, before the device call: copies Eigen's and
 #                                         doctest's headers (the GPU machine has neither) into
 #                                         build/gpu-deps (ETNN_GPU_DEPS), and prints the limits
+#   bash scripts/gpu-check.sh --prebuild  the same, then builds the programs here, without a GPU, for
+#                                         ETNN_CUDA_ARCH (default sm_90: the H100 and H200) into
+#                                         build/gpu-check-bin, stamped with a hash of the sources and
+#                                         flags, so that the device call spends none of its time
+#                                         compiling (a device minute costs more than ten here)
 #   bash scripts/gpu-check.sh [OUT_DIR]   on the GPU machine; OUT_DIR defaults to $OUT, else
-#                                         build/gpu-check
+#                                         build/gpu-check. Prebuilt programs are run only when their
+#                                         stamp matches these sources and the GPU's architecture;
+#                                         otherwise they are removed and everything is built there
 #
-# The one device call (the run tool), carrying the prepared headers:
-#   command: bash scripts/gpu-check.sh "$OUT"   carry: ["build/gpu-deps"]   timeout_s: 600
+# The one device call (the run tool), carrying the prepared headers (and the prebuilt programs):
+#   command: bash scripts/gpu-check.sh "$OUT"   carry: ["build/gpu-deps", "build/gpu-check-bin"]
+#   timeout_s: 600
 #
 # OUT_DIR then holds three files: summary.txt (a line per step; also printed), table.md (etnn
 # against PyTorch) and gpu-check-logs.tar.gz (every build and run log).
@@ -42,24 +50,31 @@ if ((limits_total >= 540)); then
   exit 2
 fi
 
-if [[ "${1:-}" == "--prepare" ]]; then
+if [[ "${1:-}" == "--prepare" || "${1:-}" == "--prebuild" ]]; then
   mkdir -p "$deps"
   rm -rf "${deps:?}/eigen3" "${deps:?}/doctest"
   cp -r /usr/include/eigen3 "$deps/eigen3" || exit 2
   cp -r /usr/include/doctest "$deps/doctest" || exit 2
   du -sh "$deps"
   echo "gpu-check: step limits add up to $limits_total s"
-  echo "device call: command 'bash scripts/gpu-check.sh \"\$OUT\"', carry [\"$deps\"], timeout_s 600"
-  exit 0
+  if [[ "$1" == "--prepare" ]]; then
+    echo "device call: command 'bash scripts/gpu-check.sh \"\$OUT\"', carry [\"$deps\"], timeout_s 600"
+    exit 0
+  fi
 fi
 
-out=${1:-${OUT:-build/gpu-check}}
+prebuild=0
+if [[ "${1:-}" == "--prebuild" ]]; then
+  prebuild=1
+  out=build/gpu-check-prebuild
+  limit_compile=1500  # here the translation units share 2 cores, and no device time is spent
+  limit_link=300
+else
+  out=${1:-${OUT:-build/gpu-check}}
+fi
 mkdir -p "$out"
 logs=$(mktemp -d "${TMPDIR:-/tmp}/gpu-check-logs.XXXXXX")
 bin=build/gpu-check-bin
-# Stale programs and objects never run: a failed build leaves nothing behind to be mistaken for it.
-rm -rf "$bin"
-mkdir -p "$bin"
 status=0
 note() { echo "== $*" | tee -a "$logs/summary.txt"; }
 # shellcheck disable=SC2317  # called by the EXIT trap
@@ -98,11 +113,18 @@ for dir in "$(dirname "$NVCC")/.." /usr /usr/local "$(sed -n 2p <<< "$python_inf
   fi
 done
 
-# Build: one nvcc per translation unit, all in parallel, for the GPU present (-arch=native;
-# ETNN_CUDA_ARCH=sm_90 sets another); then the links, in parallel.
-flags=(-std=c++20 -O3 -arch="${ETNN_CUDA_ARCH:-native}" --expt-relaxed-constexpr "-diag-suppress=20011,20012,20014,20015"
+# Build: one nvcc per translation unit, all in parallel, for the GPU present (its compute capability
+# as nvidia-smi reports it, else -arch=native; a prebuild without a GPU: sm_90; ETNN_CUDA_ARCH sets
+# another); then the links, in parallel.
+if ((prebuild)); then
+  arch=${ETNN_CUDA_ARCH:-sm_90}
+else
+  capability=$(timeout 5 nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1)
+  arch=${ETNN_CUDA_ARCH:-$([[ $capability =~ ^[0-9]+\.[0-9]+$ ]] && echo "sm_${capability/./}" || echo native)}
+fi
+flags=(-std=c++20 -O3 -arch="$arch" --expt-relaxed-constexpr "-diag-suppress=20011,20012,20014,20015"
        -Xcompiler=-fopenmp -Iinclude -Itests -I"$deps/eigen3" -I"$deps")
-link_flags=(-arch="${ETNN_CUDA_ARCH:-native}" -lcublasLt -lgomp)
+link_flags=(-arch="$arch" -lcublasLt -lgomp)
 units=(main:tests/main.cpp test_cuda:tests/cuda/test_cuda.cu test_cuda_training:tests/cuda/test_cuda_training.cu
        test_cuda_mixed:tests/cuda/test_cuda_mixed.cu fused_mlp_check:tests/cuda/fused_mlp_check.cu
        bench_cuda:benchmarks/bench_cuda.cu)
@@ -142,6 +164,18 @@ finish() {
   return $failed
 }
 
+# The programs' stamp: the architecture, the flags, the units and every header and test source
+# (NCCL's paths differ between machines and are left out: the run finds libnccl.so.2 through
+# LD_LIBRARY_PATH, below).
+stamp=$({ printf '%s\n' "$arch" "${flags[*]}" "${link_flags[*]}" "${units[*]}"
+          find include tests benchmarks/bench_cuda.cu -type f -print0 | sort -z | xargs -0 sha256sum; } | sha256sum | cut -c1-16)
+if ((!prebuild)) && [[ -f "$bin/stamp" && "$(cat "$bin/stamp")" == "$stamp" ]]; then
+  note "prebuilt programs match these sources and $arch (stamp $stamp): not rebuilt"
+else
+# Stale programs and objects never run: a failed build leaves nothing behind to be mistaken for it.
+[[ -d "$bin" ]] && note "build/gpu-check-bin is stale (stamp $(cat "$bin/stamp" 2>/dev/null || echo none), sources $stamp): rebuilt"
+rm -rf "$bin"
+mkdir -p "$bin"
 t0=$SECONDS
 for unit in "${units[@]}"; do
   name=${unit%%:*}
@@ -172,6 +206,17 @@ link test_nccl main test_nccl
 programs=${#started[@]}
 finish || status=1
 note "link: $((SECONDS - t0)) s, $programs programs"
+rm -f "$bin"/*.o  # only the programs are kept (and carried, after a prebuild)
+((status == 0)) && echo "$stamp" > "$bin/stamp"
+fi
+if ((prebuild)); then
+  note "prebuilt for $arch in $bin (stamp $stamp, $(du -sh "$bin" | cut -f1)), status $status"
+  ((status == 0)) && echo "device call: command 'bash scripts/gpu-check.sh \"\$OUT\"'," \
+    "carry [\"$deps\", \"$bin\"], timeout_s 600"
+  exit $status
+fi
+# The programs find the toolkit's cuBLASLt and the NCCL found above wherever they were linked.
+program_libs="$(dirname "$NVCC")/../lib64${nccl_flags:+:${nccl_flags[1]#-L}}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 run() {  # run NAME LIMIT COMMAND...: output to $logs/NAME.log, one summary line
   local name=$1 limit=$2 t=$SECONDS
@@ -182,15 +227,16 @@ run() {  # run NAME LIMIT COMMAND...: output to $logs/NAME.log, one summary line
   return $rc
 }
 
-[[ -x "$bin/test_cuda" ]] && { run test_cuda "$limit_test_cuda" "$bin/test_cuda" || status=1; }
-[[ -x "$bin/fused_mlp_check" ]] && { run fused_mlp_check "$limit_fused_mlp" "$bin/fused_mlp_check" || status=1; }
-[[ -x "$bin/test_nccl" ]] && { run test_nccl "$limit_test_nccl" "$bin/test_nccl" || status=1; }
+ours=(env LD_LIBRARY_PATH="$program_libs")
+[[ -x "$bin/test_cuda" ]] && { run test_cuda "$limit_test_cuda" "${ours[@]}" "$bin/test_cuda" || status=1; }
+[[ -x "$bin/fused_mlp_check" ]] && { run fused_mlp_check "$limit_fused_mlp" "${ours[@]}" "$bin/fused_mlp_check" || status=1; }
+[[ -x "$bin/test_nccl" ]] && { run test_nccl "$limit_test_nccl" "${ours[@]}" "$bin/test_nccl" || status=1; }
 SANITIZER=$(command -v compute-sanitizer || echo "$(dirname "$NVCC")/compute-sanitizer")
 if [[ -x "$bin/test_cuda" && -x "$SANITIZER" ]]; then
-  run memcheck "$limit_memcheck" "$SANITIZER" --tool memcheck --error-exitcode 3 "$bin/test_cuda" || status=1
+  run memcheck "$limit_memcheck" "${ours[@]}" "$SANITIZER" --tool memcheck --error-exitcode 3 "$bin/test_cuda" || status=1
   note "memcheck: $(grep -E 'ERROR SUMMARY' "$logs/memcheck.log" | tail -1)"
 fi
-[[ -x "$bin/bench_cuda" ]] && { run bench_cuda "$limit_bench" "$bin/bench_cuda" --seconds 0.5 || status=1; }
+[[ -x "$bin/bench_cuda" ]] && { run bench_cuda "$limit_bench" "${ours[@]}" "$bin/bench_cuda" --seconds 0.5 || status=1; }
 # The peer's modes that fit the limit: eager and the whole-step CUDA graphs, fp32 and bf16 (the
 # compiled modes' compilation alone, max-autotune's above all, takes minutes: a device call of its
 # own, pytorch_gpu.py --modes all).

@@ -17,6 +17,7 @@
 #include "features.hpp"
 #include "layout.hpp"
 #include "packing_storage.hpp"
+#include "row_major_panels.hpp"
 
 #if ETNN_PACKED_GEMM
 #include <immintrin.h>
@@ -103,26 +104,19 @@ ETNN_UNROLL(4)
 
   // Packs depth [k0, k0 + kc) and columns [c0, c0 + cols) of B into panels of nr columns: panel q
   // holds B(k0 + kk, c0 + nr q + j) at q kc nr + kk nr + j, columns past the end as zeros. A
-  // column-major B (B(k, j) at b[j ldb + k]) is transposed 8 x 8 at a time in registers.
+  // row-major B is copied by groups of rows (cpu/row_major_panels.hpp); a column-major B (B(k, j)
+  // at b[j ldb + k]) is transposed 8 x 8 at a time in registers.
   template <Layout LB>
   [[gnu::target("avx2,fma")]] static void pack_b(const float* b, std::ptrdiff_t ldb, int k0, int kc, int c0, int cols,
                                                  float* out) {
-    for (int q = 0; q * nr < cols; ++q) {
-      float* panel = out + static_cast<std::ptrdiff_t>(q) * kc * nr;
-      for (int v = 0; v < vectors; ++v) {
-        const int first = q * nr + v * lanes;
-        const int valid = std::max(0, std::min(lanes, cols - first));
-        if constexpr (LB == Layout::row_major) {  // B(k, j) at b[k ldb + j]: 8 contiguous columns
-          const float* row = b + static_cast<std::ptrdiff_t>(k0) * ldb + c0 + first;
-          if (valid == lanes) {
-            for (int kk = 0; kk < kc; ++kk) _mm256_storeu_ps(panel + kk * nr + v * lanes, _mm256_loadu_ps(row + kk * ldb));
-          } else {
-            const __m256i mask = first_lanes(valid);
-            for (int kk = 0; kk < kc; ++kk) {
-              _mm256_storeu_ps(panel + kk * nr + v * lanes, _mm256_maskload_ps(row + kk * ldb, mask));
-            }
-          }
-        } else {
+    if constexpr (LB == Layout::row_major) {
+      pack_row_major_b<nr>(b, ldb, k0, kc, c0, cols, out);
+    } else {
+      for (int q = 0; q * nr < cols; ++q) {
+        float* panel = out + static_cast<std::ptrdiff_t>(q) * kc * nr;
+        for (int v = 0; v < vectors; ++v) {
+          const int first = q * nr + v * lanes;
+          const int valid = std::max(0, std::min(lanes, cols - first));
           for (int kk = 0; kk < kc; kk += lanes) {
             const int depth = std::min(lanes, kc - kk);
             const __m256i mask = first_lanes(depth);

@@ -15,6 +15,7 @@
 #include "features.hpp"
 #include "layout.hpp"
 #include "packing_storage.hpp"
+#include "row_major_panels.hpp"
 
 #if ETNN_PACKED_GEMM
 #include <immintrin.h>
@@ -125,24 +126,20 @@ ETNN_UNROLL(8)
 
   // Packs depth [k0, k0 + kc) and columns [c0, c0 + cols) of B into panels of nr columns: panel q
   // holds B(k0 + kk, c0 + nr q + j) at q kc nr + kk nr + j, columns past the end as zeros. Packed
-  // panels are read with unit stride whatever B's leading dimension (a row-major B with a stride of
-  // 4 KiB would put every row of a panel in the same L1 set). A column-major B (B(k, j) at
-  // b[j ldb + k]) is transposed 16 x 16 at a time in registers.
+  // panels are read with unit stride whatever B's leading dimension. A row-major B is copied by
+  // groups of rows (cpu/row_major_panels.hpp); a column-major B (B(k, j) at b[j ldb + k]) is
+  // transposed 16 x 16 at a time in registers.
   template <Layout LB>
   [[gnu::target("avx512f")]] static void pack_b(const float* b, std::ptrdiff_t ldb, int k0, int kc, int c0, int cols,
                                          float* out) {
-    for (int q = 0; q * nr < cols; ++q) {
-      float* panel = out + static_cast<std::ptrdiff_t>(q) * kc * nr;
-      for (int v = 0; v < nr / lanes; ++v) {
-        const int first = q * nr + v * lanes;
-        const int valid = std::max(0, std::min(lanes, cols - first));
-        if constexpr (LB == Layout::row_major) {  // B(k, j) at b[k ldb + j]: 16 contiguous columns
-          const __mmask16 mask = first_lanes(valid);
-          for (int kk = 0; kk < kc; ++kk) {
-            _mm512_storeu_ps(panel + kk * nr + v * lanes,
-                             _mm512_maskz_loadu_ps(mask, b + static_cast<std::ptrdiff_t>(k0 + kk) * ldb + c0 + first));
-          }
-        } else {
+    if constexpr (LB == Layout::row_major) {
+      pack_row_major_b<nr>(b, ldb, k0, kc, c0, cols, out);
+    } else {
+      for (int q = 0; q * nr < cols; ++q) {
+        float* panel = out + static_cast<std::ptrdiff_t>(q) * kc * nr;
+        for (int v = 0; v < nr / lanes; ++v) {
+          const int first = q * nr + v * lanes;
+          const int valid = std::max(0, std::min(lanes, cols - first));
           for (int kk = 0; kk < kc; kk += lanes) {
             const int depth = std::min(lanes, kc - kk);
             const __mmask16 mask = first_lanes(depth);

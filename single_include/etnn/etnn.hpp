@@ -1869,6 +1869,45 @@ inline float* whole_a_storage(std::size_t floats) {
 }
 
 }  // namespace etnn::cpu::packed
+// ---- etnn/cpu/row_major_panels.hpp ----
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
+// Packing a row-major B (B(k, j) at b[k ldb + j]) into the packed GEMM's panels, for every kernel
+// set (cpu/avx512_kernels.hpp, cpu/avx2_kernels.hpp), which inline it into their own instruction set.
+
+namespace etnn::cpu::packed {
+
+// Depth [k0, k0 + kc) and columns [c0, c0 + cols) of a row-major B into panels of Nr columns:
+// panel q holds B(k0 + kk, c0 + Nr q + j) at q kc Nr + kk Nr + j, columns past the end as zeros.
+// Rows are taken a group of 8 at a time, and each group's panels in column order: the reads are 8
+// streams along B's rows, the writes one stream down a panel. Walking a whole panel's depth at a
+// time steps down ldb for every row, and at ldb a multiple of 4 KiB (wide's 2048 floats) all those
+// rows' lines fall in one L1 set and evict one another before the next panel's columns reuse them
+// (a fifth of the dX product, 256 x 2048 x 2048, went to packing B that way).
+template <int Nr>
+[[gnu::always_inline]] inline void pack_row_major_b(const float* b, std::ptrdiff_t ldb, int k0, int kc, int c0,
+                                                    int cols, float* out) {
+  constexpr int group = 8;
+  for (int g = 0; g < kc; g += group) {
+    const int depth = std::min(group, kc - g);
+    const float* rows = b + static_cast<std::ptrdiff_t>(k0 + g) * ldb + c0;
+    for (int q = 0; q * Nr < cols; ++q) {
+      const int width = std::min(Nr, cols - q * Nr);
+      float* panel = out + static_cast<std::ptrdiff_t>(q) * kc * Nr + static_cast<std::ptrdiff_t>(g) * Nr;
+      for (int d = 0; d < depth; ++d) {
+        const float* from = rows + d * ldb + q * Nr;
+        float* to = panel + d * Nr;
+        if (width == Nr) {
+          std::memcpy(to, from, sizeof(float) * Nr);
+        } else {
+          std::copy_n(from, width, to);
+          std::fill(to + width, to + Nr, 0.0f);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace etnn::cpu::packed
 
 #if ETNN_PACKED_GEMM
 #include <immintrin.h>
@@ -1955,26 +1994,19 @@ ETNN_UNROLL(4)
 
   // Packs depth [k0, k0 + kc) and columns [c0, c0 + cols) of B into panels of nr columns: panel q
   // holds B(k0 + kk, c0 + nr q + j) at q kc nr + kk nr + j, columns past the end as zeros. A
-  // column-major B (B(k, j) at b[j ldb + k]) is transposed 8 x 8 at a time in registers.
+  // row-major B is copied by groups of rows (cpu/row_major_panels.hpp); a column-major B (B(k, j)
+  // at b[j ldb + k]) is transposed 8 x 8 at a time in registers.
   template <Layout LB>
   [[gnu::target("avx2,fma")]] static void pack_b(const float* b, std::ptrdiff_t ldb, int k0, int kc, int c0, int cols,
                                                  float* out) {
-    for (int q = 0; q * nr < cols; ++q) {
-      float* panel = out + static_cast<std::ptrdiff_t>(q) * kc * nr;
-      for (int v = 0; v < vectors; ++v) {
-        const int first = q * nr + v * lanes;
-        const int valid = std::max(0, std::min(lanes, cols - first));
-        if constexpr (LB == Layout::row_major) {  // B(k, j) at b[k ldb + j]: 8 contiguous columns
-          const float* row = b + static_cast<std::ptrdiff_t>(k0) * ldb + c0 + first;
-          if (valid == lanes) {
-            for (int kk = 0; kk < kc; ++kk) _mm256_storeu_ps(panel + kk * nr + v * lanes, _mm256_loadu_ps(row + kk * ldb));
-          } else {
-            const __m256i mask = first_lanes(valid);
-            for (int kk = 0; kk < kc; ++kk) {
-              _mm256_storeu_ps(panel + kk * nr + v * lanes, _mm256_maskload_ps(row + kk * ldb, mask));
-            }
-          }
-        } else {
+    if constexpr (LB == Layout::row_major) {
+      pack_row_major_b<nr>(b, ldb, k0, kc, c0, cols, out);
+    } else {
+      for (int q = 0; q * nr < cols; ++q) {
+        float* panel = out + static_cast<std::ptrdiff_t>(q) * kc * nr;
+        for (int v = 0; v < vectors; ++v) {
+          const int first = q * nr + v * lanes;
+          const int valid = std::max(0, std::min(lanes, cols - first));
           for (int kk = 0; kk < kc; kk += lanes) {
             const int depth = std::min(lanes, kc - kk);
             const __m256i mask = first_lanes(depth);
@@ -2217,24 +2249,20 @@ ETNN_UNROLL(8)
 
   // Packs depth [k0, k0 + kc) and columns [c0, c0 + cols) of B into panels of nr columns: panel q
   // holds B(k0 + kk, c0 + nr q + j) at q kc nr + kk nr + j, columns past the end as zeros. Packed
-  // panels are read with unit stride whatever B's leading dimension (a row-major B with a stride of
-  // 4 KiB would put every row of a panel in the same L1 set). A column-major B (B(k, j) at
-  // b[j ldb + k]) is transposed 16 x 16 at a time in registers.
+  // panels are read with unit stride whatever B's leading dimension. A row-major B is copied by
+  // groups of rows (cpu/row_major_panels.hpp); a column-major B (B(k, j) at b[j ldb + k]) is
+  // transposed 16 x 16 at a time in registers.
   template <Layout LB>
   [[gnu::target("avx512f")]] static void pack_b(const float* b, std::ptrdiff_t ldb, int k0, int kc, int c0, int cols,
                                          float* out) {
-    for (int q = 0; q * nr < cols; ++q) {
-      float* panel = out + static_cast<std::ptrdiff_t>(q) * kc * nr;
-      for (int v = 0; v < nr / lanes; ++v) {
-        const int first = q * nr + v * lanes;
-        const int valid = std::max(0, std::min(lanes, cols - first));
-        if constexpr (LB == Layout::row_major) {  // B(k, j) at b[k ldb + j]: 16 contiguous columns
-          const __mmask16 mask = first_lanes(valid);
-          for (int kk = 0; kk < kc; ++kk) {
-            _mm512_storeu_ps(panel + kk * nr + v * lanes,
-                             _mm512_maskz_loadu_ps(mask, b + static_cast<std::ptrdiff_t>(k0 + kk) * ldb + c0 + first));
-          }
-        } else {
+    if constexpr (LB == Layout::row_major) {
+      pack_row_major_b<nr>(b, ldb, k0, kc, c0, cols, out);
+    } else {
+      for (int q = 0; q * nr < cols; ++q) {
+        float* panel = out + static_cast<std::ptrdiff_t>(q) * kc * nr;
+        for (int v = 0; v < nr / lanes; ++v) {
+          const int first = q * nr + v * lanes;
+          const int valid = std::max(0, std::min(lanes, cols - first));
           for (int kk = 0; kk < kc; kk += lanes) {
             const int depth = std::min(lanes, kc - kk);
             const __mmask16 mask = first_lanes(depth);

@@ -184,6 +184,24 @@ TEST_CASE("prefetch on and off give identical batches") {
   }
 }
 
+TEST_CASE("an in-memory dataset is gathered on the caller unless prefetch is asked for") {
+  const auto data = numbered(103);
+  DataLoader automatic(data, {.batch = 10, .shuffle = true, .seed = 9});
+  DataLoader on(data, {.batch = 10, .shuffle = true, .seed = 9, .prefetch = true});
+  DataLoader off(data, {.batch = 10, .shuffle = true, .seed = 9, .prefetch = false});
+  CHECK(on.prefetches());
+  CHECK_FALSE(off.prefetches());
+  const int threads = etnn::num_threads();
+  for (const int t : {1, etnn::usable_cpus() + 1}) {
+    etnn::set_num_threads(t);  // without threads in the build, num_threads() stays 1
+    CHECK_FALSE(automatic.prefetches());
+    automatic.set_epoch(t);
+    on.set_epoch(t);
+    CHECK(run(automatic, data) == run(on, data));  // either way, the same batches
+  }
+  etnn::set_num_threads(threads);
+}
+
 TEST_CASE("breaking out of a loop early, then iterating again, restarts the epoch cleanly") {
   const auto data = numbered(40);
   for (bool prefetch : {false, true}) {

@@ -61,6 +61,14 @@ void check_same_as_in_memory(const fs::path& images, const fs::path& labels) {
   etnn::data::IdxDataset<S> held(images, labels, {.num_classes = 10});
   CHECK(streamed.streaming());
   CHECK(!held.streaming());
+  // By default only a streamed dataset is prefetched, and only where a CPU is free for the worker.
+  const int threads = etnn::num_threads();
+  for (const int t : {1, etnn::usable_cpus()}) {
+    etnn::set_num_threads(t);  // without threads in the build, num_threads() stays 1
+    CHECK(etnn::data::DataLoader(streamed, {.batch = 32}).prefetches() == (etnn::usable_cpus() > etnn::num_threads()));
+    CHECK_FALSE(etnn::data::DataLoader(held, {.batch = 32}).prefetches());
+  }
+  etnn::set_num_threads(threads);
   REQUIRE(streamed.size() == reference.size());
   CHECK(streamed.num_classes() == reference.num_classes());
   // Statistics in the same order: the same doubles.

@@ -16,3 +16,4 @@
 #include "pool.hpp"
 #include "staging.hpp"
 #include "sum_of_squares.hpp"
+#include "threads.hpp"

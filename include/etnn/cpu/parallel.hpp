@@ -5,6 +5,11 @@
 // plain loop otherwise. The GEMM (cpu/gemm.hpp) threads through the same pool.
 #include <algorithm>
 #include <cstddef>
+#include <thread>
+
+#if defined(__linux__)
+#include <sched.h>
+#endif
 
 #include "../core/config.hpp"
 #include "thread_pool.hpp"
@@ -35,6 +40,16 @@ inline int num_threads() {
 #else
   return 1;
 #endif
+}
+
+// CPUs this process may run on (its affinity mask, as taskset or a container's cpuset set it),
+// at least 1.
+inline int usable_cpus() {
+#if defined(__linux__)
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+#endif
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 namespace cpu {

@@ -1,5 +1,7 @@
 // One training step (forward, cross-entropy, backward, SGD update) per iteration, on synthetic
-// data held in memory, warm-up excluded. gpt is examples/char_lm's model (4 causal transformer
+// data held in memory, through the public API as a user trains: a data::Dataset of 16 batches,
+// a shuffling data::DataLoader (each iteration takes its next batch; a new epoch, newly shuffled,
+// when one ends) and the Trainer; warm-up excluded. gpt is examples/char_lm's model (4 causal transformer
 // blocks over 128 tokens, width 128, 4 heads, 128 ids) under cross-entropy at every position. Counters: samples/s, GFLOP/s of the GEMM work, threads,
 // and the process's peak resident memory so far (MiB; per configuration when only one runs).
 //   build/release/benchmarks/bench_train --benchmark_counters_tabular=true
@@ -11,11 +13,16 @@
 
 #include <sys/resource.h>
 
+#include <cstddef>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace nn = etnn::nn;
 
 namespace {
+
+constexpr int batches_per_epoch = 16;
 
 using Mlp784 = decltype(nn::input<784> >> nn::linear<512> >> nn::relu >> nn::linear<10>);
 using Tiny = decltype(nn::input<32> >> nn::linear<64> >> nn::relu >> nn::linear<64> >> nn::relu >> nn::linear<10>);
@@ -84,17 +91,33 @@ void train_step(benchmark::State& state) {
   std::conditional_t<sequence, etnn::loss::SequenceCrossEntropy, etnn::loss::CrossEntropy> loss;
   etnn::optim::SGD opt(model, {.lr = 0.01f});
   etnn::Trainer trainer(model, loss, opt);
-  etnn::Tensor<float, In> x(batch);
-  std::vector<int> y(static_cast<std::size_t>(batch) * (sequence ? Out::dims[0] : 1));
+  const std::size_t samples_per_epoch = std::size_t{batches_per_epoch} * static_cast<std::size_t>(batch);
+  std::vector<float> x(samples_per_epoch * In::size);
+  std::vector<int> y(samples_per_epoch * (sequence ? Out::dims[0] : 1));
   const int classes = sequence ? Out::dims[Out::rank - 1] : 10;
   etnn::Rng rng(1);
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    if constexpr (etnn::TokenShape<In>) x.data()[i] = static_cast<float>(rng.below(In::vocabulary));
-    else x.data()[i] = static_cast<float>(rng.uniform(-1, 1));
+  for (float& v : x) {
+    if constexpr (etnn::TokenShape<In>) v = static_cast<float>(rng.below(In::vocabulary));
+    else v = static_cast<float>(rng.uniform(-1, 1));
   }
   for (auto& label : y) label = static_cast<int>(rng.below(static_cast<std::uint64_t>(classes)));
-  trainer.step(x, y);  // warm-up: sizes the workspace
-  for (auto _ : state) benchmark::DoNotOptimize(trainer.step(x, y));
+  using Data = std::conditional_t<sequence, etnn::data::Dataset<In, etnn::data::SequenceLabels<Out::dims[0]>>,
+                                  etnn::data::Dataset<In>>;
+  const Data data(std::move(x), std::move(y));
+  etnn::data::DataLoader loader(data, {.batch = batch, .shuffle = true, .seed = 0});
+  int epoch = 0;
+  auto next = loader.begin();
+  const auto step = [&] {
+    if (next == loader.end()) {
+      loader.set_epoch(++epoch);
+      next = loader.begin();
+    }
+    const float loss_value = trainer.step(*next);
+    ++next;
+    return loss_value;
+  };
+  step();  // warm-up: sizes the workspace
+  for (auto _ : state) benchmark::DoNotOptimize(step());
   const double samples = static_cast<double>(state.iterations()) * batch;
   state.counters["samples/s"] = benchmark::Counter(samples, benchmark::Counter::kIsRate);
   state.counters["GFLOP/s"] = benchmark::Counter(samples * flops_per_sample<Net>() / 1e9, benchmark::Counter::kIsRate);

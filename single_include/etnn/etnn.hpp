@@ -13223,11 +13223,12 @@ Dataset<X, Y> load_csv(const std::filesystem::path& path, const CsvOptions& opti
 // whose reads are worth hiding, and only where a CPU is free for the worker (the process may run
 // on more CPUs than etnn's compute threads). An in-memory batch is a few copies of rows, cheaper
 // than handing it over between threads (tiny/32 at 1 thread: 1.1M samples/s with the worker,
-// 2.5M without), and where the compute threads take every CPU the worker preempts one of them
+// 2.2M without), and where the compute threads take every CPU the worker preempts one of them
 // mid-tile and the step waits for it (README's first command on 2 cores and 2 threads: 115k
 // samples/s gathering on the caller, 97k with the worker). So by default the caller gathers, as
 // PyTorch's DataLoader does with num_workers=0.
-// Buffers are sized at construction: iterating allocates nothing per batch.
+// Buffers are sized at construction (a second one only where prefetch may run): iterating
+// allocates nothing per batch.
 #include <iterator>
 #include <optional>
 
@@ -13400,7 +13401,7 @@ class DataLoader {
         num_batches_(order_.size() / batch_size() +
                      (options.drop_last || order_.size() % batch_size() == 0 ? 0 : 1)) {
     const std::size_t rows = std::min(batch_size(), order_.size());
-    for (std::size_t s = 0; s < (options_.prefetch.value_or(true) ? 2u : 1u); ++s) {
+    for (std::size_t s = 0; s < (options_.prefetch.value_or(streamed()) ? 2u : 1u); ++s) {
       slots_[s].x = Buffer<float, Cpu>(rows * shape::size);
       slots_[s].y = Buffer<target_value<target_kind>, Cpu>(rows * target_size<target_kind>);
     }
@@ -13423,12 +13424,7 @@ class DataLoader {
   // Batches per epoch; the partial last one counts unless drop_last.
   std::size_t size() const noexcept { return num_batches_; }
   // Whether an iteration begun now gathers on a worker thread (LoaderOptions::prefetch).
-  bool prefetches() const {
-    if (options_.prefetch) return *options_.prefetch;
-    bool streamed = false;
-    if constexpr (requires { data_->streaming(); }) streamed = data_->streaming();
-    return streamed && usable_cpus() > num_threads();
-  }
+  bool prefetches() const { return options_.prefetch.value_or(streamed() && usable_cpus() > num_threads()); }
   // Batches of the current epoch handed out so far, including the one being used (a batch counts
   // as consumed once the iterator has produced it), or where a resume() will start.
   std::size_t position() const noexcept { return position_; }
@@ -13530,6 +13526,11 @@ class DataLoader {
     return SequentialSampler{};
   }
   std::size_t batch_size() const noexcept { return static_cast<std::size_t>(options_.batch); }
+  // Whether the dataset reads its samples from disk as batches need them.
+  bool streamed() const {
+    if constexpr (requires { data_->streaming(); }) return data_->streaming();
+    return false;
+  }
   Slot& slot(std::size_t k) noexcept { return slots_[prefetching_ ? k % 2 : 0]; }
 
   batch_type batch(std::size_t k) {

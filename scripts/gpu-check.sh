@@ -169,22 +169,6 @@ finish() {
 # LD_LIBRARY_PATH, below).
 stamp=$({ printf '%s\n' "$arch" "${flags[*]}" "${link_flags[*]}" "${units[*]}"
           find include tests benchmarks/bench_cuda.cu -type f -print0 | sort -z | xargs -0 sha256sum; } | sha256sum | cut -c1-16)
-if ((!prebuild)) && [[ -f "$bin/stamp" && "$(cat "$bin/stamp")" == "$stamp" ]]; then
-  note "prebuilt programs match these sources and $arch (stamp $stamp): not rebuilt"
-else
-# Stale programs and objects never run: a failed build leaves nothing behind to be mistaken for it.
-[[ -d "$bin" ]] && note "build/gpu-check-bin is stale (stamp $(cat "$bin/stamp" 2>/dev/null || echo none), sources $stamp): rebuilt"
-rm -rf "$bin"
-mkdir -p "$bin"
-t0=$SECONDS
-for unit in "${units[@]}"; do
-  name=${unit%%:*}
-  extra=()
-  [[ $name == test_nccl ]] && extra=("${nccl_flags[@]}")
-  start "build_$name" "$limit_compile" "$bin/$name.o" "$NVCC" "${flags[@]}" "${extra[@]}" -x cu -c "${unit#*:}" -o "$bin/$name.o"
-done
-finish || status=1
-note "compile: $((SECONDS - t0)) s, ${#units[@]} translation units"
 
 # link NAME OBJECT...: $bin/NAME from $bin/OBJECT.o..., if every object was built.
 link() {
@@ -198,16 +182,40 @@ link() {
   [[ $name == test_nccl ]] && extra=("${nccl_flags[@]}")
   start "link_$name" "$limit_link" "$bin/$name" "$NVCC" "${objects[@]}" "${link_flags[@]}" "${extra[@]}" -o "$bin/$name"
 }
-t0=$SECONDS
-link test_cuda main test_cuda test_cuda_training test_cuda_mixed
-link fused_mlp_check fused_mlp_check
-link bench_cuda bench_cuda
-link test_nccl main test_nccl
-programs=${#started[@]}
-finish || status=1
-note "link: $((SECONDS - t0)) s, $programs programs"
-rm -f "$bin"/*.o  # only the programs are kept (and carried, after a prebuild)
-((status == 0)) && echo "$stamp" > "$bin/stamp"
+
+# Builds every program into $bin, after removing what an earlier build left there (stale programs
+# and objects never run: a failed build leaves nothing behind to be mistaken for one), and stamps
+# them when all were built.
+build_programs() {
+  [[ -d "$bin" ]] && note "$bin is stale (stamp $(cat "$bin/stamp" 2>/dev/null || echo none), sources $stamp): rebuilt"
+  rm -rf "$bin"
+  mkdir -p "$bin"
+  t0=$SECONDS
+  for unit in "${units[@]}"; do
+    name=${unit%%:*}
+    extra=()
+    [[ $name == test_nccl ]] && extra=("${nccl_flags[@]}")
+    start "build_$name" "$limit_compile" "$bin/$name.o" "$NVCC" "${flags[@]}" "${extra[@]}" -x cu -c "${unit#*:}" -o "$bin/$name.o"
+  done
+  finish || status=1
+  note "compile: $((SECONDS - t0)) s, ${#units[@]} translation units"
+
+  t0=$SECONDS
+  link test_cuda main test_cuda test_cuda_training test_cuda_mixed
+  link fused_mlp_check fused_mlp_check
+  link bench_cuda bench_cuda
+  link test_nccl main test_nccl
+  programs=${#started[@]}
+  finish || status=1
+  note "link: $((SECONDS - t0)) s, $programs programs"
+  rm -f "$bin"/*.o  # only the programs are kept (and carried, after a prebuild)
+  ((status == 0)) && echo "$stamp" > "$bin/stamp"
+}
+
+if ((!prebuild)) && [[ -f "$bin/stamp" && "$(cat "$bin/stamp")" == "$stamp" ]]; then
+  note "prebuilt programs match these sources and $arch (stamp $stamp): not rebuilt"
+else
+  build_programs
 fi
 if ((prebuild)); then
   note "prebuilt for $arch in $bin (stamp $stamp, $(du -sh "$bin" | cut -f1)), status $status"

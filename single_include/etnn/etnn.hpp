@@ -1877,13 +1877,14 @@ inline float* whole_a_storage(std::size_t floats) {
 namespace etnn::cpu::packed {
 
 // Depth [k0, k0 + kc) and columns [c0, c0 + cols) of a row-major B into panels of Nr columns:
-// panel q holds B(k0 + kk, c0 + Nr q + j) at q kc Nr + kk Nr + j, columns past the end as zeros.
+// panel q holds B(k0 + kk, c0 + Nr q + j) at q kc Nr + kk Nr + j, columns past the end as zeros
+// up to the end of their vector of Lanes (the register tiles read no vector past the last column).
 // Rows are taken a group of 8 at a time, and each group's panels in column order: the reads are 8
 // streams along B's rows, the writes one stream down a panel. Walking a whole panel's depth at a
 // time steps down ldb for every row, and at ldb a multiple of 4 KiB (wide's 2048 floats) all those
 // rows' lines fall in one L1 set and evict one another before the next panel's columns reuse them
 // (a fifth of the dX product, 256 x 2048 x 2048, went to packing B that way).
-template <int Nr>
+template <int Nr, int Lanes>
 [[gnu::always_inline]] inline void pack_row_major_b(const float* b, std::ptrdiff_t ldb, int k0, int kc, int c0,
                                                     int cols, float* out) {
   constexpr int group = 8;
@@ -1892,6 +1893,7 @@ template <int Nr>
     const float* rows = b + static_cast<std::ptrdiff_t>(k0 + g) * ldb + c0;
     for (int q = 0; q * Nr < cols; ++q) {
       const int width = std::min(Nr, cols - q * Nr);
+      const int padded = (width + Lanes - 1) / Lanes * Lanes;
       float* panel = out + static_cast<std::ptrdiff_t>(q) * kc * Nr + static_cast<std::ptrdiff_t>(g) * Nr;
       for (int d = 0; d < depth; ++d) {
         const float* from = rows + d * ldb + q * Nr;
@@ -1900,7 +1902,7 @@ template <int Nr>
           std::memcpy(to, from, sizeof(float) * Nr);
         } else {
           std::copy_n(from, width, to);
-          std::fill(to + width, to + Nr, 0.0f);
+          std::fill(to + width, to + padded, 0.0f);
         }
       }
     }
@@ -1993,20 +1995,22 @@ ETNN_UNROLL(4)
   }
 
   // Packs depth [k0, k0 + kc) and columns [c0, c0 + cols) of B into panels of nr columns: panel q
-  // holds B(k0 + kk, c0 + nr q + j) at q kc nr + kk nr + j, columns past the end as zeros. A
+  // holds B(k0 + kk, c0 + nr q + j) at q kc nr + kk nr + j, columns past the end as zeros up to
+  // the end of their vector (whole vectors past it are left unwritten: no register tile reads them). A
   // row-major B is copied by groups of rows (cpu/row_major_panels.hpp); a column-major B (B(k, j)
   // at b[j ldb + k]) is transposed 8 x 8 at a time in registers.
   template <Layout LB>
   [[gnu::target("avx2,fma")]] static void pack_b(const float* b, std::ptrdiff_t ldb, int k0, int kc, int c0, int cols,
                                                  float* out) {
     if constexpr (LB == Layout::row_major) {
-      pack_row_major_b<nr>(b, ldb, k0, kc, c0, cols, out);
+      pack_row_major_b<nr, lanes>(b, ldb, k0, kc, c0, cols, out);
     } else {
       for (int q = 0; q * nr < cols; ++q) {
         float* panel = out + static_cast<std::ptrdiff_t>(q) * kc * nr;
         for (int v = 0; v < vectors; ++v) {
           const int first = q * nr + v * lanes;
-          const int valid = std::max(0, std::min(lanes, cols - first));
+          const int valid = std::min(lanes, cols - first);
+          if (valid <= 0) break;  // vectors past the last column are never read (register_tile)
           for (int kk = 0; kk < kc; kk += lanes) {
             const int depth = std::min(lanes, kc - kk);
             const __m256i mask = first_lanes(depth);
@@ -2248,7 +2252,8 @@ ETNN_UNROLL(8)
   }
 
   // Packs depth [k0, k0 + kc) and columns [c0, c0 + cols) of B into panels of nr columns: panel q
-  // holds B(k0 + kk, c0 + nr q + j) at q kc nr + kk nr + j, columns past the end as zeros. Packed
+  // holds B(k0 + kk, c0 + nr q + j) at q kc nr + kk nr + j, columns past the end as zeros up to
+  // the end of their vector (whole vectors past it are left unwritten: no register tile reads them). Packed
   // panels are read with unit stride whatever B's leading dimension. A row-major B is copied by
   // groups of rows (cpu/row_major_panels.hpp); a column-major B (B(k, j) at b[j ldb + k]) is
   // transposed 16 x 16 at a time in registers.
@@ -2256,13 +2261,14 @@ ETNN_UNROLL(8)
   [[gnu::target("avx512f")]] static void pack_b(const float* b, std::ptrdiff_t ldb, int k0, int kc, int c0, int cols,
                                          float* out) {
     if constexpr (LB == Layout::row_major) {
-      pack_row_major_b<nr>(b, ldb, k0, kc, c0, cols, out);
+      pack_row_major_b<nr, lanes>(b, ldb, k0, kc, c0, cols, out);
     } else {
       for (int q = 0; q * nr < cols; ++q) {
         float* panel = out + static_cast<std::ptrdiff_t>(q) * kc * nr;
         for (int v = 0; v < nr / lanes; ++v) {
           const int first = q * nr + v * lanes;
-          const int valid = std::max(0, std::min(lanes, cols - first));
+          const int valid = std::min(lanes, cols - first);
+          if (valid <= 0) break;  // vectors past the last column are never read (register_tile)
           for (int kk = 0; kk < kc; kk += lanes) {
             const int depth = std::min(lanes, kc - kk);
             const __mmask16 mask = first_lanes(depth);
@@ -3445,11 +3451,15 @@ void batch_norm_backward(Cpu, const T* gamma, T* gamma_grad, T* beta_grad, const
 // Backward:  dZ_b = dY_b (.) f'(Z_b, Y_b)             over dY in place
 //            db += sum_{b,p} dZ_b,  dW += sum_b dZ_b cols_b^T
 //            dX_b = col2im(W^T dZ_b)                  skipped for the first layer
-// Samples run in parallel; the weight gradient is split by output channel instead (at GEMM panel
-// boundaries), each summing the samples in order, so results do not depend on the number of
-// threads. A thread converts one image at a time into columns of its own (D P values, reused), so
-// they stay in its cache: a batch's columns would stream through memory twice per pass (LeNet-5's
-// first layer: 5 MB at batch 64). Backward converts again rather than keeping them.
+// Samples run in parallel. The weight and bias gradients are summed in groups of consecutive
+// samples (conv_gradient_groups: their number depends on the batch and the layer's size, never on
+// the threads), each group into partial sums of its own in the pass's scratch, on whichever thread
+// takes it, and the partials are then added in group order: results do not depend on the number
+// of threads, and every image is converted and packed once. (A split by output channel converted
+// every image on every thread, and kept LeNet-5's first layer, 6 channels, on one.) A thread
+// converts one image at a time into columns of its own (D P values, reused), so they stay in its
+// cache: a batch's columns would stream through memory twice per pass (LeNet-5's first layer:
+// 5 MB at batch 64). Backward converts again rather than keeping them.
 
 // ---- etnn/cpu/epilogue.hpp ----
 // Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
@@ -3574,9 +3584,29 @@ void col2im(const T* cols, T* dx) {
   });
 }
 
+// Groups of consecutive samples whose weight and bias gradients are summed apart (see the top of
+// this file): up to 16, fewer where their partial sums (`params` values each) would pass 2^20
+// values; 1 for a layer past that, whose samples then add into the gradient one after the other,
+// each product on every thread. Group g of n covers samples [B g / n, B (g + 1) / n).
+inline constexpr int max_gradient_groups = 16;
+inline constexpr std::size_t gradient_partials_budget = std::size_t{1} << 20;
+template <std::size_t params>
+constexpr int conv_gradient_groups(int batch) {
+  constexpr int by_size = static_cast<int>(std::clamp<std::size_t>(gradient_partials_budget / params, 1, max_gradient_groups));
+  return std::max(1, std::min(batch, by_size));
+}
+
 }  // namespace cpu
 
-// The GPU's batch columns are not used here (the layer asks for none on the CPU).
+// Scratch the CPU's backward needs for a batch: the partial sums of the weight and bias gradients.
+template <class G, int Out>
+constexpr std::size_t conv2d_scratch_values(Cpu, int batch) {
+  constexpr std::size_t params = (std::size_t{G::channels} * G::kernel * G::kernel + 1) * Out;
+  const int groups = cpu::conv_gradient_groups<params>(batch);
+  return groups > 1 ? static_cast<std::size_t>(groups) * params : 0;
+}
+
+// The GPU's batch columns are not used by the forward pass here.
 template <class G, int Out, class Act, class T>
 void conv2d_forward(Cpu, const T* weight, const T* bias, const T* x, T* y, T* z_saved, T* /*batch columns*/,
                     int batch, Act act) {
@@ -3596,33 +3626,71 @@ void conv2d_forward(Cpu, const T* weight, const T* bias, const T* x, T* y, T* z_
   });
 }
 
+namespace cpu {
+
+// Sample b's share of the weight and bias gradients: dZ_b = dY_b (.) f'(Z_b, Y_b) in place, then
+// db (+)= its row sums and dW (+)= dZ_b cols_b^T (cols_b^T is cols_b read column-major). `first`:
+// dW and db are overwritten. The product runs on `threads` threads.
+template <class G, int Out, class Act, class T>
+void add_sample_gradient(std::size_t b, int threads, bool first, T* weight_grad, T* bias_grad, const T* x, const T* y,
+                         const T* z_saved, T* dy, Act act) {
+  constexpr int depth = G::channels * G::kernel * G::kernel;
+  constexpr std::size_t pixels = G::out_pixels, out_size = Out * pixels;
+  T* dz = dy + b * out_size;
+  activation_gradient(dz, y + b * out_size, z_saved != nullptr ? z_saved + b * out_size : nullptr, out_size, act);
+  for (int o = 0; o < Out; ++o) {
+    const T* row = dz + static_cast<std::size_t>(o) * pixels;
+    const T sum = etnn::detail::lane_sum<int{pixels}, T>([row](int p) { return row[p]; });
+    bias_grad[o] = first ? sum : bias_grad[o] + sum;
+  }
+  T* cols = thread_scratch<T>(depth * pixels);
+  im2col<G>(x + b * G::channels * G::in_pixels, cols);
+  const Accumulate accumulate = first ? Accumulate::no : Accumulate::yes;
+  if (threads > 1) {
+    gemm<Layout::row_major, Layout::col_major>(accumulate, Out, depth, int{pixels}, dz, int{pixels}, cols, int{pixels},
+                                               weight_grad, depth);
+  } else {
+    gemm_serial<Layout::row_major, Layout::col_major>(accumulate, Out, depth, int{pixels}, dz, int{pixels}, cols,
+                                                      int{pixels}, weight_grad, depth);
+  }
+}
+
+}  // namespace cpu
+
+// partials: conv2d_scratch_values(Cpu{}, batch) values.
 template <class G, int Out, class Act, class T>
 void conv2d_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T* x, const T* y, const T* z_saved,
-                     T* dy, T* dx, T* /*batch columns*/, int batch, Act act) {
+                     T* dy, T* dx, T* partials, int batch, Act act) {
   constexpr int depth = G::channels * G::kernel * G::kernel;
   constexpr std::size_t pixels = G::out_pixels, cols_size = depth * pixels, out_size = Out * pixels;
+  constexpr std::size_t weights = std::size_t{Out} * depth, params = weights + Out;
   const auto samples = static_cast<std::size_t>(batch);
-  // Per output channel range (whole GEMM panels, see gemm.hpp), samples in order: dZ_b over dY_b
-  // for these channels, db, and dW += dZ_b cols_b^T (cols_b^T is cols_b read column-major).
-  cpu::parallel_panels(std::size_t{Out}, cpu::gemm_row_panel<T>, 1, samples * pixels * depth,
-                       [&](std::size_t begin, std::size_t end) {
-    const int first = static_cast<int>(begin), count = static_cast<int>(end - begin);
-    T* cols = cpu::thread_scratch<T>(cols_size);
-    for (std::size_t b = 0; b < samples; ++b) {
-      const std::size_t channels_at = b * out_size + begin * pixels;
-      T* dz = dy + channels_at;
-      cpu::activation_gradient(dz, y + channels_at, z_saved != nullptr ? z_saved + channels_at : nullptr,
-                               static_cast<std::size_t>(count) * pixels, act);
-      for (int o = 0; o < count; ++o) {
-        T sum = 0;
-        for (std::size_t p = 0; p < pixels; ++p) sum += dz[static_cast<std::size_t>(o) * pixels + p];
-        bias_grad[first + o] += sum;
+  const int groups = cpu::conv_gradient_groups<params>(batch);
+  if (groups == 1) {  // one sample after another, each product on every thread
+    for (std::size_t b = 0; b < samples; ++b)
+      cpu::add_sample_gradient<G, Out>(b, cpu::available_threads(), false, weight_grad, bias_grad, x, y, z_saved, dy, act);
+  } else {
+    const auto group_count = static_cast<std::size_t>(groups);
+    cpu::parallel_chunks(group_count, 1, (samples / group_count) * pixels * (Out * depth + depth),
+                         [&](std::size_t begin, std::size_t end) {
+      for (std::size_t g = begin; g < end; ++g) {
+        T* group_weights = partials + g * params;
+        const cpu::ChunkBounds group = cpu::chunk_bounds(samples, group_count, g);
+        for (std::size_t b = group.begin; b < group.end; ++b)
+          cpu::add_sample_gradient<G, Out>(b, 1, b == group.begin, group_weights, group_weights + weights, x, y,
+                                           z_saved, dy, act);
       }
-      cpu::im2col<G>(x + b * G::channels * G::in_pixels, cols);
-      cpu::gemm_serial<cpu::Layout::row_major, cpu::Layout::col_major>(
-          cpu::Accumulate::yes, count, depth, int{pixels}, dz, int{pixels}, cols, int{pixels}, weight_grad + begin * depth, depth);
-    }
-  });
+    });
+    // dW += sum over groups in group order of their partials (and db likewise).
+    cpu::parallel_chunks(params, 1024, group_count, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t i = begin; i < end; ++i) {
+        T sum = partials[i];
+        for (std::size_t g = 1; g < group_count; ++g) sum += partials[g * params + i];
+        T& total = i < weights ? weight_grad[i] : bias_grad[i - weights];
+        total += sum;
+      }
+    });
+  }
   if (dx == nullptr) return;
   // dcols_b = W^T dZ_b (W^T is W read column-major), then dX_b = col2im(dcols_b).
   cpu::parallel_chunks(samples, 1, out_size * depth, [&](std::size_t begin, std::size_t end) {
@@ -8221,11 +8289,13 @@ struct ConvLayer {
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = false;
   static constexpr bool cuda_kernels = true;  // cuda/conv.hpp
-  // On a GPU the im2col columns of every sample of the batch (one GEMM over all of them); the CPU
-  // converts one image at a time into a buffer of each thread's own (cpu/conv.hpp).
+  // On a GPU the im2col columns of every sample of the batch (one GEMM over all of them); on the
+  // CPU, which converts one image at a time into a buffer of each thread's own, the partial sums
+  // of the weight gradient's sample groups (cpu/conv.hpp).
   template <class Device>
   static constexpr std::size_t scratch_values(int batch) {
-    return std::is_same_v<Device, Cuda> ? static_cast<std::size_t>(batch) * fan_in * geometry::out_pixels : 0;
+    if constexpr (std::is_same_v<Device, Cuda>) return static_cast<std::size_t>(batch) * fan_in * geometry::out_pixels;
+    else return conv2d_scratch_values<geometry, Out>(Cpu{}, batch);
   }
 
   template <class T>

@@ -315,11 +315,13 @@ void check_conv(int batch) {
   const auto dy = random_values<T>(out, 23);
   const auto g0 = random_values<T>(Out * depth + Out, 24);
   const bool keep_z = Act::derivative_needs_input;
-  std::vector<T> y(out), z(keep_z ? out : 0), dy_cpu = dy, dx(in), g = g0, cols(columns);
+  std::vector<T> y(out), z(keep_z ? out : 0), dy_cpu = dy, dx(in), g = g0;
+  std::vector<T> cpu_scratch(etnn::conv2d_scratch_values<G, Out>(etnn::Cpu{}, batch));
   etnn::conv2d_forward<G, Out>(etnn::Cpu{}, w.data(), b.data(), x.data(), y.data(), keep_z ? z.data() : nullptr,
-                               cols.data(), batch, Act{});
+                               cpu_scratch.data(), batch, Act{});
   etnn::conv2d_backward<G, Out>(etnn::Cpu{}, w.data(), g.data(), g.data() + Out * depth, x.data(), y.data(),
-                                keep_z ? z.data() : nullptr, dy_cpu.data(), dx.data(), cols.data(), batch, Act{});
+                                keep_z ? z.data() : nullptr, dy_cpu.data(), dx.data(), cpu_scratch.data(), batch,
+                                Act{});
   auto dw = to_device(w), db = to_device(b), dxin = to_device(x), ddy = to_device(dy), dg = to_device(g0);
   etnn::Buffer<T, etnn::Cuda> dev_y(out), dev_z(z.size()), dev_dx(in), dev_cols(columns);
   etnn::conv2d_forward<G, Out>(etnn::Cuda{}, dw.data(), db.data(), dxin.data(), dev_y.data(),

@@ -10,6 +10,7 @@
 
 #include "support/naive_reference.hpp"
 #include "support/network_gradcheck.hpp"
+#include "support/thread_count.hpp"
 
 namespace nn = etnn::nn;
 using etnn::test::fill_uniform;
@@ -87,6 +88,51 @@ TEST_CASE("gradcheck: conv2d (strided, padded, fused activations) and pooling") 
                            nn::flatten >> nn::linear<3>)>("max_pool2d, overlapping windows");
   check_network_gradients<decltype(nn::input<2, 6, 6> >> nn::conv2d<2, 3, nn::pad<1>> >> nn::avg_pool2d<2> >>
                            nn::flatten >> nn::linear<3>)>("avg_pool2d");
+}
+
+// The CPU sums conv2d's weight and bias gradients over groups of consecutive samples (at most
+// 16, fewer for large layers), then adds the groups' partial sums in order (cpu/conv.hpp).
+static_assert(etnn::cpu::conv_gradient_groups<100>(1) == 1);
+static_assert(etnn::cpu::conv_gradient_groups<100>(5) == 5);
+static_assert(etnn::cpu::conv_gradient_groups<100>(64) == 16);
+static_assert(etnn::cpu::conv_gradient_groups<(std::size_t{1} << 20) / 3>(64) == 3);
+static_assert(etnn::cpu::conv_gradient_groups<(std::size_t{1} << 20) + 1>(64) == 1);
+
+TEST_CASE("gradcheck: conv2d at one sample (one group) and at more samples than groups (groups of two)") {
+  using Net = decltype(nn::input<2, 6, 5> >> nn::conv2d<3, 3, nn::pad<1>> >> nn::relu >> nn::conv2d<2, 3> >>
+                       nn::flatten >> nn::linear<3>);
+  check_network_gradients<Net>("conv2d, batch 1", 1);
+  check_network_gradients<Net>("conv2d, batch 19", 19);
+}
+
+TEST_CASE("conv2d's gradients are bitwise the same on 1, 2 and 3 threads, with one sample group or many") {
+  // The first layer's products (32 x 72 x 256 per sample) are large enough for a batch of one to
+  // split each of them across threads.
+  using Net = decltype(nn::input<8, 16, 16> >> nn::conv2d<32, 3, nn::pad<1>> >> nn::relu >> nn::max_pool2d<2> >>
+                       nn::conv2d<6, 3> >> nn::tanh >> nn::flatten >> nn::linear<5>);
+  for (const int batch : {1, 5, 37}) {
+    auto gradients_on = [batch](int threads) {
+      etnn::test::ThreadCount pool(threads);
+      etnn::Model<Net> model(7);
+      std::vector<float> x(static_cast<std::size_t>(batch) * 8 * 16 * 16);
+      fill_uniform(x.data(), x.size(), 8, 1.0);
+      std::vector<int> labels(static_cast<std::size_t>(batch));
+      for (int b = 0; b < batch; ++b) labels[b] = b % 5;
+      etnn::loss::CrossEntropy loss;
+      etnn::optim::SGD opt(model, {.lr = 0.1f});
+      etnn::Trainer trainer(model, loss, opt);
+      model.zero_grad();
+      trainer.accumulate_gradients(etnn::TensorView<const float, etnn::Shape<8, 16, 16>>(x.data(), batch), labels);
+      return std::vector<float>(model.gradients(), model.gradients() + Net::num_params);
+    };
+    CAPTURE(batch);
+    const auto one = gradients_on(1);
+    CHECK(std::any_of(one.begin(), one.end(), [](float g) { return g != 0.0f; }));
+    for (const int threads : {2, 3}) {
+      CAPTURE(threads);
+      CHECK(gradients_on(threads) == one);
+    }
+  }
 }
 
 TEST_CASE("batch_norm: training uses batch statistics and updates the running ones like PyTorch") {

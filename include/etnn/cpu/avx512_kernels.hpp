@@ -125,7 +125,8 @@ ETNN_UNROLL(8)
   }
 
   // Packs depth [k0, k0 + kc) and columns [c0, c0 + cols) of B into panels of nr columns: panel q
-  // holds B(k0 + kk, c0 + nr q + j) at q kc nr + kk nr + j, columns past the end as zeros. Packed
+  // holds B(k0 + kk, c0 + nr q + j) at q kc nr + kk nr + j, columns past the end as zeros up to
+  // the end of their vector (whole vectors past it are left unwritten: no register tile reads them). Packed
   // panels are read with unit stride whatever B's leading dimension. A row-major B is copied by
   // groups of rows (cpu/row_major_panels.hpp); a column-major B (B(k, j) at b[j ldb + k]) is
   // transposed 16 x 16 at a time in registers.
@@ -133,13 +134,14 @@ ETNN_UNROLL(8)
   [[gnu::target("avx512f")]] static void pack_b(const float* b, std::ptrdiff_t ldb, int k0, int kc, int c0, int cols,
                                          float* out) {
     if constexpr (LB == Layout::row_major) {
-      pack_row_major_b<nr>(b, ldb, k0, kc, c0, cols, out);
+      pack_row_major_b<nr, lanes>(b, ldb, k0, kc, c0, cols, out);
     } else {
       for (int q = 0; q * nr < cols; ++q) {
         float* panel = out + static_cast<std::ptrdiff_t>(q) * kc * nr;
         for (int v = 0; v < nr / lanes; ++v) {
           const int first = q * nr + v * lanes;
-          const int valid = std::max(0, std::min(lanes, cols - first));
+          const int valid = std::min(lanes, cols - first);
+          if (valid <= 0) break;  // vectors past the last column are never read (register_tile)
           for (int kk = 0; kk < kc; kk += lanes) {
             const int depth = std::min(lanes, kc - kk);
             const __mmask16 mask = first_lanes(depth);

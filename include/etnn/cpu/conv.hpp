@@ -7,16 +7,21 @@
 // Backward:  dZ_b = dY_b (.) f'(Z_b, Y_b)             over dY in place
 //            db += sum_{b,p} dZ_b,  dW += sum_b dZ_b cols_b^T
 //            dX_b = col2im(W^T dZ_b)                  skipped for the first layer
-// Samples run in parallel; the weight gradient is split by output channel instead (at GEMM panel
-// boundaries), each summing the samples in order, so results do not depend on the number of
-// threads. A thread converts one image at a time into columns of its own (D P values, reused), so
-// they stay in its cache: a batch's columns would stream through memory twice per pass (LeNet-5's
-// first layer: 5 MB at batch 64). Backward converts again rather than keeping them.
+// Samples run in parallel. The weight and bias gradients are summed in groups of consecutive
+// samples (conv_gradient_groups: their number depends on the batch and the layer's size, never on
+// the threads), each group into partial sums of its own in the pass's scratch, on whichever thread
+// takes it, and the partials are then added in group order: results do not depend on the number
+// of threads, and every image is converted and packed once. (A split by output channel converted
+// every image on every thread, and kept LeNet-5's first layer, 6 channels, on one.) A thread
+// converts one image at a time into columns of its own (D P values, reused), so they stay in its
+// cache: a batch's columns would stream through memory twice per pass (LeNet-5's first layer:
+// 5 MB at batch 64). Backward converts again rather than keeping them.
 #include <algorithm>
 #include <cstddef>
 #include <utility>
 
 #include "../core/device.hpp"
+#include "../core/lane_sum.hpp"
 #include "epilogue.hpp"
 #include "executor.hpp"
 #include "gemm.hpp"
@@ -85,9 +90,29 @@ void col2im(const T* cols, T* dx) {
   });
 }
 
+// Groups of consecutive samples whose weight and bias gradients are summed apart (see the top of
+// this file): up to 16, fewer where their partial sums (`params` values each) would pass 2^20
+// values; 1 for a layer past that, whose samples then add into the gradient one after the other,
+// each product on every thread. Group g of n covers samples [B g / n, B (g + 1) / n).
+inline constexpr int max_gradient_groups = 16;
+inline constexpr std::size_t gradient_partials_budget = std::size_t{1} << 20;
+template <std::size_t params>
+constexpr int conv_gradient_groups(int batch) {
+  constexpr int by_size = static_cast<int>(std::clamp<std::size_t>(gradient_partials_budget / params, 1, max_gradient_groups));
+  return std::max(1, std::min(batch, by_size));
+}
+
 }  // namespace cpu
 
-// The GPU's batch columns are not used here (the layer asks for none on the CPU).
+// Scratch the CPU's backward needs for a batch: the partial sums of the weight and bias gradients.
+template <class G, int Out>
+constexpr std::size_t conv2d_scratch_values(Cpu, int batch) {
+  constexpr std::size_t params = (std::size_t{G::channels} * G::kernel * G::kernel + 1) * Out;
+  const int groups = cpu::conv_gradient_groups<params>(batch);
+  return groups > 1 ? static_cast<std::size_t>(groups) * params : 0;
+}
+
+// The GPU's batch columns are not used by the forward pass here.
 template <class G, int Out, class Act, class T>
 void conv2d_forward(Cpu, const T* weight, const T* bias, const T* x, T* y, T* z_saved, T* /*batch columns*/,
                     int batch, Act act) {
@@ -107,33 +132,71 @@ void conv2d_forward(Cpu, const T* weight, const T* bias, const T* x, T* y, T* z_
   });
 }
 
+namespace cpu {
+
+// Sample b's share of the weight and bias gradients: dZ_b = dY_b (.) f'(Z_b, Y_b) in place, then
+// db (+)= its row sums and dW (+)= dZ_b cols_b^T (cols_b^T is cols_b read column-major). `first`:
+// dW and db are overwritten. The product runs on `threads` threads.
+template <class G, int Out, class Act, class T>
+void add_sample_gradient(std::size_t b, int threads, bool first, T* weight_grad, T* bias_grad, const T* x, const T* y,
+                         const T* z_saved, T* dy, Act act) {
+  constexpr int depth = G::channels * G::kernel * G::kernel;
+  constexpr std::size_t pixels = G::out_pixels, out_size = Out * pixels;
+  T* dz = dy + b * out_size;
+  activation_gradient(dz, y + b * out_size, z_saved != nullptr ? z_saved + b * out_size : nullptr, out_size, act);
+  for (int o = 0; o < Out; ++o) {
+    const T* row = dz + static_cast<std::size_t>(o) * pixels;
+    const T sum = etnn::detail::lane_sum<int{pixels}, T>([row](int p) { return row[p]; });
+    bias_grad[o] = first ? sum : bias_grad[o] + sum;
+  }
+  T* cols = thread_scratch<T>(depth * pixels);
+  im2col<G>(x + b * G::channels * G::in_pixels, cols);
+  const Accumulate accumulate = first ? Accumulate::no : Accumulate::yes;
+  if (threads > 1) {
+    gemm<Layout::row_major, Layout::col_major>(accumulate, Out, depth, int{pixels}, dz, int{pixels}, cols, int{pixels},
+                                               weight_grad, depth);
+  } else {
+    gemm_serial<Layout::row_major, Layout::col_major>(accumulate, Out, depth, int{pixels}, dz, int{pixels}, cols,
+                                                      int{pixels}, weight_grad, depth);
+  }
+}
+
+}  // namespace cpu
+
+// partials: conv2d_scratch_values(Cpu{}, batch) values.
 template <class G, int Out, class Act, class T>
 void conv2d_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T* x, const T* y, const T* z_saved,
-                     T* dy, T* dx, T* /*batch columns*/, int batch, Act act) {
+                     T* dy, T* dx, T* partials, int batch, Act act) {
   constexpr int depth = G::channels * G::kernel * G::kernel;
   constexpr std::size_t pixels = G::out_pixels, cols_size = depth * pixels, out_size = Out * pixels;
+  constexpr std::size_t weights = std::size_t{Out} * depth, params = weights + Out;
   const auto samples = static_cast<std::size_t>(batch);
-  // Per output channel range (whole GEMM panels, see gemm.hpp), samples in order: dZ_b over dY_b
-  // for these channels, db, and dW += dZ_b cols_b^T (cols_b^T is cols_b read column-major).
-  cpu::parallel_panels(std::size_t{Out}, cpu::gemm_row_panel<T>, 1, samples * pixels * depth,
-                       [&](std::size_t begin, std::size_t end) {
-    const int first = static_cast<int>(begin), count = static_cast<int>(end - begin);
-    T* cols = cpu::thread_scratch<T>(cols_size);
-    for (std::size_t b = 0; b < samples; ++b) {
-      const std::size_t channels_at = b * out_size + begin * pixels;
-      T* dz = dy + channels_at;
-      cpu::activation_gradient(dz, y + channels_at, z_saved != nullptr ? z_saved + channels_at : nullptr,
-                               static_cast<std::size_t>(count) * pixels, act);
-      for (int o = 0; o < count; ++o) {
-        T sum = 0;
-        for (std::size_t p = 0; p < pixels; ++p) sum += dz[static_cast<std::size_t>(o) * pixels + p];
-        bias_grad[first + o] += sum;
+  const int groups = cpu::conv_gradient_groups<params>(batch);
+  if (groups == 1) {  // one sample after another, each product on every thread
+    for (std::size_t b = 0; b < samples; ++b)
+      cpu::add_sample_gradient<G, Out>(b, cpu::available_threads(), false, weight_grad, bias_grad, x, y, z_saved, dy, act);
+  } else {
+    const auto group_count = static_cast<std::size_t>(groups);
+    cpu::parallel_chunks(group_count, 1, (samples / group_count) * pixels * (Out * depth + depth),
+                         [&](std::size_t begin, std::size_t end) {
+      for (std::size_t g = begin; g < end; ++g) {
+        T* group_weights = partials + g * params;
+        const cpu::ChunkBounds group = cpu::chunk_bounds(samples, group_count, g);
+        for (std::size_t b = group.begin; b < group.end; ++b)
+          cpu::add_sample_gradient<G, Out>(b, 1, b == group.begin, group_weights, group_weights + weights, x, y,
+                                           z_saved, dy, act);
       }
-      cpu::im2col<G>(x + b * G::channels * G::in_pixels, cols);
-      cpu::gemm_serial<cpu::Layout::row_major, cpu::Layout::col_major>(
-          cpu::Accumulate::yes, count, depth, int{pixels}, dz, int{pixels}, cols, int{pixels}, weight_grad + begin * depth, depth);
-    }
-  });
+    });
+    // dW += sum over groups in group order of their partials (and db likewise).
+    cpu::parallel_chunks(params, 1024, group_count, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t i = begin; i < end; ++i) {
+        T sum = partials[i];
+        for (std::size_t g = 1; g < group_count; ++g) sum += partials[g * params + i];
+        T& total = i < weights ? weight_grad[i] : bias_grad[i - weights];
+        total += sum;
+      }
+    });
+  }
   if (dx == nullptr) return;
   // dcols_b = W^T dZ_b (W^T is W read column-major), then dX_b = col2im(dcols_b).
   cpu::parallel_chunks(samples, 1, out_size * depth, [&](std::size_t begin, std::size_t end) {

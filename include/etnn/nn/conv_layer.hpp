@@ -38,11 +38,13 @@ struct ConvLayer {
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = false;
   static constexpr bool cuda_kernels = true;  // cuda/conv.hpp
-  // On a GPU the im2col columns of every sample of the batch (one GEMM over all of them); the CPU
-  // converts one image at a time into a buffer of each thread's own (cpu/conv.hpp).
+  // On a GPU the im2col columns of every sample of the batch (one GEMM over all of them); on the
+  // CPU, which converts one image at a time into a buffer of each thread's own, the partial sums
+  // of the weight gradient's sample groups (cpu/conv.hpp).
   template <class Device>
   static constexpr std::size_t scratch_values(int batch) {
-    return std::is_same_v<Device, Cuda> ? static_cast<std::size_t>(batch) * fan_in * geometry::out_pixels : 0;
+    if constexpr (std::is_same_v<Device, Cuda>) return static_cast<std::size_t>(batch) * fan_in * geometry::out_pixels;
+    else return conv2d_scratch_values<geometry, Out>(Cpu{}, batch);
   }
 
   template <class T>

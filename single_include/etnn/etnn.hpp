@@ -1869,6 +1869,48 @@ inline float* whole_a_storage(std::size_t floats) {
 }
 
 }  // namespace etnn::cpu::packed
+// ---- etnn/cpu/column_major_panels.hpp ----
+// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
+// Packing a column-major A (A(i, k) at a[k lda + i]: a dense layer's dZ^T in dW = dZ^T X) into
+// the packed GEMM's panels, for every kernel set (cpu/avx512_kernels.hpp, cpu/avx2_kernels.hpp),
+// which inline it into their own instruction set.
+
+namespace etnn::cpu::packed {
+
+// Rows [r0, r0 + rows) and depth [k0, k0 + kc) of a column-major A into panels of Mr rows:
+// panel p holds A(r0 + Mr p + i, k0 + kk) at p Mr kc + kk Mr + i, rows past the end as zeros.
+// Depths are taken a group of 8 at a time, and each group's panels in row order: the reads are 8
+// runs along A's columns, which the group's panels share from L1, the writes 8 Mr values down one
+// panel. Walking one panel's whole depth at a time steps down lda for every value, and at lda a
+// multiple of 512 floats (gpt's 512-wide dZ) those lines fall in a few L1 sets and are evicted
+// before the next panel reads them again. The copies are plain moves (a 16- and an 8-byte one
+// for Mr = 6), not masked ones, which AMD's cores run many times slower.
+template <int Mr>
+[[gnu::always_inline]] inline void pack_column_major_a(const float* a, std::ptrdiff_t lda, int r0, int rows, int k0,
+                                                       int kc, float* out) {
+  constexpr int group = 8;
+  const int panels = (rows + Mr - 1) / Mr;
+  for (int g = 0; g < kc; g += group) {
+    const int depth = std::min(group, kc - g);
+    const float* columns = a + static_cast<std::ptrdiff_t>(k0 + g) * lda + r0;
+    for (int p = 0; p < panels; ++p) {
+      const int valid = std::min(Mr, rows - p * Mr);
+      float* panel = out + static_cast<std::ptrdiff_t>(p) * Mr * kc + static_cast<std::ptrdiff_t>(g) * Mr;
+      for (int d = 0; d < depth; ++d) {
+        const float* from = columns + d * lda + p * Mr;
+        float* to = panel + d * Mr;
+        if (valid == Mr) {
+          std::memcpy(to, from, sizeof(float) * Mr);
+        } else {
+          std::copy_n(from, valid, to);
+          std::fill(to + valid, to + Mr, 0.0f);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace etnn::cpu::packed
 // ---- etnn/cpu/row_major_panels.hpp ----
 // Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
 // Packing a row-major B (B(k, j) at b[k ldb + j]) into the packed GEMM's panels, for every kernel
@@ -1927,23 +1969,6 @@ struct Avx2 {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   }
 
-  // in[0..6) into lanes 0..5 (lanes 6, 7 zero) and lanes 0..5 into out[0..6), each as a 4-float
-  // and a 2-float access: one row of a register tile's A panel (mr = 6). Not AVX2's masked store,
-  // which AMD's cores run many times slower than a plain one (the col-major packing of A was a
-  // tenth of a GPT step on Zen 4 through it).
-  static_assert(mr == 6, "load_six and store_six move one panel row of mr = 6 floats");
-  [[gnu::target("avx2,fma"), gnu::always_inline]] static __m256 load_six(const float* in) {
-    // The 2-float halves through the unaligned 64-bit integer moves (_mm_load_sd and _mm_store_sd
-    // dereference a double*, which must be 8-byte aligned: panel rows are only 4-byte aligned).
-    const __m128 low = _mm_loadu_ps(in);
-    const __m128 high = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(in + 4)));
-    return _mm256_set_m128(high, low);
-  }
-  [[gnu::target("avx2,fma"), gnu::always_inline]] static void store_six(float* out, __m256 v) {
-    _mm_storeu_ps(out, _mm256_castps256_ps128(v));
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(out + 4), _mm_castps_si128(_mm256_extractf128_ps(v, 1)));
-  }
-
   // Packs rows [r0, r0 + rows) and depth [k0, k0 + kc) of A into panels of mr rows:
   // panel p holds A(r0 + mr p + i, k0 + kk) at p mr kc + kk mr + i, rows past the end as zeros.
   // A row-major A is packed only for a partial last register tile (the driver reads whole ones in
@@ -1951,18 +1976,12 @@ struct Avx2 {
   template <Layout LA>
   [[gnu::target("avx2,fma")]] static void pack_a(const float* a, std::ptrdiff_t lda, int r0, int rows, int k0, int kc,
                                                  float* out) {
-    for (int p = 0; p * mr < rows; ++p) {
-      float* panel = out + static_cast<std::ptrdiff_t>(p) * mr * kc;
-      const int valid = std::min(mr, rows - p * mr);
-      if constexpr (LA == Layout::col_major) {  // A(i, k) at a[k lda + i]: mr contiguous values per k
-        const float* column = a + static_cast<std::ptrdiff_t>(k0) * lda + r0 + p * mr;
-        if (valid == mr) {
-          for (int kk = 0; kk < kc; ++kk) store_six(panel + kk * mr, load_six(column + kk * lda));
-        } else {
-          const __m256i load = first_lanes(valid);
-          for (int kk = 0; kk < kc; ++kk) store_six(panel + kk * mr, _mm256_maskload_ps(column + kk * lda, load));
-        }
-      } else {  // A(i, k) at a[i lda + k]
+    if constexpr (LA == Layout::col_major) {  // A(i, k) at a[k lda + i]: cpu/column_major_panels.hpp
+      pack_column_major_a<mr>(a, lda, r0, rows, k0, kc, out);
+    } else {  // A(i, k) at a[i lda + k]
+      for (int p = 0; p * mr < rows; ++p) {
+        float* panel = out + static_cast<std::ptrdiff_t>(p) * mr * kc;
+        const int valid = std::min(mr, rows - p * mr);
         for (int kk = 0; kk < kc; ++kk) {
           for (int i = 0; i < mr; ++i) {
             panel[kk * mr + i] = i < valid ? a[static_cast<std::ptrdiff_t>(r0 + p * mr + i) * lda + k0 + kk] : 0.0f;
@@ -2192,17 +2211,12 @@ ETNN_UNROLL(6)
   template <Layout LA>
   [[gnu::target("avx512f")]] static void pack_a(const float* a, std::ptrdiff_t lda, int r0, int rows, int k0, int kc,
                                          float* out) {
-    for (int p = 0; p * mr < rows; ++p) {
-      float* panel = out + static_cast<std::ptrdiff_t>(p) * mr * kc;
-      const int valid = std::min(mr, rows - p * mr);
-      if constexpr (LA == Layout::col_major) {  // A(i, k) at a[k lda + i]: mr contiguous values per k
-        const __mmask16 mask = first_lanes(valid);
-        const float* column = a + static_cast<std::ptrdiff_t>(k0) * lda + r0 + p * mr;
-        for (int kk = 0; kk < kc; ++kk) {
-          const __m512 v = _mm512_maskz_loadu_ps(mask, column + kk * lda);
-          _mm512_mask_storeu_ps(panel + kk * mr, first_lanes(mr), v);
-        }
-      } else {  // A(i, k) at a[i lda + k]: 16 depths of each row at a time, interleaved in registers
+    if constexpr (LA == Layout::col_major) {  // A(i, k) at a[k lda + i]: cpu/column_major_panels.hpp
+      pack_column_major_a<mr>(a, lda, r0, rows, k0, kc, out);
+    } else {  // A(i, k) at a[i lda + k]: 16 depths of each row at a time, interleaved in registers
+      for (int p = 0; p * mr < rows; ++p) {
+        float* panel = out + static_cast<std::ptrdiff_t>(p) * mr * kc;
+        const int valid = std::min(mr, rows - p * mr);
         const float* rows_at[mr];
         for (int i = 0; i < mr; ++i) rows_at[i] = a + static_cast<std::ptrdiff_t>(r0 + p * mr + std::min(i, valid - 1)) * lda + k0;
         for (int kk = 0; kk < kc; kk += lanes) {
@@ -3179,6 +3193,13 @@ namespace cpu::detail {
 
 inline constexpr int attention_query_block = 48;  // 8 of the packed GEMM's 6-row register tiles
 
+// The extent a row's loops over its `keys` scores run to: keys rounded up to 16 (a whole number
+// of vectors), at most the row's n_k scores. The keys past a row's end are masked inside the
+// loops (no exponential of theirs is kept), which then have no scalar remainder: with a causal
+// mask every row ends somewhere else, and remainders of up to 15 scalar exponentials were most of
+// the softmax's time.
+constexpr int vector_span(int keys, int n_k) { return std::min(n_k, (keys + 15) / 16 * 16); }
+
 // One (sample, head) call's operands: head h of sample b at rows b T .. b T + T.
 template <int T, int D, int H, bool Causal, class S>
 struct AttentionHead {
@@ -3217,20 +3238,20 @@ void attention_forward(Cpu, const S* qkv, S* out, S* lse, std::size_t samples) {
         Head::scores(head.q + t0 * Head::qkv_ld, Head::qkv_ld, head.k(), n, n_k, p);
         for (int r = 0; r < n; ++r) {  // row t's softmax over its keys; zeros past them
           S* row = p + r * n_k;
-          const int keys = Head::G::key_end(t0 + r);
+          const int keys = Head::G::key_end(t0 + r), span = cpu::detail::vector_span(keys, n_k);
           S m = -std::numeric_limits<S>::infinity();  // the row's largest score, scaled (scale > 0)
           ETNN_SIMD_REDUCTION(max, m)
-          for (int u = 0; u < keys; ++u) m = row[u] > m ? row[u] : m;
+          for (int u = 0; u < span; ++u) m = u < keys && row[u] > m ? row[u] : m;
           m *= scale;
           ETNN_SIMD
-          for (int u = 0; u < keys; ++u) row[u] = etnn::detail::fast_exp(scale * row[u] - m);
+          for (int u = 0; u < span; ++u) row[u] = u < keys ? etnn::detail::fast_exp(scale * row[u] - m) : S(0);
           S l = 0;
           ETNN_SIMD_REDUCTION(+, l)
-          for (int u = 0; u < keys; ++u) l += row[u];
+          for (int u = 0; u < span; ++u) l += row[u];
           const S inv_l = S(1) / l;
           ETNN_SIMD
-          for (int u = 0; u < keys; ++u) row[u] *= inv_l;
-          std::fill(row + keys, row + n_k, S(0));
+          for (int u = 0; u < span; ++u) row[u] *= inv_l;
+          std::fill(row + span, row + n_k, S(0));
           if (lse != nullptr) lse[head.first_row + t0 + r] = m + std::log(l);
         }
         cpu::gemm_serial<cpu::Layout::row_major, cpu::Layout::row_major>(
@@ -3265,16 +3286,17 @@ void attention_backward(Cpu, const S* qkv, const S* out, const S* dout, const S*
         for (int r = 0; r < n; ++r) {
           S* p_row = p + r * n_k;
           S* ds_row = ds + r * n_k;
-          const int keys = Head::G::key_end(t0 + r);
+          const int keys = Head::G::key_end(t0 + r), span = cpu::detail::vector_span(keys, n_k);
           const S log_sum = lse[head.first_row + t0 + r];
           const S delta = Head::G::dot(dout_block + r * D, out + head.first_out + (t0 + r) * D);
           ETNN_SIMD
-          for (int u = 0; u < keys; ++u) {
-            p_row[u] = etnn::detail::fast_exp(scale * p_row[u] - log_sum);
-            ds_row[u] = scale * p_row[u] * (ds_row[u] - delta);
+          for (int u = 0; u < span; ++u) {
+            const S p_u = u < keys ? etnn::detail::fast_exp(scale * p_row[u] - log_sum) : S(0);
+            p_row[u] = p_u;
+            ds_row[u] = scale * p_u * (ds_row[u] - delta);
           }
-          std::fill(p_row + keys, p_row + n_k, S(0));
-          std::fill(ds_row + keys, ds_row + n_k, S(0));
+          std::fill(p_row + span, p_row + n_k, S(0));
+          std::fill(ds_row + span, ds_row + n_k, S(0));
         }
         cpu::gemm_serial<cpu::Layout::row_major, cpu::Layout::row_major>(cpu::Accumulate::no, n, d, n_k, ds, n_k,
                                                                          head.k(), ld, dq + t0 * ld, ld);

@@ -32,6 +32,13 @@ namespace cpu::detail {
 
 inline constexpr int attention_query_block = 48;  // 8 of the packed GEMM's 6-row register tiles
 
+// The extent a row's loops over its `keys` scores run to: keys rounded up to 16 (a whole number
+// of vectors), at most the row's n_k scores. The keys past a row's end are masked inside the
+// loops (no exponential of theirs is kept), which then have no scalar remainder: with a causal
+// mask every row ends somewhere else, and remainders of up to 15 scalar exponentials were most of
+// the softmax's time.
+constexpr int vector_span(int keys, int n_k) { return std::min(n_k, (keys + 15) / 16 * 16); }
+
 // One (sample, head) call's operands: head h of sample b at rows b T .. b T + T.
 template <int T, int D, int H, bool Causal, class S>
 struct AttentionHead {
@@ -70,20 +77,20 @@ void attention_forward(Cpu, const S* qkv, S* out, S* lse, std::size_t samples) {
         Head::scores(head.q + t0 * Head::qkv_ld, Head::qkv_ld, head.k(), n, n_k, p);
         for (int r = 0; r < n; ++r) {  // row t's softmax over its keys; zeros past them
           S* row = p + r * n_k;
-          const int keys = Head::G::key_end(t0 + r);
+          const int keys = Head::G::key_end(t0 + r), span = cpu::detail::vector_span(keys, n_k);
           S m = -std::numeric_limits<S>::infinity();  // the row's largest score, scaled (scale > 0)
           ETNN_SIMD_REDUCTION(max, m)
-          for (int u = 0; u < keys; ++u) m = row[u] > m ? row[u] : m;
+          for (int u = 0; u < span; ++u) m = u < keys && row[u] > m ? row[u] : m;
           m *= scale;
           ETNN_SIMD
-          for (int u = 0; u < keys; ++u) row[u] = etnn::detail::fast_exp(scale * row[u] - m);
+          for (int u = 0; u < span; ++u) row[u] = u < keys ? etnn::detail::fast_exp(scale * row[u] - m) : S(0);
           S l = 0;
           ETNN_SIMD_REDUCTION(+, l)
-          for (int u = 0; u < keys; ++u) l += row[u];
+          for (int u = 0; u < span; ++u) l += row[u];
           const S inv_l = S(1) / l;
           ETNN_SIMD
-          for (int u = 0; u < keys; ++u) row[u] *= inv_l;
-          std::fill(row + keys, row + n_k, S(0));
+          for (int u = 0; u < span; ++u) row[u] *= inv_l;
+          std::fill(row + span, row + n_k, S(0));
           if (lse != nullptr) lse[head.first_row + t0 + r] = m + std::log(l);
         }
         cpu::gemm_serial<cpu::Layout::row_major, cpu::Layout::row_major>(
@@ -118,16 +125,17 @@ void attention_backward(Cpu, const S* qkv, const S* out, const S* dout, const S*
         for (int r = 0; r < n; ++r) {
           S* p_row = p + r * n_k;
           S* ds_row = ds + r * n_k;
-          const int keys = Head::G::key_end(t0 + r);
+          const int keys = Head::G::key_end(t0 + r), span = cpu::detail::vector_span(keys, n_k);
           const S log_sum = lse[head.first_row + t0 + r];
           const S delta = Head::G::dot(dout_block + r * D, out + head.first_out + (t0 + r) * D);
           ETNN_SIMD
-          for (int u = 0; u < keys; ++u) {
-            p_row[u] = etnn::detail::fast_exp(scale * p_row[u] - log_sum);
-            ds_row[u] = scale * p_row[u] * (ds_row[u] - delta);
+          for (int u = 0; u < span; ++u) {
+            const S p_u = u < keys ? etnn::detail::fast_exp(scale * p_row[u] - log_sum) : S(0);
+            p_row[u] = p_u;
+            ds_row[u] = scale * p_u * (ds_row[u] - delta);
           }
-          std::fill(p_row + keys, p_row + n_k, S(0));
-          std::fill(ds_row + keys, ds_row + n_k, S(0));
+          std::fill(p_row + span, p_row + n_k, S(0));
+          std::fill(ds_row + span, ds_row + n_k, S(0));
         }
         cpu::gemm_serial<cpu::Layout::row_major, cpu::Layout::row_major>(cpu::Accumulate::no, n, d, n_k, ds, n_k,
                                                                          head.k(), ld, dq + t0 * ld, ld);

@@ -17,6 +17,7 @@
 #include "features.hpp"
 #include "layout.hpp"
 #include "packing_storage.hpp"
+#include "column_major_panels.hpp"
 #include "row_major_panels.hpp"
 
 #if ETNN_PACKED_GEMM
@@ -35,23 +36,6 @@ struct Avx2 {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   }
 
-  // in[0..6) into lanes 0..5 (lanes 6, 7 zero) and lanes 0..5 into out[0..6), each as a 4-float
-  // and a 2-float access: one row of a register tile's A panel (mr = 6). Not AVX2's masked store,
-  // which AMD's cores run many times slower than a plain one (the col-major packing of A was a
-  // tenth of a GPT step on Zen 4 through it).
-  static_assert(mr == 6, "load_six and store_six move one panel row of mr = 6 floats");
-  [[gnu::target("avx2,fma"), gnu::always_inline]] static __m256 load_six(const float* in) {
-    // The 2-float halves through the unaligned 64-bit integer moves (_mm_load_sd and _mm_store_sd
-    // dereference a double*, which must be 8-byte aligned: panel rows are only 4-byte aligned).
-    const __m128 low = _mm_loadu_ps(in);
-    const __m128 high = _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(in + 4)));
-    return _mm256_set_m128(high, low);
-  }
-  [[gnu::target("avx2,fma"), gnu::always_inline]] static void store_six(float* out, __m256 v) {
-    _mm_storeu_ps(out, _mm256_castps256_ps128(v));
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(out + 4), _mm_castps_si128(_mm256_extractf128_ps(v, 1)));
-  }
-
   // Packs rows [r0, r0 + rows) and depth [k0, k0 + kc) of A into panels of mr rows:
   // panel p holds A(r0 + mr p + i, k0 + kk) at p mr kc + kk mr + i, rows past the end as zeros.
   // A row-major A is packed only for a partial last register tile (the driver reads whole ones in
@@ -59,18 +43,12 @@ struct Avx2 {
   template <Layout LA>
   [[gnu::target("avx2,fma")]] static void pack_a(const float* a, std::ptrdiff_t lda, int r0, int rows, int k0, int kc,
                                                  float* out) {
-    for (int p = 0; p * mr < rows; ++p) {
-      float* panel = out + static_cast<std::ptrdiff_t>(p) * mr * kc;
-      const int valid = std::min(mr, rows - p * mr);
-      if constexpr (LA == Layout::col_major) {  // A(i, k) at a[k lda + i]: mr contiguous values per k
-        const float* column = a + static_cast<std::ptrdiff_t>(k0) * lda + r0 + p * mr;
-        if (valid == mr) {
-          for (int kk = 0; kk < kc; ++kk) store_six(panel + kk * mr, load_six(column + kk * lda));
-        } else {
-          const __m256i load = first_lanes(valid);
-          for (int kk = 0; kk < kc; ++kk) store_six(panel + kk * mr, _mm256_maskload_ps(column + kk * lda, load));
-        }
-      } else {  // A(i, k) at a[i lda + k]
+    if constexpr (LA == Layout::col_major) {  // A(i, k) at a[k lda + i]: cpu/column_major_panels.hpp
+      pack_column_major_a<mr>(a, lda, r0, rows, k0, kc, out);
+    } else {  // A(i, k) at a[i lda + k]
+      for (int p = 0; p * mr < rows; ++p) {
+        float* panel = out + static_cast<std::ptrdiff_t>(p) * mr * kc;
+        const int valid = std::min(mr, rows - p * mr);
         for (int kk = 0; kk < kc; ++kk) {
           for (int i = 0; i < mr; ++i) {
             panel[kk * mr + i] = i < valid ? a[static_cast<std::ptrdiff_t>(r0 + p * mr + i) * lda + k0 + kk] : 0.0f;

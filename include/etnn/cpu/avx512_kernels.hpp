@@ -15,6 +15,7 @@
 #include "features.hpp"
 #include "layout.hpp"
 #include "packing_storage.hpp"
+#include "column_major_panels.hpp"
 #include "row_major_panels.hpp"
 
 #if ETNN_PACKED_GEMM
@@ -65,17 +66,12 @@ ETNN_UNROLL(6)
   template <Layout LA>
   [[gnu::target("avx512f")]] static void pack_a(const float* a, std::ptrdiff_t lda, int r0, int rows, int k0, int kc,
                                          float* out) {
-    for (int p = 0; p * mr < rows; ++p) {
-      float* panel = out + static_cast<std::ptrdiff_t>(p) * mr * kc;
-      const int valid = std::min(mr, rows - p * mr);
-      if constexpr (LA == Layout::col_major) {  // A(i, k) at a[k lda + i]: mr contiguous values per k
-        const __mmask16 mask = first_lanes(valid);
-        const float* column = a + static_cast<std::ptrdiff_t>(k0) * lda + r0 + p * mr;
-        for (int kk = 0; kk < kc; ++kk) {
-          const __m512 v = _mm512_maskz_loadu_ps(mask, column + kk * lda);
-          _mm512_mask_storeu_ps(panel + kk * mr, first_lanes(mr), v);
-        }
-      } else {  // A(i, k) at a[i lda + k]: 16 depths of each row at a time, interleaved in registers
+    if constexpr (LA == Layout::col_major) {  // A(i, k) at a[k lda + i]: cpu/column_major_panels.hpp
+      pack_column_major_a<mr>(a, lda, r0, rows, k0, kc, out);
+    } else {  // A(i, k) at a[i lda + k]: 16 depths of each row at a time, interleaved in registers
+      for (int p = 0; p * mr < rows; ++p) {
+        float* panel = out + static_cast<std::ptrdiff_t>(p) * mr * kc;
+        const int valid = std::min(mr, rows - p * mr);
         const float* rows_at[mr];
         for (int i = 0; i < mr; ++i) rows_at[i] = a + static_cast<std::ptrdiff_t>(r0 + p * mr + std::min(i, valid - 1)) * lda + k0;
         for (int kk = 0; kk < kc; kk += lanes) {

@@ -2866,9 +2866,11 @@ void run_tile(const Tiling& t, int index, int k, const float* a, std::ptrdiff_t 
 
 // A column-major A packed whole into the calling thread's storage, where tiles would pack it
 // more than once (more than one band of columns) and it fits whole_a_max_floats. Only a caller
-// outside any pool job packs whole, so that its storage grows in the first step only.
+// outside any pool job packs whole, so that its storage grows in the first step only. On more
+// than one thread each thread packs a band of whole register tiles (of every K block): packed on
+// the caller alone, while the others waited, it was a serial stretch of every dW product.
 template <class Kernels, Layout LA, Layout LB>
-WholeA pack_whole_a(const Tiling& t, int k, const float* a, std::ptrdiff_t lda) {
+WholeA pack_whole_a(const Tiling& t, int threads, int k, const float* a, std::ptrdiff_t lda) {
   const int padded_rows = t.row_tiles * mr;
   const std::size_t floats = static_cast<std::size_t>(padded_rows) * static_cast<std::size_t>(k);
   if (LA != Layout::col_major || t.across == 1 || takes_narrow_path<Kernels, LB>(t.m) || floats > whole_a_max_floats ||
@@ -2876,10 +2878,18 @@ WholeA pack_whole_a(const Tiling& t, int k, const float* a, std::ptrdiff_t lda) 
     return {};
   }
   float* const panels = whole_a_storage(floats);
-  for (int block = 0; block < k_blocks(k); ++block) {
-    const auto [k0, kc] = k_block(k, block);
-    Kernels::template pack_a<LA>(a, lda, 0, t.m, k0, kc, panels + static_cast<std::ptrdiff_t>(padded_rows) * k0);
-  }
+  const int bands = std::max(1, std::min(threads, t.row_tiles));
+  auto pack_band = [&](std::size_t band) {
+    const auto [r0, r1] = Tiling::band(static_cast<int>(band), bands, t.row_tiles, mr, t.m);
+    for (int block = 0; block < k_blocks(k); ++block) {
+      const auto [k0, kc] = k_block(k, block);
+      Kernels::template pack_a<LA>(a, lda, r0, r1 - r0, k0, kc,
+                                   panels + static_cast<std::ptrdiff_t>(padded_rows) * k0 +
+                                       static_cast<std::ptrdiff_t>(r0) * kc);
+    }
+  };
+  if (bands > 1) ThreadPool::instance().run(static_cast<std::size_t>(bands), pack_band);
+  else pack_band(0);
   return {panels, padded_rows};
 }
 
@@ -2889,7 +2899,7 @@ template <class Kernels, Layout LA, Layout LB, class Epilogue>
 void gemm(int threads, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc,
           bool accumulate, Epilogue& epilogue) {
   const Tiling t = tiling(m, n, k, threads, Kernels::nr);
-  const WholeA whole = pack_whole_a<Kernels, LA, LB>(t, k, a, lda);
+  const WholeA whole = pack_whole_a<Kernels, LA, LB>(t, threads, k, a, lda);
   auto tile = [&](std::size_t index) {
     run_tile<Kernels, LA, LB>(t, static_cast<int>(index), k, a, lda, b, ldb, c, ldc, accumulate, epilogue, whole);
   };

@@ -30,7 +30,9 @@ namespace detail {
 inline constexpr double layer_norm_eps = 1e-5;
 
 // y's row b from x's, its statistics (mean, 1 / std) into stats[2b, 2b + 1] when not null.
-// The sums run in double, in lanes (core/lane_sum.hpp).
+// The sums run in T, in lanes (core/lane_sum.hpp): 8 partial sums of N / 8 values each, whose
+// rounding error is that of a sum of N / 8 terms (in double they doubled the row passes' cost:
+// conversions, and half the values a vector).
 template <int N, class T>
 struct LayerNormRows {
   const T* gamma;
@@ -41,12 +43,12 @@ struct LayerNormRows {
   ETNN_HD void operator()(std::size_t b) const {
     const T* xb = x + b * N;
     T* yb = y + b * N;
-    const double mean = etnn::detail::lane_sum<N, double>([&](int j) { return double(xb[j]); }) / N;
-    const double var = etnn::detail::lane_sum<N, double>([&](int j) {
-      const double centred = xb[j] - mean;
+    const T mean = etnn::detail::lane_sum<N, T>([&](int j) { return xb[j]; }) / T(N);
+    const T var = etnn::detail::lane_sum<N, T>([&](int j) {
+      const T centred = xb[j] - mean;
       return centred * centred;
     });
-    const double inv_std = 1.0 / std::sqrt(var / N + layer_norm_eps);
+    const T inv_std = T(1) / std::sqrt(var / T(N) + T(layer_norm_eps));
     ETNN_SIMD
     for (int j = 0; j < N; ++j) yb[j] = static_cast<T>(gamma[j] * ((xb[j] - mean) * inv_std) + beta[j]);
     if (stats != nullptr) stats[2 * b] = static_cast<T>(mean), stats[2 * b + 1] = static_cast<T>(inv_std);
@@ -99,13 +101,13 @@ struct LayerNormInputGradientRows {
     const T* dyb = dy + b * N;
     T* dxb = dx + b * N;
     const T mean = stats[2 * b], inv_std = stats[2 * b + 1];
-    const double mean_g = etnn::detail::lane_sum<N, double>([&](int j) { return double(dyb[j]) * gamma[j]; }) / N;
-    const double mean_g_xhat = etnn::detail::lane_sum<N, double>([&](int j) {
-      return double(dyb[j]) * gamma[j] * ((xb[j] - mean) * inv_std);
+    const T mean_g = etnn::detail::lane_sum<N, T>([&](int j) { return dyb[j] * gamma[j]; }) / T(N);
+    const T mean_g_xhat = etnn::detail::lane_sum<N, T>([&](int j) {
+      return dyb[j] * gamma[j] * ((xb[j] - mean) * inv_std);
     }) / N;
     ETNN_SIMD
     for (int j = 0; j < N; ++j) {
-      const double g = double(dyb[j]) * gamma[j];
+      const T g = dyb[j] * gamma[j];
       dxb[j] = static_cast<T>((g - mean_g - (xb[j] - mean) * inv_std * mean_g_xhat) * inv_std);
     }
   }

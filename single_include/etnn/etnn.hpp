@@ -2868,7 +2868,8 @@ void run_tile(const Tiling& t, int index, int k, const float* a, std::ptrdiff_t 
 // more than once (more than one band of columns) and it fits whole_a_max_floats. Only a caller
 // outside any pool job packs whole, so that its storage grows in the first step only. On more
 // than one thread each thread packs a band of whole register tiles (of every K block): packed on
-// the caller alone, while the others waited, it was a serial stretch of every dW product.
+// the caller alone, while the others waited, it was a serial stretch of every dW product. An A
+// of less than 2^16 floats (mlp784's at a batch of 8: 512 x 8) is still packed by the caller.
 template <class Kernels, Layout LA, Layout LB>
 WholeA pack_whole_a(const Tiling& t, int threads, int k, const float* a, std::ptrdiff_t lda) {
   const int padded_rows = t.row_tiles * mr;
@@ -2878,7 +2879,8 @@ WholeA pack_whole_a(const Tiling& t, int threads, int k, const float* a, std::pt
     return {};
   }
   float* const panels = whole_a_storage(floats);
-  const int bands = std::max(1, std::min(threads, t.row_tiles));
+  constexpr std::size_t shared_packing_min_floats = std::size_t{1} << 16;  // below, a pool job costs more than it saves
+  const int bands = floats < shared_packing_min_floats ? 1 : std::max(1, std::min(threads, t.row_tiles));
   auto pack_band = [&](std::size_t band) {
     const auto [r0, r1] = Tiling::band(static_cast<int>(band), bands, t.row_tiles, mr, t.m);
     for (int block = 0; block < k_blocks(k); ++block) {

@@ -1869,86 +1869,64 @@ inline float* whole_a_storage(std::size_t floats) {
 }
 
 }  // namespace etnn::cpu::packed
-// ---- etnn/cpu/column_major_panels.hpp ----
+// ---- etnn/cpu/copied_panels.hpp ----
 // Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
-// Packing a column-major A (A(i, k) at a[k lda + i]: a dense layer's dZ^T in dW = dZ^T X) into
-// the packed GEMM's panels, for every kernel set (cpu/avx512_kernels.hpp, cpu/avx2_kernels.hpp),
-// which inline it into their own instruction set.
+// The packed GEMM's panels that plain copies fill, for every kernel set (cpu/avx512_kernels.hpp,
+// cpu/avx2_kernels.hpp), which inline them into their own instruction set: a row-major B
+// (B(k, j) at b[k ldb + j]) and a column-major A (A(i, k) at a[k lda + i]: a dense layer's dZ^T in
+// dW = dZ^T X): both are runs of a panel's width along rows of memory. The copies are plain
+// moves, not masked ones, which AMD's cores run many times slower.
 
 namespace etnn::cpu::packed {
 
-// Rows [r0, r0 + rows) and depth [k0, k0 + kc) of a column-major A into panels of Mr rows:
-// panel p holds A(r0 + Mr p + i, k0 + kk) at p Mr kc + kk Mr + i, rows past the end as zeros.
-// Depths are taken a group of 8 at a time, and each group's panels in row order: the reads are 8
-// runs along A's columns, which the group's panels share from L1, the writes 8 Mr values down one
-// panel. Walking one panel's whole depth at a time steps down lda for every value, and at lda a
-// multiple of 512 floats (gpt's 512-wide dZ) those lines fall in a few L1 sets and are evicted
-// before the next panel reads them again. The copies are plain moves (a 16- and an 8-byte one
-// for Mr = 6), not masked ones, which AMD's cores run many times slower.
-template <int Mr>
-[[gnu::always_inline]] inline void pack_column_major_a(const float* a, std::ptrdiff_t lda, int r0, int rows, int k0,
-                                                       int kc, float* out) {
+// Panels of Width values taken from runs along the rows of memory (row k at src + k ld): panel q
+// holds src(k0 + kk, Width q + j) at q kc Width + kk Width + j for Width q + j < extent, and zeros
+// after the last value up to a multiple of Padding. Rows are taken a group of 8 at a time, and
+// each group's panels in order: the reads are 8 streams along the rows, the writes one stream
+// down a panel. Walking one panel's whole depth at a time steps down ld for every value, and at
+// ld a multiple of 2 KiB (wide's 2048-float W, gpt's 512-wide dZ) those rows' lines fall in a few
+// L1 sets and evict one another before the next panel reads them again (a fifth of wide's dX
+// product, 256 x 2048 x 2048, went to packing B that way).
+template <int Width, int Padding>
+[[gnu::always_inline]] inline void pack_row_runs(const float* src, std::ptrdiff_t ld, int k0, int kc, int extent,
+                                                 float* out) {
   constexpr int group = 8;
-  const int panels = (rows + Mr - 1) / Mr;
   for (int g = 0; g < kc; g += group) {
     const int depth = std::min(group, kc - g);
-    const float* columns = a + static_cast<std::ptrdiff_t>(k0 + g) * lda + r0;
-    for (int p = 0; p < panels; ++p) {
-      const int valid = std::min(Mr, rows - p * Mr);
-      float* panel = out + static_cast<std::ptrdiff_t>(p) * Mr * kc + static_cast<std::ptrdiff_t>(g) * Mr;
+    const float* rows = src + static_cast<std::ptrdiff_t>(k0 + g) * ld;
+    for (int q = 0; q * Width < extent; ++q) {
+      const int valid = std::min(Width, extent - q * Width);
+      const int padded = (valid + Padding - 1) / Padding * Padding;
+      float* panel = out + static_cast<std::ptrdiff_t>(q) * kc * Width + static_cast<std::ptrdiff_t>(g) * Width;
       for (int d = 0; d < depth; ++d) {
-        const float* from = columns + d * lda + p * Mr;
-        float* to = panel + d * Mr;
-        if (valid == Mr) {
-          std::memcpy(to, from, sizeof(float) * Mr);
+        const float* from = rows + d * ld + q * Width;
+        float* to = panel + d * Width;
+        if (valid == Width) {  // a constant size: a few moves
+          std::memcpy(to, from, sizeof(float) * Width);
         } else {
           std::copy_n(from, valid, to);
-          std::fill(to + valid, to + Mr, 0.0f);
+          std::fill(to + valid, to + padded, 0.0f);
         }
       }
     }
   }
 }
 
-}  // namespace etnn::cpu::packed
-// ---- etnn/cpu/row_major_panels.hpp ----
-// Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
-// Packing a row-major B (B(k, j) at b[k ldb + j]) into the packed GEMM's panels, for every kernel
-// set (cpu/avx512_kernels.hpp, cpu/avx2_kernels.hpp), which inline it into their own instruction set.
-
-namespace etnn::cpu::packed {
-
 // Depth [k0, k0 + kc) and columns [c0, c0 + cols) of a row-major B into panels of Nr columns:
 // panel q holds B(k0 + kk, c0 + Nr q + j) at q kc Nr + kk Nr + j, columns past the end as zeros
 // up to the end of their vector of Lanes (the register tiles read no vector past the last column).
-// Rows are taken a group of 8 at a time, and each group's panels in column order: the reads are 8
-// streams along B's rows, the writes one stream down a panel. Walking a whole panel's depth at a
-// time steps down ldb for every row, and at ldb a multiple of 4 KiB (wide's 2048 floats) all those
-// rows' lines fall in one L1 set and evict one another before the next panel's columns reuse them
-// (a fifth of the dX product, 256 x 2048 x 2048, went to packing B that way).
 template <int Nr, int Lanes>
 [[gnu::always_inline]] inline void pack_row_major_b(const float* b, std::ptrdiff_t ldb, int k0, int kc, int c0,
                                                     int cols, float* out) {
-  constexpr int group = 8;
-  for (int g = 0; g < kc; g += group) {
-    const int depth = std::min(group, kc - g);
-    const float* rows = b + static_cast<std::ptrdiff_t>(k0 + g) * ldb + c0;
-    for (int q = 0; q * Nr < cols; ++q) {
-      const int width = std::min(Nr, cols - q * Nr);
-      const int padded = (width + Lanes - 1) / Lanes * Lanes;
-      float* panel = out + static_cast<std::ptrdiff_t>(q) * kc * Nr + static_cast<std::ptrdiff_t>(g) * Nr;
-      for (int d = 0; d < depth; ++d) {
-        const float* from = rows + d * ldb + q * Nr;
-        float* to = panel + d * Nr;
-        if (width == Nr) {
-          std::memcpy(to, from, sizeof(float) * Nr);
-        } else {
-          std::copy_n(from, width, to);
-          std::fill(to + width, to + padded, 0.0f);
-        }
-      }
-    }
-  }
+  pack_row_runs<Nr, Lanes>(b + c0, ldb, k0, kc, cols, out);
+}
+
+// Rows [r0, r0 + rows) and depth [k0, k0 + kc) of a column-major A into panels of Mr rows:
+// panel p holds A(r0 + Mr p + i, k0 + kk) at p Mr kc + kk Mr + i, rows past the end as zeros.
+template <int Mr>
+[[gnu::always_inline]] inline void pack_column_major_a(const float* a, std::ptrdiff_t lda, int r0, int rows, int k0,
+                                                       int kc, float* out) {
+  pack_row_runs<Mr, Mr>(a + r0, lda, k0, kc, rows, out);
 }
 
 }  // namespace etnn::cpu::packed
@@ -1976,7 +1954,7 @@ struct Avx2 {
   template <Layout LA>
   [[gnu::target("avx2,fma")]] static void pack_a(const float* a, std::ptrdiff_t lda, int r0, int rows, int k0, int kc,
                                                  float* out) {
-    if constexpr (LA == Layout::col_major) {  // A(i, k) at a[k lda + i]: cpu/column_major_panels.hpp
+    if constexpr (LA == Layout::col_major) {  // A(i, k) at a[k lda + i]: cpu/copied_panels.hpp
       pack_column_major_a<mr>(a, lda, r0, rows, k0, kc, out);
     } else {  // A(i, k) at a[i lda + k]
       for (int p = 0; p * mr < rows; ++p) {
@@ -2016,7 +1994,7 @@ ETNN_UNROLL(4)
   // Packs depth [k0, k0 + kc) and columns [c0, c0 + cols) of B into panels of nr columns: panel q
   // holds B(k0 + kk, c0 + nr q + j) at q kc nr + kk nr + j, columns past the end as zeros up to
   // the end of their vector (whole vectors past it are left unwritten: no register tile reads them). A
-  // row-major B is copied by groups of rows (cpu/row_major_panels.hpp); a column-major B (B(k, j)
+  // row-major B is copied by groups of rows (cpu/copied_panels.hpp); a column-major B (B(k, j)
   // at b[j ldb + k]) is transposed 8 x 8 at a time in registers.
   template <Layout LB>
   [[gnu::target("avx2,fma")]] static void pack_b(const float* b, std::ptrdiff_t ldb, int k0, int kc, int c0, int cols,
@@ -2211,7 +2189,7 @@ ETNN_UNROLL(6)
   template <Layout LA>
   [[gnu::target("avx512f")]] static void pack_a(const float* a, std::ptrdiff_t lda, int r0, int rows, int k0, int kc,
                                          float* out) {
-    if constexpr (LA == Layout::col_major) {  // A(i, k) at a[k lda + i]: cpu/column_major_panels.hpp
+    if constexpr (LA == Layout::col_major) {  // A(i, k) at a[k lda + i]: cpu/copied_panels.hpp
       pack_column_major_a<mr>(a, lda, r0, rows, k0, kc, out);
     } else {  // A(i, k) at a[i lda + k]: 16 depths of each row at a time, interleaved in registers
       for (int p = 0; p * mr < rows; ++p) {
@@ -2269,7 +2247,7 @@ ETNN_UNROLL(8)
   // holds B(k0 + kk, c0 + nr q + j) at q kc nr + kk nr + j, columns past the end as zeros up to
   // the end of their vector (whole vectors past it are left unwritten: no register tile reads them). Packed
   // panels are read with unit stride whatever B's leading dimension. A row-major B is copied by
-  // groups of rows (cpu/row_major_panels.hpp); a column-major B (B(k, j) at b[j ldb + k]) is
+  // groups of rows (cpu/copied_panels.hpp); a column-major B (B(k, j) at b[j ldb + k]) is
   // transposed 16 x 16 at a time in registers.
   template <Layout LB>
   [[gnu::target("avx512f")]] static void pack_b(const float* b, std::ptrdiff_t ldb, int k0, int kc, int c0, int cols,

@@ -15,8 +15,7 @@
 #include "features.hpp"
 #include "layout.hpp"
 #include "packing_storage.hpp"
-#include "column_major_panels.hpp"
-#include "row_major_panels.hpp"
+#include "copied_panels.hpp"
 
 #if ETNN_PACKED_GEMM
 #include <immintrin.h>
@@ -66,7 +65,7 @@ ETNN_UNROLL(6)
   template <Layout LA>
   [[gnu::target("avx512f")]] static void pack_a(const float* a, std::ptrdiff_t lda, int r0, int rows, int k0, int kc,
                                          float* out) {
-    if constexpr (LA == Layout::col_major) {  // A(i, k) at a[k lda + i]: cpu/column_major_panels.hpp
+    if constexpr (LA == Layout::col_major) {  // A(i, k) at a[k lda + i]: cpu/copied_panels.hpp
       pack_column_major_a<mr>(a, lda, r0, rows, k0, kc, out);
     } else {  // A(i, k) at a[i lda + k]: 16 depths of each row at a time, interleaved in registers
       for (int p = 0; p * mr < rows; ++p) {
@@ -124,7 +123,7 @@ ETNN_UNROLL(8)
   // holds B(k0 + kk, c0 + nr q + j) at q kc nr + kk nr + j, columns past the end as zeros up to
   // the end of their vector (whole vectors past it are left unwritten: no register tile reads them). Packed
   // panels are read with unit stride whatever B's leading dimension. A row-major B is copied by
-  // groups of rows (cpu/row_major_panels.hpp); a column-major B (B(k, j) at b[j ldb + k]) is
+  // groups of rows (cpu/copied_panels.hpp); a column-major B (B(k, j) at b[j ldb + k]) is
   // transposed 16 x 16 at a time in registers.
   template <Layout LB>
   [[gnu::target("avx512f")]] static void pack_b(const float* b, std::ptrdiff_t ldb, int k0, int kc, int c0, int cols,

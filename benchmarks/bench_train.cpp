@@ -11,6 +11,8 @@
 
 #include <etnn/etnn.hpp>
 
+#include "char_lm_model.hpp"
+
 #include <sys/resource.h>
 
 #include <cstddef>
@@ -32,23 +34,17 @@ using Lenet = decltype(nn::input<1, 28, 28> >> nn::conv2d<6, 5, nn::pad<2>> >> n
                        nn::conv2d<16, 5> >> nn::relu >> nn::max_pool2d<2> >> nn::flatten >> nn::linear<120> >>
                        nn::relu >> nn::linear<84> >> nn::relu >> nn::linear<10>);
 
-constexpr int gpt_length = 128, gpt_vocabulary = 128, gpt_width = 128, gpt_layers = 4;
-constexpr auto gpt_block = nn::residual(nn::layer_norm >> nn::multi_head_attention<4, true>) >>
-                           nn::residual(nn::layer_norm >> nn::linear<4 * gpt_width> >> nn::gelu >>
-                                        nn::linear<gpt_width>);
-using Gpt = decltype(nn::input_tokens<gpt_length, gpt_vocabulary> >> nn::embedding<gpt_width> >>
-                     nn::positional_embedding >> gpt_block >> gpt_block >> gpt_block >> gpt_block >> nn::layer_norm >>
-                     nn::linear<gpt_vocabulary>);
+using Gpt = char_lm::Gpt;  // examples/char_lm_model.hpp
 
 // The transformer's floating-point operations per sample of a step: per position and block the
 // products with its 12 D^2 weights and, in attention, the (t + 1) scores and weighted values of
 // width D at position t; then the head's D V. Each multiply-add is 2 flops, done in forward and in
 // both gradients (3 passes; the first layer, the embedding, has no products).
 constexpr double gpt_flops_per_sample() {
-  const double d = gpt_width, t = gpt_length;
+  const double d = char_lm::width, t = char_lm::context;
   const double attention_macs = 2.0 * d * (t * (t + 1) / 2);  // Q K^T and P V over the causal positions
   const double block_macs = 12.0 * d * d * t + attention_macs;
-  return 2.0 * 3.0 * (gpt_layers * block_macs + d * gpt_vocabulary * t);
+  return 2.0 * 3.0 * (char_lm::blocks * block_macs + d * char_lm::vocabulary * t);
 }
 
 // Multiply-adds of one layer's GEMM per sample and pass: weights times output pixels for a

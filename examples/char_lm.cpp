@@ -9,6 +9,7 @@
 // training text (the model predicts each next character); after it the validation loss (nats per
 // character) is printed beside the unigram model's, the entropy of the training text's character
 // frequencies measured on the held-out text.
+#include "char_lm_model.hpp"
 #include "support/cli.hpp"
 #include "support/training.hpp"
 
@@ -22,20 +23,8 @@
 #include <string>
 #include <vector>
 
-namespace nn = etnn::nn;
 namespace fs = std::filesystem;
-
-constexpr int context = 128;     // T: characters per sample
-constexpr int vocabulary = 128;  // V: token ids (distinct bytes of the corpus, densely numbered)
-constexpr int width = 128;       // D
-constexpr int heads = 4;
-
-constexpr auto block = nn::residual(nn::layer_norm >> nn::multi_head_attention<heads, true>) >>
-                       nn::residual(nn::layer_norm >> nn::linear<4 * width> >> nn::gelu >> nn::linear<width>);
-constexpr auto gpt = nn::input_tokens<context, vocabulary> >> nn::embedding<width> >> nn::positional_embedding >>
-                     block >> block >> block >> block >> nn::layer_norm >> nn::linear<vocabulary>;
-using Gpt = decltype(gpt);
-using Tokens = etnn::Tokens<context, vocabulary>;
+using char_lm::context, char_lm::vocabulary, char_lm::Gpt, char_lm::Tokens;
 
 namespace {
 
@@ -203,10 +192,8 @@ int main(int argc, char** argv) {
 
     etnn::Model<Gpt> model(opt.seed);
     etnn::loss::SequenceCrossEntropy loss;
-    etnn::optim::AdamW adamw(model, {.lr = opt.lr, .weight_decay = 0.01f});
-    const std::int64_t total_steps = static_cast<std::int64_t>(opt.epochs) * opt.steps;
-    if (total_steps > 20) adamw.set_schedule(etnn::optim::schedule::CosineWarmup{.warmup = 20, .total = total_steps});
-    adamw.set_max_grad_norm(1.0f);
+    etnn::optim::AdamW adamw(model, char_lm::optimizer_options(opt.lr));
+    char_lm::set_schedule(adamw, static_cast<std::int64_t>(opt.epochs) * opt.steps);
     etnn::Trainer trainer(model, loss, adamw);
     const double unigram = unigram_nats(train_ids, val_ids);
     std::printf("etnn char_lm: %s\n%zu parameters; corpus %s: %zu characters (%zu distinct), %zu train / %zu "

@@ -11,6 +11,8 @@
 
 #include <etnn/etnn.hpp>
 
+#include "char_lm_model.hpp"
+
 namespace {
 std::atomic<long> news{0};     // operator new
 std::atomic<long> mallocs{0};  // the C allocator, including what operator new forwards to it
@@ -158,25 +160,21 @@ TEST_CASE("the layers of a CNN (conv, batch norm, pooling, residual, dropout, co
   CHECK(steps.c_allocator() == 0);
 }
 
-TEST_CASE("a causal transformer language model with AdamW allocates nothing per step or in inference") {
-  constexpr int T = 32, V = 40, D = 32;
-  constexpr auto block = nn::residual(nn::layer_norm >> nn::multi_head_attention<4, true>) >>
-                         nn::residual(nn::layer_norm >> nn::linear<4 * D> >> nn::gelu >> nn::linear<D>);
-  using Gpt = decltype(nn::input_tokens<T, V> >> nn::embedding<D> >> nn::positional_embedding >> block >> block >>
-                       nn::layer_norm >> nn::linear<V>);
-  etnn::Model<Gpt> model(0);
+TEST_CASE("examples/char_lm's step (its GPT, AdamW, cosine schedule, clipping) allocates nothing, nor does inference") {
+  using char_lm::context, char_lm::vocabulary;
+  etnn::Model<char_lm::Gpt> model(0);
   etnn::loss::SequenceCrossEntropy loss;
-  etnn::optim::AdamW opt(model, {.lr = 1e-3f});
-  opt.set_schedule(etnn::optim::schedule::CosineWarmup{.warmup = 5, .total = 100});
-  opt.set_max_grad_norm(1.0f);
+  etnn::optim::AdamW opt(model, char_lm::optimizer_options(2e-3f));
+  char_lm::set_schedule(opt, 100);
   etnn::Trainer trainer(model, loss, opt);
-  etnn::Tensor<float, etnn::Tokens<T, V>> x(16);
-  std::vector<int> y(16 * T);
-  for (std::size_t i = 0; i < x.size(); ++i) x.data()[i] = static_cast<float>(i * 7 % V);
-  for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<int>((i * 7 + 7) % V);
-  trainer.reserve(16);
-  model.reserve(16);
-  etnn::Tensor<float, etnn::Shape<T, V>> out(16);
+  constexpr int batch = 4;
+  etnn::Tensor<float, char_lm::Tokens> x(batch);
+  std::vector<int> y(batch * context);
+  for (std::size_t i = 0; i < x.size(); ++i) x.data()[i] = static_cast<float>(i * 7 % vocabulary);
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<int>((i * 7 + 7) % vocabulary);
+  trainer.reserve(batch);
+  model.reserve(batch);
+  etnn::Tensor<float, etnn::Shape<context, vocabulary>> out(batch);
   const Allocations steps;
   for (int i = 0; i < 3; ++i) trainer.step(x, y);
   model.eval();

@@ -1801,7 +1801,8 @@ const T* at(const T* m, std::ptrdiff_t ld, std::ptrdiff_t i, std::ptrdiff_t j) {
 // The product is cut into tiles of C (rows x columns), which threads take one at a time. Each
 // tile runs over K in blocks: it packs its block of A into panels of mr rows (k-major) and its
 // block of B into panels of nr columns (k-major), zero-padded, in the calling thread's reusable
-// storage (a column-major A that several bands of columns share is packed once, whole, first),
+// storage (a column-major A that several bands of columns share, and a B that several bands of
+// rows share, are packed once, whole, first),
 // then a register tile of mr x nr accumulators sums one block's products with FMAs in k order
 // and adds them to C (the first block of C = A B stores). Kernels is the instruction
 // set's packing and register tile: Avx512 (cpu/avx512_kernels.hpp, nr = 64) or Avx2
@@ -1817,7 +1818,7 @@ const T* at(const T* m, std::ptrdiff_t ld, std::ptrdiff_t i, std::ptrdiff_t j) {
 //
 // Nothing is allocated but each thread's packing storage, of one size for every product
 // (cpu/packing_storage.hpp), which pool workers make when they start, and a caller's storage for
-// a whole A, which grows to its largest product.
+// a whole A and a whole B, which grow to their largest products.
 
 // ---- etnn/cpu/avx2_kernels.hpp ----
 // Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
@@ -1837,7 +1838,7 @@ const T* at(const T* m, std::ptrdiff_t ld, std::ptrdiff_t i, std::ptrdiff_t j) {
 // The packed float GEMM's block sizes (cpu/packed_gemm.hpp) and each thread's packing storage:
 // one size for every product, so that a thread allocates it once (pool workers when they start,
 // cpu/thread_pool.hpp; a caller in its first GEMM, which Trainer::reserve's warm-up pass runs)
-// whichever tiles it takes later. A caller also keeps storage for an A packed whole.
+// whichever tiles it takes later. A caller also keeps storage for an A and a B packed whole.
 
 
 namespace etnn::cpu::packed {
@@ -1856,17 +1857,22 @@ inline float* packing_storage() {
   return storage.data();
 }
 
-// The most floats of a whole packed A (16 MiB): a larger A is packed by each tile instead.
+// The most floats of a whole packed A or B (16 MiB): a larger one is packed by each tile instead.
 inline constexpr std::size_t whole_a_max_floats = std::size_t{1} << 22;
+inline constexpr std::size_t whole_b_max_floats = std::size_t{1} << 22;
 
-// The calling thread's storage for a whole packed A, at least `floats` of it. It grows to the
-// largest product its thread has packed whole: the first training step does (Trainer::reserve's
-// warm-up pass), so later steps allocate nothing.
-inline float* whole_a_storage(std::size_t floats) {
+// The calling thread's storage for a whole packed operand, at least `floats` of it: one for A
+// (Operand 0) and one for B (Operand 1). It grows to the largest product its thread has packed
+// whole: the first training step does (Trainer::reserve's warm-up pass), so later steps allocate
+// nothing.
+template <int Operand>
+float* whole_operand_storage(std::size_t floats) {
   thread_local Buffer<float, Cpu> storage;
   if (storage.size() < floats) storage = Buffer<float, Cpu>(floats);
   return storage.data();
 }
+inline float* whole_a_storage(std::size_t floats) { return whole_operand_storage<0>(floats); }
+inline float* whole_b_storage(std::size_t floats) { return whole_operand_storage<1>(floats); }
 
 }  // namespace etnn::cpu::packed
 // ---- etnn/cpu/copied_panels.hpp ----
@@ -2712,29 +2718,44 @@ struct WholeA {
   int padded_rows = 0;
 };
 
+// B packed once for the whole product, when many bands of rows would each pack it again
+// (gpt's products of 2048 rows by 128 or 512 columns: four bands on two threads): K block b's
+// panels of nr columns at panels + padded_cols k0, the panel of columns [c, c + nr) at c kc past
+// them. panels == nullptr: each tile packs its own block of B.
+struct WholeB {
+  const float* panels = nullptr;
+  int padded_cols = 0;
+};
+
 // Rows [r0, r1) x columns [c0, c1) of C, over every K block; the epilogue runs on each mc-row
 // chunk once its last block is added. A row-major A is read in place by its whole register tiles
 // (packing it would cost a pass over A per product, a quarter of the work when N is 128); only a
 // chunk's last, partial tile is packed, which pads it with zero rows. A column-major A comes from
-// `whole` where it was packed whole.
+// `whole_a` where it was packed whole, and B from `whole_b`.
 template <class Kernels, Layout LA, Layout LB, class Epilogue>
 void gemm_tile(int r0, int r1, int c0, int c1, int k, const float* a, std::ptrdiff_t lda, const float* b,
-               std::ptrdiff_t ldb, float* c, std::ptrdiff_t ldc, bool accumulate, Epilogue& epilogue, WholeA whole) {
+               std::ptrdiff_t ldb, float* c, std::ptrdiff_t ldc, bool accumulate, Epilogue& epilogue, WholeA whole_a,
+               WholeB whole_b) {
   constexpr int nr = Kernels::nr;
   const int cols = c1 - c0, col_panels = (cols + nr - 1) / nr;
   const int blocks = k_blocks(k);
   float* const packed_a = packing_storage();
-  float* const packed_b = packed_a + packed_a_floats;
   for (int block = 0; block < blocks; ++block) {
     const auto [k0, kc] = k_block(k, block);
-    Kernels::template pack_b<LB>(b, ldb, k0, kc, c0, cols, packed_b);
+    const float* packed_b = packed_a + packed_a_floats;  // the block's panels of B
+    if (whole_b.panels != nullptr) {
+      packed_b = whole_b.panels + static_cast<std::ptrdiff_t>(whole_b.padded_cols) * k0 +
+                 static_cast<std::ptrdiff_t>(c0) * kc;
+    } else {
+      Kernels::template pack_b<LB>(b, ldb, k0, kc, c0, cols, packed_a + packed_a_floats);
+    }
     const bool store = !accumulate && block == 0;
     for (int chunk = r0; chunk < r1; chunk += mc) {
       const int rows = std::min(mc, r1 - chunk);
       const int direct = LA == Layout::row_major ? rows / mr : 0;  // register tiles read in place
       const float* chunk_a = packed_a;  // the chunk's packed panels (after its direct tiles)
-      if (whole.panels != nullptr) {
-        chunk_a = whole.panels + static_cast<std::ptrdiff_t>(whole.padded_rows) * k0 +
+      if (whole_a.panels != nullptr) {
+        chunk_a = whole_a.panels + static_cast<std::ptrdiff_t>(whole_a.padded_rows) * k0 +
                   static_cast<std::ptrdiff_t>(chunk) * kc;
       } else if (direct * mr < rows) {
         Kernels::template pack_a<LA>(a, lda, chunk + direct * mr, rows - direct * mr, k0, kc, packed_a);
@@ -2830,7 +2851,8 @@ constexpr bool takes_narrow_path(int m) {
 
 template <class Kernels, Layout LA, Layout LB, class Epilogue>
 void run_tile(const Tiling& t, int index, int k, const float* a, std::ptrdiff_t lda, const float* b,
-              std::ptrdiff_t ldb, float* c, std::ptrdiff_t ldc, bool accumulate, Epilogue& epilogue, WholeA whole) {
+              std::ptrdiff_t ldb, float* c, std::ptrdiff_t ldc, bool accumulate, Epilogue& epilogue, WholeA whole_a,
+              WholeB whole_b) {
   const auto [r0, r1] = t.rows(index);
   const auto [c0, c1] = t.cols(index);
   if constexpr (has_narrow_path<Kernels> && LB == Layout::col_major) {
@@ -2839,38 +2861,64 @@ void run_tile(const Tiling& t, int index, int k, const float* a, std::ptrdiff_t 
       return;
     }
   }
-  gemm_tile<Kernels, LA, LB>(r0, r1, c0, c1, k, a, lda, b, ldb, c, ldc, accumulate, epilogue, whole);
+  gemm_tile<Kernels, LA, LB>(r0, r1, c0, c1, k, a, lda, b, ldb, c, ldc, accumulate, epilogue, whole_a, whole_b);
 }
 
-// A column-major A packed whole into the calling thread's storage, where tiles would pack it
-// more than once (more than one band of columns) and it fits whole_a_max_floats. Only a caller
-// outside any pool job packs whole, so that its storage grows in the first step only. On more
-// than one thread each thread packs a band of whole register tiles (of every K block): packed on
-// the caller alone, while the others waited, it was a serial stretch of every dW product. An A
-// of less than 2^16 floats (mlp784's at a batch of 8: 512 x 8) is still packed by the caller.
+// The operands that tiles would pack more than once, packed whole first into the calling thread's
+// storage: a column-major A when there is more than one band of columns, and B when there are
+// four bands of rows or more, each if it fits whole_*_max_floats. (With two bands, repacking B
+// in each tile cost less than packing it in a pool job of its own: mlp784/64's dW, 512 x 784 x
+// 64, lost 5% on 2 threads; gpt's products of 2048 rows, in four bands, gained about 2%.) Only a caller outside any pool job
+// packs whole, so that its storage grows in the first step only. On more than one thread the
+// threads pack them together, each job a band of whole register tiles of A or of panels of B (of
+// every K block): packed on the caller alone, while the others waited, they were a serial stretch
+// of every product. Operands of less than 2^16 floats in all (mlp784's A at a batch of 8: 512 x 8)
+// are still packed by the caller. The packed values are the tiles' own, so results do not change.
+struct WholeOperands {
+  WholeA a;
+  WholeB b;
+};
+inline constexpr int whole_b_min_row_bands = 4;
 template <class Kernels, Layout LA, Layout LB>
-WholeA pack_whole_a(const Tiling& t, int threads, int k, const float* a, std::ptrdiff_t lda) {
-  const int padded_rows = t.row_tiles * mr;
-  const std::size_t floats = static_cast<std::size_t>(padded_rows) * static_cast<std::size_t>(k);
-  if (LA != Layout::col_major || t.across == 1 || takes_narrow_path<Kernels, LB>(t.m) || floats > whole_a_max_floats ||
-      ThreadPool::inside_job()) {
-    return {};
-  }
-  float* const panels = whole_a_storage(floats);
+WholeOperands pack_whole_operands(const Tiling& t, int threads, int k, const float* a, std::ptrdiff_t lda,
+                                  const float* b, std::ptrdiff_t ldb) {
+  if (takes_narrow_path<Kernels, LB>(t.m) || ThreadPool::inside_job()) return {};
+  const int padded_rows = t.row_tiles * mr, padded_cols = t.panels * Kernels::nr;
+  const std::size_t a_floats = static_cast<std::size_t>(padded_rows) * static_cast<std::size_t>(k);
+  const std::size_t b_floats = static_cast<std::size_t>(padded_cols) * static_cast<std::size_t>(k);
+  const bool whole_a = LA == Layout::col_major && t.across > 1 && a_floats <= whole_a_max_floats;
+  const bool whole_b = t.down >= whole_b_min_row_bands && b_floats <= whole_b_max_floats;
+  if (!whole_a && !whole_b) return {};
+  float* const a_panels = whole_a ? whole_a_storage(a_floats) : nullptr;
+  float* const b_panels = whole_b ? whole_b_storage(b_floats) : nullptr;
   constexpr std::size_t shared_packing_min_floats = std::size_t{1} << 16;  // below, a pool job costs more than it saves
-  const int bands = floats < shared_packing_min_floats ? 1 : std::max(1, std::min(threads, t.row_tiles));
-  auto pack_band = [&](std::size_t band) {
-    const auto [r0, r1] = Tiling::band(static_cast<int>(band), bands, t.row_tiles, mr, t.m);
+  const bool shared = (whole_a ? a_floats : 0) + (whole_b ? b_floats : 0) >= shared_packing_min_floats;
+  const int a_bands = !whole_a ? 0 : shared ? std::max(1, std::min(threads, t.row_tiles)) : 1;
+  const int b_bands = !whole_b ? 0 : shared ? std::max(1, std::min(threads, t.panels)) : 1;
+  auto pack_band = [&](std::size_t job) {
+    const int band = static_cast<int>(job);
     for (int block = 0; block < k_blocks(k); ++block) {
       const auto [k0, kc] = k_block(k, block);
-      Kernels::template pack_a<LA>(a, lda, r0, r1 - r0, k0, kc,
-                                   panels + static_cast<std::ptrdiff_t>(padded_rows) * k0 +
-                                       static_cast<std::ptrdiff_t>(r0) * kc);
+      if (band < a_bands) {
+        const auto [r0, r1] = Tiling::band(band, a_bands, t.row_tiles, mr, t.m);
+        Kernels::template pack_a<LA>(a, lda, r0, r1 - r0, k0, kc,
+                                     a_panels + static_cast<std::ptrdiff_t>(padded_rows) * k0 +
+                                         static_cast<std::ptrdiff_t>(r0) * kc);
+      } else {
+        const auto [c0, c1] = Tiling::band(band - a_bands, b_bands, t.panels, Kernels::nr, t.n);
+        Kernels::template pack_b<LB>(b, ldb, k0, kc, c0, c1 - c0,
+                                     b_panels + static_cast<std::ptrdiff_t>(padded_cols) * k0 +
+                                         static_cast<std::ptrdiff_t>(c0) * kc);
+      }
     }
   };
-  if (bands > 1) ThreadPool::instance().run(static_cast<std::size_t>(bands), pack_band);
-  else pack_band(0);
-  return {panels, padded_rows};
+  const int jobs = a_bands + b_bands;
+  if (threads > 1 && jobs > 1) {
+    ThreadPool::instance().run(static_cast<std::size_t>(jobs), pack_band);
+  } else {
+    for (int job = 0; job < jobs; ++job) pack_band(static_cast<std::size_t>(job));
+  }
+  return {{a_panels, padded_rows}, {b_panels, padded_cols}};
 }
 
 // The product on `threads` threads (1: the calling thread only), which take tiles one at a
@@ -2879,9 +2927,10 @@ template <class Kernels, Layout LA, Layout LB, class Epilogue>
 void gemm(int threads, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c, int ldc,
           bool accumulate, Epilogue& epilogue) {
   const Tiling t = tiling(m, n, k, threads, Kernels::nr);
-  const WholeA whole = pack_whole_a<Kernels, LA, LB>(t, threads, k, a, lda);
+  const WholeOperands whole = pack_whole_operands<Kernels, LA, LB>(t, threads, k, a, lda, b, ldb);
   auto tile = [&](std::size_t index) {
-    run_tile<Kernels, LA, LB>(t, static_cast<int>(index), k, a, lda, b, ldb, c, ldc, accumulate, epilogue, whole);
+    run_tile<Kernels, LA, LB>(t, static_cast<int>(index), k, a, lda, b, ldb, c, ldc, accumulate, epilogue, whole.a,
+                              whole.b);
   };
   if (threads > 1 && t.count() > 1) {
     ThreadPool::instance().run(static_cast<std::size_t>(t.count()), tile);

@@ -176,7 +176,8 @@ TEST_CASE("packed GEMM: every kernel set this CPU runs matches the naive product
 
 // The packed kernels' results do not depend on how many threads share the tiles: C = X W^T
 // (row-major A, column-major B: A read in place) and dW = dZ^T X (column-major A, packed whole
-// where bands of columns share it, by the threads together when it is large; row-major B).
+// where bands of columns share it, by the threads together when it is large; row-major B), B
+// packed whole where bands of rows share it.
 namespace {
 template <class Kernels, Layout LA, Layout LB>
 void check_thread_independence(std::initializer_list<std::tuple<int, int, int>> sizes) {
@@ -204,11 +205,13 @@ TEST_CASE("packed GEMM: bitwise the same on 1 to 16 threads") {
   for_each_kernel_set([](auto kernels) {
     using Kernels = decltype(kernels);
     CAPTURE(Kernels::nr);
+    // 1000 x 256 x 300: bands of rows on more than one thread, which share a B packed whole by
+    // every thread (2^16 floats or more); 1000 x 40 x 300: the caller packs it alone
     check_thread_independence<Kernels, Layout::row_major, Layout::col_major>(
-        {{64, 512, 784}, {257, 2048, 300}, {8, 10, 64}});
+        {{64, 512, 784}, {257, 2048, 300}, {8, 10, 64}, {1000, 256, 300}, {1000, 40, 300}});
     // 600 x 300: an A packed whole by every thread (2^16 floats or more)
     check_thread_independence<Kernels, Layout::col_major, Layout::row_major>(
-        {{512, 784, 64}, {200, 400, 300}, {10, 512, 64}, {600, 700, 300}});
+        {{512, 784, 64}, {200, 400, 300}, {10, 512, 64}, {600, 700, 300}, {1000, 256, 300}});
   });
 }
 

@@ -3,7 +3,7 @@
 // The packed float GEMM's block sizes (cpu/packed_gemm.hpp) and each thread's packing storage:
 // one size for every product, so that a thread allocates it once (pool workers when they start,
 // cpu/thread_pool.hpp; a caller in its first GEMM, which Trainer::reserve's warm-up pass runs)
-// whichever tiles it takes later. A caller also keeps storage for an A packed whole.
+// whichever tiles it takes later. A caller also keeps storage for an A and a B packed whole.
 #include <cstddef>
 
 #include "../core/device.hpp"
@@ -25,16 +25,21 @@ inline float* packing_storage() {
   return storage.data();
 }
 
-// The most floats of a whole packed A (16 MiB): a larger A is packed by each tile instead.
+// The most floats of a whole packed A or B (16 MiB): a larger one is packed by each tile instead.
 inline constexpr std::size_t whole_a_max_floats = std::size_t{1} << 22;
+inline constexpr std::size_t whole_b_max_floats = std::size_t{1} << 22;
 
-// The calling thread's storage for a whole packed A, at least `floats` of it. It grows to the
-// largest product its thread has packed whole: the first training step does (Trainer::reserve's
-// warm-up pass), so later steps allocate nothing.
-inline float* whole_a_storage(std::size_t floats) {
+// The calling thread's storage for a whole packed operand, at least `floats` of it: one for A
+// (Operand 0) and one for B (Operand 1). It grows to the largest product its thread has packed
+// whole: the first training step does (Trainer::reserve's warm-up pass), so later steps allocate
+// nothing.
+template <int Operand>
+float* whole_operand_storage(std::size_t floats) {
   thread_local Buffer<float, Cpu> storage;
   if (storage.size() < floats) storage = Buffer<float, Cpu>(floats);
   return storage.data();
 }
+inline float* whole_a_storage(std::size_t floats) { return whole_operand_storage<0>(floats); }
+inline float* whole_b_storage(std::size_t floats) { return whole_operand_storage<1>(floats); }
 
 }  // namespace etnn::cpu::packed

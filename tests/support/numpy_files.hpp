@@ -50,6 +50,7 @@ inline Bytes npy_with_header(std::string dict, const Bytes& data, int major = 1)
   const std::size_t prefix = major == 1 ? 10 : 12;
   dict += std::string((64 - (prefix + dict.size() + 1) % 64) % 64, ' ') + "\n";
   Bytes out{0x93, 'N', 'U', 'M', 'P', 'Y', static_cast<unsigned char>(major), 0};
+  out.reserve(prefix + dict.size() + data.size());  // also keeps GCC 12 from a false -Wstringop-overflow
   put_le(out, dict.size(), major == 1 ? 2 : 4);
   out.insert(out.end(), dict.begin(), dict.end());
   out.insert(out.end(), data.begin(), data.end());

@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <etnn/data/data.hpp>
@@ -199,6 +200,47 @@ TEST_CASE("an in-memory dataset is gathered on the caller unless prefetch is ask
     on.set_epoch(t);
     CHECK(run(automatic, data) == run(on, data));  // either way, the same batches
   }
+  etnn::set_num_threads(threads);
+}
+
+TEST_CASE("a large batch gathered on several threads is the batch one thread gathers") {
+  // Batches of 256 x 784 floats: over the size at which rows are copied on etnn's threads.
+  // Sample i's row starts with i, then values of its own; its label is i % 10.
+  using Image = etnn::Shape<784>;
+  constexpr std::size_t n = 600;
+  std::vector<float> x(n * Image::size);
+  std::vector<int> y(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    x[i * Image::size] = static_cast<float>(i);
+    for (std::size_t j = 1; j < Image::size; ++j) x[i * Image::size + j] = static_cast<float>((i * 31 + j) % 9973);
+    y[i] = static_cast<int>(i % 10);
+  }
+  const Dataset<Image> data(std::move(x), std::move(y));
+  const auto batches_on = [&](int t) {
+    etnn::set_num_threads(t);  // without threads in the build, num_threads() stays 1
+    DataLoader loader(data, {.batch = 256, .shuffle = true, .seed = 4});
+    std::vector<float> xs;
+    std::vector<int> ys;
+    for (auto batch : loader) {
+      xs.insert(xs.end(), batch.x.data(), batch.x.data() + batch.x.size());
+      ys.insert(ys.end(), batch.y.begin(), batch.y.end());
+    }
+    return std::pair{xs, ys};
+  };
+  const int threads = etnn::num_threads();
+  const auto one = batches_on(1);
+  REQUIRE(one.first.size() == n * Image::size);
+  std::vector<int> seen(n, 0);
+  for (std::size_t r = 0; r < n; ++r) {
+    const float* row = one.first.data() + r * Image::size;
+    const auto id = static_cast<std::size_t>(row[0]);
+    REQUIRE(id < n);
+    ++seen[id];
+    CHECK(std::equal(row, row + Image::size, data.sample(id)));
+    CHECK(one.second[r] == data.label(id));
+  }
+  CHECK(std::count(seen.begin(), seen.end(), 1) == static_cast<long>(n));
+  for (const int t : {2, 3}) CHECK(batches_on(t) == one);
   etnn::set_num_threads(threads);
 }
 

@@ -231,11 +231,18 @@ WholeOperands pack_whole_operands(const Tiling& t, int threads, int k, const flo
   const int padded_rows = t.row_tiles * mr, padded_cols = t.panels * Kernels::nr;
   const std::size_t a_floats = static_cast<std::size_t>(padded_rows) * static_cast<std::size_t>(k);
   const std::size_t b_floats = static_cast<std::size_t>(padded_cols) * static_cast<std::size_t>(k);
-  const bool whole_a = LA == Layout::col_major && t.across > 1 && a_floats <= whole_a_max_floats;
-  const bool whole_b = t.down >= whole_b_min_row_bands && b_floats <= whole_b_max_floats;
+  const auto whole_a_on = [&](const Tiling& on) {
+    return LA == Layout::col_major && on.across > 1 && a_floats <= whole_a_max_floats;
+  };
+  const auto whole_b_on = [&](const Tiling& on) { return on.down >= whole_b_min_row_bands && b_floats <= whole_b_max_floats; };
+  const bool whole_a = whole_a_on(t), whole_b = whole_b_on(t);
+  // The storage is sized for the pool's whole thread count even while the product runs on fewer
+  // (the pool runs jobs on their callers alone for a while when its workers lack a CPU, see
+  // cpu/thread_pool.hpp): a warm-up step run that way must not leave a later step to allocate.
+  const Tiling all_threads = tiling(t.m, t.n, k, ThreadPool::instance().threads(), Kernels::nr);
+  float* const a_panels = whole_a || whole_a_on(all_threads) ? whole_a_storage(a_floats) : nullptr;
+  float* const b_panels = whole_b || whole_b_on(all_threads) ? whole_b_storage(b_floats) : nullptr;
   if (!whole_a && !whole_b) return {};
-  float* const a_panels = whole_a ? whole_a_storage(a_floats) : nullptr;
-  float* const b_panels = whole_b ? whole_b_storage(b_floats) : nullptr;
   constexpr std::size_t shared_packing_min_floats = std::size_t{1} << 16;  // below, a pool job costs more than it saves
   const bool shared = (whole_a ? a_floats : 0) + (whole_b ? b_floats : 0) >= shared_packing_min_floats;
   const int a_bands = !whole_a ? 0 : shared ? std::max(1, std::min(threads, t.row_tiles)) : 1;
@@ -263,7 +270,7 @@ WholeOperands pack_whole_operands(const Tiling& t, int threads, int k, const flo
   } else {
     for (int job = 0; job < jobs; ++job) pack_band(static_cast<std::size_t>(job));
   }
-  return {{a_panels, padded_rows}, {b_panels, padded_cols}};
+  return {{whole_a ? a_panels : nullptr, padded_rows}, {whole_b ? b_panels : nullptr, padded_cols}};
 }
 
 // The product on `threads` threads (1: the calling thread only), which take tiles one at a

@@ -20,6 +20,7 @@
 #include "../tensor/copy.hpp"
 #include "gradient_buffer.hpp"
 #include "../backend/staging.hpp"
+#include "../backend/threads.hpp"
 #include "../tensor/tensor.hpp"
 #include "program.hpp"
 #include "../backend/executor.hpp"
@@ -185,6 +186,7 @@ class Model {
     fill(Device{}, zeros.data(), zeros.size(), T(0));
     program::forward_infer(Device{}, next_run(scratch_.data(), true), zeros.data(), activations_.data(), out.data(),
                            batch);
+    backend::spread_thread_scratch(Device{});
   }
 
   // Inference into the caller's tensor; allocates only when the batch exceeds every earlier one

@@ -21,6 +21,7 @@
 #include "../backend/executor.hpp"
 #include "../tensor/buffer.hpp"
 #include "../backend/staging.hpp"
+#include "../backend/threads.hpp"
 #include "../tensor/tensor.hpp"
 #include "checks.hpp"
 #include "program.hpp"
@@ -51,7 +52,8 @@ class TrainingPass {
   // Sizes everything a pass needs for batches of up to `batch` samples: the workspace, the scratch,
   // the buffer that converts float input to the model's scalar type, and the GEMMs' packing
   // buffers (by one forward and backward pass of zeros, which adds exactly zero to the gradients;
-  // it runs in eval mode, so running statistics and dropout streams are untouched).
+  // it runs in eval mode, so running statistics and dropout streams are untouched), then every CPU
+  // thread's scratch (backend/threads.hpp).
   void reserve(int batch) {
     if (batch <= capacity_) return;
     const auto rows = static_cast<std::size_t>(batch);
@@ -67,6 +69,7 @@ class TrainingPass {
     fill(Device{}, program::output_gradient(workspace_.data(), capacity_), output_shape::size * rows, T(0));
     program::backward(Device{}, run, model_.gradients(), workspace_.data(), capacity_, batch, activations_,
                       [](std::size_t) {});
+    backend::spread_thread_scratch(Device{});
   }
   int capacity() const noexcept { return capacity_; }
 

@@ -946,12 +946,21 @@ consteval bool leaky_slope() {
 //   dy/dx = f'(x, y)         derivative(x, y)
 // and backward's chain rule step, g f'(x, y), is fn::chain(f, g, x, y) (below).
 // The derivative receives both the input x and the output y; when `derivative_needs_input` is
-// false it reads only y, so a fused layer need not keep the pre-activation for backward.
+// false it reads only y, so a fused layer need not keep anything for backward. When it is true, a
+// fused layer (GEMM, bias, f) keeps f'(z) itself from forward (fn::activate, below), computed
+// while z is in cache and sharing work with f(z), so that backward's step is one product.
 // All functors are ETNN_HD: the CPU and CUDA executors run the same definitions.
 #include <ratio>
 
 
 namespace etnn::fn {
+
+// f(x) and f'(x) together, from an activation's value_and_derivative (fn::activate).
+template <class T>
+struct ValueAndDerivative {
+  T value;
+  T derivative;
+};
 
 struct Identity {
   static constexpr const char* name = "identity";
@@ -1008,28 +1017,41 @@ struct Sigmoid {
 // gelu'(x) = Phi(x) + x phi(x),  phi(x) = exp(-x^2/2) / sqrt(2 pi)
 // In float, erf and exp are core/fast_math's polynomials (no library call, so a layer's loop of
 // them vectorises); doubles and device code call std::erf and std::exp.
+// value_and_derivative shares the erf: bitwise the same as operator() and derivative() apart.
 struct Gelu {
   static constexpr const char* name = "gelu";
   static constexpr bool derivative_needs_input = true;
-  template <class T> ETNN_HD T operator()(T x) const {
-    return T(0.5) * x * (T(1) + detail::fast_erf(x * T(0.70710678118654752440)));
+  template <class T> ETNN_HD T operator()(T x) const { return T(0.5) * x * (T(1) + erf_term(x)); }
+  template <class T> ETNN_HD T derivative(T x, T) const { return slope(x, erf_term(x)); }
+  template <class T> ETNN_HD ValueAndDerivative<T> value_and_derivative(T x) const {
+    const T e = erf_term(x);
+    return {T(0.5) * x * (T(1) + e), slope(x, e)};
   }
-  template <class T> ETNN_HD T derivative(T x, T) const {
-    const T cdf = T(0.5) * (T(1) + detail::fast_erf(x * T(0.70710678118654752440)));
+
+ private:
+  template <class T> ETNN_HD static T erf_term(T x) { return detail::fast_erf(x * T(0.70710678118654752440)); }
+  // Phi(x) + x phi(x), with e = erf(x / sqrt 2)
+  template <class T> ETNN_HD static T slope(T x, T e) {
+    const T cdf = T(0.5) * (T(1) + e);
     const T pdf = T(0.39894228040143267794) * detail::fast_exp(T(-0.5) * x * x);
     return detail::fmadd(x, pdf, cdf);
   }
 };
 
 // silu(x) = x sigmoid(x); silu'(x) = s (1 + x (1 - s)),  s = sigmoid(x)
+// value_and_derivative shares the sigmoid.
 struct Silu {
   static constexpr const char* name = "silu";
   static constexpr bool derivative_needs_input = true;
   template <class T> ETNN_HD T operator()(T x) const { return x * Sigmoid{}(x); }
-  template <class T> ETNN_HD T derivative(T x, T) const {
+  template <class T> ETNN_HD T derivative(T x, T) const { return slope(x, Sigmoid{}(x)); }
+  template <class T> ETNN_HD ValueAndDerivative<T> value_and_derivative(T x) const {
     const T s = Sigmoid{}(x);
-    return s * (T(1) + x * (T(1) - s));
+    return {x * s, slope(x, s)};
   }
+
+ private:
+  template <class T> ETNN_HD static T slope(T x, T s) { return s * (T(1) + x * (T(1) - s)); }
 };
 
 // Arithmetic used by expressions.
@@ -1058,6 +1080,38 @@ ETNN_HD T chain(const F& f, T g, T x, T y) {
     return f.chain(g, x, y);
   } else {
     return g * f.derivative(x, y);
+  }
+}
+
+// A fused layer's forward step through f, from z = its product plus bias: returns y = f(z), and
+// where f' needs z (kept not null then) stores f'(z) at *kept for backward (fn::chain_kept).
+template <class F, class T>
+ETNN_HD T activate(const F& f, T z, T* kept) {
+  if constexpr (F::derivative_needs_input) {
+    if constexpr (requires { f.value_and_derivative(z); }) {
+      const ValueAndDerivative<T> both = f.value_and_derivative(z);
+      *kept = both.derivative;
+      return both.value;
+    } else {
+      const T y = f(z);
+      *kept = f.derivative(z, y);
+      return y;
+    }
+  } else {
+    return f(z);
+  }
+}
+
+// The fused layer's backward step through f at element i: dL/dz from g = dL/dy, the outputs y and
+// what forward kept (f'(z) where f' needs z, else nothing: kept may be null). The same bits as
+// fn::chain(f, g, z, y).
+template <class F, class T>
+ETNN_HD T chain_kept(const F& f, T g, const T* y, const T* kept, std::size_t i) {
+  if constexpr (F::derivative_needs_input) {
+    static_assert(!requires { f.chain(g, g, g); }, "etnn: a kept f'(z) replaces only g * f'(z), not a chain of its own");
+    return g * kept[i];
+  } else {
+    return fn::chain(f, g, y[i], y[i]);
   }
 }
 
@@ -3563,9 +3617,10 @@ void batch_norm_backward(Cpu, const T* gamma, T* gamma_grad, T* beta_grad, const
 // ---- etnn/cpu/epilogue.hpp ----
 // Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
 // The steps fused after a GEMM (dense and convolution layers), on the CPU.
-//   forward:  z = GEMM + b, y = f(z) in place, keeping z when f' needs its input (z_saved not null);
-//             run by the GEMM on each block of its result while that block is in cache
-//   backward: dz = dy (.) f'(z, y) over dy in place
+//   forward:  z = GEMM + b, y = f(z) in place, keeping f'(z) when f' needs z (`kept`, laid out
+//             like y; fn::activate); run by the GEMM on each block of its result while that block
+//             is in cache
+//   backward: dz = dy (.) f'(z, y) over dy in place, f'(z) read from `kept` where forward kept it
 
 
 namespace etnn::cpu {
@@ -3575,11 +3630,11 @@ namespace etnn::cpu {
 enum class BiasAlong { columns, rows };
 
 // The forward epilogue over a block [r0, r1) x [c0, c1) of a row-major (rows, ld) result y, and
-// of z_saved laid out alike.
+// of kept laid out alike (null when f' reads y only, or in inference).
 template <BiasAlong Along, class Act, class T>
 struct BiasActivation {
   T* y;
-  T* z_saved;
+  T* kept;
   const T* bias;
   std::ptrdiff_t ld;
   Act act;
@@ -3592,14 +3647,10 @@ struct BiasActivation {
       if constexpr (std::is_same_v<Act, fn::Identity>) {
         ETNN_SIMD
         for (std::ptrdiff_t j = c0; j < c1; ++j) row[j] += bias_at(r, j);
-      } else if (z_saved != nullptr) {
-        T* z_row = z_saved + r * ld;
+      } else if (kept != nullptr) {
+        T* kept_row = kept + r * ld;
         ETNN_SIMD
-        for (std::ptrdiff_t j = c0; j < c1; ++j) {
-          const T z = row[j] + bias_at(r, j);
-          z_row[j] = z;
-          row[j] = act(z);
-        }
+        for (std::ptrdiff_t j = c0; j < c1; ++j) row[j] = fn::activate(act, row[j] + bias_at(r, j), kept_row + j);
       } else {
         ETNN_SIMD
         for (std::ptrdiff_t j = c0; j < c1; ++j) row[j] = act(row[j] + bias_at(r, j));
@@ -3612,11 +3663,10 @@ struct BiasActivation {
 };
 
 template <class Act, class T>
-void activation_gradient(T* dy, const T* y, const T* z_saved, std::size_t n, Act act) {
+void activation_gradient(T* dy, const T* y, const T* kept, std::size_t n, Act act) {
   if constexpr (!std::is_same_v<Act, fn::Identity>) {
-    const T* z = z_saved != nullptr ? z_saved : y;  // chosen once: no branch in the loop
     ETNN_SIMD
-    for (std::size_t i = 0; i < n; ++i) dy[i] = fn::chain(act, dy[i], z[i], y[i]);
+    for (std::size_t i = 0; i < n; ++i) dy[i] = fn::chain_kept(act, dy[i], y, kept, i);
   }
 }
 
@@ -3707,7 +3757,7 @@ constexpr std::size_t conv2d_scratch_values(Cpu, int batch) {
 
 // The GPU's batch columns are not used by the forward pass here.
 template <class G, int Out, class Act, class T>
-void conv2d_forward(Cpu, const T* weight, const T* bias, const T* x, T* y, T* z_saved, T* /*batch columns*/,
+void conv2d_forward(Cpu, const T* weight, const T* bias, const T* x, T* y, T* kept, T* /*batch columns*/,
                     int batch, Act act) {
   constexpr int depth = G::channels * G::kernel * G::kernel;
   constexpr std::size_t pixels = G::out_pixels, cols_size = depth * pixels, out_size = Out * pixels;
@@ -3719,7 +3769,7 @@ void conv2d_forward(Cpu, const T* weight, const T* bias, const T* x, T* y, T* z_
       // Y_b = f(W cols_b + b), the bias per output channel (row)
       cpu::gemm_serial<cpu::Layout::row_major, cpu::Layout::row_major>(
           cpu::Accumulate::no, Out, int{pixels}, depth, weight, depth, cols, int{pixels}, yb, int{pixels},
-          cpu::BiasActivation<cpu::BiasAlong::rows, Act, T>{yb, z_saved != nullptr ? z_saved + b * out_size : nullptr,
+          cpu::BiasActivation<cpu::BiasAlong::rows, Act, T>{yb, kept != nullptr ? kept + b * out_size : nullptr,
                                                             bias, std::ptrdiff_t{pixels}, act});
     }
   });
@@ -3732,11 +3782,11 @@ namespace cpu {
 // dW and db are overwritten. The product runs on `threads` threads.
 template <class G, int Out, class Act, class T>
 void add_sample_gradient(std::size_t b, int threads, bool first, T* weight_grad, T* bias_grad, const T* x, const T* y,
-                         const T* z_saved, T* dy, Act act) {
+                         const T* kept, T* dy, Act act) {
   constexpr int depth = G::channels * G::kernel * G::kernel;
   constexpr std::size_t pixels = G::out_pixels, out_size = Out * pixels;
   T* dz = dy + b * out_size;
-  activation_gradient(dz, y + b * out_size, z_saved != nullptr ? z_saved + b * out_size : nullptr, out_size, act);
+  activation_gradient(dz, y + b * out_size, kept != nullptr ? kept + b * out_size : nullptr, out_size, act);
   for (int o = 0; o < Out; ++o) {
     const T* row = dz + static_cast<std::size_t>(o) * pixels;
     const T sum = etnn::detail::lane_sum<int{pixels}, T>([row](int p) { return row[p]; });
@@ -3758,7 +3808,7 @@ void add_sample_gradient(std::size_t b, int threads, bool first, T* weight_grad,
 
 // partials: conv2d_scratch_values(Cpu{}, batch) values.
 template <class G, int Out, class Act, class T>
-void conv2d_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T* x, const T* y, const T* z_saved,
+void conv2d_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T* x, const T* y, const T* kept,
                      T* dy, T* dx, T* partials, int batch, Act act) {
   constexpr int depth = G::channels * G::kernel * G::kernel;
   constexpr std::size_t pixels = G::out_pixels, cols_size = depth * pixels, out_size = Out * pixels;
@@ -3767,7 +3817,7 @@ void conv2d_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T
   const int groups = cpu::conv_gradient_groups<params>(batch);
   if (groups == 1) {  // one sample after another, each product on every thread
     for (std::size_t b = 0; b < samples; ++b)
-      cpu::add_sample_gradient<G, Out>(b, cpu::available_threads(), false, weight_grad, bias_grad, x, y, z_saved, dy, act);
+      cpu::add_sample_gradient<G, Out>(b, cpu::available_threads(), false, weight_grad, bias_grad, x, y, kept, dy, act);
   } else {
     const auto group_count = static_cast<std::size_t>(groups);
     cpu::parallel_chunks(group_count, 1, (samples / group_count) * pixels * (Out * depth + depth),
@@ -3777,7 +3827,7 @@ void conv2d_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T
         const cpu::ChunkBounds group = cpu::chunk_bounds(samples, group_count, g);
         for (std::size_t b = group.begin; b < group.end; ++b)
           cpu::add_sample_gradient<G, Out>(b, 1, b == group.begin, group_weights, group_weights + weights, x, y,
-                                           z_saved, dy, act);
+                                           kept, dy, act);
       }
     });
     // dW += sum over groups in group order of their partials (and db likewise).
@@ -3809,7 +3859,7 @@ void conv2d_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T
 //
 // Forward:   Z = X W^T + b,  Y = f(Z)          X: (B, IN)  W: (OUT, IN)  b: (OUT)  Y, Z: (B, OUT)
 //            one GEMM writes X W^T into Y and, block by block while it is in cache, adds b and
-//            applies f (keeping Z only when f' needs its input and backward will run).
+//            applies f (keeping f'(Z) only when f' needs Z and backward will run: `kept`).
 // Backward:  dZ = dY (.) f'(Z, Y)   written over dY,  db += sum_b dZ      one pass
 //            dW += dZ^T X                                                  GEMM
 //            dX  = dZ W                                                    GEMM, skipped for the first layer
@@ -3820,34 +3870,31 @@ void conv2d_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T
 namespace etnn {
 
 template <int In, int Out, class Act, class T>
-void dense_forward(Cpu, const T* weight, const T* bias, const T* x, T* y, T* z_saved, int batch, Act act) {
+void dense_forward(Cpu, const T* weight, const T* bias, const T* x, T* y, T* kept, int batch, Act act) {
   // Y = f(X W^T + b): W^T is W read column-major.
   cpu::gemm<cpu::Layout::row_major, cpu::Layout::col_major>(
       cpu::Accumulate::no, batch, Out, In, x, In, weight, In, y, Out,
-      cpu::BiasActivation<cpu::BiasAlong::columns, Act, T>{y, z_saved, bias, Out, act});
+      cpu::BiasActivation<cpu::BiasAlong::columns, Act, T>{y, kept, bias, Out, act});
 }
 
 template <int In, int Out, class Act, class T>
-void dense_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T* x, const T* y, const T* z_saved,
+void dense_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T* x, const T* y, const T* kept,
                     T* dy, T* dx, int batch, Act act, cpu::Accumulate gradients = cpu::Accumulate::yes) {
   // dZ = dY (.) f'(Z, Y) and db += column sums, in one pass. Threads own disjoint column ranges,
   // so the bias reduction needs no atomics and sums each column in a fixed order.
   cpu::parallel_chunks(static_cast<std::size_t>(Out), 16, static_cast<std::size_t>(batch),
                        [=](std::size_t begin, std::size_t end) {
     if (gradients == cpu::Accumulate::no) std::fill(bias_grad + begin, bias_grad + end, T(0));
-    // f' reads Z where it was kept, else Y: one pointer chosen up front, so that the loop has no
-    // branch (SSE2 has no masked load) and vectorises in a portable build too.
-    const T* z = z_saved != nullptr ? z_saved : y;
     for (int r = 0; r < batch; ++r) {
       const std::size_t row = static_cast<std::size_t>(r) * Out;
       T* dz_row = dy + row;
       const T* y_row = y + row;
-      const T* z_row = z + row;
+      const T* kept_row = kept != nullptr ? kept + row : nullptr;
       ETNN_SIMD
       for (std::size_t j = begin; j < end; ++j) {
         T g = dz_row[j];
         if constexpr (!std::is_same_v<Act, fn::Identity>) {
-          g = fn::chain(act, g, z_row[j], y_row[j]);
+          g = fn::chain_kept(act, g, y_row, kept_row, j);
           dz_row[j] = g;
         }
         bias_grad[j] += g;
@@ -4832,7 +4879,7 @@ class Blas {
 //            In cuBLASLt's column-major terms Y^T (OUT x B) = W (stored IN x OUT, transposed) X^T
 //            (stored IN x B). For fp32 with identity or ReLU that one call also adds b and applies
 //            f (its BIAS / RELU_BIAS epilogue); otherwise one elementwise kernel follows it, keeping
-//            Z when f' needs its input.
+//            f'(Z) when f' needs Z (fn::activate).
 // Backward:  dZ = dY (.) f'(Z, Y) written over dY, db += sum_b dZ     one kernel + a tiny one
 //            dW += dZ^T X:  dW^T (IN x OUT) += X^T (IN x B) dZ (B x OUT)     cuBLASLt, beta = 1
 //            dX  = dZ W:    dX^T (IN x B)   = W^T (IN x OUT) dZ^T (OUT x B)  skipped for the first layer
@@ -4885,16 +4932,15 @@ namespace etnn {
 
 namespace cuda::detail {
 
-// y = f(y + b) over (rows, cols), keeping the pre-activation in z_saved when not null; b may be
+// y = f(y + b) over (rows, cols), keeping f'(y + b) in kept when not null (fn::activate); b may be
 // null (already added by the GEMM's epilogue).
 template <class Act, class T>
-__global__ void bias_activation_kernel(T* y, T* z_saved, const T* bias, std::size_t rows, int cols, Act act) {
+__global__ void bias_activation_kernel(T* y, T* kept, const T* bias, std::size_t rows, int cols, Act act) {
   const std::size_t n = rows * static_cast<std::size_t>(cols);
   for (const std::size_t i : grid_stride(n)) {
     T z = y[i];
     if (bias != nullptr) z += bias[i % static_cast<std::size_t>(cols)];
-    if (z_saved != nullptr) z_saved[i] = z;
-    y[i] = act(z);
+    y[i] = kept != nullptr ? fn::activate(act, z, kept + i) : act(z);
   }
 }
 
@@ -4904,7 +4950,7 @@ inline constexpr int row_lanes = 8;     // rows a block works on at once
 // dZ = dY (.) f'(Z, Y) over dY; partial[chunk * cols + j] = sum of dZ(:, j) over the chunk's rows.
 // Grid: (column tiles, chunks); block: (column_tile, row_lanes).
 template <class Act, class T>
-__global__ void activation_gradient_kernel(T* dy, const T* y, const T* z_saved, int rows, int cols, int rows_per_chunk,
+__global__ void activation_gradient_kernel(T* dy, const T* y, const T* kept, int rows, int cols, int rows_per_chunk,
                                            T* partial, Act act) {
   __shared__ T lane_sum[row_lanes][column_tile];
   const int j = blockIdx.x * column_tile + threadIdx.x;
@@ -4916,7 +4962,7 @@ __global__ void activation_gradient_kernel(T* dy, const T* y, const T* z_saved, 
       const std::size_t i = static_cast<std::size_t>(r) * cols + j;
       T g = dy[i];
       if constexpr (!std::is_same_v<Act, fn::Identity>) {
-        g = fn::chain(act, g, z_saved != nullptr ? z_saved[i] : y[i], y[i]);
+        g = fn::chain_kept(act, g, y, kept, i);
         dy[i] = g;
       }
       sum += g;
@@ -5007,7 +5053,7 @@ void product(Products products, bool transpose_a, bool transpose_b, int m, int n
 
 // products: the format the GEMMs read their operands in (16-bit copies: mixed precision, fp32 only).
 template <int In, int Out, class Act, class T>
-void dense_forward(Cuda, const T* weight, const T* bias, const T* x, T* y, T* z_saved, int batch, Act act,
+void dense_forward(Cuda, const T* weight, const T* bias, const T* x, T* y, T* kept, int batch, Act act,
                    Products products = Products::own) {
   constexpr bool epilogue_activation =
       std::is_same_v<T, float> && (std::is_same_v<Act, fn::Identity> || std::is_same_v<Act, fn::Relu>);
@@ -5021,19 +5067,19 @@ void dense_forward(Cuda, const T* weight, const T* bias, const T* x, T* y, T* z_
   if constexpr (!epilogue_activation) {
     const std::size_t n = static_cast<std::size_t>(batch) * Out;
     cuda::detail::bias_activation_kernel<<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(
-        y, z_saved, epilogue_bias ? static_cast<const T*>(nullptr) : bias, static_cast<std::size_t>(batch), Out, act);
+        y, kept, epilogue_bias ? static_cast<const T*>(nullptr) : bias, static_cast<std::size_t>(batch), Out, act);
     cuda::check_launch("etnn::dense_forward bias_activation");
   }
 }
 
 template <int In, int Out, class Act, class T>
-void dense_backward(Cuda, const T* weight, T* weight_grad, T* bias_grad, const T* x, const T* y, const T* z_saved,
+void dense_backward(Cuda, const T* weight, T* weight_grad, T* bias_grad, const T* x, const T* y, const T* kept,
                     T* dy, T* dx, int batch, Act act, Products products = Products::own) {
   using namespace cuda::detail;
   const RowChunks chunks = row_chunks(batch);
   T* partial = column_partials<T>(static_cast<std::size_t>(chunks.count) * Out);
   const dim3 grid((Out + column_tile - 1) / column_tile, static_cast<unsigned>(chunks.count));
-  activation_gradient_kernel<<<grid, dim3(column_tile, row_lanes), 0, cuda::stream()>>>(dy, y, z_saved, batch, Out,
+  activation_gradient_kernel<<<grid, dim3(column_tile, row_lanes), 0, cuda::stream()>>>(dy, y, kept, batch, Out,
                                                                                        chunks.rows, partial, act);
   cuda::check_launch("etnn::dense_backward activation_gradient");
   add_chunk_sums_kernel<<<(Out + 127) / 128, 128, 0, cuda::stream()>>>(bias_grad, partial, chunks.count, Out);
@@ -5102,25 +5148,24 @@ __device__ inline ChannelMajor channel_major(std::size_t i, int batch) {
   return {o * columns + b * G::out_pixels + i % G::out_pixels, o};
 }
 
-// y[b, o, p] = f(z'[o, b P + p] + bias[o]), keeping the pre-activation in z_saved (NCHW) if asked.
+// y[b, o, p] = f(z'[o, b P + p] + bias[o]), keeping f'(pre-activation) in kept (NCHW) if asked.
 template <class G, int Out, class Act, class T>
-__global__ void conv_bias_activation_kernel(const T* z, const T* bias, T* y, T* z_saved, int batch, Act act) {
+__global__ void conv_bias_activation_kernel(const T* z, const T* bias, T* y, T* kept, int batch, Act act) {
   const std::size_t n = static_cast<std::size_t>(batch) * Out * G::out_pixels;
   for (const std::size_t i : grid_stride(n)) {
     const auto at = channel_major<G, Out>(i, batch);
     const T pre = z[at.index] + bias[at.channel];
-    if (z_saved != nullptr) z_saved[i] = pre;
-    y[i] = act(pre);
+    y[i] = kept != nullptr ? fn::activate(act, pre, kept + i) : act(pre);
   }
 }
 
 // dz'[o, b P + p] = dy[b, o, p] f'(z, y).
 template <class G, int Out, class Act, class T>
-__global__ void conv_activation_gradient_kernel(const T* dy, const T* y, const T* z_saved, T* dz, int batch, Act act) {
+__global__ void conv_activation_gradient_kernel(const T* dy, const T* y, const T* kept, T* dz, int batch, Act act) {
   const std::size_t n = static_cast<std::size_t>(batch) * Out * G::out_pixels;
   for (const std::size_t i : grid_stride(n)) {
     T g = dy[i];
-    if constexpr (!std::is_same_v<Act, fn::Identity>) g = fn::chain(act, g, z_saved != nullptr ? z_saved[i] : y[i], y[i]);
+    if constexpr (!std::is_same_v<Act, fn::Identity>) g = fn::chain_kept(act, g, y, kept, i);
     dz[channel_major<G, Out>(i, batch).index] = g;
   }
 }
@@ -5171,7 +5216,7 @@ T* conv_staging(std::size_t values) {
 }  // namespace cuda::detail
 
 template <class G, int Out, class Act, class T>
-void conv2d_forward(Cuda, const T* weight, const T* bias, const T* x, T* y, T* z_saved, T* columns, int batch,
+void conv2d_forward(Cuda, const T* weight, const T* bias, const T* x, T* y, T* kept, T* columns, int batch,
                     Act act) {
   using namespace cuda::detail;
   constexpr int depth = conv_depth<G>;
@@ -5183,13 +5228,13 @@ void conv2d_forward(Cuda, const T* weight, const T* bias, const T* x, T* y, T* z
   cuda::check_launch("etnn::conv2d_forward im2col");
   // Z'^T (B P x OUT) = cols^T (B P x D) W^T (D x OUT), column-major.
   cuda::Blas::instance().matmul<T>(false, false, width, Out, depth, columns, width, weight, depth, z, width, T(0));
-  conv_bias_activation_kernel<G, Out><<<cuda::grid_blocks(outputs), 256, 0, cuda::stream()>>>(z, bias, y, z_saved,
+  conv_bias_activation_kernel<G, Out><<<cuda::grid_blocks(outputs), 256, 0, cuda::stream()>>>(z, bias, y, kept,
                                                                                             batch, act);
   cuda::check_launch("etnn::conv2d_forward bias_activation");
 }
 
 template <class G, int Out, class Act, class T>
-void conv2d_backward(Cuda, const T* weight, T* weight_grad, T* bias_grad, const T* x, const T* y, const T* z_saved,
+void conv2d_backward(Cuda, const T* weight, T* weight_grad, T* bias_grad, const T* x, const T* y, const T* kept,
                      T* dy, T* dx, T* columns, int batch, Act act) {
   using namespace cuda::detail;
   constexpr int depth = conv_depth<G>;
@@ -5197,7 +5242,7 @@ void conv2d_backward(Cuda, const T* weight, T* weight_grad, T* bias_grad, const 
   const std::size_t cols = static_cast<std::size_t>(depth) * width, outputs = static_cast<std::size_t>(Out) * width;
   if (batch == 0) return;
   T* dz = conv_staging<T>(outputs);
-  conv_activation_gradient_kernel<G, Out><<<cuda::grid_blocks(outputs), 256, 0, cuda::stream()>>>(dy, y, z_saved, dz,
+  conv_activation_gradient_kernel<G, Out><<<cuda::grid_blocks(outputs), 256, 0, cuda::stream()>>>(dy, y, kept, dz,
                                                                                                batch, act);
   cuda::check_launch("etnn::conv2d_backward activation_gradient");
   add_row_sums_kernel<<<Out, reduction_threads, 0, cuda::stream()>>>(dz, static_cast<std::size_t>(width), bias_grad);
@@ -8042,7 +8087,7 @@ struct DenseLayer {
       {"weight", 2, {Out, in_features, 0, 0}, 0},
       {"bias", 1, {Out, 0, 0, 0}, std::size_t{Out} * in_features},
   }};
-  // The pre-activation Z, when f' cannot be computed from the output alone (gelu, silu).
+  // f'(Z), kept by forward when f' cannot be computed from the output alone (gelu, silu).
   static constexpr std::size_t saved_per_sample = Act::derivative_needs_input ? std::size_t{positions} * Out : 0;
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = false;

@@ -5,7 +5,9 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include <etnn/etnn.hpp>
@@ -108,4 +110,54 @@ TEST_CASE("float gelu: near the double formula, and the same bits in a vectorise
   }
   CHECK(differing == 0);
   CHECK(worst < 2e-6);
+}
+
+namespace {
+template <class T>
+bool same_bits(T a, T b) {
+  return (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, sizeof(T)) == 0;
+}
+
+// A fused layer's steps through f (fn::activate in forward, fn::chain_kept in backward) against
+// f, f' and fn::chain called apart: the same bits, on awkward values too, one call at a time and
+// in a vectorised loop (where the activation's value_and_derivative shares its terms).
+template <class T, class F>
+void check_kept_derivative(F f) {
+  const std::string name = F::name;
+  CAPTURE(name);
+  const T inf = std::numeric_limits<T>::infinity();
+  std::vector<T> z = {T(0), -T(0), T(1), T(-1), T(0.3), T(-2.5), T(7), T(-9), T(40), T(-40), T(1e-30), inf, -inf,
+                      std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::denorm_min()};
+  for (int i = 0; i < 2000; ++i) z.push_back(T(-8) + T(16) * T(i) / T(1999));
+  const std::size_t n = z.size();
+  std::vector<T> y(n), kept(n, T(0)), dz(n);
+  ETNN_SIMD
+  for (std::size_t i = 0; i < n; ++i) y[i] = etnn::fn::activate(f, z[i], kept.data() + i);
+  ETNN_SIMD
+  for (std::size_t i = 0; i < n; ++i) dz[i] = etnn::fn::chain_kept(f, T(0.75) - T(i % 3), y.data(), kept.data(), i);
+  int differing = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const T value = f(z[i]);
+    differing += !same_bits(y[i], value);
+    if constexpr (F::derivative_needs_input) differing += !same_bits(kept[i], f.derivative(z[i], value));
+    differing += !same_bits(dz[i], etnn::fn::chain(f, T(0.75) - T(i % 3), z[i], value));
+  }
+  CHECK(differing == 0);
+}
+
+template <class T>
+void check_kept_derivatives() {
+  check_kept_derivative<T>(etnn::fn::Identity{});
+  check_kept_derivative<T>(etnn::fn::Relu{});
+  check_kept_derivative<T>(etnn::fn::LeakyRelu<>{});
+  check_kept_derivative<T>(etnn::fn::Tanh{});
+  check_kept_derivative<T>(etnn::fn::Sigmoid{});
+  check_kept_derivative<T>(etnn::fn::Gelu{});
+  check_kept_derivative<T>(etnn::fn::Silu{});
+}
+}  // namespace
+
+TEST_CASE("a fused layer keeps f'(z) in forward: the same bits as f, f' and the chain step apart") {
+  check_kept_derivatives<float>();
+  check_kept_derivatives<double>();
 }

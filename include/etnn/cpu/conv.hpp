@@ -114,7 +114,7 @@ constexpr std::size_t conv2d_scratch_values(Cpu, int batch) {
 
 // The GPU's batch columns are not used by the forward pass here.
 template <class G, int Out, class Act, class T>
-void conv2d_forward(Cpu, const T* weight, const T* bias, const T* x, T* y, T* z_saved, T* /*batch columns*/,
+void conv2d_forward(Cpu, const T* weight, const T* bias, const T* x, T* y, T* kept, T* /*batch columns*/,
                     int batch, Act act) {
   constexpr int depth = G::channels * G::kernel * G::kernel;
   constexpr std::size_t pixels = G::out_pixels, cols_size = depth * pixels, out_size = Out * pixels;
@@ -126,7 +126,7 @@ void conv2d_forward(Cpu, const T* weight, const T* bias, const T* x, T* y, T* z_
       // Y_b = f(W cols_b + b), the bias per output channel (row)
       cpu::gemm_serial<cpu::Layout::row_major, cpu::Layout::row_major>(
           cpu::Accumulate::no, Out, int{pixels}, depth, weight, depth, cols, int{pixels}, yb, int{pixels},
-          cpu::BiasActivation<cpu::BiasAlong::rows, Act, T>{yb, z_saved != nullptr ? z_saved + b * out_size : nullptr,
+          cpu::BiasActivation<cpu::BiasAlong::rows, Act, T>{yb, kept != nullptr ? kept + b * out_size : nullptr,
                                                             bias, std::ptrdiff_t{pixels}, act});
     }
   });
@@ -139,11 +139,11 @@ namespace cpu {
 // dW and db are overwritten. The product runs on `threads` threads.
 template <class G, int Out, class Act, class T>
 void add_sample_gradient(std::size_t b, int threads, bool first, T* weight_grad, T* bias_grad, const T* x, const T* y,
-                         const T* z_saved, T* dy, Act act) {
+                         const T* kept, T* dy, Act act) {
   constexpr int depth = G::channels * G::kernel * G::kernel;
   constexpr std::size_t pixels = G::out_pixels, out_size = Out * pixels;
   T* dz = dy + b * out_size;
-  activation_gradient(dz, y + b * out_size, z_saved != nullptr ? z_saved + b * out_size : nullptr, out_size, act);
+  activation_gradient(dz, y + b * out_size, kept != nullptr ? kept + b * out_size : nullptr, out_size, act);
   for (int o = 0; o < Out; ++o) {
     const T* row = dz + static_cast<std::size_t>(o) * pixels;
     const T sum = etnn::detail::lane_sum<int{pixels}, T>([row](int p) { return row[p]; });
@@ -165,7 +165,7 @@ void add_sample_gradient(std::size_t b, int threads, bool first, T* weight_grad,
 
 // partials: conv2d_scratch_values(Cpu{}, batch) values.
 template <class G, int Out, class Act, class T>
-void conv2d_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T* x, const T* y, const T* z_saved,
+void conv2d_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T* x, const T* y, const T* kept,
                      T* dy, T* dx, T* partials, int batch, Act act) {
   constexpr int depth = G::channels * G::kernel * G::kernel;
   constexpr std::size_t pixels = G::out_pixels, cols_size = depth * pixels, out_size = Out * pixels;
@@ -174,7 +174,7 @@ void conv2d_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T
   const int groups = cpu::conv_gradient_groups<params>(batch);
   if (groups == 1) {  // one sample after another, each product on every thread
     for (std::size_t b = 0; b < samples; ++b)
-      cpu::add_sample_gradient<G, Out>(b, cpu::available_threads(), false, weight_grad, bias_grad, x, y, z_saved, dy, act);
+      cpu::add_sample_gradient<G, Out>(b, cpu::available_threads(), false, weight_grad, bias_grad, x, y, kept, dy, act);
   } else {
     const auto group_count = static_cast<std::size_t>(groups);
     cpu::parallel_chunks(group_count, 1, (samples / group_count) * pixels * (Out * depth + depth),
@@ -184,7 +184,7 @@ void conv2d_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T
         const cpu::ChunkBounds group = cpu::chunk_bounds(samples, group_count, g);
         for (std::size_t b = group.begin; b < group.end; ++b)
           cpu::add_sample_gradient<G, Out>(b, 1, b == group.begin, group_weights, group_weights + weights, x, y,
-                                           z_saved, dy, act);
+                                           kept, dy, act);
       }
     });
     // dW += sum over groups in group order of their partials (and db likewise).

@@ -1,9 +1,10 @@
 #pragma once
 // Private to cpu/: include <etnn/cpu/cpu.hpp> or <etnn/etnn.hpp>.
 // The steps fused after a GEMM (dense and convolution layers), on the CPU.
-//   forward:  z = GEMM + b, y = f(z) in place, keeping z when f' needs its input (z_saved not null);
-//             run by the GEMM on each block of its result while that block is in cache
-//   backward: dz = dy (.) f'(z, y) over dy in place
+//   forward:  z = GEMM + b, y = f(z) in place, keeping f'(z) when f' needs z (`kept`, laid out
+//             like y; fn::activate); run by the GEMM on each block of its result while that block
+//             is in cache
+//   backward: dz = dy (.) f'(z, y) over dy in place, f'(z) read from `kept` where forward kept it
 #include <cstddef>
 #include <type_traits>
 
@@ -16,11 +17,11 @@ namespace etnn::cpu {
 enum class BiasAlong { columns, rows };
 
 // The forward epilogue over a block [r0, r1) x [c0, c1) of a row-major (rows, ld) result y, and
-// of z_saved laid out alike.
+// of kept laid out alike (null when f' reads y only, or in inference).
 template <BiasAlong Along, class Act, class T>
 struct BiasActivation {
   T* y;
-  T* z_saved;
+  T* kept;
   const T* bias;
   std::ptrdiff_t ld;
   Act act;
@@ -33,14 +34,10 @@ struct BiasActivation {
       if constexpr (std::is_same_v<Act, fn::Identity>) {
         ETNN_SIMD
         for (std::ptrdiff_t j = c0; j < c1; ++j) row[j] += bias_at(r, j);
-      } else if (z_saved != nullptr) {
-        T* z_row = z_saved + r * ld;
+      } else if (kept != nullptr) {
+        T* kept_row = kept + r * ld;
         ETNN_SIMD
-        for (std::ptrdiff_t j = c0; j < c1; ++j) {
-          const T z = row[j] + bias_at(r, j);
-          z_row[j] = z;
-          row[j] = act(z);
-        }
+        for (std::ptrdiff_t j = c0; j < c1; ++j) row[j] = fn::activate(act, row[j] + bias_at(r, j), kept_row + j);
       } else {
         ETNN_SIMD
         for (std::ptrdiff_t j = c0; j < c1; ++j) row[j] = act(row[j] + bias_at(r, j));
@@ -53,11 +50,10 @@ struct BiasActivation {
 };
 
 template <class Act, class T>
-void activation_gradient(T* dy, const T* y, const T* z_saved, std::size_t n, Act act) {
+void activation_gradient(T* dy, const T* y, const T* kept, std::size_t n, Act act) {
   if constexpr (!std::is_same_v<Act, fn::Identity>) {
-    const T* z = z_saved != nullptr ? z_saved : y;  // chosen once: no branch in the loop
     ETNN_SIMD
-    for (std::size_t i = 0; i < n; ++i) dy[i] = fn::chain(act, dy[i], z[i], y[i]);
+    for (std::size_t i = 0; i < n; ++i) dy[i] = fn::chain_kept(act, dy[i], y, kept, i);
   }
 }
 

@@ -62,25 +62,24 @@ __device__ inline ChannelMajor channel_major(std::size_t i, int batch) {
   return {o * columns + b * G::out_pixels + i % G::out_pixels, o};
 }
 
-// y[b, o, p] = f(z'[o, b P + p] + bias[o]), keeping the pre-activation in z_saved (NCHW) if asked.
+// y[b, o, p] = f(z'[o, b P + p] + bias[o]), keeping f'(pre-activation) in kept (NCHW) if asked.
 template <class G, int Out, class Act, class T>
-__global__ void conv_bias_activation_kernel(const T* z, const T* bias, T* y, T* z_saved, int batch, Act act) {
+__global__ void conv_bias_activation_kernel(const T* z, const T* bias, T* y, T* kept, int batch, Act act) {
   const std::size_t n = static_cast<std::size_t>(batch) * Out * G::out_pixels;
   for (const std::size_t i : grid_stride(n)) {
     const auto at = channel_major<G, Out>(i, batch);
     const T pre = z[at.index] + bias[at.channel];
-    if (z_saved != nullptr) z_saved[i] = pre;
-    y[i] = act(pre);
+    y[i] = kept != nullptr ? fn::activate(act, pre, kept + i) : act(pre);
   }
 }
 
 // dz'[o, b P + p] = dy[b, o, p] f'(z, y).
 template <class G, int Out, class Act, class T>
-__global__ void conv_activation_gradient_kernel(const T* dy, const T* y, const T* z_saved, T* dz, int batch, Act act) {
+__global__ void conv_activation_gradient_kernel(const T* dy, const T* y, const T* kept, T* dz, int batch, Act act) {
   const std::size_t n = static_cast<std::size_t>(batch) * Out * G::out_pixels;
   for (const std::size_t i : grid_stride(n)) {
     T g = dy[i];
-    if constexpr (!std::is_same_v<Act, fn::Identity>) g = fn::chain(act, g, z_saved != nullptr ? z_saved[i] : y[i], y[i]);
+    if constexpr (!std::is_same_v<Act, fn::Identity>) g = fn::chain_kept(act, g, y, kept, i);
     dz[channel_major<G, Out>(i, batch).index] = g;
   }
 }
@@ -131,7 +130,7 @@ T* conv_staging(std::size_t values) {
 }  // namespace cuda::detail
 
 template <class G, int Out, class Act, class T>
-void conv2d_forward(Cuda, const T* weight, const T* bias, const T* x, T* y, T* z_saved, T* columns, int batch,
+void conv2d_forward(Cuda, const T* weight, const T* bias, const T* x, T* y, T* kept, T* columns, int batch,
                     Act act) {
   using namespace cuda::detail;
   constexpr int depth = conv_depth<G>;
@@ -143,13 +142,13 @@ void conv2d_forward(Cuda, const T* weight, const T* bias, const T* x, T* y, T* z
   cuda::check_launch("etnn::conv2d_forward im2col");
   // Z'^T (B P x OUT) = cols^T (B P x D) W^T (D x OUT), column-major.
   cuda::Blas::instance().matmul<T>(false, false, width, Out, depth, columns, width, weight, depth, z, width, T(0));
-  conv_bias_activation_kernel<G, Out><<<cuda::grid_blocks(outputs), 256, 0, cuda::stream()>>>(z, bias, y, z_saved,
+  conv_bias_activation_kernel<G, Out><<<cuda::grid_blocks(outputs), 256, 0, cuda::stream()>>>(z, bias, y, kept,
                                                                                             batch, act);
   cuda::check_launch("etnn::conv2d_forward bias_activation");
 }
 
 template <class G, int Out, class Act, class T>
-void conv2d_backward(Cuda, const T* weight, T* weight_grad, T* bias_grad, const T* x, const T* y, const T* z_saved,
+void conv2d_backward(Cuda, const T* weight, T* weight_grad, T* bias_grad, const T* x, const T* y, const T* kept,
                      T* dy, T* dx, T* columns, int batch, Act act) {
   using namespace cuda::detail;
   constexpr int depth = conv_depth<G>;
@@ -157,7 +156,7 @@ void conv2d_backward(Cuda, const T* weight, T* weight_grad, T* bias_grad, const 
   const std::size_t cols = static_cast<std::size_t>(depth) * width, outputs = static_cast<std::size_t>(Out) * width;
   if (batch == 0) return;
   T* dz = conv_staging<T>(outputs);
-  conv_activation_gradient_kernel<G, Out><<<cuda::grid_blocks(outputs), 256, 0, cuda::stream()>>>(dy, y, z_saved, dz,
+  conv_activation_gradient_kernel<G, Out><<<cuda::grid_blocks(outputs), 256, 0, cuda::stream()>>>(dy, y, kept, dz,
                                                                                                batch, act);
   cuda::check_launch("etnn::conv2d_backward activation_gradient");
   add_row_sums_kernel<<<Out, reduction_threads, 0, cuda::stream()>>>(dz, static_cast<std::size_t>(width), bias_grad);

@@ -6,7 +6,7 @@
 //            In cuBLASLt's column-major terms Y^T (OUT x B) = W (stored IN x OUT, transposed) X^T
 //            (stored IN x B). For fp32 with identity or ReLU that one call also adds b and applies
 //            f (its BIAS / RELU_BIAS epilogue); otherwise one elementwise kernel follows it, keeping
-//            Z when f' needs its input.
+//            f'(Z) when f' needs Z (fn::activate).
 // Backward:  dZ = dY (.) f'(Z, Y) written over dY, db += sum_b dZ     one kernel + a tiny one
 //            dW += dZ^T X:  dW^T (IN x OUT) += X^T (IN x B) dZ (B x OUT)     cuBLASLt, beta = 1
 //            dX  = dZ W:    dX^T (IN x B)   = W^T (IN x OUT) dZ^T (OUT x B)  skipped for the first layer
@@ -32,16 +32,15 @@ namespace etnn {
 
 namespace cuda::detail {
 
-// y = f(y + b) over (rows, cols), keeping the pre-activation in z_saved when not null; b may be
+// y = f(y + b) over (rows, cols), keeping f'(y + b) in kept when not null (fn::activate); b may be
 // null (already added by the GEMM's epilogue).
 template <class Act, class T>
-__global__ void bias_activation_kernel(T* y, T* z_saved, const T* bias, std::size_t rows, int cols, Act act) {
+__global__ void bias_activation_kernel(T* y, T* kept, const T* bias, std::size_t rows, int cols, Act act) {
   const std::size_t n = rows * static_cast<std::size_t>(cols);
   for (const std::size_t i : grid_stride(n)) {
     T z = y[i];
     if (bias != nullptr) z += bias[i % static_cast<std::size_t>(cols)];
-    if (z_saved != nullptr) z_saved[i] = z;
-    y[i] = act(z);
+    y[i] = kept != nullptr ? fn::activate(act, z, kept + i) : act(z);
   }
 }
 
@@ -51,7 +50,7 @@ inline constexpr int row_lanes = 8;     // rows a block works on at once
 // dZ = dY (.) f'(Z, Y) over dY; partial[chunk * cols + j] = sum of dZ(:, j) over the chunk's rows.
 // Grid: (column tiles, chunks); block: (column_tile, row_lanes).
 template <class Act, class T>
-__global__ void activation_gradient_kernel(T* dy, const T* y, const T* z_saved, int rows, int cols, int rows_per_chunk,
+__global__ void activation_gradient_kernel(T* dy, const T* y, const T* kept, int rows, int cols, int rows_per_chunk,
                                            T* partial, Act act) {
   __shared__ T lane_sum[row_lanes][column_tile];
   const int j = blockIdx.x * column_tile + threadIdx.x;
@@ -63,7 +62,7 @@ __global__ void activation_gradient_kernel(T* dy, const T* y, const T* z_saved, 
       const std::size_t i = static_cast<std::size_t>(r) * cols + j;
       T g = dy[i];
       if constexpr (!std::is_same_v<Act, fn::Identity>) {
-        g = fn::chain(act, g, z_saved != nullptr ? z_saved[i] : y[i], y[i]);
+        g = fn::chain_kept(act, g, y, kept, i);
         dy[i] = g;
       }
       sum += g;
@@ -154,7 +153,7 @@ void product(Products products, bool transpose_a, bool transpose_b, int m, int n
 
 // products: the format the GEMMs read their operands in (16-bit copies: mixed precision, fp32 only).
 template <int In, int Out, class Act, class T>
-void dense_forward(Cuda, const T* weight, const T* bias, const T* x, T* y, T* z_saved, int batch, Act act,
+void dense_forward(Cuda, const T* weight, const T* bias, const T* x, T* y, T* kept, int batch, Act act,
                    Products products = Products::own) {
   constexpr bool epilogue_activation =
       std::is_same_v<T, float> && (std::is_same_v<Act, fn::Identity> || std::is_same_v<Act, fn::Relu>);
@@ -168,19 +167,19 @@ void dense_forward(Cuda, const T* weight, const T* bias, const T* x, T* y, T* z_
   if constexpr (!epilogue_activation) {
     const std::size_t n = static_cast<std::size_t>(batch) * Out;
     cuda::detail::bias_activation_kernel<<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(
-        y, z_saved, epilogue_bias ? static_cast<const T*>(nullptr) : bias, static_cast<std::size_t>(batch), Out, act);
+        y, kept, epilogue_bias ? static_cast<const T*>(nullptr) : bias, static_cast<std::size_t>(batch), Out, act);
     cuda::check_launch("etnn::dense_forward bias_activation");
   }
 }
 
 template <int In, int Out, class Act, class T>
-void dense_backward(Cuda, const T* weight, T* weight_grad, T* bias_grad, const T* x, const T* y, const T* z_saved,
+void dense_backward(Cuda, const T* weight, T* weight_grad, T* bias_grad, const T* x, const T* y, const T* kept,
                     T* dy, T* dx, int batch, Act act, Products products = Products::own) {
   using namespace cuda::detail;
   const RowChunks chunks = row_chunks(batch);
   T* partial = column_partials<T>(static_cast<std::size_t>(chunks.count) * Out);
   const dim3 grid((Out + column_tile - 1) / column_tile, static_cast<unsigned>(chunks.count));
-  activation_gradient_kernel<<<grid, dim3(column_tile, row_lanes), 0, cuda::stream()>>>(dy, y, z_saved, batch, Out,
+  activation_gradient_kernel<<<grid, dim3(column_tile, row_lanes), 0, cuda::stream()>>>(dy, y, kept, batch, Out,
                                                                                        chunks.rows, partial, act);
   cuda::check_launch("etnn::dense_backward activation_gradient");
   add_chunk_sums_kernel<<<(Out + 127) / 128, 128, 0, cuda::stream()>>>(bias_grad, partial, chunks.count, Out);

@@ -31,7 +31,7 @@ struct DenseLayer {
       {"weight", 2, {Out, in_features, 0, 0}, 0},
       {"bias", 1, {Out, 0, 0, 0}, std::size_t{Out} * in_features},
   }};
-  // The pre-activation Z, when f' cannot be computed from the output alone (gelu, silu).
+  // f'(Z), kept by forward when f' cannot be computed from the output alone (gelu, silu).
   static constexpr std::size_t saved_per_sample = Act::derivative_needs_input ? std::size_t{positions} * Out : 0;
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = false;

@@ -1911,9 +1911,9 @@ inline float* packing_storage() {
   return storage.data();
 }
 
-// The most floats of a whole packed A or B (16 MiB): a larger one is packed by each tile instead.
-inline constexpr std::size_t whole_a_max_floats = std::size_t{1} << 22;
-inline constexpr std::size_t whole_b_max_floats = std::size_t{1} << 22;
+// The most floats of a whole packed A, and of a whole packed B (16 MiB each): a larger one is
+// packed by each tile instead.
+inline constexpr std::size_t whole_operand_max_floats = std::size_t{1} << 22;
 
 // The calling thread's storage for a whole packed operand, at least `floats` of it: one for A
 // (Operand 0) and one for B (Operand 1). It grows to the largest product its thread has packed
@@ -2920,14 +2920,14 @@ void run_tile(const Tiling& t, int index, int k, const float* a, std::ptrdiff_t 
 
 // The operands that tiles would pack more than once, packed whole first into the calling thread's
 // storage: a column-major A when there is more than one band of columns, and B when there are
-// four bands of rows or more, each if it fits whole_*_max_floats. (With two bands, repacking B
-// in each tile cost less than packing it in a pool job of its own: mlp784/64's dW, 512 x 784 x
-// 64, lost 5% on 2 threads; gpt's products of 2048 rows, in four bands, gained about 2%.) Only a caller outside any pool job
-// packs whole, so that its storage grows in the first step only. On more than one thread the
-// threads pack them together, each job a band of whole register tiles of A or of panels of B (of
-// every K block): packed on the caller alone, while the others waited, they were a serial stretch
-// of every product. Operands of less than 2^16 floats in all (mlp784's A at a batch of 8: 512 x 8)
-// are still packed by the caller. The packed values are the tiles' own, so results do not change.
+// four bands of rows or more, each if it fits whole_operand_max_floats. (With two bands, repacking
+// B in each tile cost less than packing it in a pool job of its own: mlp784/64's dW, 512 x 784 x
+// 64, lost 5% on 2 threads; gpt's products of 2048 rows, in four bands, gained about 2%.) Only a
+// caller outside any pool job packs whole, so that its storage grows in the first step only. On
+// more than one thread the threads pack them together, each job a band of whole register tiles of
+// A or of panels of B (of every K block): packed on the caller alone, while the others waited, they
+// were a serial stretch of every product. Operands of less than 2^16 floats in all (mlp784's A at
+// a batch of 8: 512 x 8) are still packed by the caller. The packed values are the tiles' own, so results do not change.
 struct WholeOperands {
   WholeA a;
   WholeB b;
@@ -2941,14 +2941,17 @@ WholeOperands pack_whole_operands(const Tiling& t, int threads, int k, const flo
   const std::size_t a_floats = static_cast<std::size_t>(padded_rows) * static_cast<std::size_t>(k);
   const std::size_t b_floats = static_cast<std::size_t>(padded_cols) * static_cast<std::size_t>(k);
   const auto whole_a_on = [&](const Tiling& on) {
-    return LA == Layout::col_major && on.across > 1 && a_floats <= whole_a_max_floats;
+    return LA == Layout::col_major && on.across > 1 && a_floats <= whole_operand_max_floats;
   };
-  const auto whole_b_on = [&](const Tiling& on) { return on.down >= whole_b_min_row_bands && b_floats <= whole_b_max_floats; };
+  const auto whole_b_on = [&](const Tiling& on) {
+    return on.down >= whole_b_min_row_bands && b_floats <= whole_operand_max_floats;
+  };
   const bool whole_a = whole_a_on(t), whole_b = whole_b_on(t);
   // The storage is sized for the pool's whole thread count even while the product runs on fewer
   // (the pool runs jobs on their callers alone for a while when its workers lack a CPU, see
   // cpu/thread_pool.hpp): a warm-up step run that way must not leave a later step to allocate.
-  const Tiling all_threads = tiling(t.m, t.n, k, ThreadPool::instance().threads(), Kernels::nr);
+  const int pool_threads = ThreadPool::instance().threads();
+  const Tiling all_threads = threads == pool_threads ? t : tiling(t.m, t.n, k, pool_threads, Kernels::nr);
   float* const a_panels = whole_a || whole_a_on(all_threads) ? whole_a_storage(a_floats) : nullptr;
   float* const b_panels = whole_b || whole_b_on(all_threads) ? whole_b_storage(b_floats) : nullptr;
   if (!whole_a && !whole_b) return {};
@@ -13769,6 +13772,11 @@ class DataLoader {
     return {TensorView<const float, shape, Cpu>(s.x.data(), s.count), target_rows<target_kind>(s.y.data(), s.count)};
   }
 
+  // Whether the dataset copies its samples out (read from a file) rather than pointing at them.
+  static constexpr bool copies_samples = requires(const D& data, std::size_t i, float* out) {
+    data.copy_sample(i, out);
+  };
+
   // Copies the samples of batch k into s: rows in order, x row r and y row r from dataset sample
   // order[k * B + r]. Rows of samples in memory are copied on etnn's CPU threads when the batch is
   // large enough to pay for a parallel loop (mlp784 at a batch of 256: 4% more samples/s on 2
@@ -13779,7 +13787,7 @@ class DataLoader {
     const std::size_t count = std::min(batch_size(), order_.size() - first);
     auto gather_row = [&](std::size_t r) {
       const std::size_t i = order_[first + r];
-      if constexpr (requires { data_->copy_sample(i, s.x.data()); })
+      if constexpr (copies_samples)
         data_->copy_sample(i, s.x.data() + r * shape::size);
       else
         std::copy_n(data_->sample(i), shape::size, s.x.data() + r * shape::size);
@@ -13788,7 +13796,7 @@ class DataLoader {
       else
         std::copy_n(data_->target(i), target_size<target_kind>, s.y.data() + r * target_size<target_kind>);
     };
-    if constexpr (requires(std::size_t i) { data_->copy_sample(i, s.x.data()); }) {
+    if constexpr (copies_samples) {
       for (std::size_t r = 0; r < count; ++r) gather_row(r);
     } else {
       for_each_index(Cpu{}, count, shape::size, gather_row);

@@ -25,9 +25,9 @@ inline float* packing_storage() {
   return storage.data();
 }
 
-// The most floats of a whole packed A or B (16 MiB): a larger one is packed by each tile instead.
-inline constexpr std::size_t whole_a_max_floats = std::size_t{1} << 22;
-inline constexpr std::size_t whole_b_max_floats = std::size_t{1} << 22;
+// The most floats of a whole packed A, and of a whole packed B (16 MiB each): a larger one is
+// packed by each tile instead.
+inline constexpr std::size_t whole_operand_max_floats = std::size_t{1} << 22;
 
 // The calling thread's storage for a whole packed operand, at least `floats` of it: one for A
 // (Operand 0) and one for B (Operand 1). It grows to the largest product its thread has packed

@@ -257,6 +257,11 @@ class DataLoader {
     return {TensorView<const float, shape, Cpu>(s.x.data(), s.count), target_rows<target_kind>(s.y.data(), s.count)};
   }
 
+  // Whether the dataset copies its samples out (read from a file) rather than pointing at them.
+  static constexpr bool copies_samples = requires(const D& data, std::size_t i, float* out) {
+    data.copy_sample(i, out);
+  };
+
   // Copies the samples of batch k into s: rows in order, x row r and y row r from dataset sample
   // order[k * B + r]. Rows of samples in memory are copied on etnn's CPU threads when the batch is
   // large enough to pay for a parallel loop (mlp784 at a batch of 256: 4% more samples/s on 2
@@ -267,7 +272,7 @@ class DataLoader {
     const std::size_t count = std::min(batch_size(), order_.size() - first);
     auto gather_row = [&](std::size_t r) {
       const std::size_t i = order_[first + r];
-      if constexpr (requires { data_->copy_sample(i, s.x.data()); })
+      if constexpr (copies_samples)
         data_->copy_sample(i, s.x.data() + r * shape::size);
       else
         std::copy_n(data_->sample(i), shape::size, s.x.data() + r * shape::size);
@@ -276,7 +281,7 @@ class DataLoader {
       else
         std::copy_n(data_->target(i), target_size<target_kind>, s.y.data() + r * target_size<target_kind>);
     };
-    if constexpr (requires(std::size_t i) { data_->copy_sample(i, s.x.data()); }) {
+    if constexpr (copies_samples) {
       for (std::size_t r = 0; r < count; ++r) gather_row(r);
     } else {
       for_each_index(Cpu{}, count, shape::size, gather_row);

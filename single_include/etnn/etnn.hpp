@@ -3623,7 +3623,8 @@ void batch_norm_backward(Cpu, const T* gamma, T* gamma_grad, T* beta_grad, const
 //   forward:  z = GEMM + b, y = f(z) in place, keeping f'(z) when f' needs z (`kept`, laid out
 //             like y; fn::activate); run by the GEMM on each block of its result while that block
 //             is in cache
-//   backward: dz = dy (.) f'(z, y) over dy in place, f'(z) read from `kept` where forward kept it
+//   backward: dz = dy (.) f'(z, y) over dy in place, f'(z) read from `kept` where forward kept it;
+//             or run by the dX product of the layer above on each block of it (ActivationGradient)
 
 
 namespace etnn::cpu {
@@ -3663,6 +3664,28 @@ struct BiasActivation {
 
  private:
   T bias_at(std::ptrdiff_t r, std::ptrdiff_t j) const noexcept { return Along == BiasAlong::columns ? bias[j] : bias[r]; }
+};
+
+// The epilogue of a dX product whose rows are the gradient at the outputs y of a fused activation
+// below (two dense layers in a row): dx = dx (.) f'(z, y) over a block, y and kept (what that
+// layer's forward kept, or null) laid out like dx. The same bits as activation_gradient after it.
+template <class Act, class T>
+struct ActivationGradient {
+  T* dx;
+  const T* y;
+  const T* kept;
+  std::ptrdiff_t ld;
+  Act act;
+
+  void operator()(int r0, int r1, int c0, int c1) const noexcept {
+    for (std::ptrdiff_t r = r0; r < r1; ++r) {
+      T* row = dx + r * ld;
+      const T* y_row = y + r * ld;
+      const T* kept_row = kept != nullptr ? kept + r * ld : nullptr;
+      ETNN_SIMD
+      for (std::ptrdiff_t j = c0; j < c1; ++j) row[j] = fn::chain_kept(act, row[j], y_row, kept_row, j);
+    }
+  }
 };
 
 template <class Act, class T>
@@ -3863,7 +3886,8 @@ void conv2d_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T
 // Forward:   Z = X W^T + b,  Y = f(Z)          X: (B, IN)  W: (OUT, IN)  b: (OUT)  Y, Z: (B, OUT)
 //            one GEMM writes X W^T into Y and, block by block while it is in cache, adds b and
 //            applies f (keeping f'(Z) only when f' needs Z and backward will run: `kept`).
-// Backward:  dZ = dY (.) f'(Z, Y)   written over dY,  db += sum_b dZ      one pass
+// Backward:  dZ = dY (.) f'(Z, Y)   written over dY,  db += sum_b dZ      one pass (dZ: the layer
+//            above may have applied f' in its dX product's epilogue, ActivationBelow)
 //            dW += dZ^T X                                                  GEMM
 //            dX  = dZ W                                                    GEMM, skipped for the first layer
 // Gradients accumulate (+=) so that micro-batches can be summed, or with Accumulate::no are
@@ -3880,27 +3904,43 @@ void dense_forward(Cpu, const T* weight, const T* bias, const T* x, T* y, T* kep
       cpu::BiasActivation<cpu::BiasAlong::columns, Act, T>{y, kept, bias, Out, act});
 }
 
-template <int In, int Out, class Act, class T>
+// The fused activation of the layer below a dense layer (its outputs are this layer's inputs x),
+// whose chain step backward applies to dX in the product's epilogue, while each block is in
+// cache: kept is what that layer's forward kept (f'(z), or null). The layer below then receives
+// dL/dz (dense_backward's dy_is_dz). NoActivationBelow: dX as it is.
+template <class Act, class T>
+struct ActivationBelow {
+  Act act;
+  const T* kept;
+};
+struct NoActivationBelow {};
+
+template <int In, int Out, class Act, class T, class Below = NoActivationBelow>
 void dense_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T* x, const T* y, const T* kept,
-                    T* dy, T* dx, int batch, Act act, cpu::Accumulate gradients = cpu::Accumulate::yes) {
-  // dZ = dY (.) f'(Z, Y) and db += column sums, in one pass. Threads own disjoint column ranges,
-  // so the bias reduction needs no atomics and sums each column in a fixed order.
+                    T* dy, T* dx, int batch, Act act, cpu::Accumulate gradients = cpu::Accumulate::yes,
+                    bool dy_is_dz = false, Below below = {}) {
+  // dZ = dY (.) f'(Z, Y) (unless the layer above did it: dy_is_dz) and db += column sums, in one
+  // pass. Threads own disjoint column ranges, so the bias reduction needs no atomics and sums
+  // each column in a fixed order.
+  const bool chain = !std::is_same_v<Act, fn::Identity> && !dy_is_dz;
   cpu::parallel_chunks(static_cast<std::size_t>(Out), 16, static_cast<std::size_t>(batch),
                        [=](std::size_t begin, std::size_t end) {
     if (gradients == cpu::Accumulate::no) std::fill(bias_grad + begin, bias_grad + end, T(0));
     for (int r = 0; r < batch; ++r) {
       const std::size_t row = static_cast<std::size_t>(r) * Out;
       T* dz_row = dy + row;
-      const T* y_row = y + row;
-      const T* kept_row = kept != nullptr ? kept + row : nullptr;
-      ETNN_SIMD
-      for (std::size_t j = begin; j < end; ++j) {
-        T g = dz_row[j];
-        if constexpr (!std::is_same_v<Act, fn::Identity>) {
-          g = fn::chain_kept(act, g, y_row, kept_row, j);
+      if (chain) {
+        const T* y_row = y + row;
+        const T* kept_row = kept != nullptr ? kept + row : nullptr;
+        ETNN_SIMD
+        for (std::size_t j = begin; j < end; ++j) {
+          const T g = fn::chain_kept(act, dz_row[j], y_row, kept_row, j);
           dz_row[j] = g;
+          bias_grad[j] += g;
         }
-        bias_grad[j] += g;
+      } else {
+        ETNN_SIMD
+        for (std::size_t j = begin; j < end; ++j) bias_grad[j] += dz_row[j];
       }
     }
   });
@@ -3908,9 +3948,15 @@ void dense_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T*
   cpu::gemm<cpu::Layout::col_major, cpu::Layout::row_major>(gradients, Out, In, batch, dy, Out, x, In, weight_grad,
                                                             In);
   if (dx != nullptr) {
-    // dX = dZ W
-    cpu::gemm<cpu::Layout::row_major, cpu::Layout::row_major>(cpu::Accumulate::no, batch, In, Out, dy, Out, weight, In,
-                                                              dx, In);
+    // dX = dZ W, then through the activation below where there is one to apply
+    if constexpr (std::is_same_v<Below, NoActivationBelow>) {
+      cpu::gemm<cpu::Layout::row_major, cpu::Layout::row_major>(cpu::Accumulate::no, batch, In, Out, dy, Out, weight,
+                                                                In, dx, In);
+    } else {
+      cpu::gemm<cpu::Layout::row_major, cpu::Layout::row_major>(
+          cpu::Accumulate::no, batch, In, Out, dy, Out, weight, In, dx, In,
+          cpu::ActivationGradient<decltype(below.act), T>{dx, x, below.kept, In, below.act});
+    }
   }
 }
 
@@ -7639,6 +7685,9 @@ struct Pass {
   // overwrite only for a layer that says overwrites_gradients (nn/layer.hpp); the executor zeroes
   // the others' gradients first and has them add.
   Gradients gradients = Gradients::add;
+  // backward on the CPU: dy already holds dL/d(pre-activation), the layer above having applied this
+  // layer's activation in its dX product (a layer that says takes_activation_gradient).
+  bool dy_is_dz = false;
 };
 
 }  // namespace etnn::nn
@@ -7916,6 +7965,29 @@ struct Program<TypeList<Ls...>> {
     }
   }
 
+  // What layer I's forward kept for its backward, or null.
+  template <std::size_t I, class T>
+  static const T* saved_of(T* workspace, int capacity) {
+    using L = layer<I>;
+    return L::saved_per_sample > 0 ? workspace + storage_offset[I] * static_cast<std::size_t>(capacity) +
+                                         L::out_shape::size * static_cast<std::size_t>(capacity)
+                                   : nullptr;
+  }
+
+  // Whether layer I's backward, on the CPU, applies the activation of layer I - 1 to its dx (in its
+  // product's epilogue, while each block is in cache), and layer I - 1's backward then takes
+  // dL/dz: two fused dense layers in a row (nn/dense_layer.hpp), the lower one running backward.
+  template <std::size_t I, bool InputGradient, class Device>
+  static consteval bool applies_activation_below() {
+    if constexpr (I == 0 || I >= count || !std::is_same_v<Device, Cpu>) {
+      return false;
+    } else {
+      return (InputGradient || I - 1 >= first_trainable) &&
+             requires { requires layer<I>::applies_activation_below; } &&
+             requires { requires layer<I - 1>::takes_activation_gradient; };
+    }
+  }
+
   template <std::size_t I, bool InputGradient, class T, class Device>
   static void backward_layer(Device device, const Run<T>& run, T* grads, T* workspace, int capacity, int batch,
                              const Activations<T>& act, T*& dy, T*& spare) {
@@ -7923,11 +7995,9 @@ struct Program<TypeList<Ls...>> {
     if constexpr ((InputGradient || I >= first_trainable) && !L::output_aliases_input) {
       constexpr bool needs_dx = InputGradient || I > first_trainable;
       T* dx = needs_dx ? (L::backward_in_place ? dy : spare) : nullptr;
-      const T* saved = L::saved_per_sample > 0
-                           ? workspace + storage_offset[I] * static_cast<std::size_t>(capacity) +
-                                 L::out_shape::size * static_cast<std::size_t>(capacity)
-                           : nullptr;
+      const T* saved = saved_of<I>(workspace, capacity);
       Pass<T> pass = pass_of<I>(run);
+      pass.dy_is_dz = applies_activation_below<I + 1, InputGradient, Device>();
       if constexpr (L::num_params > 0 && !overwrites_gradients_on<L, Device>) {
         // A layer that only adds to its gradients: over zeros, when the rest are overwritten.
         if (pass.gradients == Gradients::overwrite) {
@@ -7936,8 +8006,15 @@ struct Program<TypeList<Ls...>> {
         }
       }
       naming_layer<I>(device, [&] {
-        L::backward(device, pass, run.params + param_offset[I], grads + param_offset[I], act[I], act[I + 1], saved,
-                    dy, dx, batch);
+        if constexpr (applies_activation_below<I, InputGradient, Device>()) {
+          using Below = layer<I - 1>;
+          const ActivationBelow<typename Below::activation, T> below{{}, saved_of<I - 1>(workspace, capacity)};
+          L::backward(device, pass, run.params + param_offset[I], grads + param_offset[I], act[I], act[I + 1], saved,
+                      dy, dx, batch, below);
+        } else {
+          L::backward(device, pass, run.params + param_offset[I], grads + param_offset[I], act[I], act[I + 1], saved,
+                      dy, dx, batch);
+        }
       });
       if constexpr (needs_dx && !L::backward_in_place) std::swap(dy, spare);
     }
@@ -8096,6 +8173,11 @@ struct DenseLayer {
   static constexpr bool backward_in_place = false;
   static constexpr bool cuda_kernels = true;  // cuda/dense.hpp
   static constexpr bool overwrites_gradients = true;  // on the CPU (nn/layer.hpp)
+  // On the CPU, two of them in a row fuse their backward: the upper one applies the lower one's
+  // activation to dX in its product (backward's `below`), and the lower one takes dL/dz (its
+  // pass.dy_is_dz): one pass less over dY.
+  static constexpr bool applies_activation_below = true;
+  static constexpr bool takes_activation_gradient = !std::is_same_v<Act, fn::Identity>;
 
   template <class T>
   static void init(T* p, Rng& rng) {
@@ -8112,15 +8194,18 @@ struct DenseLayer {
       dense_forward<in_features, Out>(device, p, p + params[1].offset, x, y, saved, batch, Act{}, pass.products);
   }
 
-  template <class T, class Device>
+  // below (the CPU only): the activation of the layer below, whose outputs are x, to apply to dx.
+  template <class T, class Device, class Below = NoActivationBelow>
   static void backward(Device device, const Pass<T>& pass, const T* p, T* g, const T* x, const T* y, const T* saved,
-                       T* dy, T* dx, int samples) {
+                       T* dy, T* dx, int samples, Below below = {}) {
     const int batch = samples * positions;
     if constexpr (std::is_same_v<Device, Cpu>) {
       dense_backward<in_features, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, batch, Act{},
                                        pass.gradients == Gradients::overwrite ? cpu::Accumulate::no
-                                                                              : cpu::Accumulate::yes);
-    } else {  // the device's products add (the executor zeroes first: overwrites_gradients_on)
+                                                                              : cpu::Accumulate::yes,
+                                       pass.dy_is_dz, below);
+    } else {
+      static_assert(std::is_same_v<Below, NoActivationBelow>, "etnn: below is the CPU's only");  // the device's products add (the executor zeroes first: overwrites_gradients_on)
       dense_backward<in_features, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, batch, Act{},
                                        pass.products);
     }
@@ -8713,11 +8798,19 @@ struct LayerNormRows {
 
 // The gamma and beta gradients of features [f w, f w + w) (clipped to N) of call f, w =
 // `features` per call, each summed over the rows in row order: the same sums whatever w is. On
-// the host w = 16 reads a cache line of each row at a time and vectorises across the features,
-// instead of walking one column with stride N; the device runs one feature per thread.
+// the host w = 64 reads four cache lines of each row at a time and vectorises across the
+// features, its sums in registers (a call of w features, the common case, has a loop of constant
+// length), instead of walking one column with stride N; the device runs one feature per thread.
+// (gpt's 2-thread profile: 2.1% with w = 16 and a loop of variable length, 1.6% now; 32 gives
+// the same: the pass is bound by reading dy and x.)
 template <int N, class T>
 struct LayerNormParameterGradients {
-  static constexpr int host_features = 16;
+  static constexpr int host_features = 64;
+#if defined(__CUDA_ARCH__)
+  static constexpr int capacity = 1;  // the device's calls: one feature each
+#else
+  static constexpr int capacity = host_features;
+#endif
   const T* x;
   const T* stats;
   const T* dy;
@@ -8726,21 +8819,32 @@ struct LayerNormParameterGradients {
   std::size_t rows;
   int features;
   ETNN_HD void operator()(std::size_t call) const {
-    const int j0 = static_cast<int>(call) * features;  // features <= host_features
+    const int j0 = static_cast<int>(call) * features;  // features <= capacity
     const int n = N - j0 < features ? N - j0 : features;
-    T dgamma[host_features], dbeta[host_features];
+    T dgamma[capacity], dbeta[capacity];
     for (int l = 0; l < n; ++l) dgamma[l] = gamma_grad[j0 + l], dbeta[l] = beta_grad[j0 + l];
+    if (n == capacity)
+      add_rows<capacity>(j0, n, dgamma, dbeta);
+    else
+      add_rows<0>(j0, n, dgamma, dbeta);
+    for (int l = 0; l < n; ++l) gamma_grad[j0 + l] = dgamma[l], beta_grad[j0 + l] = dbeta[l];
+  }
+
+ private:
+  // Adds every row's terms of features [j0, j0 + n) to dgamma and dbeta; Fixed: n, when not 0.
+  template <int Fixed>
+  ETNN_HD void add_rows(int j0, int n, T* dgamma, T* dbeta) const {
+    const int count = Fixed > 0 ? Fixed : n;
     for (std::size_t b = 0; b < rows; ++b) {
       const T* dyb = dy + b * N + j0;
       const T* xb = x + b * N + j0;
       const T mean = stats[2 * b], inv_std = stats[2 * b + 1];
       ETNN_SIMD
-      for (int l = 0; l < n; ++l) {
+      for (int l = 0; l < count; ++l) {
         dgamma[l] += dyb[l] * ((xb[l] - mean) * inv_std);
         dbeta[l] += dyb[l];
       }
     }
-    for (int l = 0; l < n; ++l) gamma_grad[j0 + l] = dgamma[l], beta_grad[j0 + l] = dbeta[l];
   }
 };
 

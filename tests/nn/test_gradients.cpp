@@ -3,6 +3,8 @@
 // exercised by the layers before it.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "support/gradcheck.hpp"
@@ -75,4 +77,44 @@ TEST_CASE("gradcheck: a single linear layer (the first layer computes no input g
   const auto result = gradcheck(model, loss, x, y);
   INFO(result.first_failure);
   CHECK(result.failed == 0);
+}
+
+namespace {
+// Two fused dense layers in a row: on the CPU the upper one applies the lower one's activation to
+// its input gradient in its product's epilogue (nn/program.hpp). A flatten between them breaks
+// the pairing and leaves the activation to the lower layer's own pass. Both must give the same
+// bits, in float, on rows enough for several register tiles.
+template <class Act>
+void check_chained_activation_bitwise(const char* name) {
+  using Paired = nn::Sequential<nn::Input<37>, nn::Linear<70>, Act, nn::Linear<50>, Act, nn::Linear<9>>;
+  using Apart = nn::Sequential<nn::Input<37>, nn::Linear<70>, Act, nn::Flatten, nn::Linear<50>, Act, nn::Flatten,
+                               nn::Linear<9>>;
+  static_assert(Paired::num_params == Apart::num_params);
+  etnn::Model<Paired, float> paired(5);
+  etnn::Model<Apart, float> apart(5);
+  std::copy_n(paired.parameters(), Paired::num_params, apart.parameters());
+  constexpr int rows = 45;
+  etnn::Tensor<float, etnn::Shape<37>> x(rows);
+  etnn::test::fill_uniform(x.data(), x.size(), 17, 2.0);
+  std::vector<int> y(rows);
+  for (int r = 0; r < rows; ++r) y[static_cast<std::size_t>(r)] = (r * 7) % 9;
+  auto gradients_of = [&](auto& model) {
+    etnn::loss::CrossEntropy loss;
+    etnn::optim::SGD opt(model, {.lr = 0.0f});
+    etnn::Trainer trainer(model, loss, opt);
+    model.zero_grad();
+    trainer.accumulate_gradients(x, y);
+    return std::vector<float>(model.gradients(), model.gradients() + Paired::num_params);
+  };
+  const std::vector<float> g_paired = gradients_of(paired), g_apart = gradients_of(apart);
+  INFO(name);
+  CHECK(std::memcmp(g_paired.data(), g_apart.data(), g_paired.size() * sizeof(float)) == 0);
+}
+}  // namespace
+
+TEST_CASE("two fused dense layers in a row: the activation applied in the upper one's product, the same bits") {
+  check_chained_activation_bitwise<nn::ReLU>("relu");
+  check_chained_activation_bitwise<nn::GELU>("gelu");
+  check_chained_activation_bitwise<nn::SiLU>("silu");
+  check_chained_activation_bitwise<nn::Tanh>("tanh");
 }

@@ -5,7 +5,8 @@
 // Forward:   Z = X W^T + b,  Y = f(Z)          X: (B, IN)  W: (OUT, IN)  b: (OUT)  Y, Z: (B, OUT)
 //            one GEMM writes X W^T into Y and, block by block while it is in cache, adds b and
 //            applies f (keeping f'(Z) only when f' needs Z and backward will run: `kept`).
-// Backward:  dZ = dY (.) f'(Z, Y)   written over dY,  db += sum_b dZ      one pass
+// Backward:  dZ = dY (.) f'(Z, Y)   written over dY,  db += sum_b dZ      one pass (dZ: the layer
+//            above may have applied f' in its dX product's epilogue, ActivationBelow)
 //            dW += dZ^T X                                                  GEMM
 //            dX  = dZ W                                                    GEMM, skipped for the first layer
 // Gradients accumulate (+=) so that micro-batches can be summed, or with Accumulate::no are
@@ -31,27 +32,43 @@ void dense_forward(Cpu, const T* weight, const T* bias, const T* x, T* y, T* kep
       cpu::BiasActivation<cpu::BiasAlong::columns, Act, T>{y, kept, bias, Out, act});
 }
 
-template <int In, int Out, class Act, class T>
+// The fused activation of the layer below a dense layer (its outputs are this layer's inputs x),
+// whose chain step backward applies to dX in the product's epilogue, while each block is in
+// cache: kept is what that layer's forward kept (f'(z), or null). The layer below then receives
+// dL/dz (dense_backward's dy_is_dz). NoActivationBelow: dX as it is.
+template <class Act, class T>
+struct ActivationBelow {
+  Act act;
+  const T* kept;
+};
+struct NoActivationBelow {};
+
+template <int In, int Out, class Act, class T, class Below = NoActivationBelow>
 void dense_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T* x, const T* y, const T* kept,
-                    T* dy, T* dx, int batch, Act act, cpu::Accumulate gradients = cpu::Accumulate::yes) {
-  // dZ = dY (.) f'(Z, Y) and db += column sums, in one pass. Threads own disjoint column ranges,
-  // so the bias reduction needs no atomics and sums each column in a fixed order.
+                    T* dy, T* dx, int batch, Act act, cpu::Accumulate gradients = cpu::Accumulate::yes,
+                    bool dy_is_dz = false, Below below = {}) {
+  // dZ = dY (.) f'(Z, Y) (unless the layer above did it: dy_is_dz) and db += column sums, in one
+  // pass. Threads own disjoint column ranges, so the bias reduction needs no atomics and sums
+  // each column in a fixed order.
+  const bool chain = !std::is_same_v<Act, fn::Identity> && !dy_is_dz;
   cpu::parallel_chunks(static_cast<std::size_t>(Out), 16, static_cast<std::size_t>(batch),
                        [=](std::size_t begin, std::size_t end) {
     if (gradients == cpu::Accumulate::no) std::fill(bias_grad + begin, bias_grad + end, T(0));
     for (int r = 0; r < batch; ++r) {
       const std::size_t row = static_cast<std::size_t>(r) * Out;
       T* dz_row = dy + row;
-      const T* y_row = y + row;
-      const T* kept_row = kept != nullptr ? kept + row : nullptr;
-      ETNN_SIMD
-      for (std::size_t j = begin; j < end; ++j) {
-        T g = dz_row[j];
-        if constexpr (!std::is_same_v<Act, fn::Identity>) {
-          g = fn::chain_kept(act, g, y_row, kept_row, j);
+      if (chain) {
+        const T* y_row = y + row;
+        const T* kept_row = kept != nullptr ? kept + row : nullptr;
+        ETNN_SIMD
+        for (std::size_t j = begin; j < end; ++j) {
+          const T g = fn::chain_kept(act, dz_row[j], y_row, kept_row, j);
           dz_row[j] = g;
+          bias_grad[j] += g;
         }
-        bias_grad[j] += g;
+      } else {
+        ETNN_SIMD
+        for (std::size_t j = begin; j < end; ++j) bias_grad[j] += dz_row[j];
       }
     }
   });
@@ -59,9 +76,15 @@ void dense_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T*
   cpu::gemm<cpu::Layout::col_major, cpu::Layout::row_major>(gradients, Out, In, batch, dy, Out, x, In, weight_grad,
                                                             In);
   if (dx != nullptr) {
-    // dX = dZ W
-    cpu::gemm<cpu::Layout::row_major, cpu::Layout::row_major>(cpu::Accumulate::no, batch, In, Out, dy, Out, weight, In,
-                                                              dx, In);
+    // dX = dZ W, then through the activation below where there is one to apply
+    if constexpr (std::is_same_v<Below, NoActivationBelow>) {
+      cpu::gemm<cpu::Layout::row_major, cpu::Layout::row_major>(cpu::Accumulate::no, batch, In, Out, dy, Out, weight,
+                                                                In, dx, In);
+    } else {
+      cpu::gemm<cpu::Layout::row_major, cpu::Layout::row_major>(
+          cpu::Accumulate::no, batch, In, Out, dy, Out, weight, In, dx, In,
+          cpu::ActivationGradient<decltype(below.act), T>{dx, x, below.kept, In, below.act});
+    }
   }
 }
 

@@ -4,7 +4,8 @@
 //   forward:  z = GEMM + b, y = f(z) in place, keeping f'(z) when f' needs z (`kept`, laid out
 //             like y; fn::activate); run by the GEMM on each block of its result while that block
 //             is in cache
-//   backward: dz = dy (.) f'(z, y) over dy in place, f'(z) read from `kept` where forward kept it
+//   backward: dz = dy (.) f'(z, y) over dy in place, f'(z) read from `kept` where forward kept it;
+//             or run by the dX product of the layer above on each block of it (ActivationGradient)
 #include <cstddef>
 #include <type_traits>
 
@@ -47,6 +48,28 @@ struct BiasActivation {
 
  private:
   T bias_at(std::ptrdiff_t r, std::ptrdiff_t j) const noexcept { return Along == BiasAlong::columns ? bias[j] : bias[r]; }
+};
+
+// The epilogue of a dX product whose rows are the gradient at the outputs y of a fused activation
+// below (two dense layers in a row): dx = dx (.) f'(z, y) over a block, y and kept (what that
+// layer's forward kept, or null) laid out like dx. The same bits as activation_gradient after it.
+template <class Act, class T>
+struct ActivationGradient {
+  T* dx;
+  const T* y;
+  const T* kept;
+  std::ptrdiff_t ld;
+  Act act;
+
+  void operator()(int r0, int r1, int c0, int c1) const noexcept {
+    for (std::ptrdiff_t r = r0; r < r1; ++r) {
+      T* row = dx + r * ld;
+      const T* y_row = y + r * ld;
+      const T* kept_row = kept != nullptr ? kept + r * ld : nullptr;
+      ETNN_SIMD
+      for (std::ptrdiff_t j = c0; j < c1; ++j) row[j] = fn::chain_kept(act, row[j], y_row, kept_row, j);
+    }
+  }
 };
 
 template <class Act, class T>

@@ -37,6 +37,11 @@ struct DenseLayer {
   static constexpr bool backward_in_place = false;
   static constexpr bool cuda_kernels = true;  // cuda/dense.hpp
   static constexpr bool overwrites_gradients = true;  // on the CPU (nn/layer.hpp)
+  // On the CPU, two of them in a row fuse their backward: the upper one applies the lower one's
+  // activation to dX in its product (backward's `below`), and the lower one takes dL/dz (its
+  // pass.dy_is_dz): one pass less over dY.
+  static constexpr bool applies_activation_below = true;
+  static constexpr bool takes_activation_gradient = !std::is_same_v<Act, fn::Identity>;
 
   template <class T>
   static void init(T* p, Rng& rng) {
@@ -53,15 +58,18 @@ struct DenseLayer {
       dense_forward<in_features, Out>(device, p, p + params[1].offset, x, y, saved, batch, Act{}, pass.products);
   }
 
-  template <class T, class Device>
+  // below (the CPU only): the activation of the layer below, whose outputs are x, to apply to dx.
+  template <class T, class Device, class Below = NoActivationBelow>
   static void backward(Device device, const Pass<T>& pass, const T* p, T* g, const T* x, const T* y, const T* saved,
-                       T* dy, T* dx, int samples) {
+                       T* dy, T* dx, int samples, Below below = {}) {
     const int batch = samples * positions;
     if constexpr (std::is_same_v<Device, Cpu>) {
       dense_backward<in_features, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, batch, Act{},
                                        pass.gradients == Gradients::overwrite ? cpu::Accumulate::no
-                                                                              : cpu::Accumulate::yes);
-    } else {  // the device's products add (the executor zeroes first: overwrites_gradients_on)
+                                                                              : cpu::Accumulate::yes,
+                                       pass.dy_is_dz, below);
+    } else {
+      static_assert(std::is_same_v<Below, NoActivationBelow>, "etnn: below is the CPU's only");  // the device's products add (the executor zeroes first: overwrites_gradients_on)
       dense_backward<in_features, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, batch, Act{},
                                        pass.products);
     }

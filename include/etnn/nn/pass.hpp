@@ -26,6 +26,9 @@ struct Pass {
   // overwrite only for a layer that says overwrites_gradients (nn/layer.hpp); the executor zeroes
   // the others' gradients first and has them add.
   Gradients gradients = Gradients::add;
+  // backward on the CPU: dy already holds dL/d(pre-activation), the layer above having applied this
+  // layer's activation in its dX product (a layer that says takes_activation_gradient).
+  bool dy_is_dz = false;
 };
 
 }  // namespace etnn::nn

@@ -24,6 +24,7 @@
 #include "../core/error.hpp"
 #include "../core/random.hpp"
 #include "../core/type_list.hpp"
+#include "../backend/dense.hpp"
 #include "../backend/executor.hpp"
 #include "layer.hpp"
 
@@ -234,6 +235,29 @@ struct Program<TypeList<Ls...>> {
     }
   }
 
+  // What layer I's forward kept for its backward, or null.
+  template <std::size_t I, class T>
+  static const T* saved_of(T* workspace, int capacity) {
+    using L = layer<I>;
+    return L::saved_per_sample > 0 ? workspace + storage_offset[I] * static_cast<std::size_t>(capacity) +
+                                         L::out_shape::size * static_cast<std::size_t>(capacity)
+                                   : nullptr;
+  }
+
+  // Whether layer I's backward, on the CPU, applies the activation of layer I - 1 to its dx (in its
+  // product's epilogue, while each block is in cache), and layer I - 1's backward then takes
+  // dL/dz: two fused dense layers in a row (nn/dense_layer.hpp), the lower one running backward.
+  template <std::size_t I, bool InputGradient, class Device>
+  static consteval bool applies_activation_below() {
+    if constexpr (I == 0 || I >= count || !std::is_same_v<Device, Cpu>) {
+      return false;
+    } else {
+      return (InputGradient || I - 1 >= first_trainable) &&
+             requires { requires layer<I>::applies_activation_below; } &&
+             requires { requires layer<I - 1>::takes_activation_gradient; };
+    }
+  }
+
   template <std::size_t I, bool InputGradient, class T, class Device>
   static void backward_layer(Device device, const Run<T>& run, T* grads, T* workspace, int capacity, int batch,
                              const Activations<T>& act, T*& dy, T*& spare) {
@@ -241,11 +265,9 @@ struct Program<TypeList<Ls...>> {
     if constexpr ((InputGradient || I >= first_trainable) && !L::output_aliases_input) {
       constexpr bool needs_dx = InputGradient || I > first_trainable;
       T* dx = needs_dx ? (L::backward_in_place ? dy : spare) : nullptr;
-      const T* saved = L::saved_per_sample > 0
-                           ? workspace + storage_offset[I] * static_cast<std::size_t>(capacity) +
-                                 L::out_shape::size * static_cast<std::size_t>(capacity)
-                           : nullptr;
+      const T* saved = saved_of<I>(workspace, capacity);
       Pass<T> pass = pass_of<I>(run);
+      pass.dy_is_dz = applies_activation_below<I + 1, InputGradient, Device>();
       if constexpr (L::num_params > 0 && !overwrites_gradients_on<L, Device>) {
         // A layer that only adds to its gradients: over zeros, when the rest are overwritten.
         if (pass.gradients == Gradients::overwrite) {
@@ -254,8 +276,15 @@ struct Program<TypeList<Ls...>> {
         }
       }
       naming_layer<I>(device, [&] {
-        L::backward(device, pass, run.params + param_offset[I], grads + param_offset[I], act[I], act[I + 1], saved,
-                    dy, dx, batch);
+        if constexpr (applies_activation_below<I, InputGradient, Device>()) {
+          using Below = layer<I - 1>;
+          const ActivationBelow<typename Below::activation, T> below{{}, saved_of<I - 1>(workspace, capacity)};
+          L::backward(device, pass, run.params + param_offset[I], grads + param_offset[I], act[I], act[I + 1], saved,
+                      dy, dx, batch, below);
+        } else {
+          L::backward(device, pass, run.params + param_offset[I], grads + param_offset[I], act[I], act[I + 1], saved,
+                      dy, dx, batch);
+        }
       });
       if constexpr (needs_dx && !L::backward_in_place) std::swap(dy, spare);
     }

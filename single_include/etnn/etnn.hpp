@@ -7638,6 +7638,10 @@ consteval bool input_shape() {
 //                                                 (on other devices every layer adds, over zeros)
 //   draws_random                                  true when training passes draw random numbers
 //                                                 (dropout): a recorded CUDA graph could not replay them
+//   applies_activation_below                      true when its CPU backward can apply the activation
+//                                                 of the layer below to dx (nn/dense_layer.hpp)
+//   takes_activation_gradient                     true when its CPU backward can take dL/dz, its own
+//                                                 activation applied by the layer above (pass.dy_is_dz)
 
 // ---- etnn/nn/param_info.hpp ----
 // Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
@@ -8204,8 +8208,8 @@ struct DenseLayer {
                                        pass.gradients == Gradients::overwrite ? cpu::Accumulate::no
                                                                               : cpu::Accumulate::yes,
                                        pass.dy_is_dz, below);
-    } else {
-      static_assert(std::is_same_v<Below, NoActivationBelow>, "etnn: below is the CPU's only");  // the device's products add (the executor zeroes first: overwrites_gradients_on)
+    } else {  // the device's products add (the executor zeroes first: overwrites_gradients_on)
+      static_assert(std::is_same_v<Below, NoActivationBelow>, "etnn: below is the CPU's only");
       dense_backward<in_features, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, batch, Act{},
                                        pass.products);
     }

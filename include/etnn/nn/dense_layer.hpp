@@ -68,8 +68,8 @@ struct DenseLayer {
                                        pass.gradients == Gradients::overwrite ? cpu::Accumulate::no
                                                                               : cpu::Accumulate::yes,
                                        pass.dy_is_dz, below);
-    } else {
-      static_assert(std::is_same_v<Below, NoActivationBelow>, "etnn: below is the CPU's only");  // the device's products add (the executor zeroes first: overwrites_gradients_on)
+    } else {  // the device's products add (the executor zeroes first: overwrites_gradients_on)
+      static_assert(std::is_same_v<Below, NoActivationBelow>, "etnn: below is the CPU's only");
       dense_backward<in_features, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, batch, Act{},
                                        pass.products);
     }

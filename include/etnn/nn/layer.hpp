@@ -25,6 +25,10 @@
 //                                                 (on other devices every layer adds, over zeros)
 //   draws_random                                  true when training passes draw random numbers
 //                                                 (dropout): a recorded CUDA graph could not replay them
+//   applies_activation_below                      true when its CPU backward can apply the activation
+//                                                 of the layer below to dx (nn/dense_layer.hpp)
+//   takes_activation_gradient                     true when its CPU backward can take dL/dz, its own
+//                                                 activation applied by the layer above (pass.dy_is_dz)
 #include <concepts>
 #include <cstddef>
 #include <type_traits>

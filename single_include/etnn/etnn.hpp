@@ -3888,7 +3888,8 @@ void conv2d_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T
 //            applies f (keeping f'(Z) only when f' needs Z and backward will run: `kept`).
 // Backward:  dZ = dY (.) f'(Z, Y)   written over dY,  db += sum_b dZ      one pass (dZ: the layer
 //            above may have applied f' in its dX product's epilogue, ActivationBelow)
-//            dW += dZ^T X                                                  GEMM
+//            dW += dZ^T X                                                  GEMM (in row blocks,
+//            the last first, each reported final as it completes: WeightBlocks)
 //            dX  = dZ W                                                    GEMM, skipped for the first layer
 // Gradients accumulate (+=) so that micro-batches can be summed, or with Accumulate::no are
 // written (=: the first micro-batch of a step, without a pass zeroing them first).
@@ -3915,10 +3916,23 @@ struct ActivationBelow {
 };
 struct NoActivationBelow {};
 
-template <int In, int Out, class Act, class T, class Below = NoActivationBelow>
+// dW in blocks of `rows` rows, the last block first, with final_from(offset) called once db is
+// done and after each block: the layer's gradients from `offset` on (counted from W's first value;
+// db at OUT * IN) are final, and a data-parallel step may start reducing them. rows = 0: one
+// product, nothing reported. Rows are independent dot products over the batch: the same bits.
+template <class FinalFrom>
+struct WeightBlocks {
+  int rows = 0;
+  FinalFrom final_from;
+};
+struct NoBlockReport {
+  void operator()(std::size_t) const noexcept {}
+};
+
+template <int In, int Out, class Act, class T, class Below = NoActivationBelow, class FinalFrom = NoBlockReport>
 void dense_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T* x, const T* y, const T* kept,
                     T* dy, T* dx, int batch, Act act, cpu::Accumulate gradients = cpu::Accumulate::yes,
-                    bool dy_is_dz = false, Below below = {}) {
+                    bool dy_is_dz = false, Below below = {}, WeightBlocks<FinalFrom> blocks = {}) {
   // dZ = dY (.) f'(Z, Y) (unless the layer above did it: dy_is_dz) and db += column sums, in one
   // pass. Threads own disjoint column ranges, so the bias reduction needs no atomics and sums
   // each column in a fixed order.
@@ -3944,9 +3958,15 @@ void dense_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T*
       }
     }
   });
-  // dW (+)= dZ^T X: dZ^T is dZ read column-major.
-  cpu::gemm<cpu::Layout::col_major, cpu::Layout::row_major>(gradients, Out, In, batch, dy, Out, x, In, weight_grad,
-                                                            In);
+  // dW (+)= dZ^T X: dZ^T is dZ read column-major (rows [lo, hi) of dZ^T start at dZ + lo).
+  const int rows = blocks.rows > 0 ? blocks.rows : Out;
+  if (blocks.rows > 0) blocks.final_from(std::size_t{Out} * In);
+  for (int lo = (Out - 1) / rows * rows; lo >= 0; lo -= rows) {
+    const std::size_t first = static_cast<std::size_t>(lo) * In;
+    cpu::gemm<cpu::Layout::col_major, cpu::Layout::row_major>(gradients, std::min(rows, Out - lo), In, batch, dy + lo,
+                                                              Out, x, In, weight_grad + first, In);
+    if (blocks.rows > 0) blocks.final_from(first);
+  }
   if (dx != nullptr) {
     // dX = dZ W, then through the activation below where there is one to apply
     if constexpr (std::is_same_v<Below, NoActivationBelow>) {
@@ -7642,6 +7662,9 @@ consteval bool input_shape() {
 //                                                 of the layer below to dx (nn/dense_layer.hpp)
 //   takes_activation_gradient                     true when its CPU backward can take dL/dz, its own
 //                                                 activation applied by the layer above (pass.dy_is_dz)
+//   weight_row_blocks                             a WeightRowBlocks: its first parameter's gradient can
+//                                                 be computed in row blocks, reported final one by one
+//                                                 (pass.gradients_final, nn/weight_row_blocks.hpp)
 
 // ---- etnn/nn/param_info.hpp ----
 // Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
@@ -7678,6 +7701,17 @@ namespace etnn::nn {
 // every gradient).
 enum class Gradients { add, overwrite };
 
+// Reports, from inside a layer's backward, that the layer's gradients from `offset` on (counted
+// from the layer's first parameter) are final; Program::backward passes them on as layer_done.
+// Empty unless the step asks for a large weight's gradient in row blocks (weight_row_blocks.hpp).
+struct GradientsFinal {
+  void* context = nullptr;
+  void (*report)(void* context, std::size_t offset) = nullptr;
+
+  explicit operator bool() const noexcept { return report != nullptr; }
+  void operator()(std::size_t offset) const { report(context, offset); }
+};
+
 template <class T>
 struct Pass {
   bool training = true;    // PyTorch's module.training: batch statistics, dropout active
@@ -7692,6 +7726,9 @@ struct Pass {
   // backward on the CPU: dy already holds dL/d(pre-activation), the layer above having applied this
   // layer's activation in its dX product (a layer that says takes_activation_gradient).
   bool dy_is_dz = false;
+  // backward on the CPU, a layer with weight_row_blocks: set when the step wants its weight's
+  // gradient in those blocks, the last first, each reported final as it completes.
+  GradientsFinal gradients_final{};
 };
 
 }  // namespace etnn::nn
@@ -7761,6 +7798,55 @@ constexpr std::size_t scratch_values_of(int batch) {
 }
 
 }  // namespace etnn::nn
+// ---- etnn/nn/weight_row_blocks.hpp ----
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
+// A large weight's gradient in row blocks, so that a data-parallel step starts reducing it before
+// backward has finished it. A layer whose first parameter is a (rows, row_size) weight, row-major,
+// declares its blocks (`weight_row_blocks`, nn/layer.hpp); its CPU backward then computes
+//   dW[rows of block k] = dZ^T[rows of block k] X      for k = count - 1 down to 0
+// when the step asks for it (Pass::gradients_final), reporting after each block that the layer's
+// gradients from that block's first value on are final. The rows are independent dot products
+// over the batch, so the blocks give the bits of one product. Program::gradient_cuts lists the
+// blocks' starts, where optim's gradient buckets may then end (PyTorch's DDP cuts buckets only
+// between tensors, so its first layer's weight, the last gradient backward finishes, is reduced
+// only after all of backward).
+//
+//   weight (rows x row_size)   [ block 0 | block 1 | ... | block count-1 ] [ bias ... ]
+//   backward computes                                  <------------------   first
+
+namespace etnn::nn {
+
+struct WeightRowBlocks {
+  // Each block has at least min_block_values values and min_block_rows rows (a multiple of 16:
+  // whole register tiles of the CPU's product), and there are at most max_count: every block is a
+  // product of its own, which packs X again and forks the threads again (on 2 threads, mlp784's
+  // backward at batch 64 took 10% longer in 3 blocks of 176 rows than in one product).
+  static constexpr std::size_t min_block_values = std::size_t{1} << 17;
+  static constexpr int min_block_rows = 256;
+  static constexpr int max_count = 4;
+
+  int count = 1;             // 1: the gradient in one product, nothing reported inside the layer
+  int rows = 0;              // rows per block; the last block may have fewer
+  int weight_rows = 0;
+  std::size_t row_size = 0;  // values per row
+
+  static constexpr WeightRowBlocks of(int weight_rows, int row_size) {
+    const auto size = static_cast<std::size_t>(row_size);
+    const std::size_t by_values = static_cast<std::size_t>(weight_rows) * size / min_block_values;
+    const int wanted = static_cast<int>(std::min<std::size_t>({std::size_t{max_count}, by_values,
+                                                              static_cast<std::size_t>(weight_rows / min_block_rows)}));
+    if (wanted < 2) return {1, weight_rows, weight_rows, size};
+    const int rows = ((weight_rows + wanted - 1) / wanted + 15) / 16 * 16;
+    return {(weight_rows + rows - 1) / rows, rows, weight_rows, size};
+  }
+
+  // The first value of block k (k = count: the end of the weight), from the weight's start.
+  constexpr std::size_t begin(int k) const {
+    return static_cast<std::size_t>(std::min(weight_rows, k * rows)) * row_size;
+  }
+};
+
+}  // namespace etnn::nn
 
 namespace etnn::nn::detail {
 
@@ -7768,6 +7854,16 @@ namespace etnn::nn::detail {
 // and what its backward needs besides.
 template <Layer L>
 inline constexpr std::size_t storage_of = (L::output_aliases_input ? 0 : L::out_shape::size) + L::saved_per_sample;
+
+// The row blocks of layer L's weight gradient (nn/weight_row_blocks.hpp): 1 for a layer that
+// declares none.
+template <Layer L>
+consteval int weight_row_block_count() {
+  if constexpr (requires { L::weight_row_blocks.count; })
+    return L::weight_row_blocks.count;
+  else
+    return 1;
+}
 
 template <std::size_t N>
 constexpr std::array<std::size_t, N> exclusive_scan(std::array<std::size_t, N> sizes) {
@@ -7787,6 +7883,9 @@ struct Run {
   dist::CrossRankSum sync{};         // global-batch statistics across ranks (sync_batch_norm), else empty
   Products products = Products::own;  // mixed precision on the per-layer path: GEMMs from 16-bit copies
   Gradients gradients = Gradients::add;  // backward: add dL/dparams to grads, or write them over it
+  // backward on the CPU: large weight gradients in row blocks, each reported final to layer_done
+  // as it completes (a data-parallel step whose gradient buckets end inside layers)
+  bool weight_row_blocks = false;
 };
 
 template <class Layers>
@@ -7810,6 +7909,24 @@ struct Program<TypeList<Ls...>> {
     std::array<std::size_t, count> ends{Ls::num_params...};
     for (std::size_t i = 0; i < count; ++i) ends[i] += param_offset[i];
     return ends;
+  }();
+  // Where a gradient bucket may end, ascending: each layer's end and, in a layer whose weight
+  // gradient comes in row blocks, the blocks' starts and the weight's end (weight_row_blocks.hpp).
+  static constexpr std::size_t gradient_cut_count =
+      (count + ... + (weight_row_block_count<Ls>() > 1 ? static_cast<std::size_t>(weight_row_block_count<Ls>()) : 0));
+  static constexpr std::array<std::size_t, gradient_cut_count> gradient_cuts = [] {
+    std::array<std::size_t, gradient_cut_count> cuts{};
+    std::size_t k = 0;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ([&] {
+        if constexpr (weight_row_block_count<layer<I>>() > 1) {
+          constexpr WeightRowBlocks blocks = layer<I>::weight_row_blocks;
+          for (int b = 1; b <= blocks.count; ++b) cuts[k++] = param_offset[I] + blocks.begin(b);
+        }
+        cuts[k++] = param_ends[I];
+      }(), ...);
+    }(Index{});
+    return cuts;
   }();
   // Per-sample offsets of each layer's output; its saved values follow the output.
   static constexpr std::array<std::size_t, count> storage_offset = exclusive_scan<count>({storage_of<Ls>...});
@@ -7870,7 +7987,8 @@ struct Program<TypeList<Ls...>> {
   // Expects dL/d(output) at output_gradient(workspace); adds dL/d(params) to grads, or writes them
   // over it when run.gradients is Gradients::overwrite.
   // After each layer with parameters, calls layer_done(offset): every gradient at offsets >= offset
-  // is then final (the data-parallel optimizer starts reducing them).
+  // is then final (the data-parallel optimizer starts reducing them); with run.weight_row_blocks,
+  // also inside such layers on the CPU, at each of gradient_cuts as it completes.
   // With InputGradient (a block inside residual or concat) every layer runs backward and the
   // result is where dL/dx is; otherwise the result is null.
   template <bool InputGradient = false, class T, class Device, class LayerDone>
@@ -7879,7 +7997,8 @@ struct Program<TypeList<Ls...>> {
     T* dy = output_gradient(workspace, capacity);
     T* spare = dy + max_width * static_cast<std::size_t>(capacity);
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      ((backward_layer<count - 1 - I, InputGradient>(device, run, grads, workspace, capacity, batch, act, dy, spare),
+      ((backward_layer<count - 1 - I, InputGradient>(device, run, grads, workspace, capacity, batch, act, dy, spare,
+                                                     layer_done),
         layer<count - 1 - I>::num_params > 0 ? layer_done(param_offset[count - 1 - I]) : void()),
        ...);
     }(Index{});
@@ -7992,9 +8111,9 @@ struct Program<TypeList<Ls...>> {
     }
   }
 
-  template <std::size_t I, bool InputGradient, class T, class Device>
+  template <std::size_t I, bool InputGradient, class T, class Device, class LayerDone>
   static void backward_layer(Device device, const Run<T>& run, T* grads, T* workspace, int capacity, int batch,
-                             const Activations<T>& act, T*& dy, T*& spare) {
+                             const Activations<T>& act, T*& dy, T*& spare, LayerDone& layer_done) {
     using L = layer<I>;
     if constexpr ((InputGradient || I >= first_trainable) && !L::output_aliases_input) {
       constexpr bool needs_dx = InputGradient || I > first_trainable;
@@ -8002,6 +8121,12 @@ struct Program<TypeList<Ls...>> {
       const T* saved = saved_of<I>(workspace, capacity);
       Pass<T> pass = pass_of<I>(run);
       pass.dy_is_dz = applies_activation_below<I + 1, InputGradient, Device>();
+      [[maybe_unused]] auto report = [&](std::size_t offset) { layer_done(param_offset[I] + offset); };
+      if constexpr (std::is_same_v<Device, Cpu> && weight_row_block_count<L>() > 1)
+        if (run.weight_row_blocks)
+          pass.gradients_final = {&report, [](void* context, std::size_t offset) {
+                                    (*static_cast<decltype(report)*>(context))(offset);
+                                  }};
       if constexpr (L::num_params > 0 && !overwrites_gradients_on<L, Device>) {
         // A layer that only adds to its gradients: over zeros, when the rest are overwritten.
         if (pass.gradients == Gradients::overwrite) {
@@ -8182,6 +8307,8 @@ struct DenseLayer {
   // pass.dy_is_dz): one pass less over dY.
   static constexpr bool applies_activation_below = true;
   static constexpr bool takes_activation_gradient = !std::is_same_v<Act, fn::Identity>;
+  // On the CPU, a large W's gradient in row blocks when the step asks (pass.gradients_final).
+  static constexpr WeightRowBlocks weight_row_blocks = WeightRowBlocks::of(Out, in_features);
 
   template <class T>
   static void init(T* p, Rng& rng) {
@@ -8207,7 +8334,9 @@ struct DenseLayer {
       dense_backward<in_features, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, batch, Act{},
                                        pass.gradients == Gradients::overwrite ? cpu::Accumulate::no
                                                                               : cpu::Accumulate::yes,
-                                       pass.dy_is_dz, below);
+                                       pass.dy_is_dz, below,
+                                       WeightBlocks<GradientsFinal>{pass.gradients_final ? weight_row_blocks.rows : 0,
+                                                                    pass.gradients_final});
     } else {  // the device's products add (the executor zeroes first: overwrites_gradients_on)
       static_assert(std::is_same_v<Below, NoActivationBelow>, "etnn: below is the CPU's only");
       dense_backward<in_features, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, batch, Act{},
@@ -10366,9 +10495,11 @@ class TrainingPass {
 
   // The backward pass of the last forward(): dL/dy, as the loss left it at Output::gradient, times
   // gradient_scale; then model.gradients() += dL/dparams (Gradients::overwrite: = dL/dparams, what
-  // they held is ignored), calling layer_done as layers finish (see Program::backward).
+  // they held is ignored), calling layer_done as layers finish (see Program::backward), and inside
+  // layers as their weight gradients' row blocks do when weight_row_blocks (the CPU's).
   template <class LayerDone>
-  void backward(T gradient_scale, LayerDone&& layer_done, Gradients gradients = Gradients::add) {
+  void backward(T gradient_scale, LayerDone&& layer_done, Gradients gradients = Gradients::add,
+                bool weight_row_blocks = false) {
     if constexpr (!std::is_same_v<Device, Cpu>) {
       // A recorded graph replays one backward for every micro-batch: the gradients are zeroed
       // outside it, and it adds.
@@ -10376,6 +10507,7 @@ class TrainingPass {
       gradients = Gradients::add;
     }
     run_.gradients = gradients;
+    run_.weight_row_blocks = weight_row_blocks;
     if (gradient_scale != T(1)) {
       T* output_gradient = program::output_gradient(workspace_.data(), capacity_);
       const std::size_t n = static_cast<std::size_t>(batch_) * output_shape::size;
@@ -12037,13 +12169,17 @@ inline double clip_scale(double max_norm, double norm) { return std::min(max_nor
 }  // namespace etnn::optim::detail
 // ---- etnn/optim/gradient_buckets.hpp ----
 // Private to optim/: include <etnn/optim/optim.hpp> or <etnn/etnn.hpp>.
-// Gradient buckets: the flat gradient buffer cut at layer boundaries into ranges of at least
-// `bucket_bytes` (PyTorch's DistributedDataParallel default, 25 MiB), in reverse layer order, the
-// order in which backward finishes them. Each bucket's allreduce starts as soon as backward has
-// finished every layer in it (overlap), and step() waits for all of them.
+// Gradient buckets: the flat gradient buffer cut into ranges of at least `bucket_bytes` (PyTorch's
+// DistributedDataParallel default, 25 MiB), in reverse layer order, the order in which backward
+// finishes them. Each bucket's allreduce starts as soon as backward has finished every gradient in
+// it (overlap), and step() waits for all of them. Buckets end at layer boundaries and, unlike
+// DDP's, also inside a large dense layer, between the row blocks in which backward then computes
+// its weight's gradient (nn/weight_row_blocks.hpp): a model's first layer, the last one backward
+// finishes, need not wait for all of its gradient before its first allreduce starts.
 //
-//   flat gradients   [ layer 0 | layer 1 | layer 2 | layer 3 ]
-//   buckets          [ bucket 1          | bucket 0          ]   bucket 0 is reduced first
+//   flat gradients   [ layer 0: W rows | W rows | b | layer 1 | layer 2 | layer 3 ]
+//   buckets          [ bucket 2        | bucket 1                | bucket 0          ]
+//                                                                  bucket 0 is reduced first
 
 
 namespace etnn::optim {
@@ -12051,6 +12187,9 @@ namespace etnn::optim {
 struct BucketOptions {
   std::size_t bucket_bytes = std::size_t{25} << 20;
   bool overlap = true;  // false: start every allreduce in step(), after backward (for comparison)
+  // Buckets may end inside a large dense layer, at its weight gradient's row blocks (on the CPU);
+  // false: only between layers, as DDP's (for comparison).
+  bool split_layers = true;
   // Where the reducer offers memory it sums in place (dist::Mpi with every rank on one machine),
   // the model's gradients live there for the optimizer's life, as with PyTorch DDP's
   // gradient_as_bucket_view (optim/gradient_storage.hpp); false keeps them in the model's buffer.
@@ -12060,15 +12199,20 @@ struct BucketOptions {
 template <dist::Reducer R, class T>
 class GradientBuckets {
  public:
-  // layer_ends: the end offset of each layer's parameters in the flat buffer, in layer order.
-  GradientBuckets(R& reducer, std::span<const std::size_t> layer_ends, BucketOptions options)
+  // layer_ends: the end offset of each layer's parameters in the flat buffer, in layer order;
+  // cuts: where a bucket may end, ascending (layer_ends and the row blocks inside layers).
+  GradientBuckets(R& reducer, std::span<const std::size_t> layer_ends, std::span<const std::size_t> cuts,
+                  BucketOptions options)
       : reducer_(&reducer), options_(options) {
+    if (!options.split_layers) cuts = layer_ends;
     const std::size_t per_bucket = std::max<std::size_t>(1, options.bucket_bytes / sizeof(T));
-    std::size_t end = layer_ends.empty() ? 0 : layer_ends.back();
-    for (std::size_t i = layer_ends.size(); i-- > 0;) {
-      const std::size_t begin = i == 0 ? 0 : layer_ends[i - 1];
+    std::size_t end = cuts.empty() ? 0 : cuts.back();
+    for (std::size_t i = cuts.size(); i-- > 0;) {
+      const std::size_t begin = i == 0 ? 0 : cuts[i - 1];
       if (end - begin >= per_bucket || (i == 0 && end > begin)) {
         buckets_.push_back({begin, end});
+        ends_inside_layers_ =
+            ends_inside_layers_ || (begin > 0 && !std::binary_search(layer_ends.begin(), layer_ends.end(), begin));
         end = begin;
       }
     }
@@ -12098,6 +12242,9 @@ class GradientBuckets {
   }
 
   std::size_t count() const noexcept { return buckets_.size(); }
+  // Whether backward should report the row blocks of layers' weight gradients as they complete:
+  // a bucket ends inside a layer, and its allreduce would start then.
+  bool wants_row_blocks() const noexcept { return ends_inside_layers_ && options_.overlap && reducer_->size() > 1; }
 
   // Called when an exception interrupts a step after a reduction started (complete or not): the
   // ranks no longer agree on the sequence of collectives (an unfinished one still writes into the
@@ -12129,6 +12276,7 @@ class GradientBuckets {
   R* reducer_;
   BucketOptions options_;
   std::vector<Bucket> buckets_;
+  bool ends_inside_layers_ = false;
 };
 
 }  // namespace etnn::optim
@@ -12190,11 +12338,21 @@ concept ParameterSet = requires(P& p) {
   { P::named_parameters() } -> std::same_as<std::vector<NamedParameter>>;
 } && (detail::ModelLike<P> || detail::SelfDescribed<P>);
 
-// The end offset of each gradient bucket unit (a Model's layers), in order.
+// The end offset of each layer's parameters (a Model's; the set's own units otherwise), in order.
 template <ParameterSet P>
 constexpr std::span<const std::size_t> parameter_ends() {
   if constexpr (detail::ModelLike<P>)
     return P::program::param_ends;
+  else
+    return P::param_ends;
+}
+
+// Where a gradient bucket may end, ascending, the last num_params: a Model's layer ends and the
+// row blocks of its large weights (nn::Program::gradient_cuts), the set's own param_ends otherwise.
+template <ParameterSet P>
+constexpr std::span<const std::size_t> gradient_cuts() {
+  if constexpr (detail::ModelLike<P>)
+    return P::program::gradient_cuts;
   else
     return P::param_ends;
 }
@@ -12479,7 +12637,8 @@ class Optimizer {
   // A data-parallel optimizer: parameters (and buffers) are broadcast from rank 0 now, so every rank starts
   // from the same values whatever its seed; gradients are averaged across ranks at every step.
   Optimizer(Params& model, const Options& options, R& reducer, BucketOptions buckets = {})
-      : model_(&model), reducer_(&reducer), options_(options), buckets_(reducer, parameter_ends<Params>(), buckets) {
+      : model_(&model), reducer_(&reducer), options_(options),
+        buckets_(reducer, parameter_ends<Params>(), bucket_cuts(), buckets) {
     Rule::validate(options_);
     detail::require_same_model(reducer, Params::num_params,
                                describe<Params>() + " in " + (sizeof(T) == 4 ? "float" : "double"));
@@ -12494,6 +12653,9 @@ class Optimizer {
   // Called by the Trainer as backward finishes layers: the gradients at offsets >= first_final
   // are complete, and their buckets' allreduces can start.
   void gradients_ready_from(std::size_t first_final) { buckets_.ready_from(model_->gradients(), first_final); }
+  // Whether backward should also call gradients_ready_from inside layers, as the row blocks of
+  // their weight gradients complete (a bucket ends there: GradientBuckets).
+  bool wants_row_blocks() const noexcept { return buckets_.wants_row_blocks(); }
 
   // After an exception between gradients_ready_from() and step(): ends the job if reductions have
   // started (see GradientBuckets::abandon), or the loss flag's (start_loss_flag); a single process
@@ -12635,6 +12797,15 @@ class Optimizer {
 
  private:
   static inline dist::Local local_{};
+
+  // Where buckets may end: inside layers too on the CPU, whose backward reports weight gradients'
+  // row blocks (nn/weight_row_blocks.hpp); between layers on a device.
+  static constexpr std::span<const std::size_t> bucket_cuts() {
+    if constexpr (std::is_same_v<Device, Cpu>)
+      return gradient_cuts<Params>();
+    else
+      return parameter_ends<Params>();
+  }
 
   Params* model_;
   R* reducer_;
@@ -17411,7 +17582,8 @@ class Trainer {
     T loss{};
     bool skipped = false;
     try {
-      loss = backward_pass(x, y, [this](std::size_t first) { optimizer_.gradients_ready_from(first); });
+      loss = backward_pass(x, y, [this](std::size_t first) { optimizer_.gradients_ready_from(first); },
+                           optimizer_.wants_row_blocks());
       guard_.check_loss(loss);
       skipped = with_optimizers([&](auto&... optimizer) { return guard_.skips(optimizer...); });
       if (skipped) {
@@ -17513,12 +17685,13 @@ class Trainer {
   }
 
   // Forward, loss (its gradient times loss_scale() / accumulate) and backward, calling layer_done as
-  // layers finish (see Program::backward). If it throws before its backward has written stale
-  // gradients, they are zeroed: what a failed step leaves is what zero_grad() would.
+  // layers finish (see Program::backward), and as weight gradients' row blocks do when
+  // weight_row_blocks. If it throws before its backward has written stale gradients, they are
+  // zeroed: what a failed step leaves is what zero_grad() would.
   template <class X, class Y, class LayerDone>
-  T backward_pass(const X& x, const Y& y, LayerDone&& layer_done) {
+  T backward_pass(const X& x, const Y& y, LayerDone&& layer_done, bool weight_row_blocks = false) {
     try {
-      return forward_backward(x, y, layer_done);
+      return forward_backward(x, y, layer_done, weight_row_blocks);
     } catch (...) {
       if (std::exchange(gradients_stale_, false)) model_.zero_grad();
       throw;
@@ -17526,7 +17699,7 @@ class Trainer {
   }
 
   template <class X, class Y, class LayerDone>
-  T forward_backward(const X& x, const Y& y, LayerDone& layer_done) {
+  T forward_backward(const X& x, const Y& y, LayerDone& layer_done, bool weight_row_blocks) {
     dist::CrossRankSum sync;
     if (options_.sync_batch_norm && optimizer_.reducer().size() > 1) sync = dist::CrossRankSum(optimizer_.reducer());
     const auto output = pass_.forward(x, sync);
@@ -17535,7 +17708,8 @@ class Trainer {
     const T gradient_scale = static_cast<T>(scaler_.scale()) / static_cast<T>(options_.accumulate);
     if constexpr (loss_has_parameters) loss_.set_gradient_scale(gradient_scale);
     const T loss = targets_.value_and_grad(loss_, output.values, y, output.gradient);
-    pass_.backward(gradient_scale, layer_done, gradients_stale_ ? nn::Gradients::overwrite : nn::Gradients::add);
+    pass_.backward(gradient_scale, layer_done, gradients_stale_ ? nn::Gradients::overwrite : nn::Gradients::add,
+                   weight_row_blocks);
     gradients_stale_ = false;
     return loss;
   }

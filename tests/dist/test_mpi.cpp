@@ -325,9 +325,31 @@ TEST_CASE("N ranks with batch b train exactly like one process with batch N*b (d
   CHECK(no_overlap <= 1e-10);
   const double copied = distributed_vs_single<Deep, double>(6, 20, 1, {.bucket_bytes = 4096, .gradient_as_bucket_view = false});
   CHECK(copied <= 1e-10);
+  // 64 KiB buckets also end inside mlp784's first layer, between the row blocks of its weight
+  // gradient (nn/weight_row_blocks.hpp), whose allreduces start as backward finishes each block.
   const double mlp = distributed_vs_single<Mlp784, double>(8, 20, 1, {.bucket_bytes = 1 << 16});
   MESSAGE("mlp784 double, ", world().size(), " ranks: max relative parameter difference ", mlp);
   CHECK(mlp <= 1e-10);
+  const double by_layers =
+      distributed_vs_single<Mlp784, double>(8, 20, 1, {.bucket_bytes = 1 << 16, .split_layers = false});
+  CHECK(by_layers <= 1e-10);
+}
+
+TEST_CASE("gradient buckets end inside a large layer only where backward reports its row blocks") {
+  etnn::Model<Mlp784, float> model(1);
+  const bool several = world().size() > 1;
+  // 512 KiB: the last layer and the first layer's bias with the second of its weight's 2 row
+  // blocks (825 KB), then the first block.
+  etnn::optim::SGD split(model, {.lr = 0.1f}, world(), {.bucket_bytes = 1 << 19});
+  CHECK(split.bucket_count() == 2);
+  CHECK(split.wants_row_blocks() == several);
+  etnn::optim::SGD by_layers(model, {.lr = 0.1f}, world(), {.bucket_bytes = 1 << 19, .split_layers = false});
+  CHECK(by_layers.bucket_count() == 1);
+  CHECK_FALSE(by_layers.wants_row_blocks());
+  // Without overlap nothing starts during backward, so nothing needs reporting.
+  etnn::optim::SGD after(model, {.lr = 0.1f}, world(), {.bucket_bytes = 1 << 19, .overlap = false});
+  CHECK(after.bucket_count() == 2);
+  CHECK_FALSE(after.wants_row_blocks());
 }
 
 TEST_CASE("a loss with parameters of its own (ArcFace) trains on N ranks exactly like one process with batch N*b") {

@@ -118,3 +118,67 @@ TEST_CASE("two fused dense layers in a row: the activation applied in the upper 
   check_chained_activation_bitwise<nn::SiLU>("silu");
   check_chained_activation_bitwise<nn::Tanh>("tanh");
 }
+
+TEST_CASE("row blocks of a large weight's gradient: where they are cut") {
+  using nn::WeightRowBlocks;
+  // mlp784's first layer: 2 blocks of 256 rows.
+  constexpr WeightRowBlocks first = WeightRowBlocks::of(512, 784);
+  CHECK(first.count == 2);
+  CHECK(first.rows == 256);
+  CHECK(first.begin(2) == std::size_t{512} * 784);
+  CHECK(WeightRowBlocks::of(2048, 784).count == 4);      // at most 4
+  CHECK(WeightRowBlocks::of(2048, 784).rows == 512);
+  CHECK(WeightRowBlocks::of(512, 512).count == 2);       // exactly two blocks' minimum values
+  CHECK(WeightRowBlocks::of(512, 511).count == 1);       // just under it: one product
+  CHECK(WeightRowBlocks::of(300, 100000).count == 1);    // fewer rows than two blocks' minimum
+  constexpr WeightRowBlocks uneven = WeightRowBlocks::of(600, 512);  // 304 rows (19 tiles of 16), then 296
+  CHECK(uneven.count == 2);
+  CHECK(uneven.rows == 304);
+  CHECK(uneven.begin(2) == std::size_t{600} * 512);
+  // A network's bucket cuts: the blocks' starts and the weight's end inside layer 0, then the ends.
+  using Mlp = nn::Sequential<nn::Input<784>, nn::Linear<512>, nn::ReLU, nn::Linear<10>>;
+  using P = etnn::Model<Mlp, float>::program;
+  constexpr std::size_t w = std::size_t{512} * 784;
+  CHECK(std::vector<std::size_t>(P::gradient_cuts.begin(), P::gradient_cuts.end()) ==
+        std::vector<std::size_t>{256 * 784, w, w + 512, w + 512 + 5130});
+}
+
+namespace {
+// Backward with the large weights' gradients in row blocks gives the bits of backward without
+// them, and reports the blocks final from the last one down, each after its product.
+template <class T>
+void check_row_blocks(etnn::nn::Gradients gradients) {
+  // Three dense layers (each fused with its activation): the first two are cut (the first
+  // computes no input gradient; the second applies the first's gelu to its own), the last is not.
+  using Net = nn::Sequential<nn::Input<600>, nn::Linear<512>, nn::GELU, nn::Linear<600>, nn::ReLU, nn::Linear<7>>;
+  using P = typename etnn::Model<Net, T>::program;
+  constexpr auto blocks0 = P::template layer<0>::weight_row_blocks;
+  constexpr auto blocks1 = P::template layer<1>::weight_row_blocks;
+  static_assert(blocks0.count == 2 && blocks1.count == 2);
+  constexpr int rows = 37;
+  etnn::Tensor<T, etnn::Shape<600>> x(rows);
+  etnn::test::fill_uniform(x.data(), x.size(), 11, 2.0);
+  auto backward = [&](bool row_blocks, std::vector<std::size_t>& reported) {
+    etnn::Model<Net, T> model(3);
+    std::fill_n(model.gradients(), Net::num_params, T(0.25));  // what Gradients::add adds to
+    etnn::nn::TrainingPass<etnn::Model<Net, T>> pass(model);
+    const auto out = pass.forward(x);
+    etnn::test::fill_uniform(out.gradient, std::size_t{rows} * 7, 12, 1.0);
+    pass.backward(T(1), [&](std::size_t first) { reported.push_back(first); }, gradients, row_blocks);
+    return std::vector<T>(model.gradients(), model.gradients() + Net::num_params);
+  };
+  std::vector<std::size_t> whole, blocked;
+  const std::vector<T> g_whole = backward(false, whole), g_blocked = backward(true, blocked);
+  CHECK(std::memcmp(g_whole.data(), g_blocked.data(), g_whole.size() * sizeof(T)) == 0);
+  CHECK(whole == std::vector<std::size_t>{P::param_offset[2], P::param_offset[1], 0});
+  const std::size_t w1 = P::param_offset[1];
+  CHECK(blocked == std::vector<std::size_t>{P::param_offset[2], w1 + blocks1.begin(2), w1 + blocks1.begin(1), w1, w1,
+                                            blocks0.begin(2), blocks0.begin(1), 0, 0});
+}
+}  // namespace
+
+TEST_CASE("row blocks of a large weight's gradient: the same bits, reported from the last block down") {
+  check_row_blocks<float>(etnn::nn::Gradients::overwrite);
+  check_row_blocks<float>(etnn::nn::Gradients::add);
+  check_row_blocks<double>(etnn::nn::Gradients::overwrite);
+}

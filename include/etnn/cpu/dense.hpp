@@ -7,7 +7,8 @@
 //            applies f (keeping f'(Z) only when f' needs Z and backward will run: `kept`).
 // Backward:  dZ = dY (.) f'(Z, Y)   written over dY,  db += sum_b dZ      one pass (dZ: the layer
 //            above may have applied f' in its dX product's epilogue, ActivationBelow)
-//            dW += dZ^T X                                                  GEMM
+//            dW += dZ^T X                                                  GEMM (in row blocks,
+//            the last first, each reported final as it completes: WeightBlocks)
 //            dX  = dZ W                                                    GEMM, skipped for the first layer
 // Gradients accumulate (+=) so that micro-batches can be summed, or with Accumulate::no are
 // written (=: the first micro-batch of a step, without a pass zeroing them first).
@@ -43,10 +44,23 @@ struct ActivationBelow {
 };
 struct NoActivationBelow {};
 
-template <int In, int Out, class Act, class T, class Below = NoActivationBelow>
+// dW in blocks of `rows` rows, the last block first, with final_from(offset) called once db is
+// done and after each block: the layer's gradients from `offset` on (counted from W's first value;
+// db at OUT * IN) are final, and a data-parallel step may start reducing them. rows = 0: one
+// product, nothing reported. Rows are independent dot products over the batch: the same bits.
+template <class FinalFrom>
+struct WeightBlocks {
+  int rows = 0;
+  FinalFrom final_from;
+};
+struct NoBlockReport {
+  void operator()(std::size_t) const noexcept {}
+};
+
+template <int In, int Out, class Act, class T, class Below = NoActivationBelow, class FinalFrom = NoBlockReport>
 void dense_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T* x, const T* y, const T* kept,
                     T* dy, T* dx, int batch, Act act, cpu::Accumulate gradients = cpu::Accumulate::yes,
-                    bool dy_is_dz = false, Below below = {}) {
+                    bool dy_is_dz = false, Below below = {}, WeightBlocks<FinalFrom> blocks = {}) {
   // dZ = dY (.) f'(Z, Y) (unless the layer above did it: dy_is_dz) and db += column sums, in one
   // pass. Threads own disjoint column ranges, so the bias reduction needs no atomics and sums
   // each column in a fixed order.
@@ -72,9 +86,15 @@ void dense_backward(Cpu, const T* weight, T* weight_grad, T* bias_grad, const T*
       }
     }
   });
-  // dW (+)= dZ^T X: dZ^T is dZ read column-major.
-  cpu::gemm<cpu::Layout::col_major, cpu::Layout::row_major>(gradients, Out, In, batch, dy, Out, x, In, weight_grad,
-                                                            In);
+  // dW (+)= dZ^T X: dZ^T is dZ read column-major (rows [lo, hi) of dZ^T start at dZ + lo).
+  const int rows = blocks.rows > 0 ? blocks.rows : Out;
+  if (blocks.rows > 0) blocks.final_from(std::size_t{Out} * In);
+  for (int lo = (Out - 1) / rows * rows; lo >= 0; lo -= rows) {
+    const std::size_t first = static_cast<std::size_t>(lo) * In;
+    cpu::gemm<cpu::Layout::col_major, cpu::Layout::row_major>(gradients, std::min(rows, Out - lo), In, batch, dy + lo,
+                                                              Out, x, In, weight_grad + first, In);
+    if (blocks.rows > 0) blocks.final_from(first);
+  }
   if (dx != nullptr) {
     // dX = dZ W, then through the activation below where there is one to apply
     if constexpr (std::is_same_v<Below, NoActivationBelow>) {

@@ -12,6 +12,7 @@
 #include "../backend/executor.hpp"
 #include "init.hpp"
 #include "layer.hpp"
+#include "weight_row_blocks.hpp"
 
 namespace etnn::nn {
 
@@ -42,6 +43,8 @@ struct DenseLayer {
   // pass.dy_is_dz): one pass less over dY.
   static constexpr bool applies_activation_below = true;
   static constexpr bool takes_activation_gradient = !std::is_same_v<Act, fn::Identity>;
+  // On the CPU, a large W's gradient in row blocks when the step asks (pass.gradients_final).
+  static constexpr WeightRowBlocks weight_row_blocks = WeightRowBlocks::of(Out, in_features);
 
   template <class T>
   static void init(T* p, Rng& rng) {
@@ -67,7 +70,9 @@ struct DenseLayer {
       dense_backward<in_features, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, batch, Act{},
                                        pass.gradients == Gradients::overwrite ? cpu::Accumulate::no
                                                                               : cpu::Accumulate::yes,
-                                       pass.dy_is_dz, below);
+                                       pass.dy_is_dz, below,
+                                       WeightBlocks<GradientsFinal>{pass.gradients_final ? weight_row_blocks.rows : 0,
+                                                                    pass.gradients_final});
     } else {  // the device's products add (the executor zeroes first: overwrites_gradients_on)
       static_assert(std::is_same_v<Below, NoActivationBelow>, "etnn: below is the CPU's only");
       dense_backward<in_features, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, batch, Act{},

@@ -29,6 +29,9 @@
 //                                                 of the layer below to dx (nn/dense_layer.hpp)
 //   takes_activation_gradient                     true when its CPU backward can take dL/dz, its own
 //                                                 activation applied by the layer above (pass.dy_is_dz)
+//   weight_row_blocks                             a WeightRowBlocks: its first parameter's gradient can
+//                                                 be computed in row blocks, reported final one by one
+//                                                 (pass.gradients_final, nn/weight_row_blocks.hpp)
 #include <concepts>
 #include <cstddef>
 #include <type_traits>

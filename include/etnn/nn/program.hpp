@@ -27,6 +27,7 @@
 #include "../backend/dense.hpp"
 #include "../backend/executor.hpp"
 #include "layer.hpp"
+#include "weight_row_blocks.hpp"
 
 namespace etnn::nn::detail {
 
@@ -34,6 +35,16 @@ namespace etnn::nn::detail {
 // and what its backward needs besides.
 template <Layer L>
 inline constexpr std::size_t storage_of = (L::output_aliases_input ? 0 : L::out_shape::size) + L::saved_per_sample;
+
+// The row blocks of layer L's weight gradient (nn/weight_row_blocks.hpp): 1 for a layer that
+// declares none.
+template <Layer L>
+consteval int weight_row_block_count() {
+  if constexpr (requires { L::weight_row_blocks.count; })
+    return L::weight_row_blocks.count;
+  else
+    return 1;
+}
 
 template <std::size_t N>
 constexpr std::array<std::size_t, N> exclusive_scan(std::array<std::size_t, N> sizes) {
@@ -53,6 +64,9 @@ struct Run {
   dist::CrossRankSum sync{};         // global-batch statistics across ranks (sync_batch_norm), else empty
   Products products = Products::own;  // mixed precision on the per-layer path: GEMMs from 16-bit copies
   Gradients gradients = Gradients::add;  // backward: add dL/dparams to grads, or write them over it
+  // backward on the CPU: large weight gradients in row blocks, each reported final to layer_done
+  // as it completes (a data-parallel step whose gradient buckets end inside layers)
+  bool weight_row_blocks = false;
 };
 
 template <class Layers>
@@ -76,6 +90,24 @@ struct Program<TypeList<Ls...>> {
     std::array<std::size_t, count> ends{Ls::num_params...};
     for (std::size_t i = 0; i < count; ++i) ends[i] += param_offset[i];
     return ends;
+  }();
+  // Where a gradient bucket may end, ascending: each layer's end and, in a layer whose weight
+  // gradient comes in row blocks, the blocks' starts and the weight's end (weight_row_blocks.hpp).
+  static constexpr std::size_t gradient_cut_count =
+      (count + ... + (weight_row_block_count<Ls>() > 1 ? static_cast<std::size_t>(weight_row_block_count<Ls>()) : 0));
+  static constexpr std::array<std::size_t, gradient_cut_count> gradient_cuts = [] {
+    std::array<std::size_t, gradient_cut_count> cuts{};
+    std::size_t k = 0;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ([&] {
+        if constexpr (weight_row_block_count<layer<I>>() > 1) {
+          constexpr WeightRowBlocks blocks = layer<I>::weight_row_blocks;
+          for (int b = 1; b <= blocks.count; ++b) cuts[k++] = param_offset[I] + blocks.begin(b);
+        }
+        cuts[k++] = param_ends[I];
+      }(), ...);
+    }(Index{});
+    return cuts;
   }();
   // Per-sample offsets of each layer's output; its saved values follow the output.
   static constexpr std::array<std::size_t, count> storage_offset = exclusive_scan<count>({storage_of<Ls>...});
@@ -136,7 +168,8 @@ struct Program<TypeList<Ls...>> {
   // Expects dL/d(output) at output_gradient(workspace); adds dL/d(params) to grads, or writes them
   // over it when run.gradients is Gradients::overwrite.
   // After each layer with parameters, calls layer_done(offset): every gradient at offsets >= offset
-  // is then final (the data-parallel optimizer starts reducing them).
+  // is then final (the data-parallel optimizer starts reducing them); with run.weight_row_blocks,
+  // also inside such layers on the CPU, at each of gradient_cuts as it completes.
   // With InputGradient (a block inside residual or concat) every layer runs backward and the
   // result is where dL/dx is; otherwise the result is null.
   template <bool InputGradient = false, class T, class Device, class LayerDone>
@@ -145,7 +178,8 @@ struct Program<TypeList<Ls...>> {
     T* dy = output_gradient(workspace, capacity);
     T* spare = dy + max_width * static_cast<std::size_t>(capacity);
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      ((backward_layer<count - 1 - I, InputGradient>(device, run, grads, workspace, capacity, batch, act, dy, spare),
+      ((backward_layer<count - 1 - I, InputGradient>(device, run, grads, workspace, capacity, batch, act, dy, spare,
+                                                     layer_done),
         layer<count - 1 - I>::num_params > 0 ? layer_done(param_offset[count - 1 - I]) : void()),
        ...);
     }(Index{});
@@ -258,9 +292,9 @@ struct Program<TypeList<Ls...>> {
     }
   }
 
-  template <std::size_t I, bool InputGradient, class T, class Device>
+  template <std::size_t I, bool InputGradient, class T, class Device, class LayerDone>
   static void backward_layer(Device device, const Run<T>& run, T* grads, T* workspace, int capacity, int batch,
-                             const Activations<T>& act, T*& dy, T*& spare) {
+                             const Activations<T>& act, T*& dy, T*& spare, LayerDone& layer_done) {
     using L = layer<I>;
     if constexpr ((InputGradient || I >= first_trainable) && !L::output_aliases_input) {
       constexpr bool needs_dx = InputGradient || I > first_trainable;
@@ -268,6 +302,12 @@ struct Program<TypeList<Ls...>> {
       const T* saved = saved_of<I>(workspace, capacity);
       Pass<T> pass = pass_of<I>(run);
       pass.dy_is_dz = applies_activation_below<I + 1, InputGradient, Device>();
+      [[maybe_unused]] auto report = [&](std::size_t offset) { layer_done(param_offset[I] + offset); };
+      if constexpr (std::is_same_v<Device, Cpu> && weight_row_block_count<L>() > 1)
+        if (run.weight_row_blocks)
+          pass.gradients_final = {&report, [](void* context, std::size_t offset) {
+                                    (*static_cast<decltype(report)*>(context))(offset);
+                                  }};
       if constexpr (L::num_params > 0 && !overwrites_gradients_on<L, Device>) {
         // A layer that only adds to its gradients: over zeros, when the rest are overwritten.
         if (pass.gradients == Gradients::overwrite) {

@@ -95,9 +95,11 @@ class TrainingPass {
 
   // The backward pass of the last forward(): dL/dy, as the loss left it at Output::gradient, times
   // gradient_scale; then model.gradients() += dL/dparams (Gradients::overwrite: = dL/dparams, what
-  // they held is ignored), calling layer_done as layers finish (see Program::backward).
+  // they held is ignored), calling layer_done as layers finish (see Program::backward), and inside
+  // layers as their weight gradients' row blocks do when weight_row_blocks (the CPU's).
   template <class LayerDone>
-  void backward(T gradient_scale, LayerDone&& layer_done, Gradients gradients = Gradients::add) {
+  void backward(T gradient_scale, LayerDone&& layer_done, Gradients gradients = Gradients::add,
+                bool weight_row_blocks = false) {
     if constexpr (!std::is_same_v<Device, Cpu>) {
       // A recorded graph replays one backward for every micro-batch: the gradients are zeroed
       // outside it, and it adds.
@@ -105,6 +107,7 @@ class TrainingPass {
       gradients = Gradients::add;
     }
     run_.gradients = gradients;
+    run_.weight_row_blocks = weight_row_blocks;
     if (gradient_scale != T(1)) {
       T* output_gradient = program::output_gradient(workspace_.data(), capacity_);
       const std::size_t n = static_cast<std::size_t>(batch_) * output_shape::size;

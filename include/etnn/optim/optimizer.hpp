@@ -25,10 +25,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <string>
 #include <type_traits>
 
 #include "../backend/non_finite.hpp"
+#include "../core/device.hpp"
 #include "../core/error.hpp"
 #include "../dist/reducer.hpp"
 #include "../dist/checks.hpp"
@@ -65,7 +67,8 @@ class Optimizer {
   // A data-parallel optimizer: parameters (and buffers) are broadcast from rank 0 now, so every rank starts
   // from the same values whatever its seed; gradients are averaged across ranks at every step.
   Optimizer(Params& model, const Options& options, R& reducer, BucketOptions buckets = {})
-      : model_(&model), reducer_(&reducer), options_(options), buckets_(reducer, parameter_ends<Params>(), buckets) {
+      : model_(&model), reducer_(&reducer), options_(options),
+        buckets_(reducer, parameter_ends<Params>(), bucket_cuts(), buckets) {
     Rule::validate(options_);
     detail::require_same_model(reducer, Params::num_params,
                                describe<Params>() + " in " + (sizeof(T) == 4 ? "float" : "double"));
@@ -80,6 +83,9 @@ class Optimizer {
   // Called by the Trainer as backward finishes layers: the gradients at offsets >= first_final
   // are complete, and their buckets' allreduces can start.
   void gradients_ready_from(std::size_t first_final) { buckets_.ready_from(model_->gradients(), first_final); }
+  // Whether backward should also call gradients_ready_from inside layers, as the row blocks of
+  // their weight gradients complete (a bucket ends there: GradientBuckets).
+  bool wants_row_blocks() const noexcept { return buckets_.wants_row_blocks(); }
 
   // After an exception between gradients_ready_from() and step(): ends the job if reductions have
   // started (see GradientBuckets::abandon), or the loss flag's (start_loss_flag); a single process
@@ -221,6 +227,15 @@ class Optimizer {
 
  private:
   static inline dist::Local local_{};
+
+  // Where buckets may end: inside layers too on the CPU, whose backward reports weight gradients'
+  // row blocks (nn/weight_row_blocks.hpp); between layers on a device.
+  static constexpr std::span<const std::size_t> bucket_cuts() {
+    if constexpr (std::is_same_v<Device, Cpu>)
+      return gradient_cuts<Params>();
+    else
+      return parameter_ends<Params>();
+  }
 
   Params* model_;
   R* reducer_;

@@ -50,11 +50,21 @@ concept ParameterSet = requires(P& p) {
   { P::named_parameters() } -> std::same_as<std::vector<NamedParameter>>;
 } && (detail::ModelLike<P> || detail::SelfDescribed<P>);
 
-// The end offset of each gradient bucket unit (a Model's layers), in order.
+// The end offset of each layer's parameters (a Model's; the set's own units otherwise), in order.
 template <ParameterSet P>
 constexpr std::span<const std::size_t> parameter_ends() {
   if constexpr (detail::ModelLike<P>)
     return P::program::param_ends;
+  else
+    return P::param_ends;
+}
+
+// Where a gradient bucket may end, ascending, the last num_params: a Model's layer ends and the
+// row blocks of its large weights (nn::Program::gradient_cuts), the set's own param_ends otherwise.
+template <ParameterSet P>
+constexpr std::span<const std::size_t> gradient_cuts() {
+  if constexpr (detail::ModelLike<P>)
+    return P::program::gradient_cuts;
   else
     return P::param_ends;
 }

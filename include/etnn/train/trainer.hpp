@@ -103,7 +103,8 @@ class Trainer {
     T loss{};
     bool skipped = false;
     try {
-      loss = backward_pass(x, y, [this](std::size_t first) { optimizer_.gradients_ready_from(first); });
+      loss = backward_pass(x, y, [this](std::size_t first) { optimizer_.gradients_ready_from(first); },
+                           optimizer_.wants_row_blocks());
       guard_.check_loss(loss);
       skipped = with_optimizers([&](auto&... optimizer) { return guard_.skips(optimizer...); });
       if (skipped) {
@@ -205,12 +206,13 @@ class Trainer {
   }
 
   // Forward, loss (its gradient times loss_scale() / accumulate) and backward, calling layer_done as
-  // layers finish (see Program::backward). If it throws before its backward has written stale
-  // gradients, they are zeroed: what a failed step leaves is what zero_grad() would.
+  // layers finish (see Program::backward), and as weight gradients' row blocks do when
+  // weight_row_blocks. If it throws before its backward has written stale gradients, they are
+  // zeroed: what a failed step leaves is what zero_grad() would.
   template <class X, class Y, class LayerDone>
-  T backward_pass(const X& x, const Y& y, LayerDone&& layer_done) {
+  T backward_pass(const X& x, const Y& y, LayerDone&& layer_done, bool weight_row_blocks = false) {
     try {
-      return forward_backward(x, y, layer_done);
+      return forward_backward(x, y, layer_done, weight_row_blocks);
     } catch (...) {
       if (std::exchange(gradients_stale_, false)) model_.zero_grad();
       throw;
@@ -218,7 +220,7 @@ class Trainer {
   }
 
   template <class X, class Y, class LayerDone>
-  T forward_backward(const X& x, const Y& y, LayerDone& layer_done) {
+  T forward_backward(const X& x, const Y& y, LayerDone& layer_done, bool weight_row_blocks) {
     dist::CrossRankSum sync;
     if (options_.sync_batch_norm && optimizer_.reducer().size() > 1) sync = dist::CrossRankSum(optimizer_.reducer());
     const auto output = pass_.forward(x, sync);
@@ -227,7 +229,8 @@ class Trainer {
     const T gradient_scale = static_cast<T>(scaler_.scale()) / static_cast<T>(options_.accumulate);
     if constexpr (loss_has_parameters) loss_.set_gradient_scale(gradient_scale);
     const T loss = targets_.value_and_grad(loss_, output.values, y, output.gradient);
-    pass_.backward(gradient_scale, layer_done, gradients_stale_ ? nn::Gradients::overwrite : nn::Gradients::add);
+    pass_.backward(gradient_scale, layer_done, gradients_stale_ ? nn::Gradients::overwrite : nn::Gradients::add,
+                   weight_row_blocks);
     gradients_stale_ = false;
     return loss;
   }

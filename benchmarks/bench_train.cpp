@@ -15,6 +15,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <type_traits>
 #include <utility>
@@ -123,8 +124,38 @@ void train_step(benchmark::State& state) {
   state.counters["peak_rss_MiB"] = static_cast<double>(usage.ru_maxrss) / 1024.0;
 }
 
+// Backward alone (of a forward pass made once), its large weights' gradients in one product each or
+// in row blocks, as a data-parallel step runs it when its buckets end inside layers
+// (nn/weight_row_blocks.hpp): what the blocks cost.
+//   build/release/benchmarks/bench_train --benchmark_filter=^backward --benchmark_repetitions=5
+template <class Net, bool RowBlocks>
+void backward(benchmark::State& state) {
+  const int batch = static_cast<int>(state.range(0));
+  etnn::Model<Net> model(0);
+  etnn::Tensor<float, typename etnn::Model<Net>::input_shape> x(batch);
+  etnn::Rng rng(1);
+  for (std::size_t i = 0; i < x.size(); ++i) x.data()[i] = static_cast<float>(rng.uniform(-1, 1));
+  etnn::nn::TrainingPass<etnn::Model<Net>> pass(model);
+  const auto out = pass.forward(x);
+  // dL/dy, written again before each pass: backward reuses its memory for the layers' dL/dx.
+  std::vector<float> dy(std::size_t{10} * static_cast<std::size_t>(batch));
+  for (float& v : dy) v = static_cast<float>(rng.uniform(-1, 1));
+  const auto run = [&] {
+    std::copy(dy.begin(), dy.end(), out.gradient);
+    pass.backward(1.0f, [](std::size_t) {}, etnn::nn::Gradients::overwrite, RowBlocks);
+  };
+  run();
+  for (auto _ : state) run();
+  state.counters["samples/s"] = benchmark::Counter(static_cast<double>(state.iterations()) * batch,
+                                                   benchmark::Counter::kIsRate);
+}
+
 }  // namespace
 
+BENCHMARK(backward<Mlp784, false>)->Name("backward/mlp784/whole")->Arg(64)->Arg(256)->UseRealTime();
+BENCHMARK(backward<Mlp784, true>)->Name("backward/mlp784/row_blocks")->Arg(64)->Arg(256)->UseRealTime();
+BENCHMARK(backward<Wide, false>)->Name("backward/wide/whole")->Arg(256)->UseRealTime();
+BENCHMARK(backward<Wide, true>)->Name("backward/wide/row_blocks")->Arg(256)->UseRealTime();
 BENCHMARK(train_step<Mlp784>)->Name("mlp784")->Arg(8)->Arg(64)->Arg(256)->UseRealTime();
 BENCHMARK(train_step<Tiny>)->Name("tiny")->Arg(32)->UseRealTime();
 BENCHMARK(train_step<Wide>)->Name("wide")->Arg(256)->UseRealTime();

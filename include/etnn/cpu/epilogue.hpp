@@ -52,7 +52,7 @@ struct BiasActivation {
 
 // The epilogue of a dX product whose rows are the gradient at the outputs y of a fused activation
 // below (two dense layers in a row): dx = dx (.) f'(z, y) over a block, y and kept (what that
-// layer's forward kept, or null) laid out like dx. The same bits as activation_gradient after it.
+// layer's forward kept, or null) laid out like dx.
 template <class Act, class T>
 struct ActivationGradient {
   T* dx;
@@ -72,12 +72,12 @@ struct ActivationGradient {
   }
 };
 
+// dy = dy (.) f'(z, y) over n values (a convolution's output for one sample): ActivationGradient
+// over one row of n.
 template <class Act, class T>
 void activation_gradient(T* dy, const T* y, const T* kept, std::size_t n, Act act) {
-  if constexpr (!std::is_same_v<Act, fn::Identity>) {
-    ETNN_SIMD
-    for (std::size_t i = 0; i < n; ++i) dy[i] = fn::chain_kept(act, dy[i], y, kept, i);
-  }
+  if constexpr (!std::is_same_v<Act, fn::Identity>)
+    ActivationGradient<Act, T>{dy, y, kept, static_cast<std::ptrdiff_t>(n), act}(0, 1, 0, static_cast<int>(n));
 }
 
 }  // namespace etnn::cpu

@@ -260,6 +260,36 @@ TEST_CASE_TEMPLATE("shared storage sums in place: every range exact, every rank 
   CHECK(other.data() != nullptr);
 }
 
+TEST_CASE_TEMPLATE("a sum in place says whether it holds a NaN or an infinity, the same on every rank", T, float,
+                   double) {
+  const int rank = world().rank(), size = world().size();
+  const std::size_t n = 5000;
+  etnn::dist::SharedStorage<T> storage = world().shared_storage<T>(n);
+  if (!storage) return;  // not summed in place: unchecked (the guard reads the sum itself)
+  T* v = storage.data();
+  const auto sum_of = [&](std::size_t offset, std::size_t count) {
+    auto pending = world().start_allreduce_sum(v + offset, count);
+    world().wait(pending);
+    return etnn::dist::Mpi::finite_sum(pending);
+  };
+  std::fill_n(v, n, T(1));
+  CHECK(sum_of(0, n) == 1);
+  // A NaN and an infinity, each on the last rank only, in another rank's share of the sum (the
+  // first values: rank 0's share), and at the end of a range from an odd offset.
+  for (const T bad : {std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::infinity()}) {
+    std::fill_n(v, n, T(1));
+    if (rank == size - 1) v[3] = bad;
+    CHECK(sum_of(0, n) == 0);
+    std::fill_n(v, n, T(1));
+    if (rank == size - 1) v[n - 1] = bad;
+    CHECK(sum_of(0, n - 1) == 1);  // the range ends before it
+    CHECK(sum_of(7, n - 7) == 0);
+  }
+  // Finite terms whose sum overflows: the sum is what is checked.
+  std::fill_n(v, n, std::numeric_limits<T>::max());
+  CHECK(sum_of(0, n) == 0);
+}
+
 TEST_CASE("shared memory windows ask /dev/shm for room first, a quarter of it kept free") {
   struct statvfs fs {};
   REQUIRE(statvfs("/dev/shm", &fs) == 0);

@@ -87,6 +87,7 @@ class Mpi {
     const char* operation = "";
     std::size_t count = 0;
     detail::PointToPointSum* sum = nullptr;  // a ring or parameter-server sum in flight
+    int finite = -1;  // a sum in place: 1 when the result holds no NaN and no infinity, else 0
   };
 
   // Initialises MPI from the program's arguments, or attaches to an MPI already initialised.
@@ -179,7 +180,7 @@ class Mpi {
       if (const detail::SharedWindow* window = storage_.holding(data, n * sizeof(T))) {
         Pending p = start("allreduce (shared memory, in place)", n);
         const auto offset = static_cast<std::size_t>(reinterpret_cast<unsigned char*>(data) - window->mine());
-        detail::sum_in_place<T>(*window, offset, n, [&] { node_barrier(p); });
+        p.finite = detail::sum_in_place<T>(*window, offset, n, [&] { node_barrier(p); }) ? 1 : 0;
         return p;
       }
       if (shared_.takes(n * sizeof(T))) {
@@ -206,6 +207,11 @@ class Mpi {
           p.operation);
     return p;
   }
+
+  // After a completed sum: 1 when it is known to hold no NaN and no infinity, 0 when it is known
+  // to hold one, -1 when it was not checked. A sum in place checks its result as it writes it (the
+  // same verdict on every rank), so the non-finite guard needs no pass of its own over it.
+  static int finite_sum(const Pending& p) noexcept { return p.finite; }
 
   // data = sum over ranks of data.
   template <class T>

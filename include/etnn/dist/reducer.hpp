@@ -17,6 +17,9 @@
 //   shared_storage<T>(n) -> storage            memory whose ranges it sums in place (dist::Mpi on
 //                                          one machine), where an optimizer keeps the gradients
 //                                          (optim/gradient_storage.hpp)
+//   finite_sum(pending) -> int             after a completed sum: 1 when it is known to hold no NaN
+//                                          and no infinity, 0 when it holds one, -1 unchecked (the
+//                                          non-finite guard then reads the sum itself)
 #include <concepts>
 #include <cstddef>
 #include <type_traits>

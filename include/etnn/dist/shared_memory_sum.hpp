@@ -8,9 +8,12 @@
 //
 // In place, for data already in a window (SharedStorage: a data-parallel optimizer's gradients):
 //   1. barrier   2. for its share: sum = segment_0 + ... + segment_{N-1}, written to every
-//   segment   3. barrier.  Per rank and value: one read and one write, nothing copied in or out.
-// Segments are page-aligned, so shares are cut at cache lines of the segment (a bucket starts
-// wherever its first layer does).
+//   segment, and whether its share of the sum holds a NaN or an infinity, written to its note
+//   3. barrier   4. the notes read: whether the whole sum is finite (the non-finite guard's test,
+//   without a pass of its own over the sum). Per rank and value: one read and one write, nothing
+//   copied in or out. Segments are page-aligned, so shares are cut at cache lines of the segment
+//   (a bucket starts wherever its first layer does). A rank writes its note again only after the
+//   next sum's first barrier, which every rank passes after reading the notes of this one.
 //
 // Through slots, for any other buffer: a window of 2 sets of `size` slots of `slot_values` values
 // (the sets alternate between chunks); per chunk of at most slot_values values, with rank r's
@@ -31,6 +34,8 @@
 #include <cstring>
 #include <utility>
 
+#include "../backend/non_finite.hpp"
+#include "../core/device.hpp"
 #include "shared_window.hpp"
 
 namespace etnn::dist::detail {
@@ -78,18 +83,26 @@ void synchronised(const SharedWindow& window, Barrier& barrier) {
 
 // The n values at byte `offset` of every rank's segment of `window` = their sum over ranks, in
 // every segment (every rank passes the same offset and n). barrier() synchronises the ranks.
+// Returns whether the sum holds no NaN and no infinity (the same verdict on every rank).
 template <class T, class Barrier>
-void sum_in_place(const SharedWindow& window, std::size_t offset, std::size_t n, Barrier&& barrier) {
+bool sum_in_place(const SharedWindow& window, std::size_t offset, std::size_t n, Barrier&& barrier) {
   const int ranks = window.ranks();
   const auto values = [&](int r) { return reinterpret_cast<T*>(window.segment(r) + offset); };
+  const auto non_finite = [&](int r) { return reinterpret_cast<volatile int*>(window.note(r)); };
   synchronised(window, barrier);
   const auto [lo, hi] = share_of(n, window.rank(), ranks, offset / sizeof(T));
+  int mine = 0;
   sum_in_rank_order<T>(
       lo, hi, ranks, [&](int r, std::size_t begin) { return values(r) + begin; },
       [&](std::size_t begin, const T* sum, std::size_t m) {
         for (int r = 0; r < ranks; ++r) std::memcpy(values(r) + begin, sum, m * sizeof(T));
+        mine |= backend::last_non_finite(Cpu{}, sum, m) != m ? 1 : 0;  // the guard's own scan, on L1
       });
+  *non_finite(window.rank()) = mine;
   synchronised(window, barrier);
+  int any = 0;
+  for (int r = 0; r < ranks; ++r) any |= *non_finite(r);
+  return any == 0;
 }
 
 class SharedMemorySum {

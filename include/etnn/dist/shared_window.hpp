@@ -4,7 +4,8 @@
 // `bytes` per rank, page-aligned each (alloc_shared_noncontig: no two ranks' data share a cache
 // line), which every rank reads and writes with plain loads and stores through the segments'
 // addresses as it sees them. The window stays locked (lock_all) for its life; sync() orders this
-// rank's loads and stores against a barrier, which is the caller's.
+// rank's loads and stores against a barrier, which is the caller's. Past each segment's `bytes`
+// lies a cache line of its own (note(r)), for a few values that ranks exchange between barriers.
 #include <mpi.h>
 #include <sys/statvfs.h>
 
@@ -47,7 +48,9 @@ class SharedWindow {
     MPI_Info_create(&info);
     MPI_Info_set(info, "alloc_shared_noncontig", "true");
     void* base = nullptr;
-    bool usable = MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 1, info, node, &base, &window_) == MPI_SUCCESS;
+    const std::size_t with_note = note_offset(bytes) + note_bytes;
+    bool usable =
+        MPI_Win_allocate_shared(static_cast<MPI_Aint>(with_note), 1, info, node, &base, &window_) == MPI_SUCCESS;
     MPI_Info_free(&info);
     if (usable) {
       MPI_Win_set_errhandler(window_, MPI_ERRORS_RETURN);
@@ -62,7 +65,7 @@ class SharedWindow {
       int unit = 0;
       void* segment = nullptr;
       usable = MPI_Win_shared_query(window_, r, &segment_bytes, &unit, &segment) == MPI_SUCCESS &&
-               static_cast<std::size_t>(segment_bytes) >= bytes;
+               static_cast<std::size_t>(segment_bytes) >= with_note;
       segments_[static_cast<std::size_t>(r)] = static_cast<unsigned char*>(segment);
     }
     int everywhere = usable ? 1 : 0;
@@ -92,6 +95,9 @@ class SharedWindow {
   // Rank r's segment, as this rank addresses it.
   unsigned char* segment(int r) const noexcept { return segments_[static_cast<std::size_t>(r)]; }
   unsigned char* mine() const noexcept { return segment(rank_); }
+  // Rank r's note: note_bytes past its segment's bytes, a cache line no other data shares.
+  static constexpr std::size_t note_bytes = 64;
+  unsigned char* note(int r) const noexcept { return segment(r) + note_offset(bytes_); }
   // True when [p, p + bytes) lies in this rank's segment.
   bool holds(const void* p, std::size_t bytes) const noexcept {
     if (!held()) return false;
@@ -103,6 +109,8 @@ class SharedWindow {
   void sync() const { MPI_Win_sync(window_); }
 
  private:
+  static constexpr std::size_t note_offset(std::size_t bytes) { return (bytes + note_bytes - 1) / note_bytes * note_bytes; }
+
   MPI_Win window_ = MPI_WIN_NULL;
   bool locked_ = false;
   int rank_ = 0;

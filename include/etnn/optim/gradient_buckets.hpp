@@ -12,6 +12,7 @@
 //   buckets          [ bucket 2        | bucket 1                | bucket 0          ]
 //                                                                  bucket 0 is reduced first
 #include <algorithm>
+#include <concepts>
 #include <cstddef>
 #include <span>
 #include <vector>
@@ -66,6 +67,7 @@ class GradientBuckets {
 
   // Sums every bucket across ranks (starting those not started yet) and waits for them all.
   void reduce_all(T* gradients) {
+    sums_finite_ = -1;
     if (reducer_->size() == 1) return;
     for (Bucket& b : buckets_)
       if (!b.started) start(b, gradients);
@@ -74,8 +76,13 @@ class GradientBuckets {
         reducer_->wait(b.pending);
         b.done = true;
       }
+    sums_finite_ = checked_finite();
     for (Bucket& b : buckets_) b.started = b.done = false;
   }
+
+  // After reduce_all(): 1 when the reducer checked every bucket's sum and none holds a NaN or an
+  // infinity, 0 when one does, -1 when some sum was not checked (dist::Reducer's finite_sum).
+  int sums_finite() const noexcept { return sums_finite_; }
 
   std::size_t count() const noexcept { return buckets_.size(); }
   // Whether backward should report the row blocks of layers' weight gradients as they complete:
@@ -104,6 +111,20 @@ class GradientBuckets {
     bool done = false;
   };
 
+  int checked_finite() const noexcept {
+    if constexpr (requires(const typename R::Pending& p) { { R::finite_sum(p) } -> std::convertible_to<int>; }) {
+      int verdict = 1;
+      for (const Bucket& b : buckets_) {
+        const int finite = R::finite_sum(b.pending);
+        if (finite == 0) return 0;
+        if (finite < 0) verdict = -1;
+      }
+      return verdict;
+    } else {
+      return -1;
+    }
+  }
+
   void start(Bucket& b, T* gradients) {
     b.pending = reducer_->start_allreduce_sum(gradients + b.begin, b.end - b.begin);
     b.started = true;
@@ -113,6 +134,7 @@ class GradientBuckets {
   BucketOptions options_;
   std::vector<Bucket> buckets_;
   bool ends_inside_layers_ = false;
+  int sums_finite_ = -1;  // of the last reduce_all()
 };
 
 }  // namespace etnn::optim

@@ -122,10 +122,12 @@ class Optimizer {
     flag_in_flight_ = false;
   }
 
-  // After reduce_gradients(): whether the gradients' sum holds no NaN and no infinity, in one read
-  // of it. The sum is the same on every rank (a NaN on one rank reaches all), so every rank reaches
-  // the same verdict without another collective.
+  // After reduce_gradients(): whether the gradients' sum holds no NaN and no infinity: the
+  // reducer's verdict where it checked every sum as it wrote it (dist::Mpi's sums in place), else
+  // one read of the sum. The sum is the same on every rank (a NaN on one rank reaches all), so
+  // every rank reaches the same verdict without another collective.
   bool gradients_finite() const {
+    if (const int checked = buckets_.sums_finite(); checked >= 0) return checked == 1;
     return backend::last_non_finite(Device{}, model_->gradients(), Params::num_params) == Params::num_params;
   }
 

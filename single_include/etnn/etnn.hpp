@@ -3668,7 +3668,7 @@ struct BiasActivation {
 
 // The epilogue of a dX product whose rows are the gradient at the outputs y of a fused activation
 // below (two dense layers in a row): dx = dx (.) f'(z, y) over a block, y and kept (what that
-// layer's forward kept, or null) laid out like dx. The same bits as activation_gradient after it.
+// layer's forward kept, or null) laid out like dx.
 template <class Act, class T>
 struct ActivationGradient {
   T* dx;
@@ -3688,12 +3688,12 @@ struct ActivationGradient {
   }
 };
 
+// dy = dy (.) f'(z, y) over n values (a convolution's output for one sample): ActivationGradient
+// over one row of n.
 template <class Act, class T>
 void activation_gradient(T* dy, const T* y, const T* kept, std::size_t n, Act act) {
-  if constexpr (!std::is_same_v<Act, fn::Identity>) {
-    ETNN_SIMD
-    for (std::size_t i = 0; i < n; ++i) dy[i] = fn::chain_kept(act, dy[i], y, kept, i);
-  }
+  if constexpr (!std::is_same_v<Act, fn::Identity>)
+    ActivationGradient<Act, T>{dy, y, kept, static_cast<std::ptrdiff_t>(n), act}(0, 1, 0, static_cast<int>(n));
 }
 
 }  // namespace etnn::cpu
@@ -7358,6 +7358,9 @@ class CrossRankSum {
 //   shared_storage<T>(n) -> storage            memory whose ranges it sums in place (dist::Mpi on
 //                                          one machine), where an optimizer keeps the gradients
 //                                          (optim/gradient_storage.hpp)
+//   finite_sum(pending) -> int             after a completed sum: 1 when it is known to hold no NaN
+//                                          and no infinity, 0 when it holds one, -1 unchecked (the
+//                                          non-finite guard then reads the sum itself)
 
 namespace etnn::dist {
 
@@ -12230,6 +12233,7 @@ class GradientBuckets {
 
   // Sums every bucket across ranks (starting those not started yet) and waits for them all.
   void reduce_all(T* gradients) {
+    sums_finite_ = -1;
     if (reducer_->size() == 1) return;
     for (Bucket& b : buckets_)
       if (!b.started) start(b, gradients);
@@ -12238,8 +12242,13 @@ class GradientBuckets {
         reducer_->wait(b.pending);
         b.done = true;
       }
+    sums_finite_ = checked_finite();
     for (Bucket& b : buckets_) b.started = b.done = false;
   }
+
+  // After reduce_all(): 1 when the reducer checked every bucket's sum and none holds a NaN or an
+  // infinity, 0 when one does, -1 when some sum was not checked (dist::Reducer's finite_sum).
+  int sums_finite() const noexcept { return sums_finite_; }
 
   std::size_t count() const noexcept { return buckets_.size(); }
   // Whether backward should report the row blocks of layers' weight gradients as they complete:
@@ -12268,6 +12277,20 @@ class GradientBuckets {
     bool done = false;
   };
 
+  int checked_finite() const noexcept {
+    if constexpr (requires(const typename R::Pending& p) { { R::finite_sum(p) } -> std::convertible_to<int>; }) {
+      int verdict = 1;
+      for (const Bucket& b : buckets_) {
+        const int finite = R::finite_sum(b.pending);
+        if (finite == 0) return 0;
+        if (finite < 0) verdict = -1;
+      }
+      return verdict;
+    } else {
+      return -1;
+    }
+  }
+
   void start(Bucket& b, T* gradients) {
     b.pending = reducer_->start_allreduce_sum(gradients + b.begin, b.end - b.begin);
     b.started = true;
@@ -12277,6 +12300,7 @@ class GradientBuckets {
   BucketOptions options_;
   std::vector<Bucket> buckets_;
   bool ends_inside_layers_ = false;
+  int sums_finite_ = -1;  // of the last reduce_all()
 };
 
 }  // namespace etnn::optim
@@ -12692,10 +12716,12 @@ class Optimizer {
     flag_in_flight_ = false;
   }
 
-  // After reduce_gradients(): whether the gradients' sum holds no NaN and no infinity, in one read
-  // of it. The sum is the same on every rank (a NaN on one rank reaches all), so every rank reaches
-  // the same verdict without another collective.
+  // After reduce_gradients(): whether the gradients' sum holds no NaN and no infinity: the
+  // reducer's verdict where it checked every sum as it wrote it (dist::Mpi's sums in place), else
+  // one read of the sum. The sum is the same on every rank (a NaN on one rank reaches all), so
+  // every rank reaches the same verdict without another collective.
   bool gradients_finite() const {
+    if (const int checked = buckets_.sums_finite(); checked >= 0) return checked == 1;
     return backend::last_non_finite(Device{}, model_->gradients(), Params::num_params) == Params::num_params;
   }
 

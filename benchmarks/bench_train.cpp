@@ -138,7 +138,7 @@ void backward(benchmark::State& state) {
   etnn::nn::TrainingPass<etnn::Model<Net>> pass(model);
   const auto out = pass.forward(x);
   // dL/dy, written again before each pass: backward reuses its memory for the layers' dL/dx.
-  std::vector<float> dy(std::size_t{10} * static_cast<std::size_t>(batch));
+  std::vector<float> dy(etnn::Model<Net>::output_shape::size * static_cast<std::size_t>(batch));
   for (float& v : dy) v = static_cast<float>(rng.uniform(-1, 1));
   const auto run = [&] {
     std::copy(dy.begin(), dy.end(), out.gradient);

@@ -12372,13 +12372,13 @@ constexpr std::span<const std::size_t> parameter_ends() {
 }
 
 // Where a gradient bucket may end, ascending, the last num_params: a Model's layer ends and the
-// row blocks of its large weights (nn::Program::gradient_cuts), the set's own param_ends otherwise.
+// row blocks of its large weights (nn::Program::gradient_cuts), the set's own units otherwise.
 template <ParameterSet P>
 constexpr std::span<const std::size_t> gradient_cuts() {
   if constexpr (detail::ModelLike<P>)
     return P::program::gradient_cuts;
   else
-    return P::param_ends;
+    return parameter_ends<P>();
 }
 
 // "nn::input<784> >> ..." for a Model, the set's own description otherwise.

@@ -126,10 +126,10 @@ void mlp64x4(int batch, bool graphs, double seconds) {
 
 // Adam's fused update over 2^26 parameters against a device-to-device copy.
 void optimizer_bandwidth(double seconds) {
-  using Flat = decltype(nn::input<8192> >> nn::linear<8191>);  // 8191 * 8193 = 67,108,863 parameters
-  constexpr double n = static_cast<double>(Flat::num_params);
+  using Flat = decltype(nn::input<8192> >> nn::linear<8191>);  // 8191 * 8193 parameters, 2^26 flat values
+  constexpr double n = static_cast<double>(Flat::flat_size);
   etnn::Model<Flat, float, etnn::Cuda> model(0);
-  etnn::fill(etnn::Cuda{}, model.gradients(), Flat::num_params, 1e-3f);
+  etnn::fill(etnn::Cuda{}, model.gradients(), Flat::flat_size, 1e-3f);
   etnn::optim::Adam opt(model, {.lr = 1e-3f});
   const auto [steps, elapsed] = time_steps(seconds, [&] { opt.step(); });
   std::printf("result library=etnn device=cuda model=adam_flat n=%.0f gbps=%.1f step_ms=%.4f steps=%ld\n", n,

@@ -55,7 +55,7 @@ double gemm_macs() {
   if constexpr (requires { L::weight_size; L::geometry::out_pixels; })
     return static_cast<double>(L::weight_size) * L::geometry::out_pixels;
   else if constexpr (requires { L::in_features; })
-    return static_cast<double>(L::num_params - L::out_shape::size);
+    return static_cast<double>(L::params[0].numel());
   else
     return 0;
 }

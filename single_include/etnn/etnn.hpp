@@ -12,6 +12,86 @@
 // etnn core, the face of core/: configuration (ETNN_HD), Shape<...>, the device tags and
 // allocators, errors and their message helper, fast exp and erf, lane sums, the scalar types
 // (float, double and the mixed precisions), the seeded RNG, and the generic compile-time checks.
+// ---- etnn/core/alignment.hpp ----
+// Private to core/: include <etnn/core/core.hpp> or <etnn/etnn.hpp>.
+// The alignment of every region etnn lays out: each parameter, gradient and buffer tensor in the
+// model's flat arrays, each workspace region, starts on a 256-byte boundary. That is what
+// cuBLASLt's fastest kernels and tensor-core loads want (a misaligned operand gets a slower kernel
+// or CUBLAS_STATUS_NOT_SUPPORTED), what cudaMalloc returns, and four cache lines on a CPU.
+//
+// Offsets are counted in values and laid out once for every scalar type, so the unit is 64
+// values: 256 bytes of float, 512 of double. A workspace laid out per sample (regions of n_i
+// values per sample, for C samples, one after another) reserves aligned_values(n_i) per sample
+// for each: every region then starts at a multiple of 64 values whatever C, and a region whose
+// width is already a multiple of 64 is laid out exactly as before.
+#include <cstddef>
+
+// ---- etnn/core/config.hpp ----
+// Private to core/: include <etnn/core/core.hpp> or <etnn/etnn.hpp>.
+// Build-wide configuration: version and the host/device annotation for functors.
+
+#define ETNN_VERSION_MAJOR 0
+#define ETNN_VERSION_MINOR 1
+#define ETNN_VERSION_PATCH 0
+
+// ETNN_HD marks functions that run on the host and, under nvcc, on the device.
+// Every elementwise functor and update rule is ETNN_HD so both backends share one definition.
+// ETNN_SIMD before a loop whose iterations are independent (an elementwise op, an index loop
+// whose f(i) the GPU would run one thread per index): vectorised at -O2 too. GCC's -O2 cost
+// model leaves such loops scalar unless told (clang's -O2 vectorises them anyway); under OpenMP
+// `omp simd` tells it; ETNN_SIMD_REDUCTION(max, x) is the same for a loop reducing x.
+#define ETNN_PRAGMA(text) _Pragma(#text)
+#if defined(_OPENMP) && defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
+#define ETNN_SIMD ETNN_PRAGMA(omp simd)
+#define ETNN_SIMD_REDUCTION(op, variable) ETNN_PRAGMA(omp simd reduction(op : variable))
+#else
+#define ETNN_SIMD
+#define ETNN_SIMD_REDUCTION(op, variable)
+#endif
+
+// ETNN_UNROLL(n) before a loop with a constant trip count: unrolled n times (GCC, clang), so that
+// register-tile arrays stay in registers at -O2 too. Nothing under nvcc, whose front end warns
+// on the pragma (it hands host code to GCC, whose -O3 unrolls such loops anyway).
+#if defined(__CUDACC__) || !defined(__GNUC__)
+#define ETNN_UNROLL(n)
+#elif defined(__clang__)
+#define ETNN_UNROLL(n) ETNN_PRAGMA(unroll n)
+#else
+#define ETNN_UNROLL(n) ETNN_PRAGMA(GCC unroll n)
+#endif
+
+// ETNN_INLINE: always inlined. For small math functions called in loops that must vectorise: a
+// call the inliner declines (GCC's -O2 declines many) keeps the whole loop scalar.
+#if defined(__CUDACC__)
+#define ETNN_INLINE __forceinline__
+#elif defined(__GNUC__)
+#define ETNN_INLINE [[gnu::always_inline]] inline
+#else
+#define ETNN_INLINE inline
+#endif
+
+#if defined(__CUDACC__)
+#define ETNN_HD __host__ __device__
+#else
+#define ETNN_HD
+#endif
+
+namespace etnn {
+
+inline constexpr std::size_t region_alignment_bytes = 256;
+inline constexpr std::size_t region_alignment_values = 64;
+
+// n rounded up to a multiple of region_alignment_values.
+ETNN_HD constexpr std::size_t aligned_values(std::size_t n) {
+  return (n + region_alignment_values - 1) / region_alignment_values * region_alignment_values;
+}
+
+// Whether p starts on a region_alignment_bytes boundary.
+inline bool region_aligned(const void* p) {
+  return reinterpret_cast<std::size_t>(p) % region_alignment_bytes == 0;
+}
+
+}  // namespace etnn
 // ---- etnn/core/checks.hpp ----
 // Private to core/: include <etnn/core/core.hpp> or <etnn/etnn.hpp>.
 // The generic compile-time checks: shapes and devices. Each folder keeps its own checks in its
@@ -24,7 +104,6 @@
 // ---- etnn/core/device.hpp ----
 // Private to core/: include <etnn/core/core.hpp> or <etnn/etnn.hpp>.
 // Devices are compile-time tags; a device knows how to allocate and free its memory.
-#include <cstddef>
 #include <cstdlib>
 #include <new>
 #include <string_view>
@@ -34,8 +113,9 @@ namespace etnn {
 // Host memory; kernels in cpu/ (Eigen GEMM, OpenMP loops).
 struct Cpu {
   static constexpr std::string_view name = "cpu";
-  // 64-byte alignment: one cache line, and what AVX-512 loads like.
-  static constexpr std::size_t alignment = 64;
+  // 256-byte alignment, as the device's: every region etnn lays out in it then starts on a
+  // 256-byte boundary (core/alignment.hpp), and AVX-512 loads never split a cache line.
+  static constexpr std::size_t alignment = 256;
 
   static void* allocate(std::size_t bytes) {
     if (bytes == 0) return nullptr;
@@ -91,55 +171,6 @@ consteval bool device_available() {
 }
 
 }  // namespace etnn::check
-// ---- etnn/core/config.hpp ----
-// Private to core/: include <etnn/core/core.hpp> or <etnn/etnn.hpp>.
-// Build-wide configuration: version and the host/device annotation for functors.
-
-#define ETNN_VERSION_MAJOR 0
-#define ETNN_VERSION_MINOR 1
-#define ETNN_VERSION_PATCH 0
-
-// ETNN_HD marks functions that run on the host and, under nvcc, on the device.
-// Every elementwise functor and update rule is ETNN_HD so both backends share one definition.
-// ETNN_SIMD before a loop whose iterations are independent (an elementwise op, an index loop
-// whose f(i) the GPU would run one thread per index): vectorised at -O2 too. GCC's -O2 cost
-// model leaves such loops scalar unless told (clang's -O2 vectorises them anyway); under OpenMP
-// `omp simd` tells it; ETNN_SIMD_REDUCTION(max, x) is the same for a loop reducing x.
-#define ETNN_PRAGMA(text) _Pragma(#text)
-#if defined(_OPENMP) && defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
-#define ETNN_SIMD ETNN_PRAGMA(omp simd)
-#define ETNN_SIMD_REDUCTION(op, variable) ETNN_PRAGMA(omp simd reduction(op : variable))
-#else
-#define ETNN_SIMD
-#define ETNN_SIMD_REDUCTION(op, variable)
-#endif
-
-// ETNN_UNROLL(n) before a loop with a constant trip count: unrolled n times (GCC, clang), so that
-// register-tile arrays stay in registers at -O2 too. Nothing under nvcc, whose front end warns
-// on the pragma (it hands host code to GCC, whose -O3 unrolls such loops anyway).
-#if defined(__CUDACC__) || !defined(__GNUC__)
-#define ETNN_UNROLL(n)
-#elif defined(__clang__)
-#define ETNN_UNROLL(n) ETNN_PRAGMA(unroll n)
-#else
-#define ETNN_UNROLL(n) ETNN_PRAGMA(GCC unroll n)
-#endif
-
-// ETNN_INLINE: always inlined. For small math functions called in loops that must vectorise: a
-// call the inliner declines (GCC's -O2 declines many) keeps the whole loop scalar.
-#if defined(__CUDACC__)
-#define ETNN_INLINE __forceinline__
-#elif defined(__GNUC__)
-#define ETNN_INLINE [[gnu::always_inline]] inline
-#else
-#define ETNN_INLINE inline
-#endif
-
-#if defined(__CUDACC__)
-#define ETNN_HD __host__ __device__
-#else
-#define ETNN_HD
-#endif
 // ---- etnn/core/error.hpp ----
 // Private to core/: include <etnn/core/core.hpp> or <etnn/etnn.hpp>.
 // Runtime errors. Every message says what went wrong, where, and how to fix it.
@@ -886,14 +917,23 @@ struct BatchNormInputGradient {  // dx = gamma inv_std (dy - mean(dy) - xhat mea
   }
 };
 
-// running[c], running[C + c] moved toward channel c's batch mean and unbiased variance (var is
-// the biased one over count values), and num_batches_tracked counted once (by channel 0).
+// The running statistics of C channels, one array of buffers, each tensor aligned
+// (core/alignment.hpp): running_mean (C) at 0, running_var (C) at running_var_at<C>, and
+// num_batches_tracked (1) at batches_tracked_at<C>.
+template <int C>
+inline constexpr std::size_t running_var_at = aligned_values(std::size_t{C});
+template <int C>
+inline constexpr std::size_t batches_tracked_at = 2 * aligned_values(std::size_t{C});
+
+// running_mean[c], running_var[c] moved toward channel c's batch mean and unbiased variance (var
+// is the biased one over count values), and num_batches_tracked counted once (by channel 0).
 template <int C, class T>
 ETNN_HD void update_running_statistics(T* running, int c, double mean, double var, double count) {
   constexpr double m = batch_norm_momentum;
+  T* running_var = running + running_var_at<C>;
   running[c] = static_cast<T>((1 - m) * running[c] + m * mean);
-  running[C + c] = static_cast<T>((1 - m) * running[C + c] + m * var * count / (count - 1));
-  if (c == 0) running[2 * C] += T(1);
+  running_var[c] = static_cast<T>((1 - m) * running_var[c] + m * var * count / (count - 1));
+  if (c == 0) running[batches_tracked_at<C>] += T(1);
 }
 
 }  // namespace detail
@@ -1294,8 +1334,9 @@ auto chain(const G& g, const X& x, const Y& y, F f = F{}) {
 // features or 10 classes out is carried as 32 and 16.
 //
 // Widths W_0 .. W_L (W_0 the input), padded P_l = fused_width(W_l). Parameters are laid out per
-// layer as etnn and PyTorch do, weight (W_{l+1}, W_l) row-major then bias (W_{l+1}); the padded
-// network's the same way with P. Padding is zeros: the padded network computes the same function
+// layer as etnn's linear layers are (MlpLayout): weight (W_{l+1}, W_l) row-major then bias
+// (W_{l+1}), each from an aligned offset; the padded network's the same way with P. Padding is
+// zeros: the padded network computes the same function
 // on the true features, because
 //   - a padded input column meets only zero weights;
 //   - a padded hidden unit has zero weights in and zero bias, so it is ReLU(0) = 0, and its
@@ -1320,61 +1361,79 @@ ETNN_HD constexpr int fused_width(int w) {
   return w <= 16 ? 16 : w <= 32 ? 32 : w <= 64 ? 64 : w <= 128 ? 128 : 0;
 }
 
+// The flat parameters of a chain of linear layers of widths w_0 .. w_L, laid out as a Program lays
+// out etnn's linear layers (nn/dense_layer.hpp, nn/program.hpp): layer l's weight (w_{l+1}, w_l)
+// row-major from weight_at(l), its bias (w_{l+1}) from bias_at(l), each offset a multiple of
+// region_alignment_values, zeros between. The fused kernels read them there.
+template <int... Widths>
+struct MlpLayout {
+  static constexpr int layers = static_cast<int>(sizeof...(Widths)) - 1;
+  ETNN_HD static constexpr std::size_t in(int l) {
+    constexpr int widths[] = {Widths...};
+    return std::size_t(widths[l]);
+  }
+  ETNN_HD static constexpr std::size_t out(int l) { return in(l + 1); }
+  // Layer l's weight; weight_at(layers) is the end of the last bias slice, the layout's length.
+  ETNN_HD static constexpr std::size_t weight_at(int l) {
+    std::size_t at = 0;
+    for (int m = 0; m < l; ++m) at += aligned_values(out(m) * in(m)) + aligned_values(out(m));
+    return at;
+  }
+  ETNN_HD static constexpr std::size_t bias_at(int l) { return weight_at(l) + aligned_values(out(l) * in(l)); }
+  static constexpr std::size_t size = weight_at(layers);
+
+  // The parameter at flat index i: its layer, and its row and column in the weight (column -1:
+  // the bias); layer -1 where i lies between tensors.
+  struct Place {
+    int layer;
+    std::size_t row;
+    long column;
+  };
+  ETNN_HD static constexpr Place place(std::size_t i) {
+    for (int l = 0; l < layers; ++l) {
+      if (i >= weight_at(l + 1)) continue;
+      if (i < weight_at(l) + out(l) * in(l)) {
+        const std::size_t k = i - weight_at(l);
+        return {l, k / in(l), static_cast<long>(k % in(l))};
+      }
+      if (i >= bias_at(l) && i < bias_at(l) + out(l)) return {l, i - bias_at(l), -1};
+      break;
+    }
+    return {-1, 0, 0};
+  }
+  // Flat index of weight (row, column) of layer l, or of its bias row when column is -1.
+  ETNN_HD static constexpr std::size_t index(int l, std::size_t row, long column) {
+    return column < 0 ? bias_at(l) + row : weight_at(l) + row * in(l) + static_cast<std::size_t>(column);
+  }
+};
+
 template <int... Widths>
 struct PaddedMlp {
   static_assert(sizeof...(Widths) >= 2, "a chain of linear layers has an input and an output width");
   static constexpr int layers = static_cast<int>(sizeof...(Widths)) - 1;
   static constexpr bool fits = ((Widths > 0 && fused_width(Widths) != 0) && ...);
   static constexpr bool needed = ((fused_width(Widths) != Widths) || ...);
+  using true_layout = MlpLayout<Widths...>;
+  using padded_layout = MlpLayout<fused_width(Widths)...>;
 
-  // Parameters of the chain, true or padded: sum_l w_{l+1} (w_l + 1).
-  static constexpr std::size_t params_of(bool padded) {
-    constexpr int widths[] = {Widths...};
-    const auto width = [&](int l) { return std::size_t(padded ? fused_width(widths[l]) : widths[l]); };
-    std::size_t total = 0;
-    for (int l = 0; l < layers; ++l) total += width(l + 1) * (width(l) + 1);
-    return total;
-  }
-  static constexpr std::size_t num_params = params_of(false);
-  static constexpr std::size_t padded_params = params_of(true);
+  // The flat lengths, true and padded (tensors and the zeros that align them).
+  static constexpr std::size_t num_params = true_layout::size;
+  static constexpr std::size_t padded_params = padded_layout::size;
 
-  // Where true parameter i (< num_params) lives in the padded layout.
+  // Where true flat index i (< num_params) lives in the padded layout; padded_params where i lies
+  // between tensors.
   ETNN_HD static constexpr std::size_t padded_index(std::size_t i) {
-    constexpr int widths[] = {Widths...};
-    std::size_t at = 0, padded_at = 0;
-    for (int l = 0; l < layers; ++l) {
-      const std::size_t in = std::size_t(widths[l]), out = std::size_t(widths[l + 1]);
-      const std::size_t in_p = std::size_t(fused_width(widths[l])), out_p = std::size_t(fused_width(widths[l + 1]));
-      if (i < at + out * (in + 1)) {
-        const std::size_t k = i - at;
-        return k < out * in ? padded_at + k / in * in_p + k % in : padded_at + out_p * in_p + (k - out * in);
-      }
-      at += out * (in + 1);
-      padded_at += out_p * (in_p + 1);
-    }
-    return padded_params;
+    const auto at = true_layout::place(i);
+    return at.layer < 0 ? padded_params : padded_layout::index(at.layer, at.row, at.column);
   }
 
-  // The true parameter at padded index j (< padded_params), or num_params where j is padding.
+  // The true flat index of padded index j (< padded_params), or num_params where j is padding.
   ETNN_HD static constexpr std::size_t true_index(std::size_t j) {
-    constexpr int widths[] = {Widths...};
-    std::size_t at = 0, padded_at = 0;
-    for (int l = 0; l < layers; ++l) {
-      const std::size_t in = std::size_t(widths[l]), out = std::size_t(widths[l + 1]);
-      const std::size_t in_p = std::size_t(fused_width(widths[l])), out_p = std::size_t(fused_width(widths[l + 1]));
-      if (j < padded_at + out_p * (in_p + 1)) {
-        const std::size_t k = j - padded_at;
-        if (k < out_p * in_p) {
-          const std::size_t row = k / in_p, col = k % in_p;
-          return row < out && col < in ? at + row * in + col : num_params;
-        }
-        const std::size_t row = k - out_p * in_p;
-        return row < out ? at + out * in + row : num_params;
-      }
-      at += out * (in + 1);
-      padded_at += out_p * (in_p + 1);
-    }
-    return num_params;
+    const auto at = padded_layout::place(j);
+    if (at.layer < 0 || at.row >= true_layout::out(at.layer) ||
+        (at.column >= 0 && static_cast<std::size_t>(at.column) >= true_layout::in(at.layer)))
+      return num_params;
+    return true_layout::index(at.layer, at.row, at.column);
   }
 };
 
@@ -3560,7 +3619,7 @@ ChannelStatistics<C> channel_statistics(const T* x, const T* running, int batch,
     for (int c = 0; c < C; ++c) st.var[c] /= st.count;
   } else {
     st.count = static_cast<double>(batch) * S;
-    for (int c = 0; c < C; ++c) st.mean[c] = running[c], st.var[c] = running[C + c];
+    for (int c = 0; c < C; ++c) st.mean[c] = running[c], st.var[c] = running[expr::detail::running_var_at<C> + c];
   }
   for (int c = 0; c < C; ++c) st.inv_std[c] = 1.0 / std::sqrt(st.var[c] + expr::batch_norm_eps);
   return st;
@@ -3568,7 +3627,8 @@ ChannelStatistics<C> channel_statistics(const T* x, const T* running, int batch,
 
 }  // namespace cpu
 
-// running: [running_mean (C), running_var (C), num_batches_tracked (1)]; updated when training.
+// running: running_mean, running_var, num_batches_tracked (expr::detail::running_var_at); updated
+// when training.
 template <int C, int S, class T, class Sum>
 void batch_norm_forward(Cpu, const T* gamma, const T* beta, T* running, const T* x, T* y, int batch, bool training,
                         const Sum& sync) {
@@ -5581,7 +5641,7 @@ __global__ void finish_statistics_kernel(BatchNormValues<C> v, T* running, bool 
       if (update_running) expr::detail::update_running_statistics<C>(running, c, mean, var, count);
     } else {
       mean = running[c];
-      var = running[C + c];
+      var = running[expr::detail::running_var_at<C> + c];
     }
     v.mean[c] = mean;
     v.inv_std[c] = 1.0 / sqrt(var + expr::batch_norm_eps);
@@ -5606,7 +5666,8 @@ void statistics(const BatchNormValues<C>& v, const T* x, T* running, int batch, 
 
 }  // namespace cuda::detail
 
-// running: [running_mean (C), running_var (C), num_batches_tracked (1)]; updated when training.
+// running: running_mean, running_var, num_batches_tracked (expr::detail::running_var_at); updated
+// when training.
 template <int C, int S, class T, class Sum>
 void batch_norm_forward(Cuda, const T* gamma, const T* beta, T* running, const T* x, T* y, int batch, bool training,
                         const Sum& sync) {
@@ -5850,15 +5911,6 @@ __host__ __device__ constexpr int width_at(int i) {
   return list[i];
 }
 
-// Parameters of layers 0..l-1: sum of w_{m+1} * w_m (weight) + w_{m+1} (bias).
-template <int... W>
-__host__ __device__ constexpr std::size_t params_before(int l) {
-  std::size_t n = 0;
-  for (int m = 0; m < l; ++m)
-    n += static_cast<std::size_t>(width_at<W...>(m + 1)) * static_cast<std::size_t>(width_at<W...>(m) + 1);
-  return n;
-}
-
 template <int... W>
 __host__ __device__ constexpr int max_width_of() {
   int widest = 0;
@@ -5922,7 +5974,10 @@ inline ChunkPlan plan_chunks(int batch) {
 template <class Half, int... W>
 struct Geometry {
   static constexpr int layers = static_cast<int>(sizeof...(W)) - 1;
-  static constexpr std::size_t num_params = params_before<W...>(layers);
+  // The flat parameters, as etnn's linear layers lay them out (expr::detail::MlpLayout): each
+  // tensor 256-byte aligned, zeros between; num_params is their length.
+  using layout = expr::detail::MlpLayout<W...>;
+  static constexpr std::size_t num_params = layout::size;
   using Buffers = SavedBuffers<Half, layers>;
 
   template <int l>
@@ -5930,8 +5985,8 @@ struct Geometry {
     static constexpr int in = width_at<W...>(l);
     static constexpr int out = width_at<W...>(l + 1);
     static constexpr bool hidden = l + 1 < layers;  // ReLU, and its output is saved
-    static constexpr std::size_t weight_offset = params_before<W...>(l);
-    static constexpr std::size_t bias_offset = weight_offset + static_cast<std::size_t>(out) * in;
+    static constexpr std::size_t weight_offset = layout::weight_at(l);
+    static constexpr std::size_t bias_offset = layout::bias_at(l);
     static constexpr int weight_ld = in + smem_pad;  // shared row pitch of W_l (out, in)
   };
 
@@ -6106,6 +6161,7 @@ struct Net : Geometry<Half, W...> {
   using Geo = Geometry<Half, W...>;
   using Geo::layers;
   using Geo::num_params;
+  using typename Geo::layout;
   using typename Geo::Buffers;
   template <int l>
   using Layer = typename Geo::template Layer<l>;
@@ -6409,10 +6465,12 @@ __global__ void __launch_bounds__(threads)
   });
 }
 
-// grads[p] += sum over c in 0..chunks-1 of partial[c * num_params + p], in that order.
+// grads[p] += sum over c in 0..chunks-1 of partial[c * num_params + p], in that order, for every
+// p that holds a parameter (partial is not written between tensors).
 template <class N>
 __global__ void __launch_bounds__(threads) fused_mlp_reduce_kernel(float* grads, const float* partial, int chunks) {
   for (const std::size_t p : grid_stride(N::num_params)) {
+    if (N::layout::place(p).layer < 0) continue;
     float total = 0.0f;
     for (int c = 0; c < chunks; ++c) total += partial[static_cast<std::size_t>(c) * N::num_params + p];
     grads[p] += total;
@@ -6547,10 +6605,13 @@ __global__ void pad_parameters_kernel(const float* params, float* padded) {
     padded[j] = i < Padding::num_params ? params[i] : 0.0f;
   }
 }
-// grads[i] += padded_grads[padded index of i] for every true parameter i.
+// grads[i] += padded_grads[padded index of i] for every true parameter i (not between tensors).
 template <class Padding>
 __global__ void add_true_gradients_kernel(const float* padded_grads, float* grads) {
-  for (const std::size_t i : grid_stride(Padding::num_params)) grads[i] += padded_grads[Padding::padded_index(i)];
+  for (const std::size_t i : grid_stride(Padding::num_params)) {
+    const std::size_t j = Padding::padded_index(i);
+    if (j < Padding::padded_params) grads[i] += padded_grads[j];
+  }
 }
 // to (rows, to_cols) = from (rows, from_cols), columns padded with zeros or dropped; n = rows to_cols.
 // A template, as every kernel of a header-only library must be to be defined in many translation
@@ -7426,6 +7487,16 @@ consteval bool layers_on_device() {
   return true;
 }
 
+template <bool Aligned>
+consteval bool tensors_aligned() {
+  static_assert(Aligned,
+                "ETNN_PARAM_ALIGNMENT: every parameter (and buffer) tensor of a layer starts at a multiple of "
+                "etnn::region_alignment_values values (256 bytes of float); lay a layer's tensors out with "
+                "static constexpr auto params = etnn::nn::aligned_layout<N>({...}) and take "
+                "num_params = etnn::nn::slice_values(params) (buffers and num_buffers likewise)");
+  return true;
+}
+
 template <class In>
 consteval bool linear_input() {
   static_assert(In::rank <= 2,
@@ -7625,6 +7696,11 @@ consteval bool input_shape() {
 // parameter buffer, one flat gradient buffer and one workspace, with every offset computed at
 // compile time.
 //
+// Every tensor of the flat arrays and every region of the workspace starts on a 256-byte boundary
+// (core/alignment.hpp): each layer's slice starts aligned, and so does each tensor in it
+// (ParamInfo's aligned_layout); every region of the workspace reserves a multiple of 64 values
+// per sample.
+//
 // Training workspace, per sample of capacity C (all blocks are C rows):
 //   [ layer outputs and saved values | gradient buffer A | gradient buffer B ]
 // Layer outputs are kept for backward; flatten's output is its input and takes no space.
@@ -7641,7 +7717,9 @@ consteval bool input_shape() {
 //
 //   in_shape, out_shape          per-sample shapes
 //   module_index                 position in the equivalent torch.nn.Sequential (state_dict prefix)
-//   num_params, params           size of its slice of the flat parameter buffer, and its tensors
+//   num_params, params           size of its slice of the flat parameter buffer, and its tensors,
+//                                each starting at a multiple of region_alignment_values
+//                                (aligned_layout, nn/param_info.hpp; ETNN_PARAM_ALIGNMENT)
 //   saved_per_sample             extra values forward keeps for backward (training only)
 //   output_aliases_input         output is the input reinterpreted (flatten): no storage, no work
 //   backward_in_place            dx may be written over dy (elementwise layers)
@@ -7673,6 +7751,10 @@ consteval bool input_shape() {
 // Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // Description of one parameter tensor of a layer: its PyTorch name suffix ("weight", "bias"),
 // its shape in PyTorch's layout, and where it lives inside the layer's slice of the flat buffer.
+// Every tensor starts at a multiple of region_alignment_values (core/alignment.hpp): a layer
+// with several lays them out with aligned_layout, and the zeros between them are part of its
+// slice (its num_params) but of no tensor.
+
 
 namespace etnn::nn {
 
@@ -7688,6 +7770,43 @@ struct ParamInfo {
     return n;
   }
 };
+
+// The tensors one after another, each from an aligned offset (the offsets given are ignored):
+//   static constexpr auto params = aligned_layout<2>({{{"weight", 2, {Out, In, 0, 0}, 0},
+//                                                      {"bias", 1, {Out, 0, 0, 0}, 0}}});
+template <std::size_t N>
+constexpr std::array<ParamInfo, N> aligned_layout(std::array<ParamInfo, N> infos) {
+  std::size_t at = 0;
+  for (ParamInfo& info : infos) {
+    info.offset = at;
+    at = aligned_values(at + info.numel());
+  }
+  return infos;
+}
+
+// The slice that holds the tensors: to the end of the last, rounded up (a layer's num_params).
+template <std::size_t N>
+constexpr std::size_t slice_values(const std::array<ParamInfo, N>& infos) {
+  std::size_t end = 0;
+  for (const ParamInfo& info : infos) end = end > info.offset + info.numel() ? end : info.offset + info.numel();
+  return aligned_values(end);
+}
+
+// The values the tensors hold, without the zeros between them (PyTorch's sum of numel()).
+template <std::size_t N>
+constexpr std::size_t tensor_values(const std::array<ParamInfo, N>& infos) {
+  std::size_t n = 0;
+  for (const ParamInfo& info : infos) n += info.numel();
+  return n;
+}
+
+// Whether every tensor starts aligned.
+template <std::size_t N>
+constexpr bool tensors_aligned(const std::array<ParamInfo, N>& infos) {
+  for (const ParamInfo& info : infos)
+    if (info.offset % region_alignment_values != 0) return false;
+  return true;
+}
 
 }  // namespace etnn::nn
 // ---- etnn/nn/pass.hpp ----
@@ -7793,6 +7912,19 @@ constexpr std::size_t num_buffers_of() {
   if constexpr (requires { L::num_buffers; }) return L::num_buffers;
   else return 0;
 }
+
+// The layer's slices of a network's flat parameter and buffer arrays: its own, rounded up so that
+// the next layer's starts aligned (core/alignment.hpp).
+template <Layer L>
+inline constexpr std::size_t param_slice_of = aligned_values(L::num_params);
+template <Layer L>
+inline constexpr std::size_t buffer_slice_of = aligned_values(num_buffers_of<L>());
+// Its buffers' tensors (none when it declares none).
+template <Layer L>
+constexpr auto buffer_infos_of() {
+  if constexpr (requires { L::buffers; }) return L::buffers;
+  else return std::array<ParamInfo, 0>{};
+}
 template <Layer L, class Device>
 constexpr std::size_t scratch_values_of(int batch) {
   if constexpr (requires { L::template scratch_values<Device>(batch); }) return L::template scratch_values<Device>(batch);
@@ -7854,9 +7986,11 @@ struct WeightRowBlocks {
 namespace etnn::nn::detail {
 
 // Per-sample values a layer keeps during training: its output (unless it aliases its input)
-// and what its backward needs besides.
+// and what its backward needs besides, each region rounded up to start the next aligned.
 template <Layer L>
-inline constexpr std::size_t storage_of = (L::output_aliases_input ? 0 : L::out_shape::size) + L::saved_per_sample;
+inline constexpr std::size_t output_storage_of = L::output_aliases_input ? 0 : aligned_values(L::out_shape::size);
+template <Layer L>
+inline constexpr std::size_t storage_of = output_storage_of<L> + aligned_values(L::saved_per_sample);
 
 // The row blocks of layer L's weight gradient (nn/weight_row_blocks.hpp): 1 for a layer that
 // declares none.
@@ -7903,13 +8037,18 @@ struct Program<TypeList<Ls...>> {
   using layer = std::tuple_element_t<I, std::tuple<Ls...>>;
 
  public:
-  static constexpr std::array<std::size_t, count> param_offset = exclusive_scan<count>({Ls::num_params...});
-  static constexpr std::array<std::size_t, count> buffer_offset = exclusive_scan<count>({num_buffers_of<Ls>()...});
-  static constexpr std::size_t num_params = (std::size_t{0} + ... + Ls::num_params);
-  static constexpr std::size_t num_buffers = (std::size_t{0} + ... + num_buffers_of<Ls>());
-  // End of each layer's parameters in the flat buffer.
+  static_assert((check::tensors_aligned<tensors_aligned(Ls::params) && tensors_aligned(buffer_infos_of<Ls>())>() &&
+                 ...));
+  // Each layer's slice of the flat arrays (param_slice_of, nn/layer.hpp).
+  static constexpr std::array<std::size_t, count> param_offset = exclusive_scan<count>({param_slice_of<Ls>...});
+  static constexpr std::array<std::size_t, count> buffer_offset = exclusive_scan<count>({buffer_slice_of<Ls>...});
+  // The lengths of the flat parameter (and gradient) and buffer arrays: the tensors' values and
+  // the zeros that align them.
+  static constexpr std::size_t flat_size = (std::size_t{0} + ... + param_slice_of<Ls>);
+  static constexpr std::size_t num_buffers = (std::size_t{0} + ... + buffer_slice_of<Ls>);
+  // End of each layer's slice of the flat parameters; the last is flat_size.
   static constexpr std::array<std::size_t, count> param_ends = [] {
-    std::array<std::size_t, count> ends{Ls::num_params...};
+    std::array<std::size_t, count> ends{param_slice_of<Ls>...};
     for (std::size_t i = 0; i < count; ++i) ends[i] += param_offset[i];
     return ends;
   }();
@@ -7936,7 +8075,12 @@ struct Program<TypeList<Ls...>> {
   static constexpr std::size_t storage_per_sample = (std::size_t{0} + ... + storage_of<Ls>);
   // The widest tensor any layer reads or writes: sizes the gradient and inference buffers.
   static constexpr std::size_t max_width = std::max({std::size_t{1}, Ls::in_shape::size..., Ls::out_shape::size...});
-  static constexpr std::size_t workspace_per_sample = storage_per_sample + 2 * max_width;
+  static constexpr std::size_t gradient_width = aligned_values(max_width);  // per sample of each buffer
+  static constexpr std::size_t workspace_per_sample = storage_per_sample + 2 * gradient_width;
+  // The training workspace's length for up to `capacity` samples.
+  static constexpr std::size_t workspace_values(int capacity) {
+    return workspace_per_sample * static_cast<std::size_t>(capacity);
+  }
 
   // Scratch shared by the layers (each uses it only during its own call).
   template <class Device>
@@ -7998,7 +8142,7 @@ struct Program<TypeList<Ls...>> {
   static const T* backward(Device device, const Run<T>& run, T* grads, T* workspace, int capacity, int batch,
                            const Activations<T>& act, LayerDone&& layer_done) {
     T* dy = output_gradient(workspace, capacity);
-    T* spare = dy + max_width * static_cast<std::size_t>(capacity);
+    T* spare = dy + gradient_width * static_cast<std::size_t>(capacity);
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       ((backward_layer<count - 1 - I, InputGradient>(device, run, grads, workspace, capacity, batch, act, dy, spare,
                                                      layer_done),
@@ -8009,22 +8153,26 @@ struct Program<TypeList<Ls...>> {
   }
 
   // PyTorch-default parameters, each layer from its own random stream of `seed` (so a layer's
-  // initial values do not depend on the layers before it).
+  // initial values do not depend on the layers before it), and zeros between tensors.
+  // params, buffers: host memory of flat_size and num_buffers values.
   template <class T>
   static void init_params(T* params, std::uint64_t seed) {
+    std::fill_n(params, flat_size, T(0));
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       (init_layer_params<I>(params, seed), ...);
     }(Index{});
   }
   template <class T>
   static void init_buffers(T* buffers) {
+    std::fill_n(buffers, num_buffers, T(0));
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       (init_layer_buffers<I>(buffers), ...);
     }(Index{});
   }
 
-  // Inference: no saved values, outputs ping-pong in `scratch` (2 * max_width * batch values),
+  // Inference: no saved values, outputs ping-pong in `scratch` (inference_values(batch) values),
   // the last layer writes into `out`.
+  static constexpr std::size_t inference_values(int batch) { return 2 * gradient_width * static_cast<std::size_t>(batch); }
   template <class T, class Device>
   static void forward_infer(Device device, const Run<T>& run, const T* x, T* scratch, T* out, int batch) {
     const T* current = x;
@@ -8084,7 +8232,7 @@ struct Program<TypeList<Ls...>> {
     using L = layer<I>;
     if constexpr (!L::output_aliases_input) {
       T* y = workspace + storage_offset[I] * static_cast<std::size_t>(capacity);
-      T* saved = L::saved_per_sample > 0 ? y + L::out_shape::size * static_cast<std::size_t>(capacity) : nullptr;
+      T* saved = L::saved_per_sample > 0 ? y + output_storage_of<L> * static_cast<std::size_t>(capacity) : nullptr;
       naming_layer<I>(device, [&] {
         L::forward(device, pass_of<I>(run), run.params + param_offset[I], act[I], y, saved, batch);
       });
@@ -8095,9 +8243,9 @@ struct Program<TypeList<Ls...>> {
   template <std::size_t I, class T>
   static const T* saved_of(T* workspace, int capacity) {
     using L = layer<I>;
-    return L::saved_per_sample > 0 ? workspace + storage_offset[I] * static_cast<std::size_t>(capacity) +
-                                         L::out_shape::size * static_cast<std::size_t>(capacity)
-                                   : nullptr;
+    return L::saved_per_sample > 0
+               ? workspace + (storage_offset[I] + output_storage_of<L>) * static_cast<std::size_t>(capacity)
+               : nullptr;
   }
 
   // Whether layer I's backward, on the CPU, applies the activation of layer I - 1 to its dx (in its
@@ -8157,7 +8305,7 @@ struct Program<TypeList<Ls...>> {
                           int& toggle) {
     using L = layer<I>;
     if constexpr (!L::output_aliases_input) {
-      T* y = I == last_computing ? out : scratch + static_cast<std::size_t>(toggle) * max_width * static_cast<std::size_t>(batch);
+      T* y = I == last_computing ? out : scratch + static_cast<std::size_t>(toggle) * gradient_width * static_cast<std::size_t>(batch);
       naming_layer<I>(device, [&] {
         L::forward(device, pass_of<I>(run), run.params + param_offset[I], current, y, static_cast<T*>(nullptr), batch);
       });
@@ -8294,11 +8442,11 @@ struct DenseLayer {
   using out_shape = std::conditional_t<In::rank == 2, Shape<positions, Out>, Shape<Out>>;
   using activation = Act;
   static constexpr int module_index = Index;
-  static constexpr std::size_t num_params = std::size_t{Out} * in_features + Out;
-  static constexpr std::array<ParamInfo, 2> params{{
+  static constexpr std::array<ParamInfo, 2> params = aligned_layout<2>({{
       {"weight", 2, {Out, in_features, 0, 0}, 0},
-      {"bias", 1, {Out, 0, 0, 0}, std::size_t{Out} * in_features},
-  }};
+      {"bias", 1, {Out, 0, 0, 0}, 0},
+  }});
+  static constexpr std::size_t num_params = slice_values(params);
   // f'(Z), kept by forward when f' cannot be computed from the output alone (gelu, silu).
   static constexpr std::size_t saved_per_sample = Act::derivative_needs_input ? std::size_t{positions} * Out : 0;
   static constexpr bool output_aliases_input = false;
@@ -8315,7 +8463,8 @@ struct DenseLayer {
 
   template <class T>
   static void init(T* p, Rng& rng) {
-    init_fan_in_uniform(p, num_params, in_features, rng);
+    init_fan_in_uniform(p, params[0].numel(), in_features, rng);
+    init_fan_in_uniform(p + params[1].offset, params[1].numel(), in_features, rng);
   }
 
   // On the device, a mixed-precision model's products read 16-bit copies of their operands.
@@ -8376,22 +8525,23 @@ struct MultiHeadAttentionLayer {
       {"out_proj.weight", 2, {width, width, 0, 0}, out_offset},
       {"out_proj.bias", 1, {width, 0, 0, 0}, out_offset + OutProjection::params[1].offset},
   }};
-  // Training keeps [Q | K | V] (3 T D), O (T D) and L (H T) per sample.
-  static constexpr std::size_t saved_per_sample = 4 * sequence + rows;
+  // Per sample, each region from an aligned offset: [Q | K | V] (3 T D), O (T D), L (H T).
+  static constexpr std::size_t qkv_values = aligned_values(3 * sequence);
+  static constexpr std::size_t out_values = aligned_values(sequence);
+  // Training keeps [Q | K | V], O and L.
+  static constexpr std::size_t saved_per_sample = qkv_values + out_values + rows;
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = false;
   static constexpr bool overwrites_gradients = true;  // both projections honour pass.gradients
   static constexpr bool cuda_kernels = true;  // the row and head functors and the DenseLayers on the device
 
   // Inference keeps [Q | K | V] and O here instead; backward, dO, d[Q | K | V] and Delta.
-  static constexpr std::size_t scratch_values(int batch) {
-    return static_cast<std::size_t>(batch) * (4 * sequence + rows);
-  }
+  static constexpr std::size_t scratch_values(int batch) { return static_cast<std::size_t>(batch) * saved_per_sample; }
 
   template <class T>
   static void init(T* p, Rng& rng) {
     const double xavier = std::sqrt(6.0 / (w + 3 * w));  // fan_in D, fan_out 3D
-    for (std::size_t i = 0; i < params[1].offset; ++i) p[i] = static_cast<T>(rng.uniform(-xavier, xavier));
+    for (std::size_t i = 0; i < params[0].numel(); ++i) p[i] = static_cast<T>(rng.uniform(-xavier, xavier));
     std::fill_n(p + params[1].offset, params[1].numel(), T(0));
     init_fan_in_uniform(p + out_offset, params[2].numel(), w, rng);
     std::fill_n(p + params[3].offset, params[3].numel(), T(0));
@@ -8401,8 +8551,8 @@ struct MultiHeadAttentionLayer {
   static void forward(Device device, const Pass<T>& pass, const T* p, const T* x, T* y, T* saved, int batch) {
     const auto samples = static_cast<std::size_t>(batch);
     T* qkv = saved != nullptr ? saved : pass.scratch;
-    T* out = qkv + 3 * sequence * samples;
-    T* lse = saved != nullptr ? out + sequence * samples : nullptr;
+    T* out = qkv + qkv_values * samples;
+    T* lse = saved != nullptr ? out + out_values * samples : nullptr;
     InProjection::forward(device, pass, p, x, qkv, static_cast<T*>(nullptr), batch);
     attention_forward<length, width, Heads, Causal>(device, static_cast<const T*>(qkv), out, lse, samples);
     OutProjection::forward(device, pass, p + out_offset, out, y, static_cast<T*>(nullptr), batch);
@@ -8413,11 +8563,11 @@ struct MultiHeadAttentionLayer {
                        T* dy, T* dx, int batch) {
     const auto samples = static_cast<std::size_t>(batch);
     const T* qkv = saved;
-    const T* out = qkv + 3 * sequence * samples;
-    const T* lse = out + sequence * samples;
+    const T* out = qkv + qkv_values * samples;
+    const T* lse = out + out_values * samples;
     T* dout = pass.scratch;
-    T* dqkv = dout + sequence * samples;
-    T* delta = dqkv + 3 * sequence * samples;
+    T* dqkv = dout + out_values * samples;
+    T* delta = dqkv + qkv_values * samples;
     OutProjection::backward(device, pass, p + out_offset, g + out_offset, out, y, static_cast<const T*>(nullptr), dy,
                             dout, batch);
     attention_backward<length, width, Heads, Causal>(device, qkv, out, static_cast<const T*>(dout), lse, delta, dqkv,
@@ -8446,17 +8596,20 @@ struct BatchNormLayer {
   using in_shape = In;
   using out_shape = In;
   static constexpr int module_index = Index;
-  static constexpr std::size_t num_params = 2 * std::size_t{channels};
-  static constexpr std::array<ParamInfo, 2> params{{
+  static constexpr std::array<ParamInfo, 2> params = aligned_layout<2>({{
       {"weight", 1, {channels, 0, 0, 0}, 0},
-      {"bias", 1, {channels, 0, 0, 0}, channels},
-  }};
-  static constexpr std::size_t num_buffers = 2 * std::size_t{channels} + 1;
-  static constexpr std::array<ParamInfo, 3> buffers{{
+      {"bias", 1, {channels, 0, 0, 0}, 0},
+  }});
+  static constexpr std::size_t num_params = slice_values(params);
+  // As the kernels find them (expr::detail::running_var_at).
+  static constexpr std::array<ParamInfo, 3> buffers = aligned_layout<3>({{
       {"running_mean", 1, {channels, 0, 0, 0}, 0},
-      {"running_var", 1, {channels, 0, 0, 0}, channels},
-      {"num_batches_tracked", 0, {0, 0, 0, 0}, 2 * std::size_t{channels}},
-  }};
+      {"running_var", 1, {channels, 0, 0, 0}, 0},
+      {"num_batches_tracked", 0, {0, 0, 0, 0}, 0},
+  }});
+  static_assert(buffers[1].offset == expr::detail::running_var_at<channels> &&
+                buffers[2].offset == expr::detail::batches_tracked_at<channels>);
+  static constexpr std::size_t num_buffers = slice_values(buffers);
   static constexpr std::size_t saved_per_sample = 0;
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = true;
@@ -8464,23 +8617,25 @@ struct BatchNormLayer {
 
   template <class T>
   static void init(T* p, Rng&) {
-    for (int c = 0; c < channels; ++c) p[c] = T(1), p[channels + c] = T(0);
+    std::fill_n(p, channels, T(1));
+    std::fill_n(p + params[1].offset, channels, T(0));
   }
   template <class T>
   static void init_buffers(T* b) {
-    for (int c = 0; c < channels; ++c) b[c] = T(0), b[channels + c] = T(1);
-    b[2 * channels] = T(0);
+    std::fill_n(b, channels, T(0));
+    std::fill_n(b + buffers[1].offset, channels, T(1));
+    b[buffers[2].offset] = T(0);
   }
 
   template <class T, class Device>
   static void forward(Device device, const Pass<T>& pass, const T* p, const T* x, T* y, T*, int batch) {
-    batch_norm_forward<channels, spatial>(device, p, p + channels, pass.buffers, x, y, batch, pass.training, pass.sync);
+    batch_norm_forward<channels, spatial>(device, p, p + params[1].offset, pass.buffers, x, y, batch, pass.training, pass.sync);
   }
 
   template <class T, class Device>
   static void backward(Device device, const Pass<T>& pass, const T* p, T* g, const T* x, const T*, const T*, T* dy,
                        T* dx, int batch) {
-    batch_norm_backward<channels, spatial>(device, p, g, g + channels, pass.buffers, x, dy, dx, batch, pass.training,
+    batch_norm_backward<channels, spatial>(device, p, g, g + params[1].offset, pass.buffers, x, dy, dx, batch, pass.training,
                                            pass.sync);
   }
 };
@@ -8596,9 +8751,9 @@ struct Conv1dLayer {
   static constexpr bool cuda_kernels = true;  // the column functors and the DenseLayer on the device
   static constexpr bool overwrites_gradients = Product::overwrites_gradients;
 
-  // The columns X' and, in backward, their gradient dX'.
+  // The columns X' and, in backward, their gradient dX', from aligned offsets.
   static constexpr std::size_t scratch_values(int batch) {
-    return 2 * columns_per_sample * static_cast<std::size_t>(batch);
+    return 2 * aligned_values(columns_per_sample) * static_cast<std::size_t>(batch);
   }
 
   // U(+-1/sqrt(C K)) for weight and bias, as nn.Conv1d: the product's fan-in is C K.
@@ -8618,7 +8773,8 @@ struct Conv1dLayer {
   static void backward(Device device, const Pass<T>& pass, const T* p, T* g, const T* x, const T* y, const T* saved,
                        T* dy, T* dx, int batch) {
     T* columns = pass.scratch;
-    T* column_grad = dx != nullptr ? columns + columns_per_sample * static_cast<std::size_t>(batch) : nullptr;
+    T* column_grad =
+        dx != nullptr ? columns + aligned_values(columns_per_sample) * static_cast<std::size_t>(batch) : nullptr;
     to_columns(device, x, columns, batch);
     Product::backward(device, pass, p, g, columns, y, saved, dy, column_grad, batch);
     if (dx == nullptr) return;
@@ -8660,11 +8816,11 @@ struct ConvLayer {
   using out_shape = Shape<Out, geometry::out_height, geometry::out_width>;
   using activation = Act;
   static constexpr int module_index = Index;
-  static constexpr std::size_t num_params = weight_size + Out;
-  static constexpr std::array<ParamInfo, 2> params{{
+  static constexpr std::array<ParamInfo, 2> params = aligned_layout<2>({{
       {"weight", 4, {Out, channels, Kernel, Kernel}, 0},
-      {"bias", 1, {Out, 0, 0, 0}, weight_size},
-  }};
+      {"bias", 1, {Out, 0, 0, 0}, 0},
+  }});
+  static constexpr std::size_t num_params = slice_values(params);
   static constexpr std::size_t saved_per_sample = Act::derivative_needs_input ? out_shape::size : 0;
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = false;
@@ -8680,18 +8836,19 @@ struct ConvLayer {
 
   template <class T>
   static void init(T* p, Rng& rng) {
-    init_fan_in_uniform(p, num_params, fan_in, rng);
+    init_fan_in_uniform(p, weight_size, fan_in, rng);
+    init_fan_in_uniform(p + params[1].offset, params[1].numel(), fan_in, rng);
   }
 
   template <class T, class Device>
   static void forward(Device device, const Pass<T>& pass, const T* p, const T* x, T* y, T* saved, int batch) {
-    conv2d_forward<geometry, Out>(device, p, p + weight_size, x, y, saved, pass.scratch, batch, Act{});
+    conv2d_forward<geometry, Out>(device, p, p + params[1].offset, x, y, saved, pass.scratch, batch, Act{});
   }
 
   template <class T, class Device>
   static void backward(Device device, const Pass<T>& pass, const T* p, T* g, const T* x, const T* y,
                        const T* saved, T* dy, T* dx, int batch) {
-    conv2d_backward<geometry, Out>(device, p, g, g + weight_size, x, y, saved, dy, dx, pass.scratch, batch, Act{});
+    conv2d_backward<geometry, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, pass.scratch, batch, Act{});
   }
 };
 
@@ -9025,8 +9182,8 @@ struct LayerNormLayer {
   using in_shape = In;
   using out_shape = In;
   static constexpr int module_index = Index;
-  static constexpr std::size_t num_params = 2 * std::size_t{width};
-  static constexpr std::array<ParamInfo, 2> params{{shaped("weight", 0), shaped("bias", width)}};
+  static constexpr std::array<ParamInfo, 2> params = aligned_layout<2>({{shaped("weight", 0), shaped("bias", 0)}});
+  static constexpr std::size_t num_params = slice_values(params);
   static constexpr std::size_t saved_per_sample = 2 * std::size_t{rows};  // mean and 1 / std per row
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = false;
@@ -9035,13 +9192,13 @@ struct LayerNormLayer {
   template <class T>
   static void init(T* p, Rng&) {
     std::fill_n(p, width, T(1));
-    std::fill_n(p + width, width, T(0));
+    std::fill_n(p + params[1].offset, width, T(0));
   }
 
   template <class T, class Device>
   static void forward(Device device, const Pass<T>&, const T* p, const T* x, T* y, T* saved, int batch) {
     for_each_index(device, row_count(batch), 3 * std::size_t{width},
-                   detail::LayerNormRows<width, T>{p, p + width, x, y, saved});
+                   detail::LayerNormRows<width, T>{p, p + params[1].offset, x, y, saved});
   }
 
   template <class T, class Device>
@@ -9051,7 +9208,7 @@ struct LayerNormLayer {
     using ParameterGradients = detail::LayerNormParameterGradients<width, T>;
     const int features = std::is_same_v<Device, Cpu> ? ParameterGradients::host_features : 1;
     for_each_index(device, (std::size_t{width} + features - 1) / features, 2 * n * features,
-                   ParameterGradients{x, saved, dy, g, g + width, n, features});
+                   ParameterGradients{x, saved, dy, g, g + params[1].offset, n, features});
     if (dx == nullptr) return;
     for_each_index(device, n, 4 * std::size_t{width}, detail::LayerNormInputGradientRows<width, T>{p, x, saved, dy, dx});
   }
@@ -9547,11 +9704,19 @@ struct Sequential<First, Rest...> {
  private:
   template <class... Ls>
   static constexpr std::size_t sum_params(TypeList<Ls...>) {
-    return (std::size_t{0} + ... + Ls::num_params);
+    return (std::size_t{0} + ... + tensor_values(Ls::params));
+  }
+  template <class... Ls>
+  static constexpr std::size_t sum_slices(TypeList<Ls...>) {
+    return (std::size_t{0} + ... + param_slice_of<Ls>);
   }
 
  public:
+  // Its trainable values, as PyTorch counts them (sum of p.numel()).
   static constexpr std::size_t num_params = sum_params(layers{});
+  // The length of a model's flat parameter and gradient arrays: these values and the zeros that
+  // start every tensor on a 256-byte boundary (nn/program.hpp).
+  static constexpr std::size_t flat_size = sum_slices(layers{});
 
   // "input<784> >> linear<512> >> relu >> linear<10>"
   static std::string describe() { return (First::describe() + ... + (" >> " + Rest::describe())); }
@@ -9710,18 +9875,18 @@ constexpr std::array<ParamInfo, A + B> join(const std::array<ParamInfo, A>& a, c
 
 // Running block P inside a combinator layer, with the combinator's pass (its buffers are the
 // block's, its seed the block's random stream). The block's training workspace is the combinator's
-// saved values (P::workspace_per_sample per sample, laid out for `batch` rows); in inference its
+// saved values (P::workspace_values(batch) values, laid out for `batch` rows); in inference its
 // ping-pong buffers come first in the scratch, and its layers' scratch follows.
 template <class P>
 struct BlockRun {
   template <class Device>
   static constexpr std::size_t scratch_values(int batch) {
-    return 2 * P::max_width * static_cast<std::size_t>(batch) + P::template scratch_values<Device>(batch);
+    return P::inference_values(batch) + P::template scratch_values<Device>(batch);
   }
 
   template <class T>
   static Run<T> run_of(const Pass<T>& pass, const T* params, int batch) {
-    return {params,    pass.buffers, pass.scratch + 2 * P::max_width * static_cast<std::size_t>(batch), pass.training,
+    return {params,    pass.buffers, pass.scratch + P::inference_values(batch), pass.training,
             pass.seed, pass.sync,    pass.products};
   }
 
@@ -9774,10 +9939,10 @@ struct ConcatLayer {
   using in_shape = In;
   using out_shape = Shape<static_cast<int>(width_a + width_b)>;
   static constexpr int module_index = Index;
-  static constexpr std::size_t num_params = program_a::num_params + program_b::num_params;
+  static constexpr std::size_t num_params = program_a::flat_size + program_b::flat_size;
   static constexpr auto params =
       detail::join(detail::NestedInfos<program_a, false, prefix_a>::infos,
-                   detail::NestedInfos<program_b, false, prefix_b, program_a::num_params>::infos);
+                   detail::NestedInfos<program_b, false, prefix_b, program_a::flat_size>::infos);
   static constexpr std::size_t num_buffers = program_a::num_buffers + program_b::num_buffers;
   static constexpr auto buffers =
       detail::join(detail::NestedInfos<program_a, true, prefix_a>::infos,
@@ -9791,14 +9956,14 @@ struct ConcatLayer {
   // Inference: both outputs, then the larger branch's own scratch.
   template <class Device>
   static constexpr std::size_t scratch_values(int batch) {
-    return (width_a + width_b) * static_cast<std::size_t>(batch) +
+    return (aligned_values(width_a) + aligned_values(width_b)) * static_cast<std::size_t>(batch) +
            std::max(run_a::template scratch_values<Device>(batch), run_b::template scratch_values<Device>(batch));
   }
 
   template <class T>
   static void init(T* p, Rng& rng) {
     program_a::init_params(p, rng.next());
-    program_b::init_params(p + program_a::num_params, rng.next());
+    program_b::init_params(p + program_a::flat_size, rng.next());
   }
   template <class T>
   static void init_buffers(T* b) {
@@ -9811,12 +9976,12 @@ struct ConcatLayer {
     const auto rows = static_cast<std::size_t>(batch);
     // Inference outputs go to the scratch; the branches' own scratch follows them.
     T* out_a = pass.scratch;
-    T* out_b = out_a + width_a * rows;
+    T* out_b = out_a + aligned_values(width_a) * rows;  // each output region aligned
     Pass<T> pass_a = pass;
-    pass_a.scratch = out_b + width_b * rows;
-    T* workspace_b = saved != nullptr ? saved + program_a::workspace_per_sample * rows : nullptr;
+    pass_a.scratch = out_b + aligned_values(width_b) * rows;
+    T* workspace_b = saved != nullptr ? saved + program_a::workspace_values(batch) : nullptr;
     const T* a = run_a::forward(device, pass_a, p, x, saved, out_a, batch);
-    const T* b = run_b::forward(device, branch_b(pass_a), p + program_a::num_params, x, workspace_b, out_b, batch);
+    const T* b = run_b::forward(device, branch_b(pass_a), p + program_a::flat_size, x, workspace_b, out_b, batch);
     copy_rows(device, a, width_a, y, out_shape::size, width_a, rows);
     copy_rows(device, b, width_b, y + width_a, out_shape::size, width_b, rows);
   }
@@ -9827,13 +9992,13 @@ struct ConcatLayer {
                        T* dy, T* dx, int batch) {
     const auto rows = static_cast<std::size_t>(batch);
     T* workspace_a = const_cast<T*>(saved);  // the branches' own workspaces, which their backward reuses
-    T* workspace_b = workspace_a + program_a::workspace_per_sample * rows;
+    T* workspace_b = workspace_a + program_a::workspace_values(batch);
     T* dy_a = run_a::output_gradient(workspace_a, batch);
     T* dy_b = run_b::output_gradient(workspace_b, batch);
     copy_rows(device, dy, out_shape::size, dy_a, width_a, width_a, rows);
     copy_rows(device, dy + width_a, out_shape::size, dy_b, width_b, width_b, rows);
-    const T* p_b = p + program_a::num_params;
-    T* g_b = g + program_a::num_params;
+    const T* p_b = p + program_a::flat_size;
+    T* g_b = g + program_a::flat_size;
     if (dx == nullptr) {
       run_a::template backward<false>(device, pass, p, g, x, workspace_a, batch);
       run_b::template backward<false>(device, branch_b(pass), p_b, g_b, x, workspace_b, batch);
@@ -9992,9 +10157,14 @@ struct FusedMlpProgram<TypeList<Ls...>, Half> : Program<TypeList<Ls...>> {
   // The kernels at the network's widths: input, then each layer's output.
   using kernels = typename backend::FusedMlpKernels<Half, FusedLayer<First>::in, FusedLayer<Ls>::out...>::type;
   static constexpr std::size_t out_width = base::template layer<base::count - 1>::out_shape::size;
+  static_assert(kernels::padding::num_params == base::flat_size,
+                "etnn: the fused kernels read the parameters where the linear layers lay them out");
 
-  static constexpr std::size_t storage_per_sample = out_width;
-  static constexpr std::size_t workspace_per_sample = 2 * out_width;
+  static constexpr std::size_t storage_per_sample = aligned_values(out_width);
+  static constexpr std::size_t workspace_per_sample = 2 * storage_per_sample;
+  static constexpr std::size_t workspace_values(int capacity) {
+    return workspace_per_sample * static_cast<std::size_t>(capacity);
+  }
   template <class Device>
   static constexpr bool runs_on = std::is_same_v<Device, Cuda>;
 
@@ -10008,7 +10178,7 @@ struct FusedMlpProgram<TypeList<Ls...>, Half> : Program<TypeList<Ls...>> {
 
   template <class T>
   static T* output_gradient(T* workspace, int capacity) {
-    return workspace + out_width * static_cast<std::size_t>(capacity);
+    return workspace + storage_per_sample * static_cast<std::size_t>(capacity);
   }
 
   // act[0] = input, act[count] = output; the hidden activations live in the kernels' scratch.
@@ -10100,8 +10270,11 @@ class Model {
   using input_shape = typename Net::input_shape;
   using output_shape = typename Net::output_shape;
   using program = typename nn::detail::ProgramFor<Net, Scalar>::type;
-  static constexpr std::size_t num_params = Net::num_params;
-  static constexpr std::size_t num_buffers = program::num_buffers;
+  static constexpr std::size_t num_params = Net::num_params;  // trainable values, as PyTorch counts them
+  // The length of the flat parameter and gradient arrays: every tensor starts on a 256-byte
+  // boundary (core/alignment.hpp), and the zeros between tensors stay zero (their gradients are 0).
+  static constexpr std::size_t flat_size = program::flat_size;
+  static constexpr std::size_t num_buffers = program::num_buffers;  // the buffer array's length, likewise
   static_assert(nn::check::layers_on_device<!device_compiled<Device> || program::template runs_on<Device>>());
 
   // Parameters initialised as PyTorch initialises each layer, from a seeded generator: one
@@ -10109,15 +10282,15 @@ class Model {
   // A device model is initialised on the host and copied over, so it starts where a CPU model
   // with the same seed starts.
   explicit Model(std::uint64_t seed = 0)
-      : params_(num_params), grads_(num_params), buffers_(num_buffers), seed_(seed) {
+      : params_(flat_size), grads_(flat_size), buffers_(num_buffers), seed_(seed) {
     if constexpr (std::is_same_v<Device, Cpu>) {
       program::init_params(params_.data(), seed);
       program::init_buffers(buffers_.data());
     } else {
-      Buffer<T, Cpu> params(num_params), buffers(num_buffers);
+      Buffer<T, Cpu> params(flat_size), buffers(num_buffers);
       program::init_params(params.data(), seed);
       program::init_buffers(buffers.data());
-      copy_from_host(Device{}, params_.data(), params.data(), num_params);
+      copy_from_host(Device{}, params_.data(), params.data(), flat_size);
       copy_from_host(Device{}, buffers_.data(), buffers.data(), num_buffers);
     }
     zero_grad();
@@ -10138,7 +10311,7 @@ class Model {
   T* gradients() noexcept { return grads_.data(); }
   const T* gradients() const noexcept { return grads_.data(); }
 
-  // Keeps the gradients in `storage` (num_params values on the model's device that outlive this
+  // Keeps the gradients in `storage` (flat_size values on the model's device that outlive this
   // use) instead of the model's own buffer, which is released meanwhile; nullptr brings them back
   // into a buffer of its own. A data-parallel optimizer whose reducer sums shared memory in place
   // does this for its life (optim/gradient_storage.hpp).
@@ -10147,7 +10320,7 @@ class Model {
   T* buffers() noexcept { return buffers_.data(); }
   const T* buffers() const noexcept { return buffers_.data(); }
 
-  void zero_grad() { fill(Device{}, grads_.data(), num_params, T(0)); }
+  void zero_grad() { fill(Device{}, grads_.data(), flat_size, T(0)); }
 
   // The network call of the next forward pass. In training mode each one gets a fresh random
   // stream (dropout masks) from the model's seed and a count of training passes, which training
@@ -10195,7 +10368,7 @@ class Model {
     const auto rows = static_cast<std::size_t>(std::max(batch, 0));
     if (batch <= reserved_) return;
     reserved_ = batch;
-    activations_.reserve_discard(2 * program::max_width * rows);
+    activations_.reserve_discard(program::inference_values(batch));
     scratch_.reserve_discard(program::template scratch_values<Device>(batch));
     Buffer<T, Device> zeros(input_shape::size * rows), out(output_shape::size * rows);
     fill(Device{}, zeros.data(), zeros.size(), T(0));
@@ -10272,7 +10445,7 @@ struct ResidualLayer {
   using in_shape = In;
   using out_shape = In;
   static constexpr int module_index = Index;
-  static constexpr std::size_t num_params = program::num_params;
+  static constexpr std::size_t num_params = program::flat_size;
   static constexpr auto params = detail::NestedInfos<program, false, prefix>::infos;
   static constexpr std::size_t num_buffers = program::num_buffers;
   static constexpr auto buffers = detail::NestedInfos<program, true, prefix>::infos;
@@ -10367,7 +10540,7 @@ void summary_rows(std::vector<SummaryRow>& rows, nn::Sequential<S, Rest...>) {
     for (int d = 0; d < p.rank; ++d) names += (d ? ", " : "") + std::to_string(p.shape[static_cast<std::size_t>(d)]);
     names += ")";
   }
-  rows.push_back({std::to_string(Index), S::describe(), L::out_shape::to_string(), std::to_string(L::num_params), names});
+  rows.push_back({std::to_string(Index), S::describe(), L::out_shape::to_string(), std::to_string(tensor_values(L::params)), names});
   summary_rows<typename L::out_shape, Index + 1>(rows, nn::Sequential<Rest...>{});
 }
 
@@ -10461,7 +10634,7 @@ class TrainingPass {
     if (batch <= capacity_) return;
     const auto rows = static_cast<std::size_t>(batch);
     graphs_.clear();  // they point into the workspace and scratch replaced here
-    workspace_ = Buffer<T, Device>(program::workspace_per_sample * rows);
+    workspace_ = Buffer<T, Device>(program::workspace_values(batch));
     scratch_ = Buffer<T, Device>(program::template scratch_values<Device>(batch));
     capacity_ = batch;
     if constexpr (!std::is_same_v<T, float>) input_staging_.reserve_discard(input_shape::size * rows);
@@ -11020,7 +11193,8 @@ class ParameterMatrix {
   using value_type = T;
   using device = Cpu;
   static constexpr std::size_t num_params = static_cast<std::size_t>(Rows) * Cols;
-  static constexpr std::array<std::size_t, 1> param_ends{num_params};  // one gradient bucket
+  static constexpr std::size_t flat_size = num_params;  // one tensor: nothing to align
+  static constexpr std::array<std::size_t, 1> param_ends{flat_size};  // one gradient bucket
 
   explicit ParameterMatrix(std::uint64_t seed) : params_(num_params), grads_(num_params) {
     Rng rng(seed);
@@ -11095,6 +11269,7 @@ class CenterLoss : public detail::ParameterMatrix<CenterLoss<Embedding, Classes,
   using target_kind = ClassIndices;
   using Options = CenterLossOptions;
   using Centers::num_params;
+  using Centers::flat_size;
   static constexpr const char* who = "etnn::loss::CenterLoss";
   static constexpr const char* tensor_name = "centers";
 
@@ -11589,6 +11764,7 @@ class MarginHead : public detail::ParameterMatrix<MarginHead<Margin, Embedding, 
   using target_kind = ClassIndices;
   using Options = MarginHeadOptions<Margin>;
   using Weight::num_params;
+  using Weight::flat_size;
   static constexpr const char* who = Margin::name;
   static constexpr const char* tensor_name = "weight";
 
@@ -12326,12 +12502,15 @@ class GradientBuckets {
 //   etnn::optim::SGD head_opt(arcface, {.lr = 0.01f});
 // A parameter set has
 //   value_type, device                       its scalar type and device
-//   num_params                               the length of its flat parameter and gradient buffers
+//   num_params                               its trainable values (PyTorch's sum of numel())
+//   flat_size                                the length of its flat parameter and gradient buffers:
+//                                            those values and the zeros that align each tensor
+//                                            (a Model's, nn/program.hpp), which stay zero
 //   parameters(), gradients(), zero_grad()   those buffers (the gradients accumulate until zeroed)
 //   named_parameters()                       its tensors as slices of them, named like a state_dict
 // and either is a Model (network, program: the layer ends and the description come from the
 // network type) or names them itself:
-//   param_ends                               end offsets of its gradient buckets, ascending, the last num_params
+//   param_ends                               end offsets of its gradient buckets, ascending, the last flat_size
 //   describe()                               a one-line description (rank agreement, checkpoints)
 // Non-trainable buffers (num_buffers, buffers(), named_buffers()) are optional.
 
@@ -12356,6 +12535,7 @@ concept ParameterSet = requires(P& p) {
   typename P::value_type;
   typename P::device;
   { P::num_params } -> std::convertible_to<std::size_t>;
+  { P::flat_size } -> std::convertible_to<std::size_t>;
   { p.parameters() } -> std::same_as<typename P::value_type*>;
   { p.gradients() } -> std::same_as<typename P::value_type*>;
   p.zero_grad();
@@ -12371,7 +12551,7 @@ constexpr std::span<const std::size_t> parameter_ends() {
     return P::param_ends;
 }
 
-// Where a gradient bucket may end, ascending, the last num_params: a Model's layer ends and the
+// Where a gradient bucket may end, ascending, the last flat_size: a Model's layer ends and the
 // row blocks of its large weights (nn::Program::gradient_cuts), the set's own units otherwise.
 template <ParameterSet P>
 constexpr std::span<const std::size_t> gradient_cuts() {
@@ -12437,7 +12617,7 @@ class GradientStorage {
   // every rank calls this with the same parameter set type).
   void keep_in(R& reducer, P& params) {
     if constexpr (SumsInPlace<R, P>) {
-      storage_ = reducer.template shared_storage<typename P::value_type>(P::num_params);
+      storage_ = reducer.template shared_storage<typename P::value_type>(P::flat_size);
       if (!storage_) return;
       params.keep_gradients_in(storage_.data());
       params_ = &params;
@@ -12668,9 +12848,9 @@ class Optimizer {
                                describe<Params>() + " in " + (sizeof(T) == 4 ? "float" : "double"));
     if (buckets.gradient_as_bucket_view) gradient_storage_.keep_in(reducer, model);
     const std::size_t slots = Rule::state_slots(options_);
-    state_ = Buffer<T, Device>(slots * Params::num_params);
+    state_ = Buffer<T, Device>(slots * Params::flat_size);
     fill(Device{}, state_.data(), state_.size(), T(0));
-    reducer_->broadcast(model_->parameters(), Params::num_params, 0);
+    reducer_->broadcast(model_->parameters(), Params::flat_size, 0);
     if constexpr (num_buffers<Params>() > 0) reducer_->broadcast(model_->buffers(), num_buffers<Params>(), 0);
   }
 
@@ -12722,7 +12902,7 @@ class Optimizer {
   // every rank reaches the same verdict without another collective.
   bool gradients_finite() const {
     if (const int checked = buckets_.sums_finite(); checked >= 0) return checked == 1;
-    return backend::last_non_finite(Device{}, model_->gradients(), Params::num_params) == Params::num_params;
+    return backend::last_non_finite(Device{}, model_->gradients(), Params::flat_size) == Params::flat_size;
   }
 
   // Ends the step without an update, as torch.cuda.amp.GradScaler skips optimizer.step() on an
@@ -12753,15 +12933,15 @@ class Optimizer {
     if (max_grad_norm_ > 0.0f) {
       // ||mean|| = ||sum|| / ranks; the clip factor joins the gradient scale of the fused update.
       const double ranks = static_cast<double>(reducer_->size());
-      last_grad_norm_ = std::sqrt(backend::sum_of_squares(Device{}, model_->gradients(), Params::num_params)) / ranks;
+      last_grad_norm_ = std::sqrt(backend::sum_of_squares(Device{}, model_->gradients(), Params::flat_size)) / ranks;
       const double clip = detail::clip_scale(max_grad_norm_, last_grad_norm_);
       if (!(clip >= 1.0)) grad_scale = static_cast<T>(clip / ranks);
     }
     const double lr = learning_rate();
     ++steps_;
     Rule::template update<T>(options_, lr, model_->parameters(), model_->gradients(), state_.data(),
-                             Params::num_params, steps_, grad_scale,
-                             [](const auto& update) { for_each_index(Device{}, Params::num_params, update); });
+                             Params::flat_size, steps_, grad_scale,
+                             [](const auto& update) { for_each_index(Device{}, Params::flat_size, update); });
     // Each rank's forward updated running statistics from its own batch; like DDP's
     // broadcast_buffers, every rank continues with rank 0's.
     if constexpr (num_buffers<Params>() > 0)
@@ -12814,7 +12994,7 @@ class Optimizer {
   // off at that step, or before the first step.
   double last_grad_norm() const noexcept { return last_grad_norm_; }
 
-  // The per-parameter state (Rule::state_names(options)[k] for parameter i at k * num_params + i),
+  // The per-parameter state (Rule::state_names(options)[k] for flat index i at k * flat_size + i),
   // and the step count: what a training checkpoint keeps (etnn::io::save_state).
   T* state() noexcept { return state_.data(); }
   const T* state() const noexcept { return state_.data(); }
@@ -16598,7 +16778,7 @@ void append_training_slots(std::vector<TensorSlot<T>>& slots, Params& params, Op
   for (std::size_t k = 0; k < names.size(); ++k)
     for (const auto& p : named)
       slots.push_back({prefix + "optimizer." + names[k] + "." + p.name, shape_of(p),
-                       optimizer.state() + k * Params::num_params + p.offset, p.numel});
+                       optimizer.state() + k * Params::flat_size + p.offset, p.numel});
   if (partial)
     for (const auto& p : named)
       slots.push_back({prefix + "grad." + p.name, shape_of(p), params.gradients() + p.offset, p.numel});
@@ -17289,7 +17469,7 @@ class LossScaler {
     if (!on()) return;
     using T = typename Params::value_type;
     const T inverse = T(1) / static_cast<T>(scale_);
-    assign(typename Params::device{}, params.gradients(), expr::ref(params.gradients(), Params::num_params) * inverse);
+    assign(typename Params::device{}, params.gradients(), expr::ref(params.gradients(), Params::flat_size) * inverse);
   }
 
   // After each update window; returns whether a skipped step was an overflow: one that scaling
@@ -17354,8 +17534,8 @@ namespace etnn::train::detail {
 template <optim::ParameterSet Params>
 std::string non_finite_tensor(const typename Params::value_type* gradients) {
   using Device = typename Params::device;
-  const std::size_t last = backend::last_non_finite(Device{}, gradients, Params::num_params);
-  if (last == Params::num_params) return {};
+  const std::size_t last = backend::last_non_finite(Device{}, gradients, Params::flat_size);
+  if (last == Params::flat_size) return {};
   const auto ends = optim::parameter_ends<Params>();
   const auto layer_end = std::upper_bound(ends.begin(), ends.end(), last);
   const std::size_t begin = layer_end == ends.begin() ? 0 : *(layer_end - 1);

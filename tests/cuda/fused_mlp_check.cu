@@ -114,6 +114,22 @@ struct Reference {
 
 enum class Pass { forward, forward_and_backward };
 
+// Where layer l's weight and bias start in the flat parameters: each from a multiple of 64 values,
+// zeros between, as etnn's linear layers lay them out (expr::detail::MlpLayout); size: the length.
+struct Offsets {
+  std::vector<std::size_t> weight, bias;
+  std::size_t size = 0;
+};
+Offsets offsets_of(const std::vector<int>& widths) {
+  Offsets at;
+  for (std::size_t l = 0; l + 1 < widths.size(); ++l) {
+    at.weight.push_back(at.size);
+    at.bias.push_back(at.size + etnn::aligned_values(static_cast<std::size_t>(widths[l + 1]) * widths[l]));
+    at.size = at.bias.back() + etnn::aligned_values(static_cast<std::size_t>(widths[l + 1]));
+  }
+  return at;
+}
+
 Reference reference(const std::vector<int>& widths, const std::vector<float>& params, const std::vector<float>& x,
                     const std::vector<float>& dy, int batch, Precision precision, Pass pass,
                     float (*round_half)(float)) {
@@ -122,21 +138,14 @@ Reference reference(const std::vector<int>& widths, const std::vector<float>& pa
   };
   const int layers = static_cast<int>(widths.size()) - 1;
   // Parameters as the arithmetic uses them: weights as operands, biases exact.
+  const Offsets at = offsets_of(widths);
   std::vector<double> used(params.begin(), params.end());
-  std::vector<std::size_t> weight_offset(layers);
-  std::size_t offset = 0;
   for (int l = 0; l < layers; ++l) {
-    weight_offset[l] = offset;
     const std::size_t weights = static_cast<std::size_t>(widths[l + 1]) * widths[l];
-    for (std::size_t i = 0; i < weights; ++i) used[offset + i] = operand(params[offset + i]);
-    offset += weights + widths[l + 1];
+    for (std::size_t i = 0; i < weights; ++i) used[at.weight[l] + i] = operand(params[at.weight[l] + i]);
   }
-  auto weight = [&](int l, int o, int i) {
-    return used[weight_offset[l] + static_cast<std::size_t>(o) * widths[l] + i];
-  };
-  auto bias = [&](int l, int o) {
-    return used[weight_offset[l] + static_cast<std::size_t>(widths[l + 1]) * widths[l] + o];
-  };
+  auto weight = [&](int l, int o, int i) { return used[at.weight[l] + static_cast<std::size_t>(o) * widths[l] + i]; };
+  auto bias = [&](int l, int o) { return used[at.bias[l] + o]; };
 
   // Forward: act[l] = A_l (batch, w_l); Z_l = A_l W_l^T + b_l; A_{l+1} = relu(Z_l), y = Z_{L-1}.
   std::vector<std::vector<double>> act(layers + 1);
@@ -161,8 +170,8 @@ Reference reference(const std::vector<int>& widths, const std::vector<float>& pa
   for (std::size_t i = 0; i < dy.size(); ++i) dz[i] = operand(dy[i]);
   for (int l = layers - 1; l >= 0; --l) {
     const int in = widths[l], out = widths[l + 1];
-    double* grad_w = ref.grads.data() + weight_offset[l];          // dW_l = dZ_l^T A_l   (out, in)
-    double* grad_b = grad_w + static_cast<std::size_t>(out) * in;  // db_l = sum over rows of dZ_l
+    double* grad_w = ref.grads.data() + at.weight[l];  // dW_l = dZ_l^T A_l   (out, in)
+    double* grad_b = ref.grads.data() + at.bias[l];    // db_l = sum over rows of dZ_l
     for (int b = 0; b < batch; ++b)
       for (int o = 0; o < out; ++o) {
         const double g = dz[static_cast<std::size_t>(b) * out + o];
@@ -198,15 +207,19 @@ bool run_case(int batch, std::mt19937& rng) {
   }
   std::printf("[%s %s] batch %d\n", format_name<Half>, name.c_str(), batch);
 
-  // Parameters uniform in +-1/sqrt(in) per layer; x and dy uniform in [-1, 1].
-  std::vector<float> params(Mlp::num_params);
-  std::size_t offset = 0;
+  // Parameters uniform in +-1/sqrt(in) per layer, zeros between tensors; x and dy uniform in [-1, 1].
+  const Offsets at = offsets_of(widths);
+  if (at.size != Mlp::num_params) {
+    std::printf("  the kernels' parameter layout (%zu values) is not the linear layers' (%zu): FAIL\n",
+                static_cast<std::size_t>(Mlp::num_params), at.size);
+    return false;
+  }
+  std::vector<float> params(Mlp::num_params, 0.0f);
   for (int l = 0; l < layers; ++l) {
     const float bound = 1.0f / std::sqrt(static_cast<float>(widths[l]));
     std::uniform_real_distribution<float> dist(-bound, bound);
-    const std::size_t count = static_cast<std::size_t>(widths[l + 1]) * (widths[l] + 1);
-    for (std::size_t i = 0; i < count; ++i) params[offset + i] = dist(rng);
-    offset += count;
+    for (std::size_t i = 0; i < static_cast<std::size_t>(widths[l + 1]) * widths[l]; ++i) params[at.weight[l] + i] = dist(rng);
+    for (int o = 0; o < widths[l + 1]; ++o) params[at.bias[l] + o] = dist(rng);
   }
   std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
   std::vector<float> x(static_cast<std::size_t>(batch) * in), dy(static_cast<std::size_t>(batch) * out);
@@ -271,17 +284,25 @@ bool run_case(int batch, std::mt19937& rng) {
   ok &= report("y", compare(y.data(), ref.y.data(), y_count), Bound::modelled);
   std::vector<double> expected(ref.grads);
   for (double& g : expected) g += grad_prefill;
-  offset = 0;
   for (int l = 0; l < layers; ++l) {
     const std::size_t weights = static_cast<std::size_t>(widths[l + 1]) * widths[l];
     const std::string layer = std::to_string(l);
-    ok &= report(std::string("grad W") += layer, compare(grads.data() + offset, expected.data() + offset, weights),
-                 Bound::modelled);
+    ok &= report(std::string("grad W") += layer,
+                 compare(grads.data() + at.weight[l], expected.data() + at.weight[l], weights), Bound::modelled);
     ok &= report(std::string("grad b") += layer,
-                 compare(grads.data() + offset + weights, expected.data() + offset + weights, widths[l + 1]),
-                 Bound::modelled);
-    offset += weights + widths[l + 1];
+                 compare(grads.data() + at.bias[l], expected.data() + at.bias[l], widths[l + 1]), Bound::modelled);
   }
+  // Between tensors the gradients are untouched: the prefill.
+  std::vector<bool> in_tensor(params.size(), false);
+  for (int l = 0; l < layers; ++l) {
+    std::fill_n(in_tensor.begin() + static_cast<std::ptrdiff_t>(at.weight[l]),
+                static_cast<std::size_t>(widths[l + 1]) * widths[l], true);
+    std::fill_n(in_tensor.begin() + static_cast<std::ptrdiff_t>(at.bias[l]), widths[l + 1], true);
+  }
+  bool gaps_untouched = true;
+  for (std::size_t i = 0; i < params.size(); ++i) gaps_untouched &= in_tensor[i] || grads[i] == grad_prefill;
+  std::printf("  %-24s %s\n", "zeros between tensors", gaps_untouched ? "PASS" : "FAIL");
+  ok &= gaps_untouched;
 
   const bool y_guard =
       std::all_of(y.begin() + static_cast<std::ptrdiff_t>(y_count), y.end(), [](float v) { return v == sentinel; });

@@ -387,7 +387,7 @@ TEST_CASE("LeNet-5 trains on the device as on the CPU" * doctest::skip(!gpu())) 
     etnn::optim::SGD opt(model, {.lr = 0.05f, .momentum = 0.9f});
     etnn::Trainer trainer(model, ce, opt);
     for (int s = 0; s < steps; ++s) trainer.step(etnn::TensorView<const float, etnn::Shape<1, 28, 28>>(x.data(), batch), y);
-    std::vector<float> params(Lenet::num_params);
+    std::vector<float> params(Lenet::flat_size);
     etnn::copy_to_host(Device{}, params.data(), model.parameters(), params.size());
     return params;
   };

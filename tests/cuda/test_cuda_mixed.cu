@@ -59,10 +59,10 @@ void check_mixed_follows_cpu() {
   }
   CHECK(train_mixed.skipped_steps() == 0);
   CHECK(train_mixed.loss_scale() == (etnn::loss_scaled_by_default<Mixed> ? 65536.0f : 1.0f));
-  std::vector<float> p_mixed(Net::num_params);
+  std::vector<float> p_mixed(Net::flat_size);
   etnn::copy_to_host(etnn::Cuda{}, p_mixed.data(), mixed.parameters(), p_mixed.size());
   CHECK(max_relative_error<float>(std::span<const float>(p_mixed),
-                                  std::span<const float>(reference.parameters(), Net::num_params)) <=
+                                  std::span<const float>(reference.parameters(), Net::flat_size)) <=
         2 * 1e-3 * steps);
   const auto& graphs = train_mixed.step_graphs();
   CHECK_MESSAGE(graphs.enabled(), graphs.reason());
@@ -117,7 +117,7 @@ double first_layer_error(bool loss_scaling) {
   const auto& last_weight = named[named.size() - 2];  // "4.weight"
   for (std::size_t i = 0; i < last_weight.numel; ++i) reference.parameters()[last_weight.offset + i] *= 1e-4f;
   etnn::Model<Narrow, Mixed, etnn::Cuda> mixed(9);
-  etnn::copy_from_host(etnn::Cuda{}, mixed.parameters(), reference.parameters(), Narrow::num_params);
+  etnn::copy_from_host(etnn::Cuda{}, mixed.parameters(), reference.parameters(), Narrow::flat_size);
   // L1 against targets 1 below the outputs: dL/dy = 1 / (batch out) everywhere, on both devices.
   const auto y = reference.forward(xv);
   std::vector<float> t(y.data(), y.data() + y.size());
@@ -131,7 +131,7 @@ double first_layer_error(bool loss_scaling) {
   train_ref.step(xv, tv);
   train_mixed.step(xv, tv);
   REQUIRE(train_mixed.skipped_steps() == 0);
-  std::vector<float> gradients(Narrow::num_params);
+  std::vector<float> gradients(Narrow::flat_size);
   etnn::copy_to_host(etnn::Cuda{}, gradients.data(), mixed.gradients(), gradients.size());
   const auto& first = named.front();  // "0.weight"
   double difference = 0, norm = 0;

@@ -49,7 +49,7 @@ void check_training(Rule rule, int steps, double tol) {
       opt.set_schedule(etnn::optim::schedule::CosineWarmup{.warmup = 3, .total = 10});
       train_with(opt);
     }
-    std::vector<T> params(Mlp::num_params);
+    std::vector<T> params(Mlp::flat_size);
     etnn::copy_to_host(Device{}, params.data(), model.parameters(), params.size());
     return std::pair(params, losses);
   };
@@ -90,7 +90,7 @@ TEST_CASE("CUDA graphs replay the step: the same parameters as launching every k
     CHECK(recorded.reason() == (graphs ? "" : "turned off"));
     CHECK(recorded.recorded() == (graphs ? 4u : 0u));
     CHECK(recorded.launches() == (graphs ? 2 * steps : 0));
-    std::vector<float> params(Mlp::num_params);
+    std::vector<float> params(Mlp::flat_size);
     etnn::copy_to_host(etnn::Cuda{}, params.data(), model.parameters(), params.size());
     return params;
   };
@@ -115,7 +115,7 @@ auto train_on(const std::vector<T>& x, const std::vector<int>& labels, int batch
   model.eval();
   for (int s = 0; s < 2; ++s) losses.push_back(trainer.step(inputs, labels));
   model.train();
-  std::vector<T> params(Model::num_params), buffers(Model::num_buffers);
+  std::vector<T> params(Model::flat_size), buffers(Model::num_buffers);
   etnn::copy_to_host(Device{}, params.data(), model.parameters(), params.size());
   etnn::copy_to_host(Device{}, buffers.data(), model.buffers(), buffers.size());
   model.eval();
@@ -178,13 +178,13 @@ TEST_CASE("a device model's checkpoint loads on the CPU and back, and evaluates 
   etnn::io::save(on_gpu, path);
   etnn::Model<Mlp, float, etnn::Cpu> on_cpu(99);
   etnn::io::load(on_cpu, path);
-  std::vector<float> gpu_params(Mlp::num_params);
-  etnn::copy_to_host(etnn::Cuda{}, gpu_params.data(), on_gpu.parameters(), Mlp::num_params);
+  std::vector<float> gpu_params(Mlp::flat_size);
+  etnn::copy_to_host(etnn::Cuda{}, gpu_params.data(), on_gpu.parameters(), Mlp::flat_size);
   CHECK(std::equal(gpu_params.begin(), gpu_params.end(), on_cpu.parameters()));
   etnn::Model<Mlp, float, etnn::Cuda> reloaded(7);
   etnn::io::load(reloaded, path);
-  std::vector<float> reloaded_params(Mlp::num_params);
-  etnn::copy_to_host(etnn::Cuda{}, reloaded_params.data(), reloaded.parameters(), Mlp::num_params);
+  std::vector<float> reloaded_params(Mlp::flat_size);
+  etnn::copy_to_host(etnn::Cuda{}, reloaded_params.data(), reloaded.parameters(), Mlp::flat_size);
   CHECK(reloaded_params == gpu_params);
   std::filesystem::remove(path);
 
@@ -210,11 +210,11 @@ TEST_CASE("the non-finite guard skips a step on the device as on the CPU" * doct
   auto x = random_values<float>(64 * 8, 14);
   std::vector<int> y(8, 1);
   trainer.step(etnn::TensorView<const float, etnn::Shape<64>>(x.data(), 8), y);
-  std::vector<float> before(Mlp::num_params), after(Mlp::num_params);
-  etnn::copy_to_host(etnn::Cuda{}, before.data(), model.parameters(), Mlp::num_params);
+  std::vector<float> before(Mlp::flat_size), after(Mlp::flat_size);
+  etnn::copy_to_host(etnn::Cuda{}, before.data(), model.parameters(), Mlp::flat_size);
   x[5] = std::numeric_limits<float>::quiet_NaN();
   trainer.step(etnn::TensorView<const float, etnn::Shape<64>>(x.data(), 8), y);
-  etnn::copy_to_host(etnn::Cuda{}, after.data(), model.parameters(), Mlp::num_params);
+  etnn::copy_to_host(etnn::Cuda{}, after.data(), model.parameters(), Mlp::flat_size);
   CHECK(trainer.skipped_steps() == 1);
   CHECK(before == after);
 }

@@ -57,7 +57,7 @@ TEST_CASE("training through NCCL on one rank equals training without it" * docte
     etnn::optim::SGD opt(model, {.lr = 0.1f, .momentum = 0.9f}, reducer);
     etnn::Trainer trainer(model, ce, opt);
     for (int s = 0; s < 5; ++s) trainer.step(etnn::TensorView<const float, etnn::Shape<16>>(x.data(), batch), y);
-    std::vector<float> params(Net::num_params);
+    std::vector<float> params(Net::flat_size);
     etnn::copy_to_host(etnn::Cuda{}, params.data(), model.parameters(), params.size());
     return params;
   };

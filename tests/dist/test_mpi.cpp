@@ -105,13 +105,13 @@ double distributed_vs_single(int b, int steps, int accumulate, etnn::optim::Buck
   etnn::Trainer trainer(model, loss, opt, {.accumulate = accumulate, .sync_batch_norm = sync_batch_norm});
   etnn::data::DataLoader loader(data, {.batch = b / accumulate,
                                        .sampler = etnn::data::DistributedSampler(world(), {.seed = 3})});
-  REQUIRE(std::equal(model.parameters(), model.parameters() + Net::num_params, reference.parameters()));
+  REQUIRE(std::equal(model.parameters(), model.parameters() + Net::flat_size, reference.parameters()));
 
   for (auto batch : reference_loader) reference_trainer.step(batch);
   int micro = 0;
   for (auto batch : loader) {
     trainer.step(batch);
-    if (++micro % accumulate == 0) REQUIRE(identical_across_ranks(model.parameters(), Net::num_params));
+    if (++micro % accumulate == 0) REQUIRE(identical_across_ranks(model.parameters(), Net::flat_size));
   }
   REQUIRE(micro == steps * accumulate);
   if constexpr (etnn::Model<Net, T>::num_buffers > 0) {  // running statistics of the global batches
@@ -119,7 +119,7 @@ double distributed_vs_single(int b, int steps, int accumulate, etnn::optim::Buck
     const double tolerance = std::is_same_v<T, double> ? 1e-10 : 1e-5;
     CHECK(relative_difference(model.buffers(), reference.buffers(), etnn::Model<Net, T>::num_buffers) <= tolerance);
   }
-  return relative_difference(model.parameters(), reference.parameters(), Net::num_params);
+  return relative_difference(model.parameters(), reference.parameters(), Net::flat_size);
 }
 
 }  // namespace
@@ -300,7 +300,7 @@ TEST_CASE("shared memory windows ask /dev/shm for room first, a quarter of it ke
 
 TEST_CASE("a data-parallel optimizer keeps the gradients in shared memory for its life, then gives them back") {
   using Model = etnn::Model<Deep, double>;
-  constexpr std::size_t n = Model::num_params;
+  constexpr std::size_t n = Model::flat_size;
   const int rank = world().rank(), size = world().size();
   // True when every gradient is i * scale + offset.
   const auto gradients_are = [&](const Model& m, double scale, double offset) {
@@ -409,10 +409,10 @@ TEST_CASE("a loss with parameters of its own (ArcFace) trains on N ranks exactly
   etnn::data::DataLoader loader(data, {.batch = b, .sampler = etnn::data::DistributedSampler(world(), {.seed = 3})});
   for (auto batch : loader) {
     trainer.step(batch);
-    REQUIRE(identical_across_ranks(head.parameters(), Head::num_params));
+    REQUIRE(identical_across_ranks(head.parameters(), Head::flat_size));
   }
-  const double model_difference = relative_difference(model.parameters(), reference.parameters(), Model::num_params);
-  const double head_difference = relative_difference(head.parameters(), reference_head.parameters(), Head::num_params);
+  const double model_difference = relative_difference(model.parameters(), reference.parameters(), Model::flat_size);
+  const double head_difference = relative_difference(head.parameters(), reference_head.parameters(), Head::flat_size);
   MESSAGE("embedding net + ArcFace, double, ", ranks, " ranks: max relative differences ", model_difference, " (model), ",
           head_difference, " (head)");
   CHECK(model_difference <= 1e-10);
@@ -438,8 +438,8 @@ TEST_CASE_TEMPLATE("every kind of target: N ranks on DistributedSampler shares t
   etnn::Trainer trainer(model, loss, opt);
   etnn::data::DataLoader loader(data, {.batch = b, .sampler = etnn::data::DistributedSampler(world(), {.seed = 3})});
   for (auto batch : loader) trainer.step(batch);
-  REQUIRE(identical_across_ranks(model.parameters(), Model::num_params));
-  const double difference = relative_difference(model.parameters(), reference.parameters(), Model::num_params);
+  REQUIRE(identical_across_ranks(model.parameters(), Model::flat_size));
+  const double difference = relative_difference(model.parameters(), reference.parameters(), Model::flat_size);
   MESSAGE(ranks, " ranks: max relative parameter difference ", difference);
   CHECK(difference <= 1e-10);
 }
@@ -483,7 +483,7 @@ TEST_CASE("batch norm across ranks: each rank normalises its own batch (as DDP),
   etnn::Trainer trainer(model, loss, opt);
   etnn::data::DataLoader loader(data, {.batch = b, .sampler = etnn::data::DistributedSampler(world(), {.seed = 3})});
   REQUIRE(identical_across_ranks(model.buffers(), Model::num_buffers));
-  REQUIRE(std::equal(model.parameters(), model.parameters() + BnNet::num_params, reference.parameters()));
+  REQUIRE(std::equal(model.parameters(), model.parameters() + BnNet::flat_size, reference.parameters()));
 
   int step = 0;
   for (auto batch : loader) {
@@ -492,15 +492,15 @@ TEST_CASE("batch norm across ranks: each rank normalises its own batch (as DDP),
       reference_trainer.step(*it);
       ++it;
     }
-    REQUIRE(identical_across_ranks(model.parameters(), BnNet::num_params));
+    REQUIRE(identical_across_ranks(model.parameters(), BnNet::flat_size));
     REQUIRE(identical_across_ranks(model.buffers(), Model::num_buffers));
     ++step;
   }
   REQUIRE(step == steps);
-  const double difference = relative_difference(model.parameters(), reference.parameters(), BnNet::num_params);
+  const double difference = relative_difference(model.parameters(), reference.parameters(), BnNet::flat_size);
   MESSAGE("batch norm net, ", ranks, " ranks: max relative parameter difference ", difference);
   CHECK(difference <= 1e-10);
-  CHECK(model.buffers()[2 * 16] == doctest::Approx(0.5 + steps));  // num_batches_tracked: rank 0's count
+  CHECK(model.buffers()[Model::named_buffers()[2].offset] == doctest::Approx(0.5 + steps));  // num_batches_tracked: rank 0's count
 }
 
 TEST_CASE("synchronised batch norm: N ranks with batch b train exactly like one process with batch N*b") {
@@ -571,7 +571,7 @@ std::vector<float> train_ranks(const etnn::data::Dataset<etnn::Shape<20>>& data,
   etnn::test::run_steps(trainer, loader, first, last);
   if (!save.empty() && world().rank() == 0) etnn::io::save_state(trainer, loader, save);
   world().barrier();
-  return {model.parameters(), model.parameters() + Deep::num_params};
+  return {model.parameters(), model.parameters() + Deep::flat_size};
 }
 }  // namespace
 
@@ -645,7 +645,7 @@ TEST_CASE("non-finite guard: a NaN in one rank's gradient skips the step on ever
   window(1, false);
   window(3, false);
   REQUIRE(opt.steps() == 2);
-  const std::vector<float> params(model.parameters(), model.parameters() + Deep::num_params);
+  const std::vector<float> params(model.parameters(), model.parameters() + Deep::flat_size);
   const std::vector<float> momentum(opt.state(), opt.state() + opt.state_size());
   for (std::uint64_t k = 0; k < 2; ++k) {
     window(5 + 2 * k, true);
@@ -659,11 +659,11 @@ TEST_CASE("non-finite guard: a NaN in one rank's gradient skips the step on ever
                                          "those before the first); first non-finite: '2.weight'"),
                        etnn::NonFiniteError);
   CHECK(std::memcmp(params.data(), model.parameters(), params.size() * sizeof(float)) == 0);
-  CHECK(identical_across_ranks(model.parameters(), Deep::num_params));
+  CHECK(identical_across_ranks(model.parameters(), Deep::flat_size));
   window(11, false);  // the ranks still agree on their collectives, and train on
   CHECK(opt.steps() == 3);
   CHECK(trainer.non_finite_in_a_row() == 0);
-  CHECK(identical_across_ranks(model.parameters(), Deep::num_params));
+  CHECK(identical_across_ranks(model.parameters(), Deep::flat_size));
   CHECK(std::memcmp(params.data(), model.parameters(), params.size() * sizeof(float)) != 0);
 }
 
@@ -676,7 +676,7 @@ TEST_CASE("non-finite guard: a NaN sample on one rank, or a non-finite loss on o
     etnn::Trainer trainer(model, loss, opt, {.max_non_finite_in_a_row = 2});
     RankBatch b = rank_batch(8, 20, 21);
     trainer.step(etnn::TensorView<const float, etnn::Shape<20>>(b.x.data(), 8), b.y);
-    const std::vector<float> params(model.parameters(), model.parameters() + TanhNet::num_params);
+    const std::vector<float> params(model.parameters(), model.parameters() + TanhNet::flat_size);
     const std::vector<float> moments(opt.state(), opt.state() + opt.state_size());
     if (world().rank() == world().size() - 1) b.x[45] = std::numeric_limits<float>::quiet_NaN();
     const etnn::TensorView<const float, etnn::Shape<20>> x(b.x.data(), 8);
@@ -689,7 +689,7 @@ TEST_CASE("non-finite guard: a NaN sample on one rank, or a non-finite loss on o
                            "an infinity); the loss was non-finite on 1 of ";
     expected += std::to_string(world().size());
     CHECK_THROWS_WITH_AS(trainer.step(x, b.y), doctest::Contains(expected.c_str()), etnn::NonFiniteError);
-    CHECK(identical_across_ranks(model.parameters(), TanhNet::num_params));
+    CHECK(identical_across_ranks(model.parameters(), TanhNet::flat_size));
   }
   SUBCASE("an infinite loss with finite gradients on one rank: the all-reduced flag") {
     etnn::Model<Deep> model(0);
@@ -699,7 +699,7 @@ TEST_CASE("non-finite guard: a NaN sample on one rank, or a non-finite loss on o
     const RankBatch b = rank_batch(4, 20, 31);
     const etnn::TensorView<const float, etnn::Shape<20>> x(b.x.data(), 4);
     trainer.step(x, b.y);
-    const std::vector<float> params(model.parameters(), model.parameters() + Deep::num_params);
+    const std::vector<float> params(model.parameters(), model.parameters() + Deep::flat_size);
     loss.infinite = world().rank() == world().size() - 1;
     std::string expected = "first non-finite: the loss (the gradients were finite); the loss was non-finite on 1 of ";
     expected += std::to_string(world().size());
@@ -709,7 +709,7 @@ TEST_CASE("non-finite guard: a NaN sample on one rank, or a non-finite loss on o
     loss.infinite = false;
     trainer.step(x, b.y);
     CHECK(opt.steps() == 2);
-    CHECK(identical_across_ranks(model.parameters(), Deep::num_params));
+    CHECK(identical_across_ranks(model.parameters(), Deep::flat_size));
   }
 }
 
@@ -739,9 +739,9 @@ TEST_CASE("loss scaling across ranks: one rank's overflow skips every rank's ste
   const float scale = trainer.loss_scale();
   CHECK(scale == std::ldexp(1.0f, 127 - overflows));
   CHECK(identical_across_ranks(&scale, 1));
-  CHECK(identical_across_ranks(model.parameters(), Mlp784::num_params));
+  CHECK(identical_across_ranks(model.parameters(), Mlp784::flat_size));
   // The update at the scale that fits is the unscaled one (up to the odd subnormal the unscaled
   // products round and the scaled ones keep).
   plain.step(x, batch.y);
-  CHECK(relative_difference(model.parameters(), plain_model.parameters(), Mlp784::num_params) <= 1e-6);
+  CHECK(relative_difference(model.parameters(), plain_model.parameters(), Mlp784::flat_size) <= 1e-6);
 }

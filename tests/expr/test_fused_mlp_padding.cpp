@@ -34,19 +34,41 @@ TEST_CASE("fused widths: the next of 16, 32, 64, 128; none above 128") {
   static_assert(PaddedMlp<64, 64, 16>::fits && !PaddedMlp<64, 64, 16>::needed);
   static_assert(!PaddedMlp<784, 64, 10>::fits);
   static_assert(!PaddedMlp<64, 129, 10>::fits);
-  static_assert(PaddedMlp<20, 64, 10>::num_params == 64 * (20 + 1) + 10 * (64 + 1));
-  static_assert(PaddedMlp<20, 64, 10>::padded_params == 64 * (32 + 1) + 16 * (64 + 1));
+  // Flat lengths: each weight and bias from a multiple of 64 values, as etnn's linear layers lay them out.
+  using etnn::aligned_values;
+  static_assert(PaddedMlp<20, 64, 10>::num_params ==
+                aligned_values(64 * 20) + aligned_values(64) + aligned_values(10 * 64) + aligned_values(10));
+  static_assert(PaddedMlp<20, 64, 10>::padded_params == 64 * 32 + 64 + 16 * 64 + 64);
+}
+
+TEST_CASE("the fused kernels' parameter layout is the linear layers' own") {
+  using Net = decltype(nn::input<20> >> nn::linear<40> >> nn::relu >> nn::linear<128> >> nn::relu >> nn::linear<3>);
+  using Layout = etnn::expr::detail::MlpLayout<20, 40, 128, 3>;
+  const auto params = etnn::Model<Net>::named_parameters();
+  REQUIRE(params.size() == 6);
+  for (int l = 0; l < 3; ++l) {
+    CHECK(params[static_cast<std::size_t>(2 * l)].offset == Layout::weight_at(l));
+    CHECK(params[static_cast<std::size_t>(2 * l + 1)].offset == Layout::bias_at(l));
+  }
+  CHECK(Layout::size == Net::flat_size);
+  CHECK(Layout::place(Layout::bias_at(0) + 39).layer == 0);  // the last bias of layer 0
+  CHECK(Layout::place(Layout::bias_at(0) + 40).layer == -1);  // past it: zeros before layer 1
 }
 
 TEST_CASE("the parameter maps are each other's inverse, and padding is everything else") {
   using Padding = PaddedMlp<20, 40, 128, 3>;
+  using Net = decltype(nn::input<20> >> nn::linear<40> >> nn::relu >> nn::linear<128> >> nn::relu >> nn::linear<3>);
   std::vector<int> hits(Padding::padded_params, 0);
+  std::size_t parameters = 0;
   for (std::size_t i = 0; i < Padding::num_params; ++i) {
     const std::size_t j = Padding::padded_index(i);
+    if (j == Padding::padded_params) continue;  // between tensors
     REQUIRE(j < Padding::padded_params);
     CHECK(Padding::true_index(j) == i);
     ++hits[j];
+    ++parameters;
   }
+  CHECK(parameters == Net::num_params);
   std::size_t padding = 0;
   for (std::size_t j = 0; j < Padding::padded_params; ++j) {
     CHECK(hits[j] <= 1);
@@ -55,7 +77,7 @@ TEST_CASE("the parameter maps are each other's inverse, and padding is everythin
       ++padding;
     }
   }
-  CHECK(padding == Padding::padded_params - Padding::num_params);
+  CHECK(padding == Padding::padded_params - Net::num_params);
 }
 
 TEST_CASE("column copies pad with zeros and drop columns") {
@@ -71,7 +93,7 @@ TEST_CASE("a padded MLP computes the true one's outputs and parameter gradients,
   using Net = decltype(nn::input<20> >> nn::linear<40> >> nn::relu >> nn::linear<3>);
   using Padded = decltype(nn::input<32> >> nn::linear<64> >> nn::relu >> nn::linear<16>);
   using Padding = PaddedMlp<20, 40, 3>;
-  static_assert(Padding::num_params == Net::num_params && Padding::padded_params == Padded::num_params);
+  static_assert(Padding::num_params == Net::flat_size && Padding::padded_params == Padded::flat_size);
   const int batch = 7;
   etnn::Model<Net, double> model(3);
   etnn::Model<Padded, double> padded(99);

@@ -95,16 +95,16 @@ TEST_CASE("a model round-trips bit for bit, in float and in double, whatever its
   etnn::Model<Mlp> a(1), b(2);
   etnn::io::save(a, dir / "a.safetensors");
   etnn::io::load(b, dir / "a.safetensors");
-  CHECK(std::memcmp(a.parameters(), b.parameters(), Mlp::num_params * sizeof(float)) == 0);
+  CHECK(std::memcmp(a.parameters(), b.parameters(), Mlp::flat_size * sizeof(float)) == 0);
 
   etnn::Model<Mlp, double> d(3), e(4);
   etnn::io::save(d, dir / "d.safetensors");
   etnn::io::load(e, dir / "d.safetensors");
-  CHECK(std::memcmp(d.parameters(), e.parameters(), Mlp::num_params * sizeof(double)) == 0);
+  CHECK(std::memcmp(d.parameters(), e.parameters(), Mlp::flat_size * sizeof(double)) == 0);
   // Across scalar types: double -> float rounds each value.
   etnn::Model<Mlp> f(5);
   etnn::io::load(f, dir / "d.safetensors");
-  for (std::size_t i = 0; i < Mlp::num_params; ++i) REQUIRE(f.parameters()[i] == static_cast<float>(d.parameters()[i]));
+  for (std::size_t i = 0; i < Mlp::flat_size; ++i) REQUIRE(f.parameters()[i] == static_cast<float>(d.parameters()[i]));
 
   const auto file = etnn::io::read_safetensors(dir / "a.safetensors");
   CHECK(file.metadata.at("format") == "etnn");
@@ -229,7 +229,8 @@ TEST_CASE("batch norm's buffers are saved and loaded; an I64 num_batches_tracked
   TempDir dir;
   using Net = decltype(etnn::nn::input<3> >> etnn::nn::linear<2> >> etnn::nn::batch_norm);
   etnn::Model<Net> model(0);
-  for (std::size_t i = 0; i < etnn::Model<Net>::num_buffers; ++i) model.buffers()[i] = 0.5f + static_cast<float>(i);
+  for (const auto& b : etnn::Model<Net>::named_buffers())  // the zeros between tensors stay zero
+    for (std::size_t i = 0; i < b.numel; ++i) model.buffers()[b.offset + i] = 0.5f + static_cast<float>(b.offset + i);
   etnn::io::save(model, dir / "bn.safetensors");
   etnn::Model<Net> loaded(1);
   etnn::io::load(loaded, dir / "bn.safetensors");
@@ -247,7 +248,8 @@ TEST_CASE("batch norm's buffers are saved and loaded; an I64 num_batches_tracked
   }
   etnn::io::write_safetensors(dir / "torch.safetensors", tensors, {});
   etnn::io::load(loaded, dir / "torch.safetensors");
-  CHECK(loaded.buffers()[4] == 298.0f);
+  CHECK(etnn::Model<Net>::named_buffers()[2].offset == 128);  // after two aligned tensors
+  CHECK(loaded.buffers()[128] == 298.0f);
 }
 
 TEST_CASE("every malformed file is refused with a message naming the file and the problem") {
@@ -351,7 +353,7 @@ TEST_CASE("a failed load leaves the model unchanged") {
   etnn::Model<decltype(nn::input<6> >> nn::linear<5>)> partial(9);
   etnn::io::save(partial, dir / "partial.safetensors");
   etnn::Model<Mlp> model(1);
-  const std::vector<float> before(model.parameters(), model.parameters() + Mlp::num_params);
+  const std::vector<float> before(model.parameters(), model.parameters() + Mlp::flat_size);
   CHECK_THROWS_AS(etnn::io::load(model, dir / "partial.safetensors", {.allow_architecture_mismatch = true}),
                   etnn::IoError);
   CHECK(std::equal(before.begin(), before.end(), model.parameters()));
@@ -363,7 +365,7 @@ TEST_CASE("a checkpoint of another network is refused with both descriptions unl
   etnn::Model<Mlp> relu(1);
   etnn::io::save(relu, dir / "relu.safetensors");
   etnn::Model<Tanh> tanh(2);
-  const std::vector<float> before(tanh.parameters(), tanh.parameters() + Tanh::num_params);
+  const std::vector<float> before(tanh.parameters(), tanh.parameters() + Tanh::flat_size);
   try {
     etnn::io::load(tanh, dir / "relu.safetensors");
     FAIL("expected an etnn::IoError");
@@ -378,7 +380,7 @@ TEST_CASE("a checkpoint of another network is refused with both descriptions unl
   CHECK(std::equal(before.begin(), before.end(), tanh.parameters()));
 
   etnn::io::load(tanh, dir / "relu.safetensors", {.allow_architecture_mismatch = true});
-  CHECK(std::equal(relu.parameters(), relu.parameters() + Mlp::num_params, tanh.parameters()));
+  CHECK(std::equal(relu.parameters(), relu.parameters() + Mlp::flat_size, tanh.parameters()));
 
   // Without etnn's "network" metadata (a file written by PyTorch) only names and shapes count.
   const auto file = etnn::io::read_safetensors(dir / "relu.safetensors");
@@ -388,7 +390,7 @@ TEST_CASE("a checkpoint of another network is refused with both descriptions unl
   etnn::io::write_safetensors(dir / "torch.safetensors", tensors, {{"format", "pt"}});
   etnn::Model<Tanh> from_torch(3);
   etnn::io::load(from_torch, dir / "torch.safetensors");
-  CHECK(std::equal(relu.parameters(), relu.parameters() + Mlp::num_params, from_torch.parameters()));
+  CHECK(std::equal(relu.parameters(), relu.parameters() + Mlp::flat_size, from_torch.parameters()));
 }
 
 TEST_CASE("saving is atomic: an I/O error or a crash mid-write leaves the previous file") {
@@ -424,5 +426,5 @@ TEST_CASE("saving is atomic: an I/O error or a crash mid-write leaves the previo
   CHECK(bytes_of(target) == previous);
   etnn::Model<Mlp> reloaded(3);
   etnn::io::load(reloaded, target);
-  CHECK(std::equal(old_model.parameters(), old_model.parameters() + Mlp::num_params, reloaded.parameters()));
+  CHECK(std::equal(old_model.parameters(), old_model.parameters() + Mlp::flat_size, reloaded.parameters()));
 }

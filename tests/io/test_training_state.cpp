@@ -40,7 +40,7 @@ std::vector<float> train(const etnn::data::Dataset<etnn::Shape<12>>& data, int a
   if (resume) etnn::io::load_state(trainer, loader, *resume);
   etnn::test::run_steps(trainer, loader, first, last);
   if (save) etnn::io::save_state(trainer, loader, *save);
-  return {model.parameters(), model.parameters() + Net::num_params};
+  return {model.parameters(), model.parameters() + Net::flat_size};
 }
 
 struct TempFile {
@@ -79,7 +79,7 @@ TEST_CASE("AdamW with a schedule and clipping resumes to bitwise the uninterrupt
     if (resume) etnn::io::load_state(trainer, loader, *resume);
     etnn::test::run_steps(trainer, loader, first, last);
     if (save) etnn::io::save_state(trainer, loader, *save);
-    return std::vector<float>(model.parameters(), model.parameters() + Net::num_params);
+    return std::vector<float>(model.parameters(), model.parameters() + Net::flat_size);
   };
   const auto uninterrupted = adam_train(0, 100, std::nullopt, std::nullopt);
   for (int stop : {5, 37}) {  // in the warm-up; in the decay and mid-epoch
@@ -133,7 +133,7 @@ TEST_CASE("a training state is refused where it does not fit") {
                                              .c_str()),
                        etnn::IoError);
   etnn::io::load_state(relu_trainer, loader, state.path, {.allow_architecture_mismatch = true});
-  CHECK(std::equal(model.parameters(), model.parameters() + Net::num_params, relu.parameters()));
+  CHECK(std::equal(model.parameters(), model.parameters() + Net::flat_size, relu.parameters()));
 }
 
 TEST_CASE("the loader's position is right whenever the state is saved") {

@@ -78,10 +78,10 @@ void gradcheck(Loss& l, Batch batch) {
   l.zero_grad();
   const double value = l.value_and_grad(etnn::Cpu{}, batch.view(), std::span<const int>(batch.y), grad.data());
   CHECK(value == l.value(etnn::Cpu{}, batch.view(), std::span<const int>(batch.y)));
-  const std::vector<double> param_grad(l.gradients(), l.gradients() + Loss::num_params);
+  const std::vector<double> param_grad(l.gradients(), l.gradients() + Loss::flat_size);
   const auto wrt_x = check_against_differences(l, batch, batch.x.data(), batch.x.size(), grad.data());
   CHECK_MESSAGE(wrt_x.failed == 0, "w.r.t. the embeddings ", wrt_x.first_failure);
-  const auto wrt_params = check_against_differences(l, batch, l.parameters(), Loss::num_params, param_grad.data());
+  const auto wrt_params = check_against_differences(l, batch, l.parameters(), Loss::flat_size, param_grad.data());
   CHECK_MESSAGE(wrt_params.failed == 0, "w.r.t. the loss's parameters ", wrt_params.first_failure);
 }
 
@@ -153,7 +153,7 @@ void check_reference(std::string_view name, Loss& l, const std::array<double, C 
     }
   };
   close(grad, it->grad);
-  close({l.gradients(), Loss::num_params}, it->param_grad);
+  close({l.gradients(), Loss::flat_size}, it->param_grad);
 }
 
 }  // namespace
@@ -227,7 +227,7 @@ TEST_CASE("margin heads: options are checked, and the parameter gradient accumul
   const std::vector<int> bad_labels{0, 1, 2, 3, 4, 0};
   CHECK_THROWS_AS(arcface.value(etnn::Cpu{}, batch.view(), std::span<const int>(bad_labels)), etnn::ShapeError);
   arcface.value_and_grad(etnn::Cpu{}, batch.view(), std::span<const int>(batch.y), grad.data());
-  const std::vector<double> once(arcface.gradients(), arcface.gradients() + arcface.num_params);
+  const std::vector<double> once(arcface.gradients(), arcface.gradients() + arcface.flat_size);
   arcface.set_gradient_scale(0.5);
   arcface.value_and_grad(etnn::Cpu{}, batch.view(), std::span<const int>(batch.y), grad.data());
   for (std::size_t i = 0; i < once.size(); ++i) CHECK(arcface.gradients()[i] == doctest::Approx(1.5 * once[i]));
@@ -240,7 +240,7 @@ TEST_CASE("a margin head saves and loads as a checkpoint (\"weight\")") {
   loss::ArcFace<E, C> saved({}, 1), loaded({}, 2);
   etnn::io::save(saved, path);
   etnn::io::load(loaded, path);
-  CHECK(std::equal(saved.parameters(), saved.parameters() + saved.num_params, loaded.parameters()));
+  CHECK(std::equal(saved.parameters(), saved.parameters() + saved.flat_size, loaded.parameters()));
   loss::CosFace<E, C + 1> other;
   CHECK_THROWS_AS(etnn::io::load(other, path), etnn::IoError);
   std::filesystem::remove(path);
@@ -275,7 +275,7 @@ TEST_CASE("Trainer with a head optimizer: a network and ArcFace learn blobs") {
   etnn::optim::Adam opt(model, {.lr = 1e-2f});
   etnn::optim::SGD head_opt(arcface, {.lr = 0.5f});
   etnn::Trainer trainer(model, arcface, opt, head_opt);
-  const std::vector<float> initial_weight(arcface.parameters(), arcface.parameters() + arcface.num_params);
+  const std::vector<float> initial_weight(arcface.parameters(), arcface.parameters() + arcface.flat_size);
   const float first = trainer.step(x, data.y);
   float last = first;
   for (int i = 0; i < 100; ++i) last = trainer.step(x, data.y);
@@ -313,9 +313,9 @@ TEST_CASE("accumulate = 2 over two half batches gives the head the gradient of t
   etnn::Trainer one(model_a, head_a, opt_a, head_opt_a);
   etnn::Trainer two(model_b, head_b, opt_b, head_opt_b, {.accumulate = 2});
   auto same_gradients = [&] {
-    for (std::size_t i = 0; i < head_a.num_params; ++i)
+    for (std::size_t i = 0; i < head_a.flat_size; ++i)
       CHECK(head_b.gradients()[i] == doctest::Approx(head_a.gradients()[i]).epsilon(1e-12));
-    for (std::size_t i = 0; i < model_a.num_params; ++i)
+    for (std::size_t i = 0; i < model_a.flat_size; ++i)
       CHECK(model_b.gradients()[i] == doctest::Approx(model_a.gradients()[i]).epsilon(1e-12));
   };
   for (int window = 0; window < 2; ++window) {  // the second window starts from zeroed gradients
@@ -349,9 +349,9 @@ TEST_CASE("a training state keeps the head and its optimizer: resuming equals th
   etnn::io::load_state(resumed.trainer, resumed_loader, path);
   CHECK(resumed.head_opt.steps() == 3);
   etnn::test::run_steps(resumed.trainer, resumed_loader, 7, 12);
-  CHECK(std::equal(straight.head.parameters(), straight.head.parameters() + straight.head.num_params,
+  CHECK(std::equal(straight.head.parameters(), straight.head.parameters() + straight.head.flat_size,
                    resumed.head.parameters()));
-  CHECK(std::equal(straight.model.parameters(), straight.model.parameters() + straight.model.num_params,
+  CHECK(std::equal(straight.model.parameters(), straight.model.parameters() + straight.model.flat_size,
                    resumed.model.parameters()));
   std::filesystem::remove(path);
 }

@@ -77,7 +77,7 @@ TEST_CASE("gradcheck: a causal attention language model under SequenceCrossEntro
   using Net = decltype(nn::input_tokens<7, 6> >> nn::embedding<6> >> nn::positional_embedding >>
                        nn::multi_head_attention<2, true> >> nn::layer_norm >> nn::linear<6>);
   etnn::Model<Net, double> model(3);
-  fill_uniform(model.parameters(), Net::num_params, 4, 0.5);
+  etnn::test::fill_parameters_uniform(model, 4, 0.5);
   etnn::Tensor<double, etnn::Tokens<7, 6>> x(2);
   etnn::test::fill_token_ids(x.data(), x.size(), 5, 6);
   std::vector<int> y(2 * 7);

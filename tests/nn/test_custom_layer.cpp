@@ -42,10 +42,10 @@ TEST_CASE("custom layer: composes with >>, PyTorch names and shapes, initial slo
   REQUIRE(params.size() == 5);
   CHECK(params[2].name == "1.weight");
   CHECK(params[2].shape == std::vector<int>{5});
-  CHECK(params[2].offset == 6 * 5 + 5);
+  CHECK(params[2].offset == 128);  // linear<5>'s weight (30) and bias (5) each take 64, aligned
   CHECK(params[3].name == "2.weight");
   etnn::Model<Net> model(3);
-  CHECK(std::all_of(model.parameters() + 35, model.parameters() + 40, [](float a) { return a == 0.25f; }));
+  CHECK(std::all_of(model.parameters() + 128, model.parameters() + 133, [](float a) { return a == 0.25f; }));
   // Per channel of an image; another initial slope.
   using Conv = decltype(nn::input<1, 5, 5> >> nn::conv2d<4, 3> >> custom::prelu_with<std::ratio<1, 10>>);
   CHECK(Conv::describe() == "input<1,5,5> >> conv2d<4,3,stride<1>,pad<0>> >> prelu<1/10>");
@@ -105,11 +105,12 @@ TEST_CASE("custom layer gradients accumulate over micro-batches") {
   etnn::Trainer trainer(model, loss, opt);
   model.zero_grad();
   trainer.accumulate_gradients(x, y);
-  const std::vector<double> once(model.gradients(), model.gradients() + Net::num_params);
+  const std::vector<double> once(model.gradients(), model.gradients() + Net::flat_size);
   trainer.accumulate_gradients(x, y);
   const double* g = model.gradients();
-  CHECK(std::any_of(g + 35, g + 40, [](double v) { return v != 0.0; }));
-  for (std::size_t i = 0; i < Net::num_params; ++i) CHECK(g[i] == doctest::Approx(2 * once[i]).epsilon(1e-12));
+  const double* slopes = g + etnn::test::parameter_offset<decltype(model)>("1.weight");
+  CHECK(std::any_of(slopes, slopes + 5, [](double v) { return v != 0.0; }));
+  for (std::size_t i = 0; i < Net::flat_size; ++i) CHECK(g[i] == doctest::Approx(2 * once[i]).epsilon(1e-12));
 }
 
 TEST_CASE("custom layer parameters round-trip through a checkpoint") {
@@ -117,11 +118,11 @@ TEST_CASE("custom layer parameters round-trip through a checkpoint") {
   const auto dir = std::filesystem::temp_directory_path() / ("etnn-custom-layer-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   etnn::Model<Net> a(1), b(2);
-  fill_uniform(a.parameters() + 35, 5, 11, 0.5);  // the slopes, 1.weight
+  fill_uniform(a.parameters() + etnn::test::parameter_offset<decltype(a)>("1.weight"), 5, 11, 0.5);  // the slopes
   etnn::io::save(a, dir / "prelu.safetensors");
   etnn::io::load(b, dir / "prelu.safetensors");
   std::filesystem::remove_all(dir);
-  CHECK(std::equal(a.parameters(), a.parameters() + Net::num_params, b.parameters()));
+  CHECK(std::equal(a.parameters(), a.parameters() + Net::flat_size, b.parameters()));
   etnn::Tensor<float, etnn::Shape<6>> x(3);
   fill_uniform(x.data(), x.size(), 12, 2.0);
   const auto ya = a.forward(x), yb = b.forward(x);

@@ -92,7 +92,7 @@ void check_chained_activation_bitwise(const char* name) {
   static_assert(Paired::num_params == Apart::num_params);
   etnn::Model<Paired, float> paired(5);
   etnn::Model<Apart, float> apart(5);
-  std::copy_n(paired.parameters(), Paired::num_params, apart.parameters());
+  std::copy_n(paired.parameters(), Paired::flat_size, apart.parameters());
   constexpr int rows = 45;
   etnn::Tensor<float, etnn::Shape<37>> x(rows);
   etnn::test::fill_uniform(x.data(), x.size(), 17, 2.0);
@@ -104,7 +104,7 @@ void check_chained_activation_bitwise(const char* name) {
     etnn::Trainer trainer(model, loss, opt);
     model.zero_grad();
     trainer.accumulate_gradients(x, y);
-    return std::vector<float>(model.gradients(), model.gradients() + Paired::num_params);
+    return std::vector<float>(model.gradients(), model.gradients() + Paired::flat_size);
   };
   const std::vector<float> g_paired = gradients_of(paired), g_apart = gradients_of(apart);
   INFO(name);
@@ -135,12 +135,13 @@ TEST_CASE("row blocks of a large weight's gradient: where they are cut") {
   CHECK(uneven.count == 2);
   CHECK(uneven.rows == 304);
   CHECK(uneven.begin(2) == std::size_t{600} * 512);
-  // A network's bucket cuts: the blocks' starts and the weight's end inside layer 0, then the ends.
+  // A network's bucket cuts: the blocks' starts and the weight's end inside layer 0, then the
+  // layers' ends (each tensor aligned: 512 biases, then 5120 weights and 10 biases taking 64).
   using Mlp = nn::Sequential<nn::Input<784>, nn::Linear<512>, nn::ReLU, nn::Linear<10>>;
   using P = etnn::Model<Mlp, float>::program;
   constexpr std::size_t w = std::size_t{512} * 784;
   CHECK(std::vector<std::size_t>(P::gradient_cuts.begin(), P::gradient_cuts.end()) ==
-        std::vector<std::size_t>{256 * 784, w, w + 512, w + 512 + 5130});
+        std::vector<std::size_t>{256 * 784, w, w + 512, w + 512 + 5120 + 64});
 }
 
 namespace {
@@ -160,12 +161,12 @@ void check_row_blocks(etnn::nn::Gradients gradients) {
   etnn::test::fill_uniform(x.data(), x.size(), 11, 2.0);
   auto backward = [&](bool row_blocks, std::vector<std::size_t>& reported) {
     etnn::Model<Net, T> model(3);
-    std::fill_n(model.gradients(), Net::num_params, T(0.25));  // what Gradients::add adds to
+    std::fill_n(model.gradients(), Net::flat_size, T(0.25));  // what Gradients::add adds to
     etnn::nn::TrainingPass<etnn::Model<Net, T>> pass(model);
     const auto out = pass.forward(x);
     etnn::test::fill_uniform(out.gradient, std::size_t{rows} * 7, 12, 1.0);
     pass.backward(T(1), [&](std::size_t first) { reported.push_back(first); }, gradients, row_blocks);
-    return std::vector<T>(model.gradients(), model.gradients() + Net::num_params);
+    return std::vector<T>(model.gradients(), model.gradients() + Net::flat_size);
   };
   std::vector<std::size_t> whole, blocked;
   const std::vector<T> g_whole = backward(false, whole), g_blocked = backward(true, blocked);

@@ -40,7 +40,7 @@ TEST_CASE("conv2d: shapes, PyTorch names and initialisation bounds") {
   CHECK(params[1].shape == std::vector<int>{4});
   etnn::Model<Net> model(3);
   const double bound = 1.0 / std::sqrt(27.0);
-  for (std::size_t i = 0; i < Net::num_params; ++i) CHECK(std::abs(model.parameters()[i]) <= bound);
+  for (std::size_t i = 0; i < Net::flat_size; ++i) CHECK(std::abs(model.parameters()[i]) <= bound);
   CHECK(Net::describe() == "input<3,9,8> >> conv2d<4,3,stride<2>,pad<1>>");
 }
 
@@ -51,7 +51,7 @@ TEST_CASE("conv2d forward equals the naive convolution (stride, padding, several
   fill_uniform(x.data(), x.size(), 9);
   const auto y = model.forward(x);
   const double* w = model.parameters();
-  check_close(y, naive_conv(x.data(), w, w + 4 * 27, 3, 3, 7, 6, 4, 3, 2, 1));
+  check_close(y, naive_conv(x.data(), w, w + etnn::test::parameter_offset<decltype(model)>("0.bias"), 3, 3, 7, 6, 4, 3, 2, 1));
 }
 
 TEST_CASE("conv2d fused with relu equals conv then relu") {
@@ -60,7 +60,7 @@ TEST_CASE("conv2d fused with relu equals conv then relu") {
   etnn::Tensor<double, etnn::Shape<2, 6, 6>> x(2);
   fill_uniform(x.data(), x.size(), 4);
   const double* w = model.parameters();
-  auto want = naive_conv(x.data(), w, w + 3 * 50, 2, 2, 6, 6, 3, 5, 1, 2);
+  auto want = naive_conv(x.data(), w, w + etnn::test::parameter_offset<decltype(model)>("0.bias"), 2, 2, 6, 6, 3, 5, 1, 2);
   for (auto& v : want) v = std::max(v, 0.0);
   check_close(model.forward(x), want);
 }
@@ -123,7 +123,7 @@ TEST_CASE("conv2d's gradients are bitwise the same on 1, 2 and 3 threads, with o
       etnn::Trainer trainer(model, loss, opt);
       model.zero_grad();
       trainer.accumulate_gradients(etnn::TensorView<const float, etnn::Shape<8, 16, 16>>(x.data(), batch), labels);
-      return std::vector<float>(model.gradients(), model.gradients() + Net::num_params);
+      return std::vector<float>(model.gradients(), model.gradients() + Net::flat_size);
     };
     CAPTURE(batch);
     const auto one = gradients_on(1);
@@ -143,8 +143,14 @@ TEST_CASE("batch_norm: training uses batch statistics and updates the running on
   CHECK(buffers[0].name == "0.running_mean");
   CHECK(buffers[2].name == "0.num_batches_tracked");
   CHECK(buffers[2].shape.empty());
-  model.parameters()[1] = 2.0;   // gamma of channel 1
-  model.parameters()[3 + 2] = -1.0;  // beta of channel 2
+  // Each tensor on a 256-byte boundary: gamma at 0 and beta at 64; running_mean at 0, running_var
+  // at 64 and num_batches_tracked at 128.
+  CHECK(buffers[1].offset == 64);
+  CHECK(buffers[2].offset == 128);
+  const double* gamma = model.parameters();
+  double* beta = model.parameters() + 64;
+  model.parameters()[1] = 2.0;  // gamma of channel 1
+  beta[2] = -1.0;
   etnn::Tensor<double, etnn::Shape<3, 2, 2>> x(4);
   fill_uniform(x.data(), x.size(), 3, 2.0);
   const auto y = model.forward(x);
@@ -158,22 +164,21 @@ TEST_CASE("batch_norm: training uses batch statistics and updates the running on
     for (int b = 0; b < 4; ++b)
       for (int s = 0; s < 4; ++s) {
         const std::size_t i = static_cast<std::size_t>((b * 3 + c) * 4 + s);
-        const double want = model.parameters()[c] * (x.data()[i] - mean) / std::sqrt(var + 1e-5) + model.parameters()[3 + c];
+        const double want = gamma[c] * (x.data()[i] - mean) / std::sqrt(var + 1e-5) + beta[c];
         CHECK(y.data()[i] == doctest::Approx(want).epsilon(1e-12));
       }
     CHECK(running[c] == doctest::Approx(0.1 * mean).epsilon(1e-12));
-    CHECK(running[3 + c] == doctest::Approx(0.9 + 0.1 * var * 16 / 15).epsilon(1e-12));
+    CHECK(running[64 + c] == doctest::Approx(0.9 + 0.1 * var * 16 / 15).epsilon(1e-12));
   }
-  CHECK(running[6] == 1.0);
+  CHECK(running[128] == 1.0);
   // eval: the running statistics, and nothing changes.
   model.eval();
-  const std::vector<double> before(running, running + 7);
+  const std::vector<double> before(running, running + 129);
   const auto z = model.forward(x);
-  CHECK(std::vector<double>(running, running + 7) == before);
+  CHECK(std::vector<double>(running, running + 129) == before);
   for (int c = 0; c < 3; ++c) {
     const std::size_t i = static_cast<std::size_t>(c * 4);
-    const double want = model.parameters()[c] * (x.data()[i] - running[c]) / std::sqrt(running[3 + c] + 1e-5) +
-                        model.parameters()[3 + c];
+    const double want = gamma[c] * (x.data()[i] - running[c]) / std::sqrt(running[64 + c] + 1e-5) + beta[c];
     CHECK(z.data()[i] == doctest::Approx(want).epsilon(1e-12));
   }
 }

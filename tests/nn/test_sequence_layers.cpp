@@ -22,13 +22,14 @@ namespace {
 
 // y = softmax(mask(scale Q K^T)) V per head, then the output projection, the textbook way with the
 // whole (T, T) score matrix: what the blockwise online-softmax layer must reproduce.
-template <int T, int D, int H>
-std::vector<double> naive_attention(const double* p, const double* x, int batch, bool causal) {
+template <int T, int D, int H, class Model>
+std::vector<double> naive_attention(const Model& model, const double* x, int batch, bool causal) {
   constexpr int d = D / H;
-  const double* w_in = p;
-  const double* b_in = p + 3 * D * D;
-  const double* w_out = b_in + 3 * D;
-  const double* b_out = w_out + D * D;
+  const auto tensor = [&](const char* name) { return model.parameters() + etnn::test::parameter_offset<Model>(name); };
+  const double* w_in = tensor("0.in_proj_weight");
+  const double* b_in = tensor("0.in_proj_bias");
+  const double* w_out = tensor("0.out_proj.weight");
+  const double* b_out = tensor("0.out_proj.bias");
   std::vector<double> y(static_cast<std::size_t>(batch) * T * D);
   for (int b = 0; b < batch; ++b) {
     std::vector<double> qkv(T * 3 * D), o(T * D);
@@ -93,11 +94,11 @@ void check_conv1d_forward() {
   constexpr int out_length = (T + 2 * P - K) / S + 1;
   static_assert(std::is_same_v<typename Net::output_shape, etnn::Shape<out_length, N>>);
   etnn::Model<Net, double> model(7);
-  fill_uniform(model.parameters(), Net::num_params, 8, 0.5);
+  etnn::test::fill_parameters_uniform(model, 8, 0.5);
   etnn::Tensor<double, etnn::Shape<T, C>> x(3);
   fill_uniform(x.data(), x.size(), 9, 2.0);
   const auto y = model.forward(x);
-  const auto ref = naive_conv1d(model.parameters(), model.parameters() + N * C * K, x.data(), 3, T, C, N, K, S, P);
+  const auto ref = naive_conv1d(model.parameters(), model.parameters() + etnn::test::parameter_offset<decltype(model)>("0.bias"), x.data(), 3, T, C, N, K, S, P);
   REQUIRE(y.size() == ref.size());
   double worst = 0;
   for (std::size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, std::abs(y.data()[i] - ref[i]));
@@ -110,11 +111,11 @@ void check_attention_forward() {
   constexpr int T = 37, D = 12, H = 3;  // T spans several key blocks and a partial one
   using Net = decltype(nn::input<T, D> >> nn::multi_head_attention<H, Causal>);
   etnn::Model<Net, double> model(4);
-  fill_uniform(model.parameters(), Net::num_params, 5, 0.5);  // biases off zero too
+  etnn::test::fill_parameters_uniform(model, 5, 0.5);  // biases off zero too
   etnn::Tensor<double, etnn::Shape<T, D>> x(2);
   fill_uniform(x.data(), x.size(), 6, 2.0);
   const auto y = model.forward(x);
-  const auto ref = naive_attention<T, D, H>(model.parameters(), x.data(), 2, Causal);
+  const auto ref = naive_attention<T, D, H>(model, x.data(), 2, Causal);
   double worst = 0;
   for (std::size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, std::abs(y.data()[i] - ref[i]));
   CHECK(worst < 1e-12);
@@ -165,7 +166,7 @@ TEST_CASE("linear, layer_norm and positional_embedding act on each position of a
   CHECK(named[0].shape == std::vector<int>{T, D});  // 0.weight: the position table
   CHECK(named[1].shape == std::vector<int>{D});     // 1.weight: nn.LayerNorm(D)
   CHECK(named[3].shape == std::vector<int>{2, D});  // 2.weight: nn.Linear(D, 2)
-  fill_uniform(model.parameters(), Net::num_params, 3, 0.7);
+  etnn::test::fill_parameters_uniform(model, 3, 0.7);
   etnn::Tensor<double, etnn::Shape<T, D>> x(2);
   fill_uniform(x.data(), x.size(), 4, 2.0);
   const auto y = model.forward(x);
@@ -228,7 +229,7 @@ TEST_CASE("conv1d: parameters named, shaped and initialised as nn.Conv1d's") {
   etnn::Model<Net> model(3);
   const double bound = 1 / std::sqrt(18.0);
   double widest = 0;
-  for (std::size_t i = 0; i < Net::num_params; ++i) widest = std::max(widest, std::abs(double(model.parameters()[i])));
+  for (std::size_t i = 0; i < Net::flat_size; ++i) widest = std::max(widest, std::abs(double(model.parameters()[i])));
   CHECK(widest <= bound);
   CHECK(widest > 0.9 * bound);
   CHECK(etnn::summary<Net>().find("conv1d<8,3,stride<1>,pad<1>>") != std::string::npos);
@@ -297,11 +298,11 @@ TEST_CASE("gradcheck: multi_head_attention, causal and not, with its input gradi
   // The linear before the attention checks dL/dx through it; T = 19 crosses a key block.
   check_network_gradients<decltype(nn::input<19, 6> >> nn::linear<6> >> nn::multi_head_attention<2, false> >>
                                    nn::flatten >> nn::linear<3>)>("attention", 2, 11, [](auto& model) {
-    fill_uniform(model.parameters(), model.num_params, 12, 0.6);
+    etnn::test::fill_parameters_uniform(model, 12, 0.6);
   });
   check_network_gradients<decltype(nn::input<19, 6> >> nn::linear<6> >> nn::multi_head_attention<3, true> >>
                                    nn::flatten >> nn::linear<3>)>("causal attention", 2, 13, [](auto& model) {
-    fill_uniform(model.parameters(), model.num_params, 14, 0.6);
+    etnn::test::fill_parameters_uniform(model, 14, 0.6);
   });
 }
 
@@ -313,7 +314,7 @@ TEST_CASE("gradcheck: a transformer block over token ids") {
                                    nn::layer_norm >> nn::flatten >> nn::linear<3>)>("transformer block", 2, 21,
                                                                                     [](auto& model) {
     // Off PyTorch's zero biases and unit norms, so every product of the chain rule is exercised.
-    fill_uniform(model.parameters(), model.num_params, 22, 0.5);
+    etnn::test::fill_parameters_uniform(model, 22, 0.5);
   });
 }
 
@@ -335,7 +336,7 @@ TEST_CASE("attention, conv1d and embedding gradients are bitwise the same on 1 a
     etnn::Trainer trainer(model, loss, opt);
     model.zero_grad();
     trainer.accumulate_gradients(ids, labels);
-    return std::vector<float>(model.gradients(), model.gradients() + Net::num_params);
+    return std::vector<float>(model.gradients(), model.gradients() + Net::flat_size);
   };
   // On the engine this process chose; ctest's nn.eigen_gemm runs this again on Eigen's.
   MESSAGE("float GEMM engine: ", std::string(etnn::cpu::gemm_engine_name(etnn::cpu::float_gemm_engine())));

@@ -45,7 +45,10 @@ TEST_CASE("parameters are named as torch.nn.Sequential.state_dict() names them")
   CHECK(params[2].name == "2.weight");
   CHECK(params[2].shape == std::vector<int>{10, 512});
   CHECK(params[3].name == "2.bias");
-  CHECK(params[3].offset + params[3].numel == Mlp::num_params);
+  // Every tensor starts on a 256-byte boundary (64 floats), with zeros between: 10 biases then 54.
+  CHECK(params[2].offset == 512 * 784 + 512);
+  CHECK(params[3].offset == 512 * 784 + 512 + 5120);
+  CHECK(params[3].offset + 64 == Mlp::flat_size);
 
   const auto image = etnn::Model<Image>::named_parameters();
   CHECK(image[0].name == "1.weight");  // flatten is module 0
@@ -55,8 +58,8 @@ TEST_CASE("parameters are named as torch.nn.Sequential.state_dict() names them")
 TEST_CASE("initialisation follows PyTorch's bounds and depends only on the seed") {
   etnn::Model<Mlp> a(42), b(42), c(43);
   const float* pa = a.parameters();
-  CHECK(std::equal(pa, pa + Mlp::num_params, b.parameters()));
-  CHECK(!std::equal(pa, pa + Mlp::num_params, c.parameters()));
+  CHECK(std::equal(pa, pa + Mlp::flat_size, b.parameters()));
+  CHECK(!std::equal(pa, pa + Mlp::flat_size, c.parameters()));
   // U(-1/sqrt(fan_in), 1/sqrt(fan_in)), and the sample fills that interval.
   const float bound0 = 1.0f / std::sqrt(784.0f);
   const auto [lo, hi] = std::minmax_element(pa, pa + 784 * 512);
@@ -68,8 +71,8 @@ TEST_CASE("initialisation follows PyTorch's bounds and depends only on the seed"
   for (int i = 0; i < 784 * 512; ++i) mean += pa[i];
   CHECK(std::abs(mean / (784 * 512)) < 1e-3 * bound0 * 30);
   const float bound2 = 1.0f / std::sqrt(512.0f);
-  for (std::size_t i = 784 * 512 + 512; i < Mlp::num_params; ++i) CHECK(std::abs(pa[i]) <= bound2);
-  for (std::size_t i = 0; i < Mlp::num_params; ++i) REQUIRE(a.gradients()[i] == 0.0f);
+  for (std::size_t i = 784 * 512 + 512; i < Mlp::flat_size; ++i) CHECK(std::abs(pa[i]) <= bound2);
+  for (std::size_t i = 0; i < Mlp::flat_size; ++i) REQUIRE(a.gradients()[i] == 0.0f);
 }
 
 namespace {
@@ -100,9 +103,10 @@ TEST_CASE("forward matches a naive reference, every activation, several batch si
     for (int s = 0; s < batch; ++s) {
       std::vector<double> h(x.data() + s * 6, x.data() + s * 6 + 6);
       std::size_t at = 0;
-      auto layer = [&](int in, int out, auto f) {
-        h = naive_dense(p + at, p + at + in * out, h, in, out, f);
-        at += static_cast<std::size_t>(in * out + out);
+      auto layer = [&](int in, int out, auto f) {  // weight and bias each from a multiple of 64
+        const std::size_t bias = etnn::aligned_values(static_cast<std::size_t>(in * out));
+        h = naive_dense(p + at, p + at + bias, h, in, out, f);
+        at += bias + etnn::aligned_values(static_cast<std::size_t>(out));
       };
       layer(6, 9, [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); });
       layer(9, 8, [](double v) { return v / (1 + std::exp(-v)); });

@@ -10,6 +10,7 @@
 #include <etnn/etnn.hpp>
 
 #include "optim/torch_reference.hpp"
+#include "support/flat_index.hpp"
 
 namespace nn = etnn::nn;
 namespace ref = etnn::test::torch_reference;
@@ -18,6 +19,10 @@ namespace {
 
 using Tiny = decltype(nn::input<3> >> nn::linear<2>);  // 8 parameters, the reference's flat vector
 static_assert(Tiny::num_params == ref::num_params);
+
+// Value i of the reference's vector (weight, then bias, as torch concatenates them) in the model's
+// flat arrays, where the bias starts aligned.
+std::size_t at(int i) { return etnn::test::flat_index<etnn::Model<Tiny>>(static_cast<std::size_t>(i)); }
 
 // Two ranks holding the same gradients: every allreduce doubles the data, so the mean gradient is
 // the single process's, and so must be the whole trajectory.
@@ -42,15 +47,16 @@ struct Mirror {
 template <class T, class R>
 std::vector<std::vector<T>> follow(const ref::AdamRun& run, R& reducer, std::vector<double>& norms) {
   etnn::Model<Tiny, T> model(0);
-  for (int i = 0; i < ref::num_params; ++i) model.parameters()[i] = static_cast<T>(ref::initial[i]);
+  for (int i = 0; i < ref::num_params; ++i) model.parameters()[at(i)] = static_cast<T>(ref::initial[i]);
   auto trajectory = [&](auto& opt) {
     opt.set_schedule(run.schedule);
     opt.set_max_grad_norm(run.max_grad_norm);
     std::vector<std::vector<T>> params;
     for (int s = 0; s < ref::steps; ++s) {
-      for (int i = 0; i < ref::num_params; ++i) model.gradients()[i] = static_cast<T>(ref::gradients[s][i]);
+      for (int i = 0; i < ref::num_params; ++i) model.gradients()[at(i)] = static_cast<T>(ref::gradients[s][i]);
       opt.step();
-      params.emplace_back(model.parameters(), model.parameters() + ref::num_params);
+      params.emplace_back();
+      for (int i = 0; i < ref::num_params; ++i) params.back().push_back(model.parameters()[at(i)]);
       norms.push_back(opt.last_grad_norm());
     }
     return params;
@@ -118,8 +124,8 @@ TEST_CASE("Adam and AdamW: PyTorch's defaults, state names and deduction") {
   CHECK(etnn::optim::rules::Adam::state_names(adam.options()) == Names{"exp_avg", "exp_avg_sq"});
   CHECK(etnn::optim::rules::AdamW::state_names(adamw.options()) ==
         Names{"exp_avg", "exp_avg_sq", "max_exp_avg_sq"});
-  CHECK(adam.state_size() == 2 * Tiny::num_params);
-  CHECK(adamw.state_size() == 3 * Tiny::num_params);
+  CHECK(adam.state_size() == 2 * Tiny::flat_size);
+  CHECK(adamw.state_size() == 3 * Tiny::flat_size);
 }
 
 TEST_CASE("Adam and AdamW reject invalid options with a clear message") {

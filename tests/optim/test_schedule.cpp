@@ -9,6 +9,7 @@
 #include <etnn/etnn.hpp>
 
 #include "optim/torch_reference.hpp"
+#include "support/flat_index.hpp"
 
 namespace nn = etnn::nn;
 namespace ref = etnn::test::torch_reference;
@@ -17,6 +18,10 @@ namespace schedule = etnn::optim::schedule;
 namespace {
 using Tiny = decltype(nn::input<3> >> nn::linear<2>);  // 8 parameters
 static_assert(Tiny::num_params == ref::num_params);
+
+// Value i of the reference's vector (weight, then bias, as torch concatenates them) in the model's
+// flat arrays, where the bias starts aligned.
+std::size_t at(int i) { return etnn::test::flat_index<etnn::Model<Tiny>>(static_cast<std::size_t>(i)); }
 }  // namespace
 
 TEST_CASE("schedules give torch.optim.lr_scheduler's learning rates, and SGD applies them") {
@@ -113,14 +118,14 @@ void check_clipping(const ref::ClipCase& c, double tolerance) {
   opt.set_max_grad_norm(c.max_norm);
   CHECK(opt.max_grad_norm() == c.max_norm);
   for (int i = 0; i < ref::num_params; ++i) {
-    model.parameters()[i] = T(0);
-    model.gradients()[i] = static_cast<T>(c.gradient[i]);
+    model.parameters()[at(i)] = T(0);
+    model.gradients()[at(i)] = static_cast<T>(c.gradient[i]);
   }
   opt.step();
   const bool f64 = sizeof(T) == 8;
   CHECK(opt.last_grad_norm() == doctest::Approx(f64 ? c.norm64 : c.norm32).epsilon(tolerance));
   for (int i = 0; i < ref::num_params; ++i)
-    CHECK(-static_cast<double>(model.parameters()[i]) ==
+    CHECK(-static_cast<double>(model.parameters()[at(i)]) ==
           doctest::Approx(f64 ? c.clipped64[i] : c.clipped32[i]).epsilon(tolerance));
 }
 }  // namespace
@@ -139,17 +144,17 @@ TEST_CASE("clipping: off by default, infinity measures only, negative refused") 
   CHECK(opt.max_grad_norm() == 0.0f);
   CHECK(std::isnan(opt.last_grad_norm()));
   for (int i = 0; i < ref::num_params; ++i) {
-    model.parameters()[i] = 0;
-    model.gradients()[i] = ref::gradients[0][i];
+    model.parameters()[at(i)] = 0;
+    model.gradients()[at(i)] = ref::gradients[0][i];
   }
   opt.step();
   CHECK(std::isnan(opt.last_grad_norm()));  // not measured
   CHECK(model.parameters()[0] == -ref::gradients[0][0]);
   opt.set_max_grad_norm(std::numeric_limits<float>::infinity());
-  for (int i = 0; i < ref::num_params; ++i) model.parameters()[i] = 0;
+  for (int i = 0; i < ref::num_params; ++i) model.parameters()[at(i)] = 0;
   opt.step();
   CHECK(opt.last_grad_norm() == doctest::Approx(ref::clip_cases[0].norm64).epsilon(1e-12));
-  for (int i = 0; i < ref::num_params; ++i) CHECK(model.parameters()[i] == -ref::gradients[0][i]);
+  for (int i = 0; i < ref::num_params; ++i) CHECK(model.parameters()[at(i)] == -ref::gradients[0][i]);
   CHECK_THROWS_WITH_AS(opt.set_max_grad_norm(-1.0f), doctest::Contains("the maximum norm must be >= 0"), etnn::Error);
   CHECK_THROWS_AS(opt.set_max_grad_norm(std::nanf("")), etnn::Error);
   CHECK(std::isinf(opt.max_grad_norm()));

@@ -5,8 +5,11 @@
 #include <cmath>
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include <etnn/etnn.hpp>
+
+#include "flat_index.hpp"
 
 namespace etnn::test {
 
@@ -63,6 +66,14 @@ GradcheckResult gradcheck(Model& model, Loss& loss, const X& x, const Y& y) {
       }
     }
   }
+  // The zeros that align each tensor (nn/program.hpp) stay zero, and so do their gradients.
+  std::vector<bool> in_tensor(Model::flat_size, false);
+  for (const auto& p : Model::named_parameters()) std::fill_n(in_tensor.begin() + p.offset, p.numel, true);
+  for (std::size_t i = 0; i < Model::flat_size; ++i) {
+    if (!in_tensor[i] && (w[i] != 0 || g[i] != 0) && r.failed++ == 0)
+      r.first_failure = "flat index " + std::to_string(i) + ", between tensors: value " + std::to_string(w[i]) +
+                        ", gradient " + std::to_string(g[i]);
+  }
   return r;
 }
 
@@ -71,6 +82,16 @@ template <class T>
 void fill_uniform(T* data, std::size_t n, std::uint64_t seed, double scale = 1.0) {
   etnn::Rng rng(seed);
   for (std::size_t i = 0; i < n; ++i) data[i] = static_cast<T>(rng.uniform(-scale, scale));
+}
+
+// The same for every parameter tensor of a model, in state_dict order from one stream (the zeros
+// between tensors stay zero).
+template <class Model>
+void fill_parameters_uniform(Model& model, std::uint64_t seed, double scale = 1.0) {
+  etnn::Rng rng(seed);
+  for (const auto& p : Model::named_parameters())
+    for (std::size_t k = 0; k < p.numel; ++k)
+      model.parameters()[p.offset + k] = static_cast<typename Model::value_type>(rng.uniform(-scale, scale));
 }
 
 // Token ids in [0, vocabulary), as a dataset of Tokens<T, V> samples holds them.

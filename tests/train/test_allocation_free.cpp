@@ -95,7 +95,7 @@ TEST_CASE("Trainer::step allocates nothing after reserve(), from the first step 
   std::vector<int> y(64);
   for (int i = 0; i < 64; ++i) y[static_cast<std::size_t>(i)] = i % 10;
   trainer.reserve(64);
-  for (std::size_t i = 0; i < Net::num_params; ++i) REQUIRE(model.gradients()[i] == 0.0f);  // reserve adds zero
+  for (std::size_t i = 0; i < Net::flat_size; ++i) REQUIRE(model.gradients()[i] == 0.0f);  // reserve adds zero
 
   const Allocations steps;
   for (int i = 0; i < 20; ++i) trainer.step(x, y);

@@ -38,7 +38,7 @@ Trained train_on(int threads) {
     for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<int>((i * 31 + 17 * step + 31) % vocabulary);
     out.losses.push_back(trainer.step(x, y));
   }
-  out.parameters.assign(model.parameters(), model.parameters() + char_lm::Gpt::num_params);
+  out.parameters.assign(model.parameters(), model.parameters() + char_lm::Gpt::flat_size);
   return out;
 }
 

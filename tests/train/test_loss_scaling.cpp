@@ -47,7 +47,7 @@ bool same_bits(const T* a, const T* b, std::size_t n) {
 
 template <class Model>
 std::vector<typename Model::value_type> parameters_of(const Model& model) {
-  return {model.parameters(), model.parameters() + Model::num_params};
+  return {model.parameters(), model.parameters() + Model::flat_size};
 }
 
 }  // namespace
@@ -71,7 +71,7 @@ TEST_CASE_TEMPLATE("loss scaling by powers of two trains bitwise as unscaled tra
       const T want = plain.step(b.view(), b.y);
       const T got = scaled.step(b.view(), b.y);
       CHECK(got == want);  // the reported loss is never scaled
-      REQUIRE(same_bits(plain_model.parameters(), scaled_model.parameters(), Net::num_params));
+      REQUIRE(same_bits(plain_model.parameters(), scaled_model.parameters(), Net::flat_size));
     }
     // 14 micro-steps: 14 / accumulate updates, the scale doubled after every 3 of them.
     const int updates = 14 / accumulate;
@@ -98,7 +98,7 @@ TEST_CASE("gradients that overflow skip the step and back the scale off; the fir
     const auto b = random_batch<float>(seed++, input_scale);
     CHECK(std::isfinite(trainer.step(b.view(), b.y)));  // the loss itself stays finite
     if (opt.steps() == 0) {
-      CHECK(same_bits(initial.data(), model.parameters(), ReluNet::num_params));  // skipped: nothing moved
+      CHECK(same_bits(initial.data(), model.parameters(), ReluNet::flat_size));  // skipped: nothing moved
       CHECK(trainer.loss_scale() == scale * 0.5f);
       CHECK(trainer.non_finite_in_a_row() == 0);  // overflows are not a non-finite run
       scale *= 0.5f;
@@ -115,7 +115,7 @@ TEST_CASE("gradients that overflow skip the step and back the scale off; the fir
   etnn::Trainer reference(reference_model, loss, reference_opt);
   const auto b = random_batch<float>(seed - 1, input_scale);
   reference.step(b.view(), b.y);
-  CHECK(same_bits(reference_model.parameters(), model.parameters(), ReluNet::num_params));
+  CHECK(same_bits(reference_model.parameters(), model.parameters(), ReluNet::flat_size));
 }
 
 TEST_CASE("with loss scaling, a non-finite loss is still a non-finite run: the scale stays, the run ends in the error") {
@@ -145,8 +145,8 @@ TEST_CASE("a parametric loss's gradients are scaled and unscaled with the model'
                           {.accumulate = 2, .loss_scaling = etnn::LossScaling{.enabled = scaled, .init_scale = 4096.0f}});
     for (int s = 0; s < 8; ++s) trainer.step(b.view(), b.y);
     std::vector<float> all = parameters_of(model);
-    all.insert(all.end(), arcface.parameters(), arcface.parameters() + arcface.num_params);
-    all.insert(all.end(), arcface.gradients(), arcface.gradients() + arcface.num_params);  // unscaled after a step
+    all.insert(all.end(), arcface.parameters(), arcface.parameters() + arcface.flat_size);
+    all.insert(all.end(), arcface.gradients(), arcface.gradients() + arcface.flat_size);  // unscaled after a step
     return all;
   };
   const auto plain = run(false), scaled = run(true);
@@ -211,7 +211,7 @@ TEST_CASE("a training state keeps the loss scale; a scaled state does not load i
   const auto before = parameters_of(plain_model);
   CHECK_THROWS_WITH_AS(etnn::io::load_state(plain, resumed_loader, path),
                        doctest::Contains("turn TrainerOptions::loss_scaling on"), etnn::IoError);
-  CHECK(same_bits(before.data(), plain_model.parameters(), Net::num_params));
+  CHECK(same_bits(before.data(), plain_model.parameters(), Net::flat_size));
 
   // A load that fails later (another optimizer's state) leaves the scale as it was.
   etnn::Model<Net> adam_model(4);

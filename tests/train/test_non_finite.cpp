@@ -87,7 +87,7 @@ TEST_CASE("a NaN in a gradient skips the update: parameters, Adam's state and st
     trainer.step(b.view(), b.y);
   }
   REQUIRE(opt.steps() == 3);
-  const std::vector<float> params(model.parameters(), model.parameters() + Net::num_params);
+  const std::vector<float> params(model.parameters(), model.parameters() + Net::flat_size);
   const std::vector<float> state(opt.state(), opt.state() + opt.state_size());
 
   step_with_nan_gradient(trainer, offset_of("0.weight") + 17, 10);
@@ -106,7 +106,7 @@ TEST_CASE("a NaN in a gradient skips the update: parameters, Adam's state and st
   CHECK(trainer.non_finite_in_a_row() == 0);  // a finite step ends the run
   CHECK(opt.steps() == 4);
   CHECK(!same_bits(params, model.parameters()));
-  for (std::size_t i = 0; i < Net::num_params; ++i) REQUIRE(std::isfinite(model.parameters()[i]));
+  for (std::size_t i = 0; i < Net::flat_size; ++i) REQUIRE(std::isfinite(model.parameters()[i]));
 }
 
 TEST_CASE("a NaN in the data: the loss is NaN, the step skipped, batch norm's running statistics restored") {
@@ -116,7 +116,7 @@ TEST_CASE("a NaN in the data: the loss is NaN, the step skipped, batch norm's ru
   etnn::Trainer trainer(model, loss, opt);
   const Batch good = random_batch(3);
   trainer.step(good.view(), good.y);
-  const std::vector<float> params(model.parameters(), model.parameters() + BnNet::num_params);
+  const std::vector<float> params(model.parameters(), model.parameters() + BnNet::flat_size);
   const std::vector<float> state(opt.state(), opt.state() + opt.state_size());
   const std::vector<float> buffers(model.buffers(), model.buffers() + etnn::Model<BnNet>::num_buffers);
   const Batch bad = nan_batch(4);
@@ -137,7 +137,7 @@ TEST_CASE("N non-finite steps in a row throw etnn::NonFiniteError naming the fir
     etnn::loss::CrossEntropy loss;
     etnn::optim::SGD opt(model, {.lr = 0.1f});
     etnn::Trainer trainer(model, loss, opt, {.accumulate = 2, .max_non_finite_in_a_row = 3});
-    const std::vector<float> params(model.parameters(), model.parameters() + Net::num_params);
+    const std::vector<float> params(model.parameters(), model.parameters() + Net::flat_size);
     step_with_nan_gradient(trainer, offset_of("0.bias") + 3, 1);
     step_with_nan_gradient(trainer, offset_of("0.bias"), 3);
     CHECK_THROWS_WITH_AS(step_with_nan_gradient(trainer, offset_of("0.bias"), 5),
@@ -177,7 +177,7 @@ TEST_CASE("N non-finite steps in a row throw etnn::NonFiniteError naming the fir
     trainer.step(b.view(), b.y);
     CHECK(opt.steps() == 1);
     loss.infinite = true;
-    const std::vector<float> params(model.parameters(), model.parameters() + Net::num_params);
+    const std::vector<float> params(model.parameters(), model.parameters() + Net::flat_size);
     CHECK_THROWS_WITH_AS(trainer.step(b.view(), b.y),
                          doctest::Contains("1 steps in a row with non-finite losses (each skipped: the parameters are "
                                            "those before the first); first non-finite: the loss (the gradients were "
@@ -216,8 +216,8 @@ TEST_CASE("a parametric loss's gradients are guarded too, and both optimizers sk
   const Batch a = random_batch(1), b = random_batch(2);
   trainer.step(a.view(), a.y);
   trainer.step(b.view(), b.y);
-  const std::vector<float> params(model.parameters(), model.parameters() + decltype(model)::num_params);
-  const std::vector<float> head(arcface.parameters(), arcface.parameters() + arcface.num_params);
+  const std::vector<float> params(model.parameters(), model.parameters() + decltype(model)::flat_size);
+  const std::vector<float> head(arcface.parameters(), arcface.parameters() + arcface.flat_size);
   const std::vector<float> head_state(head_opt.state(), head_opt.state() + head_opt.state_size());
   trainer.step(a.view(), a.y);
   arcface.gradients()[5] = not_a_number;

@@ -27,7 +27,7 @@ using Net = decltype(nn::input<6> >> nn::linear<16> >> nn::tanh >> nn::linear<et
 
 template <class Model>
 std::vector<float> parameters(const Model& model) {
-  return {model.parameters(), model.parameters() + Model::num_params};
+  return {model.parameters(), model.parameters() + Model::flat_size};
 }
 
 // Two epochs of batches of 16 in the order RandomSampler{seed} gives, gathered by hand.

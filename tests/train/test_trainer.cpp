@@ -77,7 +77,7 @@ std::vector<float> train_100_steps(const etnn::data::Dataset<etnn::Shape<8>>& tr
     if (++steps == 100) break;
   }
   REQUIRE(steps == 100);
-  return std::vector<float>(model.parameters(), model.parameters() + Net::num_params);
+  return std::vector<float>(model.parameters(), model.parameters() + Net::flat_size);
 }
 }  // namespace
 
@@ -116,7 +116,7 @@ TEST_CASE("a double model trains from float data like a float model, and step(x,
   }
   CHECK(last < first / 2);
   double worst = 0;
-  for (std::size_t i = 0; i < Net::num_params; ++i)
+  for (std::size_t i = 0; i < Net::flat_size; ++i)
     worst = std::max(worst, std::abs(precise.parameters()[i] - static_cast<double>(single.parameters()[i])));
   MESSAGE("float vs double parameters after 30 steps: max difference ", worst);
   CHECK(worst < 1e-4);
@@ -146,7 +146,7 @@ TEST_CASE("gradient accumulation: k micro-batches of b train like one batch of k
     etnn::data::DataLoader loader(train, {.batch = batch, .shuffle = true, .seed = 1});
     for (auto b : loader) trainer.step(b);
     CHECK(opt.steps() == static_cast<std::int64_t>(512 / (batch * accumulate)));
-    return std::vector<double>(model.parameters(), model.parameters() + Net::num_params);
+    return std::vector<double>(model.parameters(), model.parameters() + Net::flat_size);
   };
   const auto big = run(64, 1);
   const auto micro = run(16, 4);
@@ -190,8 +190,8 @@ TEST_CASE("a step's first backward writes the gradients: that batch's alone, for
   stepped_trainer.step(second, second_labels);  // its backward writes over the first step's gradients
   reference.zero_grad();
   reference_trainer.accumulate_gradients(second, second_labels);  // adds to zeros
-  const std::vector<double> written(stepped.gradients(), stepped.gradients() + Mixed::num_params);
-  const std::vector<double> added(reference.gradients(), reference.gradients() + Mixed::num_params);
+  const std::vector<double> written(stepped.gradients(), stepped.gradients() + Mixed::flat_size);
+  const std::vector<double> added(reference.gradients(), reference.gradients() + Mixed::flat_size);
   CHECK(written == added);
   CHECK(std::any_of(written.begin(), written.end(), [](double g) { return g != 0.0; }));
 
@@ -199,7 +199,7 @@ TEST_CASE("a step's first backward writes the gradients: that batch's alone, for
   std::vector<int> bad(second_labels.begin(), second_labels.end());
   bad[5] = 7;
   CHECK_THROWS_AS(stepped_trainer.step(second, std::span<const int>(bad)), etnn::Error);
-  CHECK(std::all_of(stepped.gradients(), stepped.gradients() + Mixed::num_params, [](double g) { return g == 0.0; }));
+  CHECK(std::all_of(stepped.gradients(), stepped.gradients() + Mixed::flat_size, [](double g) { return g == 0.0; }));
 }
 
 TEST_CASE("a CNN with batch norm, pooling, dropout and a residual block is bitwise reproducible, whatever the thread count") {
@@ -222,7 +222,7 @@ TEST_CASE("a CNN with batch norm, pooling, dropout and a residual block is bitwi
     const etnn::TensorView<const float, etnn::Shape<2, 10, 10>> batch(x.data(), 32);
     for (int step = 0; step < 30; ++step) trainer.step(batch, y);
     etnn::set_num_threads(saved);
-    std::vector<float> out(model.parameters(), model.parameters() + Cnn::num_params);
+    std::vector<float> out(model.parameters(), model.parameters() + Cnn::flat_size);
     out.insert(out.end(), model.buffers(), model.buffers() + etnn::Model<Cnn>::num_buffers);
     return out;
   };
@@ -251,7 +251,7 @@ TEST_CASE("same seed, ranks and threads: a CNN with batch norm, dropout and Adam
     etnn::data::DataLoader loader(data, {.batch = 16, .shuffle = true, .seed = 13});
     etnn::test::run_steps(trainer, loader, 0, 100);
     REQUIRE(opt.steps() == 100);
-    std::vector<float> out(model.parameters(), model.parameters() + Cnn::num_params);
+    std::vector<float> out(model.parameters(), model.parameters() + Cnn::flat_size);
     out.insert(out.end(), model.buffers(), model.buffers() + Model::num_buffers);
     out.insert(out.end(), opt.state(), opt.state() + opt.state_size());
     return out;

@@ -2,6 +2,7 @@
 // etnn core, the face of core/: configuration (ETNN_HD), Shape<...>, the device tags and
 // allocators, errors and their message helper, fast exp and erf, lane sums, the scalar types
 // (float, double and the mixed precisions), the seeded RNG, and the generic compile-time checks.
+#include "alignment.hpp"
 #include "checks.hpp"
 #include "config.hpp"
 #include "device.hpp"

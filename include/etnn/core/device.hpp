@@ -12,8 +12,9 @@ namespace etnn {
 // Host memory; kernels in cpu/ (Eigen GEMM, OpenMP loops).
 struct Cpu {
   static constexpr std::string_view name = "cpu";
-  // 64-byte alignment: one cache line, and what AVX-512 loads like.
-  static constexpr std::size_t alignment = 64;
+  // 256-byte alignment, as the device's: every region etnn lays out in it then starts on a
+  // 256-byte boundary (core/alignment.hpp), and AVX-512 loads never split a cache line.
+  static constexpr std::size_t alignment = 256;
 
   static void* allocate(std::size_t bytes) {
     if (bytes == 0) return nullptr;

@@ -78,7 +78,7 @@ ChannelStatistics<C> channel_statistics(const T* x, const T* running, int batch,
     for (int c = 0; c < C; ++c) st.var[c] /= st.count;
   } else {
     st.count = static_cast<double>(batch) * S;
-    for (int c = 0; c < C; ++c) st.mean[c] = running[c], st.var[c] = running[C + c];
+    for (int c = 0; c < C; ++c) st.mean[c] = running[c], st.var[c] = running[expr::detail::running_var_at<C> + c];
   }
   for (int c = 0; c < C; ++c) st.inv_std[c] = 1.0 / std::sqrt(st.var[c] + expr::batch_norm_eps);
   return st;
@@ -86,7 +86,8 @@ ChannelStatistics<C> channel_statistics(const T* x, const T* running, int batch,
 
 }  // namespace cpu
 
-// running: [running_mean (C), running_var (C), num_batches_tracked (1)]; updated when training.
+// running: running_mean, running_var, num_batches_tracked (expr::detail::running_var_at); updated
+// when training.
 template <int C, int S, class T, class Sum>
 void batch_norm_forward(Cpu, const T* gamma, const T* beta, T* running, const T* x, T* y, int batch, bool training,
                         const Sum& sync) {

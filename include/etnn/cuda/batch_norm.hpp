@@ -92,7 +92,7 @@ __global__ void finish_statistics_kernel(BatchNormValues<C> v, T* running, bool 
       if (update_running) expr::detail::update_running_statistics<C>(running, c, mean, var, count);
     } else {
       mean = running[c];
-      var = running[C + c];
+      var = running[expr::detail::running_var_at<C> + c];
     }
     v.mean[c] = mean;
     v.inv_std[c] = 1.0 / sqrt(var + expr::batch_norm_eps);
@@ -117,7 +117,8 @@ void statistics(const BatchNormValues<C>& v, const T* x, T* running, int batch, 
 
 }  // namespace cuda::detail
 
-// running: [running_mean (C), running_var (C), num_batches_tracked (1)]; updated when training.
+// running: running_mean, running_var, num_batches_tracked (expr::detail::running_var_at); updated
+// when training.
 template <int C, int S, class T, class Sum>
 void batch_norm_forward(Cuda, const T* gamma, const T* beta, T* running, const T* x, T* y, int batch, bool training,
                         const Sum& sync) {

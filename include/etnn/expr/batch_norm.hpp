@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <string>
 
+#include "../core/alignment.hpp"
 #include "../core/config.hpp"
 #include "../core/error.hpp"
 
@@ -104,14 +105,23 @@ struct BatchNormInputGradient {  // dx = gamma inv_std (dy - mean(dy) - xhat mea
   }
 };
 
-// running[c], running[C + c] moved toward channel c's batch mean and unbiased variance (var is
-// the biased one over count values), and num_batches_tracked counted once (by channel 0).
+// The running statistics of C channels, one array of buffers, each tensor aligned
+// (core/alignment.hpp): running_mean (C) at 0, running_var (C) at running_var_at<C>, and
+// num_batches_tracked (1) at batches_tracked_at<C>.
+template <int C>
+inline constexpr std::size_t running_var_at = aligned_values(std::size_t{C});
+template <int C>
+inline constexpr std::size_t batches_tracked_at = 2 * aligned_values(std::size_t{C});
+
+// running_mean[c], running_var[c] moved toward channel c's batch mean and unbiased variance (var
+// is the biased one over count values), and num_batches_tracked counted once (by channel 0).
 template <int C, class T>
 ETNN_HD void update_running_statistics(T* running, int c, double mean, double var, double count) {
   constexpr double m = batch_norm_momentum;
+  T* running_var = running + running_var_at<C>;
   running[c] = static_cast<T>((1 - m) * running[c] + m * mean);
-  running[C + c] = static_cast<T>((1 - m) * running[C + c] + m * var * count / (count - 1));
-  if (c == 0) running[2 * C] += T(1);
+  running_var[c] = static_cast<T>((1 - m) * running_var[c] + m * var * count / (count - 1));
+  if (c == 0) running[batches_tracked_at<C>] += T(1);
 }
 
 }  // namespace detail

@@ -5,8 +5,9 @@
 // features or 10 classes out is carried as 32 and 16.
 //
 // Widths W_0 .. W_L (W_0 the input), padded P_l = fused_width(W_l). Parameters are laid out per
-// layer as etnn and PyTorch do, weight (W_{l+1}, W_l) row-major then bias (W_{l+1}); the padded
-// network's the same way with P. Padding is zeros: the padded network computes the same function
+// layer as etnn's linear layers are (MlpLayout): weight (W_{l+1}, W_l) row-major then bias
+// (W_{l+1}), each from an aligned offset; the padded network's the same way with P. Padding is
+// zeros: the padded network computes the same function
 // on the true features, because
 //   - a padded input column meets only zero weights;
 //   - a padded hidden unit has zero weights in and zero bias, so it is ReLU(0) = 0, and its
@@ -17,6 +18,7 @@
 // host (tests) and on the device (the copy kernels of cuda/fused_mlp/padding.hpp).
 #include <cstddef>
 
+#include "../core/alignment.hpp"
 #include "../core/config.hpp"
 #include "functors.hpp"
 
@@ -34,61 +36,79 @@ ETNN_HD constexpr int fused_width(int w) {
   return w <= 16 ? 16 : w <= 32 ? 32 : w <= 64 ? 64 : w <= 128 ? 128 : 0;
 }
 
+// The flat parameters of a chain of linear layers of widths w_0 .. w_L, laid out as a Program lays
+// out etnn's linear layers (nn/dense_layer.hpp, nn/program.hpp): layer l's weight (w_{l+1}, w_l)
+// row-major from weight_at(l), its bias (w_{l+1}) from bias_at(l), each offset a multiple of
+// region_alignment_values, zeros between. The fused kernels read them there.
+template <int... Widths>
+struct MlpLayout {
+  static constexpr int layers = static_cast<int>(sizeof...(Widths)) - 1;
+  ETNN_HD static constexpr std::size_t in(int l) {
+    constexpr int widths[] = {Widths...};
+    return std::size_t(widths[l]);
+  }
+  ETNN_HD static constexpr std::size_t out(int l) { return in(l + 1); }
+  // Layer l's weight; weight_at(layers) is the end of the last bias slice, the layout's length.
+  ETNN_HD static constexpr std::size_t weight_at(int l) {
+    std::size_t at = 0;
+    for (int m = 0; m < l; ++m) at += aligned_values(out(m) * in(m)) + aligned_values(out(m));
+    return at;
+  }
+  ETNN_HD static constexpr std::size_t bias_at(int l) { return weight_at(l) + aligned_values(out(l) * in(l)); }
+  static constexpr std::size_t size = weight_at(layers);
+
+  // The parameter at flat index i: its layer, and its row and column in the weight (column -1:
+  // the bias); layer -1 where i lies between tensors.
+  struct Place {
+    int layer;
+    std::size_t row;
+    long column;
+  };
+  ETNN_HD static constexpr Place place(std::size_t i) {
+    for (int l = 0; l < layers; ++l) {
+      if (i >= weight_at(l + 1)) continue;
+      if (i < weight_at(l) + out(l) * in(l)) {
+        const std::size_t k = i - weight_at(l);
+        return {l, k / in(l), static_cast<long>(k % in(l))};
+      }
+      if (i >= bias_at(l) && i < bias_at(l) + out(l)) return {l, i - bias_at(l), -1};
+      break;
+    }
+    return {-1, 0, 0};
+  }
+  // Flat index of weight (row, column) of layer l, or of its bias row when column is -1.
+  ETNN_HD static constexpr std::size_t index(int l, std::size_t row, long column) {
+    return column < 0 ? bias_at(l) + row : weight_at(l) + row * in(l) + static_cast<std::size_t>(column);
+  }
+};
+
 template <int... Widths>
 struct PaddedMlp {
   static_assert(sizeof...(Widths) >= 2, "a chain of linear layers has an input and an output width");
   static constexpr int layers = static_cast<int>(sizeof...(Widths)) - 1;
   static constexpr bool fits = ((Widths > 0 && fused_width(Widths) != 0) && ...);
   static constexpr bool needed = ((fused_width(Widths) != Widths) || ...);
+  using true_layout = MlpLayout<Widths...>;
+  using padded_layout = MlpLayout<fused_width(Widths)...>;
 
-  // Parameters of the chain, true or padded: sum_l w_{l+1} (w_l + 1).
-  static constexpr std::size_t params_of(bool padded) {
-    constexpr int widths[] = {Widths...};
-    const auto width = [&](int l) { return std::size_t(padded ? fused_width(widths[l]) : widths[l]); };
-    std::size_t total = 0;
-    for (int l = 0; l < layers; ++l) total += width(l + 1) * (width(l) + 1);
-    return total;
-  }
-  static constexpr std::size_t num_params = params_of(false);
-  static constexpr std::size_t padded_params = params_of(true);
+  // The flat lengths, true and padded (tensors and the zeros that align them).
+  static constexpr std::size_t num_params = true_layout::size;
+  static constexpr std::size_t padded_params = padded_layout::size;
 
-  // Where true parameter i (< num_params) lives in the padded layout.
+  // Where true flat index i (< num_params) lives in the padded layout; padded_params where i lies
+  // between tensors.
   ETNN_HD static constexpr std::size_t padded_index(std::size_t i) {
-    constexpr int widths[] = {Widths...};
-    std::size_t at = 0, padded_at = 0;
-    for (int l = 0; l < layers; ++l) {
-      const std::size_t in = std::size_t(widths[l]), out = std::size_t(widths[l + 1]);
-      const std::size_t in_p = std::size_t(fused_width(widths[l])), out_p = std::size_t(fused_width(widths[l + 1]));
-      if (i < at + out * (in + 1)) {
-        const std::size_t k = i - at;
-        return k < out * in ? padded_at + k / in * in_p + k % in : padded_at + out_p * in_p + (k - out * in);
-      }
-      at += out * (in + 1);
-      padded_at += out_p * (in_p + 1);
-    }
-    return padded_params;
+    const auto at = true_layout::place(i);
+    return at.layer < 0 ? padded_params : padded_layout::index(at.layer, at.row, at.column);
   }
 
-  // The true parameter at padded index j (< padded_params), or num_params where j is padding.
+  // The true flat index of padded index j (< padded_params), or num_params where j is padding.
   ETNN_HD static constexpr std::size_t true_index(std::size_t j) {
-    constexpr int widths[] = {Widths...};
-    std::size_t at = 0, padded_at = 0;
-    for (int l = 0; l < layers; ++l) {
-      const std::size_t in = std::size_t(widths[l]), out = std::size_t(widths[l + 1]);
-      const std::size_t in_p = std::size_t(fused_width(widths[l])), out_p = std::size_t(fused_width(widths[l + 1]));
-      if (j < padded_at + out_p * (in_p + 1)) {
-        const std::size_t k = j - padded_at;
-        if (k < out_p * in_p) {
-          const std::size_t row = k / in_p, col = k % in_p;
-          return row < out && col < in ? at + row * in + col : num_params;
-        }
-        const std::size_t row = k - out_p * in_p;
-        return row < out ? at + out * in + row : num_params;
-      }
-      at += out * (in + 1);
-      padded_at += out_p * (in_p + 1);
-    }
-    return num_params;
+    const auto at = padded_layout::place(j);
+    if (at.layer < 0 || at.row >= true_layout::out(at.layer) ||
+        (at.column >= 0 && static_cast<std::size_t>(at.column) >= true_layout::in(at.layer)))
+      return num_params;
+    return true_layout::index(at.layer, at.row, at.column);
   }
 };
 

@@ -49,7 +49,7 @@ void append_training_slots(std::vector<TensorSlot<T>>& slots, Params& params, Op
   for (std::size_t k = 0; k < names.size(); ++k)
     for (const auto& p : named)
       slots.push_back({prefix + "optimizer." + names[k] + "." + p.name, shape_of(p),
-                       optimizer.state() + k * Params::num_params + p.offset, p.numel});
+                       optimizer.state() + k * Params::flat_size + p.offset, p.numel});
   if (partial)
     for (const auto& p : named)
       slots.push_back({prefix + "grad." + p.name, shape_of(p), params.gradients() + p.offset, p.numel});

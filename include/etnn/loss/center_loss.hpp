@@ -43,6 +43,7 @@ class CenterLoss : public detail::ParameterMatrix<CenterLoss<Embedding, Classes,
   using target_kind = ClassIndices;
   using Options = CenterLossOptions;
   using Centers::num_params;
+  using Centers::flat_size;
   static constexpr const char* who = "etnn::loss::CenterLoss";
   static constexpr const char* tensor_name = "centers";
 

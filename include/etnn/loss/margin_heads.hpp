@@ -144,6 +144,7 @@ class MarginHead : public detail::ParameterMatrix<MarginHead<Margin, Embedding, 
   using target_kind = ClassIndices;
   using Options = MarginHeadOptions<Margin>;
   using Weight::num_params;
+  using Weight::flat_size;
   static constexpr const char* who = Margin::name;
   static constexpr const char* tensor_name = "weight";
 

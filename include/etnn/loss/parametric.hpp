@@ -54,7 +54,8 @@ class ParameterMatrix {
   using value_type = T;
   using device = Cpu;
   static constexpr std::size_t num_params = static_cast<std::size_t>(Rows) * Cols;
-  static constexpr std::array<std::size_t, 1> param_ends{num_params};  // one gradient bucket
+  static constexpr std::size_t flat_size = num_params;  // one tensor: nothing to align
+  static constexpr std::array<std::size_t, 1> param_ends{flat_size};  // one gradient bucket
 
   explicit ParameterMatrix(std::uint64_t seed) : params_(num_params), grads_(num_params) {
     Rng rng(seed);

@@ -59,22 +59,23 @@ struct MultiHeadAttentionLayer {
       {"out_proj.weight", 2, {width, width, 0, 0}, out_offset},
       {"out_proj.bias", 1, {width, 0, 0, 0}, out_offset + OutProjection::params[1].offset},
   }};
-  // Training keeps [Q | K | V] (3 T D), O (T D) and L (H T) per sample.
-  static constexpr std::size_t saved_per_sample = 4 * sequence + rows;
+  // Per sample, each region from an aligned offset: [Q | K | V] (3 T D), O (T D), L (H T).
+  static constexpr std::size_t qkv_values = aligned_values(3 * sequence);
+  static constexpr std::size_t out_values = aligned_values(sequence);
+  // Training keeps [Q | K | V], O and L.
+  static constexpr std::size_t saved_per_sample = qkv_values + out_values + rows;
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = false;
   static constexpr bool overwrites_gradients = true;  // both projections honour pass.gradients
   static constexpr bool cuda_kernels = true;  // the row and head functors and the DenseLayers on the device
 
   // Inference keeps [Q | K | V] and O here instead; backward, dO, d[Q | K | V] and Delta.
-  static constexpr std::size_t scratch_values(int batch) {
-    return static_cast<std::size_t>(batch) * (4 * sequence + rows);
-  }
+  static constexpr std::size_t scratch_values(int batch) { return static_cast<std::size_t>(batch) * saved_per_sample; }
 
   template <class T>
   static void init(T* p, Rng& rng) {
     const double xavier = std::sqrt(6.0 / (w + 3 * w));  // fan_in D, fan_out 3D
-    for (std::size_t i = 0; i < params[1].offset; ++i) p[i] = static_cast<T>(rng.uniform(-xavier, xavier));
+    for (std::size_t i = 0; i < params[0].numel(); ++i) p[i] = static_cast<T>(rng.uniform(-xavier, xavier));
     std::fill_n(p + params[1].offset, params[1].numel(), T(0));
     init_fan_in_uniform(p + out_offset, params[2].numel(), w, rng);
     std::fill_n(p + params[3].offset, params[3].numel(), T(0));
@@ -84,8 +85,8 @@ struct MultiHeadAttentionLayer {
   static void forward(Device device, const Pass<T>& pass, const T* p, const T* x, T* y, T* saved, int batch) {
     const auto samples = static_cast<std::size_t>(batch);
     T* qkv = saved != nullptr ? saved : pass.scratch;
-    T* out = qkv + 3 * sequence * samples;
-    T* lse = saved != nullptr ? out + sequence * samples : nullptr;
+    T* out = qkv + qkv_values * samples;
+    T* lse = saved != nullptr ? out + out_values * samples : nullptr;
     InProjection::forward(device, pass, p, x, qkv, static_cast<T*>(nullptr), batch);
     attention_forward<length, width, Heads, Causal>(device, static_cast<const T*>(qkv), out, lse, samples);
     OutProjection::forward(device, pass, p + out_offset, out, y, static_cast<T*>(nullptr), batch);
@@ -96,11 +97,11 @@ struct MultiHeadAttentionLayer {
                        T* dy, T* dx, int batch) {
     const auto samples = static_cast<std::size_t>(batch);
     const T* qkv = saved;
-    const T* out = qkv + 3 * sequence * samples;
-    const T* lse = out + sequence * samples;
+    const T* out = qkv + qkv_values * samples;
+    const T* lse = out + out_values * samples;
     T* dout = pass.scratch;
-    T* dqkv = dout + sequence * samples;
-    T* delta = dqkv + 3 * sequence * samples;
+    T* dqkv = dout + out_values * samples;
+    T* delta = dqkv + qkv_values * samples;
     OutProjection::backward(device, pass, p + out_offset, g + out_offset, out, y, static_cast<const T*>(nullptr), dy,
                             dout, batch);
     attention_backward<length, width, Heads, Causal>(device, qkv, out, static_cast<const T*>(dout), lse, delta, dqkv,

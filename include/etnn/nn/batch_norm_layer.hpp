@@ -5,6 +5,7 @@
 // Parameters weight = 1, bias = 0; buffers running_mean = 0, running_var = 1, num_batches_tracked.
 // In a data-parallel Trainer with sync_batch_norm, batch statistics cover every rank's batch
 // (PyTorch's nn.SyncBatchNorm); otherwise each rank's own (DDP's default).
+#include <algorithm>
 
 #include "../backend/batch_norm.hpp"
 #include "layer.hpp"
@@ -19,17 +20,20 @@ struct BatchNormLayer {
   using in_shape = In;
   using out_shape = In;
   static constexpr int module_index = Index;
-  static constexpr std::size_t num_params = 2 * std::size_t{channels};
-  static constexpr std::array<ParamInfo, 2> params{{
+  static constexpr std::array<ParamInfo, 2> params = aligned_layout<2>({{
       {"weight", 1, {channels, 0, 0, 0}, 0},
-      {"bias", 1, {channels, 0, 0, 0}, channels},
-  }};
-  static constexpr std::size_t num_buffers = 2 * std::size_t{channels} + 1;
-  static constexpr std::array<ParamInfo, 3> buffers{{
+      {"bias", 1, {channels, 0, 0, 0}, 0},
+  }});
+  static constexpr std::size_t num_params = slice_values(params);
+  // As the kernels find them (expr::detail::running_var_at).
+  static constexpr std::array<ParamInfo, 3> buffers = aligned_layout<3>({{
       {"running_mean", 1, {channels, 0, 0, 0}, 0},
-      {"running_var", 1, {channels, 0, 0, 0}, channels},
-      {"num_batches_tracked", 0, {0, 0, 0, 0}, 2 * std::size_t{channels}},
-  }};
+      {"running_var", 1, {channels, 0, 0, 0}, 0},
+      {"num_batches_tracked", 0, {0, 0, 0, 0}, 0},
+  }});
+  static_assert(buffers[1].offset == expr::detail::running_var_at<channels> &&
+                buffers[2].offset == expr::detail::batches_tracked_at<channels>);
+  static constexpr std::size_t num_buffers = slice_values(buffers);
   static constexpr std::size_t saved_per_sample = 0;
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = true;
@@ -37,23 +41,25 @@ struct BatchNormLayer {
 
   template <class T>
   static void init(T* p, Rng&) {
-    for (int c = 0; c < channels; ++c) p[c] = T(1), p[channels + c] = T(0);
+    std::fill_n(p, channels, T(1));
+    std::fill_n(p + params[1].offset, channels, T(0));
   }
   template <class T>
   static void init_buffers(T* b) {
-    for (int c = 0; c < channels; ++c) b[c] = T(0), b[channels + c] = T(1);
-    b[2 * channels] = T(0);
+    std::fill_n(b, channels, T(0));
+    std::fill_n(b + buffers[1].offset, channels, T(1));
+    b[buffers[2].offset] = T(0);
   }
 
   template <class T, class Device>
   static void forward(Device device, const Pass<T>& pass, const T* p, const T* x, T* y, T*, int batch) {
-    batch_norm_forward<channels, spatial>(device, p, p + channels, pass.buffers, x, y, batch, pass.training, pass.sync);
+    batch_norm_forward<channels, spatial>(device, p, p + params[1].offset, pass.buffers, x, y, batch, pass.training, pass.sync);
   }
 
   template <class T, class Device>
   static void backward(Device device, const Pass<T>& pass, const T* p, T* g, const T* x, const T*, const T*, T* dy,
                        T* dx, int batch) {
-    batch_norm_backward<channels, spatial>(device, p, g, g + channels, pass.buffers, x, dy, dx, batch, pass.training,
+    batch_norm_backward<channels, spatial>(device, p, g, g + params[1].offset, pass.buffers, x, dy, dx, batch, pass.training,
                                            pass.sync);
   }
 };

@@ -128,18 +128,18 @@ constexpr std::array<ParamInfo, A + B> join(const std::array<ParamInfo, A>& a, c
 
 // Running block P inside a combinator layer, with the combinator's pass (its buffers are the
 // block's, its seed the block's random stream). The block's training workspace is the combinator's
-// saved values (P::workspace_per_sample per sample, laid out for `batch` rows); in inference its
+// saved values (P::workspace_values(batch) values, laid out for `batch` rows); in inference its
 // ping-pong buffers come first in the scratch, and its layers' scratch follows.
 template <class P>
 struct BlockRun {
   template <class Device>
   static constexpr std::size_t scratch_values(int batch) {
-    return 2 * P::max_width * static_cast<std::size_t>(batch) + P::template scratch_values<Device>(batch);
+    return P::inference_values(batch) + P::template scratch_values<Device>(batch);
   }
 
   template <class T>
   static Run<T> run_of(const Pass<T>& pass, const T* params, int batch) {
-    return {params,    pass.buffers, pass.scratch + 2 * P::max_width * static_cast<std::size_t>(batch), pass.training,
+    return {params,    pass.buffers, pass.scratch + P::inference_values(batch), pass.training,
             pass.seed, pass.sync,    pass.products};
   }
 

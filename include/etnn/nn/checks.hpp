@@ -18,6 +18,16 @@ consteval bool layers_on_device() {
   return true;
 }
 
+template <bool Aligned>
+consteval bool tensors_aligned() {
+  static_assert(Aligned,
+                "ETNN_PARAM_ALIGNMENT: every parameter (and buffer) tensor of a layer starts at a multiple of "
+                "etnn::region_alignment_values values (256 bytes of float); lay a layer's tensors out with "
+                "static constexpr auto params = etnn::nn::aligned_layout<N>({...}) and take "
+                "num_params = etnn::nn::slice_values(params) (buffers and num_buffers likewise)");
+  return true;
+}
+
 template <class In>
 consteval bool linear_input() {
   static_assert(In::rank <= 2,

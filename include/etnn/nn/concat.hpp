@@ -31,10 +31,10 @@ struct ConcatLayer {
   using in_shape = In;
   using out_shape = Shape<static_cast<int>(width_a + width_b)>;
   static constexpr int module_index = Index;
-  static constexpr std::size_t num_params = program_a::num_params + program_b::num_params;
+  static constexpr std::size_t num_params = program_a::flat_size + program_b::flat_size;
   static constexpr auto params =
       detail::join(detail::NestedInfos<program_a, false, prefix_a>::infos,
-                   detail::NestedInfos<program_b, false, prefix_b, program_a::num_params>::infos);
+                   detail::NestedInfos<program_b, false, prefix_b, program_a::flat_size>::infos);
   static constexpr std::size_t num_buffers = program_a::num_buffers + program_b::num_buffers;
   static constexpr auto buffers =
       detail::join(detail::NestedInfos<program_a, true, prefix_a>::infos,
@@ -48,14 +48,14 @@ struct ConcatLayer {
   // Inference: both outputs, then the larger branch's own scratch.
   template <class Device>
   static constexpr std::size_t scratch_values(int batch) {
-    return (width_a + width_b) * static_cast<std::size_t>(batch) +
+    return (aligned_values(width_a) + aligned_values(width_b)) * static_cast<std::size_t>(batch) +
            std::max(run_a::template scratch_values<Device>(batch), run_b::template scratch_values<Device>(batch));
   }
 
   template <class T>
   static void init(T* p, Rng& rng) {
     program_a::init_params(p, rng.next());
-    program_b::init_params(p + program_a::num_params, rng.next());
+    program_b::init_params(p + program_a::flat_size, rng.next());
   }
   template <class T>
   static void init_buffers(T* b) {
@@ -68,12 +68,12 @@ struct ConcatLayer {
     const auto rows = static_cast<std::size_t>(batch);
     // Inference outputs go to the scratch; the branches' own scratch follows them.
     T* out_a = pass.scratch;
-    T* out_b = out_a + width_a * rows;
+    T* out_b = out_a + aligned_values(width_a) * rows;  // each output region aligned
     Pass<T> pass_a = pass;
-    pass_a.scratch = out_b + width_b * rows;
-    T* workspace_b = saved != nullptr ? saved + program_a::workspace_per_sample * rows : nullptr;
+    pass_a.scratch = out_b + aligned_values(width_b) * rows;
+    T* workspace_b = saved != nullptr ? saved + program_a::workspace_values(batch) : nullptr;
     const T* a = run_a::forward(device, pass_a, p, x, saved, out_a, batch);
-    const T* b = run_b::forward(device, branch_b(pass_a), p + program_a::num_params, x, workspace_b, out_b, batch);
+    const T* b = run_b::forward(device, branch_b(pass_a), p + program_a::flat_size, x, workspace_b, out_b, batch);
     copy_rows(device, a, width_a, y, out_shape::size, width_a, rows);
     copy_rows(device, b, width_b, y + width_a, out_shape::size, width_b, rows);
   }
@@ -84,13 +84,13 @@ struct ConcatLayer {
                        T* dy, T* dx, int batch) {
     const auto rows = static_cast<std::size_t>(batch);
     T* workspace_a = const_cast<T*>(saved);  // the branches' own workspaces, which their backward reuses
-    T* workspace_b = workspace_a + program_a::workspace_per_sample * rows;
+    T* workspace_b = workspace_a + program_a::workspace_values(batch);
     T* dy_a = run_a::output_gradient(workspace_a, batch);
     T* dy_b = run_b::output_gradient(workspace_b, batch);
     copy_rows(device, dy, out_shape::size, dy_a, width_a, width_a, rows);
     copy_rows(device, dy + width_a, out_shape::size, dy_b, width_b, width_b, rows);
-    const T* p_b = p + program_a::num_params;
-    T* g_b = g + program_a::num_params;
+    const T* p_b = p + program_a::flat_size;
+    T* g_b = g + program_a::flat_size;
     if (dx == nullptr) {
       run_a::template backward<false>(device, pass, p, g, x, workspace_a, batch);
       run_b::template backward<false>(device, branch_b(pass), p_b, g_b, x, workspace_b, batch);

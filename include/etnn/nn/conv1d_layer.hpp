@@ -114,9 +114,9 @@ struct Conv1dLayer {
   static constexpr bool cuda_kernels = true;  // the column functors and the DenseLayer on the device
   static constexpr bool overwrites_gradients = Product::overwrites_gradients;
 
-  // The columns X' and, in backward, their gradient dX'.
+  // The columns X' and, in backward, their gradient dX', from aligned offsets.
   static constexpr std::size_t scratch_values(int batch) {
-    return 2 * columns_per_sample * static_cast<std::size_t>(batch);
+    return 2 * aligned_values(columns_per_sample) * static_cast<std::size_t>(batch);
   }
 
   // U(+-1/sqrt(C K)) for weight and bias, as nn.Conv1d: the product's fan-in is C K.
@@ -136,7 +136,8 @@ struct Conv1dLayer {
   static void backward(Device device, const Pass<T>& pass, const T* p, T* g, const T* x, const T* y, const T* saved,
                        T* dy, T* dx, int batch) {
     T* columns = pass.scratch;
-    T* column_grad = dx != nullptr ? columns + columns_per_sample * static_cast<std::size_t>(batch) : nullptr;
+    T* column_grad =
+        dx != nullptr ? columns + aligned_values(columns_per_sample) * static_cast<std::size_t>(batch) : nullptr;
     to_columns(device, x, columns, batch);
     Product::backward(device, pass, p, g, columns, y, saved, dy, column_grad, batch);
     if (dx == nullptr) return;

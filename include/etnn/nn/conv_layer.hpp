@@ -29,11 +29,11 @@ struct ConvLayer {
   using out_shape = Shape<Out, geometry::out_height, geometry::out_width>;
   using activation = Act;
   static constexpr int module_index = Index;
-  static constexpr std::size_t num_params = weight_size + Out;
-  static constexpr std::array<ParamInfo, 2> params{{
+  static constexpr std::array<ParamInfo, 2> params = aligned_layout<2>({{
       {"weight", 4, {Out, channels, Kernel, Kernel}, 0},
-      {"bias", 1, {Out, 0, 0, 0}, weight_size},
-  }};
+      {"bias", 1, {Out, 0, 0, 0}, 0},
+  }});
+  static constexpr std::size_t num_params = slice_values(params);
   static constexpr std::size_t saved_per_sample = Act::derivative_needs_input ? out_shape::size : 0;
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = false;
@@ -49,18 +49,19 @@ struct ConvLayer {
 
   template <class T>
   static void init(T* p, Rng& rng) {
-    init_fan_in_uniform(p, num_params, fan_in, rng);
+    init_fan_in_uniform(p, weight_size, fan_in, rng);
+    init_fan_in_uniform(p + params[1].offset, params[1].numel(), fan_in, rng);
   }
 
   template <class T, class Device>
   static void forward(Device device, const Pass<T>& pass, const T* p, const T* x, T* y, T* saved, int batch) {
-    conv2d_forward<geometry, Out>(device, p, p + weight_size, x, y, saved, pass.scratch, batch, Act{});
+    conv2d_forward<geometry, Out>(device, p, p + params[1].offset, x, y, saved, pass.scratch, batch, Act{});
   }
 
   template <class T, class Device>
   static void backward(Device device, const Pass<T>& pass, const T* p, T* g, const T* x, const T* y,
                        const T* saved, T* dy, T* dx, int batch) {
-    conv2d_backward<geometry, Out>(device, p, g, g + weight_size, x, y, saved, dy, dx, pass.scratch, batch, Act{});
+    conv2d_backward<geometry, Out>(device, p, g, g + params[1].offset, x, y, saved, dy, dx, pass.scratch, batch, Act{});
   }
 };
 

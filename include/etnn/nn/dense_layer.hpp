@@ -27,11 +27,11 @@ struct DenseLayer {
   using out_shape = std::conditional_t<In::rank == 2, Shape<positions, Out>, Shape<Out>>;
   using activation = Act;
   static constexpr int module_index = Index;
-  static constexpr std::size_t num_params = std::size_t{Out} * in_features + Out;
-  static constexpr std::array<ParamInfo, 2> params{{
+  static constexpr std::array<ParamInfo, 2> params = aligned_layout<2>({{
       {"weight", 2, {Out, in_features, 0, 0}, 0},
-      {"bias", 1, {Out, 0, 0, 0}, std::size_t{Out} * in_features},
-  }};
+      {"bias", 1, {Out, 0, 0, 0}, 0},
+  }});
+  static constexpr std::size_t num_params = slice_values(params);
   // f'(Z), kept by forward when f' cannot be computed from the output alone (gelu, silu).
   static constexpr std::size_t saved_per_sample = Act::derivative_needs_input ? std::size_t{positions} * Out : 0;
   static constexpr bool output_aliases_input = false;
@@ -48,7 +48,8 @@ struct DenseLayer {
 
   template <class T>
   static void init(T* p, Rng& rng) {
-    init_fan_in_uniform(p, num_params, in_features, rng);
+    init_fan_in_uniform(p, params[0].numel(), in_features, rng);
+    init_fan_in_uniform(p + params[1].offset, params[1].numel(), in_features, rng);
   }
 
   // On the device, a mixed-precision model's products read 16-bit copies of their operands.

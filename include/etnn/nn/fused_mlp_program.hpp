@@ -70,9 +70,14 @@ struct FusedMlpProgram<TypeList<Ls...>, Half> : Program<TypeList<Ls...>> {
   // The kernels at the network's widths: input, then each layer's output.
   using kernels = typename backend::FusedMlpKernels<Half, FusedLayer<First>::in, FusedLayer<Ls>::out...>::type;
   static constexpr std::size_t out_width = base::template layer<base::count - 1>::out_shape::size;
+  static_assert(kernels::padding::num_params == base::flat_size,
+                "etnn: the fused kernels read the parameters where the linear layers lay them out");
 
-  static constexpr std::size_t storage_per_sample = out_width;
-  static constexpr std::size_t workspace_per_sample = 2 * out_width;
+  static constexpr std::size_t storage_per_sample = aligned_values(out_width);
+  static constexpr std::size_t workspace_per_sample = 2 * storage_per_sample;
+  static constexpr std::size_t workspace_values(int capacity) {
+    return workspace_per_sample * static_cast<std::size_t>(capacity);
+  }
   template <class Device>
   static constexpr bool runs_on = std::is_same_v<Device, Cuda>;
 
@@ -86,7 +91,7 @@ struct FusedMlpProgram<TypeList<Ls...>, Half> : Program<TypeList<Ls...>> {
 
   template <class T>
   static T* output_gradient(T* workspace, int capacity) {
-    return workspace + out_width * static_cast<std::size_t>(capacity);
+    return workspace + storage_per_sample * static_cast<std::size_t>(capacity);
   }
 
   // act[0] = input, act[count] = output; the hidden activations live in the kernels' scratch.

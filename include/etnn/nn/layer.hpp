@@ -5,7 +5,9 @@
 //
 //   in_shape, out_shape          per-sample shapes
 //   module_index                 position in the equivalent torch.nn.Sequential (state_dict prefix)
-//   num_params, params           size of its slice of the flat parameter buffer, and its tensors
+//   num_params, params           size of its slice of the flat parameter buffer, and its tensors,
+//                                each starting at a multiple of region_alignment_values
+//                                (aligned_layout, nn/param_info.hpp; ETNN_PARAM_ALIGNMENT)
 //   saved_per_sample             extra values forward keeps for backward (training only)
 //   output_aliases_input         output is the input reinterpreted (flatten): no storage, no work
 //   backward_in_place            dx may be written over dy (elementwise layers)
@@ -32,10 +34,12 @@
 //   weight_row_blocks                             a WeightRowBlocks: its first parameter's gradient can
 //                                                 be computed in row blocks, reported final one by one
 //                                                 (pass.gradients_final, nn/weight_row_blocks.hpp)
+#include <array>
 #include <concepts>
 #include <cstddef>
 #include <type_traits>
 
+#include "../core/alignment.hpp"
 #include "../core/device.hpp"
 #include "../core/random.hpp"
 #include "../core/shape.hpp"
@@ -98,6 +102,19 @@ template <Layer L>
 constexpr std::size_t num_buffers_of() {
   if constexpr (requires { L::num_buffers; }) return L::num_buffers;
   else return 0;
+}
+
+// The layer's slices of a network's flat parameter and buffer arrays: its own, rounded up so that
+// the next layer's starts aligned (core/alignment.hpp).
+template <Layer L>
+inline constexpr std::size_t param_slice_of = aligned_values(L::num_params);
+template <Layer L>
+inline constexpr std::size_t buffer_slice_of = aligned_values(num_buffers_of<L>());
+// Its buffers' tensors (none when it declares none).
+template <Layer L>
+constexpr auto buffer_infos_of() {
+  if constexpr (requires { L::buffers; }) return L::buffers;
+  else return std::array<ParamInfo, 0>{};
 }
 template <Layer L, class Device>
 constexpr std::size_t scratch_values_of(int batch) {

@@ -148,8 +148,8 @@ struct LayerNormLayer {
   using in_shape = In;
   using out_shape = In;
   static constexpr int module_index = Index;
-  static constexpr std::size_t num_params = 2 * std::size_t{width};
-  static constexpr std::array<ParamInfo, 2> params{{shaped("weight", 0), shaped("bias", width)}};
+  static constexpr std::array<ParamInfo, 2> params = aligned_layout<2>({{shaped("weight", 0), shaped("bias", 0)}});
+  static constexpr std::size_t num_params = slice_values(params);
   static constexpr std::size_t saved_per_sample = 2 * std::size_t{rows};  // mean and 1 / std per row
   static constexpr bool output_aliases_input = false;
   static constexpr bool backward_in_place = false;
@@ -158,13 +158,13 @@ struct LayerNormLayer {
   template <class T>
   static void init(T* p, Rng&) {
     std::fill_n(p, width, T(1));
-    std::fill_n(p + width, width, T(0));
+    std::fill_n(p + params[1].offset, width, T(0));
   }
 
   template <class T, class Device>
   static void forward(Device device, const Pass<T>&, const T* p, const T* x, T* y, T* saved, int batch) {
     for_each_index(device, row_count(batch), 3 * std::size_t{width},
-                   detail::LayerNormRows<width, T>{p, p + width, x, y, saved});
+                   detail::LayerNormRows<width, T>{p, p + params[1].offset, x, y, saved});
   }
 
   template <class T, class Device>
@@ -174,7 +174,7 @@ struct LayerNormLayer {
     using ParameterGradients = detail::LayerNormParameterGradients<width, T>;
     const int features = std::is_same_v<Device, Cpu> ? ParameterGradients::host_features : 1;
     for_each_index(device, (std::size_t{width} + features - 1) / features, 2 * n * features,
-                   ParameterGradients{x, saved, dy, g, g + width, n, features});
+                   ParameterGradients{x, saved, dy, g, g + params[1].offset, n, features});
     if (dx == nullptr) return;
     for_each_index(device, n, 4 * std::size_t{width}, detail::LayerNormInputGradientRows<width, T>{p, x, saved, dy, dx});
   }

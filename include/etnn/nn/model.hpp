@@ -85,8 +85,11 @@ class Model {
   using input_shape = typename Net::input_shape;
   using output_shape = typename Net::output_shape;
   using program = typename nn::detail::ProgramFor<Net, Scalar>::type;
-  static constexpr std::size_t num_params = Net::num_params;
-  static constexpr std::size_t num_buffers = program::num_buffers;
+  static constexpr std::size_t num_params = Net::num_params;  // trainable values, as PyTorch counts them
+  // The length of the flat parameter and gradient arrays: every tensor starts on a 256-byte
+  // boundary (core/alignment.hpp), and the zeros between tensors stay zero (their gradients are 0).
+  static constexpr std::size_t flat_size = program::flat_size;
+  static constexpr std::size_t num_buffers = program::num_buffers;  // the buffer array's length, likewise
   static_assert(nn::check::layers_on_device<!device_compiled<Device> || program::template runs_on<Device>>());
 
   // Parameters initialised as PyTorch initialises each layer, from a seeded generator: one
@@ -94,15 +97,15 @@ class Model {
   // A device model is initialised on the host and copied over, so it starts where a CPU model
   // with the same seed starts.
   explicit Model(std::uint64_t seed = 0)
-      : params_(num_params), grads_(num_params), buffers_(num_buffers), seed_(seed) {
+      : params_(flat_size), grads_(flat_size), buffers_(num_buffers), seed_(seed) {
     if constexpr (std::is_same_v<Device, Cpu>) {
       program::init_params(params_.data(), seed);
       program::init_buffers(buffers_.data());
     } else {
-      Buffer<T, Cpu> params(num_params), buffers(num_buffers);
+      Buffer<T, Cpu> params(flat_size), buffers(num_buffers);
       program::init_params(params.data(), seed);
       program::init_buffers(buffers.data());
-      copy_from_host(Device{}, params_.data(), params.data(), num_params);
+      copy_from_host(Device{}, params_.data(), params.data(), flat_size);
       copy_from_host(Device{}, buffers_.data(), buffers.data(), num_buffers);
     }
     zero_grad();
@@ -123,7 +126,7 @@ class Model {
   T* gradients() noexcept { return grads_.data(); }
   const T* gradients() const noexcept { return grads_.data(); }
 
-  // Keeps the gradients in `storage` (num_params values on the model's device that outlive this
+  // Keeps the gradients in `storage` (flat_size values on the model's device that outlive this
   // use) instead of the model's own buffer, which is released meanwhile; nullptr brings them back
   // into a buffer of its own. A data-parallel optimizer whose reducer sums shared memory in place
   // does this for its life (optim/gradient_storage.hpp).
@@ -132,7 +135,7 @@ class Model {
   T* buffers() noexcept { return buffers_.data(); }
   const T* buffers() const noexcept { return buffers_.data(); }
 
-  void zero_grad() { fill(Device{}, grads_.data(), num_params, T(0)); }
+  void zero_grad() { fill(Device{}, grads_.data(), flat_size, T(0)); }
 
   // The network call of the next forward pass. In training mode each one gets a fresh random
   // stream (dropout masks) from the model's seed and a count of training passes, which training
@@ -180,7 +183,7 @@ class Model {
     const auto rows = static_cast<std::size_t>(std::max(batch, 0));
     if (batch <= reserved_) return;
     reserved_ = batch;
-    activations_.reserve_discard(2 * program::max_width * rows);
+    activations_.reserve_discard(program::inference_values(batch));
     scratch_.reserve_discard(program::template scratch_values<Device>(batch));
     Buffer<T, Device> zeros(input_shape::size * rows), out(output_shape::size * rows);
     fill(Device{}, zeros.data(), zeros.size(), T(0));

@@ -4,6 +4,11 @@
 // parameter buffer, one flat gradient buffer and one workspace, with every offset computed at
 // compile time.
 //
+// Every tensor of the flat arrays and every region of the workspace starts on a 256-byte boundary
+// (core/alignment.hpp): each layer's slice starts aligned, and so does each tensor in it
+// (ParamInfo's aligned_layout); every region of the workspace reserves a multiple of 64 values
+// per sample.
+//
 // Training workspace, per sample of capacity C (all blocks are C rows):
 //   [ layer outputs and saved values | gradient buffer A | gradient buffer B ]
 // Layer outputs are kept for backward; flatten's output is its input and takes no space.
@@ -20,21 +25,25 @@
 #include <type_traits>
 #include <utility>
 
+#include "../core/alignment.hpp"
 #include "../core/device.hpp"
 #include "../core/error.hpp"
 #include "../core/random.hpp"
 #include "../core/type_list.hpp"
 #include "../backend/dense.hpp"
 #include "../backend/executor.hpp"
+#include "checks.hpp"
 #include "layer.hpp"
 #include "weight_row_blocks.hpp"
 
 namespace etnn::nn::detail {
 
 // Per-sample values a layer keeps during training: its output (unless it aliases its input)
-// and what its backward needs besides.
+// and what its backward needs besides, each region rounded up to start the next aligned.
 template <Layer L>
-inline constexpr std::size_t storage_of = (L::output_aliases_input ? 0 : L::out_shape::size) + L::saved_per_sample;
+inline constexpr std::size_t output_storage_of = L::output_aliases_input ? 0 : aligned_values(L::out_shape::size);
+template <Layer L>
+inline constexpr std::size_t storage_of = output_storage_of<L> + aligned_values(L::saved_per_sample);
 
 // The row blocks of layer L's weight gradient (nn/weight_row_blocks.hpp): 1 for a layer that
 // declares none.
@@ -81,13 +90,18 @@ struct Program<TypeList<Ls...>> {
   using layer = std::tuple_element_t<I, std::tuple<Ls...>>;
 
  public:
-  static constexpr std::array<std::size_t, count> param_offset = exclusive_scan<count>({Ls::num_params...});
-  static constexpr std::array<std::size_t, count> buffer_offset = exclusive_scan<count>({num_buffers_of<Ls>()...});
-  static constexpr std::size_t num_params = (std::size_t{0} + ... + Ls::num_params);
-  static constexpr std::size_t num_buffers = (std::size_t{0} + ... + num_buffers_of<Ls>());
-  // End of each layer's parameters in the flat buffer.
+  static_assert((check::tensors_aligned<tensors_aligned(Ls::params) && tensors_aligned(buffer_infos_of<Ls>())>() &&
+                 ...));
+  // Each layer's slice of the flat arrays (param_slice_of, nn/layer.hpp).
+  static constexpr std::array<std::size_t, count> param_offset = exclusive_scan<count>({param_slice_of<Ls>...});
+  static constexpr std::array<std::size_t, count> buffer_offset = exclusive_scan<count>({buffer_slice_of<Ls>...});
+  // The lengths of the flat parameter (and gradient) and buffer arrays: the tensors' values and
+  // the zeros that align them.
+  static constexpr std::size_t flat_size = (std::size_t{0} + ... + param_slice_of<Ls>);
+  static constexpr std::size_t num_buffers = (std::size_t{0} + ... + buffer_slice_of<Ls>);
+  // End of each layer's slice of the flat parameters; the last is flat_size.
   static constexpr std::array<std::size_t, count> param_ends = [] {
-    std::array<std::size_t, count> ends{Ls::num_params...};
+    std::array<std::size_t, count> ends{param_slice_of<Ls>...};
     for (std::size_t i = 0; i < count; ++i) ends[i] += param_offset[i];
     return ends;
   }();
@@ -114,7 +128,12 @@ struct Program<TypeList<Ls...>> {
   static constexpr std::size_t storage_per_sample = (std::size_t{0} + ... + storage_of<Ls>);
   // The widest tensor any layer reads or writes: sizes the gradient and inference buffers.
   static constexpr std::size_t max_width = std::max({std::size_t{1}, Ls::in_shape::size..., Ls::out_shape::size...});
-  static constexpr std::size_t workspace_per_sample = storage_per_sample + 2 * max_width;
+  static constexpr std::size_t gradient_width = aligned_values(max_width);  // per sample of each buffer
+  static constexpr std::size_t workspace_per_sample = storage_per_sample + 2 * gradient_width;
+  // The training workspace's length for up to `capacity` samples.
+  static constexpr std::size_t workspace_values(int capacity) {
+    return workspace_per_sample * static_cast<std::size_t>(capacity);
+  }
 
   // Scratch shared by the layers (each uses it only during its own call).
   template <class Device>
@@ -176,7 +195,7 @@ struct Program<TypeList<Ls...>> {
   static const T* backward(Device device, const Run<T>& run, T* grads, T* workspace, int capacity, int batch,
                            const Activations<T>& act, LayerDone&& layer_done) {
     T* dy = output_gradient(workspace, capacity);
-    T* spare = dy + max_width * static_cast<std::size_t>(capacity);
+    T* spare = dy + gradient_width * static_cast<std::size_t>(capacity);
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       ((backward_layer<count - 1 - I, InputGradient>(device, run, grads, workspace, capacity, batch, act, dy, spare,
                                                      layer_done),
@@ -187,22 +206,26 @@ struct Program<TypeList<Ls...>> {
   }
 
   // PyTorch-default parameters, each layer from its own random stream of `seed` (so a layer's
-  // initial values do not depend on the layers before it).
+  // initial values do not depend on the layers before it), and zeros between tensors.
+  // params, buffers: host memory of flat_size and num_buffers values.
   template <class T>
   static void init_params(T* params, std::uint64_t seed) {
+    std::fill_n(params, flat_size, T(0));
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       (init_layer_params<I>(params, seed), ...);
     }(Index{});
   }
   template <class T>
   static void init_buffers(T* buffers) {
+    std::fill_n(buffers, num_buffers, T(0));
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       (init_layer_buffers<I>(buffers), ...);
     }(Index{});
   }
 
-  // Inference: no saved values, outputs ping-pong in `scratch` (2 * max_width * batch values),
+  // Inference: no saved values, outputs ping-pong in `scratch` (inference_values(batch) values),
   // the last layer writes into `out`.
+  static constexpr std::size_t inference_values(int batch) { return 2 * gradient_width * static_cast<std::size_t>(batch); }
   template <class T, class Device>
   static void forward_infer(Device device, const Run<T>& run, const T* x, T* scratch, T* out, int batch) {
     const T* current = x;
@@ -262,7 +285,7 @@ struct Program<TypeList<Ls...>> {
     using L = layer<I>;
     if constexpr (!L::output_aliases_input) {
       T* y = workspace + storage_offset[I] * static_cast<std::size_t>(capacity);
-      T* saved = L::saved_per_sample > 0 ? y + L::out_shape::size * static_cast<std::size_t>(capacity) : nullptr;
+      T* saved = L::saved_per_sample > 0 ? y + output_storage_of<L> * static_cast<std::size_t>(capacity) : nullptr;
       naming_layer<I>(device, [&] {
         L::forward(device, pass_of<I>(run), run.params + param_offset[I], act[I], y, saved, batch);
       });
@@ -273,9 +296,9 @@ struct Program<TypeList<Ls...>> {
   template <std::size_t I, class T>
   static const T* saved_of(T* workspace, int capacity) {
     using L = layer<I>;
-    return L::saved_per_sample > 0 ? workspace + storage_offset[I] * static_cast<std::size_t>(capacity) +
-                                         L::out_shape::size * static_cast<std::size_t>(capacity)
-                                   : nullptr;
+    return L::saved_per_sample > 0
+               ? workspace + (storage_offset[I] + output_storage_of<L>) * static_cast<std::size_t>(capacity)
+               : nullptr;
   }
 
   // Whether layer I's backward, on the CPU, applies the activation of layer I - 1 to its dx (in its
@@ -335,7 +358,7 @@ struct Program<TypeList<Ls...>> {
                           int& toggle) {
     using L = layer<I>;
     if constexpr (!L::output_aliases_input) {
-      T* y = I == last_computing ? out : scratch + static_cast<std::size_t>(toggle) * max_width * static_cast<std::size_t>(batch);
+      T* y = I == last_computing ? out : scratch + static_cast<std::size_t>(toggle) * gradient_width * static_cast<std::size_t>(batch);
       naming_layer<I>(device, [&] {
         L::forward(device, pass_of<I>(run), run.params + param_offset[I], current, y, static_cast<T*>(nullptr), batch);
       });

@@ -25,7 +25,7 @@ struct ResidualLayer {
   using in_shape = In;
   using out_shape = In;
   static constexpr int module_index = Index;
-  static constexpr std::size_t num_params = program::num_params;
+  static constexpr std::size_t num_params = program::flat_size;
   static constexpr auto params = detail::NestedInfos<program, false, prefix>::infos;
   static constexpr std::size_t num_buffers = program::num_buffers;
   static constexpr auto buffers = detail::NestedInfos<program, true, prefix>::infos;

@@ -31,11 +31,19 @@ struct Sequential<First, Rest...> {
  private:
   template <class... Ls>
   static constexpr std::size_t sum_params(TypeList<Ls...>) {
-    return (std::size_t{0} + ... + Ls::num_params);
+    return (std::size_t{0} + ... + tensor_values(Ls::params));
+  }
+  template <class... Ls>
+  static constexpr std::size_t sum_slices(TypeList<Ls...>) {
+    return (std::size_t{0} + ... + param_slice_of<Ls>);
   }
 
  public:
+  // Its trainable values, as PyTorch counts them (sum of p.numel()).
   static constexpr std::size_t num_params = sum_params(layers{});
+  // The length of a model's flat parameter and gradient arrays: these values and the zeros that
+  // start every tensor on a 256-byte boundary (nn/program.hpp).
+  static constexpr std::size_t flat_size = sum_slices(layers{});
 
   // "input<784> >> linear<512> >> relu >> linear<10>"
   static std::string describe() { return (First::describe() + ... + (" >> " + Rest::describe())); }

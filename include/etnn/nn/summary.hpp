@@ -36,7 +36,7 @@ void summary_rows(std::vector<SummaryRow>& rows, nn::Sequential<S, Rest...>) {
     for (int d = 0; d < p.rank; ++d) names += (d ? ", " : "") + std::to_string(p.shape[static_cast<std::size_t>(d)]);
     names += ")";
   }
-  rows.push_back({std::to_string(Index), S::describe(), L::out_shape::to_string(), std::to_string(L::num_params), names});
+  rows.push_back({std::to_string(Index), S::describe(), L::out_shape::to_string(), std::to_string(tensor_values(L::params)), names});
   summary_rows<typename L::out_shape, Index + 1>(rows, nn::Sequential<Rest...>{});
 }
 

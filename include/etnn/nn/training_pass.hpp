@@ -58,7 +58,7 @@ class TrainingPass {
     if (batch <= capacity_) return;
     const auto rows = static_cast<std::size_t>(batch);
     graphs_.clear();  // they point into the workspace and scratch replaced here
-    workspace_ = Buffer<T, Device>(program::workspace_per_sample * rows);
+    workspace_ = Buffer<T, Device>(program::workspace_values(batch));
     scratch_ = Buffer<T, Device>(program::template scratch_values<Device>(batch));
     capacity_ = batch;
     if constexpr (!std::is_same_v<T, float>) input_staging_.reserve_discard(input_shape::size * rows);

@@ -51,7 +51,7 @@ class GradientStorage {
   // every rank calls this with the same parameter set type).
   void keep_in(R& reducer, P& params) {
     if constexpr (SumsInPlace<R, P>) {
-      storage_ = reducer.template shared_storage<typename P::value_type>(P::num_params);
+      storage_ = reducer.template shared_storage<typename P::value_type>(P::flat_size);
       if (!storage_) return;
       params.keep_gradients_in(storage_.data());
       params_ = &params;

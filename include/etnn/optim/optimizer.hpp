@@ -74,9 +74,9 @@ class Optimizer {
                                describe<Params>() + " in " + (sizeof(T) == 4 ? "float" : "double"));
     if (buckets.gradient_as_bucket_view) gradient_storage_.keep_in(reducer, model);
     const std::size_t slots = Rule::state_slots(options_);
-    state_ = Buffer<T, Device>(slots * Params::num_params);
+    state_ = Buffer<T, Device>(slots * Params::flat_size);
     fill(Device{}, state_.data(), state_.size(), T(0));
-    reducer_->broadcast(model_->parameters(), Params::num_params, 0);
+    reducer_->broadcast(model_->parameters(), Params::flat_size, 0);
     if constexpr (num_buffers<Params>() > 0) reducer_->broadcast(model_->buffers(), num_buffers<Params>(), 0);
   }
 
@@ -128,7 +128,7 @@ class Optimizer {
   // every rank reaches the same verdict without another collective.
   bool gradients_finite() const {
     if (const int checked = buckets_.sums_finite(); checked >= 0) return checked == 1;
-    return backend::last_non_finite(Device{}, model_->gradients(), Params::num_params) == Params::num_params;
+    return backend::last_non_finite(Device{}, model_->gradients(), Params::flat_size) == Params::flat_size;
   }
 
   // Ends the step without an update, as torch.cuda.amp.GradScaler skips optimizer.step() on an
@@ -159,15 +159,15 @@ class Optimizer {
     if (max_grad_norm_ > 0.0f) {
       // ||mean|| = ||sum|| / ranks; the clip factor joins the gradient scale of the fused update.
       const double ranks = static_cast<double>(reducer_->size());
-      last_grad_norm_ = std::sqrt(backend::sum_of_squares(Device{}, model_->gradients(), Params::num_params)) / ranks;
+      last_grad_norm_ = std::sqrt(backend::sum_of_squares(Device{}, model_->gradients(), Params::flat_size)) / ranks;
       const double clip = detail::clip_scale(max_grad_norm_, last_grad_norm_);
       if (!(clip >= 1.0)) grad_scale = static_cast<T>(clip / ranks);
     }
     const double lr = learning_rate();
     ++steps_;
     Rule::template update<T>(options_, lr, model_->parameters(), model_->gradients(), state_.data(),
-                             Params::num_params, steps_, grad_scale,
-                             [](const auto& update) { for_each_index(Device{}, Params::num_params, update); });
+                             Params::flat_size, steps_, grad_scale,
+                             [](const auto& update) { for_each_index(Device{}, Params::flat_size, update); });
     // Each rank's forward updated running statistics from its own batch; like DDP's
     // broadcast_buffers, every rank continues with rank 0's.
     if constexpr (num_buffers<Params>() > 0)
@@ -220,7 +220,7 @@ class Optimizer {
   // off at that step, or before the first step.
   double last_grad_norm() const noexcept { return last_grad_norm_; }
 
-  // The per-parameter state (Rule::state_names(options)[k] for parameter i at k * num_params + i),
+  // The per-parameter state (Rule::state_names(options)[k] for flat index i at k * flat_size + i),
   // and the step count: what a training checkpoint keeps (etnn::io::save_state).
   T* state() noexcept { return state_.data(); }
   const T* state() const noexcept { return state_.data(); }

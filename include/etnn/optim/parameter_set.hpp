@@ -8,12 +8,15 @@
 //   etnn::optim::SGD head_opt(arcface, {.lr = 0.01f});
 // A parameter set has
 //   value_type, device                       its scalar type and device
-//   num_params                               the length of its flat parameter and gradient buffers
+//   num_params                               its trainable values (PyTorch's sum of numel())
+//   flat_size                                the length of its flat parameter and gradient buffers:
+//                                            those values and the zeros that align each tensor
+//                                            (a Model's, nn/program.hpp), which stay zero
 //   parameters(), gradients(), zero_grad()   those buffers (the gradients accumulate until zeroed)
 //   named_parameters()                       its tensors as slices of them, named like a state_dict
 // and either is a Model (network, program: the layer ends and the description come from the
 // network type) or names them itself:
-//   param_ends                               end offsets of its gradient buckets, ascending, the last num_params
+//   param_ends                               end offsets of its gradient buckets, ascending, the last flat_size
 //   describe()                               a one-line description (rank agreement, checkpoints)
 // Non-trainable buffers (num_buffers, buffers(), named_buffers()) are optional.
 #include <concepts>
@@ -44,6 +47,7 @@ concept ParameterSet = requires(P& p) {
   typename P::value_type;
   typename P::device;
   { P::num_params } -> std::convertible_to<std::size_t>;
+  { P::flat_size } -> std::convertible_to<std::size_t>;
   { p.parameters() } -> std::same_as<typename P::value_type*>;
   { p.gradients() } -> std::same_as<typename P::value_type*>;
   p.zero_grad();
@@ -59,7 +63,7 @@ constexpr std::span<const std::size_t> parameter_ends() {
     return P::param_ends;
 }
 
-// Where a gradient bucket may end, ascending, the last num_params: a Model's layer ends and the
+// Where a gradient bucket may end, ascending, the last flat_size: a Model's layer ends and the
 // row blocks of its large weights (nn::Program::gradient_cuts), the set's own units otherwise.
 template <ParameterSet P>
 constexpr std::span<const std::size_t> gradient_cuts() {

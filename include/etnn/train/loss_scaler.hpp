@@ -69,7 +69,7 @@ class LossScaler {
     if (!on()) return;
     using T = typename Params::value_type;
     const T inverse = T(1) / static_cast<T>(scale_);
-    assign(typename Params::device{}, params.gradients(), expr::ref(params.gradients(), Params::num_params) * inverse);
+    assign(typename Params::device{}, params.gradients(), expr::ref(params.gradients(), Params::flat_size) * inverse);
   }
 
   // After each update window; returns whether a skipped step was an overflow: one that scaling

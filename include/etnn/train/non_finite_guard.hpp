@@ -27,8 +27,8 @@ namespace etnn::train::detail {
 template <optim::ParameterSet Params>
 std::string non_finite_tensor(const typename Params::value_type* gradients) {
   using Device = typename Params::device;
-  const std::size_t last = backend::last_non_finite(Device{}, gradients, Params::num_params);
-  if (last == Params::num_params) return {};
+  const std::size_t last = backend::last_non_finite(Device{}, gradients, Params::flat_size);
+  if (last == Params::flat_size) return {};
   const auto ends = optim::parameter_ends<Params>();
   const auto layer_end = std::upper_bound(ends.begin(), ends.end(), last);
   const std::size_t begin = layer_end == ends.begin() ? 0 : *(layer_end - 1);

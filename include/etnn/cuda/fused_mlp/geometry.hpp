@@ -4,6 +4,7 @@
 // plan of the weight-gradient split.
 #include <cstddef>
 
+#include "../../expr/fused_mlp_padding.hpp"
 #include "../half.hpp"
 
 namespace etnn::cuda {
@@ -33,15 +34,6 @@ template <int... W>
 __host__ __device__ constexpr int width_at(int i) {
   constexpr int list[] = {W...};
   return list[i];
-}
-
-// Parameters of layers 0..l-1: sum of w_{m+1} * w_m (weight) + w_{m+1} (bias).
-template <int... W>
-__host__ __device__ constexpr std::size_t params_before(int l) {
-  std::size_t n = 0;
-  for (int m = 0; m < l; ++m)
-    n += static_cast<std::size_t>(width_at<W...>(m + 1)) * static_cast<std::size_t>(width_at<W...>(m) + 1);
-  return n;
 }
 
 template <int... W>
@@ -107,7 +99,10 @@ inline ChunkPlan plan_chunks(int batch) {
 template <class Half, int... W>
 struct Geometry {
   static constexpr int layers = static_cast<int>(sizeof...(W)) - 1;
-  static constexpr std::size_t num_params = params_before<W...>(layers);
+  // The flat parameters, as etnn's linear layers lay them out (expr::detail::MlpLayout): each
+  // tensor 256-byte aligned, zeros between; num_params is their length.
+  using layout = expr::detail::MlpLayout<W...>;
+  static constexpr std::size_t num_params = layout::size;
   using Buffers = SavedBuffers<Half, layers>;
 
   template <int l>
@@ -115,8 +110,8 @@ struct Geometry {
     static constexpr int in = width_at<W...>(l);
     static constexpr int out = width_at<W...>(l + 1);
     static constexpr bool hidden = l + 1 < layers;  // ReLU, and its output is saved
-    static constexpr std::size_t weight_offset = params_before<W...>(l);
-    static constexpr std::size_t bias_offset = weight_offset + static_cast<std::size_t>(out) * in;
+    static constexpr std::size_t weight_offset = layout::weight_at(l);
+    static constexpr std::size_t bias_offset = layout::bias_at(l);
     static constexpr int weight_ld = in + smem_pad;  // shared row pitch of W_l (out, in)
   };
 

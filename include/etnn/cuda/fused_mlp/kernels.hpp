@@ -46,10 +46,12 @@ __global__ void __launch_bounds__(threads)
   });
 }
 
-// grads[p] += sum over c in 0..chunks-1 of partial[c * num_params + p], in that order.
+// grads[p] += sum over c in 0..chunks-1 of partial[c * num_params + p], in that order, for every
+// p that holds a parameter (partial is not written between tensors).
 template <class N>
 __global__ void __launch_bounds__(threads) fused_mlp_reduce_kernel(float* grads, const float* partial, int chunks) {
   for (const std::size_t p : grid_stride(N::num_params)) {
+    if (N::layout::place(p).layer < 0) continue;
     float total = 0.0f;
     for (int c = 0; c < chunks; ++c) total += partial[static_cast<std::size_t>(c) * N::num_params + p];
     grads[p] += total;

@@ -17,6 +17,7 @@ struct Net : Geometry<Half, W...> {
   using Geo = Geometry<Half, W...>;
   using Geo::layers;
   using Geo::num_params;
+  using typename Geo::layout;
   using typename Geo::Buffers;
   template <int l>
   using Layer = typename Geo::template Layer<l>;

@@ -29,10 +29,13 @@ __global__ void pad_parameters_kernel(const float* params, float* padded) {
     padded[j] = i < Padding::num_params ? params[i] : 0.0f;
   }
 }
-// grads[i] += padded_grads[padded index of i] for every true parameter i.
+// grads[i] += padded_grads[padded index of i] for every true parameter i (not between tensors).
 template <class Padding>
 __global__ void add_true_gradients_kernel(const float* padded_grads, float* grads) {
-  for (const std::size_t i : grid_stride(Padding::num_params)) grads[i] += padded_grads[Padding::padded_index(i)];
+  for (const std::size_t i : grid_stride(Padding::num_params)) {
+    const std::size_t j = Padding::padded_index(i);
+    if (j < Padding::padded_params) grads[i] += padded_grads[j];
+  }
 }
 // to (rows, to_cols) = from (rows, from_cols), columns padded with zeros or dropped; n = rows to_cols.
 // A template, as every kernel of a header-only library must be to be defined in many translation

@@ -1390,14 +1390,16 @@ struct MlpLayout {
     long column;
   };
   ETNN_HD static constexpr Place place(std::size_t i) {
+    std::size_t weight = 0;  // weight_at(l), kept as l moves (one pass over the layers)
     for (int l = 0; l < layers; ++l) {
-      if (i >= weight_at(l + 1)) continue;
-      if (i < weight_at(l) + out(l) * in(l)) {
-        const std::size_t k = i - weight_at(l);
-        return {l, k / in(l), static_cast<long>(k % in(l))};
+      const std::size_t bias = weight + aligned_values(out(l) * in(l));
+      const std::size_t next = bias + aligned_values(out(l));
+      if (i < next) {
+        if (i < weight + out(l) * in(l)) return {l, (i - weight) / in(l), static_cast<long>((i - weight) % in(l))};
+        if (i >= bias && i < bias + out(l)) return {l, i - bias, -1};
+        break;
       }
-      if (i >= bias_at(l) && i < bias_at(l) + out(l)) return {l, i - bias_at(l), -1};
-      break;
+      weight = next;
     }
     return {-1, 0, 0};
   }

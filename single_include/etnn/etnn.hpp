@@ -4313,14 +4313,19 @@ double sum_of_squares(const T* x, std::size_t n) {
 // loops, the fully fused narrow-MLP kernels and CUDA graphs. Layers reach these through backend/.
 // ---- etnn/cuda/runtime.hpp ----
 // Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
-// The CUDA runtime as etnn uses it: every call checked, all work on one stream (but a recording's).
-//   ETNN_CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, etnn::cuda::stream()));
+// The CUDA runtime as etnn uses it: every call made through cuda::runtime() (cuda/runtime_api.hpp)
+// and checked, every kernel launched through cuda::launch, all work on one stream (but a
+// recording's).
+//   ETNN_CHECK_CUDA(runtime().cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream()));
+//   launch("etnn::fill", fill_kernel<T>, {grid_blocks(n), 256}, dst, n, value);
 // A failed call throws etnn::DeviceError naming the call, the error and where it was made.
 // Kernels, copies, cuBLASLt and (in a data-parallel job) NCCL's reductions are ordered on
 // etnn::cuda::stream(), so the host waits only where it reads a result (a loss value, a norm).
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <string>
+#include <utility>
 
 // ---- etnn/cuda/grid_stride.hpp ----
 // Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
@@ -4377,6 +4382,187 @@ constexpr unsigned grid_blocks(std::size_t n, unsigned threads_per_block = 256) 
 }
 
 }  // namespace etnn::cuda
+// ---- etnn/cuda/runtime_api.hpp ----
+// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
+// cuda::runtime(): the one door through which etnn calls the CUDA runtime and cuBLASLt. Each
+// method has the name and arguments of the call it makes:
+//   ETNN_CHECK_CUDA(cuda::runtime().cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, cuda::stream()));
+// and kernels launch through cuda::launch (cuda/runtime.hpp), which asks runtime().launches(name).
+// So a program can watch every call a training step makes, or answer the calls itself: a
+// ReplaceRuntime installs a subclass for the process. tests/cuda/test_step_calls.cu installs one
+// that records each call and emulates the device in host memory, to check on a machine without a
+// GPU which calls a CUDA step makes and which of them wait for the device. The default forwards
+// each call and costs one indirect call per call into the runtime.
+// Not routed: cudaGetErrorName and cudaGetErrorString (they only describe an error code), and
+// NCCL's own calls (dist/nccl.hpp), which the host cannot emulate.
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace etnn::cuda {
+
+class Runtime {
+ public:
+  virtual ~Runtime() = default;
+
+  // The device.
+  virtual cudaError_t cudaGetDeviceCount(int* count) { return ::cudaGetDeviceCount(count); }
+  virtual cudaError_t cudaGetDevice(int* device) { return ::cudaGetDevice(device); }
+  virtual cudaError_t cudaSetDevice(int device) { return ::cudaSetDevice(device); }
+  virtual cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int device) {
+    return ::cudaDeviceGetAttribute(value, attribute, device);
+  }
+  virtual cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attributes, const void* p) {
+    return ::cudaPointerGetAttributes(attributes, p);
+  }
+  virtual cudaError_t cudaGetLastError() { return ::cudaGetLastError(); }
+
+  // Kernels. launches(name): a launch of the kernel `name` is about to be made; false skips it
+  // (an emulated device runs no kernel).
+  virtual bool launches(const char* /*name*/) { return true; }
+  virtual cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attributes, const void* kernel) {
+    return ::cudaFuncGetAttributes(attributes, kernel);
+  }
+  virtual cudaError_t cudaFuncSetAttribute(const void* kernel, cudaFuncAttribute attribute, int value) {
+    return ::cudaFuncSetAttribute(kernel, attribute, value);
+  }
+
+  // Memory.
+  virtual cudaError_t cudaMallocAsync(void** p, std::size_t bytes, cudaStream_t stream) {
+    return ::cudaMallocAsync(p, bytes, stream);
+  }
+  virtual cudaError_t cudaFreeAsync(void* p, cudaStream_t stream) { return ::cudaFreeAsync(p, stream); }
+  virtual cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind,
+                                      cudaStream_t stream) {
+    return ::cudaMemcpyAsync(dst, src, bytes, kind, stream);
+  }
+  virtual cudaError_t cudaMemcpy2DAsync(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
+                                        std::size_t width, std::size_t height, cudaMemcpyKind kind,
+                                        cudaStream_t stream) {
+    return ::cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width, height, kind, stream);
+  }
+  virtual cudaError_t cudaMemsetAsync(void* p, int value, std::size_t bytes, cudaStream_t stream) {
+    return ::cudaMemsetAsync(p, value, bytes, stream);
+  }
+
+  // Streams and events.
+  virtual cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags) {
+    return ::cudaStreamCreateWithFlags(stream, flags);
+  }
+  virtual cudaError_t cudaStreamDestroy(cudaStream_t stream) { return ::cudaStreamDestroy(stream); }
+  virtual cudaError_t cudaStreamSynchronize(cudaStream_t stream) { return ::cudaStreamSynchronize(stream); }
+  virtual cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned flags) {
+    return ::cudaStreamWaitEvent(stream, event, flags);
+  }
+  virtual cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned flags) {
+    return ::cudaEventCreateWithFlags(event, flags);
+  }
+  virtual cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+    return ::cudaEventRecord(event, stream);
+  }
+  virtual cudaError_t cudaEventQuery(cudaEvent_t event) { return ::cudaEventQuery(event); }
+  virtual cudaError_t cudaEventDestroy(cudaEvent_t event) { return ::cudaEventDestroy(event); }
+
+  // Graphs.
+  virtual cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status) {
+    return ::cudaStreamIsCapturing(stream, status);
+  }
+  virtual cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode) {
+    return ::cudaStreamBeginCapture(stream, mode);
+  }
+  virtual cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph) {
+    return ::cudaStreamEndCapture(stream, graph);
+  }
+  virtual cudaError_t cudaGraphInstantiate(cudaGraphExec_t* executable, cudaGraph_t graph,
+                                           unsigned long long flags) {
+    return ::cudaGraphInstantiate(executable, graph, flags);
+  }
+  virtual cudaError_t cudaGraphLaunch(cudaGraphExec_t executable, cudaStream_t stream) {
+    return ::cudaGraphLaunch(executable, stream);
+  }
+  virtual cudaError_t cudaGraphDestroy(cudaGraph_t graph) { return ::cudaGraphDestroy(graph); }
+  virtual cudaError_t cudaGraphExecDestroy(cudaGraphExec_t executable) { return ::cudaGraphExecDestroy(executable); }
+
+  // cuBLASLt.
+  virtual cublasStatus_t cublasLtCreate(cublasLtHandle_t* handle) { return ::cublasLtCreate(handle); }
+  virtual cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* desc, cublasComputeType_t compute,
+                                                  cudaDataType_t scale) {
+    return ::cublasLtMatmulDescCreate(desc, compute, scale);
+  }
+  virtual cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t desc) {
+    return ::cublasLtMatmulDescDestroy(desc);
+  }
+  virtual cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
+                                                        cublasLtMatmulDescAttributes_t attribute, const void* value,
+                                                        std::size_t bytes) {
+    return ::cublasLtMatmulDescSetAttribute(desc, attribute, value, bytes);
+  }
+  virtual cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* layout, cudaDataType type,
+                                                    std::uint64_t rows, std::uint64_t cols, std::int64_t ld) {
+    return ::cublasLtMatrixLayoutCreate(layout, type, rows, cols, ld);
+  }
+  virtual cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t layout) {
+    return ::cublasLtMatrixLayoutDestroy(layout);
+  }
+  virtual cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t* preference) {
+    return ::cublasLtMatmulPreferenceCreate(preference);
+  }
+  virtual cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t preference) {
+    return ::cublasLtMatmulPreferenceDestroy(preference);
+  }
+  virtual cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t preference,
+                                                              cublasLtMatmulPreferenceAttributes_t attribute,
+                                                              const void* value, std::size_t bytes) {
+    return ::cublasLtMatmulPreferenceSetAttribute(preference, attribute, value, bytes);
+  }
+  virtual cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
+                                                        cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                                                        cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,
+                                                        cublasLtMatmulPreference_t preference, int requested,
+                                                        cublasLtMatmulHeuristicResult_t* results, int* found) {
+    return ::cublasLtMatmulAlgoGetHeuristic(handle, desc, a, b, c, d, preference, requested, results, found);
+  }
+  virtual cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, const void* alpha,
+                                        const void* a, cublasLtMatrixLayout_t a_layout, const void* b,
+                                        cublasLtMatrixLayout_t b_layout, const void* beta, const void* c,
+                                        cublasLtMatrixLayout_t c_layout, void* d, cublasLtMatrixLayout_t d_layout,
+                                        const cublasLtMatmulAlgo_t* algorithm, void* workspace,
+                                        std::size_t workspace_bytes, cudaStream_t stream) {
+    return ::cublasLtMatmul(handle, desc, alpha, a, a_layout, b, b_layout, beta, c, c_layout, d, d_layout, algorithm,
+                            workspace, workspace_bytes, stream);
+  }
+};
+
+namespace detail {
+inline Runtime*& installed_runtime() {
+  static Runtime forwarding;
+  static Runtime* installed = &forwarding;
+  return installed;
+}
+}  // namespace detail
+
+// The runtime etnn calls: the CUDA runtime itself unless a ReplaceRuntime is alive.
+inline Runtime& runtime() { return *detail::installed_runtime(); }
+
+// While one lives, every call etnn makes goes to `replacement` (for the whole process, every
+// thread). Install it before etnn's first CUDA call: the stream, scratch and cuBLASLt handle made
+// then live until exit and belong to the runtime that made them.
+class ReplaceRuntime {
+ public:
+  explicit ReplaceRuntime(Runtime& replacement) : previous_(detail::installed_runtime()) {
+    detail::installed_runtime() = &replacement;
+  }
+  ~ReplaceRuntime() { detail::installed_runtime() = previous_; }
+  ReplaceRuntime(const ReplaceRuntime&) = delete;
+  ReplaceRuntime& operator=(const ReplaceRuntime&) = delete;
+
+ private:
+  Runtime* previous_;
+};
+
+}  // namespace etnn::cuda
 
 namespace etnn::cuda {
 
@@ -4399,7 +4585,7 @@ namespace detail {
 
 inline void check(cudaError_t status, const char* call, const char* file, int line) {
   if (status == cudaSuccess) return;
-  (void)cudaGetLastError();  // clears the error unless the context is lost
+  (void)runtime().cudaGetLastError();  // clears the error unless the context is lost
   std::string error = cudaGetErrorName(status);
   error += ": ";
   error += cudaGetErrorString(status);
@@ -4414,7 +4600,7 @@ namespace detail {
 
 inline cudaStream_t new_stream() {
   cudaStream_t created = nullptr;
-  ETNN_CHECK_CUDA(cudaStreamCreateWithFlags(&created, cudaStreamNonBlocking));
+  ETNN_CHECK_CUDA(runtime().cudaStreamCreateWithFlags(&created, cudaStreamNonBlocking));
   return created;
 }
 
@@ -4450,7 +4636,7 @@ class RecordingStream {
  private:
   struct Own {  // the thread's recording stream, made on its first recording, gone with the thread
     cudaStream_t stream = detail::new_stream();
-    ~Own() { (void)cudaStreamDestroy(stream); }
+    ~Own() { (void)runtime().cudaStreamDestroy(stream); }
   };
   static Own& own() {
     thread_local Own mine;
@@ -4459,17 +4645,34 @@ class RecordingStream {
 };
 
 // Waits until the device has finished everything on etnn's stream.
-inline void synchronize() { ETNN_CHECK_CUDA(cudaStreamSynchronize(stream())); }
+inline void synchronize() { ETNN_CHECK_CUDA(runtime().cudaStreamSynchronize(stream())); }
 
 // After a kernel launch: a bad configuration (or an earlier asynchronous failure) as an error
 // naming the kernel.
 inline void check_launch(const char* kernel) {
-  const cudaError_t status = cudaGetLastError();
+  const cudaError_t status = runtime().cudaGetLastError();
   if (status != cudaSuccess) {
     std::string call = "launch of ";
     call += kernel;
     detail::check(status, call.c_str(), __FILE__, __LINE__);
   }
+}
+
+// How a kernel is launched: grid and block sizes, dynamic shared memory, and the stream (etnn's).
+struct LaunchShape {
+  dim3 grid;
+  dim3 block;
+  std::size_t shared_bytes = 0;
+  cudaStream_t on = stream();
+};
+
+// kernel<<<shape>>>(args...), checked (an error names the kernel as `name`), when runtime() lets
+// it launch (runtime().launches(name)).
+template <class... Params, class... Args>
+void launch(const char* name, void (*kernel)(Params...), const LaunchShape& shape, Args&&... args) {
+  if (!runtime().launches(name)) return;
+  kernel<<<shape.grid, shape.block, shape.shared_bytes, shape.on>>>(std::forward<Args>(args)...);
+  check_launch(name);
 }
 
 // This thread's share of the grid-stride loop over [begin, end) (cuda/grid_stride.hpp), or [0, n):
@@ -4501,16 +4704,16 @@ namespace etnn {
 inline void* Cuda::allocate(std::size_t bytes) {
   if (bytes == 0) return nullptr;
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  ETNN_CHECK_CUDA(cudaStreamIsCapturing(cuda::stream(), &capture));
+  ETNN_CHECK_CUDA(cuda::runtime().cudaStreamIsCapturing(cuda::stream(), &capture));
   if (capture != cudaStreamCaptureStatusNone)
     throw DeviceError("etnn::Cuda::allocate: " + std::to_string(bytes) +
                       " bytes of device memory asked for while etnn's stream is being recorded into a CUDA "
                       "graph; allocate before recording (as nn::TrainingPass::reserve sizes a step's buffers and "
                       "scratch before its graphs are recorded)");
   void* p = nullptr;
-  const cudaError_t status = cudaMallocAsync(&p, bytes, cuda::stream());
+  const cudaError_t status = cuda::runtime().cudaMallocAsync(&p, bytes, cuda::stream());
   if (status == cudaErrorMemoryAllocation) {
-    (void)cudaGetLastError();
+    (void)cuda::runtime().cudaGetLastError();
     throw std::bad_alloc();
   }
   ETNN_CHECK_CUDA(status);
@@ -4519,14 +4722,14 @@ inline void* Cuda::allocate(std::size_t bytes) {
 
 inline void Cuda::deallocate(void* p) noexcept {
   // Errors are ignored: this runs in destructors, possibly after the context is gone at exit.
-  if (cudaFreeAsync(p, cuda::stream()) != cudaSuccess) (void)cudaGetLastError();
+  if (cuda::runtime().cudaFreeAsync(p, cuda::stream()) != cudaSuccess) (void)cuda::runtime().cudaGetLastError();
 }
 
 // n values from device memory into host memory; returns when they have arrived.
 template <class T>
 void copy_to_host(Cuda, T* host, const T* device, std::size_t n) {
   if (n == 0) return;
-  ETNN_CHECK_CUDA(cudaMemcpyAsync(host, device, n * sizeof(T), cudaMemcpyDeviceToHost, cuda::stream()));
+  ETNN_CHECK_CUDA(cuda::runtime().cudaMemcpyAsync(host, device, n * sizeof(T), cudaMemcpyDeviceToHost, cuda::stream()));
   cuda::synchronize();
 }
 
@@ -4536,7 +4739,7 @@ void copy_to_host(Cuda, T* host, const T* device, std::size_t n) {
 template <class T>
 void copy_from_host(Cuda, T* device, const T* host, std::size_t n) {
   if (n == 0) return;
-  ETNN_CHECK_CUDA(cudaMemcpyAsync(device, host, n * sizeof(T), cudaMemcpyHostToDevice, cuda::stream()));
+  ETNN_CHECK_CUDA(cuda::runtime().cudaMemcpyAsync(device, host, n * sizeof(T), cudaMemcpyHostToDevice, cuda::stream()));
 }
 
 // copy_rows (tensor/copy.hpp) in device memory: one strided copy on etnn's stream.
@@ -4544,8 +4747,9 @@ template <class T>
 void copy_rows(Cuda, const T* src, std::size_t src_pitch, T* dst, std::size_t dst_pitch, std::size_t width,
                std::size_t rows) {
   if (rows == 0 || width == 0) return;
-  ETNN_CHECK_CUDA(cudaMemcpy2DAsync(dst, dst_pitch * sizeof(T), src, src_pitch * sizeof(T), width * sizeof(T), rows,
-                                    cudaMemcpyDeviceToDevice, cuda::stream()));
+  ETNN_CHECK_CUDA(cuda::runtime().cudaMemcpy2DAsync(dst, dst_pitch * sizeof(T), src, src_pitch * sizeof(T),
+                                                     width * sizeof(T), rows, cudaMemcpyDeviceToDevice,
+                                                     cuda::stream()));
 }
 
 namespace cuda {
@@ -4642,16 +4846,14 @@ void assign(Cuda, T* dst, const E& e) {
   static_assert(expr::check::sized_expression<E::sized>());
   const std::size_t n = e.size();
   if (n == 0) return;
-  cuda::detail::assign_kernel<<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(dst, e, n);
-  cuda::check_launch("etnn::assign");
+  cuda::launch("etnn::assign", cuda::detail::assign_kernel<T, E>, {cuda::grid_blocks(n), 256}, dst, e, n);
 }
 
 // dst[i] = value for i < n, on the device.
 template <class T>
 void fill(Cuda, T* dst, std::size_t n, T value) {
   if (n == 0) return;
-  cuda::detail::fill_kernel<<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(dst, n, value);
-  cuda::check_launch("etnn::fill");
+  cuda::launch("etnn::fill", cuda::detail::fill_kernel<T>, {cuda::grid_blocks(n), 256}, dst, n, value);
 }
 
 // f(i) for i < n, on the device; f is an ETNN_HD functor (an optimizer's update rule), copied
@@ -4659,8 +4861,7 @@ void fill(Cuda, T* dst, std::size_t n, T value) {
 template <class F>
 void for_each_index(Cuda, std::size_t n, const F& f) {
   if (n == 0) return;
-  cuda::detail::for_each_index_kernel<<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(n, f);
-  cuda::check_launch("etnn::for_each_index");
+  cuda::launch("etnn::for_each_index", cuda::detail::for_each_index_kernel<F>, {cuda::grid_blocks(n), 256}, n, f);
 }
 
 // With a cost per index, which is the host's hint (cpu/executor.hpp): each index in one device thread
@@ -4741,8 +4942,7 @@ template <class T>
 double sum_of_squares(const T* x, std::size_t n) {
   if (n == 0) return 0.0;
   double* partial = reduction_partials();
-  sum_of_squares_kernel<<<reduction_blocks, reduction_threads, 0, stream()>>>(x, n, partial);
-  check_launch("etnn::optim sum_of_squares");
+  launch("etnn::optim sum_of_squares", sum_of_squares_kernel<T>, {reduction_blocks, reduction_threads}, x, n, partial);
   return sum_of_partials(partial);
 }
 
@@ -4895,10 +5095,11 @@ class Blas {
     const T alpha = T(1);
     plans_.use(key, [this](const detail::PlanKey& chosen) { return make_plan(chosen); }, [&](Plan& plan) {
       if (epilogue != Epilogue::none)
-        ETNN_CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                                                         sizeof bias));
-      ETNN_CHECK_CUBLAS(cublasLtMatmul(handle_, plan.operation, &alpha, a, plan.a, b, plan.b, &beta, c, plan.c, c,
-                                       plan.c, &plan.algorithm, workspace_.data(), workspace_.size(), stream()));
+        ETNN_CHECK_CUBLAS(runtime().cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                                   &bias, sizeof bias));
+      ETNN_CHECK_CUBLAS(runtime().cublasLtMatmul(handle_, plan.operation, &alpha, a, plan.a, b, plan.b, &beta, c,
+                                                 plan.c, c, plan.c, &plan.algorithm, workspace_.data(),
+                                                 workspace_.size(), stream()));
     });
   }
 
@@ -4921,7 +5122,7 @@ class Blas {
 
   static constexpr std::size_t workspace_bytes = std::size_t{32} << 20;  // cuBLAS's advice for Hopper
 
-  Blas() : workspace_(workspace_bytes) { ETNN_CHECK_CUBLAS(cublasLtCreate(&handle_)); }
+  Blas() : workspace_(workspace_bytes) { ETNN_CHECK_CUBLAS(runtime().cublasLtCreate(&handle_)); }
   // The handle, plans and workspace live until exit, when the context goes with them.
   ~Blas() = default;
 
@@ -4932,11 +5133,11 @@ class Blas {
     cublasLtMatmulPreference_t preference{};
     bool made = false;
     ~PlanUnderConstruction() {
-      if (preference != nullptr) cublasLtMatmulPreferenceDestroy(preference);
+      if (preference != nullptr) runtime().cublasLtMatmulPreferenceDestroy(preference);
       if (made) return;
       for (cublasLtMatrixLayout_t layout : {plan.a, plan.b, plan.c})
-        if (layout != nullptr) cublasLtMatrixLayoutDestroy(layout);
-      if (plan.operation != nullptr) cublasLtMatmulDescDestroy(plan.operation);
+        if (layout != nullptr) runtime().cublasLtMatrixLayoutDestroy(layout);
+      if (plan.operation != nullptr) runtime().cublasLtMatmulDescDestroy(plan.operation);
     }
   };
 
@@ -4948,40 +5149,42 @@ class Blas {
     const bool is_float = type == CUDA_R_32F;
     PlanUnderConstruction building;
     Plan& plan = building.plan;
-    ETNN_CHECK_CUBLAS(cublasLtMatmulDescCreate(&plan.operation, is_float ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F,
-                                               type));
+    ETNN_CHECK_CUBLAS(runtime().cublasLtMatmulDescCreate(&plan.operation,
+                                                         is_float ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F, type));
     const cublasOperation_t op_a = transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t op_b = transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-    ETNN_CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a));
-    ETNN_CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b));
+    ETNN_CHECK_CUBLAS(
+        runtime().cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a));
+    ETNN_CHECK_CUBLAS(
+        runtime().cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b));
     const cublasLtEpilogue_t lt_epilogue = epilogue == Epilogue::bias_relu ? CUBLASLT_EPILOGUE_RELU_BIAS
                                            : epilogue == Epilogue::bias    ? CUBLASLT_EPILOGUE_BIAS
                                                                            : CUBLASLT_EPILOGUE_DEFAULT;
-    ETNN_CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE, &lt_epilogue,
-                                                     sizeof lt_epilogue));
+    ETNN_CHECK_CUBLAS(runtime().cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                                               &lt_epilogue, sizeof lt_epilogue));
     // Stored shapes: op(A) is m x k, so A is k x m when transposed.
     ETNN_CHECK_CUBLAS(
-        cublasLtMatrixLayoutCreate(&plan.a, operand_type, transpose_a ? k : m, transpose_a ? m : k, lda));
+        runtime().cublasLtMatrixLayoutCreate(&plan.a, operand_type, transpose_a ? k : m, transpose_a ? m : k, lda));
     ETNN_CHECK_CUBLAS(
-        cublasLtMatrixLayoutCreate(&plan.b, operand_type, transpose_b ? n : k, transpose_b ? k : n, ldb));
-    ETNN_CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&plan.c, type, m, n, ldc));
+        runtime().cublasLtMatrixLayoutCreate(&plan.b, operand_type, transpose_b ? n : k, transpose_b ? k : n, ldb));
+    ETNN_CHECK_CUBLAS(runtime().cublasLtMatrixLayoutCreate(&plan.c, type, m, n, ldc));
     cublasLtMatmulPreference_t& preference = building.preference;
-    ETNN_CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&preference));
+    ETNN_CHECK_CUBLAS(runtime().cublasLtMatmulPreferenceCreate(&preference));
     const std::size_t workspace = workspace_.size();
-    ETNN_CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                           &workspace, sizeof workspace));
+    ETNN_CHECK_CUBLAS(runtime().cublasLtMatmulPreferenceSetAttribute(
+        preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace));
     // The operands' real alignment (C is also D): only algorithms that work with it are offered.
     const std::uint32_t alignments[] = {align_a, align_b, align_c, align_c};
     const cublasLtMatmulPreferenceAttributes_t alignment_attributes[] = {
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
     for (int i = 0; i < 4; ++i)
-      ETNN_CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(preference, alignment_attributes[i], &alignments[i],
-                                                             sizeof alignments[i]));
+      ETNN_CHECK_CUBLAS(runtime().cublasLtMatmulPreferenceSetAttribute(preference, alignment_attributes[i],
+                                                                       &alignments[i], sizeof alignments[i]));
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
-    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle_, plan.operation, plan.a, plan.b, plan.c,
-                                                                 plan.c, preference, 1, &result, &found);
+    const cublasStatus_t status = runtime().cublasLtMatmulAlgoGetHeuristic(
+        handle_, plan.operation, plan.a, plan.b, plan.c, plan.c, preference, 1, &result, &found);
     ETNN_CHECK_CUBLAS(status);
     if (found == 0) {
       std::string what = "no cuBLASLt algorithm for a ";
@@ -5157,8 +5360,7 @@ struct HalfCopies {
 template <class Half>
 const Half* half_copy(int slot, const float* src, std::size_t n) {
   Half* copy = per_thread<HalfCopies<Half>>().slots[slot].at(n);
-  to_half_kernel<<<grid_blocks(n), 256, 0, stream()>>>(src, copy, n);
-  check_launch("etnn::dense to_half");
+  launch("etnn::dense to_half", to_half_kernel<Half>, {grid_blocks(n), 256}, src, copy, n);
   return copy;
 }
 
@@ -5197,9 +5399,9 @@ void dense_forward(Cuda, const T* weight, const T* bias, const T* x, T* y, T* ke
                         y, Out, T(0), epilogue, epilogue_bias ? bias : nullptr);
   if constexpr (!epilogue_activation) {
     const std::size_t n = static_cast<std::size_t>(batch) * Out;
-    cuda::detail::bias_activation_kernel<<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(
-        y, kept, epilogue_bias ? static_cast<const T*>(nullptr) : bias, static_cast<std::size_t>(batch), Out, act);
-    cuda::check_launch("etnn::dense_forward bias_activation");
+    cuda::launch("etnn::dense_forward bias_activation", cuda::detail::bias_activation_kernel<Act, T>,
+                 {cuda::grid_blocks(n), 256}, y, kept, epilogue_bias ? static_cast<const T*>(nullptr) : bias,
+                 static_cast<std::size_t>(batch), Out, act);
   }
 }
 
@@ -5210,11 +5412,10 @@ void dense_backward(Cuda, const T* weight, T* weight_grad, T* bias_grad, const T
   const RowChunks chunks = row_chunks(batch);
   T* partial = column_partials<T>(static_cast<std::size_t>(chunks.count) * Out);
   const dim3 grid((Out + column_tile - 1) / column_tile, static_cast<unsigned>(chunks.count));
-  activation_gradient_kernel<<<grid, dim3(column_tile, row_lanes), 0, cuda::stream()>>>(dy, y, kept, batch, Out,
-                                                                                       chunks.rows, partial, act);
-  cuda::check_launch("etnn::dense_backward activation_gradient");
-  add_chunk_sums_kernel<<<(Out + 127) / 128, 128, 0, cuda::stream()>>>(bias_grad, partial, chunks.count, Out);
-  cuda::check_launch("etnn::dense_backward add_chunk_sums");
+  cuda::launch("etnn::dense_backward activation_gradient", activation_gradient_kernel<Act, T>,
+               {grid, dim3(column_tile, row_lanes)}, dy, y, kept, batch, Out, chunks.rows, partial, act);
+  cuda::launch("etnn::dense_backward add_chunk_sums", add_chunk_sums_kernel<T>, {(Out + 127) / 128, 128}, bias_grad,
+               partial, chunks.count, Out);
   const auto rows = static_cast<std::size_t>(batch);
   product(products, false, true, In, Out, batch, x, rows * In, In, dy, rows * Out, Out, weight_grad, In, T(1));
   if (dx != nullptr)
@@ -5355,13 +5556,11 @@ void conv2d_forward(Cuda, const T* weight, const T* bias, const T* x, T* y, T* k
   const std::size_t cols = static_cast<std::size_t>(depth) * width, outputs = static_cast<std::size_t>(Out) * width;
   if (batch == 0) return;
   T* z = conv_staging<T>(outputs);
-  im2col_kernel<G><<<cuda::grid_blocks(cols), 256, 0, cuda::stream()>>>(x, columns, batch);
-  cuda::check_launch("etnn::conv2d_forward im2col");
+  cuda::launch("etnn::conv2d_forward im2col", im2col_kernel<G, T>, {cuda::grid_blocks(cols), 256}, x, columns, batch);
   // Z'^T (B P x OUT) = cols^T (B P x D) W^T (D x OUT), column-major.
   cuda::Blas::instance().matmul<T>(false, false, width, Out, depth, columns, width, weight, depth, z, width, T(0));
-  conv_bias_activation_kernel<G, Out><<<cuda::grid_blocks(outputs), 256, 0, cuda::stream()>>>(z, bias, y, kept,
-                                                                                            batch, act);
-  cuda::check_launch("etnn::conv2d_forward bias_activation");
+  cuda::launch("etnn::conv2d_forward bias_activation", conv_bias_activation_kernel<G, Out, Act, T>,
+               {cuda::grid_blocks(outputs), 256}, z, bias, y, kept, batch, act);
 }
 
 template <class G, int Out, class Act, class T>
@@ -5373,13 +5572,11 @@ void conv2d_backward(Cuda, const T* weight, T* weight_grad, T* bias_grad, const 
   const std::size_t cols = static_cast<std::size_t>(depth) * width, outputs = static_cast<std::size_t>(Out) * width;
   if (batch == 0) return;
   T* dz = conv_staging<T>(outputs);
-  conv_activation_gradient_kernel<G, Out><<<cuda::grid_blocks(outputs), 256, 0, cuda::stream()>>>(dy, y, kept, dz,
-                                                                                               batch, act);
-  cuda::check_launch("etnn::conv2d_backward activation_gradient");
-  add_row_sums_kernel<<<Out, reduction_threads, 0, cuda::stream()>>>(dz, static_cast<std::size_t>(width), bias_grad);
-  cuda::check_launch("etnn::conv2d_backward bias_gradient");
-  im2col_kernel<G><<<cuda::grid_blocks(cols), 256, 0, cuda::stream()>>>(x, columns, batch);
-  cuda::check_launch("etnn::conv2d_backward im2col");
+  cuda::launch("etnn::conv2d_backward activation_gradient", conv_activation_gradient_kernel<G, Out, Act, T>,
+               {cuda::grid_blocks(outputs), 256}, dy, y, kept, dz, batch, act);
+  cuda::launch("etnn::conv2d_backward bias_gradient", add_row_sums_kernel<T>, {Out, reduction_threads}, dz,
+               static_cast<std::size_t>(width), bias_grad);
+  cuda::launch("etnn::conv2d_backward im2col", im2col_kernel<G, T>, {cuda::grid_blocks(cols), 256}, x, columns, batch);
   auto& blas = cuda::Blas::instance();
   // dW^T (D x OUT) += cols (D x B P) dZ'^T (B P x OUT), column-major.
   blas.matmul<T>(true, false, depth, Out, width, columns, width, dz, width, weight_grad, depth, T(1));
@@ -5387,8 +5584,8 @@ void conv2d_backward(Cuda, const T* weight, T* weight_grad, T* bias_grad, const 
   // dcols^T (B P x D) = dZ'^T (B P x OUT) W (OUT x D), column-major; over the columns.
   blas.matmul<T>(false, true, width, depth, Out, dz, width, weight, depth, columns, width, T(0));
   const std::size_t inputs = static_cast<std::size_t>(batch) * G::channels * G::in_pixels;
-  col2im_kernel<G><<<cuda::grid_blocks(inputs), 256, 0, cuda::stream()>>>(columns, dx, batch);
-  cuda::check_launch("etnn::conv2d_backward col2im");
+  cuda::launch("etnn::conv2d_backward col2im", col2im_kernel<G, T>, {cuda::grid_blocks(inputs), 256}, columns, dx,
+               batch);
 }
 
 }  // namespace etnn
@@ -5535,16 +5732,16 @@ template <class G, class T>
 void pool2d_forward(Cuda, expr::MaxPooling, const T* x, T* y, int batch) {
   const std::size_t n = cuda::detail::pool_outputs<G>(batch);
   if (n == 0) return;
-  cuda::detail::max_pool_forward_kernel<G><<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(x, y, n);
-  cuda::check_launch("etnn::pool2d_forward max");
+  cuda::launch("etnn::pool2d_forward max", cuda::detail::max_pool_forward_kernel<G, T>, {cuda::grid_blocks(n), 256}, x,
+               y, n);
 }
 
 template <class G, class T>
 void pool2d_forward(Cuda, expr::AveragePooling, const T* x, T* y, int batch) {
   const std::size_t n = cuda::detail::pool_outputs<G>(batch);
   if (n == 0) return;
-  cuda::detail::average_pool_forward_kernel<G><<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(x, y, n);
-  cuda::check_launch("etnn::pool2d_forward average");
+  cuda::launch("etnn::pool2d_forward average", cuda::detail::average_pool_forward_kernel<G, T>,
+               {cuda::grid_blocks(n), 256}, x, y, n);
 }
 
 template <class G, class Kind, class T>
@@ -5552,8 +5749,8 @@ void pool2d_backward(Cuda, Kind, const T* x, const T* y, const T* dy, T* dx, int
   const std::size_t n = cuda::detail::pool_inputs<G>(batch);
   if (n == 0) return;
   constexpr bool max = std::is_same_v<Kind, expr::MaxPooling>;
-  cuda::detail::pool_backward_kernel<G, max><<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(x, y, dy, dx, n);
-  cuda::check_launch("etnn::pool2d_backward");
+  cuda::launch("etnn::pool2d_backward", cuda::detail::pool_backward_kernel<G, max, T>, {cuda::grid_blocks(n), 256}, x,
+               y, dy, dx, n);
 }
 
 }  // namespace etnn
@@ -5625,8 +5822,8 @@ __global__ void channel_sums_kernel(int batch, Term term, double* out, bool coun
 
 template <int C, int S, class Term>
 void channel_sums(int batch, const Term& term, double* out, bool count = false) {
-  channel_sums_kernel<C, S><<<C, reduction_threads, 0, stream()>>>(batch, term, out, count);
-  check_launch("etnn::batch_norm channel_sums");
+  launch("etnn::batch_norm channel_sums", channel_sums_kernel<C, S, Term>, {C, reduction_threads}, batch, term, out,
+         count);
 }
 
 // mean, inv_std from this batch's sums (training) or the running statistics (eval); in a training
@@ -5661,9 +5858,8 @@ void statistics(const BatchNormValues<C>& v, const T* x, T* running, int batch, 
     sync(v.squares, C);
   }
   constexpr unsigned threads = 128;
-  finish_statistics_kernel<C><<<(C + threads - 1) / threads, threads, 0, stream()>>>(v, running, training,
-                                                                                      update_running);
-  check_launch("etnn::batch_norm statistics");
+  launch("etnn::batch_norm statistics", finish_statistics_kernel<C, T>, {(C + threads - 1) / threads, threads}, v,
+         running, training, update_running);
 }
 
 }  // namespace cuda::detail
@@ -5772,10 +5968,9 @@ class LabelRowsScratch {
     }
     row_loss_.reserve_discard(static_cast<std::size_t>(batch));
     if (batch > 0) {
-      detail::label_rows_kernel<<<(batch + 127) / 128, 128, 0, stream()>>>(
-          x, batch, classes, labels_.data(), weight != nullptr ? weight_.data() : nullptr, grad, scale, row,
-          row_loss_.data());
-      check_launch(who);
+      launch(who, detail::label_rows_kernel<T, Row>, {(static_cast<unsigned>(batch) + 127) / 128, 128}, x, batch,
+             classes, labels_.data(), weight != nullptr ? weight_.data() : nullptr, grad, scale, row,
+             row_loss_.data());
     }
     host_row_loss_.resize(static_cast<std::size_t>(batch));
     copy_to_host(Cuda{}, host_row_loss_.data(), row_loss_.data(), host_row_loss_.size());
@@ -5806,12 +6001,11 @@ T elementwise_loss(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T
   unsigned long long* first_invalid = nullptr;
   if constexpr (expr::DomainTerm<F, T>) {  // starts at the largest index: none found
     first_invalid = cuda::detail::reduction_index();
-    ETNN_CHECK_CUDA(cudaMemsetAsync(first_invalid, 0xFF, sizeof *first_invalid, cuda::stream()));
+    ETNN_CHECK_CUDA(cuda::runtime().cudaMemsetAsync(first_invalid, 0xFF, sizeof *first_invalid, cuda::stream()));
   }
   using cuda::detail::reduction_blocks, cuda::detail::reduction_threads;
-  cuda::detail::elementwise_kernel<<<reduction_blocks, reduction_threads, 0, cuda::stream()>>>(
-      output.data(), target.data(), n, grad, scale, term, partial, first_invalid);
-  cuda::check_launch("etnn::loss elementwise");
+  cuda::launch("etnn::loss elementwise", cuda::detail::elementwise_kernel<T, F>, {reduction_blocks, reduction_threads},
+               output.data(), target.data(), n, grad, scale, term, partial, first_invalid);
   const double total = cuda::detail::sum_of_partials(partial);
   if constexpr (expr::DomainTerm<F, T>) {
     unsigned long long found = 0;
@@ -6488,8 +6682,12 @@ namespace detail::fused_mlp {
 // Lets `kernel` use `bytes` of dynamic shared memory (above the default 48 KiB).
 template <class Kernel>
 void allow_dynamic_smem(Kernel* kernel, std::size_t bytes) {
-  ETNN_CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  ETNN_CHECK_CUDA(runtime().cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                                 cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
 }
+
+// One block per tile of tile_rows rows of the batch.
+inline unsigned tile_blocks(int batch) { return static_cast<unsigned>(ceil_div(batch, tile_rows)); }
 
 }  // namespace detail::fused_mlp
 
@@ -6524,9 +6722,9 @@ struct FusedMlp {
     const Buffers buffers = Net::saved_layout(batch, saved).buffers;
     constexpr auto kernel = detail::fused_mlp::fused_mlp_forward_kernel<Net>;
     detail::fused_mlp::allow_dynamic_smem(kernel, Net::tile_smem_bytes);
-    kernel<<<detail::fused_mlp::ceil_div(batch, detail::fused_mlp::tile_rows), detail::fused_mlp::threads,
-             Net::tile_smem_bytes, stream>>>(params, x, y, buffers, batch);
-    check_launch("fused_mlp_forward_kernel");
+    launch("fused_mlp_forward_kernel", kernel,
+           {detail::fused_mlp::tile_blocks(batch), detail::fused_mlp::threads, Net::tile_smem_bytes, stream}, params,
+           x, y, buffers, batch);
   }
 
   // Backward after forward(params, x, ., saved, batch): dy (batch, out) fp32 = dL/dy.
@@ -6541,23 +6739,22 @@ struct FusedMlp {
     if constexpr (layers >= 2) {
       constexpr auto kernel = detail::fused_mlp::fused_mlp_chain_kernel<Net>;
       detail::fused_mlp::allow_dynamic_smem(kernel, Net::tile_smem_bytes);
-      kernel<<<detail::fused_mlp::ceil_div(batch, detail::fused_mlp::tile_rows), detail::fused_mlp::threads,
-               Net::tile_smem_bytes, stream>>>(params, dy, buffers, batch);
-      check_launch("fused_mlp_chain_kernel");
+      launch("fused_mlp_chain_kernel", kernel,
+             {detail::fused_mlp::tile_blocks(batch), detail::fused_mlp::threads, Net::tile_smem_bytes, stream},
+             params, dy, buffers, batch);
     }
     {
       constexpr auto kernel = detail::fused_mlp::fused_mlp_weight_grad_kernel<Net>;
       detail::fused_mlp::allow_dynamic_smem(kernel, Net::weight_grad_smem_bytes);
       const dim3 grid(static_cast<unsigned>(buffers.chunks), static_cast<unsigned>(layers));
-      kernel<<<grid, detail::fused_mlp::threads, Net::weight_grad_smem_bytes, stream>>>(x, dy, buffers, batch);
-      check_launch("fused_mlp_weight_grad_kernel");
+      launch("fused_mlp_weight_grad_kernel", kernel,
+             {grid, detail::fused_mlp::threads, Net::weight_grad_smem_bytes, stream}, x, dy, buffers, batch);
     }
     {
       constexpr int blocks =
           static_cast<int>((num_params + detail::fused_mlp::threads - 1) / detail::fused_mlp::threads);
-      detail::fused_mlp::fused_mlp_reduce_kernel<Net>
-          <<<blocks, detail::fused_mlp::threads, 0, stream>>>(grads, buffers.partial, buffers.chunks);
-      check_launch("fused_mlp_reduce_kernel");
+      launch("fused_mlp_reduce_kernel", detail::fused_mlp::fused_mlp_reduce_kernel<Net>,
+             {blocks, detail::fused_mlp::threads, 0, stream}, grads, buffers.partial, buffers.chunks);
     }
   }
 
@@ -6571,8 +6768,8 @@ struct FusedMlp {
       throw Error("etnn fused_mlp: `saved` must be a 256-byte aligned device buffer of saved_bytes(batch)");
     int device = 0;
     int major = 0;
-    ETNN_CHECK_CUDA(cudaGetDevice(&device));
-    ETNN_CHECK_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    ETNN_CHECK_CUDA(runtime().cudaGetDevice(&device));
+    ETNN_CHECK_CUDA(runtime().cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
     if (major < 8)
       throw DeviceError("etnn fused_mlp: its 16-bit tensor-core kernels need compute capability 8.0 or newer");
   }
@@ -6628,8 +6825,8 @@ __global__ void copy_columns_kernel(const T* from, int from_cols, T* to, int to_
 inline void copy_columns(const float* from, int from_cols, float* to, int to_cols, int rows) {
   const std::size_t n = std::size_t(rows) * std::size_t(to_cols);
   if (n == 0) return;
-  copy_columns_kernel<float><<<grid_blocks(n), 256, 0, stream()>>>(from, from_cols, to, to_cols, n);
-  check_launch("etnn fused MLP copy_columns_kernel");
+  launch("etnn fused MLP copy_columns_kernel", copy_columns_kernel<float>, {grid_blocks(n), 256}, from, from_cols, to,
+         to_cols, n);
 }
 
 }  // namespace detail::fused_mlp
@@ -6654,8 +6851,8 @@ struct PaddedFusedMlp {
     const Regions r = regions(scratch, batch);
     if constexpr (padding::needed) {
       constexpr std::size_t n = padding::padded_params;
-      detail::fused_mlp::pad_parameters_kernel<padding><<<grid_blocks(n), 256, 0, stream()>>>(params, r.params);
-      check_launch("etnn fused MLP pad_parameters_kernel");
+      launch("etnn fused MLP pad_parameters_kernel", detail::fused_mlp::pad_parameters_kernel<padding>,
+             {grid_blocks(n), 256}, params, r.params);
       detail::fused_mlp::copy_columns(x, in_width, r.x, padded_in, batch);
       kernels::forward(r.params, r.x, r.y, r.saved, batch, stream());
       detail::fused_mlp::copy_columns(r.y, padded_out, y, out_width, batch);
@@ -6671,11 +6868,11 @@ struct PaddedFusedMlp {
     const Regions r = regions(scratch, batch);
     if constexpr (padding::needed) {
       detail::fused_mlp::copy_columns(dy, out_width, r.dy, padded_out, batch);
-      ETNN_CHECK_CUDA(cudaMemsetAsync(r.grads, 0, padding::padded_params * sizeof(float), stream()));
+      ETNN_CHECK_CUDA(runtime().cudaMemsetAsync(r.grads, 0, padding::padded_params * sizeof(float), stream()));
       kernels::backward(r.params, r.grads, r.x, r.saved, r.dy, batch, stream());
       constexpr std::size_t n = padding::num_params;
-      detail::fused_mlp::add_true_gradients_kernel<padding><<<grid_blocks(n), 256, 0, stream()>>>(r.grads, grads);
-      check_launch("etnn fused MLP add_true_gradients_kernel");
+      launch("etnn fused MLP add_true_gradients_kernel", detail::fused_mlp::add_true_gradients_kernel<padding>,
+             {grid_blocks(n), 256}, r.grads, grads);
     } else {
       kernels::backward(params, grads, x, r.saved, dy, batch, stream());
     }
@@ -6858,7 +7055,7 @@ class GraphCache {
       }
       graph = &graphs_.insert(key, recorded);
     }
-    ETNN_CHECK_CUDA(cudaGraphLaunch(*graph, stream()));
+    ETNN_CHECK_CUDA(runtime().cudaGraphLaunch(*graph, stream()));
     ++replays_;
   }
 
@@ -6880,7 +7077,7 @@ class GraphCache {
   template <class Work>
   cudaGraphExec_t record(Work& work) {
     const RecordingStream recording;  // this thread's own stream: no other thread's work is captured
-    ETNN_CHECK_CUDA(cudaStreamBeginCapture(stream(), cudaStreamCaptureModeThreadLocal));
+    ETNN_CHECK_CUDA(runtime().cudaStreamBeginCapture(stream(), cudaStreamCaptureModeThreadLocal));
     std::string failure;
     try {
       work();
@@ -6888,23 +7085,23 @@ class GraphCache {
       failure = e.what();
     }
     cudaGraph_t graph = nullptr;
-    const cudaError_t ended = cudaStreamEndCapture(stream(), &graph);
+    const cudaError_t ended = runtime().cudaStreamEndCapture(stream(), &graph);
     if (failure.empty() && ended != cudaSuccess) failure = cudaGetErrorString(ended);
     cudaGraphExec_t executable = nullptr;
     if (failure.empty()) {
-      const cudaError_t made = cudaGraphInstantiate(&executable, graph, 0);
+      const cudaError_t made = runtime().cudaGraphInstantiate(&executable, graph, 0);
       if (made != cudaSuccess) failure = cudaGetErrorString(made);
     }
-    if (graph != nullptr) (void)cudaGraphDestroy(graph);
+    if (graph != nullptr) (void)runtime().cudaGraphDestroy(graph);
     if (failure.empty()) return executable;
-    (void)cudaGetLastError();
+    (void)runtime().cudaGetLastError();
     reason_ = "recording failed: " + failure;
     return nullptr;
   }
 
   // An evicted graph may still be running on the stream: CUDA frees it when that launch ends.
   struct DestroyGraph {
-    void operator()(cudaGraphExec_t graph) const { (void)cudaGraphExecDestroy(graph); }
+    void operator()(cudaGraphExec_t graph) const { (void)runtime().cudaGraphExecDestroy(graph); }
   };
 
   std::string reason_;  // why graphs are off; empty while they are on
@@ -6938,13 +7135,14 @@ __global__ void non_finite_index_kernel(const T* x, std::size_t begin, std::size
   }
 }
 
-inline std::size_t search_non_finite(auto* x, std::size_t begin, std::size_t end, bool first) {
+template <class T>
+std::size_t search_non_finite(const T* x, std::size_t begin, std::size_t end, bool first) {
   if (begin >= end) return first ? end : 0;
   unsigned long long found = first ? end : 0;
   unsigned long long* on_device = reduction_index();
-  ETNN_CHECK_CUDA(cudaMemcpyAsync(on_device, &found, sizeof found, cudaMemcpyHostToDevice, stream()));
-  non_finite_index_kernel<<<grid_blocks(end - begin), 256, 0, stream()>>>(x, begin, end, first, on_device);
-  check_launch("etnn::optim non_finite_index");
+  ETNN_CHECK_CUDA(runtime().cudaMemcpyAsync(on_device, &found, sizeof found, cudaMemcpyHostToDevice, stream()));
+  launch("etnn::optim non_finite_index", non_finite_index_kernel<T>, {grid_blocks(end - begin), 256}, x, begin, end,
+         first, on_device);
   copy_to_host(Cuda{}, &found, on_device, 1);
   return static_cast<std::size_t>(found);
 }
@@ -6971,6 +7169,7 @@ std::size_t first_non_finite(const T* x, std::size_t begin, std::size_t end) {
 
 #include <string>
 
+
 namespace etnn::cuda::detail {
 
 // A kernel that does nothing: asking for its attributes loads the module, which fails when no
@@ -6981,9 +7180,9 @@ __global__ void cuda_probe_kernel() {}
 // Empty when CUDA kernels can run on the current device; otherwise why not, in a few words.
 inline std::string cuda_unavailable_reason() {
   int count = 0;
-  cudaError_t status = cudaGetDeviceCount(&count);
+  cudaError_t status = runtime().cudaGetDeviceCount(&count);
   if (status != cudaSuccess) {
-    (void)cudaGetLastError();
+    (void)runtime().cudaGetLastError();
     std::string why = "no usable CUDA device (";
     why += cudaGetErrorString(status);
     why += ")";
@@ -6991,13 +7190,13 @@ inline std::string cuda_unavailable_reason() {
   }
   if (count == 0) return "no CUDA device";
   cudaFuncAttributes attributes{};
-  status = cudaFuncGetAttributes(&attributes, cuda_probe_kernel<>);
+  status = runtime().cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(cuda_probe_kernel<>));
   if (status != cudaSuccess) {
-    (void)cudaGetLastError();
+    (void)runtime().cudaGetLastError();
     int device = 0, major = 0, minor = 0;
-    (void)cudaGetDevice(&device);
-    (void)cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
-    (void)cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+    (void)runtime().cudaGetDevice(&device);
+    (void)runtime().cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+    (void)runtime().cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
     std::string why = "the GPU (sm_";
     why += std::to_string(major * 10 + minor);
     why += ") cannot run this binary's kernels (";

@@ -8,6 +8,10 @@
     CUDA code;
   * `__global__` (a CUDA kernel) appears only under cuda/, and `__CUDACC__` (the choice of the CUDA
     backend) only in backend/, core/config.hpp, core/device.hpp, dist/nccl.hpp and etnn.hpp;
+  * every call into the CUDA runtime or cuBLASLt goes through cuda::runtime() (cuda/runtime_api.hpp,
+    the one header that calls them) and every kernel launch through cuda::launch (cuda/runtime.hpp,
+    the one `<<<`), so that a test can watch or answer them all (tests/cuda/test_step_calls.cu);
+    the error-describing cudaGetErrorName, cudaGetErrorString and cublasLtGetStatusString excepted;
   * a header opens no namespace of another folder: etnn::<folder> (and etnn::detail, etnn::check,
     which are core's) belong to that folder's headers;
   * every folder has a face header, <folder>/<folder>.hpp, and every other header but the ones
@@ -32,6 +36,12 @@ ON_REQUEST = {"dist/mpi.hpp", "dist/nccl.hpp"}
 BACKEND_USERS = {"dist/nccl.hpp"}
 # The only headers that may test __CUDACC__, besides those of backend/.
 CUDACC_USERS = {"core/config.hpp", "core/device.hpp", "dist/nccl.hpp", "etnn.hpp"}
+# A call of a CUDA runtime or cuBLASLt function by its own name (not a method of cuda::runtime()),
+# the header that may make them, and the calls that only describe an error code.
+RUNTIME_CALL = re.compile(r"(?<![\w.])(?:::)?((?:cuda|cublasLt)[A-Z]\w*)\s*\(")
+RUNTIME_CALLER = "cuda/runtime_api.hpp"
+DESCRIBE_ERROR = {"cudaGetErrorName", "cudaGetErrorString", "cublasLtGetStatusString"}
+LAUNCHER = "cuda/runtime.hpp"
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
@@ -132,6 +142,15 @@ def check(root):
             for m in re.finditer(r"\b__global__\b", code):
                 problems.append(f"{rel}:{code.count(chr(10), 0, m.start()) + 1}: a CUDA kernel (__global__) "
                                 f"outside cuda/")
+        if rel.as_posix() != RUNTIME_CALLER:
+            for m in RUNTIME_CALL.finditer(code):
+                if m.group(1) not in DESCRIBE_ERROR and not m.group(1).endswith("_t"):
+                    problems.append(f"{rel}:{code.count(chr(10), 0, m.start()) + 1}: calls {m.group(1)} directly: "
+                                    f"call it through cuda::runtime() ({RUNTIME_CALLER})")
+        if rel.as_posix() != LAUNCHER:
+            for m in re.finditer(r"<<<", code):
+                problems.append(f"{rel}:{code.count(chr(10), 0, m.start()) + 1}: launches a kernel with <<<...>>>: "
+                                f"launch it through cuda::launch ({LAUNCHER})")
         for line, ns in opened_namespaces(code):
             parts = ns.split("::")
             if len(parts) < 2 or parts[0] != "etnn":

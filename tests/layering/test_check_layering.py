@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The layering check catches what it is for: on a copy of include/etnn, each planted violation
 (an upward include, a sideways include, a layer including a kernel header past backend/, a
-__CUDACC__ test outside backend/, a kernel outside cuda/, a foreign folder's namespace, a private
+__CUDACC__ test outside backend/, a kernel outside cuda/, a CUDA runtime or cuBLASLt call or a
+kernel launch that bypasses cuda/'s runtime layer, a foreign folder's namespace, a private
 header that does not say so or that no face reaches, a folder without its face) must
 make check_layering.py fail and name the file; the untouched copy must pass."""
 import pathlib
@@ -25,6 +26,12 @@ PLANTS = [
      "opens namespace etnn::detail"),
     ("nn/layer.hpp", '#include "../cpu/executor.hpp"\n', "reach the kernels through a backend/ dispatch header"),
     ("loss/mse.hpp", "#if defined(__CUDACC__)\n#endif\n", "tests __CUDACC__"),
+    ("cuda/memory.hpp", "inline void planted() { cudaStreamSynchronize(nullptr); }\n",
+     "calls cudaStreamSynchronize directly"),
+    ("cuda/blas.hpp", "inline void planted(cublasLtHandle_t* h) { ::cublasLtCreate(h); }\n",
+     "calls cublasLtCreate directly"),
+    ("cuda/reduce.hpp", "inline void planted() { etnn::cuda::detail::fill_kernel<<<1, 1>>>((int*)0, 0, 0); }\n",
+     "launches a kernel with <<<...>>>"),
 ]
 # New headers in nn/: one without the private marker, one that no face includes.
 NEW_HEADERS = [

@@ -74,8 +74,8 @@ __global__ void channel_sums_kernel(int batch, Term term, double* out, bool coun
 
 template <int C, int S, class Term>
 void channel_sums(int batch, const Term& term, double* out, bool count = false) {
-  channel_sums_kernel<C, S><<<C, reduction_threads, 0, stream()>>>(batch, term, out, count);
-  check_launch("etnn::batch_norm channel_sums");
+  launch("etnn::batch_norm channel_sums", channel_sums_kernel<C, S, Term>, {C, reduction_threads}, batch, term, out,
+         count);
 }
 
 // mean, inv_std from this batch's sums (training) or the running statistics (eval); in a training
@@ -110,9 +110,8 @@ void statistics(const BatchNormValues<C>& v, const T* x, T* running, int batch, 
     sync(v.squares, C);
   }
   constexpr unsigned threads = 128;
-  finish_statistics_kernel<C><<<(C + threads - 1) / threads, threads, 0, stream()>>>(v, running, training,
-                                                                                      update_running);
-  check_launch("etnn::batch_norm statistics");
+  launch("etnn::batch_norm statistics", finish_statistics_kernel<C, T>, {(C + threads - 1) / threads, threads}, v,
+         running, training, update_running);
 }
 
 }  // namespace cuda::detail

@@ -61,10 +61,11 @@ class Blas {
     const T alpha = T(1);
     plans_.use(key, [this](const detail::PlanKey& chosen) { return make_plan(chosen); }, [&](Plan& plan) {
       if (epilogue != Epilogue::none)
-        ETNN_CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                                                         sizeof bias));
-      ETNN_CHECK_CUBLAS(cublasLtMatmul(handle_, plan.operation, &alpha, a, plan.a, b, plan.b, &beta, c, plan.c, c,
-                                       plan.c, &plan.algorithm, workspace_.data(), workspace_.size(), stream()));
+        ETNN_CHECK_CUBLAS(runtime().cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                                   &bias, sizeof bias));
+      ETNN_CHECK_CUBLAS(runtime().cublasLtMatmul(handle_, plan.operation, &alpha, a, plan.a, b, plan.b, &beta, c,
+                                                 plan.c, c, plan.c, &plan.algorithm, workspace_.data(),
+                                                 workspace_.size(), stream()));
     });
   }
 
@@ -87,7 +88,7 @@ class Blas {
 
   static constexpr std::size_t workspace_bytes = std::size_t{32} << 20;  // cuBLAS's advice for Hopper
 
-  Blas() : workspace_(workspace_bytes) { ETNN_CHECK_CUBLAS(cublasLtCreate(&handle_)); }
+  Blas() : workspace_(workspace_bytes) { ETNN_CHECK_CUBLAS(runtime().cublasLtCreate(&handle_)); }
   // The handle, plans and workspace live until exit, when the context goes with them.
   ~Blas() = default;
 
@@ -98,11 +99,11 @@ class Blas {
     cublasLtMatmulPreference_t preference{};
     bool made = false;
     ~PlanUnderConstruction() {
-      if (preference != nullptr) cublasLtMatmulPreferenceDestroy(preference);
+      if (preference != nullptr) runtime().cublasLtMatmulPreferenceDestroy(preference);
       if (made) return;
       for (cublasLtMatrixLayout_t layout : {plan.a, plan.b, plan.c})
-        if (layout != nullptr) cublasLtMatrixLayoutDestroy(layout);
-      if (plan.operation != nullptr) cublasLtMatmulDescDestroy(plan.operation);
+        if (layout != nullptr) runtime().cublasLtMatrixLayoutDestroy(layout);
+      if (plan.operation != nullptr) runtime().cublasLtMatmulDescDestroy(plan.operation);
     }
   };
 
@@ -114,40 +115,42 @@ class Blas {
     const bool is_float = type == CUDA_R_32F;
     PlanUnderConstruction building;
     Plan& plan = building.plan;
-    ETNN_CHECK_CUBLAS(cublasLtMatmulDescCreate(&plan.operation, is_float ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F,
-                                               type));
+    ETNN_CHECK_CUBLAS(runtime().cublasLtMatmulDescCreate(&plan.operation,
+                                                         is_float ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_64F, type));
     const cublasOperation_t op_a = transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t op_b = transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-    ETNN_CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a));
-    ETNN_CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b));
+    ETNN_CHECK_CUBLAS(
+        runtime().cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a));
+    ETNN_CHECK_CUBLAS(
+        runtime().cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b));
     const cublasLtEpilogue_t lt_epilogue = epilogue == Epilogue::bias_relu ? CUBLASLT_EPILOGUE_RELU_BIAS
                                            : epilogue == Epilogue::bias    ? CUBLASLT_EPILOGUE_BIAS
                                                                            : CUBLASLT_EPILOGUE_DEFAULT;
-    ETNN_CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE, &lt_epilogue,
-                                                     sizeof lt_epilogue));
+    ETNN_CHECK_CUBLAS(runtime().cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                                               &lt_epilogue, sizeof lt_epilogue));
     // Stored shapes: op(A) is m x k, so A is k x m when transposed.
     ETNN_CHECK_CUBLAS(
-        cublasLtMatrixLayoutCreate(&plan.a, operand_type, transpose_a ? k : m, transpose_a ? m : k, lda));
+        runtime().cublasLtMatrixLayoutCreate(&plan.a, operand_type, transpose_a ? k : m, transpose_a ? m : k, lda));
     ETNN_CHECK_CUBLAS(
-        cublasLtMatrixLayoutCreate(&plan.b, operand_type, transpose_b ? n : k, transpose_b ? k : n, ldb));
-    ETNN_CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&plan.c, type, m, n, ldc));
+        runtime().cublasLtMatrixLayoutCreate(&plan.b, operand_type, transpose_b ? n : k, transpose_b ? k : n, ldb));
+    ETNN_CHECK_CUBLAS(runtime().cublasLtMatrixLayoutCreate(&plan.c, type, m, n, ldc));
     cublasLtMatmulPreference_t& preference = building.preference;
-    ETNN_CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&preference));
+    ETNN_CHECK_CUBLAS(runtime().cublasLtMatmulPreferenceCreate(&preference));
     const std::size_t workspace = workspace_.size();
-    ETNN_CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                           &workspace, sizeof workspace));
+    ETNN_CHECK_CUBLAS(runtime().cublasLtMatmulPreferenceSetAttribute(
+        preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace));
     // The operands' real alignment (C is also D): only algorithms that work with it are offered.
     const std::uint32_t alignments[] = {align_a, align_b, align_c, align_c};
     const cublasLtMatmulPreferenceAttributes_t alignment_attributes[] = {
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
     for (int i = 0; i < 4; ++i)
-      ETNN_CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(preference, alignment_attributes[i], &alignments[i],
-                                                             sizeof alignments[i]));
+      ETNN_CHECK_CUBLAS(runtime().cublasLtMatmulPreferenceSetAttribute(preference, alignment_attributes[i],
+                                                                       &alignments[i], sizeof alignments[i]));
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
-    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle_, plan.operation, plan.a, plan.b, plan.c,
-                                                                 plan.c, preference, 1, &result, &found);
+    const cublasStatus_t status = runtime().cublasLtMatmulAlgoGetHeuristic(
+        handle_, plan.operation, plan.a, plan.b, plan.c, plan.c, preference, 1, &result, &found);
     ETNN_CHECK_CUBLAS(status);
     if (found == 0) {
       std::string what = "no cuBLASLt algorithm for a ";

@@ -138,13 +138,11 @@ void conv2d_forward(Cuda, const T* weight, const T* bias, const T* x, T* y, T* k
   const std::size_t cols = static_cast<std::size_t>(depth) * width, outputs = static_cast<std::size_t>(Out) * width;
   if (batch == 0) return;
   T* z = conv_staging<T>(outputs);
-  im2col_kernel<G><<<cuda::grid_blocks(cols), 256, 0, cuda::stream()>>>(x, columns, batch);
-  cuda::check_launch("etnn::conv2d_forward im2col");
+  cuda::launch("etnn::conv2d_forward im2col", im2col_kernel<G, T>, {cuda::grid_blocks(cols), 256}, x, columns, batch);
   // Z'^T (B P x OUT) = cols^T (B P x D) W^T (D x OUT), column-major.
   cuda::Blas::instance().matmul<T>(false, false, width, Out, depth, columns, width, weight, depth, z, width, T(0));
-  conv_bias_activation_kernel<G, Out><<<cuda::grid_blocks(outputs), 256, 0, cuda::stream()>>>(z, bias, y, kept,
-                                                                                            batch, act);
-  cuda::check_launch("etnn::conv2d_forward bias_activation");
+  cuda::launch("etnn::conv2d_forward bias_activation", conv_bias_activation_kernel<G, Out, Act, T>,
+               {cuda::grid_blocks(outputs), 256}, z, bias, y, kept, batch, act);
 }
 
 template <class G, int Out, class Act, class T>
@@ -156,13 +154,11 @@ void conv2d_backward(Cuda, const T* weight, T* weight_grad, T* bias_grad, const 
   const std::size_t cols = static_cast<std::size_t>(depth) * width, outputs = static_cast<std::size_t>(Out) * width;
   if (batch == 0) return;
   T* dz = conv_staging<T>(outputs);
-  conv_activation_gradient_kernel<G, Out><<<cuda::grid_blocks(outputs), 256, 0, cuda::stream()>>>(dy, y, kept, dz,
-                                                                                               batch, act);
-  cuda::check_launch("etnn::conv2d_backward activation_gradient");
-  add_row_sums_kernel<<<Out, reduction_threads, 0, cuda::stream()>>>(dz, static_cast<std::size_t>(width), bias_grad);
-  cuda::check_launch("etnn::conv2d_backward bias_gradient");
-  im2col_kernel<G><<<cuda::grid_blocks(cols), 256, 0, cuda::stream()>>>(x, columns, batch);
-  cuda::check_launch("etnn::conv2d_backward im2col");
+  cuda::launch("etnn::conv2d_backward activation_gradient", conv_activation_gradient_kernel<G, Out, Act, T>,
+               {cuda::grid_blocks(outputs), 256}, dy, y, kept, dz, batch, act);
+  cuda::launch("etnn::conv2d_backward bias_gradient", add_row_sums_kernel<T>, {Out, reduction_threads}, dz,
+               static_cast<std::size_t>(width), bias_grad);
+  cuda::launch("etnn::conv2d_backward im2col", im2col_kernel<G, T>, {cuda::grid_blocks(cols), 256}, x, columns, batch);
   auto& blas = cuda::Blas::instance();
   // dW^T (D x OUT) += cols (D x B P) dZ'^T (B P x OUT), column-major.
   blas.matmul<T>(true, false, depth, Out, width, columns, width, dz, width, weight_grad, depth, T(1));
@@ -170,8 +166,8 @@ void conv2d_backward(Cuda, const T* weight, T* weight_grad, T* bias_grad, const 
   // dcols^T (B P x D) = dZ'^T (B P x OUT) W (OUT x D), column-major; over the columns.
   blas.matmul<T>(false, true, width, depth, Out, dz, width, weight, depth, columns, width, T(0));
   const std::size_t inputs = static_cast<std::size_t>(batch) * G::channels * G::in_pixels;
-  col2im_kernel<G><<<cuda::grid_blocks(inputs), 256, 0, cuda::stream()>>>(columns, dx, batch);
-  cuda::check_launch("etnn::conv2d_backward col2im");
+  cuda::launch("etnn::conv2d_backward col2im", col2im_kernel<G, T>, {cuda::grid_blocks(inputs), 256}, columns, dx,
+               batch);
 }
 
 }  // namespace etnn

@@ -126,8 +126,7 @@ struct HalfCopies {
 template <class Half>
 const Half* half_copy(int slot, const float* src, std::size_t n) {
   Half* copy = per_thread<HalfCopies<Half>>().slots[slot].at(n);
-  to_half_kernel<<<grid_blocks(n), 256, 0, stream()>>>(src, copy, n);
-  check_launch("etnn::dense to_half");
+  launch("etnn::dense to_half", to_half_kernel<Half>, {grid_blocks(n), 256}, src, copy, n);
   return copy;
 }
 
@@ -166,9 +165,9 @@ void dense_forward(Cuda, const T* weight, const T* bias, const T* x, T* y, T* ke
                         y, Out, T(0), epilogue, epilogue_bias ? bias : nullptr);
   if constexpr (!epilogue_activation) {
     const std::size_t n = static_cast<std::size_t>(batch) * Out;
-    cuda::detail::bias_activation_kernel<<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(
-        y, kept, epilogue_bias ? static_cast<const T*>(nullptr) : bias, static_cast<std::size_t>(batch), Out, act);
-    cuda::check_launch("etnn::dense_forward bias_activation");
+    cuda::launch("etnn::dense_forward bias_activation", cuda::detail::bias_activation_kernel<Act, T>,
+                 {cuda::grid_blocks(n), 256}, y, kept, epilogue_bias ? static_cast<const T*>(nullptr) : bias,
+                 static_cast<std::size_t>(batch), Out, act);
   }
 }
 
@@ -179,11 +178,10 @@ void dense_backward(Cuda, const T* weight, T* weight_grad, T* bias_grad, const T
   const RowChunks chunks = row_chunks(batch);
   T* partial = column_partials<T>(static_cast<std::size_t>(chunks.count) * Out);
   const dim3 grid((Out + column_tile - 1) / column_tile, static_cast<unsigned>(chunks.count));
-  activation_gradient_kernel<<<grid, dim3(column_tile, row_lanes), 0, cuda::stream()>>>(dy, y, kept, batch, Out,
-                                                                                       chunks.rows, partial, act);
-  cuda::check_launch("etnn::dense_backward activation_gradient");
-  add_chunk_sums_kernel<<<(Out + 127) / 128, 128, 0, cuda::stream()>>>(bias_grad, partial, chunks.count, Out);
-  cuda::check_launch("etnn::dense_backward add_chunk_sums");
+  cuda::launch("etnn::dense_backward activation_gradient", activation_gradient_kernel<Act, T>,
+               {grid, dim3(column_tile, row_lanes)}, dy, y, kept, batch, Out, chunks.rows, partial, act);
+  cuda::launch("etnn::dense_backward add_chunk_sums", add_chunk_sums_kernel<T>, {(Out + 127) / 128, 128}, bias_grad,
+               partial, chunks.count, Out);
   const auto rows = static_cast<std::size_t>(batch);
   product(products, false, true, In, Out, batch, x, rows * In, In, dy, rows * Out, Out, weight_grad, In, T(1));
   if (dx != nullptr)

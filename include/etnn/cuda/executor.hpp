@@ -40,16 +40,14 @@ void assign(Cuda, T* dst, const E& e) {
   static_assert(expr::check::sized_expression<E::sized>());
   const std::size_t n = e.size();
   if (n == 0) return;
-  cuda::detail::assign_kernel<<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(dst, e, n);
-  cuda::check_launch("etnn::assign");
+  cuda::launch("etnn::assign", cuda::detail::assign_kernel<T, E>, {cuda::grid_blocks(n), 256}, dst, e, n);
 }
 
 // dst[i] = value for i < n, on the device.
 template <class T>
 void fill(Cuda, T* dst, std::size_t n, T value) {
   if (n == 0) return;
-  cuda::detail::fill_kernel<<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(dst, n, value);
-  cuda::check_launch("etnn::fill");
+  cuda::launch("etnn::fill", cuda::detail::fill_kernel<T>, {cuda::grid_blocks(n), 256}, dst, n, value);
 }
 
 // f(i) for i < n, on the device; f is an ETNN_HD functor (an optimizer's update rule), copied
@@ -57,8 +55,7 @@ void fill(Cuda, T* dst, std::size_t n, T value) {
 template <class F>
 void for_each_index(Cuda, std::size_t n, const F& f) {
   if (n == 0) return;
-  cuda::detail::for_each_index_kernel<<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(n, f);
-  cuda::check_launch("etnn::for_each_index");
+  cuda::launch("etnn::for_each_index", cuda::detail::for_each_index_kernel<F>, {cuda::grid_blocks(n), 256}, n, f);
 }
 
 // With a cost per index, which is the host's hint (cpu/executor.hpp): each index in one device thread

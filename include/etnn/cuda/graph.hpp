@@ -55,7 +55,7 @@ class GraphCache {
       }
       graph = &graphs_.insert(key, recorded);
     }
-    ETNN_CHECK_CUDA(cudaGraphLaunch(*graph, stream()));
+    ETNN_CHECK_CUDA(runtime().cudaGraphLaunch(*graph, stream()));
     ++replays_;
   }
 
@@ -77,7 +77,7 @@ class GraphCache {
   template <class Work>
   cudaGraphExec_t record(Work& work) {
     const RecordingStream recording;  // this thread's own stream: no other thread's work is captured
-    ETNN_CHECK_CUDA(cudaStreamBeginCapture(stream(), cudaStreamCaptureModeThreadLocal));
+    ETNN_CHECK_CUDA(runtime().cudaStreamBeginCapture(stream(), cudaStreamCaptureModeThreadLocal));
     std::string failure;
     try {
       work();
@@ -85,23 +85,23 @@ class GraphCache {
       failure = e.what();
     }
     cudaGraph_t graph = nullptr;
-    const cudaError_t ended = cudaStreamEndCapture(stream(), &graph);
+    const cudaError_t ended = runtime().cudaStreamEndCapture(stream(), &graph);
     if (failure.empty() && ended != cudaSuccess) failure = cudaGetErrorString(ended);
     cudaGraphExec_t executable = nullptr;
     if (failure.empty()) {
-      const cudaError_t made = cudaGraphInstantiate(&executable, graph, 0);
+      const cudaError_t made = runtime().cudaGraphInstantiate(&executable, graph, 0);
       if (made != cudaSuccess) failure = cudaGetErrorString(made);
     }
-    if (graph != nullptr) (void)cudaGraphDestroy(graph);
+    if (graph != nullptr) (void)runtime().cudaGraphDestroy(graph);
     if (failure.empty()) return executable;
-    (void)cudaGetLastError();
+    (void)runtime().cudaGetLastError();
     reason_ = "recording failed: " + failure;
     return nullptr;
   }
 
   // An evicted graph may still be running on the stream: CUDA frees it when that launch ends.
   struct DestroyGraph {
-    void operator()(cudaGraphExec_t graph) const { (void)cudaGraphExecDestroy(graph); }
+    void operator()(cudaGraphExec_t graph) const { (void)runtime().cudaGraphExecDestroy(graph); }
   };
 
   std::string reason_;  // why graphs are off; empty while they are on

@@ -76,10 +76,9 @@ class LabelRowsScratch {
     }
     row_loss_.reserve_discard(static_cast<std::size_t>(batch));
     if (batch > 0) {
-      detail::label_rows_kernel<<<(batch + 127) / 128, 128, 0, stream()>>>(
-          x, batch, classes, labels_.data(), weight != nullptr ? weight_.data() : nullptr, grad, scale, row,
-          row_loss_.data());
-      check_launch(who);
+      launch(who, detail::label_rows_kernel<T, Row>, {(static_cast<unsigned>(batch) + 127) / 128, 128}, x, batch,
+             classes, labels_.data(), weight != nullptr ? weight_.data() : nullptr, grad, scale, row,
+             row_loss_.data());
     }
     host_row_loss_.resize(static_cast<std::size_t>(batch));
     copy_to_host(Cuda{}, host_row_loss_.data(), row_loss_.data(), host_row_loss_.size());
@@ -110,12 +109,11 @@ T elementwise_loss(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T
   unsigned long long* first_invalid = nullptr;
   if constexpr (expr::DomainTerm<F, T>) {  // starts at the largest index: none found
     first_invalid = cuda::detail::reduction_index();
-    ETNN_CHECK_CUDA(cudaMemsetAsync(first_invalid, 0xFF, sizeof *first_invalid, cuda::stream()));
+    ETNN_CHECK_CUDA(cuda::runtime().cudaMemsetAsync(first_invalid, 0xFF, sizeof *first_invalid, cuda::stream()));
   }
   using cuda::detail::reduction_blocks, cuda::detail::reduction_threads;
-  cuda::detail::elementwise_kernel<<<reduction_blocks, reduction_threads, 0, cuda::stream()>>>(
-      output.data(), target.data(), n, grad, scale, term, partial, first_invalid);
-  cuda::check_launch("etnn::loss elementwise");
+  cuda::launch("etnn::loss elementwise", cuda::detail::elementwise_kernel<T, F>, {reduction_blocks, reduction_threads},
+               output.data(), target.data(), n, grad, scale, term, partial, first_invalid);
   const double total = cuda::detail::sum_of_partials(partial);
   if constexpr (expr::DomainTerm<F, T>) {
     unsigned long long found = 0;

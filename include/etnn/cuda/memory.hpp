@@ -22,16 +22,16 @@ namespace etnn {
 inline void* Cuda::allocate(std::size_t bytes) {
   if (bytes == 0) return nullptr;
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  ETNN_CHECK_CUDA(cudaStreamIsCapturing(cuda::stream(), &capture));
+  ETNN_CHECK_CUDA(cuda::runtime().cudaStreamIsCapturing(cuda::stream(), &capture));
   if (capture != cudaStreamCaptureStatusNone)
     throw DeviceError("etnn::Cuda::allocate: " + std::to_string(bytes) +
                       " bytes of device memory asked for while etnn's stream is being recorded into a CUDA "
                       "graph; allocate before recording (as nn::TrainingPass::reserve sizes a step's buffers and "
                       "scratch before its graphs are recorded)");
   void* p = nullptr;
-  const cudaError_t status = cudaMallocAsync(&p, bytes, cuda::stream());
+  const cudaError_t status = cuda::runtime().cudaMallocAsync(&p, bytes, cuda::stream());
   if (status == cudaErrorMemoryAllocation) {
-    (void)cudaGetLastError();
+    (void)cuda::runtime().cudaGetLastError();
     throw std::bad_alloc();
   }
   ETNN_CHECK_CUDA(status);
@@ -40,14 +40,14 @@ inline void* Cuda::allocate(std::size_t bytes) {
 
 inline void Cuda::deallocate(void* p) noexcept {
   // Errors are ignored: this runs in destructors, possibly after the context is gone at exit.
-  if (cudaFreeAsync(p, cuda::stream()) != cudaSuccess) (void)cudaGetLastError();
+  if (cuda::runtime().cudaFreeAsync(p, cuda::stream()) != cudaSuccess) (void)cuda::runtime().cudaGetLastError();
 }
 
 // n values from device memory into host memory; returns when they have arrived.
 template <class T>
 void copy_to_host(Cuda, T* host, const T* device, std::size_t n) {
   if (n == 0) return;
-  ETNN_CHECK_CUDA(cudaMemcpyAsync(host, device, n * sizeof(T), cudaMemcpyDeviceToHost, cuda::stream()));
+  ETNN_CHECK_CUDA(cuda::runtime().cudaMemcpyAsync(host, device, n * sizeof(T), cudaMemcpyDeviceToHost, cuda::stream()));
   cuda::synchronize();
 }
 
@@ -57,7 +57,7 @@ void copy_to_host(Cuda, T* host, const T* device, std::size_t n) {
 template <class T>
 void copy_from_host(Cuda, T* device, const T* host, std::size_t n) {
   if (n == 0) return;
-  ETNN_CHECK_CUDA(cudaMemcpyAsync(device, host, n * sizeof(T), cudaMemcpyHostToDevice, cuda::stream()));
+  ETNN_CHECK_CUDA(cuda::runtime().cudaMemcpyAsync(device, host, n * sizeof(T), cudaMemcpyHostToDevice, cuda::stream()));
 }
 
 // copy_rows (tensor/copy.hpp) in device memory: one strided copy on etnn's stream.
@@ -65,8 +65,9 @@ template <class T>
 void copy_rows(Cuda, const T* src, std::size_t src_pitch, T* dst, std::size_t dst_pitch, std::size_t width,
                std::size_t rows) {
   if (rows == 0 || width == 0) return;
-  ETNN_CHECK_CUDA(cudaMemcpy2DAsync(dst, dst_pitch * sizeof(T), src, src_pitch * sizeof(T), width * sizeof(T), rows,
-                                    cudaMemcpyDeviceToDevice, cuda::stream()));
+  ETNN_CHECK_CUDA(cuda::runtime().cudaMemcpy2DAsync(dst, dst_pitch * sizeof(T), src, src_pitch * sizeof(T),
+                                                     width * sizeof(T), rows, cudaMemcpyDeviceToDevice,
+                                                     cuda::stream()));
 }
 
 namespace cuda {

@@ -27,13 +27,14 @@ __global__ void non_finite_index_kernel(const T* x, std::size_t begin, std::size
   }
 }
 
-inline std::size_t search_non_finite(auto* x, std::size_t begin, std::size_t end, bool first) {
+template <class T>
+std::size_t search_non_finite(const T* x, std::size_t begin, std::size_t end, bool first) {
   if (begin >= end) return first ? end : 0;
   unsigned long long found = first ? end : 0;
   unsigned long long* on_device = reduction_index();
-  ETNN_CHECK_CUDA(cudaMemcpyAsync(on_device, &found, sizeof found, cudaMemcpyHostToDevice, stream()));
-  non_finite_index_kernel<<<grid_blocks(end - begin), 256, 0, stream()>>>(x, begin, end, first, on_device);
-  check_launch("etnn::optim non_finite_index");
+  ETNN_CHECK_CUDA(runtime().cudaMemcpyAsync(on_device, &found, sizeof found, cudaMemcpyHostToDevice, stream()));
+  launch("etnn::optim non_finite_index", non_finite_index_kernel<T>, {grid_blocks(end - begin), 256}, x, begin, end,
+         first, on_device);
   copy_to_host(Cuda{}, &found, on_device, 1);
   return static_cast<std::size_t>(found);
 }

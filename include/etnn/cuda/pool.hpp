@@ -118,16 +118,16 @@ template <class G, class T>
 void pool2d_forward(Cuda, expr::MaxPooling, const T* x, T* y, int batch) {
   const std::size_t n = cuda::detail::pool_outputs<G>(batch);
   if (n == 0) return;
-  cuda::detail::max_pool_forward_kernel<G><<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(x, y, n);
-  cuda::check_launch("etnn::pool2d_forward max");
+  cuda::launch("etnn::pool2d_forward max", cuda::detail::max_pool_forward_kernel<G, T>, {cuda::grid_blocks(n), 256}, x,
+               y, n);
 }
 
 template <class G, class T>
 void pool2d_forward(Cuda, expr::AveragePooling, const T* x, T* y, int batch) {
   const std::size_t n = cuda::detail::pool_outputs<G>(batch);
   if (n == 0) return;
-  cuda::detail::average_pool_forward_kernel<G><<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(x, y, n);
-  cuda::check_launch("etnn::pool2d_forward average");
+  cuda::launch("etnn::pool2d_forward average", cuda::detail::average_pool_forward_kernel<G, T>,
+               {cuda::grid_blocks(n), 256}, x, y, n);
 }
 
 template <class G, class Kind, class T>
@@ -135,8 +135,8 @@ void pool2d_backward(Cuda, Kind, const T* x, const T* y, const T* dy, T* dx, int
   const std::size_t n = cuda::detail::pool_inputs<G>(batch);
   if (n == 0) return;
   constexpr bool max = std::is_same_v<Kind, expr::MaxPooling>;
-  cuda::detail::pool_backward_kernel<G, max><<<cuda::grid_blocks(n), 256, 0, cuda::stream()>>>(x, y, dy, dx, n);
-  cuda::check_launch("etnn::pool2d_backward");
+  cuda::launch("etnn::pool2d_backward", cuda::detail::pool_backward_kernel<G, max, T>, {cuda::grid_blocks(n), 256}, x,
+               y, dy, dx, n);
 }
 
 }  // namespace etnn

@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include "runtime_api.hpp"
+
 namespace etnn::cuda::detail {
 
 // A kernel that does nothing: asking for its attributes loads the module, which fails when no
@@ -16,9 +18,9 @@ __global__ void cuda_probe_kernel() {}
 // Empty when CUDA kernels can run on the current device; otherwise why not, in a few words.
 inline std::string cuda_unavailable_reason() {
   int count = 0;
-  cudaError_t status = cudaGetDeviceCount(&count);
+  cudaError_t status = runtime().cudaGetDeviceCount(&count);
   if (status != cudaSuccess) {
-    (void)cudaGetLastError();
+    (void)runtime().cudaGetLastError();
     std::string why = "no usable CUDA device (";
     why += cudaGetErrorString(status);
     why += ")";
@@ -26,13 +28,13 @@ inline std::string cuda_unavailable_reason() {
   }
   if (count == 0) return "no CUDA device";
   cudaFuncAttributes attributes{};
-  status = cudaFuncGetAttributes(&attributes, cuda_probe_kernel<>);
+  status = runtime().cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(cuda_probe_kernel<>));
   if (status != cudaSuccess) {
-    (void)cudaGetLastError();
+    (void)runtime().cudaGetLastError();
     int device = 0, major = 0, minor = 0;
-    (void)cudaGetDevice(&device);
-    (void)cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
-    (void)cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+    (void)runtime().cudaGetDevice(&device);
+    (void)runtime().cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+    (void)runtime().cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
     std::string why = "the GPU (sm_";
     why += std::to_string(major * 10 + minor);
     why += ") cannot run this binary's kernels (";

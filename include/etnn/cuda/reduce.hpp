@@ -72,8 +72,7 @@ template <class T>
 double sum_of_squares(const T* x, std::size_t n) {
   if (n == 0) return 0.0;
   double* partial = reduction_partials();
-  sum_of_squares_kernel<<<reduction_blocks, reduction_threads, 0, stream()>>>(x, n, partial);
-  check_launch("etnn::optim sum_of_squares");
+  launch("etnn::optim sum_of_squares", sum_of_squares_kernel<T>, {reduction_blocks, reduction_threads}, x, n, partial);
   return sum_of_partials(partial);
 }
 

@@ -1,16 +1,22 @@
 #pragma once
 // Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
-// The CUDA runtime as etnn uses it: every call checked, all work on one stream (but a recording's).
-//   ETNN_CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, etnn::cuda::stream()));
+// The CUDA runtime as etnn uses it: every call made through cuda::runtime() (cuda/runtime_api.hpp)
+// and checked, every kernel launched through cuda::launch, all work on one stream (but a
+// recording's).
+//   ETNN_CHECK_CUDA(runtime().cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream()));
+//   launch("etnn::fill", fill_kernel<T>, {grid_blocks(n), 256}, dst, n, value);
 // A failed call throws etnn::DeviceError naming the call, the error and where it was made.
 // Kernels, copies, cuBLASLt and (in a data-parallel job) NCCL's reductions are ordered on
 // etnn::cuda::stream(), so the host waits only where it reads a result (a loss value, a norm).
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <string>
+#include <utility>
 
 #include "../core/error.hpp"
 #include "grid_stride.hpp"
+#include "runtime_api.hpp"
 
 namespace etnn::cuda {
 
@@ -33,7 +39,7 @@ namespace detail {
 
 inline void check(cudaError_t status, const char* call, const char* file, int line) {
   if (status == cudaSuccess) return;
-  (void)cudaGetLastError();  // clears the error unless the context is lost
+  (void)runtime().cudaGetLastError();  // clears the error unless the context is lost
   std::string error = cudaGetErrorName(status);
   error += ": ";
   error += cudaGetErrorString(status);
@@ -48,7 +54,7 @@ namespace detail {
 
 inline cudaStream_t new_stream() {
   cudaStream_t created = nullptr;
-  ETNN_CHECK_CUDA(cudaStreamCreateWithFlags(&created, cudaStreamNonBlocking));
+  ETNN_CHECK_CUDA(runtime().cudaStreamCreateWithFlags(&created, cudaStreamNonBlocking));
   return created;
 }
 
@@ -84,7 +90,7 @@ class RecordingStream {
  private:
   struct Own {  // the thread's recording stream, made on its first recording, gone with the thread
     cudaStream_t stream = detail::new_stream();
-    ~Own() { (void)cudaStreamDestroy(stream); }
+    ~Own() { (void)runtime().cudaStreamDestroy(stream); }
   };
   static Own& own() {
     thread_local Own mine;
@@ -93,17 +99,34 @@ class RecordingStream {
 };
 
 // Waits until the device has finished everything on etnn's stream.
-inline void synchronize() { ETNN_CHECK_CUDA(cudaStreamSynchronize(stream())); }
+inline void synchronize() { ETNN_CHECK_CUDA(runtime().cudaStreamSynchronize(stream())); }
 
 // After a kernel launch: a bad configuration (or an earlier asynchronous failure) as an error
 // naming the kernel.
 inline void check_launch(const char* kernel) {
-  const cudaError_t status = cudaGetLastError();
+  const cudaError_t status = runtime().cudaGetLastError();
   if (status != cudaSuccess) {
     std::string call = "launch of ";
     call += kernel;
     detail::check(status, call.c_str(), __FILE__, __LINE__);
   }
+}
+
+// How a kernel is launched: grid and block sizes, dynamic shared memory, and the stream (etnn's).
+struct LaunchShape {
+  dim3 grid;
+  dim3 block;
+  std::size_t shared_bytes = 0;
+  cudaStream_t on = stream();
+};
+
+// kernel<<<shape>>>(args...), checked (an error names the kernel as `name`), when runtime() lets
+// it launch (runtime().launches(name)).
+template <class... Params, class... Args>
+void launch(const char* name, void (*kernel)(Params...), const LaunchShape& shape, Args&&... args) {
+  if (!runtime().launches(name)) return;
+  kernel<<<shape.grid, shape.block, shape.shared_bytes, shape.on>>>(std::forward<Args>(args)...);
+  check_launch(name);
 }
 
 // This thread's share of the grid-stride loop over [begin, end) (cuda/grid_stride.hpp), or [0, n):

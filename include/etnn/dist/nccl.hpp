@@ -74,8 +74,8 @@ class Nccl {
   template <class World>
   explicit Nccl(World& world) : end_job_([&world](const char* reason) { world.abort(reason); }) {
     int devices = 0;
-    ETNN_CHECK_CUDA(cudaGetDeviceCount(&devices));
-    ETNN_CHECK_CUDA(cudaSetDevice(world.local_rank() % devices));
+    ETNN_CHECK_CUDA(cuda::runtime().cudaGetDeviceCount(&devices));
+    ETNN_CHECK_CUDA(cuda::runtime().cudaSetDevice(world.local_rank() % devices));
     ncclUniqueId id;
     if (world.rank() == 0) ETNN_CHECK_NCCL(ncclGetUniqueId(&id));
     world.broadcast(reinterpret_cast<unsigned char*>(&id), sizeof id, 0);
@@ -86,7 +86,7 @@ class Nccl {
   Nccl& operator=(const Nccl&) = delete;
   ~Nccl() {
     if (comm_ != nullptr) (void)(aborted_ ? ncclSuccess : ncclCommDestroy(comm_));
-    if (side_ != nullptr) (void)cudaStreamDestroy(side_);
+    if (side_ != nullptr) (void)cuda::runtime().cudaStreamDestroy(side_);
   }
 
   int rank() const noexcept { return rank_; }
@@ -97,7 +97,7 @@ class Nccl {
   void broadcast(T* data, std::size_t n, int root) {
     Pending p{event(), "ncclBroadcast", n};
     ETNN_CHECK_NCCL(ncclBroadcast(data, data, n, type_of<T>(), root, comm_, cuda::stream()));
-    ETNN_CHECK_CUDA(cudaEventRecord(p.done, cuda::stream()));
+    ETNN_CHECK_CUDA(cuda::runtime().cudaEventRecord(p.done, cuda::stream()));
     wait(p);
   }
 
@@ -115,18 +115,18 @@ class Nccl {
       copy_from_host(Cuda{}, on_device, data, n);
     }
     cudaEvent_t ready = event();
-    ETNN_CHECK_CUDA(cudaEventRecord(ready, cuda::stream()));
-    ETNN_CHECK_CUDA(cudaStreamWaitEvent(side_, ready, 0));
-    ETNN_CHECK_CUDA(cudaEventDestroy(ready));
+    ETNN_CHECK_CUDA(cuda::runtime().cudaEventRecord(ready, cuda::stream()));
+    ETNN_CHECK_CUDA(cuda::runtime().cudaStreamWaitEvent(side_, ready, 0));
+    ETNN_CHECK_CUDA(cuda::runtime().cudaEventDestroy(ready));
     ETNN_CHECK_NCCL(ncclAllReduce(on_device, on_device, n, type_of<T>(), ncclSum, comm_, side_));
-    ETNN_CHECK_CUDA(cudaEventRecord(p.done, side_));
+    ETNN_CHECK_CUDA(cuda::runtime().cudaEventRecord(p.done, side_));
     return p;
   }
 
   // True once the collective has completed (its result is then in place).
   bool poll(Pending& p) {
     if (p.done == nullptr) return true;
-    const cudaError_t status = cudaEventQuery(p.done);
+    const cudaError_t status = cuda::runtime().cudaEventQuery(p.done);
     if (status == cudaErrorNotReady) return false;
     ETNN_CHECK_CUDA(status);
     finish(p);
@@ -172,13 +172,13 @@ class Nccl {
 
   static bool is_host(const void* p) {
     cudaPointerAttributes attributes{};
-    ETNN_CHECK_CUDA(cudaPointerGetAttributes(&attributes, p));
+    ETNN_CHECK_CUDA(cuda::runtime().cudaPointerGetAttributes(&attributes, p));
     return attributes.type == cudaMemoryTypeHost || attributes.type == cudaMemoryTypeUnregistered;
   }
 
   static cudaEvent_t event() {
     cudaEvent_t e = nullptr;
-    ETNN_CHECK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    ETNN_CHECK_CUDA(cuda::runtime().cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     return e;
   }
 
@@ -191,13 +191,13 @@ class Nccl {
       if (end == t || *end != '\0' || !(timeout_seconds_ > 0))
         throw DistError(std::string("etnn::dist::Nccl: ETNN_DIST_TIMEOUT='") + t + "' is not a positive number of seconds");
     }
-    ETNN_CHECK_CUDA(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking));
+    ETNN_CHECK_CUDA(cuda::runtime().cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking));
     ETNN_CHECK_NCCL(ncclCommInitRank(&comm_, size, id, rank));
   }
 
   // A completed collective: its event released, a host operand's result copied back.
   void finish(Pending& p) {
-    ETNN_CHECK_CUDA(cudaEventDestroy(p.done));
+    ETNN_CHECK_CUDA(cuda::runtime().cudaEventDestroy(p.done));
     p.done = nullptr;
     if (p.host != nullptr) {
       copy_to_host(Cuda{}, static_cast<unsigned char*>(p.host), host_staging_.data(), p.bytes);

@@ -21,8 +21,12 @@ namespace detail::fused_mlp {
 // Lets `kernel` use `bytes` of dynamic shared memory (above the default 48 KiB).
 template <class Kernel>
 void allow_dynamic_smem(Kernel* kernel, std::size_t bytes) {
-  ETNN_CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  ETNN_CHECK_CUDA(runtime().cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                                 cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
 }
+
+// One block per tile of tile_rows rows of the batch.
+inline unsigned tile_blocks(int batch) { return static_cast<unsigned>(ceil_div(batch, tile_rows)); }
 
 }  // namespace detail::fused_mlp
 
@@ -57,9 +61,9 @@ struct FusedMlp {
     const Buffers buffers = Net::saved_layout(batch, saved).buffers;
     constexpr auto kernel = detail::fused_mlp::fused_mlp_forward_kernel<Net>;
     detail::fused_mlp::allow_dynamic_smem(kernel, Net::tile_smem_bytes);
-    kernel<<<detail::fused_mlp::ceil_div(batch, detail::fused_mlp::tile_rows), detail::fused_mlp::threads,
-             Net::tile_smem_bytes, stream>>>(params, x, y, buffers, batch);
-    check_launch("fused_mlp_forward_kernel");
+    launch("fused_mlp_forward_kernel", kernel,
+           {detail::fused_mlp::tile_blocks(batch), detail::fused_mlp::threads, Net::tile_smem_bytes, stream}, params,
+           x, y, buffers, batch);
   }
 
   // Backward after forward(params, x, ., saved, batch): dy (batch, out) fp32 = dL/dy.
@@ -74,23 +78,22 @@ struct FusedMlp {
     if constexpr (layers >= 2) {
       constexpr auto kernel = detail::fused_mlp::fused_mlp_chain_kernel<Net>;
       detail::fused_mlp::allow_dynamic_smem(kernel, Net::tile_smem_bytes);
-      kernel<<<detail::fused_mlp::ceil_div(batch, detail::fused_mlp::tile_rows), detail::fused_mlp::threads,
-               Net::tile_smem_bytes, stream>>>(params, dy, buffers, batch);
-      check_launch("fused_mlp_chain_kernel");
+      launch("fused_mlp_chain_kernel", kernel,
+             {detail::fused_mlp::tile_blocks(batch), detail::fused_mlp::threads, Net::tile_smem_bytes, stream},
+             params, dy, buffers, batch);
     }
     {
       constexpr auto kernel = detail::fused_mlp::fused_mlp_weight_grad_kernel<Net>;
       detail::fused_mlp::allow_dynamic_smem(kernel, Net::weight_grad_smem_bytes);
       const dim3 grid(static_cast<unsigned>(buffers.chunks), static_cast<unsigned>(layers));
-      kernel<<<grid, detail::fused_mlp::threads, Net::weight_grad_smem_bytes, stream>>>(x, dy, buffers, batch);
-      check_launch("fused_mlp_weight_grad_kernel");
+      launch("fused_mlp_weight_grad_kernel", kernel,
+             {grid, detail::fused_mlp::threads, Net::weight_grad_smem_bytes, stream}, x, dy, buffers, batch);
     }
     {
       constexpr int blocks =
           static_cast<int>((num_params + detail::fused_mlp::threads - 1) / detail::fused_mlp::threads);
-      detail::fused_mlp::fused_mlp_reduce_kernel<Net>
-          <<<blocks, detail::fused_mlp::threads, 0, stream>>>(grads, buffers.partial, buffers.chunks);
-      check_launch("fused_mlp_reduce_kernel");
+      launch("fused_mlp_reduce_kernel", detail::fused_mlp::fused_mlp_reduce_kernel<Net>,
+             {blocks, detail::fused_mlp::threads, 0, stream}, grads, buffers.partial, buffers.chunks);
     }
   }
 
@@ -104,8 +107,8 @@ struct FusedMlp {
       throw Error("etnn fused_mlp: `saved` must be a 256-byte aligned device buffer of saved_bytes(batch)");
     int device = 0;
     int major = 0;
-    ETNN_CHECK_CUDA(cudaGetDevice(&device));
-    ETNN_CHECK_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    ETNN_CHECK_CUDA(runtime().cudaGetDevice(&device));
+    ETNN_CHECK_CUDA(runtime().cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
     if (major < 8)
       throw DeviceError("etnn fused_mlp: its 16-bit tensor-core kernels need compute capability 8.0 or newer");
   }

@@ -50,8 +50,8 @@ __global__ void copy_columns_kernel(const T* from, int from_cols, T* to, int to_
 inline void copy_columns(const float* from, int from_cols, float* to, int to_cols, int rows) {
   const std::size_t n = std::size_t(rows) * std::size_t(to_cols);
   if (n == 0) return;
-  copy_columns_kernel<float><<<grid_blocks(n), 256, 0, stream()>>>(from, from_cols, to, to_cols, n);
-  check_launch("etnn fused MLP copy_columns_kernel");
+  launch("etnn fused MLP copy_columns_kernel", copy_columns_kernel<float>, {grid_blocks(n), 256}, from, from_cols, to,
+         to_cols, n);
 }
 
 }  // namespace detail::fused_mlp
@@ -76,8 +76,8 @@ struct PaddedFusedMlp {
     const Regions r = regions(scratch, batch);
     if constexpr (padding::needed) {
       constexpr std::size_t n = padding::padded_params;
-      detail::fused_mlp::pad_parameters_kernel<padding><<<grid_blocks(n), 256, 0, stream()>>>(params, r.params);
-      check_launch("etnn fused MLP pad_parameters_kernel");
+      launch("etnn fused MLP pad_parameters_kernel", detail::fused_mlp::pad_parameters_kernel<padding>,
+             {grid_blocks(n), 256}, params, r.params);
       detail::fused_mlp::copy_columns(x, in_width, r.x, padded_in, batch);
       kernels::forward(r.params, r.x, r.y, r.saved, batch, stream());
       detail::fused_mlp::copy_columns(r.y, padded_out, y, out_width, batch);
@@ -93,11 +93,11 @@ struct PaddedFusedMlp {
     const Regions r = regions(scratch, batch);
     if constexpr (padding::needed) {
       detail::fused_mlp::copy_columns(dy, out_width, r.dy, padded_out, batch);
-      ETNN_CHECK_CUDA(cudaMemsetAsync(r.grads, 0, padding::padded_params * sizeof(float), stream()));
+      ETNN_CHECK_CUDA(runtime().cudaMemsetAsync(r.grads, 0, padding::padded_params * sizeof(float), stream()));
       kernels::backward(r.params, r.grads, r.x, r.saved, r.dy, batch, stream());
       constexpr std::size_t n = padding::num_params;
-      detail::fused_mlp::add_true_gradients_kernel<padding><<<grid_blocks(n), 256, 0, stream()>>>(r.grads, grads);
-      check_launch("etnn fused MLP add_true_gradients_kernel");
+      launch("etnn fused MLP add_true_gradients_kernel", detail::fused_mlp::add_true_gradients_kernel<padding>,
+             {grid_blocks(n), 256}, r.grads, grads);
     } else {
       kernels::backward(params, grads, x, r.saved, dy, batch, stream());
     }

@@ -1330,8 +1330,8 @@ auto chain(const G& g, const X& x, const Y& y, F f = F{}) {
 // ---- etnn/expr/fused_mlp_padding.hpp ----
 // Private to expr/: include <etnn/expr/expr.hpp> or <etnn/etnn.hpp>.
 // Padding a narrow MLP to the fully fused kernels' widths (16, 32, 64 or 128), so that any chain of
-// linear layers with ReLU between them and every width at most 128 runs fused: an input of 20
-// features or 10 classes out is carried as 32 and 16.
+// linear layers with ReLU, tanh or SiLU between them and every width at most 128 runs fused: an
+// input of 20 features or 10 classes out is carried as 32 and 16.
 //
 // Widths W_0 .. W_L (W_0 the input), padded P_l = fused_width(W_l). Parameters are laid out per
 // layer as etnn's linear layers are (MlpLayout): weight (W_{l+1}, W_l) row-major then bias
@@ -1339,8 +1339,9 @@ auto chain(const G& g, const X& x, const Y& y, F f = F{}) {
 // zeros: the padded network computes the same function
 // on the true features, because
 //   - a padded input column meets only zero weights;
-//   - a padded hidden unit has zero weights in and zero bias, so it is ReLU(0) = 0, and its
-//     weights out are zero too;
+//   - a padded hidden unit has zero weights in and zero bias, so it is f(0) = 0 (ReLU, tanh and
+//     SiLU all map 0 to 0), and its weights out are zero too, so its gradient dA is 0 and so is its
+//     dZ = dA f'(0) (f'(0) is finite: 0, 1 and 1/2);
 //   - a padded output is 0 and, given a zero gradient (dy padded with zeros), sends nothing back.
 // Its true parameters' gradients are therefore the true network's, and its padding's are zero.
 // The maps below are between true and padded parameter indices; device-neutral, they run on the
@@ -1349,12 +1350,16 @@ auto chain(const G& g, const X& x, const Y& y, F f = F{}) {
 
 namespace etnn::expr::detail {
 
-// The activation of the fused chain's hidden layers, forward and backward (cuda/fused_mlp/net.hpp):
-//   A_{l+1} = relu(Z_l)      dZ_{l-1} = dA_l relu'(A_l, A_l) = dA_l [A_l > 0]
-// It is the CPU's ReLU itself, so both devices agree on every value: a NaN stays NaN (the
-// non-finite guard must see it), and a NaN or infinite dA_l at an inactive unit gives NaN as the
-// CPU's product does.
-using FusedHidden = fn::Relu;
+// The activations the fused chain's hidden layers take (one for all of them), forward and backward
+// (cuda/fused_mlp/net.hpp), through the CPU's own functors and its fused layers' steps:
+//   A_{l+1} = fn::activate(f, Z_l, &K_{l+1})     K = f'(Z) kept where f' needs Z (SiLU), else none
+//   dZ_{l-1} = fn::chain_kept(f, dA_l, A_l, K_l)  = dA_l f'(A_l) (ReLU: [A_l > 0], tanh: 1 - A_l^2),
+//                                                   or dA_l K_l (SiLU)
+// So both devices agree on every value: ReLU keeps a NaN (the non-finite guard must see it), and its
+// backward step is the CPU's select (dA where A > 0, else 0, as PyTorch's threshold_backward).
+template <class F>
+inline constexpr bool fused_hidden = std::is_same_v<F, fn::Relu> || std::is_same_v<F, fn::Tanh> ||
+                                     std::is_same_v<F, fn::Silu>;
 
 // The smallest fused kernel width that holds w features: 16, 32, 64 or 128; 0 when w > 128.
 ETNN_HD constexpr int fused_width(int w) {
@@ -6033,24 +6038,25 @@ T label_rows_loss(Cuda, cuda::LabelRowsScratch& scratch, const T* x, int batch, 
 // Fully fused narrow MLP on 16-bit tensor cores, bf16 or fp16 (the tiny-cuda-nn idea).
 //
 //   y = W_{L-1} f(... f(W_0 x + b_0) ...) + b_{L-1}     widths {w_0 = in, w_1, ..., w_L = out}
-//   f = ReLU on every hidden layer (the CPU's fn::Relu: NaN stays NaN), identity on the output
-//   layer; every width in {16, 32, 64, 128}.
+//   f = one activation on every hidden layer, ReLU, tanh or SiLU (the CPU's fn::Relu, fn::Tanh,
+//   fn::Silu: ReLU keeps NaN), identity on the output layer; every width in {16, 32, 64, 128}.
 //
 // Notation (0-based, layer l maps width w_l to w_{l+1}):
 //   A_0 = x                           (batch, w_0)
 //   Z_l = A_l W_l^T + b_l             A_l: (batch, w_l)  W_l: (w_{l+1}, w_l)  Z_l: (batch, w_{l+1})
-//   A_{l+1} = relu(Z_l)  for l < L-1,  y = Z_{L-1}
+//   A_{l+1} = f(Z_l)  for l < L-1,  y = Z_{L-1};  K_{l+1} = f'(Z_l) kept where f' needs Z (SiLU)
 // Backward, with dZ_{L-1} = dy:
 //   dW_l += dZ_l^T A_l                (w_{l+1}, batch) x (batch, w_l)
 //   db_l += sum over rows of dZ_l
-//   dZ_{l-1} = (dZ_l W_l) (.) [A_l > 0]      for l >= 1 (dL/dx is not computed)
+//   dZ_{l-1} = (dZ_l W_l) (.) f'(Z_{l-1})    for l >= 1, f' from A_l (ReLU: [A_l > 0], tanh:
+//                                            1 - A_l^2) or K_l (dL/dx is not computed)
 //
 // Kernels (256 threads = 8 warps per block; a block carries a tile of 128 batch rows and each
 // warp owns 16 consecutive rows of it, so activations between layers stay warp-private):
 //   forward:  fused_mlp_forward_kernel, one launch, one block per 128-row tile, all layers. The
 //             tile's activations stay in shared memory as Half (overwritten layer by layer); each
-//             layer's weights are converted fp32 -> Half into shared memory; bias and ReLU are
-//             applied in fp32 before rounding. Hidden activations A_1..A_{L-1} go to `saved`.
+//             layer's weights are converted fp32 -> Half into shared memory; bias and f are
+//             applied in fp32 before rounding. Hidden activations A_1..A_{L-1} (and K) go to `saved`.
 //   backward: 1. fused_mlp_chain_kernel (only when L >= 2): one block per tile, dZ_{L-1} = dy down
 //                to dZ_0 through all layers, tile-local; dZ_0..dZ_{L-2} go to `saved` (Half).
 //             2. fused_mlp_weight_grad_kernel: grid (chunks, L); block (c, l) computes
@@ -6058,11 +6064,11 @@ T label_rows_loss(Cuda, cuda::LabelRowsScratch& scratch, const T* x, int batch, 
 //                a per-chunk partial buffer laid out like the parameters.
 //             3. fused_mlp_reduce_kernel: grads[p] += sum over chunks of partial[c][p], chunks in
 //                order. Every sum has a fixed order, so the result is the same on every run.
-// Precision: Half operands (x, weights, activations, dZ), fp32 accumulation, fp32 bias/ReLU; Half
+// Precision: Half operands (x, weights, activations, K, dZ), fp32 accumulation, fp32 bias and f; Half
 // is __nv_bfloat16 (etnn::bf16 models) or __half (etnn::fp16, whose gradients the Trainer scales).
 //
 // `saved` (saved_bytes(batch) bytes, 256-byte aligned, e.g. from cudaMalloc) holds the hidden
-// activations written by forward and, after them, the scratch backward writes (dZ, partials):
+// activations (and K) written by forward and, after them, the scratch backward writes (dZ, partials):
 // backward leaves the activations untouched, so it may be called again with the same `saved`.
 //
 // The pieces, in cuda/fused_mlp/: geometry.hpp (widths, layouts, shared-memory sizes, `saved`'s
@@ -6143,6 +6149,7 @@ __host__ __device__ constexpr std::size_t max_weight_grad_smem() {
 template <class Half, int Layers>
 struct SavedBuffers {
   Half* activation[Layers + 1];  // activation[h] = A_h (batch, w_h) for 1 <= h < Layers
+  Half* kept[Layers + 1];        // kept[h] = f'(Z_{h-1}) (batch, w_h) likewise, where f' needs Z (SiLU)
   Half* dz[Layers];              // dz[l] = dZ_l (batch, w_{l+1}) for 0 <= l < Layers - 1 (dZ_{Layers-1} is dy)
   float* partial;                // (chunks, num_params): chunk c's parameter gradients, params' layout
   int chunks;                    // row chunks of the weight-gradient split
@@ -6167,7 +6174,8 @@ inline ChunkPlan plan_chunks(int batch) {
 }
 
 // One network's layers and layouts, shared by its device code (Net) and its host driver (FusedMlp).
-template <class Half, int... W>
+// Act: the hidden layers' activation (expr::detail::fused_hidden).
+template <class Half, class Act, int... W>
 struct Geometry {
   static constexpr int layers = static_cast<int>(sizeof...(W)) - 1;
   // The flat parameters, as etnn's linear layers lay them out (expr::detail::MlpLayout): each
@@ -6180,7 +6188,7 @@ struct Geometry {
   struct Layer {
     static constexpr int in = width_at<W...>(l);
     static constexpr int out = width_at<W...>(l + 1);
-    static constexpr bool hidden = l + 1 < layers;  // ReLU, and its output is saved
+    static constexpr bool hidden = l + 1 < layers;  // Act, and its output (and kept f') saved
     static constexpr std::size_t weight_offset = layout::weight_at(l);
     static constexpr std::size_t bias_offset = layout::bias_at(l);
     static constexpr int weight_ld = in + smem_pad;  // shared row pitch of W_l (out, in)
@@ -6204,8 +6212,9 @@ struct Geometry {
   };
 
   // Regions in order, each starting on a region_align boundary:
-  //   A_h (batch, w_h) Half for 1 <= h < L;  dZ_l (batch, w_{l+1}) Half for 0 <= l < L-1;
-  //   partial (chunks, num_params) fp32.
+  //   A_h (batch, w_h) Half for 1 <= h < L;  where Act' needs Z, K_h = f'(Z_{h-1}) (batch, w_h)
+  //   Half for 1 <= h < L;  dZ_l (batch, w_{l+1}) Half for 0 <= l < L-1;  partial (chunks,
+  //   num_params) fp32.
   static SavedLayout saved_layout(int batch, void* base) {
     constexpr int widths[] = {W...};
     unsigned char* bytes = static_cast<unsigned char*>(base);
@@ -6219,6 +6228,9 @@ struct Geometry {
     Buffers buffers{};
     for (int h = 1; h < layers; ++h)
       buffers.activation[h] = reinterpret_cast<Half*>(take(rows * widths[h] * sizeof(Half)));
+    if constexpr (Act::derivative_needs_input)
+      for (int h = 1; h < layers; ++h)
+        buffers.kept[h] = reinterpret_cast<Half*>(take(rows * widths[h] * sizeof(Half)));
     for (int l = 0; l + 1 < layers; ++l)
       buffers.dz[l] = reinterpret_cast<Half*>(take(rows * widths[l + 1] * sizeof(Half)));
     const ChunkPlan plan = plan_chunks(batch < 1 ? 1 : batch);
@@ -6234,8 +6246,8 @@ struct Geometry {
 
 }  // namespace etnn::cuda
 // ---- etnn/cuda/fused_mlp/host.hpp ----
-// Private to cuda/fused_mlp.hpp: the fused MLP's host driver: FusedMlp<Half, Widths...>, its checks
-// and its kernel launches.
+// Private to cuda/fused_mlp.hpp: the fused MLP's host driver: FusedMlp<Half, Act, Widths...>, its
+// checks and its kernel launches.
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -6352,9 +6364,9 @@ using RowMajorBFrag = wmma::fragment<wmma::matrix_b, frag, frag, frag, Half, wmm
 
 namespace etnn::cuda::detail::fused_mlp {
 
-template <class Half, int... W>
-struct Net : Geometry<Half, W...> {
-  using Geo = Geometry<Half, W...>;
+template <class Half, class Act, int... W>
+struct Net : Geometry<Half, Act, W...> {
+  using Geo = Geometry<Half, Act, W...>;
   using Geo::layers;
   using Geo::num_params;
   using typename Geo::layout;
@@ -6437,12 +6449,12 @@ struct Net : Geometry<Half, W...> {
 
   // One layer for the warp's 16 rows `strip` (row pitch tile_ld):
   //   Z = A W^T + b     A: (16, in) Half shared   W: (out, in) Half shared   Z: (16, out) fp32
-  // Hidden layer: A_next = relu(Z) (expr::detail::FusedHidden, the CPU's ReLU) as Half written
-  // over the strip (columns 0..out-1) and to saved_activation (batch, out) for rows < batch.
-  // Output layer: y (batch, out) = Z in fp32.
+  // Hidden layer: A_next = f(Z) (fn::activate, the CPU's fused layers' step) as Half written over
+  // the strip (columns 0..out-1) and to saved_activation (batch, out) for rows < batch; where f'
+  // needs Z, f'(Z) to saved_kept (batch, out) too. Output layer: y (batch, out) = Z in fp32.
   template <int l>
   __device__ static void forward_layer(Half* tile, Half* weights, float* scratch, const float* params,
-                                       Half* saved_activation, float* y, int row0, int batch) {
+                                       Half* saved_activation, Half* saved_kept, float* y, int row0, int batch) {
     using L = Layer<l>;
     // acc = A W^T (K = in, N = out): W^T (in, out) is W (out, in) row-major read as column-major,
     // element (k, n) = W[n][k].
@@ -6450,11 +6462,15 @@ struct Net : Geometry<Half, W...> {
         tile, weights, scratch, params, row0, [&](float (&v)[8], Half* strip, int r, int row, int col) {
           for (int t = 0; t < 8; ++t) v[t] += params[L::bias_offset + col + t];
           if constexpr (L::hidden) {
-            for (int t = 0; t < 8; ++t) v[t] = expr::detail::FusedHidden{}(v[t]);
+            float kept[8];
+            for (int t = 0; t < 8; ++t) v[t] = fn::activate(Act{}, v[t], &kept[t]);
             const uint4 bits = pack8<Half>(v);
             *reinterpret_cast<uint4*>(strip + r * tile_ld + col) = bits;
-            if (row < batch)
-              *reinterpret_cast<uint4*>(saved_activation + static_cast<std::size_t>(row) * L::out + col) = bits;
+            if (row < batch) {
+              const std::size_t at = static_cast<std::size_t>(row) * L::out + col;
+              *reinterpret_cast<uint4*>(saved_activation + at) = bits;
+              if constexpr (Act::derivative_needs_input) *reinterpret_cast<uint4*>(saved_kept + at) = pack8<Half>(kept);
+            }
           } else {
             if (row < batch)
               for (int t = 0; t < 8; ++t) y[static_cast<std::size_t>(row) * L::out + col + t] = v[t];
@@ -6465,7 +6481,7 @@ struct Net : Geometry<Half, W...> {
   template <int l>
   __device__ static void forward_layers(Half* tile, Half* weights, float* scratch, const float* params,
                                         const Buffers& saved, float* y, int row0, int batch) {
-    forward_layer<l>(tile, weights, scratch, params, saved.activation[l + 1], y, row0, batch);
+    forward_layer<l>(tile, weights, scratch, params, saved.activation[l + 1], saved.kept[l + 1], y, row0, batch);
     if constexpr (l + 1 < layers) forward_layers<l + 1>(tile, weights, scratch, params, saved, y, row0, batch);
   }
 
@@ -6483,22 +6499,29 @@ struct Net : Geometry<Half, W...> {
 
   // For the warp's 16 rows `strip` holding dZ_l (16, out):
   //   dA_l = dZ_l W_l      dZ_l: (16, out) Half shared   W_l: (out, in) Half shared row-major
-  //   dZ_{l-1} = dA_l (.) relu'(A_l) = dA_l (.) [A_l > 0]     A_l from saved_activation (batch, in)
+  //   dZ_{l-1} = fn::chain_kept(f, dA_l, A_l, K_l): dA_l (.) f'(A_l), A_l from saved_activation
+  //              (batch, in), or dA_l (.) K_l, K_l = f'(Z_{l-1}) from saved_kept, where f' needs Z
   // dZ_{l-1} (16, in) is written as Half over the strip and to dz_prev (batch, in) for rows < batch.
   template <int l>
   __device__ static void backprop_layer(Half* tile, Half* weights, float* scratch, const float* params,
-                                        const Half* saved_activation, Half* dz_prev, int row0, int batch) {
+                                        const Half* saved_activation, const Half* saved_kept, Half* dz_prev,
+                                        int row0, int batch) {
     static_assert(l >= 1, "layer 0 has no dZ below it");
     using L = Layer<l>;
     // acc = dA_l = dZ_l W_l (K = out, N = in): W_l (out, in) row-major read as it is,
     // element (k, n) = W_l[k][n].
     strip_times_weights<l, wmma::row_major>(
         tile, weights, scratch, params, row0, [&](float (&v)[8], Half* strip, int r, int row, int col) {
-          float a[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};  // rows past the batch: gradient 0
-          if (row < batch)
-            unpack8<Half>(
-                *reinterpret_cast<const uint4*>(saved_activation + static_cast<std::size_t>(row) * L::in + col), a);
-          for (int t = 0; t < 8; ++t) v[t] *= expr::detail::FusedHidden{}.derivative(a[t], a[t]);
+          // Rows past the batch: A = 0 and K = 0, their gradient is dropped.
+          float a[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+          float kept[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+          if (row < batch) {
+            const std::size_t at = static_cast<std::size_t>(row) * L::in + col;
+            unpack8<Half>(*reinterpret_cast<const uint4*>(saved_activation + at), a);
+            if constexpr (Act::derivative_needs_input)
+              unpack8<Half>(*reinterpret_cast<const uint4*>(saved_kept + at), kept);
+          }
+          for (int t = 0; t < 8; ++t) v[t] = fn::chain_kept(Act{}, v[t], a, kept, static_cast<std::size_t>(t));
           const uint4 bits = pack8<Half>(v);
           *reinterpret_cast<uint4*>(strip + r * tile_ld + col) = bits;
           if (row < batch) *reinterpret_cast<uint4*>(dz_prev + static_cast<std::size_t>(row) * L::in + col) = bits;
@@ -6508,7 +6531,8 @@ struct Net : Geometry<Half, W...> {
   template <int l>
   __device__ static void backprop_layers(Half* tile, Half* weights, float* scratch, const float* params,
                                          const Buffers& saved, int row0, int batch) {
-    backprop_layer<l>(tile, weights, scratch, params, saved.activation[l], saved.dz[l - 1], row0, batch);
+    backprop_layer<l>(tile, weights, scratch, params, saved.activation[l], saved.kept[l], saved.dz[l - 1], row0,
+                      batch);
     if constexpr (l > 1) backprop_layers<l - 1>(tile, weights, scratch, params, saved, row0, batch);
   }
 
@@ -6691,15 +6715,16 @@ inline unsigned tile_blocks(int batch) { return static_cast<unsigned>(ceil_div(b
 
 }  // namespace detail::fused_mlp
 
-// Half: __nv_bfloat16 or __half.
-template <class Half, int... Widths>
+// Half: __nv_bfloat16 or __half. Act: the hidden layers' activation, fn::Relu, fn::Tanh or fn::Silu.
+template <class Half, class Act, int... Widths>
 struct FusedMlp {
   static_assert(std::is_same_v<Half, __nv_bfloat16> || std::is_same_v<Half, __half>);
+  static_assert(expr::detail::fused_hidden<Act>, "the fused kernels' hidden activation is ReLU, tanh or SiLU");
   static_assert(sizeof...(Widths) >= 2, "ETNN_FUSED_MLP_WIDTH: a fused MLP needs an input and an output width");
   static_assert(fused_mlp_widths_ok<Widths...>, "ETNN_FUSED_MLP_WIDTH: every width must be 16, 32, 64 or 128");
 
  private:
-  using Net = detail::fused_mlp::Net<Half, Widths...>;
+  using Net = detail::fused_mlp::Net<Half, Act, Widths...>;
   using Buffers = typename Net::Buffers;
 
  public:
@@ -6707,7 +6732,8 @@ struct FusedMlp {
   static constexpr std::size_t num_params = Net::num_params;
 
   // Bytes of `saved` at this batch: hidden activations A_1..A_{L-1} (Half, kept from forward to
-  // backward), then backward's scratch: dZ_0..dZ_{L-2} (Half) and the per-chunk partial gradients.
+  // backward; and f'(Z) beside them where Act' needs Z), then backward's scratch: dZ_0..dZ_{L-2}
+  // (Half) and the per-chunk partial gradients.
   static std::size_t saved_bytes(int batch) {
     check_batch(batch);
     return Net::saved_layout(batch, nullptr).bytes;
@@ -6832,11 +6858,12 @@ inline void copy_columns(const float* from, int from_cols, float* to, int to_col
 }  // namespace detail::fused_mlp
 
 // The fused MLP of true widths Widths = {w_0 (input), ..., w_L (output)}, each at most 128, with
-// Half (__nv_bfloat16 or __half) operands: forward and backward as FusedMlp's, on etnn's stream.
-template <class Half, int... Widths>
+// Half (__nv_bfloat16 or __half) operands and Act between the layers: forward and backward as
+// FusedMlp's, on etnn's stream.
+template <class Half, class Act, int... Widths>
 struct PaddedFusedMlp {
   using padding = expr::detail::PaddedMlp<Widths...>;
-  using kernels = FusedMlp<Half, expr::detail::fused_width(Widths)...>;  // checks the widths
+  using kernels = FusedMlp<Half, Act, expr::detail::fused_width(Widths)...>;  // checks the widths
   static constexpr int widths[] = {Widths...};
   static constexpr int in_width = widths[0];
   static constexpr int out_width = widths[sizeof...(Widths) - 1];
@@ -7311,7 +7338,8 @@ decltype(auto) dispatch(DeviceKind kind, F&& f) {
 // The fully fused narrow-MLP kernels for the program that runs them (nn/fused_mlp_program.hpp):
 //   HalfOf<Scalar>::type             the 16-bit operand type of a mixed-precision scalar type
 //                                    (__half for etnn::fp16, __nv_bfloat16 for etnn::bf16)
-//   FusedMlpKernels<Half, W...>::type  the kernels at a network's true widths W (cuda::PaddedFusedMlp)
+//   FusedMlpKernels<Half, Act, W...>::type  the kernels at a network's true widths W, Act between
+//                                    its layers (cuda::PaddedFusedMlp)
 // Only an nvcc build has them; a host build declares both and defines neither, so a program that
 // names them compiles there as long as nothing instantiates it (etnn::device_compiled<Cuda> is
 // false, and nn never chooses the fused program).
@@ -7325,7 +7353,7 @@ namespace etnn::backend {
 
 template <class Scalar>
 struct HalfOf;
-template <class Half, int... Widths>
+template <class Half, class Act, int... Widths>
 struct FusedMlpKernels;
 
 #if defined(__CUDACC__)
@@ -7333,9 +7361,9 @@ template <class Scalar>
 struct HalfOf {
   using type = std::conditional_t<products_of<Scalar> == Products::fp16, __half, __nv_bfloat16>;
 };
-template <class Half, int... Widths>
+template <class Half, class Act, int... Widths>
 struct FusedMlpKernels {
-  using type = cuda::PaddedFusedMlp<Half, Widths...>;
+  using type = cuda::PaddedFusedMlp<Half, Act, Widths...>;
 };
 #endif
 
@@ -10300,7 +10328,8 @@ class GradientBuffer {
 // ---- etnn/nn/fused_mlp_program.hpp ----
 // Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // The network executor of a mixed-precision model on CUDA (etnn::Model<Net, etnn::bf16, Cuda>,
-// or etnn::fp16): a chain of linear layers with ReLU between them and every width at most 128 runs
+// or etnn::fp16): a chain of linear layers with one activation between them (ReLU, tanh or SiLU:
+// expr::detail::fused_hidden) and every width at most 128 runs
 // as the fully fused kernels (cuda/fused_mlp.hpp, through backend/fused_mlp.hpp), one forward
 // launch and three backward ones, activations on chip in the 16-bit format. Widths other than 16,
 // 32, 64 and 128 run padded with zeros to the next of them (expr/fused_mlp_padding.hpp,
@@ -10321,29 +10350,40 @@ struct FusedLayer {
   static constexpr bool dense = false;
   static constexpr int in = 0;
   static constexpr int out = 0;
-  static constexpr bool relu = false;
-  static constexpr bool identity = false;
+  using activation = void;
 };
 template <ShapeType In, int Out, class Act, int Index>
 struct FusedLayer<DenseLayer<In, Out, Act, Index>> {
   static constexpr bool dense = In::rank == 1;  // not linear over a sequence's positions
   static constexpr int in = In::dims[0];
   static constexpr int out = Out;
-  static constexpr bool relu = std::is_same_v<Act, expr::detail::FusedHidden>;  // the kernels' activation
-  static constexpr bool identity = std::is_same_v<Act, fn::Identity>;
+  using activation = Act;
 };
 
-// Linear layers only, ReLU after each but the last, none after the last, every width fusable.
+// The activation between the fused layers: the first layer's (fn::Relu, never applied, when there
+// is one layer).
+template <class... Ls>
+using FusedActivation = std::conditional_t<(sizeof...(Ls) > 1),
+                                           typename FusedLayer<std::tuple_element_t<0, std::tuple<Ls...>>>::activation,
+                                           fn::Relu>;
+
+// Linear layers only, the same activation the kernels take (expr::detail::fused_hidden) after
+// each but the last, none after the last, every width fusable.
 template <class... Ls>
 consteval bool fusable_mlp() {
   constexpr std::size_t n = sizeof...(Ls);
-  constexpr bool dense[] = {FusedLayer<Ls>::dense...};
-  constexpr bool relu[] = {FusedLayer<Ls>::relu...};
-  constexpr bool identity[] = {FusedLayer<Ls>::identity...};
-  for (std::size_t i = 0; i < n; ++i)
-    if (!dense[i] || (i + 1 < n ? !relu[i] : !identity[i])) return false;
-  using First = std::tuple_element_t<0, std::tuple<Ls...>>;
-  return expr::detail::PaddedMlp<FusedLayer<First>::in, FusedLayer<Ls>::out...>::fits;
+  using Act = FusedActivation<Ls...>;
+  if constexpr (!expr::detail::fused_hidden<Act>) {
+    return false;
+  } else {
+    constexpr bool dense[] = {FusedLayer<Ls>::dense...};
+    constexpr bool same_activation[] = {std::is_same_v<typename FusedLayer<Ls>::activation, Act>...};
+    constexpr bool identity[] = {std::is_same_v<typename FusedLayer<Ls>::activation, fn::Identity>...};
+    for (std::size_t i = 0; i < n; ++i)
+      if (!dense[i] || (i + 1 < n ? !same_activation[i] : !identity[i])) return false;
+    using First = std::tuple_element_t<0, std::tuple<Ls...>>;
+    return expr::detail::PaddedMlp<FusedLayer<First>::in, FusedLayer<Ls>::out...>::fits;
+  }
 }
 
 // Half: __nv_bfloat16 or __half.
@@ -10356,7 +10396,8 @@ struct FusedMlpProgram<TypeList<Ls...>, Half> : Program<TypeList<Ls...>> {
   static_assert(fusable_mlp<Ls...>(), "etnn: ProgramFor chooses FusedMlpProgram only for networks it takes");
   using First = std::tuple_element_t<0, std::tuple<Ls...>>;
   // The kernels at the network's widths: input, then each layer's output.
-  using kernels = typename backend::FusedMlpKernels<Half, FusedLayer<First>::in, FusedLayer<Ls>::out...>::type;
+  using kernels = typename backend::FusedMlpKernels<Half, FusedActivation<Ls...>, FusedLayer<First>::in,
+                                                    FusedLayer<Ls>::out...>::type;
   static constexpr std::size_t out_width = base::template layer<base::count - 1>::out_shape::size;
   static_assert(kernels::padding::num_params == base::flat_size,
                 "etnn: the fused kernels read the parameters where the linear layers lay them out");

@@ -1,4 +1,5 @@
-// Standalone check of etnn::cuda::FusedMlp (bf16 and fp16) against double-precision CPU references.
+// Standalone check of etnn::cuda::FusedMlp (bf16 and fp16; ReLU, tanh and SiLU between the layers)
+// against double-precision CPU references.
 //   exit 0: every case passed; 1: a failure; 77: skipped (no usable CUDA device).
 // Build: nvcc -std=c++20 -O3 -arch=sm_80 -gencode arch=compute_90,code=sm_90 -I include
 //        tests/cuda/fused_mlp_check.cu -o fused_mlp_check
@@ -95,12 +96,19 @@ constexpr auto round_to_half = std::is_same_v<Half, __half> ? round_to_fp16 : ro
 template <class Half>
 constexpr const char* format_name = std::is_same_v<Half, __half> ? "fp16" : "bf16";
 
+using etnn::fn::Relu, etnn::fn::Silu, etnn::fn::Tanh;
+template <class Act>
+constexpr const char* activation_name = std::is_same_v<Act, Relu>   ? "relu"
+                                        : std::is_same_v<Act, Tanh> ? "tanh"
+                                                                    : "silu";
+
 // Naive double-precision reference: forward y and backward parameter gradients (same layout as
 // params, not accumulated).
 //   Precision::exact:         every value as given, all arithmetic in double.
 //   Precision::half_operands: the kernel's roundings modelled (x, W, hidden activations, dy and
-//                             every dZ rounded to the 16-bit format by round_half, ReLU masks from
-//                             the rounded activations),
+//                             every dZ rounded to the 16-bit format by round_half, ReLU masks and
+//                             tanh's derivatives from the rounded activations, SiLU's derivatives
+//                             rounded as the kernel keeps them),
 //                             arithmetic in double. Without this, a pre-activation within rounding
 //                             error of 0 gets a different ReLU mask on the device and the reference,
 //                             which moves one dZ element by a whole dA: a large, legitimate
@@ -130,6 +138,8 @@ Offsets offsets_of(const std::vector<int>& widths) {
   return at;
 }
 
+// Act: the hidden layers' activation (the CPU's functor, evaluated in double).
+template <class Act>
 Reference reference(const std::vector<int>& widths, const std::vector<float>& params, const std::vector<float>& x,
                     const std::vector<float>& dy, int batch, Precision precision, Pass pass,
                     float (*round_half)(float)) {
@@ -147,18 +157,23 @@ Reference reference(const std::vector<int>& widths, const std::vector<float>& pa
   auto weight = [&](int l, int o, int i) { return used[at.weight[l] + static_cast<std::size_t>(o) * widths[l] + i]; };
   auto bias = [&](int l, int o) { return used[at.bias[l] + o]; };
 
-  // Forward: act[l] = A_l (batch, w_l); Z_l = A_l W_l^T + b_l; A_{l+1} = relu(Z_l), y = Z_{L-1}.
-  std::vector<std::vector<double>> act(layers + 1);
+  // Forward: act[l] = A_l (batch, w_l); Z_l = A_l W_l^T + b_l; A_{l+1} = f(Z_l), y = Z_{L-1};
+  // kept[l + 1] = f'(Z_l) where f' needs Z.
+  const Act f{};
+  std::vector<std::vector<double>> act(layers + 1), kept(layers + 1);
   act[0].resize(x.size());
   for (std::size_t i = 0; i < x.size(); ++i) act[0][i] = operand(x[i]);
   for (int l = 0; l < layers; ++l) {
     const int in = widths[l], out = widths[l + 1];
     act[l + 1].resize(static_cast<std::size_t>(batch) * out);
+    kept[l + 1].resize(act[l + 1].size());
     for (int b = 0; b < batch; ++b)
       for (int o = 0; o < out; ++o) {
         double z = bias(l, o);
         for (int i = 0; i < in; ++i) z += act[l][static_cast<std::size_t>(b) * in + i] * weight(l, o, i);
-        act[l + 1][static_cast<std::size_t>(b) * out + o] = (l + 1 < layers) ? operand(std::max(z, 0.0)) : z;
+        const std::size_t at = static_cast<std::size_t>(b) * out + o;
+        act[l + 1][at] = (l + 1 < layers) ? operand(f(z)) : z;
+        if constexpr (Act::derivative_needs_input) kept[l + 1][at] = operand(f.derivative(z, 0.0));
       }
   }
 
@@ -180,23 +195,24 @@ Reference reference(const std::vector<int>& widths, const std::vector<float>& pa
         grad_b[o] += g;
       }
     if (l == 0) break;
-    // dZ_{l-1} = (dZ_l W_l) (.) [A_l > 0]
+    // dZ_{l-1} = (dZ_l W_l) (.) f'(Z_{l-1}): from A_l (ReLU: [A_l > 0], tanh: 1 - A_l^2), or kept
     std::vector<double> dz_prev(static_cast<std::size_t>(batch) * in);
     for (int b = 0; b < batch; ++b)
       for (int i = 0; i < in; ++i) {
         double s = 0;
         for (int o = 0; o < out; ++o) s += dz[static_cast<std::size_t>(b) * out + o] * weight(l, o, i);
-        dz_prev[static_cast<std::size_t>(b) * in + i] =
-            act[l][static_cast<std::size_t>(b) * in + i] > 0 ? operand(s) : 0.0;
+        const std::size_t at = static_cast<std::size_t>(b) * in + i;
+        const double slope = Act::derivative_needs_input ? kept[l][at] : f.derivative(act[l][at], act[l][at]);
+        dz_prev[at] = operand(s * slope);
       }
     dz.swap(dz_prev);
   }
   return ref;
 }
 
-template <class Half, int... W>
+template <class Half, class Act, int... W>
 bool run_case(int batch, std::mt19937& rng) {
-  using Mlp = etnn::cuda::FusedMlp<Half, W...>;
+  using Mlp = etnn::cuda::FusedMlp<Half, Act, W...>;
   const std::vector<int> widths = {W...};
   const int layers = Mlp::layers;
   const int in = widths.front(), out = widths.back();
@@ -205,7 +221,7 @@ bool run_case(int batch, std::mt19937& rng) {
     if (!name.empty()) name += '-';
     name += std::to_string(w);
   }
-  std::printf("[%s %s] batch %d\n", format_name<Half>, name.c_str(), batch);
+  std::printf("[%s %s %s] batch %d\n", format_name<Half>, activation_name<Act>, name.c_str(), batch);
 
   // Parameters uniform in +-1/sqrt(in) per layer, zeros between tensors; x and dy uniform in [-1, 1].
   const Offsets at = offsets_of(widths);
@@ -277,9 +293,9 @@ bool run_case(int batch, std::mt19937& rng) {
 
   // y against both references (forward has no ReLU-mask sensitivity); gradients against the
   // 16-bit-modelling one.
-  const Reference exact = reference(widths, params, x, dy, batch, Precision::exact, Pass::forward, nullptr);
-  const Reference ref = reference(widths, params, x, dy, batch, Precision::half_operands, Pass::forward_and_backward,
-                                  round_to_half<Half>);
+  const Reference exact = reference<Act>(widths, params, x, dy, batch, Precision::exact, Pass::forward, nullptr);
+  const Reference ref = reference<Act>(widths, params, x, dy, batch, Precision::half_operands,
+                                       Pass::forward_and_backward, round_to_half<Half>);
   bool ok = report("y (exact)", compare(y.data(), exact.y.data(), y_count), Bound::exact);
   ok &= report("y", compare(y.data(), ref.y.data(), y_count), Bound::modelled);
   std::vector<double> expected(ref.grads);
@@ -319,9 +335,9 @@ bool run_case(int batch, std::mt19937& rng) {
 }
 
 // Informational timing (no pass/fail): mean of `reps` forward and backward calls.
-template <class Half, int... W>
+template <class Half, class Act, int... W>
 void time_case(int batch) {
-  using Mlp = etnn::cuda::FusedMlp<Half, W...>;
+  using Mlp = etnn::cuda::FusedMlp<Half, Act, W...>;
   const std::vector<int> widths = {W...};
   const int in = widths.front(), out = widths.back();
   double flops = 0;  // forward multiply-adds x 2
@@ -365,8 +381,9 @@ void time_case(int batch) {
     if (!name.empty()) name += '-';
     name += std::to_string(w);
   }
-  std::printf("timing [%s %s] batch %d: forward %.4f ms (%.1f TFLOP/s), backward %.4f ms, saved %.1f MiB\n",
-              format_name<Half>, name.c_str(), batch, forward_ms, flops / (forward_ms * 1e-3) / 1e12, backward_ms,
+  std::printf("timing [%s %s %s] batch %d: forward %.4f ms (%.1f TFLOP/s), backward %.4f ms, saved %.1f MiB\n",
+              format_name<Half>, activation_name<Act>, name.c_str(), batch, forward_ms,
+              flops / (forward_ms * 1e-3) / 1e12, backward_ms,
               static_cast<double>(Mlp::saved_bytes(batch)) / (1 << 20));
   CHECK_CUDA(cudaEventDestroy(start));
   CHECK_CUDA(cudaEventDestroy(stop));
@@ -414,17 +431,21 @@ int main() {
   bool ok = true;
   try {
     for (int batch : {1, 37, 128, 1000, 4096, 20000}) {  // 20000: chunks of 2 tiles, a short last one
-      ok &= run_case<__nv_bfloat16, 64, 64, 64, 64, 64, 16>(batch, rng);
-      ok &= run_case<__nv_bfloat16, 32, 128, 16>(batch, rng);
-      ok &= run_case<__nv_bfloat16, 16, 16>(batch, rng);
-      ok &= run_case<__nv_bfloat16, 128, 128, 128, 128>(batch, rng);
-      ok &= run_case<__half, 64, 64, 64, 64, 64, 16>(batch, rng);
-      ok &= run_case<__half, 32, 128, 16>(batch, rng);
+      ok &= run_case<__nv_bfloat16, Relu, 64, 64, 64, 64, 64, 16>(batch, rng);
+      ok &= run_case<__nv_bfloat16, Relu, 32, 128, 16>(batch, rng);
+      ok &= run_case<__nv_bfloat16, Relu, 16, 16>(batch, rng);
+      ok &= run_case<__nv_bfloat16, Relu, 128, 128, 128, 128>(batch, rng);
+      ok &= run_case<__half, Relu, 64, 64, 64, 64, 64, 16>(batch, rng);
+      ok &= run_case<__half, Relu, 32, 128, 16>(batch, rng);
+      ok &= run_case<__nv_bfloat16, Tanh, 64, 64, 64, 16>(batch, rng);
+      ok &= run_case<__nv_bfloat16, Silu, 32, 128, 64, 16>(batch, rng);
+      ok &= run_case<__half, Silu, 64, 64, 64, 16>(batch, rng);
     }
-    time_case<__nv_bfloat16, 64, 64, 64, 64, 64, 16>(1 << 14);
-    time_case<__nv_bfloat16, 64, 64, 64, 64, 64, 16>(1 << 18);
-    time_case<__nv_bfloat16, 128, 128, 128, 128>(1 << 18);
-    time_case<__half, 64, 64, 64, 64, 64, 16>(1 << 18);
+    time_case<__nv_bfloat16, Relu, 64, 64, 64, 64, 64, 16>(1 << 14);
+    time_case<__nv_bfloat16, Relu, 64, 64, 64, 64, 64, 16>(1 << 18);
+    time_case<__nv_bfloat16, Relu, 128, 128, 128, 128>(1 << 18);
+    time_case<__half, Relu, 64, 64, 64, 64, 64, 16>(1 << 18);
+    time_case<__nv_bfloat16, Silu, 64, 64, 64, 64, 64, 16>(1 << 18);
   } catch (const std::exception& e) {
     std::printf("exception: %s\nFAIL\n", e.what());
     return 1;

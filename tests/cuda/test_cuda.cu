@@ -166,7 +166,16 @@ TEST_CASE("which networks the fully fused kernels take (etnn::bf16, etnn::fp16) 
   static_assert(fusable<decltype(nn::input<20> >> nn::linear<48> >> nn::relu >> nn::linear<10>)>);  // padded
   static_assert(!fusable<decltype(nn::input<784> >> nn::linear<64> >> nn::relu >> nn::linear<16>)>);  // input 784
   static_assert(!fusable<decltype(nn::input<64> >> nn::linear<200> >> nn::relu >> nn::linear<16>)>);  // width 200
-  static_assert(!fusable<decltype(nn::input<64> >> nn::linear<64> >> nn::tanh >> nn::linear<16>)>);   // not relu
+  // One activation between the layers, ReLU, tanh or SiLU (expr::detail::fused_hidden); not two kinds,
+  // not one the kernels lack, not none.
+  static_assert(fusable<decltype(nn::input<64> >> nn::linear<64> >> nn::tanh >> nn::linear<16>)>);
+  static_assert(fusable<decltype(nn::input<20> >> nn::linear<48> >> nn::silu >> nn::linear<64> >> nn::silu >>
+                                 nn::linear<10>)>);
+  static_assert(!fusable<decltype(nn::input<64> >> nn::linear<64> >> nn::relu >> nn::linear<64> >> nn::tanh >>
+                                  nn::linear<16>)>);
+  static_assert(!fusable<decltype(nn::input<64> >> nn::linear<64> >> nn::sigmoid >> nn::linear<16>)>);
+  static_assert(!fusable<decltype(nn::input<64> >> nn::linear<64> >> nn::gelu >> nn::linear<16>)>);
+  static_assert(!fusable<decltype(nn::input<64> >> nn::linear<64> >> nn::linear<16>)>);
   static_assert(!fusable<decltype(nn::input<64> >> nn::linear<64> >> nn::relu >> nn::linear<16> >> nn::relu)>);
   using Small = decltype(nn::input<64> >> nn::linear<64> >> nn::relu >> nn::linear<16>);
   using Large = decltype(nn::input<784> >> nn::linear<64> >> nn::relu >> nn::linear<16>);

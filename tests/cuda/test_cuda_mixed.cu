@@ -86,6 +86,14 @@ TEST_CASE("mixed precision with padded widths (20 -> 48 -> 10 run as 32 -> 64 ->
   check_mixed_follows_cpu<Padded>();
 }
 
+TEST_CASE("mixed precision with tanh and SiLU fused (SiLU's f'(z) kept in bf16 or fp16) follows the CPU model" *
+          doctest::skip(!gpu())) {
+  check_mixed_follows_cpu<decltype(nn::input<32> >> nn::linear<64> >> nn::tanh >> nn::linear<64> >> nn::tanh >>
+                                   nn::linear<16>)>();
+  check_mixed_follows_cpu<decltype(nn::input<20> >> nn::linear<48> >> nn::silu >> nn::linear<10>)>();
+  check_mixed_follows_cpu<decltype(nn::input<32> >> nn::linear<64> >> nn::silu >> nn::linear<16>), etnn::fp16>();
+}
+
 TEST_CASE("mixed precision layer by layer (cuBLASLt bf16 products) follows the CPU model: any network, or forced" *
           doctest::skip(!gpu())) {
   check_mixed_follows_cpu<Unfusable>();

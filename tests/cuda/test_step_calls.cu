@@ -7,7 +7,10 @@
 
 #include <etnn/etnn.hpp>
 
+#include <algorithm>
+#include <cstdint>
 #include <filesystem>
+#include <utility>
 #include <span>
 #include <string>
 #include <vector>
@@ -91,9 +94,15 @@ TEST_CASE("every call of training, evaluating and saving any network on the devi
     train_and_save<cuda_test::SequenceLayers, float, etnn::loss::NLL>(graphs);
     train_and_save<cuda_test::TokenLayers, double, etnn::loss::NLL>(graphs);
     train_and_save<Mlp, float, etnn::loss::CrossEntropy>(graphs);
-    // Mixed precision: the fused 16-bit MLP kernels (widths padded), and bf16 products layer by layer.
+    // Mixed precision: the fused 16-bit MLP kernels (widths padded; ReLU, tanh, SiLU), and bf16 products
+    // layer by layer.
     train_and_save<decltype(nn::input<20> >> nn::linear<48> >> nn::relu >> nn::linear<10>), etnn::bf16,
                    etnn::loss::MSE>(graphs);
+    train_and_save<decltype(nn::input<32> >> nn::linear<64> >> nn::tanh >> nn::linear<16>), etnn::bf16,
+                   etnn::loss::MSE>(graphs);
+    train_and_save<decltype(nn::input<20> >> nn::linear<48> >> nn::silu >> nn::linear<64> >> nn::silu >>
+                            nn::linear<10>),
+                   etnn::fp16, etnn::loss::MSE>(graphs);
     train_and_save<Mlp, etnn::fp16, etnn::loss::MSE>(graphs);
   }
   // What ran: kernels, products and graphs (none would have, had the calls gone around the layer).
@@ -101,6 +110,38 @@ TEST_CASE("every call of training, evaluating and saving any network on the devi
   CHECK(runtime.count("launch fused_mlp_forward_kernel") > 0);
   CHECK(runtime.count("launch etnn::conv2d_forward im2col") > 0);
   CHECK(runtime.count("cudaGraphLaunch") > 0);
+}
+
+TEST_CASE("the fused MLP's saved regions: aligned, apart, and f'(z) kept beside the activations where f' needs z") {
+  namespace fused = etnn::cuda::detail::fused_mlp;
+  const auto check = []<class Act>(Act, bool keeps) {
+    using Net = fused::Net<__nv_bfloat16, Act, 32, 64, 128, 16>;
+    for (const int batch : {1, 37, 300}) {
+      const auto layout = Net::saved_layout(batch, reinterpret_cast<void*>(std::uintptr_t{1} << 20));
+      const auto& b = layout.buffers;
+      // [begin, end) of every region, in bytes from the base.
+      std::vector<std::pair<std::uintptr_t, std::uintptr_t>> regions;
+      const auto add = [&](const void* p, std::size_t bytes) {
+        const auto at = reinterpret_cast<std::uintptr_t>(p) - (std::uintptr_t{1} << 20);
+        CHECK(at % fused::region_align == 0);
+        regions.emplace_back(at, at + bytes);
+      };
+      const int widths[] = {32, 64, 128, 16};
+      for (int h = 1; h < 3; ++h) {
+        add(b.activation[h], std::size_t{2} * batch * widths[h]);
+        CHECK((b.kept[h] != nullptr) == keeps);
+        if (keeps) add(b.kept[h], std::size_t{2} * batch * widths[h]);
+        add(b.dz[h - 1], std::size_t{2} * batch * widths[h]);
+      }
+      add(b.partial, std::size_t{4} * b.chunks * Net::num_params);
+      std::sort(regions.begin(), regions.end());
+      for (std::size_t i = 0; i + 1 < regions.size(); ++i) CHECK(regions[i].second <= regions[i + 1].first);
+      CHECK(regions.back().second <= layout.bytes);
+    }
+  };
+  check(etnn::fn::Relu{}, false);
+  check(etnn::fn::Tanh{}, false);
+  check(etnn::fn::Silu{}, true);
 }
 
 TEST_CASE("a CUDA training step after warm-up: no allocation, no recording, forward and backward replayed as graphs") {

@@ -1,9 +1,10 @@
 // The padding that lets the fully fused bf16 kernels take any MLP with widths up to 128
 // (expr/fused_mlp_padding.hpp), checked on the CPU: the index maps are each other's inverse, and the
 // padded network, with its parameters and input laid out by them, computes the true network's
-// outputs and gradients (double precision), with zeros in every padded place. And the fused
-// chain's activation (FusedHidden) is the CPU's ReLU on every value the non-finite guard cares
-// about: NaN, +-0, +-inf, denormals, negatives.
+// outputs and gradients (double precision), with zeros in every padded place, for each activation
+// the fused chain takes (ReLU, tanh, SiLU). And the fused chain's ReLU step (fn::activate,
+// fn::chain_kept: what the kernels call) is the CPU's ReLU on every value the non-finite guard
+// cares about: NaN, +-0, +-inf, denormals, negatives.
 #include <doctest/doctest.h>
 
 #include <etnn/etnn.hpp>
@@ -18,7 +19,7 @@
 #include "support/gradcheck.hpp"
 
 namespace nn = etnn::nn;
-using etnn::expr::detail::FusedHidden;
+using etnn::expr::detail::fused_hidden;
 using etnn::expr::detail::fused_width;
 using etnn::expr::detail::PaddedMlp;
 
@@ -89,10 +90,12 @@ TEST_CASE("column copies pad with zeros and drop columns") {
   CHECK(back == m);
 }
 
-TEST_CASE("a padded MLP computes the true one's outputs and parameter gradients, zeros elsewhere") {
-  using Net = decltype(nn::input<20> >> nn::linear<40> >> nn::relu >> nn::linear<3>);
-  using Padded = decltype(nn::input<32> >> nn::linear<64> >> nn::relu >> nn::linear<16>);
-  using Padding = PaddedMlp<20, 40, 3>;
+TEST_CASE_TEMPLATE("a padded MLP computes the true one's outputs and parameter gradients, zeros elsewhere", Act,
+                   nn::ReLU, nn::Tanh, nn::SiLU) {
+  constexpr Act f{};
+  using Net = decltype(nn::input<20> >> nn::linear<40> >> f >> nn::linear<48> >> f >> nn::linear<3>);
+  using Padded = decltype(nn::input<32> >> nn::linear<64> >> f >> nn::linear<64> >> f >> nn::linear<16>);
+  using Padding = PaddedMlp<20, 40, 48, 3>;
   static_assert(Padding::num_params == Net::flat_size && Padding::padded_params == Padded::flat_size);
   const int batch = 7;
   etnn::Model<Net, double> model(3);
@@ -165,12 +168,23 @@ auto bits(T v) {
   return std::bit_cast<Bits>(v);
 }
 
+// The fused chain's ReLU, as the kernels apply it (cuda/fused_mlp/net.hpp): forward and backward.
+template <class T>
+T fused_relu(T z) {
+  T unused;
+  return etnn::fn::activate(etnn::fn::Relu{}, z, &unused);
+}
+template <class T>
+T fused_relu_chain(T da, T a) {
+  return etnn::fn::chain_kept(etnn::fn::Relu{}, da, &a, static_cast<const T*>(nullptr), 0);
+}
+
 template <class T>
 void check_relu_parity() {
   const std::vector<T> values = special_values<T>();
   for (const T x : values) {
     INFO("x = ", x, " (bits ", bits(x), ")");
-    const T fused = FusedHidden{}(x), cpu = etnn::fn::Relu{}(x);
+    const T fused = fused_relu(x), cpu = etnn::fn::Relu{}(x);
     if (std::isnan(x)) {
       CHECK(std::isnan(fused));  // kept for the non-finite guard, not turned into 0
     } else {
@@ -178,11 +192,11 @@ void check_relu_parity() {
       CHECK(fused == (x > T(0) ? x : T(0)));
     }
     CHECK(std::isnan(fused) == std::isnan(cpu));
-    // The chain's gradient dZ = dA relu'(A, A), as the CPU's dense backward forms it.
+    // The chain's gradient dZ: dA where A > 0, else 0, as the CPU's dense backward forms it.
     for (const T da : values) {
       INFO("dA = ", da);
-      const T fused_dz = da * FusedHidden{}.derivative(fused, fused);
-      const T cpu_dz = da * etnn::fn::Relu{}.derivative(cpu, cpu);
+      const T fused_dz = fused_relu_chain(da, fused);
+      const T cpu_dz = etnn::fn::chain(etnn::fn::Relu{}, da, cpu, cpu);
       if (std::isnan(cpu_dz)) {
         CHECK(std::isnan(fused_dz));
       } else {
@@ -194,13 +208,21 @@ void check_relu_parity() {
 
 }  // namespace
 
-TEST_CASE("the fused chain's ReLU is the CPU's: NaN, +-0, +-inf, denormals and negatives alike") {
-  static_assert(std::is_same_v<FusedHidden, etnn::fn::Relu>, "one ETNN_HD definition on both devices");
+TEST_CASE("the fused chain's activations are the CPU's functors; its ReLU keeps NaN, +-0, +-inf and denormals") {
+  // The kernels apply the network's own activation type (nn::detail::FusedActivation), no copy of it.
+  static_assert(fused_hidden<etnn::fn::Relu> && fused_hidden<etnn::fn::Tanh> && fused_hidden<etnn::fn::Silu>);
+  static_assert(!fused_hidden<etnn::fn::Sigmoid> && !fused_hidden<etnn::fn::Gelu> && !fused_hidden<etnn::fn::Identity>);
+  // Padding needs f(0) = 0 (a padded unit stays 0) and a finite f'(0) (its zero gradient stays 0).
+  for (const double zero : {etnn::fn::Relu{}(0.0), etnn::fn::Tanh{}(0.0), etnn::fn::Silu{}(0.0)}) CHECK(zero == 0.0);
+  CHECK(etnn::fn::Silu{}.derivative(0.0, 0.0) == 0.5);
+  CHECK(etnn::fn::Tanh{}.derivative(0.0, 0.0) == 1.0);
   check_relu_parity<float>();
   check_relu_parity<double>();
-  // A NaN or infinite gradient at an inactive unit stays non-finite (0 * inf = NaN, as on the CPU).
-  CHECK(std::isnan(std::numeric_limits<float>::infinity() * FusedHidden{}.derivative(0.0f, 0.0f)));
-  CHECK(std::isnan(std::numeric_limits<float>::quiet_NaN() * FusedHidden{}.derivative(-1.0f, 0.0f)));
+  // A NaN or infinite gradient at an inactive unit gives 0, as the CPU's ReLU backward and PyTorch's
+  // threshold_backward do (the guard still sees it in the gradients of the layer above).
+  CHECK(fused_relu_chain(std::numeric_limits<float>::infinity(), 0.0f) == 0.0f);
+  CHECK(fused_relu_chain(std::numeric_limits<float>::quiet_NaN(), -0.0f) == 0.0f);
+  CHECK(std::isnan(fused_relu_chain(std::numeric_limits<float>::quiet_NaN(), 2.0f)));
 }
 
 TEST_CASE("the fused chain's ReLU gives what a CPU relu layer gives, NaN included") {
@@ -215,7 +237,7 @@ TEST_CASE("the fused chain's ReLU gives what a CPU relu layer gives, NaN include
   for (int i = 0; i < n; ++i) {
     const float v = values[static_cast<std::size_t>(i)];
     INFO("x = ", v);
-    const float fused = FusedHidden{}(v), cpu = y.data()[i];
+    const float fused = fused_relu(v), cpu = y.data()[i];
     CHECK(std::isnan(fused) == std::isnan(cpu));
     if (!std::isnan(cpu)) CHECK(bits(fused) == bits(cpu));
   }

@@ -3,7 +3,8 @@
 // The fully fused narrow-MLP kernels for the program that runs them (nn/fused_mlp_program.hpp):
 //   HalfOf<Scalar>::type             the 16-bit operand type of a mixed-precision scalar type
 //                                    (__half for etnn::fp16, __nv_bfloat16 for etnn::bf16)
-//   FusedMlpKernels<Half, W...>::type  the kernels at a network's true widths W (cuda::PaddedFusedMlp)
+//   FusedMlpKernels<Half, Act, W...>::type  the kernels at a network's true widths W, Act between
+//                                    its layers (cuda::PaddedFusedMlp)
 // Only an nvcc build has them; a host build declares both and defines neither, so a program that
 // names them compiles there as long as nothing instantiates it (etnn::device_compiled<Cuda> is
 // false, and nn never chooses the fused program).
@@ -20,7 +21,7 @@ namespace etnn::backend {
 
 template <class Scalar>
 struct HalfOf;
-template <class Half, int... Widths>
+template <class Half, class Act, int... Widths>
 struct FusedMlpKernels;
 
 #if defined(__CUDACC__)
@@ -28,9 +29,9 @@ template <class Scalar>
 struct HalfOf {
   using type = std::conditional_t<products_of<Scalar> == Products::fp16, __half, __nv_bfloat16>;
 };
-template <class Half, int... Widths>
+template <class Half, class Act, int... Widths>
 struct FusedMlpKernels {
-  using type = cuda::PaddedFusedMlp<Half, Widths...>;
+  using type = cuda::PaddedFusedMlp<Half, Act, Widths...>;
 };
 #endif
 

@@ -1,8 +1,8 @@
 #pragma once
 // Private to expr/: include <etnn/expr/expr.hpp> or <etnn/etnn.hpp>.
 // Padding a narrow MLP to the fully fused kernels' widths (16, 32, 64 or 128), so that any chain of
-// linear layers with ReLU between them and every width at most 128 runs fused: an input of 20
-// features or 10 classes out is carried as 32 and 16.
+// linear layers with ReLU, tanh or SiLU between them and every width at most 128 runs fused: an
+// input of 20 features or 10 classes out is carried as 32 and 16.
 //
 // Widths W_0 .. W_L (W_0 the input), padded P_l = fused_width(W_l). Parameters are laid out per
 // layer as etnn's linear layers are (MlpLayout): weight (W_{l+1}, W_l) row-major then bias
@@ -10,13 +10,15 @@
 // zeros: the padded network computes the same function
 // on the true features, because
 //   - a padded input column meets only zero weights;
-//   - a padded hidden unit has zero weights in and zero bias, so it is ReLU(0) = 0, and its
-//     weights out are zero too;
+//   - a padded hidden unit has zero weights in and zero bias, so it is f(0) = 0 (ReLU, tanh and
+//     SiLU all map 0 to 0), and its weights out are zero too, so its gradient dA is 0 and so is its
+//     dZ = dA f'(0) (f'(0) is finite: 0, 1 and 1/2);
 //   - a padded output is 0 and, given a zero gradient (dy padded with zeros), sends nothing back.
 // Its true parameters' gradients are therefore the true network's, and its padding's are zero.
 // The maps below are between true and padded parameter indices; device-neutral, they run on the
 // host (tests) and on the device (the copy kernels of cuda/fused_mlp/padding.hpp).
 #include <cstddef>
+#include <type_traits>
 
 #include "../core/alignment.hpp"
 #include "../core/config.hpp"
@@ -24,12 +26,16 @@
 
 namespace etnn::expr::detail {
 
-// The activation of the fused chain's hidden layers, forward and backward (cuda/fused_mlp/net.hpp):
-//   A_{l+1} = relu(Z_l)      dZ_{l-1} = dA_l relu'(A_l, A_l) = dA_l [A_l > 0]
-// It is the CPU's ReLU itself, so both devices agree on every value: a NaN stays NaN (the
-// non-finite guard must see it), and a NaN or infinite dA_l at an inactive unit gives NaN as the
-// CPU's product does.
-using FusedHidden = fn::Relu;
+// The activations the fused chain's hidden layers take (one for all of them), forward and backward
+// (cuda/fused_mlp/net.hpp), through the CPU's own functors and its fused layers' steps:
+//   A_{l+1} = fn::activate(f, Z_l, &K_{l+1})     K = f'(Z) kept where f' needs Z (SiLU), else none
+//   dZ_{l-1} = fn::chain_kept(f, dA_l, A_l, K_l)  = dA_l f'(A_l) (ReLU: [A_l > 0], tanh: 1 - A_l^2),
+//                                                   or dA_l K_l (SiLU)
+// So both devices agree on every value: ReLU keeps a NaN (the non-finite guard must see it), and its
+// backward step is the CPU's select (dA where A > 0, else 0, as PyTorch's threshold_backward).
+template <class F>
+inline constexpr bool fused_hidden = std::is_same_v<F, fn::Relu> || std::is_same_v<F, fn::Tanh> ||
+                                     std::is_same_v<F, fn::Silu>;
 
 // The smallest fused kernel width that holds w features: 16, 32, 64 or 128; 0 when w > 128.
 ETNN_HD constexpr int fused_width(int w) {

@@ -1,7 +1,8 @@
 #pragma once
 // Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // The network executor of a mixed-precision model on CUDA (etnn::Model<Net, etnn::bf16, Cuda>,
-// or etnn::fp16): a chain of linear layers with ReLU between them and every width at most 128 runs
+// or etnn::fp16): a chain of linear layers with one activation between them (ReLU, tanh or SiLU:
+// expr::detail::fused_hidden) and every width at most 128 runs
 // as the fully fused kernels (cuda/fused_mlp.hpp, through backend/fused_mlp.hpp), one forward
 // launch and three backward ones, activations on chip in the 16-bit format. Widths other than 16,
 // 32, 64 and 128 run padded with zeros to the next of them (expr/fused_mlp_padding.hpp,
@@ -33,29 +34,40 @@ struct FusedLayer {
   static constexpr bool dense = false;
   static constexpr int in = 0;
   static constexpr int out = 0;
-  static constexpr bool relu = false;
-  static constexpr bool identity = false;
+  using activation = void;
 };
 template <ShapeType In, int Out, class Act, int Index>
 struct FusedLayer<DenseLayer<In, Out, Act, Index>> {
   static constexpr bool dense = In::rank == 1;  // not linear over a sequence's positions
   static constexpr int in = In::dims[0];
   static constexpr int out = Out;
-  static constexpr bool relu = std::is_same_v<Act, expr::detail::FusedHidden>;  // the kernels' activation
-  static constexpr bool identity = std::is_same_v<Act, fn::Identity>;
+  using activation = Act;
 };
 
-// Linear layers only, ReLU after each but the last, none after the last, every width fusable.
+// The activation between the fused layers: the first layer's (fn::Relu, never applied, when there
+// is one layer).
+template <class... Ls>
+using FusedActivation = std::conditional_t<(sizeof...(Ls) > 1),
+                                           typename FusedLayer<std::tuple_element_t<0, std::tuple<Ls...>>>::activation,
+                                           fn::Relu>;
+
+// Linear layers only, the same activation the kernels take (expr::detail::fused_hidden) after
+// each but the last, none after the last, every width fusable.
 template <class... Ls>
 consteval bool fusable_mlp() {
   constexpr std::size_t n = sizeof...(Ls);
-  constexpr bool dense[] = {FusedLayer<Ls>::dense...};
-  constexpr bool relu[] = {FusedLayer<Ls>::relu...};
-  constexpr bool identity[] = {FusedLayer<Ls>::identity...};
-  for (std::size_t i = 0; i < n; ++i)
-    if (!dense[i] || (i + 1 < n ? !relu[i] : !identity[i])) return false;
-  using First = std::tuple_element_t<0, std::tuple<Ls...>>;
-  return expr::detail::PaddedMlp<FusedLayer<First>::in, FusedLayer<Ls>::out...>::fits;
+  using Act = FusedActivation<Ls...>;
+  if constexpr (!expr::detail::fused_hidden<Act>) {
+    return false;
+  } else {
+    constexpr bool dense[] = {FusedLayer<Ls>::dense...};
+    constexpr bool same_activation[] = {std::is_same_v<typename FusedLayer<Ls>::activation, Act>...};
+    constexpr bool identity[] = {std::is_same_v<typename FusedLayer<Ls>::activation, fn::Identity>...};
+    for (std::size_t i = 0; i < n; ++i)
+      if (!dense[i] || (i + 1 < n ? !same_activation[i] : !identity[i])) return false;
+    using First = std::tuple_element_t<0, std::tuple<Ls...>>;
+    return expr::detail::PaddedMlp<FusedLayer<First>::in, FusedLayer<Ls>::out...>::fits;
+  }
 }
 
 // Half: __nv_bfloat16 or __half.
@@ -68,7 +80,8 @@ struct FusedMlpProgram<TypeList<Ls...>, Half> : Program<TypeList<Ls...>> {
   static_assert(fusable_mlp<Ls...>(), "etnn: ProgramFor chooses FusedMlpProgram only for networks it takes");
   using First = std::tuple_element_t<0, std::tuple<Ls...>>;
   // The kernels at the network's widths: input, then each layer's output.
-  using kernels = typename backend::FusedMlpKernels<Half, FusedLayer<First>::in, FusedLayer<Ls>::out...>::type;
+  using kernels = typename backend::FusedMlpKernels<Half, FusedActivation<Ls...>, FusedLayer<First>::in,
+                                                    FusedLayer<Ls>::out...>::type;
   static constexpr std::size_t out_width = base::template layer<base::count - 1>::out_shape::size;
   static_assert(kernels::padding::num_params == base::flat_size,
                 "etnn: the fused kernels read the parameters where the linear layers lay them out");

@@ -72,6 +72,7 @@ __host__ __device__ constexpr std::size_t max_weight_grad_smem() {
 template <class Half, int Layers>
 struct SavedBuffers {
   Half* activation[Layers + 1];  // activation[h] = A_h (batch, w_h) for 1 <= h < Layers
+  Half* kept[Layers + 1];        // kept[h] = f'(Z_{h-1}) (batch, w_h) likewise, where f' needs Z (SiLU)
   Half* dz[Layers];              // dz[l] = dZ_l (batch, w_{l+1}) for 0 <= l < Layers - 1 (dZ_{Layers-1} is dy)
   float* partial;                // (chunks, num_params): chunk c's parameter gradients, params' layout
   int chunks;                    // row chunks of the weight-gradient split
@@ -96,7 +97,8 @@ inline ChunkPlan plan_chunks(int batch) {
 }
 
 // One network's layers and layouts, shared by its device code (Net) and its host driver (FusedMlp).
-template <class Half, int... W>
+// Act: the hidden layers' activation (expr::detail::fused_hidden).
+template <class Half, class Act, int... W>
 struct Geometry {
   static constexpr int layers = static_cast<int>(sizeof...(W)) - 1;
   // The flat parameters, as etnn's linear layers lay them out (expr::detail::MlpLayout): each
@@ -109,7 +111,7 @@ struct Geometry {
   struct Layer {
     static constexpr int in = width_at<W...>(l);
     static constexpr int out = width_at<W...>(l + 1);
-    static constexpr bool hidden = l + 1 < layers;  // ReLU, and its output is saved
+    static constexpr bool hidden = l + 1 < layers;  // Act, and its output (and kept f') saved
     static constexpr std::size_t weight_offset = layout::weight_at(l);
     static constexpr std::size_t bias_offset = layout::bias_at(l);
     static constexpr int weight_ld = in + smem_pad;  // shared row pitch of W_l (out, in)
@@ -133,8 +135,9 @@ struct Geometry {
   };
 
   // Regions in order, each starting on a region_align boundary:
-  //   A_h (batch, w_h) Half for 1 <= h < L;  dZ_l (batch, w_{l+1}) Half for 0 <= l < L-1;
-  //   partial (chunks, num_params) fp32.
+  //   A_h (batch, w_h) Half for 1 <= h < L;  where Act' needs Z, K_h = f'(Z_{h-1}) (batch, w_h)
+  //   Half for 1 <= h < L;  dZ_l (batch, w_{l+1}) Half for 0 <= l < L-1;  partial (chunks,
+  //   num_params) fp32.
   static SavedLayout saved_layout(int batch, void* base) {
     constexpr int widths[] = {W...};
     unsigned char* bytes = static_cast<unsigned char*>(base);
@@ -148,6 +151,9 @@ struct Geometry {
     Buffers buffers{};
     for (int h = 1; h < layers; ++h)
       buffers.activation[h] = reinterpret_cast<Half*>(take(rows * widths[h] * sizeof(Half)));
+    if constexpr (Act::derivative_needs_input)
+      for (int h = 1; h < layers; ++h)
+        buffers.kept[h] = reinterpret_cast<Half*>(take(rows * widths[h] * sizeof(Half)));
     for (int l = 0; l + 1 < layers; ++l)
       buffers.dz[l] = reinterpret_cast<Half*>(take(rows * widths[l + 1] * sizeof(Half)));
     const ChunkPlan plan = plan_chunks(batch < 1 ? 1 : batch);

@@ -1,6 +1,6 @@
 #pragma once
-// Private to cuda/fused_mlp.hpp: the fused MLP's host driver: FusedMlp<Half, Widths...>, its checks
-// and its kernel launches.
+// Private to cuda/fused_mlp.hpp: the fused MLP's host driver: FusedMlp<Half, Act, Widths...>, its
+// checks and its kernel launches.
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -30,15 +30,16 @@ inline unsigned tile_blocks(int batch) { return static_cast<unsigned>(ceil_div(b
 
 }  // namespace detail::fused_mlp
 
-// Half: __nv_bfloat16 or __half.
-template <class Half, int... Widths>
+// Half: __nv_bfloat16 or __half. Act: the hidden layers' activation, fn::Relu, fn::Tanh or fn::Silu.
+template <class Half, class Act, int... Widths>
 struct FusedMlp {
   static_assert(std::is_same_v<Half, __nv_bfloat16> || std::is_same_v<Half, __half>);
+  static_assert(expr::detail::fused_hidden<Act>, "the fused kernels' hidden activation is ReLU, tanh or SiLU");
   static_assert(sizeof...(Widths) >= 2, "ETNN_FUSED_MLP_WIDTH: a fused MLP needs an input and an output width");
   static_assert(fused_mlp_widths_ok<Widths...>, "ETNN_FUSED_MLP_WIDTH: every width must be 16, 32, 64 or 128");
 
  private:
-  using Net = detail::fused_mlp::Net<Half, Widths...>;
+  using Net = detail::fused_mlp::Net<Half, Act, Widths...>;
   using Buffers = typename Net::Buffers;
 
  public:
@@ -46,7 +47,8 @@ struct FusedMlp {
   static constexpr std::size_t num_params = Net::num_params;
 
   // Bytes of `saved` at this batch: hidden activations A_1..A_{L-1} (Half, kept from forward to
-  // backward), then backward's scratch: dZ_0..dZ_{L-2} (Half) and the per-chunk partial gradients.
+  // backward; and f'(Z) beside them where Act' needs Z), then backward's scratch: dZ_0..dZ_{L-2}
+  // (Half) and the per-chunk partial gradients.
   static std::size_t saved_bytes(int batch) {
     check_batch(batch);
     return Net::saved_layout(batch, nullptr).bytes;

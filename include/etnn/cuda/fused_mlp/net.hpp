@@ -12,9 +12,9 @@
 
 namespace etnn::cuda::detail::fused_mlp {
 
-template <class Half, int... W>
-struct Net : Geometry<Half, W...> {
-  using Geo = Geometry<Half, W...>;
+template <class Half, class Act, int... W>
+struct Net : Geometry<Half, Act, W...> {
+  using Geo = Geometry<Half, Act, W...>;
   using Geo::layers;
   using Geo::num_params;
   using typename Geo::layout;
@@ -97,12 +97,12 @@ struct Net : Geometry<Half, W...> {
 
   // One layer for the warp's 16 rows `strip` (row pitch tile_ld):
   //   Z = A W^T + b     A: (16, in) Half shared   W: (out, in) Half shared   Z: (16, out) fp32
-  // Hidden layer: A_next = relu(Z) (expr::detail::FusedHidden, the CPU's ReLU) as Half written
-  // over the strip (columns 0..out-1) and to saved_activation (batch, out) for rows < batch.
-  // Output layer: y (batch, out) = Z in fp32.
+  // Hidden layer: A_next = f(Z) (fn::activate, the CPU's fused layers' step) as Half written over
+  // the strip (columns 0..out-1) and to saved_activation (batch, out) for rows < batch; where f'
+  // needs Z, f'(Z) to saved_kept (batch, out) too. Output layer: y (batch, out) = Z in fp32.
   template <int l>
   __device__ static void forward_layer(Half* tile, Half* weights, float* scratch, const float* params,
-                                       Half* saved_activation, float* y, int row0, int batch) {
+                                       Half* saved_activation, Half* saved_kept, float* y, int row0, int batch) {
     using L = Layer<l>;
     // acc = A W^T (K = in, N = out): W^T (in, out) is W (out, in) row-major read as column-major,
     // element (k, n) = W[n][k].
@@ -110,11 +110,15 @@ struct Net : Geometry<Half, W...> {
         tile, weights, scratch, params, row0, [&](float (&v)[8], Half* strip, int r, int row, int col) {
           for (int t = 0; t < 8; ++t) v[t] += params[L::bias_offset + col + t];
           if constexpr (L::hidden) {
-            for (int t = 0; t < 8; ++t) v[t] = expr::detail::FusedHidden{}(v[t]);
+            float kept[8];
+            for (int t = 0; t < 8; ++t) v[t] = fn::activate(Act{}, v[t], &kept[t]);
             const uint4 bits = pack8<Half>(v);
             *reinterpret_cast<uint4*>(strip + r * tile_ld + col) = bits;
-            if (row < batch)
-              *reinterpret_cast<uint4*>(saved_activation + static_cast<std::size_t>(row) * L::out + col) = bits;
+            if (row < batch) {
+              const std::size_t at = static_cast<std::size_t>(row) * L::out + col;
+              *reinterpret_cast<uint4*>(saved_activation + at) = bits;
+              if constexpr (Act::derivative_needs_input) *reinterpret_cast<uint4*>(saved_kept + at) = pack8<Half>(kept);
+            }
           } else {
             if (row < batch)
               for (int t = 0; t < 8; ++t) y[static_cast<std::size_t>(row) * L::out + col + t] = v[t];
@@ -125,7 +129,7 @@ struct Net : Geometry<Half, W...> {
   template <int l>
   __device__ static void forward_layers(Half* tile, Half* weights, float* scratch, const float* params,
                                         const Buffers& saved, float* y, int row0, int batch) {
-    forward_layer<l>(tile, weights, scratch, params, saved.activation[l + 1], y, row0, batch);
+    forward_layer<l>(tile, weights, scratch, params, saved.activation[l + 1], saved.kept[l + 1], y, row0, batch);
     if constexpr (l + 1 < layers) forward_layers<l + 1>(tile, weights, scratch, params, saved, y, row0, batch);
   }
 
@@ -143,22 +147,29 @@ struct Net : Geometry<Half, W...> {
 
   // For the warp's 16 rows `strip` holding dZ_l (16, out):
   //   dA_l = dZ_l W_l      dZ_l: (16, out) Half shared   W_l: (out, in) Half shared row-major
-  //   dZ_{l-1} = dA_l (.) relu'(A_l) = dA_l (.) [A_l > 0]     A_l from saved_activation (batch, in)
+  //   dZ_{l-1} = fn::chain_kept(f, dA_l, A_l, K_l): dA_l (.) f'(A_l), A_l from saved_activation
+  //              (batch, in), or dA_l (.) K_l, K_l = f'(Z_{l-1}) from saved_kept, where f' needs Z
   // dZ_{l-1} (16, in) is written as Half over the strip and to dz_prev (batch, in) for rows < batch.
   template <int l>
   __device__ static void backprop_layer(Half* tile, Half* weights, float* scratch, const float* params,
-                                        const Half* saved_activation, Half* dz_prev, int row0, int batch) {
+                                        const Half* saved_activation, const Half* saved_kept, Half* dz_prev,
+                                        int row0, int batch) {
     static_assert(l >= 1, "layer 0 has no dZ below it");
     using L = Layer<l>;
     // acc = dA_l = dZ_l W_l (K = out, N = in): W_l (out, in) row-major read as it is,
     // element (k, n) = W_l[k][n].
     strip_times_weights<l, wmma::row_major>(
         tile, weights, scratch, params, row0, [&](float (&v)[8], Half* strip, int r, int row, int col) {
-          float a[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};  // rows past the batch: gradient 0
-          if (row < batch)
-            unpack8<Half>(
-                *reinterpret_cast<const uint4*>(saved_activation + static_cast<std::size_t>(row) * L::in + col), a);
-          for (int t = 0; t < 8; ++t) v[t] *= expr::detail::FusedHidden{}.derivative(a[t], a[t]);
+          // Rows past the batch: A = 0 and K = 0, their gradient is dropped.
+          float a[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+          float kept[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+          if (row < batch) {
+            const std::size_t at = static_cast<std::size_t>(row) * L::in + col;
+            unpack8<Half>(*reinterpret_cast<const uint4*>(saved_activation + at), a);
+            if constexpr (Act::derivative_needs_input)
+              unpack8<Half>(*reinterpret_cast<const uint4*>(saved_kept + at), kept);
+          }
+          for (int t = 0; t < 8; ++t) v[t] = fn::chain_kept(Act{}, v[t], a, kept, static_cast<std::size_t>(t));
           const uint4 bits = pack8<Half>(v);
           *reinterpret_cast<uint4*>(strip + r * tile_ld + col) = bits;
           if (row < batch) *reinterpret_cast<uint4*>(dz_prev + static_cast<std::size_t>(row) * L::in + col) = bits;
@@ -168,7 +179,8 @@ struct Net : Geometry<Half, W...> {
   template <int l>
   __device__ static void backprop_layers(Half* tile, Half* weights, float* scratch, const float* params,
                                          const Buffers& saved, int row0, int batch) {
-    backprop_layer<l>(tile, weights, scratch, params, saved.activation[l], saved.dz[l - 1], row0, batch);
+    backprop_layer<l>(tile, weights, scratch, params, saved.activation[l], saved.kept[l], saved.dz[l - 1], row0,
+                      batch);
     if constexpr (l > 1) backprop_layers<l - 1>(tile, weights, scratch, params, saved, row0, batch);
   }
 

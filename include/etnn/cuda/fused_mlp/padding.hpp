@@ -57,11 +57,12 @@ inline void copy_columns(const float* from, int from_cols, float* to, int to_col
 }  // namespace detail::fused_mlp
 
 // The fused MLP of true widths Widths = {w_0 (input), ..., w_L (output)}, each at most 128, with
-// Half (__nv_bfloat16 or __half) operands: forward and backward as FusedMlp's, on etnn's stream.
-template <class Half, int... Widths>
+// Half (__nv_bfloat16 or __half) operands and Act between the layers: forward and backward as
+// FusedMlp's, on etnn's stream.
+template <class Half, class Act, int... Widths>
 struct PaddedFusedMlp {
   using padding = expr::detail::PaddedMlp<Widths...>;
-  using kernels = FusedMlp<Half, expr::detail::fused_width(Widths)...>;  // checks the widths
+  using kernels = FusedMlp<Half, Act, expr::detail::fused_width(Widths)...>;  // checks the widths
   static constexpr int widths[] = {Widths...};
   static constexpr int in_width = widths[0];
   static constexpr int out_width = widths[sizeof...(Widths) - 1];

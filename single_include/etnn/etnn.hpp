@@ -6049,7 +6049,8 @@ T label_rows_loss(Cuda, cuda::LabelRowsScratch& scratch, const T* x, int batch, 
 //   dW_l += dZ_l^T A_l                (w_{l+1}, batch) x (batch, w_l)
 //   db_l += sum over rows of dZ_l
 //   dZ_{l-1} = (dZ_l W_l) (.) f'(Z_{l-1})    for l >= 1, f' from A_l (ReLU: [A_l > 0], tanh:
-//                                            1 - A_l^2) or K_l (dL/dx is not computed)
+//                                            1 - A_l^2) or K_l
+//   dX = dZ_0 W_0                     (batch, w_0) fp32, when asked for (a trainable layer below)
 //
 // Kernels (256 threads = 8 warps per block; a block carries a tile of 128 batch rows and each
 // warp owns 16 consecutive rows of it, so activations between layers stay warp-private):
@@ -6057,8 +6058,9 @@ T label_rows_loss(Cuda, cuda::LabelRowsScratch& scratch, const T* x, int batch, 
 //             tile's activations stay in shared memory as Half (overwritten layer by layer); each
 //             layer's weights are converted fp32 -> Half into shared memory; bias and f are
 //             applied in fp32 before rounding. Hidden activations A_1..A_{L-1} (and K) go to `saved`.
-//   backward: 1. fused_mlp_chain_kernel (only when L >= 2): one block per tile, dZ_{L-1} = dy down
-//                to dZ_0 through all layers, tile-local; dZ_0..dZ_{L-2} go to `saved` (Half).
+//   backward: 1. fused_mlp_chain_kernel (when L >= 2 or dX is asked for): one block per tile,
+//                dZ_{L-1} = dy down to dZ_0 through all layers, tile-local; dZ_0..dZ_{L-2} go to
+//                `saved` (Half); then dX from the tile's dZ_0 straight to its fp32 destination.
 //             2. fused_mlp_weight_grad_kernel: grid (chunks, L); block (c, l) computes
 //                dW_l and db_l over the rows of chunk c (a run of whole tiles) into its own slot of
 //                a per-chunk partial buffer laid out like the parameters.
@@ -6536,16 +6538,29 @@ struct Net : Geometry<Half, Act, W...> {
     if constexpr (l > 1) backprop_layers<l - 1>(tile, weights, scratch, params, saved, row0, batch);
   }
 
+  // The input gradient, from the warp's 16 rows `strip` holding dZ_0 (16, w_1):
+  //   dX = dZ_0 W_0      W_0: (w_1, w_0) Half shared row-major      dX: (batch, w_0) fp32, rows < batch
+  __device__ static void input_gradient(Half* tile, Half* weights, float* scratch, const float* params, float* dx,
+                                        int row0, int batch) {
+    constexpr int in = Layer<0>::in;
+    strip_times_weights<0, wmma::row_major>(tile, weights, scratch, params, row0,
+                                            [&](float (&v)[8], Half*, int, int row, int col) {
+                                              if (row < batch)
+                                                for (int t = 0; t < 8; ++t)
+                                                  dx[static_cast<std::size_t>(row) * in + col + t] = v[t];
+                                            });
+  }
+
+  // dZ_{L-1} = dy down to dZ_0 (layers >= 2), then dX when dx is not null (the same for every block).
   __device__ static void chain_tile(unsigned char* smem, const float* params, const float* dy, const Buffers& saved,
-                                    int batch) {
-    if constexpr (layers >= 2) {
-      Half* tile = reinterpret_cast<Half*>(smem);
-      Half* weights = tile + tile_elems;
-      float* scratch = reinterpret_cast<float*>(weights + weight_elems);
-      const int row0 = static_cast<int>(blockIdx.x) * tile_rows;
-      load_tile_rows<Layer<layers - 1>::out>(tile, tile_ld, dy, row0, batch);  // dZ_{L-1} = dy
-      backprop_layers<layers - 1>(tile, weights, scratch, params, saved, row0, batch);
-    }
+                                    float* dx, int batch) {
+    Half* tile = reinterpret_cast<Half*>(smem);
+    Half* weights = tile + tile_elems;
+    float* scratch = reinterpret_cast<float*>(weights + weight_elems);
+    const int row0 = static_cast<int>(blockIdx.x) * tile_rows;
+    load_tile_rows<Layer<layers - 1>::out>(tile, tile_ld, dy, row0, batch);  // dZ_{L-1} = dy
+    if constexpr (layers >= 2) backprop_layers<layers - 1>(tile, weights, scratch, params, saved, row0, batch);
+    if (dx != nullptr) input_gradient(tile, weights, scratch, params, dx, row0, batch);
   }
 
   // ---- backward 2: per-chunk weight and bias gradients ----
@@ -6672,8 +6687,8 @@ __global__ void __launch_bounds__(threads)
 
 template <class N>
 __global__ void __launch_bounds__(threads)
-    fused_mlp_chain_kernel(const float* params, const float* dy, typename N::Buffers saved, int batch) {
-  with_shared_memory_on_sm80([&](unsigned char* smem) { N::chain_tile(smem, params, dy, saved, batch); });
+    fused_mlp_chain_kernel(const float* params, const float* dy, typename N::Buffers saved, float* dx, int batch) {
+  with_shared_memory_on_sm80([&](unsigned char* smem) { N::chain_tile(smem, params, dy, saved, dx, batch); });
 }
 
 // Grid (chunks, layers).
@@ -6754,20 +6769,21 @@ struct FusedMlp {
   }
 
   // Backward after forward(params, x, ., saved, batch): dy (batch, out) fp32 = dL/dy.
-  // ACCUMULATES (+=) dL/dparams into grads (params' layout). dL/dx is not computed. `saved`'s
-  // scratch part is overwritten (its activations are not). Three launches (two when L = 1).
+  // ACCUMULATES (+=) dL/dparams into grads (params' layout); WRITES dL/dx (batch, in) fp32 to dx
+  // unless it is null. `saved`'s scratch part is overwritten (its activations are not). Three
+  // launches (two when L = 1 without dx).
   static void backward(const float* params, float* grads, const float* x, void* saved, const float* dy, int batch,
-                       cudaStream_t stream) {
+                       cudaStream_t stream, float* dx = nullptr) {
     check_batch(batch);
     if (batch == 0) return;
     check_device_and_saved(saved);
     const Buffers buffers = Net::saved_layout(batch, saved).buffers;
-    if constexpr (layers >= 2) {
+    if (layers >= 2 || dx != nullptr) {
       constexpr auto kernel = detail::fused_mlp::fused_mlp_chain_kernel<Net>;
       detail::fused_mlp::allow_dynamic_smem(kernel, Net::tile_smem_bytes);
       launch("fused_mlp_chain_kernel", kernel,
              {detail::fused_mlp::tile_blocks(batch), detail::fused_mlp::threads, Net::tile_smem_bytes, stream},
-             params, dy, buffers, batch);
+             params, dy, buffers, dx, batch);
     }
     {
       constexpr auto kernel = detail::fused_mlp::fused_mlp_weight_grad_kernel<Net>;
@@ -6889,19 +6905,21 @@ struct PaddedFusedMlp {
   }
 
   // grads += dL/dparams for the output gradient dy (batch, w_L), after forward on the same x and
-  // scratch (forward left the padded parameters and input there).
+  // scratch (forward left the padded parameters and input there); dx (batch, w_0) = dL/dx unless
+  // it is null (the padded input's gradient with its padded columns dropped: they meet zero weights).
   static void backward(const float* params, float* grads, const float* x, const float* dy, float* scratch,
-                       int batch) {
+                       int batch, float* dx = nullptr) {
     const Regions r = regions(scratch, batch);
     if constexpr (padding::needed) {
       detail::fused_mlp::copy_columns(dy, out_width, r.dy, padded_out, batch);
       ETNN_CHECK_CUDA(runtime().cudaMemsetAsync(r.grads, 0, padding::padded_params * sizeof(float), stream()));
-      kernels::backward(r.params, r.grads, r.x, r.saved, r.dy, batch, stream());
+      kernels::backward(r.params, r.grads, r.x, r.saved, r.dy, batch, stream(), dx != nullptr ? r.dx : nullptr);
       constexpr std::size_t n = padding::num_params;
       launch("etnn fused MLP add_true_gradients_kernel", detail::fused_mlp::add_true_gradients_kernel<padding>,
              {grid_blocks(n), 256}, r.grads, grads);
+      if (dx != nullptr) detail::fused_mlp::copy_columns(r.dx, padded_in, dx, in_width, batch);
     } else {
-      kernels::backward(params, grads, x, r.saved, dy, batch, stream());
+      kernels::backward(params, grads, x, r.saved, dy, batch, stream(), dx);
     }
   }
 
@@ -6914,6 +6932,7 @@ struct PaddedFusedMlp {
     float* x;       // (batch, padded_in)
     float* y;       // (batch, padded_out)
     float* dy;      // (batch, padded_out)
+    float* dx;      // (batch, padded_in)
     std::size_t floats;
   };
   static Regions regions(float* scratch, int batch) {
@@ -6933,6 +6952,7 @@ struct PaddedFusedMlp {
       r.x = take(rows * padded_in);
       r.y = take(rows * padded_out);
       r.dy = take(rows * padded_out);
+      r.dx = take(rows * padded_in);
     }
     r.floats = at;
     return r;

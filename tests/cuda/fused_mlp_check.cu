@@ -118,6 +118,7 @@ enum class Precision { exact, half_operands };
 struct Reference {
   std::vector<double> y;
   std::vector<double> grads;
+  std::vector<double> dx;  // dL/dx (batch, w_0)
 };
 
 enum class Pass { forward, forward_and_backward };
@@ -194,7 +195,14 @@ Reference reference(const std::vector<int>& widths, const std::vector<float>& pa
           grad_w[static_cast<std::size_t>(o) * in + i] += g * act[l][static_cast<std::size_t>(b) * in + i];
         grad_b[o] += g;
       }
-    if (l == 0) break;
+    if (l == 0) {  // dX = dZ_0 W_0
+      ref.dx.assign(static_cast<std::size_t>(batch) * in, 0.0);
+      for (int b = 0; b < batch; ++b)
+        for (int i = 0; i < in; ++i)
+          for (int o = 0; o < out; ++o)
+            ref.dx[static_cast<std::size_t>(b) * in + i] += dz[static_cast<std::size_t>(b) * out + o] * weight(0, o, i);
+      break;
+    }
     // dZ_{l-1} = (dZ_l W_l) (.) f'(Z_{l-1}): from A_l (ReLU: [A_l > 0], tanh: 1 - A_l^2), or kept
     std::vector<double> dz_prev(static_cast<std::size_t>(batch) * in);
     for (int b = 0; b < batch; ++b)
@@ -245,6 +253,7 @@ bool run_case(int batch, std::mt19937& rng) {
   const std::size_t y_count = static_cast<std::size_t>(batch) * out;
   const std::size_t saved_bytes = Mlp::saved_bytes(batch);
   float *d_params = nullptr, *d_x = nullptr, *d_dy = nullptr, *d_y = nullptr, *d_grads = nullptr, *d_grads2 = nullptr;
+  float* d_dx = nullptr;
   void* d_saved = nullptr;
   CHECK_CUDA(cudaMalloc(&d_params, params.size() * sizeof(float)));
   CHECK_CUDA(cudaMalloc(&d_x, x.size() * sizeof(float)));
@@ -253,6 +262,7 @@ bool run_case(int batch, std::mt19937& rng) {
   CHECK_CUDA(cudaMalloc(&d_grads, (params.size() + guard_floats) * sizeof(float)));
   CHECK_CUDA(cudaMalloc(&d_grads2, (params.size() + guard_floats) * sizeof(float)));
   CHECK_CUDA(cudaMalloc(&d_saved, saved_bytes + guard_bytes));
+  CHECK_CUDA(cudaMalloc(&d_dx, (x.size() + guard_floats) * sizeof(float)));
   CHECK_CUDA(cudaMemcpy(d_params, params.data(), params.size() * sizeof(float), cudaMemcpyHostToDevice));
   CHECK_CUDA(cudaMemcpy(d_x, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice));
   CHECK_CUDA(cudaMemcpy(d_dy, dy.data(), dy.size() * sizeof(float), cudaMemcpyHostToDevice));
@@ -265,6 +275,9 @@ bool run_case(int batch, std::mt19937& rng) {
   std::fill(grads_init.begin(), grads_init.begin() + static_cast<std::ptrdiff_t>(params.size()), grad_prefill);
   std::vector<unsigned char> saved_guard(guard_bytes, guard_byte);
   CHECK_CUDA(cudaMemcpy(d_y, y_init.data(), y_init.size() * sizeof(float), cudaMemcpyHostToDevice));
+  std::vector<float> dx_init(x.size() + guard_floats, sentinel);  // NaN where dx goes, sentinels past it
+  std::memset(dx_init.data(), 0xFF, x.size() * sizeof(float));
+  CHECK_CUDA(cudaMemcpy(d_dx, dx_init.data(), dx_init.size() * sizeof(float), cudaMemcpyHostToDevice));
   CHECK_CUDA(cudaMemcpy(d_grads, grads_init.data(), grads_init.size() * sizeof(float), cudaMemcpyHostToDevice));
   CHECK_CUDA(cudaMemcpy(d_grads2, grads_init.data(), grads_init.size() * sizeof(float), cudaMemcpyHostToDevice));
   CHECK_CUDA(cudaMemcpy(static_cast<unsigned char*>(d_saved) + saved_bytes, saved_guard.data(), guard_bytes,
@@ -272,13 +285,16 @@ bool run_case(int batch, std::mt19937& rng) {
 
   Mlp::forward(d_params, d_x, d_y, d_saved, batch, nullptr);
   check_device("forward");
-  Mlp::backward(d_params, d_grads, d_x, d_saved, d_dy, batch, nullptr);
+  Mlp::backward(d_params, d_grads, d_x, d_saved, d_dy, batch, nullptr, d_dx);
   check_device("backward");
-  Mlp::backward(d_params, d_grads2, d_x, d_saved, d_dy, batch, nullptr);  // again: same saved, fresh grads
+  // Again, without dL/dx: same saved, fresh grads, the same bits.
+  Mlp::backward(d_params, d_grads2, d_x, d_saved, d_dy, batch, nullptr);
   check_device("second backward");
 
   std::vector<float> y(y_count + guard_floats), grads(params.size() + guard_floats), grads2(grads.size());
+  std::vector<float> dx(x.size() + guard_floats);
   CHECK_CUDA(cudaMemcpy(y.data(), d_y, y.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaMemcpy(dx.data(), d_dx, dx.size() * sizeof(float), cudaMemcpyDeviceToHost));
   CHECK_CUDA(cudaMemcpy(grads.data(), d_grads, grads.size() * sizeof(float), cudaMemcpyDeviceToHost));
   CHECK_CUDA(cudaMemcpy(grads2.data(), d_grads2, grads2.size() * sizeof(float), cudaMemcpyDeviceToHost));
   CHECK_CUDA(cudaMemcpy(saved_guard.data(), static_cast<unsigned char*>(d_saved) + saved_bytes, guard_bytes,
@@ -290,6 +306,7 @@ bool run_case(int batch, std::mt19937& rng) {
   CHECK_CUDA(cudaFree(d_grads));
   CHECK_CUDA(cudaFree(d_grads2));
   CHECK_CUDA(cudaFree(d_saved));
+  CHECK_CUDA(cudaFree(d_dx));
 
   // y against both references (forward has no ReLU-mask sensitivity); gradients against the
   // 16-bit-modelling one.
@@ -308,6 +325,7 @@ bool run_case(int batch, std::mt19937& rng) {
     ok &= report(std::string("grad b") += layer,
                  compare(grads.data() + at.bias[l], expected.data() + at.bias[l], widths[l + 1]), Bound::modelled);
   }
+  ok &= report("dx", compare(dx.data(), ref.dx.data(), x.size()), Bound::modelled);
   // Between tensors the gradients are untouched: the prefill.
   std::vector<bool> in_tensor(params.size(), false);
   for (int l = 0; l < layers; ++l) {
@@ -321,7 +339,8 @@ bool run_case(int batch, std::mt19937& rng) {
   ok &= gaps_untouched;
 
   const bool y_guard =
-      std::all_of(y.begin() + static_cast<std::ptrdiff_t>(y_count), y.end(), [](float v) { return v == sentinel; });
+      std::all_of(y.begin() + static_cast<std::ptrdiff_t>(y_count), y.end(), [](float v) { return v == sentinel; }) &&
+      std::all_of(dx.begin() + static_cast<std::ptrdiff_t>(x.size()), dx.end(), [](float v) { return v == sentinel; });
   const auto grads_tail = static_cast<std::ptrdiff_t>(params.size());
   const bool grads_guard =
       std::all_of(grads.begin() + grads_tail, grads.end(), [](float v) { return v == sentinel; }) &&

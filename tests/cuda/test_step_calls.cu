@@ -144,6 +144,32 @@ TEST_CASE("the fused MLP's saved regions: aligned, apart, and f'(z) kept beside 
   check(etnn::fn::Silu{}, true);
 }
 
+TEST_CASE("the fused MLP's backward computes dL/dx only when asked: the chain kernel, padded columns dropped") {
+  EmulatedRuntime& runtime = emulated();
+  // One layer, 20 -> 10 run as 32 -> 16: without dL/dx its backward needs no chain kernel.
+  using Kernels = etnn::cuda::PaddedFusedMlp<__nv_bfloat16, etnn::fn::Relu, 20, 10>;
+  const int batch = 5;
+  etnn::Buffer<float, etnn::Cuda> params(Kernels::padding::num_params), grads(Kernels::padding::num_params),
+      x(std::size_t{20} * batch), y(std::size_t{10} * batch), dy(std::size_t{10} * batch), dx(std::size_t{20} * batch),
+      scratch(Kernels::scratch_floats(batch));
+  Kernels::forward(params.data(), x.data(), y.data(), scratch.data(), batch);
+  const auto launches = [&](float* input_gradient) {
+    runtime.clear();
+    Kernels::backward(params.data(), grads.data(), x.data(), dy.data(), scratch.data(), batch, input_gradient);
+    std::vector<std::string> launched;
+    for (const auto& c : runtime.calls)
+      if (c.name.starts_with("launch ")) launched.push_back(c.name.substr(7));
+    return launched;
+  };
+  // dy padded in, the kernels, the true gradients out; and with dL/dx, its true columns out.
+  const std::string columns = "etnn fused MLP copy_columns_kernel";
+  const std::string true_grads = "etnn fused MLP add_true_gradients_kernel";
+  const std::string weight_grads = "fused_mlp_weight_grad_kernel", reduce = "fused_mlp_reduce_kernel";
+  CHECK(launches(nullptr) == std::vector<std::string>{columns, weight_grads, reduce, true_grads});
+  CHECK(launches(dx.data()) ==
+        std::vector<std::string>{columns, "fused_mlp_chain_kernel", weight_grads, reduce, true_grads, columns});
+}
+
 TEST_CASE("a CUDA training step after warm-up: no allocation, no recording, forward and backward replayed as graphs") {
   EmulatedRuntime& runtime = emulated();
   const int batch = 32;

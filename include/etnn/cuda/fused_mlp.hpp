@@ -14,7 +14,8 @@
 //   dW_l += dZ_l^T A_l                (w_{l+1}, batch) x (batch, w_l)
 //   db_l += sum over rows of dZ_l
 //   dZ_{l-1} = (dZ_l W_l) (.) f'(Z_{l-1})    for l >= 1, f' from A_l (ReLU: [A_l > 0], tanh:
-//                                            1 - A_l^2) or K_l (dL/dx is not computed)
+//                                            1 - A_l^2) or K_l
+//   dX = dZ_0 W_0                     (batch, w_0) fp32, when asked for (a trainable layer below)
 //
 // Kernels (256 threads = 8 warps per block; a block carries a tile of 128 batch rows and each
 // warp owns 16 consecutive rows of it, so activations between layers stay warp-private):
@@ -22,8 +23,9 @@
 //             tile's activations stay in shared memory as Half (overwritten layer by layer); each
 //             layer's weights are converted fp32 -> Half into shared memory; bias and f are
 //             applied in fp32 before rounding. Hidden activations A_1..A_{L-1} (and K) go to `saved`.
-//   backward: 1. fused_mlp_chain_kernel (only when L >= 2): one block per tile, dZ_{L-1} = dy down
-//                to dZ_0 through all layers, tile-local; dZ_0..dZ_{L-2} go to `saved` (Half).
+//   backward: 1. fused_mlp_chain_kernel (when L >= 2 or dX is asked for): one block per tile,
+//                dZ_{L-1} = dy down to dZ_0 through all layers, tile-local; dZ_0..dZ_{L-2} go to
+//                `saved` (Half); then dX from the tile's dZ_0 straight to its fp32 destination.
 //             2. fused_mlp_weight_grad_kernel: grid (chunks, L); block (c, l) computes
 //                dW_l and db_l over the rows of chunk c (a run of whole tiles) into its own slot of
 //                a per-chunk partial buffer laid out like the parameters.

@@ -69,20 +69,21 @@ struct FusedMlp {
   }
 
   // Backward after forward(params, x, ., saved, batch): dy (batch, out) fp32 = dL/dy.
-  // ACCUMULATES (+=) dL/dparams into grads (params' layout). dL/dx is not computed. `saved`'s
-  // scratch part is overwritten (its activations are not). Three launches (two when L = 1).
+  // ACCUMULATES (+=) dL/dparams into grads (params' layout); WRITES dL/dx (batch, in) fp32 to dx
+  // unless it is null. `saved`'s scratch part is overwritten (its activations are not). Three
+  // launches (two when L = 1 without dx).
   static void backward(const float* params, float* grads, const float* x, void* saved, const float* dy, int batch,
-                       cudaStream_t stream) {
+                       cudaStream_t stream, float* dx = nullptr) {
     check_batch(batch);
     if (batch == 0) return;
     check_device_and_saved(saved);
     const Buffers buffers = Net::saved_layout(batch, saved).buffers;
-    if constexpr (layers >= 2) {
+    if (layers >= 2 || dx != nullptr) {
       constexpr auto kernel = detail::fused_mlp::fused_mlp_chain_kernel<Net>;
       detail::fused_mlp::allow_dynamic_smem(kernel, Net::tile_smem_bytes);
       launch("fused_mlp_chain_kernel", kernel,
              {detail::fused_mlp::tile_blocks(batch), detail::fused_mlp::threads, Net::tile_smem_bytes, stream},
-             params, dy, buffers, batch);
+             params, dy, buffers, dx, batch);
     }
     {
       constexpr auto kernel = detail::fused_mlp::fused_mlp_weight_grad_kernel<Net>;

@@ -33,8 +33,8 @@ __global__ void __launch_bounds__(threads)
 
 template <class N>
 __global__ void __launch_bounds__(threads)
-    fused_mlp_chain_kernel(const float* params, const float* dy, typename N::Buffers saved, int batch) {
-  with_shared_memory_on_sm80([&](unsigned char* smem) { N::chain_tile(smem, params, dy, saved, batch); });
+    fused_mlp_chain_kernel(const float* params, const float* dy, typename N::Buffers saved, float* dx, int batch) {
+  with_shared_memory_on_sm80([&](unsigned char* smem) { N::chain_tile(smem, params, dy, saved, dx, batch); });
 }
 
 // Grid (chunks, layers).

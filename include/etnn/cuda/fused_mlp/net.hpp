@@ -184,16 +184,29 @@ struct Net : Geometry<Half, Act, W...> {
     if constexpr (l > 1) backprop_layers<l - 1>(tile, weights, scratch, params, saved, row0, batch);
   }
 
+  // The input gradient, from the warp's 16 rows `strip` holding dZ_0 (16, w_1):
+  //   dX = dZ_0 W_0      W_0: (w_1, w_0) Half shared row-major      dX: (batch, w_0) fp32, rows < batch
+  __device__ static void input_gradient(Half* tile, Half* weights, float* scratch, const float* params, float* dx,
+                                        int row0, int batch) {
+    constexpr int in = Layer<0>::in;
+    strip_times_weights<0, wmma::row_major>(tile, weights, scratch, params, row0,
+                                            [&](float (&v)[8], Half*, int, int row, int col) {
+                                              if (row < batch)
+                                                for (int t = 0; t < 8; ++t)
+                                                  dx[static_cast<std::size_t>(row) * in + col + t] = v[t];
+                                            });
+  }
+
+  // dZ_{L-1} = dy down to dZ_0 (layers >= 2), then dX when dx is not null (the same for every block).
   __device__ static void chain_tile(unsigned char* smem, const float* params, const float* dy, const Buffers& saved,
-                                    int batch) {
-    if constexpr (layers >= 2) {
-      Half* tile = reinterpret_cast<Half*>(smem);
-      Half* weights = tile + tile_elems;
-      float* scratch = reinterpret_cast<float*>(weights + weight_elems);
-      const int row0 = static_cast<int>(blockIdx.x) * tile_rows;
-      load_tile_rows<Layer<layers - 1>::out>(tile, tile_ld, dy, row0, batch);  // dZ_{L-1} = dy
-      backprop_layers<layers - 1>(tile, weights, scratch, params, saved, row0, batch);
-    }
+                                    float* dx, int batch) {
+    Half* tile = reinterpret_cast<Half*>(smem);
+    Half* weights = tile + tile_elems;
+    float* scratch = reinterpret_cast<float*>(weights + weight_elems);
+    const int row0 = static_cast<int>(blockIdx.x) * tile_rows;
+    load_tile_rows<Layer<layers - 1>::out>(tile, tile_ld, dy, row0, batch);  // dZ_{L-1} = dy
+    if constexpr (layers >= 2) backprop_layers<layers - 1>(tile, weights, scratch, params, saved, row0, batch);
+    if (dx != nullptr) input_gradient(tile, weights, scratch, params, dx, row0, batch);
   }
 
   // ---- backward 2: per-chunk weight and bias gradients ----

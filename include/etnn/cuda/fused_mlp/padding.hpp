@@ -88,19 +88,21 @@ struct PaddedFusedMlp {
   }
 
   // grads += dL/dparams for the output gradient dy (batch, w_L), after forward on the same x and
-  // scratch (forward left the padded parameters and input there).
+  // scratch (forward left the padded parameters and input there); dx (batch, w_0) = dL/dx unless
+  // it is null (the padded input's gradient with its padded columns dropped: they meet zero weights).
   static void backward(const float* params, float* grads, const float* x, const float* dy, float* scratch,
-                       int batch) {
+                       int batch, float* dx = nullptr) {
     const Regions r = regions(scratch, batch);
     if constexpr (padding::needed) {
       detail::fused_mlp::copy_columns(dy, out_width, r.dy, padded_out, batch);
       ETNN_CHECK_CUDA(runtime().cudaMemsetAsync(r.grads, 0, padding::padded_params * sizeof(float), stream()));
-      kernels::backward(r.params, r.grads, r.x, r.saved, r.dy, batch, stream());
+      kernels::backward(r.params, r.grads, r.x, r.saved, r.dy, batch, stream(), dx != nullptr ? r.dx : nullptr);
       constexpr std::size_t n = padding::num_params;
       launch("etnn fused MLP add_true_gradients_kernel", detail::fused_mlp::add_true_gradients_kernel<padding>,
              {grid_blocks(n), 256}, r.grads, grads);
+      if (dx != nullptr) detail::fused_mlp::copy_columns(r.dx, padded_in, dx, in_width, batch);
     } else {
-      kernels::backward(params, grads, x, r.saved, dy, batch, stream());
+      kernels::backward(params, grads, x, r.saved, dy, batch, stream(), dx);
     }
   }
 
@@ -113,6 +115,7 @@ struct PaddedFusedMlp {
     float* x;       // (batch, padded_in)
     float* y;       // (batch, padded_out)
     float* dy;      // (batch, padded_out)
+    float* dx;      // (batch, padded_in)
     std::size_t floats;
   };
   static Regions regions(float* scratch, int batch) {
@@ -132,6 +135,7 @@ struct PaddedFusedMlp {
       r.x = take(rows * padded_in);
       r.y = take(rows * padded_out);
       r.dy = take(rows * padded_out);
+      r.dx = take(rows * padded_in);
     }
     r.floats = at;
     return r;

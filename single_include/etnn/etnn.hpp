@@ -10463,13 +10463,140 @@ struct FusedMlpProgram<TypeList<Ls...>, Half> : Program<TypeList<Ls...>> {
   static const float* backward(Cuda, const Run<float>& run, float* grads, float* workspace, int capacity, int batch,
                                const Activations<float>& act, LayerDone&& layer_done) {
     static_assert(!InputGradient, "a fused MLP computes no input gradient (it is not a block inside another)");
-    kernels::backward(run.params, grads, act.front(), output_gradient(workspace, capacity), run.scratch, batch);
+    backward_to(Cuda{}, run, grads, workspace, capacity, batch, act, nullptr);
     layer_done(std::size_t{0});
     return nullptr;
   }
 
+  // The gradients, and dL/dx (batch, in) into dx unless it is null: the fused MLP as the tail of a
+  // network whose first layer trains (nn/split_mlp_program.hpp).
+  static void backward_to(Cuda, const Run<float>& run, float* grads, float* workspace, int capacity, int batch,
+                          const Activations<float>& act, float* dx) {
+    kernels::backward(run.params, grads, act.front(), output_gradient(workspace, capacity), run.scratch, batch, dx);
+  }
+
   static void forward_infer(Cuda, const Run<float>& run, const float* x, float*, float* out, int batch) {
     kernels::forward(run.params, x, out, run.scratch, batch);
+  }
+};
+
+}  // namespace etnn::nn::detail
+// ---- etnn/nn/split_mlp_program.hpp ----
+// Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
+// The network executor of a mixed-precision model on CUDA whose first linear layer is too wide for
+// the fully fused kernels but whose tail fits them (784 -> 64 -> relu -> 64 -> relu -> 10): the
+// first layer runs on the per-layer path (its product through cuBLASLt from 16-bit copies, bias
+// and activation in its epilogue), the tail as the fused kernels (nn/fused_mlp_program.hpp), whose
+// input gradient (dL/dx, FusedMlp::backward's dx) is written straight into the first layer's
+// output gradient. The parameter layout, names and initialisation are Program's, so checkpoints
+// and optimizers do not change.
+//
+// Training workspace: [ the head's (Program of the first layer) | the tail's ]; the head's output
+// is the tail's input. Scratch likewise: [ the head's | the tail's ].
+
+
+namespace etnn::nn::detail {
+
+// A linear first layer over a flat input, followed by a tail the fused kernels take.
+template <class L0, class... Ls>
+consteval bool splits_into_fused_tail() {
+  if constexpr (sizeof...(Ls) == 0 || !FusedLayer<L0>::dense)
+    return false;
+  else
+    return fusable_mlp<Ls...>();
+}
+
+// Half: __nv_bfloat16 or __half.
+template <class Layers, class Half>
+struct SplitMlpProgram;
+
+template <Layer L0, Layer... Ls, class Half>
+struct SplitMlpProgram<TypeList<L0, Ls...>, Half> : Program<TypeList<L0, Ls...>> {
+  using base = Program<TypeList<L0, Ls...>>;
+  using head = Program<TypeList<L0>>;
+  using tail = FusedMlpProgram<TypeList<Ls...>, Half>;
+  static_assert(splits_into_fused_tail<L0, Ls...>(),
+                "etnn: ProgramFor chooses SplitMlpProgram only for networks it takes");
+  // The tail's parameters, as the fused kernels read them, from the second layer's offset.
+  static constexpr std::size_t tail_offset = base::param_offset[1];
+  static_assert(tail_offset == head::flat_size && tail_offset + tail::flat_size == base::flat_size,
+                "etnn: the split reads the parameters where the linear layers lay them out");
+
+  static constexpr std::size_t workspace_values(int capacity) {
+    return head::workspace_values(capacity) + tail::workspace_values(capacity);
+  }
+  template <class Device>
+  static constexpr bool runs_on = std::is_same_v<Device, Cuda>;
+  template <class Device>
+  static std::size_t scratch_values(int batch) {
+    return aligned_values(head::template scratch_values<Device>(batch)) + tail::template scratch_values<Device>(batch);
+  }
+
+  template <class T>
+  using Activations = typename base::template Activations<T>;
+
+  template <class T>
+  static T* output_gradient(T* workspace, int capacity) {
+    return tail::output_gradient(tail_workspace(workspace, capacity), capacity);
+  }
+
+  // act[0] = input, act[1] = the head's output (the tail's input), act[count] = output; the tail's
+  // hidden activations live in its kernels' scratch.
+  template <class T>
+  static Activations<T> locate(const T* x, T* workspace, int capacity) {
+    Activations<T> act{};
+    act.front() = x;
+    act[1] = head::locate(x, workspace, capacity).back();
+    act.back() = tail::locate(act[1], tail_workspace(workspace, capacity), capacity).back();
+    return act;
+  }
+
+  static void forward_train(Cuda, const Run<float>& run, const float* x, float* workspace, int capacity, int batch,
+                            Activations<float>& act) {
+    typename head::template Activations<float> head_act;
+    head::forward_train(Cuda{}, run, x, workspace, capacity, batch, head_act);
+    typename tail::template Activations<float> tail_act;
+    tail::forward_train(Cuda{}, tail_run(run, batch), head_act.back(), tail_workspace(workspace, capacity), capacity,
+                        batch, tail_act);
+    act = locate(x, workspace, capacity);
+  }
+
+  // The tail's gradients with dL/d(its input) written as the head's output gradient, then the head's:
+  // layer_done(tail_offset), then layer_done(0).
+  template <bool InputGradient = false, class LayerDone>
+  static const float* backward(Cuda, const Run<float>& run, float* grads, float* workspace, int capacity, int batch,
+                               const Activations<float>& act, LayerDone&& layer_done) {
+    static_assert(!InputGradient, "a split MLP computes no input gradient (it is not a block inside another)");
+    float* tail_space = tail_workspace(workspace, capacity);
+    tail::backward_to(Cuda{}, tail_run(run, batch), grads + tail_offset, tail_space, capacity, batch,
+                      tail::locate(act[1], tail_space, capacity), head::output_gradient(workspace, capacity));
+    layer_done(tail_offset);
+    head::backward(Cuda{}, run, grads, workspace, capacity, batch, head::locate(act.front(), workspace, capacity),
+                   layer_done);
+    return nullptr;
+  }
+
+  // Inference: the head's output in the first part of `scratch`, its own ping-pong after it.
+  static constexpr std::size_t inference_values(int batch) {
+    return head_output_values(batch) + head::inference_values(batch);
+  }
+  static void forward_infer(Cuda, const Run<float>& run, const float* x, float* scratch, float* out, int batch) {
+    float* head_out = scratch;
+    head::forward_infer(Cuda{}, run, x, scratch + head_output_values(batch), head_out, batch);
+    tail::forward_infer(Cuda{}, tail_run(run, batch), head_out, nullptr, out, batch);
+  }
+
+ private:
+  static float* tail_workspace(float* workspace, int capacity) { return workspace + head::workspace_values(capacity); }
+  static constexpr std::size_t head_output_values(int batch) {
+    return aligned_values(L0::out_shape::size * static_cast<std::size_t>(batch));
+  }
+  // The tail's parameters and scratch (after the head's).
+  static Run<float> tail_run(const Run<float>& run, int batch) {
+    Run<float> r = run;
+    r.params = run.params + tail_offset;
+    r.scratch = run.scratch + aligned_values(head::template scratch_values<Cuda>(batch));
+    return r;
   }
 };
 
@@ -10490,25 +10617,36 @@ namespace nn::detail {
 template <class Scalar>
 inline constexpr bool fuses_narrow_mlps = std::is_same_v<Scalar, bf16> || std::is_same_v<Scalar, fp16>;
 
-// Whether a model of Net and Scalar runs as the fully fused kernels: a build that has them (nvcc),
-// etnn::bf16 or etnn::fp16, and a chain of linear layers they take.
+// How a model of Net and Scalar runs: layer by layer; as the fully fused kernels (a build that has
+// them, nvcc; etnn::bf16 or etnn::fp16; a chain of linear layers they take); or split, a wide first
+// linear layer by layer and the rest fused.
+enum class Executor { layers, fused, split };
 template <class Net, class Scalar>
-consteval bool runs_fused() {
-  if constexpr (!fuses_narrow_mlps<Scalar> || !device_compiled<Cuda>)
-    return false;
-  else
-    return []<class... Ls>(TypeList<Ls...>) { return fusable_mlp<Ls...>(); }(typename Net::layers{});
+consteval Executor executor_of() {
+  if constexpr (!fuses_narrow_mlps<Scalar> || !device_compiled<Cuda>) {
+    return Executor::layers;
+  } else {
+    return []<class... Ls>(TypeList<Ls...>) {
+      if constexpr (fusable_mlp<Ls...>()) return Executor::fused;
+      else if constexpr (splits_into_fused_tail<Ls...>()) return Executor::split;
+      else return Executor::layers;
+    }(typename Net::layers{});
+  }
 }
 
-// The executor of a network for a model's scalar type: Program, or the fully fused kernels
-// (nn/fused_mlp_program.hpp) where runs_fused says so.
-template <class Net, class Scalar, bool Fused = runs_fused<Net, Scalar>()>
+// The executor of a network for a model's scalar type: Program, the fully fused kernels
+// (nn/fused_mlp_program.hpp) or the split (nn/split_mlp_program.hpp), as executor_of says.
+template <class Net, class Scalar, Executor = executor_of<Net, Scalar>()>
 struct ProgramFor {
   using type = Program<typename Net::layers>;
 };
 template <class Net, class Scalar>
-struct ProgramFor<Net, Scalar, true> {
+struct ProgramFor<Net, Scalar, Executor::fused> {
   using type = FusedMlpProgram<typename Net::layers, typename backend::HalfOf<Scalar>::type>;
+};
+template <class Net, class Scalar>
+struct ProgramFor<Net, Scalar, Executor::split> {
+  using type = SplitMlpProgram<typename Net::layers, typename backend::HalfOf<Scalar>::type>;
 };
 }  // namespace nn::detail
 

@@ -187,15 +187,24 @@ TEST_CASE("which networks the fully fused kernels take (etnn::bf16, etnn::fp16) 
   static_assert(std::is_same_v<Fused::program, nn::detail::FusedMlpProgram<Small::layers, __nv_bfloat16>>);
   static_assert(std::is_same_v<etnn::Model<Small, etnn::fp16, etnn::Cuda>::program,
                                nn::detail::FusedMlpProgram<Small::layers, __half>>);
-  static_assert(
-      std::is_same_v<etnn::Model<Large, etnn::fp16, etnn::Cuda>::program, nn::detail::Program<Large::layers>>);
+  static_assert(std::is_same_v<etnn::Model<Large, etnn::fp16, etnn::Cuda>::program,
+                               nn::detail::SplitMlpProgram<Large::layers, __half>>);
+  static_assert(std::is_same_v<etnn::Model<Large, etnn::fp16_unfused, etnn::Cuda>::program,
+                               nn::detail::Program<Large::layers>>);
   static_assert(std::is_same_v<etnn::Model<Small, etnn::fp16_unfused, etnn::Cuda>::program,
                                nn::detail::Program<Small::layers>>);
   static_assert(etnn::products_of<etnn::fp16_unfused> == etnn::Products::fp16 &&
                 etnn::products_of<etnn::bf16> == etnn::Products::bf16 &&
                 etnn::products_of<float> == etnn::Products::own);
   static_assert(etnn::loss_scaled_by_default<etnn::fp16> && !etnn::loss_scaled_by_default<etnn::bf16>);
-  static_assert(std::is_same_v<etnn::Model<Large, etnn::bf16, etnn::Cuda>::program, nn::detail::Program<Large::layers>>);
+  // A wide first layer before a tail the fused kernels take: that layer on its own, the tail fused.
+  static_assert(std::is_same_v<etnn::Model<Large, etnn::bf16, etnn::Cuda>::program,
+                               nn::detail::SplitMlpProgram<Large::layers, __nv_bfloat16>>);
+  using WideTail = decltype(nn::input<784> >> nn::linear<256> >> nn::relu >> nn::linear<64> >> nn::relu >>
+                            nn::linear<10>);  // the tail's input, 256, is too wide
+  static_assert(std::is_same_v<etnn::Model<WideTail, etnn::bf16, etnn::Cuda>::program,
+                               nn::detail::Program<WideTail::layers>>);
+  static_assert(std::is_same_v<etnn::Model<Large, float, etnn::Cuda>::program, nn::detail::Program<Large::layers>>);
   static_assert(std::is_same_v<etnn::Model<Small, etnn::bf16_unfused, etnn::Cuda>::program,
                                nn::detail::Program<Small::layers>>);
   static_assert(std::is_same_v<etnn::Model<Large, etnn::bf16, etnn::Cuda>::value_type, float>);

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <type_traits>
 #include <utility>
 #include <span>
 #include <string>
@@ -104,6 +105,13 @@ TEST_CASE("every call of training, evaluating and saving any network on the devi
                             nn::linear<10>),
                    etnn::fp16, etnn::loss::MSE>(graphs);
     train_and_save<Mlp, etnn::fp16, etnn::loss::MSE>(graphs);
+    // Split: a first layer the fused kernels cannot take (too wide, or another activation), the tail fused.
+    train_and_save<decltype(nn::input<784> >> nn::linear<64> >> nn::relu >> nn::linear<64> >> nn::relu >>
+                            nn::linear<10>),
+                   etnn::bf16, etnn::loss::CrossEntropy>(graphs);
+    train_and_save<decltype(nn::input<100> >> nn::linear<64> >> nn::relu >> nn::linear<32> >> nn::silu >>
+                            nn::linear<10>),
+                   etnn::fp16, etnn::loss::MSE>(graphs);
   }
   // What ran: kernels, products and graphs (none would have, had the calls gone around the layer).
   CHECK(runtime.count("cublasLtMatmul") > 0);
@@ -168,6 +176,46 @@ TEST_CASE("the fused MLP's backward computes dL/dx only when asked: the chain ke
   CHECK(launches(nullptr) == std::vector<std::string>{columns, weight_grads, reduce, true_grads});
   CHECK(launches(dx.data()) ==
         std::vector<std::string>{columns, "fused_mlp_chain_kernel", weight_grads, reduce, true_grads, columns});
+}
+
+TEST_CASE("a split MLP's step: the wide first layer through cuBLASLt, the tail fused, dL/dx between them") {
+  EmulatedRuntime& runtime = emulated();
+  using Wide = decltype(nn::input<784> >> nn::linear<64> >> nn::relu >> nn::linear<64> >> nn::relu >> nn::linear<10>);
+  using Model = etnn::Model<Wide, etnn::bf16, etnn::Cuda>;
+  static_assert(std::is_same_v<Model::program, nn::detail::SplitMlpProgram<Wide::layers, __nv_bfloat16>>);
+  const int batch = 16;
+  std::vector<float> x(std::size_t{784} * batch, 0.5f);
+  std::vector<int> y(batch, 3);
+  Model model(1);
+  etnn::loss::CrossEntropy ce;
+  etnn::optim::SGD opt(model, {.lr = 0.05f});
+  etnn::Trainer trainer(model, ce, opt, {.cuda_graphs = false});
+  const etnn::TensorView<const float, etnn::Shape<784>> xs(x.data(), batch);
+  trainer.step(xs, std::span<const int>(y));
+  runtime.clear();
+  trainer.step(xs, std::span<const int>(y));
+  std::vector<std::string> work;  // kernels and products, in order
+  for (const auto& c : runtime.calls)
+    if (c.name.starts_with("launch ") || c.name == "cublasLtMatmul") work.push_back(c.name);
+  std::string listed;
+  for (const auto& w : work) listed += w + "\n";
+  INFO("launched:\n" << listed);
+  // The output, 10, runs padded to 16: the tail's parameters and columns are copied around its kernels.
+  const std::string columns = "launch etnn fused MLP copy_columns_kernel";
+  CHECK(work == std::vector<std::string>{
+                    // forward: the first layer's product from bf16 copies, bias and relu in its epilogue, then the tail
+                    "launch etnn::dense to_half", "launch etnn::dense to_half", "cublasLtMatmul",
+                    "launch etnn fused MLP pad_parameters_kernel", columns, "launch fused_mlp_forward_kernel", columns,
+                    // the loss, zeroing the gradients
+                    "launch etnn::loss::CrossEntropy", "launch etnn::fill",
+                    // backward: the tail with dL/dx into the first layer's output gradient, then the first
+                    // layer's weight gradient only (no input gradient below it)
+                    columns, "launch fused_mlp_chain_kernel", "launch fused_mlp_weight_grad_kernel",
+                    "launch fused_mlp_reduce_kernel", "launch etnn fused MLP add_true_gradients_kernel", columns,
+                    "launch etnn::dense_backward activation_gradient", "launch etnn::dense_backward add_chunk_sums",
+                    "launch etnn::dense to_half", "launch etnn::dense to_half", "cublasLtMatmul",
+                    // the guard and the update
+                    "launch etnn::optim non_finite_index", "launch etnn::for_each_index"});
 }
 
 TEST_CASE("a CUDA training step after warm-up: no allocation, no recording, forward and backward replayed as graphs") {

@@ -127,9 +127,16 @@ struct FusedMlpProgram<TypeList<Ls...>, Half> : Program<TypeList<Ls...>> {
   static const float* backward(Cuda, const Run<float>& run, float* grads, float* workspace, int capacity, int batch,
                                const Activations<float>& act, LayerDone&& layer_done) {
     static_assert(!InputGradient, "a fused MLP computes no input gradient (it is not a block inside another)");
-    kernels::backward(run.params, grads, act.front(), output_gradient(workspace, capacity), run.scratch, batch);
+    backward_to(Cuda{}, run, grads, workspace, capacity, batch, act, nullptr);
     layer_done(std::size_t{0});
     return nullptr;
+  }
+
+  // The gradients, and dL/dx (batch, in) into dx unless it is null: the fused MLP as the tail of a
+  // network whose first layer trains (nn/split_mlp_program.hpp).
+  static void backward_to(Cuda, const Run<float>& run, float* grads, float* workspace, int capacity, int batch,
+                          const Activations<float>& act, float* dx) {
+    kernels::backward(run.params, grads, act.front(), output_gradient(workspace, capacity), run.scratch, batch, dx);
   }
 
   static void forward_infer(Cuda, const Run<float>& run, const float* x, float*, float* out, int batch) {

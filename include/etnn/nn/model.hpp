@@ -26,6 +26,7 @@
 #include "../backend/executor.hpp"
 #include "../backend/memory.hpp"
 #include "fused_mlp_program.hpp"
+#include "split_mlp_program.hpp"
 #include "sequential.hpp"
 
 namespace etnn {
@@ -43,25 +44,36 @@ namespace nn::detail {
 template <class Scalar>
 inline constexpr bool fuses_narrow_mlps = std::is_same_v<Scalar, bf16> || std::is_same_v<Scalar, fp16>;
 
-// Whether a model of Net and Scalar runs as the fully fused kernels: a build that has them (nvcc),
-// etnn::bf16 or etnn::fp16, and a chain of linear layers they take.
+// How a model of Net and Scalar runs: layer by layer; as the fully fused kernels (a build that has
+// them, nvcc; etnn::bf16 or etnn::fp16; a chain of linear layers they take); or split, a wide first
+// linear layer by layer and the rest fused.
+enum class Executor { layers, fused, split };
 template <class Net, class Scalar>
-consteval bool runs_fused() {
-  if constexpr (!fuses_narrow_mlps<Scalar> || !device_compiled<Cuda>)
-    return false;
-  else
-    return []<class... Ls>(TypeList<Ls...>) { return fusable_mlp<Ls...>(); }(typename Net::layers{});
+consteval Executor executor_of() {
+  if constexpr (!fuses_narrow_mlps<Scalar> || !device_compiled<Cuda>) {
+    return Executor::layers;
+  } else {
+    return []<class... Ls>(TypeList<Ls...>) {
+      if constexpr (fusable_mlp<Ls...>()) return Executor::fused;
+      else if constexpr (splits_into_fused_tail<Ls...>()) return Executor::split;
+      else return Executor::layers;
+    }(typename Net::layers{});
+  }
 }
 
-// The executor of a network for a model's scalar type: Program, or the fully fused kernels
-// (nn/fused_mlp_program.hpp) where runs_fused says so.
-template <class Net, class Scalar, bool Fused = runs_fused<Net, Scalar>()>
+// The executor of a network for a model's scalar type: Program, the fully fused kernels
+// (nn/fused_mlp_program.hpp) or the split (nn/split_mlp_program.hpp), as executor_of says.
+template <class Net, class Scalar, Executor = executor_of<Net, Scalar>()>
 struct ProgramFor {
   using type = Program<typename Net::layers>;
 };
 template <class Net, class Scalar>
-struct ProgramFor<Net, Scalar, true> {
+struct ProgramFor<Net, Scalar, Executor::fused> {
   using type = FusedMlpProgram<typename Net::layers, typename backend::HalfOf<Scalar>::type>;
+};
+template <class Net, class Scalar>
+struct ProgramFor<Net, Scalar, Executor::split> {
+  using type = SplitMlpProgram<typename Net::layers, typename backend::HalfOf<Scalar>::type>;
 };
 }  // namespace nn::detail
 

@@ -1378,13 +1378,16 @@ struct MlpLayout {
     return std::size_t(widths[l]);
   }
   ETNN_HD static constexpr std::size_t out(int l) { return in(l + 1); }
+  // Values layer l's weight and its whole slice (weight, then bias) take, each part aligned.
+  ETNN_HD static constexpr std::size_t weight_slice(int l) { return aligned_values(out(l) * in(l)); }
+  ETNN_HD static constexpr std::size_t slice(int l) { return weight_slice(l) + aligned_values(out(l)); }
   // Layer l's weight; weight_at(layers) is the end of the last bias slice, the layout's length.
   ETNN_HD static constexpr std::size_t weight_at(int l) {
     std::size_t at = 0;
-    for (int m = 0; m < l; ++m) at += aligned_values(out(m) * in(m)) + aligned_values(out(m));
+    for (int m = 0; m < l; ++m) at += slice(m);
     return at;
   }
-  ETNN_HD static constexpr std::size_t bias_at(int l) { return weight_at(l) + aligned_values(out(l) * in(l)); }
+  ETNN_HD static constexpr std::size_t bias_at(int l) { return weight_at(l) + weight_slice(l); }
   static constexpr std::size_t size = weight_at(layers);
 
   // The parameter at flat index i: its layer, and its row and column in the weight (column -1:
@@ -1397,8 +1400,8 @@ struct MlpLayout {
   ETNN_HD static constexpr Place place(std::size_t i) {
     std::size_t weight = 0;  // weight_at(l), kept as l moves (one pass over the layers)
     for (int l = 0; l < layers; ++l) {
-      const std::size_t bias = weight + aligned_values(out(l) * in(l));
-      const std::size_t next = bias + aligned_values(out(l));
+      const std::size_t bias = weight + weight_slice(l);
+      const std::size_t next = weight + slice(l);
       if (i < next) {
         if (i < weight + out(l) * in(l)) return {l, (i - weight) / in(l), static_cast<long>((i - weight) % in(l))};
         if (i >= bias && i < bias + out(l)) return {l, i - bias, -1};
@@ -10529,7 +10532,7 @@ struct SplitMlpProgram<TypeList<L0, Ls...>, Half> : Program<TypeList<L0, Ls...>>
   static constexpr bool runs_on = std::is_same_v<Device, Cuda>;
   template <class Device>
   static std::size_t scratch_values(int batch) {
-    return aligned_values(head::template scratch_values<Device>(batch)) + tail::template scratch_values<Device>(batch);
+    return head_scratch_values(batch) + tail::template scratch_values<Device>(batch);
   }
 
   template <class T>
@@ -10591,11 +10594,15 @@ struct SplitMlpProgram<TypeList<L0, Ls...>, Half> : Program<TypeList<L0, Ls...>>
   static constexpr std::size_t head_output_values(int batch) {
     return aligned_values(L0::out_shape::size * static_cast<std::size_t>(batch));
   }
+  // The head's share of the scratch, aligned so that the tail's starts aligned.
+  static std::size_t head_scratch_values(int batch) {
+    return aligned_values(head::template scratch_values<Cuda>(batch));
+  }
   // The tail's parameters and scratch (after the head's).
   static Run<float> tail_run(const Run<float>& run, int batch) {
     Run<float> r = run;
     r.params = run.params + tail_offset;
-    r.scratch = run.scratch + aligned_values(head::template scratch_values<Cuda>(batch));
+    r.scratch = run.scratch + head_scratch_values(batch);
     return r;
   }
 };

@@ -53,7 +53,7 @@ struct SplitMlpProgram<TypeList<L0, Ls...>, Half> : Program<TypeList<L0, Ls...>>
   static constexpr bool runs_on = std::is_same_v<Device, Cuda>;
   template <class Device>
   static std::size_t scratch_values(int batch) {
-    return aligned_values(head::template scratch_values<Device>(batch)) + tail::template scratch_values<Device>(batch);
+    return head_scratch_values(batch) + tail::template scratch_values<Device>(batch);
   }
 
   template <class T>
@@ -115,11 +115,15 @@ struct SplitMlpProgram<TypeList<L0, Ls...>, Half> : Program<TypeList<L0, Ls...>>
   static constexpr std::size_t head_output_values(int batch) {
     return aligned_values(L0::out_shape::size * static_cast<std::size_t>(batch));
   }
+  // The head's share of the scratch, aligned so that the tail's starts aligned.
+  static std::size_t head_scratch_values(int batch) {
+    return aligned_values(head::template scratch_values<Cuda>(batch));
+  }
   // The tail's parameters and scratch (after the head's).
   static Run<float> tail_run(const Run<float>& run, int batch) {
     Run<float> r = run;
     r.params = run.params + tail_offset;
-    r.scratch = run.scratch + aligned_values(head::template scratch_values<Cuda>(batch));
+    r.scratch = run.scratch + head_scratch_values(batch);
     return r;
   }
 };

@@ -4454,6 +4454,10 @@ class Runtime {
   virtual cudaError_t cudaMemsetAsync(void* p, int value, std::size_t bytes, cudaStream_t stream) {
     return ::cudaMemsetAsync(p, value, bytes, stream);
   }
+  virtual cudaError_t cudaHostAlloc(void** p, std::size_t bytes, unsigned flags) {
+    return ::cudaHostAlloc(p, bytes, flags);
+  }
+  virtual cudaError_t cudaFreeHost(void* p) { return ::cudaFreeHost(p); }
 
   // Streams and events.
   virtual cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags) {
@@ -4471,6 +4475,7 @@ class Runtime {
     return ::cudaEventRecord(event, stream);
   }
   virtual cudaError_t cudaEventQuery(cudaEvent_t event) { return ::cudaEventQuery(event); }
+  virtual cudaError_t cudaEventSynchronize(cudaEvent_t event) { return ::cudaEventSynchronize(event); }
   virtual cudaError_t cudaEventDestroy(cudaEvent_t event) { return ::cudaEventDestroy(event); }
 
   // Graphs.
@@ -4655,6 +4660,18 @@ class RecordingStream {
 // Waits until the device has finished everything on etnn's stream.
 inline void synchronize() { ETNN_CHECK_CUDA(runtime().cudaStreamSynchronize(stream())); }
 
+// Whether the work enqueued before `event` was recorded is done, without waiting. Its "not
+// ready" is not left as the thread's last error, where the next launch's check would find it.
+inline bool finished(cudaEvent_t event) {
+  const cudaError_t status = runtime().cudaEventQuery(event);
+  if (status == cudaErrorNotReady) {
+    (void)runtime().cudaGetLastError();
+    return false;
+  }
+  ETNN_CHECK_CUDA(status);
+  return true;
+}
+
 // After a kernel launch: a bad configuration (or an earlier asynchronous failure) as an error
 // naming the kernel.
 inline void check_launch(const char* kernel) {
@@ -4785,6 +4802,169 @@ class GrowingScratch {
 }  // namespace cuda
 
 }  // namespace etnn
+// ---- etnn/cuda/pinned_staging.hpp ----
+// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
+// cuda::PinnedStaging: host data sent to the device without the host waiting, PyTorch's
+// pin_memory() + .to(device, non_blocking=True). cudaMemcpyAsync out of pageable memory may wait
+// for the stream before it stages the values; out of page-locked (pinned) memory it only enqueues
+// the transfer. So each send copies the values into a pinned slot on the host, enqueues the
+// transfer from it, and records an event after it: a slot is written again only once its event
+// says the transfer is done (cudaEventQuery, which never waits).
+//   staging.send(device_labels, n, [&](int* pinned) { std::copy_n(labels, n, pinned); });
+// A ring of at most max_slots slots: while every slot is in flight (the host max_slots sends ahead
+// of the device), a new one is made; past max_slots the send waits for the oldest transfer, which
+// bounds the pinned memory. A slot only grows. After warm-up a send allocates nothing.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+// ---- etnn/cuda/pinned_memory.hpp ----
+// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
+// Owners for the host side of asynchronous transfers: PinnedBuffer<T>, page-locked host memory
+// (cudaHostAlloc; a copy to or from it is a DMA transfer that never makes the host wait), and
+// Event, a CUDA event without timing that says when the work before it is done.
+//   PinnedBuffer<double> rows;  rows.reserve_discard(batch);   // grows, contents then undefined
+//   Event arrived;  arrived.record();  ...  arrived.wait();   // at once if the work is done
+// Both release their resource when they go, ignoring errors (destructors may run at exit, after
+// the context is gone), as Cuda::deallocate does.
+#include <cstddef>
+#include <memory>
+
+
+namespace etnn::cuda {
+
+template <class T>
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  explicit PinnedBuffer(std::size_t n) { reserve_discard(n); }
+
+  // Room for at least n values; growing drops the contents. Must not grow while a transfer to or
+  // from the old memory is in flight (cudaFreeHost waits for the device).
+  void reserve_discard(std::size_t n) {
+    if (n <= size_) return;
+    memory_.reset();
+    size_ = 0;
+    void* p = nullptr;
+    ETNN_CHECK_CUDA(runtime().cudaHostAlloc(&p, n * sizeof(T), cudaHostAllocDefault));
+    memory_.reset(static_cast<T*>(p));
+    size_ = n;
+  }
+  T* data() noexcept { return memory_.get(); }
+  const T* data() const noexcept { return memory_.get(); }
+  std::size_t size() const noexcept { return size_; }
+
+ private:
+  struct FreeHost {
+    void operator()(T* p) const noexcept {
+      if (runtime().cudaFreeHost(p) != cudaSuccess) (void)runtime().cudaGetLastError();
+    }
+  };
+  std::unique_ptr<T, FreeHost> memory_;
+  std::size_t size_ = 0;
+};
+
+class Event {
+ public:
+  // Made on its first record(), so that an owner that never records makes no CUDA call.
+  Event() = default;
+  cudaEvent_t get() const noexcept { return event_.get(); }
+  // Recorded after the work enqueued so far on etnn's stream.
+  void record() {
+    if (!event_) {
+      cudaEvent_t event = nullptr;
+      ETNN_CHECK_CUDA(runtime().cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+      event_.reset(event);
+    }
+    ETNN_CHECK_CUDA(runtime().cudaEventRecord(get(), stream()));
+  }
+  // Whether that work is done (or nothing was recorded), without waiting.
+  bool done() const { return !event_ || finished(get()); }
+  // Returns once that work is done: at once when it already is.
+  void wait() const {
+    if (!done()) ETNN_CHECK_CUDA(runtime().cudaEventSynchronize(get()));
+  }
+
+ private:
+  struct Destroy {
+    void operator()(cudaEvent_t e) const noexcept {
+      if (runtime().cudaEventDestroy(e) != cudaSuccess) (void)runtime().cudaGetLastError();
+    }
+  };
+  std::unique_ptr<CUevent_st, Destroy> event_;
+};
+
+}  // namespace etnn::cuda
+
+namespace etnn::cuda {
+
+class PinnedStaging {
+ public:
+  static constexpr std::size_t max_slots = 4;
+
+  PinnedStaging() = default;
+  // A copy starts with its own, empty, ring (a loss that holds one stays copyable).
+  PinnedStaging(const PinnedStaging&) {}
+  PinnedStaging& operator=(const PinnedStaging&) { return *this; }
+  PinnedStaging(PinnedStaging&&) = default;
+  PinnedStaging& operator=(PinnedStaging&&) = default;
+  ~PinnedStaging() = default;
+
+  // n values to device memory at `device`, ordered on etnn's stream: fill(T* pinned) writes them
+  // into pinned host memory, from which the transfer is enqueued. Returns without waiting for the
+  // transfer; whatever fill read from may be reused at once. Not while etnn's stream is being
+  // recorded into a graph: a replay would copy whatever the slot then held.
+  template <class T, class Fill>
+  void send(T* device, std::size_t n, Fill&& fill) {
+    if (n == 0) return;
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    ETNN_CHECK_CUDA(runtime().cudaStreamIsCapturing(stream(), &capture));
+    if (capture != cudaStreamCaptureStatusNone)
+      throw DeviceError("etnn::cuda::PinnedStaging::send: host data sent while etnn's stream is being recorded "
+                        "into a CUDA graph; stage inputs before recording");
+    Slot& slot = free_slot(n * sizeof(T));
+    fill(reinterpret_cast<T*>(slot.host.data()));
+    ETNN_CHECK_CUDA(
+        runtime().cudaMemcpyAsync(device, slot.host.data(), n * sizeof(T), cudaMemcpyHostToDevice, stream()));
+    slot.sent.record();
+    slot.sequence = ++sends_;
+  }
+
+  // Slots made so far (at most max_slots).
+  std::size_t slots() const noexcept { return slots_.size(); }
+
+ private:
+  struct Slot {
+    PinnedBuffer<std::byte> host;
+    Event sent;                  // recorded after the slot's latest transfer
+    std::uint64_t sequence = 0;  // its latest send, counted from 1; 0: never sent
+  };
+
+  // Whether the slot's latest transfer is done (or it never had one), without waiting.
+  static bool idle(const Slot& slot) { return slot.sent.done(); }
+
+  // An idle slot of at least `bytes`: the first idle one, else a new one, else the oldest in
+  // flight once its transfer is done.
+  Slot& free_slot(std::size_t bytes) {
+    auto it = std::find_if(slots_.begin(), slots_.end(), [](const Slot& s) { return idle(s); });
+    if (it == slots_.end() && slots_.size() < max_slots) {
+      slots_.emplace_back();
+      it = slots_.end() - 1;
+    } else if (it == slots_.end()) {
+      it = std::min_element(slots_.begin(), slots_.end(),
+                            [](const Slot& a, const Slot& b) { return a.sequence < b.sequence; });
+      it->sent.wait();
+    }
+    it->host.reserve_discard(bytes);
+    return *it;
+  }
+
+  std::vector<Slot> slots_;
+  std::uint64_t sends_ = 0;
+};
+
+}  // namespace etnn::cuda
 // ---- etnn/cuda/per_thread.hpp ----
 // Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>. No CUDA header, so that a
 // host test (tests/cuda/test_per_thread.cpp) checks it without a GPU.
@@ -5911,11 +6091,107 @@ void batch_norm_backward(Cuda, const T* gamma, T* gamma_grad, T* beta_grad, cons
 // The loops of the losses on the device, with the host's semantics (cpu/loss_loops.hpp): the sum of
 // an element-wise ETNN_HD term over every value (one grid-stride kernel, block partials in double),
 // and the rows of class scores (a grid-stride loop over the rows, row losses summed on the host in
-// row order).
+// row order). Both return the loss on its way to the host (cuda::PendingLoss), read when converted.
+#include <algorithm>
 #include <cstddef>
 #include <span>
-#include <vector>
 
+// ---- etnn/cuda/pending_loss.hpp ----
+// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
+// A loss computed on the device comes back to the host without the host waiting for it:
+// LossReadback enqueues the copy of its values (row losses, or block partial sums) into pinned
+// host memory, and PendingLoss<T> is the loss on its way, what PyTorch's loss tensor is before
+// loss.item(). Converting a PendingLoss to T (or value()) reads it: it waits for the copy only if
+// the copy is not done yet (a later read of the device's results in the same step, such as the
+// non-finite guard's verdict, has made it so), then adds the values in their order:
+//   Sum::rows       in T, in row order, then times scale (the host's label_rows_loss);
+//   Sum::partials   in double, in block order, then converted to T and times scale.
+// The values stay in their readback until its next loss; a PendingLoss read after that is an
+// etnn::Error (read it before computing the same loss again). A read value is kept.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+
+namespace etnn::cuda {
+
+enum class Sum { rows, partials };
+
+template <class T>
+class PendingLoss {
+ public:
+  // Where the values arrive and which of the readback's losses they are.
+  struct Source {
+    const double* values;  // pinned host memory
+    std::size_t count;
+    const Event* arrived;         // recorded after the copy
+    const std::uint64_t* losses;  // the readback's loss count: `loss` while the values are this loss's
+    std::uint64_t loss;
+  };
+
+  PendingLoss(Source source, Sum sum, T scale) : source_(source), sum_(sum), scale_(scale) {}
+
+  T value() const {
+    if (read_) return value_;
+    if (*source_.losses != source_.loss)
+      throw Error("etnn: a loss computed on the device was read after the same loss was computed again, which "
+                  "replaced its value; convert it to a number before computing that loss again");
+    source_.arrived->wait();
+    value_ = total();
+    read_ = true;
+    return value_;
+  }
+  operator T() const { return value(); }
+
+ private:
+  T total() const {
+    if (sum_ == Sum::rows) {
+      T total = 0;
+      for (std::size_t i = 0; i < source_.count; ++i) total += static_cast<T>(source_.values[i]);
+      return total * scale_;
+    }
+    double total = 0.0;
+    for (std::size_t i = 0; i < source_.count; ++i) total += source_.values[i];
+    return static_cast<T>(total) * scale_;
+  }
+
+  Source source_;
+  Sum sum_;
+  T scale_;
+  mutable T value_{};
+  mutable bool read_ = false;
+};
+
+// The host side of a loss's values: pinned memory that grows to the largest count, the event
+// recorded after each copy into it, and the count of losses it has received. A copy starts empty.
+class LossReadback {
+ public:
+  LossReadback() = default;
+  LossReadback(const LossReadback&) {}
+  LossReadback& operator=(const LossReadback&) { return *this; }
+
+  // The count doubles at `device` (written by work already enqueued on etnn's stream), copied to
+  // the host without a wait, as the loss scale * their sum (see Sum).
+  template <class T>
+  PendingLoss<T> receive(const double* device, std::size_t count, Sum sum, T scale) {
+    if (count > values_.size()) {
+      arrived_.wait();  // the memory is freed: no copy into it may be in flight
+      values_.reserve_discard(count);
+    }
+    if (count > 0)
+      ETNN_CHECK_CUDA(runtime().cudaMemcpyAsync(values_.data(), device, count * sizeof(double),
+                                                cudaMemcpyDeviceToHost, stream()));
+    arrived_.record();
+    return PendingLoss<T>({values_.data(), count, &arrived_, &losses_, ++losses_}, sum, scale);
+  }
+
+ private:
+  PinnedBuffer<double> values_;
+  Event arrived_;
+  std::uint64_t losses_ = 0;
+};
+
+}  // namespace etnn::cuda
 
 namespace etnn {
 namespace cuda {
@@ -5954,25 +6230,27 @@ __global__ void label_rows_kernel(const T* x, int batch, int classes, const int*
 }  // namespace detail
 
 // The rows of class scores on the device: the labels and class weights (checked on the host) are
-// copied over, one kernel computes every row, and the row losses come back and are summed in T in
-// row order, as the host's label_rows_loss sums them. Row losses travel as double, which holds a
-// float or a double exactly. Its buffers are scratch that grows to the largest batch: a copy
-// starts with its own, empty, so a loss that holds one stays copyable.
+// sent over through pinned memory, one kernel computes every row, and the row losses come back
+// without a wait, to be summed in T in row order when the loss is read (cuda::PendingLoss), as the
+// host's label_rows_loss sums them. Row losses travel as double, which holds a float or a double
+// exactly. Its buffers are scratch that grows to the largest batch: a copy starts with its own,
+// empty, so a loss that holds one stays copyable.
 class LabelRowsScratch {
  public:
   LabelRowsScratch() = default;
   LabelRowsScratch(const LabelRowsScratch&) {}
   LabelRowsScratch& operator=(const LabelRowsScratch&) { return *this; }
 
-  // scale * sum_b row_b.
+  // scale * sum_b row_b, on its way to the host.
   template <class T, class Row>
-  T run(const T* x, int batch, int classes, std::span<const int> labels, const float* weight, T* grad, T scale,
-        Row row, const char* who) {
+  PendingLoss<T> run(const T* x, int batch, int classes, std::span<const int> labels, const float* weight, T* grad,
+                     T scale, Row row, const char* who) {
     labels_.reserve_discard(labels.size());
-    copy_from_host(Cuda{}, labels_.data(), labels.data(), labels.size());
+    from_host_.send(labels_.data(), labels.size(), [&](int* to) { std::copy(labels.begin(), labels.end(), to); });
     if (weight != nullptr) {
       weight_.reserve_discard(static_cast<std::size_t>(classes));
-      copy_from_host(Cuda{}, weight_.data(), weight, static_cast<std::size_t>(classes));
+      from_host_.send(weight_.data(), static_cast<std::size_t>(classes),
+                      [&](float* to) { std::copy_n(weight, classes, to); });
     }
     row_loss_.reserve_discard(static_cast<std::size_t>(batch));
     if (batch > 0) {
@@ -5980,31 +6258,31 @@ class LabelRowsScratch {
              classes, labels_.data(), weight != nullptr ? weight_.data() : nullptr, grad, scale, row,
              row_loss_.data());
     }
-    host_row_loss_.resize(static_cast<std::size_t>(batch));
-    copy_to_host(Cuda{}, host_row_loss_.data(), row_loss_.data(), host_row_loss_.size());
-    T total = 0;
-    for (double l : host_row_loss_) total += static_cast<T>(l);
-    return total * scale;
+    return to_host_.receive(row_loss_.data(), static_cast<std::size_t>(batch), Sum::rows, scale);
   }
 
  private:
+  PinnedStaging from_host_;  // the labels' and weights' way to the device
   Buffer<int, Cuda> labels_;
   Buffer<float, Cuda> weight_;
   Buffer<double, Cuda> row_loss_;
-  std::vector<double> host_row_loss_;
+  LossReadback to_host_;
 };
 
 }  // namespace cuda
 
 // The element-wise loss on the device, for a term that is an ETNN_HD functor: one kernel, the sum through a
-// fixed number of block partials (the same result on every run; it may differ from the host's
+// fixed number of block partials, which come back without a wait and are added when the loss is
+// read (cuda::PendingLoss: the same result on every run; it may differ from the host's
 // sequential sum in the last bits). A DomainTerm's first invalid element is searched in the same
-// kernel; only when there is one are its two values copied back for the message.
+// kernel and read at once (a wait), so that a bad target stops the step before backward, as on the
+// host; only when there is one are its two values copied back for the message.
 template <class T, ShapeType S, ShapeType TS, class F>
-T elementwise_loss(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T, TS, Cuda> target, T* grad, T scale,
-                   F term) {
+cuda::PendingLoss<T> elementwise_loss(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T, TS, Cuda> target,
+                                      T* grad, T scale, F term) {
   const std::size_t n = output.size();
-  if (n == 0) return T(0);
+  auto& to_host = cuda::detail::per_thread<cuda::LossReadback>();
+  if (n == 0) return to_host.receive(static_cast<const double*>(nullptr), 0, cuda::Sum::partials, scale);
   double* partial = cuda::detail::reduction_partials();
   unsigned long long* first_invalid = nullptr;
   if constexpr (expr::DomainTerm<F, T>) {  // starts at the largest index: none found
@@ -6014,7 +6292,6 @@ T elementwise_loss(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T
   using cuda::detail::reduction_blocks, cuda::detail::reduction_threads;
   cuda::launch("etnn::loss elementwise", cuda::detail::elementwise_kernel<T, F>, {reduction_blocks, reduction_threads},
                output.data(), target.data(), n, grad, scale, term, partial, first_invalid);
-  const double total = cuda::detail::sum_of_partials(partial);
   if constexpr (expr::DomainTerm<F, T>) {
     unsigned long long found = 0;
     copy_to_host(Cuda{}, &found, first_invalid, 1);
@@ -6025,13 +6302,15 @@ T elementwise_loss(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T
       throw Error(term.complaint(static_cast<std::size_t>(found), y, t));
     }
   }
-  return static_cast<T>(total) * scale;
+  return to_host.receive(partial, reduction_blocks, cuda::Sum::partials, scale);
 }
 
-// scale * sum_b row_b on the device (cpu/loss_loops.hpp's label_rows_loss), through `scratch`.
+// scale * sum_b row_b on the device (cpu/loss_loops.hpp's label_rows_loss), through `scratch`, on
+// its way to the host.
 template <class T, class Row>
-T label_rows_loss(Cuda, cuda::LabelRowsScratch& scratch, const T* x, int batch, int classes,
-                  std::span<const int> labels, const float* weight, T* grad, T scale, Row row, const char* who) {
+cuda::PendingLoss<T> label_rows_loss(Cuda, cuda::LabelRowsScratch& scratch, const T* x, int batch, int classes,
+                                     std::span<const int> labels, const float* weight, T* grad, T scale, Row row,
+                                     const char* who) {
   return scratch.run(x, batch, classes, labels, weight, grad, scale, row, who);
 }
 
@@ -7164,6 +7443,7 @@ class GraphCache {
 // Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
 // The CUDA scan behind the non-finite guard: where a device buffer holds a NaN or an infinity, as
 // the maximum (or minimum) index found, the same whatever the launch.
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 
@@ -7171,7 +7451,7 @@ class GraphCache {
 namespace etnn::cuda::detail {
 
 // found = max over non-finite x[i], i in [begin, end), of i + 1 (found starts at 0), or the
-// minimum of i (found starts at end) when `first`.
+// minimum of i (found starts at the largest value, "none") when `first`.
 template <class T>
 __global__ void non_finite_index_kernel(const T* x, std::size_t begin, std::size_t end, bool first,
                                         unsigned long long* found) {
@@ -7188,13 +7468,15 @@ __global__ void non_finite_index_kernel(const T* x, std::size_t begin, std::size
 template <class T>
 std::size_t search_non_finite(const T* x, std::size_t begin, std::size_t end, bool first) {
   if (begin >= end) return first ? end : 0;
-  unsigned long long found = first ? end : 0;
   unsigned long long* on_device = reduction_index();
-  ETNN_CHECK_CUDA(runtime().cudaMemcpyAsync(on_device, &found, sizeof found, cudaMemcpyHostToDevice, stream()));
+  // The start value set on the device (all bits for the minimum, zero for the maximum): no host
+  // value to send.
+  ETNN_CHECK_CUDA(runtime().cudaMemsetAsync(on_device, first ? 0xFF : 0, sizeof *on_device, stream()));
   launch("etnn::optim non_finite_index", non_finite_index_kernel<T>, {grid_blocks(end - begin), 256}, x, begin, end,
          first, on_device);
+  unsigned long long found = 0;
   copy_to_host(Cuda{}, &found, on_device, 1);
-  return static_cast<std::size_t>(found);
+  return first ? static_cast<std::size_t>(std::min<unsigned long long>(found, end)) : static_cast<std::size_t>(found);
 }
 
 // The last i < n with x[i] NaN or infinite; n when there is none.
@@ -7424,9 +7706,9 @@ using StepGraphs = EagerSteps;
 // ---- etnn/backend/loss_loops.hpp ----
 // Private to backend/: include <etnn/backend/backend.hpp> or <etnn/etnn.hpp>.
 // The loops of the losses on either device: elementwise_loss (an element-wise term summed over
-// every value) and label_rows_loss (a row functor summed over the rows of class scores), and the
-// scratch a loss on class indices keeps for the device's loop (LabelRowsScratch; nothing on a
-// host-only build).
+// every value) and label_rows_loss (a row functor summed over the rows of class scores), what they
+// return (LossValue: on a CUDA device, the loss on its way to the host), and the scratch a loss on
+// class indices keeps for the device's loop (LabelRowsScratch; nothing on a host-only build).
 // The dispatch header of this op family (dlib's tensor_tools idea): it includes the CPU kernels
 // always and the CUDA ones only under nvcc, so that layers and losses call the overloads for
 // etnn::Cpu and etnn::Cuda by their device tag and never name a backend themselves.
@@ -7440,6 +7722,21 @@ using LabelRowsScratch = cuda::LabelRowsScratch;
 #else
 struct LabelRowsScratch {};
 #endif
+
+// What a loss computed on Device returns: the value itself on the host; on a CUDA device the value
+// on its way to the host (cuda::PendingLoss<T>), which converts to T when read.
+template <class T, class Device>
+struct LossValueOf {
+  using type = T;
+};
+#if defined(__CUDACC__)
+template <class T>
+struct LossValueOf<T, Cuda> {
+  using type = cuda::PendingLoss<T>;
+};
+#endif
+template <class T, class Device>
+using LossValue = typename LossValueOf<T, Device>::type;
 
 }  // namespace etnn::backend
 // ---- etnn/backend/memory.hpp ----
@@ -7497,32 +7794,55 @@ std::size_t first_non_finite(Cuda, const T* x, std::size_t begin, std::size_t en
 // Private to backend/: include <etnn/backend/backend.hpp> or <etnn/etnn.hpp>.
 // Bringing user data to the model: a view of the model's scalar type on the model's device.
 // Data already in that form passes through untouched; otherwise it is converted (and, for a
-// device model, copied from host memory) into a buffer that grows to the largest batch seen and is
-// then reused: no allocation per step.
+// device model, sent from host memory) into a Staging buffer that grows to the largest batch seen
+// and is then reused: no allocation per step. Host data for a CUDA model goes through pinned host
+// memory (cuda/pinned_staging.hpp), so that sending it never makes the host wait for the device.
 
+#if defined(__CUDACC__)
+#endif
 
 namespace etnn::backend {
 
+namespace detail {
+// How host data reaches the device's memory: directly on the host; through a ring of pinned slots
+// on a CUDA device.
+template <class Device>
+struct HostToDevice {
+  struct type {};
+};
+#if defined(__CUDACC__)
+template <>
+struct HostToDevice<Cuda> {
+  using type = cuda::PinnedStaging;
+};
+#endif
+}  // namespace detail
+
+// Where stage_as puts the data it converts or sends: values on the model's device, and the way
+// there from host memory.
+template <class T, class Device>
+struct Staging {
+  Buffer<T, Device> values;
+  [[no_unique_address]] typename detail::HostToDevice<Device>::type from_host;
+};
+
 template <class T, class Device, class U, ShapeType S, class Src>
-TensorView<const T, S, Device> stage_as(TensorView<const U, S, Src> v, Buffer<T, Device>& staging) {
+TensorView<const T, S, Device> stage_as(TensorView<const U, S, Src> v, Staging<T, Device>& staging) {
   static_assert(std::is_same_v<Src, Device> || std::is_same_v<Src, Cpu>,
                 "etnn: data on one device cannot feed a model on another; pass host data or data on the model's device");
+  const auto convert = [&](T* to) {
+    std::transform(v.data(), v.data() + v.size(), to, [](U u) { return static_cast<T>(u); });
+  };
   if constexpr (std::is_same_v<T, U> && std::is_same_v<Device, Src>) {
     return v;
   } else if constexpr (std::is_same_v<Device, Src>) {  // host data of another scalar type
-    staging.reserve_discard(v.size());
-    std::transform(v.data(), v.data() + v.size(), staging.data(), [](U u) { return static_cast<T>(u); });
-    return {staging.data(), v.batch()};
-  } else {  // host data for a device model
-    staging.reserve_discard(v.size());
-    if constexpr (std::is_same_v<T, U>) {
-      copy_from_host(Device{}, staging.data(), v.data(), v.size());
-    } else {
-      thread_local std::vector<T> converted;
-      converted.assign(v.data(), v.data() + v.size());
-      copy_from_host(Device{}, staging.data(), converted.data(), converted.size());
-    }
-    return {staging.data(), v.batch()};
+    staging.values.reserve_discard(v.size());
+    convert(staging.values.data());
+    return {staging.values.data(), v.batch()};
+  } else {  // host data for a device model: converted into a pinned slot, sent from there
+    staging.values.reserve_discard(v.size());
+    staging.from_host.send(staging.values.data(), v.size(), convert);
+    return {staging.values.data(), v.batch()};
   }
 }
 
@@ -10824,7 +11144,7 @@ class Model {
   int reserved_ = 0;             // largest batch reserve() has sized for
   Buffer<T, Device> activations_;  // inference ping-pong buffers
   Buffer<T, Device> scratch_;      // layers' scratch
-  Buffer<T, Device> input_staging_;  // host input copied to the device
+  backend::Staging<T, Device> input_staging_;  // host input copied to the device
 };
 
 }  // namespace etnn
@@ -11044,7 +11364,7 @@ class TrainingPass {
     workspace_ = Buffer<T, Device>(program::workspace_values(batch));
     scratch_ = Buffer<T, Device>(program::template scratch_values<Device>(batch));
     capacity_ = batch;
-    if constexpr (!std::is_same_v<T, float>) input_staging_.reserve_discard(input_shape::size * rows);
+    if constexpr (!std::is_same_v<T, float>) input_staging_.values.reserve_discard(input_shape::size * rows);
     Buffer<T, Device> zeros(input_shape::size * rows);
     fill(Device{}, zeros.data(), zeros.size(), T(0));
     const auto run = model_.next_run(scratch_.data(), true);
@@ -11127,7 +11447,7 @@ class TrainingPass {
   Buffer<T, Device> workspace_;
   Buffer<T, Device> scratch_;  // the layers' scratch (im2col columns, per-channel sums)
   int capacity_ = 0;
-  Buffer<T, Device> input_staging_;
+  backend::Staging<T, Device> input_staging_;
   typename program::template Activations<T> activations_{};
   // The pass in progress, from forward() to backward().
   detail::Run<T> run_{};
@@ -11364,10 +11684,11 @@ struct LabelRowPlan {
 // alone), which a loss defines for any device.
 template <class Loss>
 struct TensorTargetLoss {
-  // Returns the loss; grad (the output's size) receives dL/doutput.
+  // Returns the loss (backend::LossValue: on a CUDA device, read when converted to T); grad (the
+  // output's size) receives dL/doutput.
   template <class T, ShapeType S, ShapeType TS, class Device>
-  T value_and_grad(Device, TensorView<const T, S, Device> output, TensorView<const T, TS, Device> target,
-                   T* grad) const {
+  backend::LossValue<T, Device> value_and_grad(Device, TensorView<const T, S, Device> output,
+                                               TensorView<const T, TS, Device> target, T* grad) const {
     return static_cast<const Loss&>(*this).compute(Device{}, output, target, grad);
   }
   template <class T, ShapeType S, ShapeType TS, class Device>
@@ -11382,7 +11703,8 @@ struct TensorTargetLoss {
 template <class Loss>
 struct LabelTargetLoss {
   template <class T, ShapeType S, class Device>
-  T value_and_grad(Device, TensorView<const T, S, Device> output, std::span<const int> labels, T* grad) const {
+  backend::LossValue<T, Device> value_and_grad(Device, TensorView<const T, S, Device> output,
+                                               std::span<const int> labels, T* grad) const {
     static_assert(check::class_scores<S>());
     const auto p = loss().template plan<T>(labels, output.batch(), S::dims[0]);
     return label_rows_loss(Device{}, scratch_, output.data(), output.batch(), S::dims[0], labels, p.weight, grad,
@@ -11464,7 +11786,7 @@ class BCE : public detail::TensorTargetLoss<BCE> {
   friend detail::TensorTargetLoss<BCE>;
 
   template <class Device, class T, ShapeType S, ShapeType TS>
-  T compute(Device device, TensorView<const T, S, Device> probs, TensorView<const T, TS, Device> target, T* grad) const {
+  auto compute(Device device, TensorView<const T, S, Device> probs, TensorView<const T, TS, Device> target, T* grad) const {
     detail::check_targets(probs, target, "etnn::loss::BCE");
     return elementwise_loss(device, probs, target, grad,
                                detail::reduction_scale<T>(options_.reduction, probs.size()), detail::BceTerm{});
@@ -11532,7 +11854,7 @@ class BCEWithLogits : public detail::TensorTargetLoss<BCEWithLogits> {
   }
 
   template <class Device, class T, ShapeType S, ShapeType TS>
-  T compute(Device device, TensorView<const T, S, Device> logits, TensorView<const T, TS, Device> target, T* grad) const {
+  auto compute(Device device, TensorView<const T, S, Device> logits, TensorView<const T, TS, Device> target, T* grad) const {
     detail::check_targets(logits, target, "etnn::loss::BCEWithLogits");
     return elementwise_loss(device, logits, target, grad,
                                detail::reduction_scale<T>(options_.reduction, logits.size()),
@@ -11862,7 +12184,7 @@ class Hinge : public detail::TensorTargetLoss<Hinge> {
   friend detail::TensorTargetLoss<Hinge>;
 
   template <class Device, class T, ShapeType S, ShapeType TS>
-  T compute(Device device, TensorView<const T, S, Device> scores, TensorView<const T, TS, Device> target, T* grad) const {
+  auto compute(Device device, TensorView<const T, S, Device> scores, TensorView<const T, TS, Device> target, T* grad) const {
     detail::check_targets(scores, target, "etnn::loss::Hinge");
     return elementwise_loss(device, scores, target, grad,
                                detail::reduction_scale<T>(options_.reduction, scores.size()), detail::HingeTerm{});
@@ -11920,7 +12242,7 @@ class Huber : public detail::TensorTargetLoss<Huber> {
   }
 
   template <class Device, class T, ShapeType S, ShapeType TS>
-  T compute(Device device, TensorView<const T, S, Device> output, TensorView<const T, TS, Device> target, T* grad) const {
+  auto compute(Device device, TensorView<const T, S, Device> output, TensorView<const T, TS, Device> target, T* grad) const {
     detail::check_targets(output, target, "etnn::loss::Huber");
     return elementwise_loss(device, output, target, grad,
                                detail::reduction_scale<T>(options_.reduction, output.size()),
@@ -11982,7 +12304,7 @@ class KLDiv : public detail::TensorTargetLoss<KLDiv> {
   friend detail::TensorTargetLoss<KLDiv>;
 
   template <class Device, class T, ShapeType S, ShapeType TS>
-  T compute(Device device, TensorView<const T, S, Device> log_probs, TensorView<const T, TS, Device> target, T* grad) const {
+  auto compute(Device device, TensorView<const T, S, Device> log_probs, TensorView<const T, TS, Device> target, T* grad) const {
     detail::check_targets(log_probs, target, "etnn::loss::KLDiv");
     const std::size_t count = options_.reduction == KLDivReduction::batchmean
                                   ? static_cast<std::size_t>(log_probs.batch())
@@ -12032,7 +12354,7 @@ class L1 : public detail::TensorTargetLoss<L1> {
   friend detail::TensorTargetLoss<L1>;
 
   template <class Device, class T, ShapeType S, ShapeType TS>
-  T compute(Device device, TensorView<const T, S, Device> output, TensorView<const T, TS, Device> target, T* grad) const {
+  auto compute(Device device, TensorView<const T, S, Device> output, TensorView<const T, TS, Device> target, T* grad) const {
     detail::check_targets(output, target, "etnn::loss::L1");
     return elementwise_loss(device, output, target, grad,
                                detail::reduction_scale<T>(options_.reduction, output.size()), detail::AbsoluteError{});
@@ -12303,7 +12625,7 @@ class MSE : public detail::TensorTargetLoss<MSE> {
   friend detail::TensorTargetLoss<MSE>;
 
   template <class Device, class T, ShapeType S, ShapeType TS>
-  T compute(Device device, TensorView<const T, S, Device> output, TensorView<const T, TS, Device> target, T* grad) const {
+  auto compute(Device device, TensorView<const T, S, Device> output, TensorView<const T, TS, Device> target, T* grad) const {
     detail::check_targets(output, target, "etnn::loss::MSE");
     return elementwise_loss(device, output, target, grad,
                                detail::reduction_scale<T>(options_.reduction, output.size()), detail::SquaredError{});
@@ -12439,7 +12761,7 @@ class MultiLabelSoftMargin : public detail::TensorTargetLoss<MultiLabelSoftMargi
   friend detail::TensorTargetLoss<MultiLabelSoftMargin>;
 
   template <class Device, class T, ShapeType S, ShapeType TS>
-  T compute(Device device, TensorView<const T, S, Device> logits, TensorView<const T, TS, Device> target, T* grad) const {
+  auto compute(Device device, TensorView<const T, S, Device> logits, TensorView<const T, TS, Device> target, T* grad) const {
     static_assert(check::class_scores<S>());
     detail::check_targets(logits, target, "etnn::loss::MultiLabelSoftMargin");
     constexpr auto classes = static_cast<std::size_t>(S::dims[0]);
@@ -12553,8 +12875,10 @@ class SequenceCrossEntropy {
   explicit SequenceCrossEntropy(Options options = {}) : options_(options) {}
   const Options& options() const noexcept { return options_; }
 
+  // Returns the loss (backend::LossValue: on a CUDA device, read when converted to T).
   template <class T, ShapeType S, class Device>
-  T value_and_grad(Device, TensorView<const T, S, Device> output, std::span<const int> labels, T* grad) const {
+  backend::LossValue<T, Device> value_and_grad(Device, TensorView<const T, S, Device> output,
+                                               std::span<const int> labels, T* grad) const {
     static_assert(check::sequence_scores<S>());
     constexpr int length = dim_or_one<S>(0), classes = dim_or_one<S>(1);
     const int rows = output.batch() * length;
@@ -12647,7 +12971,7 @@ class SmoothL1 : public detail::TensorTargetLoss<SmoothL1> {
   }
 
   template <class Device, class T, ShapeType S, ShapeType TS>
-  T compute(Device device, TensorView<const T, S, Device> output, TensorView<const T, TS, Device> target, T* grad) const {
+  auto compute(Device device, TensorView<const T, S, Device> output, TensorView<const T, TS, Device> target, T* grad) const {
     detail::check_targets(output, target, "etnn::loss::SmoothL1");
     return elementwise_loss(device, output, target, grad,
                                detail::reduction_scale<T>(options_.reduction, output.size()),
@@ -12672,12 +12996,14 @@ class TargetStaging {
  public:
   // Sizes the buffer that converts float targets to T for `values` target values.
   void reserve(std::size_t values) {
-    if constexpr (!std::is_same_v<T, float>) staging_.reserve_discard(values);
+    if constexpr (!std::is_same_v<T, float>) staging_.values.reserve_discard(values);
   }
 
-  // The loss's mean value over the batch, and dL/doutput into grad (output's shape).
+  // The loss's mean value over the batch (on a CUDA device on its way to the host, read when
+  // converted to T: backend::LossValue; a parametric loss's is a T), and dL/doutput into grad
+  // (output's shape).
   template <class Loss, ShapeType S, class Y>
-  T value_and_grad(Loss& loss, TensorView<const T, S, Device> output, const Y& y, T* grad) {
+  auto value_and_grad(Loss& loss, TensorView<const T, S, Device> output, const Y& y, T* grad) {
     using Kind = typename Loss::target_kind;
     static_assert(check::loss_target_kind<std::is_same_v<Kind, ClassIndices> || std::is_same_v<Kind, RealValues> ||
                                           std::is_same_v<Kind, MultiHot>>());
@@ -12692,7 +13018,7 @@ class TargetStaging {
   }
 
  private:
-  Buffer<T, Device> staging_;
+  backend::Staging<T, Device> staging_;
 };
 
 }  // namespace etnn::loss::detail
@@ -17402,7 +17728,7 @@ double evaluate(Model& model, const Dataset& dataset, Metric metric, int batch =
                                                       data::target_batch<Y> targets) { m.update(out, targets); }>());
   if (batch <= 0) throw ShapeError("etnn::evaluate: batch must be positive, got " + std::to_string(batch));
   Tensor<T, typename Model::output_shape, Device> out(batch);
-  Buffer<T, Device> staging;
+  backend::Staging<T, Device> staging;
   Tensor<T, typename Model::output_shape, Cpu> out_on_host;  // a device model's outputs, for the metric
   struct ModeGuard {
     Model& m;
@@ -17991,11 +18317,16 @@ class NonFiniteGuard {
   // count summed across ranks, its allreduce overlapping the gradients' reductions) or the
   // gradients summed across ranks hold a NaN or an infinity (Optimizer::gradients_finite; a
   // parametric loss's are read only while the model's are finite). Every rank reaches the same
-  // verdict. Reduces the gradients of the model's optimizer and of a parametric loss's. Off, it
-  // skips nothing.
-  template <class ModelOptimizer, class... LossOptimizer>
-  bool skips(ModelOptimizer& optimizer, LossOptimizer&... loss_optimizer) {
+  // verdict. last_loss is the window's last micro-batch loss (a T, or a loss on its way from the
+  // device that converts to T when read): on a single process it is read after the gradients'
+  // test, whose read of the device's results brings it along (no wait of its own); across ranks
+  // before, for its flag. Reduces the gradients of the model's optimizer and of a parametric
+  // loss's. Off, it skips nothing and reads nothing.
+  template <class LastLoss, class ModelOptimizer, class... LossOptimizer>
+  bool skips(const LastLoss& last_loss, ModelOptimizer& optimizer, LossOptimizer&... loss_optimizer) {
     if (!on_) return false;
+    ranks_ = optimizer.reducer().size();
+    if (ranks_ > 1) check_loss(static_cast<T>(last_loss));
     ranks_with_non_finite_loss_ = loss_non_finite_ ? 1.0 : 0.0;
     optimizer.start_loss_flag(&ranks_with_non_finite_loss_);
     optimizer.reduce_gradients();
@@ -18003,7 +18334,10 @@ class NonFiniteGuard {
     optimizer.finish_loss_flag();
     bool gradients_finite = optimizer.gradients_finite();
     ((gradients_finite = gradients_finite && loss_optimizer.gradients_finite()), ...);
-    ranks_ = optimizer.reducer().size();
+    if (ranks_ == 1) {
+      check_loss(static_cast<T>(last_loss));
+      ranks_with_non_finite_loss_ = loss_non_finite_ ? 1.0 : 0.0;
+    }
     if (gradients_finite && loss_finite_on_every_rank()) return false;
     if (non_finite_in_a_row_ == 0) {  // the first of a run: what the error will report
       first_ranks_with_non_finite_loss_ = static_cast<int>(ranks_with_non_finite_loss_);
@@ -18172,33 +18506,40 @@ class Trainer {
   }
   int capacity() const noexcept { return pass_.capacity(); }
 
+  // What step() returns: the batch's mean loss, a T; on a CUDA device the loss on its way to the
+  // host (cuda::PendingLoss<T>), which converts to T when read, as PyTorch's loss.item() reads its
+  // loss tensor: a step whose loss is not read does not wait for the device to compute it. Read it
+  // before the next step, which replaces it (reading it then is an etnn::Error).
+  using loss_value = backend::LossValue<T, Device>;
+
   // A batch from a DataLoader: batch.x (B samples), batch.y (B targets).
   template <class Batch>
     requires requires(const Batch& b) { b.x; b.y; }
-  T step(const Batch& batch) {
+  loss_value step(const Batch& batch) {
     return step(batch.x, batch.y);
   }
 
   // x: B samples of the network's input shape; y: B class indices or (B, output) real targets,
-  // as the loss takes. Returns the batch's mean loss (before the update).
+  // as the loss takes. Returns the batch's mean loss (before the update): a loss_value.
   // With accumulate = k, each call is one micro-batch: gradients of k calls are averaged, and only
   // the k-th call reduces them across ranks and updates (PyTorch's no_sync on the others).
   template <class X, class Y>
-  T step(const X& x, const Y& y) {
+  loss_value step(const X& x, const Y& y) {
     if (micro_step_ == 0) start_window();
     if (micro_step_ + 1 < options_.accumulate) {
-      const T loss = backward_pass(x, y, [](std::size_t) {});
-      guard_.check_loss(loss);
+      loss_value loss = backward_pass(x, y, [](std::size_t) {});
+      if (guard_.on()) guard_.check_loss(static_cast<T>(loss));
       ++micro_step_;
       return loss;
     }
-    T loss{};
+    std::optional<loss_value> loss;
     bool skipped = false;
     try {
-      loss = backward_pass(x, y, [this](std::size_t first) { optimizer_.gradients_ready_from(first); },
-                           optimizer_.wants_row_blocks());
-      guard_.check_loss(loss);
-      skipped = with_optimizers([&](auto&... optimizer) { return guard_.skips(optimizer...); });
+      // The guard reads the loss (on a CUDA device: once the gradients' test has brought the
+      // device's results back, one wait for both); without the guard nothing reads it.
+      loss.emplace(backward_pass(x, y, [this](std::size_t first) { optimizer_.gradients_ready_from(first); },
+                                 optimizer_.wants_row_blocks()));
+      skipped = with_optimizers([&](auto&... optimizer) { return guard_.skips(*loss, optimizer...); });
       if (skipped) {
         guard_.restore_buffers(model_);
         with_optimizers([](auto&... optimizer) { (optimizer.skip_step(), ...); });
@@ -18214,7 +18555,7 @@ class Trainer {
       throw;
     }
     guard_.end_window(skipped, scaler_.update(skipped, guard_.loss_finite_on_every_rank()));
-    return loss;
+    return *std::move(loss);
   }
 
   // Forward, loss and backward without an update and without communication: adds to the model's
@@ -18223,7 +18564,7 @@ class Trainer {
   // loss_scale() (1 unless loss scaling is on: divide by it before an update). For custom loops;
   // does not move the accumulation window.
   template <class X, class Y>
-  T accumulate_gradients(const X& x, const Y& y) {
+  loss_value accumulate_gradients(const X& x, const Y& y) {
     return backward_pass(x, y, [](std::size_t) {});
   }
 
@@ -18301,8 +18642,10 @@ class Trainer {
   // layers finish (see Program::backward), and as weight gradients' row blocks do when
   // weight_row_blocks. If it throws before its backward has written stale gradients, they are
   // zeroed: what a failed step leaves is what zero_grad() would.
+  // Returns the loss as the loss returned it (backend::LossValue: on a CUDA device, read when
+  // converted to T).
   template <class X, class Y, class LayerDone>
-  T backward_pass(const X& x, const Y& y, LayerDone&& layer_done, bool weight_row_blocks = false) {
+  auto backward_pass(const X& x, const Y& y, LayerDone&& layer_done, bool weight_row_blocks = false) {
     try {
       return forward_backward(x, y, layer_done, weight_row_blocks);
     } catch (...) {
@@ -18312,7 +18655,7 @@ class Trainer {
   }
 
   template <class X, class Y, class LayerDone>
-  T forward_backward(const X& x, const Y& y, LayerDone& layer_done, bool weight_row_blocks) {
+  auto forward_backward(const X& x, const Y& y, LayerDone& layer_done, bool weight_row_blocks) {
     dist::CrossRankSum sync;
     if (options_.sync_batch_norm && optimizer_.reducer().size() > 1) sync = dist::CrossRankSum(optimizer_.reducer());
     const auto output = pass_.forward(x, sync);
@@ -18320,7 +18663,7 @@ class Trainer {
     // parameters' gradients itself, scaled the same.
     const T gradient_scale = static_cast<T>(scaler_.scale()) / static_cast<T>(options_.accumulate);
     if constexpr (loss_has_parameters) loss_.set_gradient_scale(gradient_scale);
-    const T loss = targets_.value_and_grad(loss_, output.values, y, output.gradient);
+    const auto loss = targets_.value_and_grad(loss_, output.values, y, output.gradient);
     pass_.backward(gradient_scale, layer_done, gradients_stale_ ? nn::Gradients::overwrite : nn::Gradients::add,
                    weight_row_blocks);
     gradients_stale_ = false;

@@ -7,8 +7,10 @@
 // events, graphs and cuBLASLt objects are opaque handles.
 // Every call is logged with whether it was made while a graph was recorded (its work then runs in
 // the graph's launches) and whether it makes the host wait for the device: a stream
-// synchronisation, a copy into host memory, a copy out of pageable host memory (cudaMemcpyAsync
-// stages it, and may wait for the stream to do so).
+// synchronisation or an event's, a copy into pageable host memory, a copy out of pageable host
+// memory (cudaMemcpyAsync stages it, and may wait for the stream to do so). A copy between the
+// device and pinned host memory (cudaHostAlloc's) does not wait. Events report their work done,
+// unless device_lags: then cudaEventQuery answers "not ready", as when the host runs ahead.
 #include <etnn/etnn.hpp>
 
 #include <cstddef>
@@ -32,6 +34,7 @@ class EmulatedRuntime final : public etnn::cuda::Runtime {
   };
 
   std::vector<Call> calls;
+  bool device_lags = false;  // cudaEventQuery answers cudaErrorNotReady
   void clear() { calls.clear(); }
   std::size_t count(const std::string& name) const {
     std::size_t n = 0;
@@ -41,6 +44,7 @@ class EmulatedRuntime final : public etnn::cuda::Runtime {
 
   ~EmulatedRuntime() override {
     for (auto& [address, bytes] : allocations_) std::free(reinterpret_cast<void*>(address));
+    for (auto& [address, bytes] : pinned_) std::free(reinterpret_cast<void*>(address));
   }
 
   cudaError_t cudaGetDeviceCount(int* count) override {
@@ -105,6 +109,18 @@ class EmulatedRuntime final : public etnn::cuda::Runtime {
         std::memcpy(static_cast<char*>(dst) + row * dst_pitch, static_cast<const char*>(src) + row * src_pitch, width);
     });
   }
+  cudaError_t cudaHostAlloc(void** p, std::size_t bytes, unsigned) override {
+    log("cudaHostAlloc");
+    *p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+    pinned_[reinterpret_cast<std::uintptr_t>(*p)] = bytes;
+    return cudaSuccess;
+  }
+  cudaError_t cudaFreeHost(void* p) override {
+    log("cudaFreeHost");
+    pinned_.erase(reinterpret_cast<std::uintptr_t>(p));
+    std::free(p);
+    return cudaSuccess;
+  }
   cudaError_t cudaMemsetAsync(void* p, int value, std::size_t bytes, cudaStream_t stream) override {
     log("cudaMemsetAsync");
     if (!recording(stream)) std::memset(p, value, bytes);
@@ -130,7 +146,11 @@ class EmulatedRuntime final : public etnn::cuda::Runtime {
     return cudaSuccess;
   }
   cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) override { return log("cudaEventRecord"); }
-  cudaError_t cudaEventQuery(cudaEvent_t) override { return log("cudaEventQuery"); }
+  cudaError_t cudaEventQuery(cudaEvent_t) override {
+    log("cudaEventQuery");
+    return device_lags ? cudaErrorNotReady : cudaSuccess;
+  }
+  cudaError_t cudaEventSynchronize(cudaEvent_t) override { return log("cudaEventSynchronize", true); }
   cudaError_t cudaEventDestroy(cudaEvent_t) override { return log("cudaEventDestroy"); }
 
   cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status) override {
@@ -209,10 +229,12 @@ class EmulatedRuntime final : public etnn::cuda::Runtime {
 
  private:
   bool recording(cudaStream_t stream) const { return stream != nullptr && stream == recording_; }
-  bool on_device(const void* p) const {
+  bool on_device(const void* p) const { return within(allocations_, p); }
+  bool pinned(const void* p) const { return within(pinned_, p); }
+  static bool within(const std::map<std::uintptr_t, std::size_t>& blocks, const void* p) {
     const auto address = reinterpret_cast<std::uintptr_t>(p);
-    auto it = allocations_.upper_bound(address);
-    if (it == allocations_.begin()) return false;
+    auto it = blocks.upper_bound(address);
+    if (it == blocks.begin()) return false;
     --it;
     return address < it->first + it->second;
   }
@@ -231,8 +253,9 @@ class EmulatedRuntime final : public etnn::cuda::Runtime {
     return blas_log(std::move(name));
   }
 
-  // A copy from src to dst: into host memory it waits for the device, out of pageable host memory
-  // it may. Recorded, it is not done, and one to or from host memory fails, as it does in a capture.
+  // A copy from src to dst: into pageable host memory it waits for the device, out of pageable host
+  // memory it may; to or from pinned memory it does not. Recorded, it is not done, and one to or from
+  // host memory fails, as it does in a capture.
   template <class Copy>
   cudaError_t copy(const char* name, void* dst, const void* src, cudaStream_t stream, Copy&& copy) {
     const bool to_host = !on_device(dst);
@@ -241,7 +264,7 @@ class EmulatedRuntime final : public etnn::cuda::Runtime {
     std::string what = name;
     what += to_host ? (from_host ? " host to host" : " device to host")
                     : (from_host ? " host to device" : " device to device");
-    log(what, to_host || from_host);
+    log(what, (to_host && !pinned(dst)) || (from_host && !pinned(src)));
     if (!recording(stream)) copy();
     return cudaSuccess;
   }
@@ -253,7 +276,8 @@ class EmulatedRuntime final : public etnn::cuda::Runtime {
     return reinterpret_cast<Handle>(handles_.back().get());
   }
 
-  std::map<std::uintptr_t, std::size_t> allocations_;  // address -> bytes
+  std::map<std::uintptr_t, std::size_t> allocations_;  // device memory: address -> bytes
+  std::map<std::uintptr_t, std::size_t> pinned_;       // pinned host memory: address -> bytes
   std::vector<std::unique_ptr<char>> handles_;
   cudaStream_t recording_ = nullptr;  // the stream being recorded into a graph
   std::string last_work_ = "nothing";

@@ -84,6 +84,15 @@ std::string listing(const std::vector<EmulatedRuntime::Call>& calls) {
 
 using Mlp = decltype(nn::input<64> >> nn::linear<128> >> nn::relu >> nn::linear<64> >> nn::tanh >> nn::linear<10>);
 
+// A batch of 32 samples for Mlp, in host memory, and its labels.
+struct MlpBatch {
+  static constexpr int batch = 32;
+  std::vector<float> inputs = std::vector<float>(std::size_t{64} * batch, 0.5f);
+  std::vector<int> classes = std::vector<int>(batch, 3);
+  etnn::TensorView<const float, etnn::Shape<64>> x() const { return {inputs.data(), batch}; }
+  std::span<const int> labels() const { return classes; }
+};
+
 }  // namespace
 
 TEST_CASE("every call of training, evaluating and saving any network on the device goes through the runtime layer") {
@@ -220,31 +229,29 @@ TEST_CASE("a split MLP's step: the wide first layer through cuBLASLt, the tail f
 
 TEST_CASE("a CUDA training step after warm-up: no allocation, no recording, forward and backward replayed as graphs") {
   EmulatedRuntime& runtime = emulated();
-  const int batch = 32;
-  std::vector<float> x(std::size_t{64} * batch, 0.5f);
-  std::vector<int> y(batch, 3);
-  const etnn::TensorView<const float, etnn::Shape<64>> xs(x.data(), batch);
+  MlpBatch data;
   etnn::Model<Mlp, float, etnn::Cuda> model(1);
   etnn::loss::CrossEntropy ce;
   etnn::optim::SGD opt(model, {.lr = 0.05f});
   etnn::Trainer trainer(model, ce, opt);
+  const auto step = [&] { return trainer.step(data.x(), data.labels()); };
 
   runtime.clear();
-  trainer.step(xs, std::span<const int>(y));
+  step();
   const auto first = runtime.calls;
   // The first step records the forward (3 products) and the backward (3 dW and 2 dX products).
   CHECK(count(first, "cudaStreamBeginCapture", false) == 2);
   CHECK(count(first, "cublasLtMatmul", true) == 8);
   CHECK(count(first, "cudaGraphLaunch", false) == 2);
 
-  for (int step = 0; step < 2; ++step) {
+  for (int s = 0; s < 2; ++s) {
     runtime.clear();
-    trainer.step(xs, std::span<const int>(y));
+    step();
     const auto& calls = runtime.calls;
     INFO("the step's calls:\n" << listing(calls));
     for (const char* none : {"cudaMallocAsync", "cudaFreeAsync", "cudaStreamCreateWithFlags",
-                             "cudaEventCreateWithFlags", "cudaStreamBeginCapture", "cudaGraphInstantiate",
-                             "cublasLtMatmulDescCreate", "cublasLtMatmul"})
+                             "cudaEventCreateWithFlags", "cudaHostAlloc", "cudaStreamBeginCapture",
+                             "cudaGraphInstantiate", "cublasLtMatmulDescCreate", "cublasLtMatmul"})
       CHECK_MESSAGE(count(calls, none, false) == 0, none);
     CHECK(count(calls, "cudaGraphLaunch", false) == 2);
     // Between and after the graphs: the loss, zeroing the gradients (backward adds), the guard's scan and
@@ -254,17 +261,135 @@ TEST_CASE("a CUDA training step after warm-up: no allocation, no recording, forw
       if (c.name.starts_with("launch ")) launched.push_back(c.name);
     CHECK(launched == std::vector<std::string>{"launch etnn::loss::CrossEntropy", "launch etnn::fill",
                                                "launch etnn::optim non_finite_index", "launch etnn::for_each_index"});
-    // Where the step waits for the host today: the input and labels staged from pageable memory, the
-    // loss read back (row losses, summed on the host) and the guard's verdict read back (its start
-    // value staged first). Issue 20's step without host round trips empties this list.
+    // The input and the labels are sent from pinned memory, and the row losses come back into
+    // pinned memory, each transfer followed by its event, without waiting; the guard's start value
+    // is set on the device.
+    CHECK(count(calls, "cudaMemcpyAsync host to device", false) == 2);
+    CHECK(count(calls, "cudaMemcpyAsync device to host", false) == 2);
+    CHECK(count(calls, "cudaEventRecord", false) == 3);
+    CHECK(count(calls, "cudaMemsetAsync", false) == 1);
+    // The one place the step still waits for the device: the guard's verdict read back, which
+    // brings the loss along (read after it, its copy is done). Issue 20's step without host round
+    // trips empties this list.
     CHECK(waits(calls) == std::vector<std::string>{
-                              "cudaMemcpyAsync host to device after etnn::for_each_index",
-                              "cudaMemcpyAsync host to device after a graph",
-                              "cudaMemcpyAsync device to host after etnn::loss::CrossEntropy",
-                              "cudaStreamSynchronize after etnn::loss::CrossEntropy",
-                              "cudaMemcpyAsync host to device after a graph",
                               "cudaMemcpyAsync device to host after etnn::optim non_finite_index",
                               "cudaStreamSynchronize after etnn::optim non_finite_index",
                           });
+  }
+}
+
+TEST_CASE("without the non-finite guard a warmed-up CUDA step never waits for the device; its loss is read when asked") {
+  EmulatedRuntime& runtime = emulated();
+  MlpBatch data;
+  etnn::Model<Mlp, float, etnn::Cuda> model(1);
+  etnn::loss::CrossEntropy ce;
+  etnn::optim::Adam opt(model, {.lr = 1e-3f});
+  etnn::Trainer trainer(model, ce, opt, {.skip_non_finite = false});
+  (void)trainer.step(data.x(), data.labels());
+  runtime.device_lags = true;  // the host runs ahead: nothing it has sent has arrived
+  for (int step = 0; step < 3; ++step) {
+    runtime.clear();
+    const auto loss = trainer.step(data.x(), data.labels());
+    INFO("the step's calls:\n" << listing(runtime.calls));
+    CHECK(waits(runtime.calls).empty());
+    CHECK(count(runtime.calls, "cudaGraphLaunch", false) == 2);
+    if (step == 2) {  // like loss.item(): the one wait is the loss's own copy
+      runtime.clear();
+      CHECK(static_cast<float>(loss) == 0.0f);
+      CHECK(waits(runtime.calls).size() == 1);
+      CHECK(count(runtime.calls, "cudaEventSynchronize", false) == 1);
+    }
+  }
+  runtime.device_lags = false;
+}
+
+TEST_CASE("host data reaches the device through a ring of pinned slots that never waits until the host is 4 sends ahead") {
+  EmulatedRuntime& runtime = emulated();
+  etnn::Buffer<int, etnn::Cuda> on_device(6);
+  etnn::cuda::PinnedStaging staging;
+  const auto send = [&](int first, std::size_t n) {
+    staging.send(on_device.data(), n, [&](int* pinned) {
+      for (std::size_t i = 0; i < n; ++i) pinned[i] = first + static_cast<int>(i);
+    });
+  };
+  const auto arrived = [&](std::size_t n) {
+    std::vector<int> host(n);
+    etnn::copy_to_host(etnn::Cuda{}, host.data(), on_device.data(), n);
+    return host;
+  };
+
+  SUBCASE("the device keeping up: one slot, reused, no waits") {
+    runtime.clear();
+    for (int s = 0; s < 5; ++s) send(10 * s, 4);
+    CHECK(staging.slots() == 1);
+    CHECK(count(runtime.calls, "cudaHostAlloc", false) == 1);
+    CHECK(waits(runtime.calls).empty());
+    CHECK(arrived(4) == std::vector<int>{40, 41, 42, 43});
+  }
+  SUBCASE("the device lagging: a slot per send in flight, then the oldest transfer waited for") {
+    runtime.device_lags = true;
+    runtime.clear();
+    for (int s = 0; s < 4; ++s) send(10 * s, 4);
+    CHECK(staging.slots() == etnn::cuda::PinnedStaging::max_slots);
+    CHECK(count(runtime.calls, "cudaHostAlloc", false) == 4);
+    CHECK(waits(runtime.calls).empty());
+    runtime.clear();
+    send(100, 4);
+    CHECK(staging.slots() == etnn::cuda::PinnedStaging::max_slots);
+    CHECK(count(runtime.calls, "cudaHostAlloc", false) == 0);
+    // The fifth send waits for the first's transfer and reuses its slot.
+    CHECK(waits(runtime.calls).size() == 1);
+    CHECK(count(runtime.calls, "cudaEventSynchronize", false) == 1);
+    runtime.device_lags = false;
+    CHECK(arrived(4) == std::vector<int>{100, 101, 102, 103});
+  }
+  SUBCASE("a larger send grows the slot it takes") {
+    send(0, 2);
+    runtime.clear();
+    send(7, 6);
+    CHECK(count(runtime.calls, "cudaFreeHost", false) == 1);
+    CHECK(count(runtime.calls, "cudaHostAlloc", false) == 1);
+    CHECK(arrived(6) == std::vector<int>{7, 8, 9, 10, 11, 12});
+  }
+  SUBCASE("a send while etnn's stream is recorded is refused: a replay would copy whatever the slot held then") {
+    etnn::cuda::RecordingStream recording;
+    ETNN_CHECK_CUDA(etnn::cuda::runtime().cudaStreamBeginCapture(etnn::cuda::stream(), cudaStreamCaptureModeThreadLocal));
+    CHECK_THROWS_WITH_AS(send(0, 2), doctest::Contains("being recorded into a CUDA graph"), etnn::DeviceError);
+    cudaGraph_t graph = nullptr;
+    ETNN_CHECK_CUDA(etnn::cuda::runtime().cudaStreamEndCapture(etnn::cuda::stream(), &graph));
+  }
+}
+
+TEST_CASE("a loss computed on the device comes back without a wait, and is read when converted") {
+  EmulatedRuntime& runtime = emulated();
+  const int batch = 4;
+  etnn::Buffer<float, etnn::Cuda> logits(std::size_t{10} * batch);
+  const etnn::TensorView<const float, etnn::Shape<10>, etnn::Cuda> scores(logits.data(), batch);
+  const std::vector<int> labels{1, 2, 3, 4};
+  etnn::loss::CrossEntropy ce;
+  runtime.clear();
+  const auto pending = ce.value_and_grad(etnn::Cuda{}, scores, std::span<const int>(labels), static_cast<float*>(nullptr));
+  static_assert(std::is_same_v<std::remove_const_t<decltype(pending)>, etnn::cuda::PendingLoss<float>>);
+  CHECK(waits(runtime.calls).empty());
+
+  SUBCASE("its copy done, reading it does not wait") {
+    runtime.clear();
+    CHECK(static_cast<float>(pending) == 0.0f);  // the emulated kernel wrote no row loss: they stay zero
+    CHECK(waits(runtime.calls).empty());
+    CHECK(count(runtime.calls, "cudaEventQuery", false) == 1);
+  }
+  SUBCASE("its copy still in flight, reading it waits for that copy alone, once") {
+    runtime.device_lags = true;
+    runtime.clear();
+    CHECK(pending.value() == 0.0f);
+    CHECK(pending.value() == 0.0f);
+    runtime.device_lags = false;
+    CHECK(count(runtime.calls, "cudaEventSynchronize", false) == 1);
+    CHECK(count(runtime.calls, "cudaStreamSynchronize", false) == 0);
+  }
+  SUBCASE("read after the same loss was computed again, it is an error rather than the newer value") {
+    (void)ce.value(etnn::Cuda{}, scores, std::span<const int>(labels));
+    CHECK_THROWS_WITH_AS((void)pending.value(), doctest::Contains("convert it to a number before computing that loss again"),
+                         etnn::Error);
   }
 }

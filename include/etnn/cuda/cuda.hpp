@@ -4,6 +4,7 @@
 // loops, the fully fused narrow-MLP kernels and CUDA graphs. Layers reach these through backend/.
 #include "runtime.hpp"
 #include "memory.hpp"
+#include "pinned_staging.hpp"
 #include "per_thread.hpp"
 #include "executor.hpp"
 #include "reduce.hpp"

@@ -3,10 +3,10 @@
 // The loops of the losses on the device, with the host's semantics (cpu/loss_loops.hpp): the sum of
 // an element-wise ETNN_HD term over every value (one grid-stride kernel, block partials in double),
 // and the rows of class scores (a grid-stride loop over the rows, row losses summed on the host in
-// row order).
+// row order). Both return the loss on its way to the host (cuda::PendingLoss), read when converted.
+#include <algorithm>
 #include <cstddef>
 #include <span>
-#include <vector>
 
 #include "../core/device.hpp"
 #include "../core/error.hpp"
@@ -14,6 +14,9 @@
 #include "../tensor/buffer.hpp"
 #include "../tensor/tensor.hpp"
 #include "memory.hpp"
+#include "pending_loss.hpp"
+#include "per_thread.hpp"
+#include "pinned_staging.hpp"
 #include "reduce.hpp"
 #include "runtime.hpp"
 
@@ -54,25 +57,27 @@ __global__ void label_rows_kernel(const T* x, int batch, int classes, const int*
 }  // namespace detail
 
 // The rows of class scores on the device: the labels and class weights (checked on the host) are
-// copied over, one kernel computes every row, and the row losses come back and are summed in T in
-// row order, as the host's label_rows_loss sums them. Row losses travel as double, which holds a
-// float or a double exactly. Its buffers are scratch that grows to the largest batch: a copy
-// starts with its own, empty, so a loss that holds one stays copyable.
+// sent over through pinned memory, one kernel computes every row, and the row losses come back
+// without a wait, to be summed in T in row order when the loss is read (cuda::PendingLoss), as the
+// host's label_rows_loss sums them. Row losses travel as double, which holds a float or a double
+// exactly. Its buffers are scratch that grows to the largest batch: a copy starts with its own,
+// empty, so a loss that holds one stays copyable.
 class LabelRowsScratch {
  public:
   LabelRowsScratch() = default;
   LabelRowsScratch(const LabelRowsScratch&) {}
   LabelRowsScratch& operator=(const LabelRowsScratch&) { return *this; }
 
-  // scale * sum_b row_b.
+  // scale * sum_b row_b, on its way to the host.
   template <class T, class Row>
-  T run(const T* x, int batch, int classes, std::span<const int> labels, const float* weight, T* grad, T scale,
-        Row row, const char* who) {
+  PendingLoss<T> run(const T* x, int batch, int classes, std::span<const int> labels, const float* weight, T* grad,
+                     T scale, Row row, const char* who) {
     labels_.reserve_discard(labels.size());
-    copy_from_host(Cuda{}, labels_.data(), labels.data(), labels.size());
+    from_host_.send(labels_.data(), labels.size(), [&](int* to) { std::copy(labels.begin(), labels.end(), to); });
     if (weight != nullptr) {
       weight_.reserve_discard(static_cast<std::size_t>(classes));
-      copy_from_host(Cuda{}, weight_.data(), weight, static_cast<std::size_t>(classes));
+      from_host_.send(weight_.data(), static_cast<std::size_t>(classes),
+                      [&](float* to) { std::copy_n(weight, classes, to); });
     }
     row_loss_.reserve_discard(static_cast<std::size_t>(batch));
     if (batch > 0) {
@@ -80,31 +85,31 @@ class LabelRowsScratch {
              classes, labels_.data(), weight != nullptr ? weight_.data() : nullptr, grad, scale, row,
              row_loss_.data());
     }
-    host_row_loss_.resize(static_cast<std::size_t>(batch));
-    copy_to_host(Cuda{}, host_row_loss_.data(), row_loss_.data(), host_row_loss_.size());
-    T total = 0;
-    for (double l : host_row_loss_) total += static_cast<T>(l);
-    return total * scale;
+    return to_host_.receive(row_loss_.data(), static_cast<std::size_t>(batch), Sum::rows, scale);
   }
 
  private:
+  PinnedStaging from_host_;  // the labels' and weights' way to the device
   Buffer<int, Cuda> labels_;
   Buffer<float, Cuda> weight_;
   Buffer<double, Cuda> row_loss_;
-  std::vector<double> host_row_loss_;
+  LossReadback to_host_;
 };
 
 }  // namespace cuda
 
 // The element-wise loss on the device, for a term that is an ETNN_HD functor: one kernel, the sum through a
-// fixed number of block partials (the same result on every run; it may differ from the host's
+// fixed number of block partials, which come back without a wait and are added when the loss is
+// read (cuda::PendingLoss: the same result on every run; it may differ from the host's
 // sequential sum in the last bits). A DomainTerm's first invalid element is searched in the same
-// kernel; only when there is one are its two values copied back for the message.
+// kernel and read at once (a wait), so that a bad target stops the step before backward, as on the
+// host; only when there is one are its two values copied back for the message.
 template <class T, ShapeType S, ShapeType TS, class F>
-T elementwise_loss(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T, TS, Cuda> target, T* grad, T scale,
-                   F term) {
+cuda::PendingLoss<T> elementwise_loss(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T, TS, Cuda> target,
+                                      T* grad, T scale, F term) {
   const std::size_t n = output.size();
-  if (n == 0) return T(0);
+  auto& to_host = cuda::detail::per_thread<cuda::LossReadback>();
+  if (n == 0) return to_host.receive(static_cast<const double*>(nullptr), 0, cuda::Sum::partials, scale);
   double* partial = cuda::detail::reduction_partials();
   unsigned long long* first_invalid = nullptr;
   if constexpr (expr::DomainTerm<F, T>) {  // starts at the largest index: none found
@@ -114,7 +119,6 @@ T elementwise_loss(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T
   using cuda::detail::reduction_blocks, cuda::detail::reduction_threads;
   cuda::launch("etnn::loss elementwise", cuda::detail::elementwise_kernel<T, F>, {reduction_blocks, reduction_threads},
                output.data(), target.data(), n, grad, scale, term, partial, first_invalid);
-  const double total = cuda::detail::sum_of_partials(partial);
   if constexpr (expr::DomainTerm<F, T>) {
     unsigned long long found = 0;
     copy_to_host(Cuda{}, &found, first_invalid, 1);
@@ -125,13 +129,15 @@ T elementwise_loss(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T
       throw Error(term.complaint(static_cast<std::size_t>(found), y, t));
     }
   }
-  return static_cast<T>(total) * scale;
+  return to_host.receive(partial, reduction_blocks, cuda::Sum::partials, scale);
 }
 
-// scale * sum_b row_b on the device (cpu/loss_loops.hpp's label_rows_loss), through `scratch`.
+// scale * sum_b row_b on the device (cpu/loss_loops.hpp's label_rows_loss), through `scratch`, on
+// its way to the host.
 template <class T, class Row>
-T label_rows_loss(Cuda, cuda::LabelRowsScratch& scratch, const T* x, int batch, int classes,
-                  std::span<const int> labels, const float* weight, T* grad, T scale, Row row, const char* who) {
+cuda::PendingLoss<T> label_rows_loss(Cuda, cuda::LabelRowsScratch& scratch, const T* x, int batch, int classes,
+                                     std::span<const int> labels, const float* weight, T* grad, T scale, Row row,
+                                     const char* who) {
   return scratch.run(x, batch, classes, labels, weight, grad, scale, row, who);
 }
 

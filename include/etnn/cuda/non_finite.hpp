@@ -2,6 +2,7 @@
 // Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
 // The CUDA scan behind the non-finite guard: where a device buffer holds a NaN or an infinity, as
 // the maximum (or minimum) index found, the same whatever the launch.
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 
@@ -13,7 +14,7 @@
 namespace etnn::cuda::detail {
 
 // found = max over non-finite x[i], i in [begin, end), of i + 1 (found starts at 0), or the
-// minimum of i (found starts at end) when `first`.
+// minimum of i (found starts at the largest value, "none") when `first`.
 template <class T>
 __global__ void non_finite_index_kernel(const T* x, std::size_t begin, std::size_t end, bool first,
                                         unsigned long long* found) {
@@ -30,13 +31,15 @@ __global__ void non_finite_index_kernel(const T* x, std::size_t begin, std::size
 template <class T>
 std::size_t search_non_finite(const T* x, std::size_t begin, std::size_t end, bool first) {
   if (begin >= end) return first ? end : 0;
-  unsigned long long found = first ? end : 0;
   unsigned long long* on_device = reduction_index();
-  ETNN_CHECK_CUDA(runtime().cudaMemcpyAsync(on_device, &found, sizeof found, cudaMemcpyHostToDevice, stream()));
+  // The start value set on the device (all bits for the minimum, zero for the maximum): no host
+  // value to send.
+  ETNN_CHECK_CUDA(runtime().cudaMemsetAsync(on_device, first ? 0xFF : 0, sizeof *on_device, stream()));
   launch("etnn::optim non_finite_index", non_finite_index_kernel<T>, {grid_blocks(end - begin), 256}, x, begin, end,
          first, on_device);
+  unsigned long long found = 0;
   copy_to_host(Cuda{}, &found, on_device, 1);
-  return static_cast<std::size_t>(found);
+  return first ? static_cast<std::size_t>(std::min<unsigned long long>(found, end)) : static_cast<std::size_t>(found);
 }
 
 // The last i < n with x[i] NaN or infinite; n when there is none.

@@ -101,6 +101,18 @@ class RecordingStream {
 // Waits until the device has finished everything on etnn's stream.
 inline void synchronize() { ETNN_CHECK_CUDA(runtime().cudaStreamSynchronize(stream())); }
 
+// Whether the work enqueued before `event` was recorded is done, without waiting. Its "not
+// ready" is not left as the thread's last error, where the next launch's check would find it.
+inline bool finished(cudaEvent_t event) {
+  const cudaError_t status = runtime().cudaEventQuery(event);
+  if (status == cudaErrorNotReady) {
+    (void)runtime().cudaGetLastError();
+    return false;
+  }
+  ETNN_CHECK_CUDA(status);
+  return true;
+}
+
 // After a kernel launch: a bad configuration (or an earlier asynchronous failure) as an error
 // naming the kernel.
 inline void check_launch(const char* kernel) {

@@ -62,6 +62,10 @@ class Runtime {
   virtual cudaError_t cudaMemsetAsync(void* p, int value, std::size_t bytes, cudaStream_t stream) {
     return ::cudaMemsetAsync(p, value, bytes, stream);
   }
+  virtual cudaError_t cudaHostAlloc(void** p, std::size_t bytes, unsigned flags) {
+    return ::cudaHostAlloc(p, bytes, flags);
+  }
+  virtual cudaError_t cudaFreeHost(void* p) { return ::cudaFreeHost(p); }
 
   // Streams and events.
   virtual cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags) {
@@ -79,6 +83,7 @@ class Runtime {
     return ::cudaEventRecord(event, stream);
   }
   virtual cudaError_t cudaEventQuery(cudaEvent_t event) { return ::cudaEventQuery(event); }
+  virtual cudaError_t cudaEventSynchronize(cudaEvent_t event) { return ::cudaEventSynchronize(event); }
   virtual cudaError_t cudaEventDestroy(cudaEvent_t event) { return ::cudaEventDestroy(event); }
 
   // Graphs.

@@ -126,9 +126,7 @@ class Nccl {
   // True once the collective has completed (its result is then in place).
   bool poll(Pending& p) {
     if (p.done == nullptr) return true;
-    const cudaError_t status = cuda::runtime().cudaEventQuery(p.done);
-    if (status == cudaErrorNotReady) return false;
-    ETNN_CHECK_CUDA(status);
+    if (!cuda::finished(p.done)) return false;
     finish(p);
     return true;
   }

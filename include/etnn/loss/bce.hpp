@@ -65,7 +65,7 @@ class BCE : public detail::TensorTargetLoss<BCE> {
   friend detail::TensorTargetLoss<BCE>;
 
   template <class Device, class T, ShapeType S, ShapeType TS>
-  T compute(Device device, TensorView<const T, S, Device> probs, TensorView<const T, TS, Device> target, T* grad) const {
+  auto compute(Device device, TensorView<const T, S, Device> probs, TensorView<const T, TS, Device> target, T* grad) const {
     detail::check_targets(probs, target, "etnn::loss::BCE");
     return elementwise_loss(device, probs, target, grad,
                                detail::reduction_scale<T>(options_.reduction, probs.size()), detail::BceTerm{});

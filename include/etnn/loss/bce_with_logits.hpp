@@ -63,7 +63,7 @@ class BCEWithLogits : public detail::TensorTargetLoss<BCEWithLogits> {
   }
 
   template <class Device, class T, ShapeType S, ShapeType TS>
-  T compute(Device device, TensorView<const T, S, Device> logits, TensorView<const T, TS, Device> target, T* grad) const {
+  auto compute(Device device, TensorView<const T, S, Device> logits, TensorView<const T, TS, Device> target, T* grad) const {
     detail::check_targets(logits, target, "etnn::loss::BCEWithLogits");
     return elementwise_loss(device, logits, target, grad,
                                detail::reduction_scale<T>(options_.reduction, logits.size()),

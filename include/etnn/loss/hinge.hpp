@@ -52,7 +52,7 @@ class Hinge : public detail::TensorTargetLoss<Hinge> {
   friend detail::TensorTargetLoss<Hinge>;
 
   template <class Device, class T, ShapeType S, ShapeType TS>
-  T compute(Device device, TensorView<const T, S, Device> scores, TensorView<const T, TS, Device> target, T* grad) const {
+  auto compute(Device device, TensorView<const T, S, Device> scores, TensorView<const T, TS, Device> target, T* grad) const {
     detail::check_targets(scores, target, "etnn::loss::Hinge");
     return elementwise_loss(device, scores, target, grad,
                                detail::reduction_scale<T>(options_.reduction, scores.size()), detail::HingeTerm{});

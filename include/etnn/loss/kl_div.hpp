@@ -56,7 +56,7 @@ class KLDiv : public detail::TensorTargetLoss<KLDiv> {
   friend detail::TensorTargetLoss<KLDiv>;
 
   template <class Device, class T, ShapeType S, ShapeType TS>
-  T compute(Device device, TensorView<const T, S, Device> log_probs, TensorView<const T, TS, Device> target, T* grad) const {
+  auto compute(Device device, TensorView<const T, S, Device> log_probs, TensorView<const T, TS, Device> target, T* grad) const {
     detail::check_targets(log_probs, target, "etnn::loss::KLDiv");
     const std::size_t count = options_.reduction == KLDivReduction::batchmean
                                   ? static_cast<std::size_t>(log_probs.batch())

@@ -40,7 +40,7 @@ class L1 : public detail::TensorTargetLoss<L1> {
   friend detail::TensorTargetLoss<L1>;
 
   template <class Device, class T, ShapeType S, ShapeType TS>
-  T compute(Device device, TensorView<const T, S, Device> output, TensorView<const T, TS, Device> target, T* grad) const {
+  auto compute(Device device, TensorView<const T, S, Device> output, TensorView<const T, TS, Device> target, T* grad) const {
     detail::check_targets(output, target, "etnn::loss::L1");
     return elementwise_loss(device, output, target, grad,
                                detail::reduction_scale<T>(options_.reduction, output.size()), detail::AbsoluteError{});

@@ -55,7 +55,7 @@ class MultiLabelSoftMargin : public detail::TensorTargetLoss<MultiLabelSoftMargi
   friend detail::TensorTargetLoss<MultiLabelSoftMargin>;
 
   template <class Device, class T, ShapeType S, ShapeType TS>
-  T compute(Device device, TensorView<const T, S, Device> logits, TensorView<const T, TS, Device> target, T* grad) const {
+  auto compute(Device device, TensorView<const T, S, Device> logits, TensorView<const T, TS, Device> target, T* grad) const {
     static_assert(check::class_scores<S>());
     detail::check_targets(logits, target, "etnn::loss::MultiLabelSoftMargin");
     constexpr auto classes = static_cast<std::size_t>(S::dims[0]);

@@ -52,8 +52,10 @@ class SequenceCrossEntropy {
   explicit SequenceCrossEntropy(Options options = {}) : options_(options) {}
   const Options& options() const noexcept { return options_; }
 
+  // Returns the loss (backend::LossValue: on a CUDA device, read when converted to T).
   template <class T, ShapeType S, class Device>
-  T value_and_grad(Device, TensorView<const T, S, Device> output, std::span<const int> labels, T* grad) const {
+  backend::LossValue<T, Device> value_and_grad(Device, TensorView<const T, S, Device> output,
+                                               std::span<const int> labels, T* grad) const {
     static_assert(check::sequence_scores<S>());
     constexpr int length = dim_or_one<S>(0), classes = dim_or_one<S>(1);
     const int rows = output.batch() * length;

@@ -53,7 +53,7 @@ class SmoothL1 : public detail::TensorTargetLoss<SmoothL1> {
   }
 
   template <class Device, class T, ShapeType S, ShapeType TS>
-  T compute(Device device, TensorView<const T, S, Device> output, TensorView<const T, TS, Device> target, T* grad) const {
+  auto compute(Device device, TensorView<const T, S, Device> output, TensorView<const T, TS, Device> target, T* grad) const {
     detail::check_targets(output, target, "etnn::loss::SmoothL1");
     return elementwise_loss(device, output, target, grad,
                                detail::reduction_scale<T>(options_.reduction, output.size()),

@@ -35,10 +35,11 @@ struct LabelRowPlan {
 // alone), which a loss defines for any device.
 template <class Loss>
 struct TensorTargetLoss {
-  // Returns the loss; grad (the output's size) receives dL/doutput.
+  // Returns the loss (backend::LossValue: on a CUDA device, read when converted to T); grad (the
+  // output's size) receives dL/doutput.
   template <class T, ShapeType S, ShapeType TS, class Device>
-  T value_and_grad(Device, TensorView<const T, S, Device> output, TensorView<const T, TS, Device> target,
-                   T* grad) const {
+  backend::LossValue<T, Device> value_and_grad(Device, TensorView<const T, S, Device> output,
+                                               TensorView<const T, TS, Device> target, T* grad) const {
     return static_cast<const Loss&>(*this).compute(Device{}, output, target, grad);
   }
   template <class T, ShapeType S, ShapeType TS, class Device>
@@ -53,7 +54,8 @@ struct TensorTargetLoss {
 template <class Loss>
 struct LabelTargetLoss {
   template <class T, ShapeType S, class Device>
-  T value_and_grad(Device, TensorView<const T, S, Device> output, std::span<const int> labels, T* grad) const {
+  backend::LossValue<T, Device> value_and_grad(Device, TensorView<const T, S, Device> output,
+                                               std::span<const int> labels, T* grad) const {
     static_assert(check::class_scores<S>());
     const auto p = loss().template plan<T>(labels, output.batch(), S::dims[0]);
     return label_rows_loss(Device{}, scratch_, output.data(), output.batch(), S::dims[0], labels, p.weight, grad,

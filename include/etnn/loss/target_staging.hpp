@@ -20,12 +20,14 @@ class TargetStaging {
  public:
   // Sizes the buffer that converts float targets to T for `values` target values.
   void reserve(std::size_t values) {
-    if constexpr (!std::is_same_v<T, float>) staging_.reserve_discard(values);
+    if constexpr (!std::is_same_v<T, float>) staging_.values.reserve_discard(values);
   }
 
-  // The loss's mean value over the batch, and dL/doutput into grad (output's shape).
+  // The loss's mean value over the batch (on a CUDA device on its way to the host, read when
+  // converted to T: backend::LossValue; a parametric loss's is a T), and dL/doutput into grad
+  // (output's shape).
   template <class Loss, ShapeType S, class Y>
-  T value_and_grad(Loss& loss, TensorView<const T, S, Device> output, const Y& y, T* grad) {
+  auto value_and_grad(Loss& loss, TensorView<const T, S, Device> output, const Y& y, T* grad) {
     using Kind = typename Loss::target_kind;
     static_assert(check::loss_target_kind<std::is_same_v<Kind, ClassIndices> || std::is_same_v<Kind, RealValues> ||
                                           std::is_same_v<Kind, MultiHot>>());
@@ -40,7 +42,7 @@ class TargetStaging {
   }
 
  private:
-  Buffer<T, Device> staging_;
+  backend::Staging<T, Device> staging_;
 };
 
 }  // namespace etnn::loss::detail

@@ -244,7 +244,7 @@ class Model {
   int reserved_ = 0;             // largest batch reserve() has sized for
   Buffer<T, Device> activations_;  // inference ping-pong buffers
   Buffer<T, Device> scratch_;      // layers' scratch
-  Buffer<T, Device> input_staging_;  // host input copied to the device
+  backend::Staging<T, Device> input_staging_;  // host input copied to the device
 };
 
 }  // namespace etnn

@@ -61,7 +61,7 @@ class TrainingPass {
     workspace_ = Buffer<T, Device>(program::workspace_values(batch));
     scratch_ = Buffer<T, Device>(program::template scratch_values<Device>(batch));
     capacity_ = batch;
-    if constexpr (!std::is_same_v<T, float>) input_staging_.reserve_discard(input_shape::size * rows);
+    if constexpr (!std::is_same_v<T, float>) input_staging_.values.reserve_discard(input_shape::size * rows);
     Buffer<T, Device> zeros(input_shape::size * rows);
     fill(Device{}, zeros.data(), zeros.size(), T(0));
     const auto run = model_.next_run(scratch_.data(), true);
@@ -144,7 +144,7 @@ class TrainingPass {
   Buffer<T, Device> workspace_;
   Buffer<T, Device> scratch_;  // the layers' scratch (im2col columns, per-channel sums)
   int capacity_ = 0;
-  Buffer<T, Device> input_staging_;
+  backend::Staging<T, Device> input_staging_;
   typename program::template Activations<T> activations_{};
   // The pass in progress, from forward() to backward().
   detail::Run<T> run_{};

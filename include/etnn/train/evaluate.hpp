@@ -34,7 +34,7 @@ double evaluate(Model& model, const Dataset& dataset, Metric metric, int batch =
                                                       data::target_batch<Y> targets) { m.update(out, targets); }>());
   if (batch <= 0) throw ShapeError("etnn::evaluate: batch must be positive, got " + std::to_string(batch));
   Tensor<T, typename Model::output_shape, Device> out(batch);
-  Buffer<T, Device> staging;
+  backend::Staging<T, Device> staging;
   Tensor<T, typename Model::output_shape, Cpu> out_on_host;  // a device model's outputs, for the metric
   struct ModeGuard {
     Model& m;

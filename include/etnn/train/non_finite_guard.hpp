@@ -77,11 +77,16 @@ class NonFiniteGuard {
   // count summed across ranks, its allreduce overlapping the gradients' reductions) or the
   // gradients summed across ranks hold a NaN or an infinity (Optimizer::gradients_finite; a
   // parametric loss's are read only while the model's are finite). Every rank reaches the same
-  // verdict. Reduces the gradients of the model's optimizer and of a parametric loss's. Off, it
-  // skips nothing.
-  template <class ModelOptimizer, class... LossOptimizer>
-  bool skips(ModelOptimizer& optimizer, LossOptimizer&... loss_optimizer) {
+  // verdict. last_loss is the window's last micro-batch loss (a T, or a loss on its way from the
+  // device that converts to T when read): on a single process it is read after the gradients'
+  // test, whose read of the device's results brings it along (no wait of its own); across ranks
+  // before, for its flag. Reduces the gradients of the model's optimizer and of a parametric
+  // loss's. Off, it skips nothing and reads nothing.
+  template <class LastLoss, class ModelOptimizer, class... LossOptimizer>
+  bool skips(const LastLoss& last_loss, ModelOptimizer& optimizer, LossOptimizer&... loss_optimizer) {
     if (!on_) return false;
+    ranks_ = optimizer.reducer().size();
+    if (ranks_ > 1) check_loss(static_cast<T>(last_loss));
     ranks_with_non_finite_loss_ = loss_non_finite_ ? 1.0 : 0.0;
     optimizer.start_loss_flag(&ranks_with_non_finite_loss_);
     optimizer.reduce_gradients();
@@ -89,7 +94,10 @@ class NonFiniteGuard {
     optimizer.finish_loss_flag();
     bool gradients_finite = optimizer.gradients_finite();
     ((gradients_finite = gradients_finite && loss_optimizer.gradients_finite()), ...);
-    ranks_ = optimizer.reducer().size();
+    if (ranks_ == 1) {
+      check_loss(static_cast<T>(last_loss));
+      ranks_with_non_finite_loss_ = loss_non_finite_ ? 1.0 : 0.0;
+    }
     if (gradients_finite && loss_finite_on_every_rank()) return false;
     if (non_finite_in_a_row_ == 0) {  // the first of a run: what the error will report
       first_ranks_with_non_finite_loss_ = static_cast<int>(ranks_with_non_finite_loss_);

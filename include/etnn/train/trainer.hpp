@@ -18,10 +18,12 @@
 // (nn/training_pass.hpp), the optimizers finish the step (reduce, non-finite scan, update), and the
 // guard (non_finite_guard.hpp) and the loss scaler (loss_scaler.hpp) keep their rules.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
 
+#include "../backend/loss_loops.hpp"
 #include "../dist/cross_rank_sum.hpp"
 #include "../core/error.hpp"
 #include "../core/precision.hpp"
@@ -80,33 +82,40 @@ class Trainer {
   }
   int capacity() const noexcept { return pass_.capacity(); }
 
+  // What step() returns: the batch's mean loss, a T; on a CUDA device the loss on its way to the
+  // host (cuda::PendingLoss<T>), which converts to T when read, as PyTorch's loss.item() reads its
+  // loss tensor: a step whose loss is not read does not wait for the device to compute it. Read it
+  // before the next step, which replaces it (reading it then is an etnn::Error).
+  using loss_value = backend::LossValue<T, Device>;
+
   // A batch from a DataLoader: batch.x (B samples), batch.y (B targets).
   template <class Batch>
     requires requires(const Batch& b) { b.x; b.y; }
-  T step(const Batch& batch) {
+  loss_value step(const Batch& batch) {
     return step(batch.x, batch.y);
   }
 
   // x: B samples of the network's input shape; y: B class indices or (B, output) real targets,
-  // as the loss takes. Returns the batch's mean loss (before the update).
+  // as the loss takes. Returns the batch's mean loss (before the update): a loss_value.
   // With accumulate = k, each call is one micro-batch: gradients of k calls are averaged, and only
   // the k-th call reduces them across ranks and updates (PyTorch's no_sync on the others).
   template <class X, class Y>
-  T step(const X& x, const Y& y) {
+  loss_value step(const X& x, const Y& y) {
     if (micro_step_ == 0) start_window();
     if (micro_step_ + 1 < options_.accumulate) {
-      const T loss = backward_pass(x, y, [](std::size_t) {});
-      guard_.check_loss(loss);
+      loss_value loss = backward_pass(x, y, [](std::size_t) {});
+      if (guard_.on()) guard_.check_loss(static_cast<T>(loss));
       ++micro_step_;
       return loss;
     }
-    T loss{};
+    std::optional<loss_value> loss;
     bool skipped = false;
     try {
-      loss = backward_pass(x, y, [this](std::size_t first) { optimizer_.gradients_ready_from(first); },
-                           optimizer_.wants_row_blocks());
-      guard_.check_loss(loss);
-      skipped = with_optimizers([&](auto&... optimizer) { return guard_.skips(optimizer...); });
+      // The guard reads the loss (on a CUDA device: once the gradients' test has brought the
+      // device's results back, one wait for both); without the guard nothing reads it.
+      loss.emplace(backward_pass(x, y, [this](std::size_t first) { optimizer_.gradients_ready_from(first); },
+                                 optimizer_.wants_row_blocks()));
+      skipped = with_optimizers([&](auto&... optimizer) { return guard_.skips(*loss, optimizer...); });
       if (skipped) {
         guard_.restore_buffers(model_);
         with_optimizers([](auto&... optimizer) { (optimizer.skip_step(), ...); });
@@ -122,7 +131,7 @@ class Trainer {
       throw;
     }
     guard_.end_window(skipped, scaler_.update(skipped, guard_.loss_finite_on_every_rank()));
-    return loss;
+    return *std::move(loss);
   }
 
   // Forward, loss and backward without an update and without communication: adds to the model's
@@ -131,7 +140,7 @@ class Trainer {
   // loss_scale() (1 unless loss scaling is on: divide by it before an update). For custom loops;
   // does not move the accumulation window.
   template <class X, class Y>
-  T accumulate_gradients(const X& x, const Y& y) {
+  loss_value accumulate_gradients(const X& x, const Y& y) {
     return backward_pass(x, y, [](std::size_t) {});
   }
 
@@ -209,8 +218,10 @@ class Trainer {
   // layers finish (see Program::backward), and as weight gradients' row blocks do when
   // weight_row_blocks. If it throws before its backward has written stale gradients, they are
   // zeroed: what a failed step leaves is what zero_grad() would.
+  // Returns the loss as the loss returned it (backend::LossValue: on a CUDA device, read when
+  // converted to T).
   template <class X, class Y, class LayerDone>
-  T backward_pass(const X& x, const Y& y, LayerDone&& layer_done, bool weight_row_blocks = false) {
+  auto backward_pass(const X& x, const Y& y, LayerDone&& layer_done, bool weight_row_blocks = false) {
     try {
       return forward_backward(x, y, layer_done, weight_row_blocks);
     } catch (...) {
@@ -220,7 +231,7 @@ class Trainer {
   }
 
   template <class X, class Y, class LayerDone>
-  T forward_backward(const X& x, const Y& y, LayerDone& layer_done, bool weight_row_blocks) {
+  auto forward_backward(const X& x, const Y& y, LayerDone& layer_done, bool weight_row_blocks) {
     dist::CrossRankSum sync;
     if (options_.sync_batch_norm && optimizer_.reducer().size() > 1) sync = dist::CrossRankSum(optimizer_.reducer());
     const auto output = pass_.forward(x, sync);
@@ -228,7 +239,7 @@ class Trainer {
     // parameters' gradients itself, scaled the same.
     const T gradient_scale = static_cast<T>(scaler_.scale()) / static_cast<T>(options_.accumulate);
     if constexpr (loss_has_parameters) loss_.set_gradient_scale(gradient_scale);
-    const T loss = targets_.value_and_grad(loss_, output.values, y, output.gradient);
+    const auto loss = targets_.value_and_grad(loss_, output.values, y, output.gradient);
     pass_.backward(gradient_scale, layer_done, gradients_stale_ ? nn::Gradients::overwrite : nn::Gradients::add,
                    weight_row_blocks);
     gradients_stale_ = false;

@@ -1,0 +1,99 @@
+#pragma once
+// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
+// A loss computed on the device comes back to the host without the host waiting for it:
+// LossReadback enqueues the copy of its values (row losses, or block partial sums) into pinned
+// host memory, and PendingLoss<T> is the loss on its way, what PyTorch's loss tensor is before
+// loss.item(). Converting a PendingLoss to T (or value()) reads it: it waits for the copy only if
+// the copy is not done yet (a later read of the device's results in the same step, such as the
+// non-finite guard's verdict, has made it so), then adds the values in their order:
+//   Sum::rows       in T, in row order, then times scale (the host's label_rows_loss);
+//   Sum::partials   in double, in block order, then converted to T and times scale.
+// The values stay in their readback until its next loss; a PendingLoss read after that is an
+// etnn::Error (read it before computing the same loss again). A read value is kept.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "../core/error.hpp"
+#include "pinned_memory.hpp"
+#include "runtime.hpp"
+
+namespace etnn::cuda {
+
+enum class Sum { rows, partials };
+
+template <class T>
+class PendingLoss {
+ public:
+  // Where the values arrive and which of the readback's losses they are.
+  struct Source {
+    const double* values;  // pinned host memory
+    std::size_t count;
+    const Event* arrived;         // recorded after the copy
+    const std::uint64_t* losses;  // the readback's loss count: `loss` while the values are this loss's
+    std::uint64_t loss;
+  };
+
+  PendingLoss(Source source, Sum sum, T scale) : source_(source), sum_(sum), scale_(scale) {}
+
+  T value() const {
+    if (read_) return value_;
+    if (*source_.losses != source_.loss)
+      throw Error("etnn: a loss computed on the device was read after the same loss was computed again, which "
+                  "replaced its value; convert it to a number before computing that loss again");
+    source_.arrived->wait();
+    value_ = total();
+    read_ = true;
+    return value_;
+  }
+  operator T() const { return value(); }
+
+ private:
+  T total() const {
+    if (sum_ == Sum::rows) {
+      T total = 0;
+      for (std::size_t i = 0; i < source_.count; ++i) total += static_cast<T>(source_.values[i]);
+      return total * scale_;
+    }
+    double total = 0.0;
+    for (std::size_t i = 0; i < source_.count; ++i) total += source_.values[i];
+    return static_cast<T>(total) * scale_;
+  }
+
+  Source source_;
+  Sum sum_;
+  T scale_;
+  mutable T value_{};
+  mutable bool read_ = false;
+};
+
+// The host side of a loss's values: pinned memory that grows to the largest count, the event
+// recorded after each copy into it, and the count of losses it has received. A copy starts empty.
+class LossReadback {
+ public:
+  LossReadback() = default;
+  LossReadback(const LossReadback&) {}
+  LossReadback& operator=(const LossReadback&) { return *this; }
+
+  // The count doubles at `device` (written by work already enqueued on etnn's stream), copied to
+  // the host without a wait, as the loss scale * their sum (see Sum).
+  template <class T>
+  PendingLoss<T> receive(const double* device, std::size_t count, Sum sum, T scale) {
+    if (count > values_.size()) {
+      arrived_.wait();  // the memory is freed: no copy into it may be in flight
+      values_.reserve_discard(count);
+    }
+    if (count > 0)
+      ETNN_CHECK_CUDA(runtime().cudaMemcpyAsync(values_.data(), device, count * sizeof(double),
+                                                cudaMemcpyDeviceToHost, stream()));
+    arrived_.record();
+    return PendingLoss<T>({values_.data(), count, &arrived_, &losses_, ++losses_}, sum, scale);
+  }
+
+ private:
+  PinnedBuffer<double> values_;
+  Event arrived_;
+  std::uint64_t losses_ = 0;
+};
+
+}  // namespace etnn::cuda

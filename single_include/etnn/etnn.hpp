@@ -6106,8 +6106,10 @@ void batch_norm_backward(Cuda, const T* gamma, T* gamma_grad, T* beta_grad, cons
 // non-finite guard's verdict, has made it so), then adds the values in their order:
 //   Sum::rows       in T, in row order, then times scale (the host's label_rows_loss);
 //   Sum::partials   in double, in block order, then converted to T and times scale.
-// The values stay in their readback until its next loss; a PendingLoss read after that is an
-// etnn::Error (read it before computing the same loss again). A read value is kept.
+// The values arrive in the calling host thread's readback (loss_readback(), kept until exit, so a
+// PendingLoss outlives the loss object that made it) and stay there until that thread's next loss
+// on the device: a PendingLoss read after that is an etnn::Error (read it before computing another
+// loss on the device on that thread). A read value is kept.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -6134,8 +6136,9 @@ class PendingLoss {
   T value() const {
     if (read_) return value_;
     if (*source_.losses != source_.loss)
-      throw Error("etnn: a loss computed on the device was read after the same loss was computed again, which "
-                  "replaced its value; convert it to a number before computing that loss again");
+      throw Error("etnn: a loss computed on the device was read after another loss was computed on the device "
+                  "on the same thread, which replaced its value; convert it to a number before the next loss (a "
+                  "Trainer's step computes one)");
     source_.arrived->wait();
     value_ = total();
     read_ = true;
@@ -6162,14 +6165,10 @@ class PendingLoss {
   mutable bool read_ = false;
 };
 
-// The host side of a loss's values: pinned memory that grows to the largest count, the event
-// recorded after each copy into it, and the count of losses it has received. A copy starts empty.
+// The host side of losses' values: pinned memory that grows to the largest count, the event
+// recorded after each copy into it, and the count of losses it has received.
 class LossReadback {
  public:
-  LossReadback() = default;
-  LossReadback(const LossReadback&) {}
-  LossReadback& operator=(const LossReadback&) { return *this; }
-
   // The count doubles at `device` (written by work already enqueued on etnn's stream), copied to
   // the host without a wait, as the loss scale * their sum (see Sum).
   template <class T>
@@ -6190,6 +6189,9 @@ class LossReadback {
   Event arrived_;
   std::uint64_t losses_ = 0;
 };
+
+// The calling host thread's readback (cuda/per_thread.hpp).
+inline LossReadback& loss_readback() { return detail::per_thread<LossReadback>(); }
 
 }  // namespace etnn::cuda
 
@@ -6258,7 +6260,7 @@ class LabelRowsScratch {
              classes, labels_.data(), weight != nullptr ? weight_.data() : nullptr, grad, scale, row,
              row_loss_.data());
     }
-    return to_host_.receive(row_loss_.data(), static_cast<std::size_t>(batch), Sum::rows, scale);
+    return loss_readback().receive(row_loss_.data(), static_cast<std::size_t>(batch), Sum::rows, scale);
   }
 
  private:
@@ -6266,7 +6268,6 @@ class LabelRowsScratch {
   Buffer<int, Cuda> labels_;
   Buffer<float, Cuda> weight_;
   Buffer<double, Cuda> row_loss_;
-  LossReadback to_host_;
 };
 
 }  // namespace cuda
@@ -6281,7 +6282,7 @@ template <class T, ShapeType S, ShapeType TS, class F>
 cuda::PendingLoss<T> elementwise_loss(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T, TS, Cuda> target,
                                       T* grad, T scale, F term) {
   const std::size_t n = output.size();
-  auto& to_host = cuda::detail::per_thread<cuda::LossReadback>();
+  cuda::LossReadback& to_host = cuda::loss_readback();
   if (n == 0) return to_host.receive(static_cast<const double*>(nullptr), 0, cuda::Sum::partials, scale);
   double* partial = cuda::detail::reduction_partials();
   unsigned long long* first_invalid = nullptr;

@@ -15,7 +15,6 @@
 #include "../tensor/tensor.hpp"
 #include "memory.hpp"
 #include "pending_loss.hpp"
-#include "per_thread.hpp"
 #include "pinned_staging.hpp"
 #include "reduce.hpp"
 #include "runtime.hpp"
@@ -85,7 +84,7 @@ class LabelRowsScratch {
              classes, labels_.data(), weight != nullptr ? weight_.data() : nullptr, grad, scale, row,
              row_loss_.data());
     }
-    return to_host_.receive(row_loss_.data(), static_cast<std::size_t>(batch), Sum::rows, scale);
+    return loss_readback().receive(row_loss_.data(), static_cast<std::size_t>(batch), Sum::rows, scale);
   }
 
  private:
@@ -93,7 +92,6 @@ class LabelRowsScratch {
   Buffer<int, Cuda> labels_;
   Buffer<float, Cuda> weight_;
   Buffer<double, Cuda> row_loss_;
-  LossReadback to_host_;
 };
 
 }  // namespace cuda
@@ -108,7 +106,7 @@ template <class T, ShapeType S, ShapeType TS, class F>
 cuda::PendingLoss<T> elementwise_loss(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T, TS, Cuda> target,
                                       T* grad, T scale, F term) {
   const std::size_t n = output.size();
-  auto& to_host = cuda::detail::per_thread<cuda::LossReadback>();
+  cuda::LossReadback& to_host = cuda::loss_readback();
   if (n == 0) return to_host.receive(static_cast<const double*>(nullptr), 0, cuda::Sum::partials, scale);
   double* partial = cuda::detail::reduction_partials();
   unsigned long long* first_invalid = nullptr;

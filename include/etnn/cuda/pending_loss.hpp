@@ -8,13 +8,16 @@
 // non-finite guard's verdict, has made it so), then adds the values in their order:
 //   Sum::rows       in T, in row order, then times scale (the host's label_rows_loss);
 //   Sum::partials   in double, in block order, then converted to T and times scale.
-// The values stay in their readback until its next loss; a PendingLoss read after that is an
-// etnn::Error (read it before computing the same loss again). A read value is kept.
+// The values arrive in the calling host thread's readback (loss_readback(), kept until exit, so a
+// PendingLoss outlives the loss object that made it) and stay there until that thread's next loss
+// on the device: a PendingLoss read after that is an etnn::Error (read it before computing another
+// loss on the device on that thread). A read value is kept.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "../core/error.hpp"
+#include "per_thread.hpp"
 #include "pinned_memory.hpp"
 #include "runtime.hpp"
 
@@ -39,8 +42,9 @@ class PendingLoss {
   T value() const {
     if (read_) return value_;
     if (*source_.losses != source_.loss)
-      throw Error("etnn: a loss computed on the device was read after the same loss was computed again, which "
-                  "replaced its value; convert it to a number before computing that loss again");
+      throw Error("etnn: a loss computed on the device was read after another loss was computed on the device "
+                  "on the same thread, which replaced its value; convert it to a number before the next loss (a "
+                  "Trainer's step computes one)");
     source_.arrived->wait();
     value_ = total();
     read_ = true;
@@ -67,14 +71,10 @@ class PendingLoss {
   mutable bool read_ = false;
 };
 
-// The host side of a loss's values: pinned memory that grows to the largest count, the event
-// recorded after each copy into it, and the count of losses it has received. A copy starts empty.
+// The host side of losses' values: pinned memory that grows to the largest count, the event
+// recorded after each copy into it, and the count of losses it has received.
 class LossReadback {
  public:
-  LossReadback() = default;
-  LossReadback(const LossReadback&) {}
-  LossReadback& operator=(const LossReadback&) { return *this; }
-
   // The count doubles at `device` (written by work already enqueued on etnn's stream), copied to
   // the host without a wait, as the loss scale * their sum (see Sum).
   template <class T>
@@ -95,5 +95,8 @@ class LossReadback {
   Event arrived_;
   std::uint64_t losses_ = 0;
 };
+
+// The calling host thread's readback (cuda/per_thread.hpp).
+inline LossReadback& loss_readback() { return detail::per_thread<LossReadback>(); }
 
 }  // namespace etnn::cuda

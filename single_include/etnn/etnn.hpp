@@ -7001,11 +7001,29 @@ namespace etnn::cuda {
 
 namespace detail::fused_mlp {
 
-// Lets `kernel` use `bytes` of dynamic shared memory (above the default 48 KiB).
-template <class Kernel>
-void allow_dynamic_smem(Kernel* kernel, std::size_t bytes) {
-  ETNN_CHECK_CUDA(runtime().cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
-                                                 cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+// Lets Kernel use Bytes of dynamic shared memory (above the default 48 KiB). Asked once per kernel:
+// etnn's work runs on the device its stream was made on (cuda::stream()), where the attribute
+// stays set, so later launches (eager steps launch every step) make no call for it.
+template <auto Kernel, std::size_t Bytes>
+void allow_dynamic_smem() {
+  static const bool allowed = [] {
+    ETNN_CHECK_CUDA(runtime().cudaFuncSetAttribute(reinterpret_cast<const void*>(Kernel),
+                                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                   static_cast<int>(Bytes)));
+    return true;
+  }();
+  (void)allowed;
+}
+
+// The major compute capability of etnn's device, asked once (see allow_dynamic_smem).
+inline int device_major_capability() {
+  static const int major = [] {
+    int device = 0, value = 0;
+    ETNN_CHECK_CUDA(runtime().cudaGetDevice(&device));
+    ETNN_CHECK_CUDA(runtime().cudaDeviceGetAttribute(&value, cudaDevAttrComputeCapabilityMajor, device));
+    return value;
+  }();
+  return major;
 }
 
 // One block per tile of tile_rows rows of the batch.
@@ -7045,7 +7063,7 @@ struct FusedMlp {
     check_device_and_saved(saved);
     const Buffers buffers = Net::saved_layout(batch, saved).buffers;
     constexpr auto kernel = detail::fused_mlp::fused_mlp_forward_kernel<Net>;
-    detail::fused_mlp::allow_dynamic_smem(kernel, Net::tile_smem_bytes);
+    detail::fused_mlp::allow_dynamic_smem<kernel, Net::tile_smem_bytes>();
     launch("fused_mlp_forward_kernel", kernel,
            {detail::fused_mlp::tile_blocks(batch), detail::fused_mlp::threads, Net::tile_smem_bytes, stream}, params,
            x, y, buffers, batch);
@@ -7063,14 +7081,14 @@ struct FusedMlp {
     const Buffers buffers = Net::saved_layout(batch, saved).buffers;
     if (layers >= 2 || dx != nullptr) {
       constexpr auto kernel = detail::fused_mlp::fused_mlp_chain_kernel<Net>;
-      detail::fused_mlp::allow_dynamic_smem(kernel, Net::tile_smem_bytes);
+      detail::fused_mlp::allow_dynamic_smem<kernel, Net::tile_smem_bytes>();
       launch("fused_mlp_chain_kernel", kernel,
              {detail::fused_mlp::tile_blocks(batch), detail::fused_mlp::threads, Net::tile_smem_bytes, stream},
              params, dy, buffers, dx, batch);
     }
     {
       constexpr auto kernel = detail::fused_mlp::fused_mlp_weight_grad_kernel<Net>;
-      detail::fused_mlp::allow_dynamic_smem(kernel, Net::weight_grad_smem_bytes);
+      detail::fused_mlp::allow_dynamic_smem<kernel, Net::weight_grad_smem_bytes>();
       const dim3 grid(static_cast<unsigned>(buffers.chunks), static_cast<unsigned>(layers));
       launch("fused_mlp_weight_grad_kernel", kernel,
              {grid, detail::fused_mlp::threads, Net::weight_grad_smem_bytes, stream}, x, dy, buffers, batch);
@@ -7091,11 +7109,7 @@ struct FusedMlp {
   static void check_device_and_saved(const void* saved) {
     if (saved == nullptr || reinterpret_cast<std::uintptr_t>(saved) % detail::fused_mlp::region_align != 0)
       throw Error("etnn fused_mlp: `saved` must be a 256-byte aligned device buffer of saved_bytes(batch)");
-    int device = 0;
-    int major = 0;
-    ETNN_CHECK_CUDA(runtime().cudaGetDevice(&device));
-    ETNN_CHECK_CUDA(runtime().cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-    if (major < 8)
+    if (detail::fused_mlp::device_major_capability() < 8)
       throw DeviceError("etnn fused_mlp: its 16-bit tensor-core kernels need compute capability 8.0 or newer");
   }
 };

@@ -203,6 +203,10 @@ TEST_CASE("a split MLP's step: the wide first layer through cuBLASLt, the tail f
   trainer.step(xs, std::span<const int>(y));
   runtime.clear();
   trainer.step(xs, std::span<const int>(y));
+  // Eager, every step launches the fused kernels; their shared-memory attribute and the device's
+  // compute capability were asked once, before.
+  for (const char* once : {"cudaFuncSetAttribute", "cudaGetDevice", "cudaDeviceGetAttribute"})
+    CHECK_MESSAGE(count(runtime.calls, once, false) == 0, once);
   std::vector<std::string> work;  // kernels and products, in order
   for (const auto& c : runtime.calls)
     if (c.name.starts_with("launch ") || c.name == "cublasLtMatmul") work.push_back(c.name);

@@ -17,9 +17,6 @@ namespace etnn::cuda {
 template <class T>
 class PinnedBuffer {
  public:
-  PinnedBuffer() = default;
-  explicit PinnedBuffer(std::size_t n) { reserve_discard(n); }
-
   // Room for at least n values; growing drops the contents. Must not grow while a transfer to or
   // from the old memory is in flight (cudaFreeHost waits for the device).
   void reserve_discard(std::size_t n) {

@@ -4837,8 +4837,9 @@ namespace etnn::cuda {
 template <class T>
 class PinnedBuffer {
  public:
-  // Room for at least n values; growing drops the contents. Must not grow while a transfer to or
-  // from the old memory is in flight (cudaFreeHost waits for the device).
+  // Room for at least n values; growing drops the contents and frees the old memory, so it must
+  // not grow while a transfer to or from that memory is in flight (its owners grow only memory
+  // whose transfer is done).
   void reserve_discard(std::size_t n) {
     if (n <= size_) return;
     memory_.reset();
@@ -4941,10 +4942,19 @@ class PinnedStaging {
   // Whether the slot's latest transfer is done (or it never had one), without waiting.
   static bool idle(const Slot& slot) { return slot.sent.done(); }
 
-  // An idle slot of at least `bytes`: the first idle one, else a new one, else the oldest in
-  // flight once its transfer is done.
+  // An idle slot of at least `bytes`: the smallest idle one that fits, else the largest idle one
+  // (grown), else a new one, else the oldest in flight once its transfer is done. Sends of
+  // different sizes through one ring (labels and class weights) so settle into slots that fit
+  // them, and stop growing any.
   Slot& free_slot(std::size_t bytes) {
-    auto it = std::find_if(slots_.begin(), slots_.end(), [](const Slot& s) { return idle(s); });
+    const auto better = [bytes](const Slot& a, const Slot& b) {  // a is a better pick than b
+      const bool a_fits = a.host.size() >= bytes, b_fits = b.host.size() >= bytes;
+      if (a_fits != b_fits) return a_fits;
+      return a_fits ? a.host.size() < b.host.size() : a.host.size() > b.host.size();
+    };
+    auto it = slots_.end();
+    for (auto s = slots_.begin(); s != slots_.end(); ++s)
+      if (idle(*s) && (it == slots_.end() || better(*s, *it))) it = s;
     if (it == slots_.end() && slots_.size() < max_slots) {
       slots_.emplace_back();
       it = slots_.end() - 1;
@@ -6106,7 +6116,8 @@ void batch_norm_backward(Cuda, const T* gamma, T* gamma_grad, T* beta_grad, cons
 // The values arrive in the calling host thread's readback (loss_readback(), kept until exit, so a
 // PendingLoss outlives the loss object that made it) and stay there until that thread's next loss
 // on the device: a PendingLoss read after that is an etnn::Error (read it before computing another
-// loss on the device on that thread). A read value is kept.
+// loss on the device on that thread). A read value is kept. Read it on the thread that computed it
+// (or after that thread's next loss has been ordered after the read).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -6170,6 +6181,7 @@ class LossReadback {
   // the host without a wait, as the loss scale * their sum (see Sum).
   template <class T>
   PendingLoss<T> receive(const double* device, std::size_t count, Sum sum, T scale) {
+    const std::uint64_t loss = ++losses_;  // first: an earlier PendingLoss is stale even if this throws
     if (count > values_.size()) {
       arrived_.wait();  // the memory is freed: no copy into it may be in flight
       values_.reserve_discard(count);
@@ -6178,7 +6190,7 @@ class LossReadback {
       ETNN_CHECK_CUDA(runtime().cudaMemcpyAsync(values_.data(), device, count * sizeof(double),
                                                 cudaMemcpyDeviceToHost, stream()));
     arrived_.record();
-    return PendingLoss<T>({values_.data(), count, &arrived_, &losses_, ++losses_}, sum, scale);
+    return PendingLoss<T>({values_.data(), count, &arrived_, &losses_, loss}, sum, scale);
   }
 
  private:
@@ -7000,7 +7012,8 @@ namespace detail::fused_mlp {
 
 // Lets Kernel use Bytes of dynamic shared memory (above the default 48 KiB). Asked once per kernel:
 // etnn's work runs on the device its stream was made on (cuda::stream()), where the attribute
-// stays set, so later launches (eager steps launch every step) make no call for it.
+// stays set, so later launches (eager steps launch every step) make no call for it. Like the
+// stream, it does not follow a later cudaSetDevice.
 template <auto Kernel, std::size_t Bytes>
 void allow_dynamic_smem() {
   static const bool allowed = [] {
@@ -18509,8 +18522,9 @@ class Trainer {
 
   // Sizes everything a step needs for batches of up to `batch` samples: the training pass's
   // workspace and buffers (TrainingPass::reserve) and the buffer that converts float targets to
-  // the model's scalar type. Steps after it allocate nothing; without it the first step (or a
-  // larger batch) does this.
+  // the model's scalar type. Steps after it allocate no device memory; without it the first step
+  // (or a larger batch) does this. (On CUDA the pinned host memory that data travels through is
+  // sized by the first steps: cuda/pinned_staging.hpp.)
   void reserve(int batch) {
     if (batch <= pass_.capacity()) return;
     targets_.reserve(output_shape::size * static_cast<std::size_t>(batch));
@@ -18519,9 +18533,12 @@ class Trainer {
   int capacity() const noexcept { return pass_.capacity(); }
 
   // What step() returns: the batch's mean loss, a T; on a CUDA device the loss on its way to the
-  // host (cuda::PendingLoss<T>), which converts to T when read, as PyTorch's loss.item() reads its
-  // loss tensor: a step whose loss is not read does not wait for the device to compute it. Read it
-  // before the next step, which replaces it (reading it then is an etnn::Error).
+  // host (cuda::PendingLoss<T>), which converts to T when read (or .value(), where a number is
+  // needed: printf, std::format, std::max), as PyTorch's loss.item() reads its loss tensor: a step
+  // whose loss is not read does not wait for the device to compute it. Read it on the stepping
+  // thread before that thread computes another loss on the device (the next step does), which
+  // replaces it: reading it then is an etnn::Error, unless it had been read (the non-finite guard
+  // reads it in the step).
   using loss_value = backend::LossValue<T, Device>;
 
   // A batch from a DataLoader: batch.x (B samples), batch.y (B targets).

@@ -283,4 +283,16 @@ class EmulatedRuntime final : public etnn::cuda::Runtime {
   std::string last_work_ = "nothing";
 };
 
+// While one lives, the emulated device lags: its events answer "not ready".
+class LaggingDevice {
+ public:
+  explicit LaggingDevice(EmulatedRuntime& runtime) : runtime_(runtime) { runtime_.device_lags = true; }
+  ~LaggingDevice() { runtime_.device_lags = false; }
+  LaggingDevice(const LaggingDevice&) = delete;
+  LaggingDevice& operator=(const LaggingDevice&) = delete;
+
+ private:
+  EmulatedRuntime& runtime_;
+};
+
 }  // namespace cuda_test

@@ -290,7 +290,7 @@ TEST_CASE("without the non-finite guard a warmed-up CUDA step never waits for th
   etnn::optim::Adam opt(model, {.lr = 1e-3f});
   etnn::Trainer trainer(model, ce, opt, {.skip_non_finite = false});
   (void)trainer.step(data.x(), data.labels());
-  runtime.device_lags = true;  // the host runs ahead: nothing it has sent has arrived
+  const cuda_test::LaggingDevice lagging(runtime);  // the host runs ahead: nothing it has sent has arrived
   for (int step = 0; step < 3; ++step) {
     runtime.clear();
     const auto loss = trainer.step(data.x(), data.labels());
@@ -304,7 +304,6 @@ TEST_CASE("without the non-finite guard a warmed-up CUDA step never waits for th
       CHECK(count(runtime.calls, "cudaEventSynchronize", false) == 1);
     }
   }
-  runtime.device_lags = false;
 }
 
 TEST_CASE("host data reaches the device through a ring of pinned slots that never waits until the host is 4 sends ahead") {
@@ -331,21 +330,37 @@ TEST_CASE("host data reaches the device through a ring of pinned slots that neve
     CHECK(arrived(4) == std::vector<int>{40, 41, 42, 43});
   }
   SUBCASE("the device lagging: a slot per send in flight, then the oldest transfer waited for") {
-    runtime.device_lags = true;
-    runtime.clear();
-    for (int s = 0; s < 4; ++s) send(10 * s, 4);
-    CHECK(staging.slots() == etnn::cuda::PinnedStaging::max_slots);
-    CHECK(count(runtime.calls, "cudaHostAlloc", false) == 4);
-    CHECK(waits(runtime.calls).empty());
-    runtime.clear();
-    send(100, 4);
-    CHECK(staging.slots() == etnn::cuda::PinnedStaging::max_slots);
-    CHECK(count(runtime.calls, "cudaHostAlloc", false) == 0);
-    // The fifth send waits for the first's transfer and reuses its slot.
-    CHECK(waits(runtime.calls).size() == 1);
-    CHECK(count(runtime.calls, "cudaEventSynchronize", false) == 1);
-    runtime.device_lags = false;
+    {
+      const cuda_test::LaggingDevice lagging(runtime);
+      runtime.clear();
+      for (int s = 0; s < 4; ++s) send(10 * s, 4);
+      CHECK(staging.slots() == etnn::cuda::PinnedStaging::max_slots);
+      CHECK(count(runtime.calls, "cudaHostAlloc", false) == 4);
+      CHECK(waits(runtime.calls).empty());
+      runtime.clear();
+      send(100, 4);
+      CHECK(staging.slots() == etnn::cuda::PinnedStaging::max_slots);
+      CHECK(count(runtime.calls, "cudaHostAlloc", false) == 0);
+      // The fifth send waits for the first's transfer and reuses its slot.
+      CHECK(waits(runtime.calls).size() == 1);
+      CHECK(count(runtime.calls, "cudaEventSynchronize", false) == 1);
+    }
     CHECK(arrived(4) == std::vector<int>{100, 101, 102, 103});
+  }
+  SUBCASE("sends of two sizes through one ring (labels, class weights) settle into slots that fit them") {
+    {
+      const cuda_test::LaggingDevice lagging(runtime);
+      send(0, 2);  // a slot of 8 bytes
+      send(0, 6);  // and one of 24
+    }
+    runtime.clear();
+    for (int s = 0; s < 3; ++s) {
+      send(1, 6);
+      send(2, 2);
+    }
+    CHECK(count(runtime.calls, "cudaFreeHost", false) == 0);
+    CHECK(count(runtime.calls, "cudaHostAlloc", false) == 0);
+    CHECK(arrived(2) == std::vector<int>{2, 3});
   }
   SUBCASE("a larger send grows the slot it takes") {
     send(0, 2);
@@ -383,11 +398,12 @@ TEST_CASE("a loss computed on the device comes back without a wait, and is read 
     CHECK(count(runtime.calls, "cudaEventQuery", false) == 1);
   }
   SUBCASE("its copy still in flight, reading it waits for that copy alone, once") {
-    runtime.device_lags = true;
-    runtime.clear();
-    CHECK(pending.value() == 0.0f);
-    CHECK(pending.value() == 0.0f);
-    runtime.device_lags = false;
+    {
+      const cuda_test::LaggingDevice lagging(runtime);
+      runtime.clear();
+      CHECK(pending.value() == 0.0f);
+      CHECK(pending.value() == 0.0f);
+    }
     CHECK(count(runtime.calls, "cudaEventSynchronize", false) == 1);
     CHECK(count(runtime.calls, "cudaStreamSynchronize", false) == 0);
   }

@@ -11,7 +11,8 @@
 // The values arrive in the calling host thread's readback (loss_readback(), kept until exit, so a
 // PendingLoss outlives the loss object that made it) and stay there until that thread's next loss
 // on the device: a PendingLoss read after that is an etnn::Error (read it before computing another
-// loss on the device on that thread). A read value is kept.
+// loss on the device on that thread). A read value is kept. Read it on the thread that computed it
+// (or after that thread's next loss has been ordered after the read).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -79,6 +80,7 @@ class LossReadback {
   // the host without a wait, as the loss scale * their sum (see Sum).
   template <class T>
   PendingLoss<T> receive(const double* device, std::size_t count, Sum sum, T scale) {
+    const std::uint64_t loss = ++losses_;  // first: an earlier PendingLoss is stale even if this throws
     if (count > values_.size()) {
       arrived_.wait();  // the memory is freed: no copy into it may be in flight
       values_.reserve_discard(count);
@@ -87,7 +89,7 @@ class LossReadback {
       ETNN_CHECK_CUDA(runtime().cudaMemcpyAsync(values_.data(), device, count * sizeof(double),
                                                 cudaMemcpyDeviceToHost, stream()));
     arrived_.record();
-    return PendingLoss<T>({values_.data(), count, &arrived_, &losses_, ++losses_}, sum, scale);
+    return PendingLoss<T>({values_.data(), count, &arrived_, &losses_, loss}, sum, scale);
   }
 
  private:

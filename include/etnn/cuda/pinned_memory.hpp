@@ -17,8 +17,9 @@ namespace etnn::cuda {
 template <class T>
 class PinnedBuffer {
  public:
-  // Room for at least n values; growing drops the contents. Must not grow while a transfer to or
-  // from the old memory is in flight (cudaFreeHost waits for the device).
+  // Room for at least n values; growing drops the contents and frees the old memory, so it must
+  // not grow while a transfer to or from that memory is in flight (its owners grow only memory
+  // whose transfer is done).
   void reserve_discard(std::size_t n) {
     if (n <= size_) return;
     memory_.reset();

@@ -66,10 +66,19 @@ class PinnedStaging {
   // Whether the slot's latest transfer is done (or it never had one), without waiting.
   static bool idle(const Slot& slot) { return slot.sent.done(); }
 
-  // An idle slot of at least `bytes`: the first idle one, else a new one, else the oldest in
-  // flight once its transfer is done.
+  // An idle slot of at least `bytes`: the smallest idle one that fits, else the largest idle one
+  // (grown), else a new one, else the oldest in flight once its transfer is done. Sends of
+  // different sizes through one ring (labels and class weights) so settle into slots that fit
+  // them, and stop growing any.
   Slot& free_slot(std::size_t bytes) {
-    auto it = std::find_if(slots_.begin(), slots_.end(), [](const Slot& s) { return idle(s); });
+    const auto better = [bytes](const Slot& a, const Slot& b) {  // a is a better pick than b
+      const bool a_fits = a.host.size() >= bytes, b_fits = b.host.size() >= bytes;
+      if (a_fits != b_fits) return a_fits;
+      return a_fits ? a.host.size() < b.host.size() : a.host.size() > b.host.size();
+    };
+    auto it = slots_.end();
+    for (auto s = slots_.begin(); s != slots_.end(); ++s)
+      if (idle(*s) && (it == slots_.end() || better(*s, *it))) it = s;
     if (it == slots_.end() && slots_.size() < max_slots) {
       slots_.emplace_back();
       it = slots_.end() - 1;

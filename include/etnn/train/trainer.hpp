@@ -73,8 +73,9 @@ class Trainer {
 
   // Sizes everything a step needs for batches of up to `batch` samples: the training pass's
   // workspace and buffers (TrainingPass::reserve) and the buffer that converts float targets to
-  // the model's scalar type. Steps after it allocate nothing; without it the first step (or a
-  // larger batch) does this.
+  // the model's scalar type. Steps after it allocate no device memory; without it the first step
+  // (or a larger batch) does this. (On CUDA the pinned host memory that data travels through is
+  // sized by the first steps: cuda/pinned_staging.hpp.)
   void reserve(int batch) {
     if (batch <= pass_.capacity()) return;
     targets_.reserve(output_shape::size * static_cast<std::size_t>(batch));
@@ -83,9 +84,12 @@ class Trainer {
   int capacity() const noexcept { return pass_.capacity(); }
 
   // What step() returns: the batch's mean loss, a T; on a CUDA device the loss on its way to the
-  // host (cuda::PendingLoss<T>), which converts to T when read, as PyTorch's loss.item() reads its
-  // loss tensor: a step whose loss is not read does not wait for the device to compute it. Read it
-  // before the next step, which replaces it (reading it then is an etnn::Error).
+  // host (cuda::PendingLoss<T>), which converts to T when read (or .value(), where a number is
+  // needed: printf, std::format, std::max), as PyTorch's loss.item() reads its loss tensor: a step
+  // whose loss is not read does not wait for the device to compute it. Read it on the stepping
+  // thread before that thread computes another loss on the device (the next step does), which
+  // replaces it: reading it then is an etnn::Error, unless it had been read (the non-finite guard
+  // reads it in the step).
   using loss_value = backend::LossValue<T, Device>;
 
   // A batch from a DataLoader: batch.x (B samples), batch.y (B targets).

@@ -20,7 +20,8 @@ namespace detail::fused_mlp {
 
 // Lets Kernel use Bytes of dynamic shared memory (above the default 48 KiB). Asked once per kernel:
 // etnn's work runs on the device its stream was made on (cuda::stream()), where the attribute
-// stays set, so later launches (eager steps launch every step) make no call for it.
+// stays set, so later launches (eager steps launch every step) make no call for it. Like the
+// stream, it does not follow a later cudaSetDevice.
 template <auto Kernel, std::size_t Bytes>
 void allow_dynamic_smem() {
   static const bool allowed = [] {

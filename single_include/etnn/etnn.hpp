@@ -6109,8 +6109,8 @@ void batch_norm_backward(Cuda, const T* gamma, T* gamma_grad, T* beta_grad, cons
 // LossReadback enqueues the copy of its values (row losses, or block partial sums) into pinned
 // host memory, and PendingLoss<T> is the loss on its way, what PyTorch's loss tensor is before
 // loss.item(). Converting a PendingLoss to T (or value()) reads it: it waits for the copy only if
-// the copy is not done yet (a later read of the device's results in the same step, such as the
-// non-finite guard's verdict, has made it so), then adds the values in their order:
+// the copy is not done yet (a later read of the device's results, such as the host's non-finite
+// guard's verdict, may have made it so), then adds the values in their order:
 //   Sum::rows       in T, in row order, then times scale (the host's label_rows_loss);
 //   Sum::partials   in double, in block order, then converted to T and times scale.
 // The values arrive in the calling host thread's readback (loss_readback(), kept until exit, so a
@@ -6132,7 +6132,8 @@ class PendingLoss {
  public:
   // Where the values arrive and which of the readback's losses they are.
   struct Source {
-    const double* values;  // pinned host memory
+    const double* values;     // pinned host memory
+    const double* on_device;  // where they were copied from (the loss's device memory)
     std::size_t count;
     const Event* arrived;         // recorded after the copy
     const std::uint64_t* losses;  // the readback's loss count: `loss` while the values are this loss's
@@ -6153,6 +6154,13 @@ class PendingLoss {
     return value_;
   }
   operator T() const { return value(); }
+
+  // The values on the device, for kernels enqueued before the thread's next loss on the device (the
+  // non-finite guard's verdict, cuda/step_verdict.hpp, tests them there).
+  const double* values_on_device() const noexcept { return source_.on_device; }
+  std::size_t count() const noexcept { return source_.count; }
+  Sum sum() const noexcept { return sum_; }
+  T scale() const noexcept { return scale_; }
 
  private:
   T total() const {
@@ -6190,7 +6198,7 @@ class LossReadback {
       ETNN_CHECK_CUDA(runtime().cudaMemcpyAsync(values_.data(), device, count * sizeof(double),
                                                 cudaMemcpyDeviceToHost, stream()));
     arrived_.record();
-    return PendingLoss<T>({values_.data(), count, &arrived_, &losses_, loss}, sum, scale);
+    return PendingLoss<T>({values_.data(), device, count, &arrived_, &losses_, loss}, sum, scale);
   }
 
  private:
@@ -7518,6 +7526,142 @@ std::size_t first_non_finite(const T* x, std::size_t begin, std::size_t end) {
 }
 
 }  // namespace etnn::cuda::detail
+// ---- etnn/cuda/step_verdict.hpp ----
+// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
+// cuda::StepVerdict: the non-finite guard's verdict on a training step, decided on the device, so
+// that the host does not wait for it within the step. For P parameter tensors it is P + 2 words
+// of device memory:
+//   word[p], p < P   ~i for the first flat index i in tensor p's range whose gradient is NaN or
+//                    infinite, 0 when there is none (atomicMax of ~i keeps the minimum i); the
+//                    range runs from tensor p's offset to tensor p + 1's, so that the zeros that
+//                    align the next tensor (in the same layer) count as tensor p's
+//   word[P]          1 when the loss, as the host will read it (cuda::PendingLoss), is NaN or
+//                    infinite
+//   word[P + 1]      1 when any of the above is: the step skips
+// A step: begin() zeroes the words, scan_gradients() and scan_loss() mark them, kernels
+// predicated on skip() update (or not), and send() copies the words into pinned host memory with
+// an event, without a wait. The host reads them when it needs the verdict (normally at the next
+// step, when the device is past this one): wait() returns at once when the copy has arrived,
+// then skipped(), loss_non_finite() and first_non_finite(p) answer. wait() must come before the
+// next send().
+#include <cstddef>
+#include <optional>
+#include <utility>
+#include <vector>
+
+
+namespace etnn::cuda {
+
+namespace detail {
+
+// Marks the non-finite x[i], i < n, in words (laid out as StepVerdict's); offsets: the P tensors'
+// offsets, ascending. The tensor search runs only for a non-finite value.
+template <class T>
+__global__ void mark_non_finite_gradients_kernel(const T* x, std::size_t n, const std::size_t* offsets,
+                                                 std::size_t tensors, unsigned long long* words) {
+  for (const std::size_t i : grid_stride(n)) {
+    if (isfinite(x[i])) continue;
+    std::size_t lo = 0, hi = tensors - 1;  // the last tensor whose offset is at most i (the first for none)
+    while (lo < hi) {
+      const std::size_t mid = (lo + hi + 1) / 2;
+      if (offsets[mid] <= i)
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+    // A plain read first, so that a gradient full of NaN does not contend for the words: a stale
+    // read costs only an atomic that changes nothing.
+    const unsigned long long mark = ~static_cast<unsigned long long>(i);
+    if (words[lo] < mark) atomicMax(&words[lo], mark);
+    if (words[tensors + 1] == 0) atomicOr(&words[tensors + 1], 1ull);
+  }
+}
+
+// Marks a non-finite loss, one block of reduction_threads: the values (count n) as
+// PendingLoss::value() reads them, each converted to T for Sum::rows and the total in T times
+// scale. The total is added in double here (in T in row order on the host for Sum::rows: a sum
+// that overflows T only there is the one difference).
+template <class T>
+__global__ void mark_non_finite_loss_kernel(const double* values, std::size_t n, Sum sum, T scale,
+                                            std::size_t tensors, unsigned long long* words) {
+  bool finite = true;
+  double share = 0.0;
+  for (std::size_t i = threadIdx.x; i < n; i += blockDim.x) {
+    finite = finite && (sum == Sum::rows ? isfinite(static_cast<T>(values[i])) : isfinite(values[i]));
+    share += values[i];
+  }
+  const double total = block_sum(share);
+  finite = __syncthreads_and(finite) != 0;
+  if (threadIdx.x != 0) return;
+  if (finite && isfinite(static_cast<T>(total) * scale)) return;
+  words[tensors] = 1;
+  words[tensors + 1] = 1;
+}
+
+}  // namespace detail
+
+class StepVerdict {
+ public:
+  // tensor_offsets: where the parameter tensors start in the flat gradient buffer, ascending (at
+  // least one). Nothing is allocated until the first begin().
+  explicit StepVerdict(std::vector<std::size_t> tensor_offsets) : tensor_offsets_(std::move(tensor_offsets)) {}
+
+  std::size_t tensors() const noexcept { return tensor_offsets_.size(); }
+
+  // Zeroes the words for a new step.
+  void begin() {
+    if (words_.empty()) {  // host_ first: words_ says all three are made
+      host_.reserve_discard(tensors() + 2);
+      offsets_ = Buffer<std::size_t, Cuda>(tensors());
+      copy_from_host(Cuda{}, offsets_.data(), tensor_offsets_.data(), tensors());
+      words_ = Buffer<unsigned long long, Cuda>(tensors() + 2);
+    }
+    ETNN_CHECK_CUDA(runtime().cudaMemsetAsync(words_.data(), 0, words_.size() * sizeof(unsigned long long), stream()));
+  }
+  // The gradients g[0, n) (n: the flat size).
+  template <class T>
+  void scan_gradients(const T* g, std::size_t n) {
+    launch("etnn::optim mark_non_finite_gradients", detail::mark_non_finite_gradients_kernel<T>, {grid_blocks(n), 256},
+           g, n, offsets_.data(), tensors(), words_.data());
+  }
+  // The loss on its way to the host, before the thread's next loss reuses its device memory.
+  template <class T>
+  void scan_loss(const PendingLoss<T>& loss) {
+    launch("etnn::optim mark_non_finite_loss", detail::mark_non_finite_loss_kernel<T>,
+           {1, detail::reduction_threads}, loss.values_on_device(), loss.count(), loss.sum(), loss.scale(), tensors(),
+           words_.data());
+  }
+  // Device memory: non-zero when the step skips. Kernels enqueued after the scans read it.
+  const unsigned long long* skip() const noexcept { return words_.data() + tensors() + 1; }
+
+  // The words to the host, without a wait.
+  void send() {
+    ETNN_CHECK_CUDA(runtime().cudaMemcpyAsync(host_.data(), words_.data(), words_.size() * sizeof(unsigned long long),
+                                              cudaMemcpyDeviceToHost, stream()));
+    arrived_.record();
+  }
+  // Returns once the last send's words are on the host: at once when the device is past it.
+  void wait() const { arrived_.wait(); }
+
+  // After wait(): the verdict.
+  bool skipped() const noexcept { return host_.data()[tensors() + 1] != 0; }
+  bool loss_non_finite() const noexcept { return host_.data()[tensors()] != 0; }
+  // The first index marked in tensor p's range, if any.
+  std::optional<std::size_t> first_non_finite(std::size_t p) const noexcept {
+    const unsigned long long word = host_.data()[p];
+    if (word == 0) return std::nullopt;
+    return static_cast<std::size_t>(~word);
+  }
+
+ private:
+  std::vector<std::size_t> tensor_offsets_;
+  Buffer<std::size_t, Cuda> offsets_;
+  Buffer<unsigned long long, Cuda> words_;
+  PinnedBuffer<unsigned long long> host_;
+  Event arrived_;
+};
+
+}  // namespace etnn::cuda
 // ---- etnn/cuda/probe.hpp ----
 // Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
 // Whether this CUDA binary can run kernels here: a device is present, the driver is usable and
@@ -7775,7 +7919,8 @@ using LossValue = typename LossValueOf<T, Device>::type;
 // ---- etnn/backend/non_finite.hpp ----
 // Private to backend/: include <etnn/backend/backend.hpp> or <etnn/etnn.hpp>.
 // Where a buffer holds a NaN or an infinity, on the buffer's device: the non-finite guard's scan,
-// cpu/non_finite.hpp on the host and, under nvcc, cuda/non_finite.hpp on the GPU.
+// cpu/non_finite.hpp on the host and, under nvcc, cuda/non_finite.hpp on the GPU; and the guard's
+// verdict decided on the device (StepVerdict: cuda/step_verdict.hpp on a CUDA device).
 
 #if defined(__CUDACC__)
 #endif
@@ -7805,6 +7950,26 @@ std::size_t first_non_finite(Cuda, const T* x, std::size_t begin, std::size_t en
   return cuda::detail::first_non_finite(x, begin, end);
 }
 #endif
+
+// Where the non-finite guard's verdict on a step can be decided on the device and read by the host
+// later (cuda::StepVerdict); NoStepVerdict where it cannot (the host decides at once).
+struct NoStepVerdict {
+  explicit NoStepVerdict(const std::vector<std::size_t>&) {}
+};
+template <class Device>
+struct StepVerdictOf {
+  using type = NoStepVerdict;
+};
+#if defined(__CUDACC__)
+template <>
+struct StepVerdictOf<Cuda> {
+  using type = cuda::StepVerdict;
+};
+#endif
+template <class Device>
+using StepVerdict = typename StepVerdictOf<Device>::type;
+template <class Device>
+inline constexpr bool verdict_on_device = !std::is_same_v<StepVerdict<Device>, NoStepVerdict>;
 
 }  // namespace etnn::backend
 // ---- etnn/backend/pool.hpp ----
@@ -13075,7 +13240,9 @@ class TargetStaging {
 // The learning rate of each step comes from a schedule (schedule.hpp, constant by default), and
 // the mean gradient may be clipped by its global norm (grad_norm.hpp). Before the update it can
 // test the reduced gradients for NaN and infinity (gradients_finite, the non-finite guard's test),
-// summing the guard's loss flag across ranks meanwhile (start_loss_flag, finish_loss_flag).
+// summing the guard's loss flag across ranks meanwhile (start_loss_flag, finish_loss_flag). On a
+// CUDA device that test can instead be decided on the device, with the update predicated on it
+// (begin_verdict, step_unless_skipped), so that the host does not wait for it.
 //
 // A Rule provides
 //   Options                                   hyper-parameters (designated-initialisable)
@@ -13317,6 +13484,17 @@ constexpr std::span<const std::size_t> gradient_cuts() {
     return P::program::gradient_cuts;
   else
     return parameter_ends<P>();
+}
+
+// P's tensors (named_parameters()) in the order of their offsets, made once.
+template <ParameterSet P>
+const std::vector<NamedParameter>& tensors_in_flat_order() {
+  static const std::vector<NamedParameter> tensors = [] {
+    std::vector<NamedParameter> all = P::named_parameters();
+    std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.offset < b.offset; });
+    return all;
+  }();
+  return tensors;
 }
 
 // "nn::input<784> >> ..." for a Model, the set's own description otherwise.
@@ -13578,6 +13756,21 @@ inline double learning_rate(const Schedule& schedule, double base, std::int64_t 
 
 namespace etnn::optim {
 
+namespace detail {
+// An update functor predicated on a verdict decided on the device: nothing is updated once *skip
+// is set (read by every thread, after the kernels that set it).
+template <class Update>
+struct UnlessSkipped {
+  const unsigned long long* skip;
+  Update update;
+  ETNN_HD void operator()(std::size_t i) const {
+    if (*skip == 0) update(i);
+  }
+};
+template <class Update>
+UnlessSkipped(const unsigned long long*, Update) -> UnlessSkipped<Update>;
+}  // namespace detail
+
 template <class Rule, ParameterSet Params, class R = dist::Local>
 class Optimizer {
   static_assert(dist::check::reducer<R>());
@@ -13668,10 +13861,56 @@ class Optimizer {
   // and the parameters, the optimizer's state and its step count (the schedule's position) are left
   // as they were. Buffers are broadcast from rank 0, as after an update.
   void skip_step() {
+    settle_verdict();
     reduce_gradients();
     reduced_ = false;
     if constexpr (num_buffers<Params>() > 0)
       if (reducer_->size() > 1) reducer_->broadcast(model_->buffers(), num_buffers<Params>(), 0);
+  }
+
+  // A step whose skip the device decides, so that the host does not wait for the verdict (a CUDA
+  // device, one process, no clipping: the non-finite guard's path, train/non_finite_guard.hpp):
+  //   auto& verdict = opt.begin_verdict();  // zeroed; the caller marks the loss into it
+  //   ...                                   // backward
+  //   opt.step_unless_skipped();            // the gradients marked into it, the update predicated
+  //                                         // on it, and it is sent to the host without a wait;
+  //                                         // the caller may predicate more on verdict.skip()
+  // The update's learning rate and step number count the earlier steps that verdicts let through,
+  // so step_unless_skipped() (and step(), skip_step(), steps(), learning_rate()) first read the
+  // verdict sent before: a wait only when the device is not yet past that step.
+  backend::StepVerdict<Device>& begin_verdict()
+    requires backend::verdict_on_device<Device>
+  {
+    if (reducer_->size() > 1 || max_grad_norm_ > 0.0f)
+      throw Error("etnn::optim::Optimizer::begin_verdict: a verdict decided on the device needs one process and no "
+                  "gradient clipping (both read the gradients on the host)");
+    verdict_.begin();
+    return verdict_;
+  }
+  const backend::StepVerdict<Device>& step_unless_skipped()
+    requires backend::verdict_on_device<Device>
+  {
+    settle_verdict();
+    reduce_gradients();
+    reduced_ = false;
+    verdict_.scan_gradients(model_->gradients(), Params::flat_size);
+    last_grad_norm_ = std::numeric_limits<double>::quiet_NaN();
+    const unsigned long long* skip = verdict_.skip();
+    Rule::template update<T>(options_, learning_rate(), model_->parameters(), model_->gradients(), state_.data(),
+                             Params::flat_size, steps_ + 1, T(1), [skip](const auto& update) {
+                               for_each_index(Device{}, Params::flat_size, detail::UnlessSkipped{skip, update});
+                             });
+    verdict_.send();
+    verdict_pending_ = true;
+    return verdict_;
+  }
+  // The verdict of the last step_unless_skipped(), read on the host (waiting for it if the device
+  // is not past that step yet) and counted in steps().
+  const backend::StepVerdict<Device>& settled_verdict()
+    requires backend::verdict_on_device<Device>
+  {
+    settle_verdict();
+    return verdict_;
   }
 
   // Gradient buckets (each one allreduce per step).
@@ -13684,6 +13923,7 @@ class Optimizer {
   // reduce_gradients() already did), clips the mean
   // gradient when a maximum norm is set, then updates every parameter with it at the scheduled lr.
   void step() {
+    settle_verdict();
     reduce_gradients();
     reduced_ = false;
     T grad_scale = T(1) / static_cast<T>(reducer_->size());  // the gradients hold the sum over ranks
@@ -13722,8 +13962,17 @@ class Optimizer {
                   std::to_string(Rule::state_slots(options_)) + "; build a new optimizer instead");
     options_ = options;
   }
-  // Updates done so far (a learning-rate schedule's position).
-  std::int64_t steps() const noexcept { return steps_; }
+  // Updates done so far (a learning-rate schedule's position). A step whose verdict the device
+  // decided counts once that verdict is on the host (it waits for it if need be).
+  std::int64_t steps() const {
+    if constexpr (backend::verdict_on_device<Device>) {
+      if (verdict_pending_) {
+        verdict_.wait();
+        return steps_ + (verdict_.skipped() ? 0 : 1);
+      }
+    }
+    return steps_;
+  }
 
   // The learning-rate schedule, a function of steps() over the base lr options().lr:
   //   opt.set_schedule(etnn::optim::schedule::CosineWarmup{.warmup = 100, .total = 10000});
@@ -13734,7 +13983,7 @@ class Optimizer {
   }
   const schedule::Schedule& schedule() const noexcept { return schedule_; }
   // The lr the next step uses.
-  double learning_rate() const { return schedule::learning_rate(schedule_, options_.lr, steps_); }
+  double learning_rate() const { return schedule::learning_rate(schedule_, options_.lr, steps()); }
 
   // Clipping by global norm, as torch.nn.utils.clip_grad_norm_ on the mean gradient before each
   // update; 0 turns it off (the default), infinity measures the norm without clipping.
@@ -13757,7 +14006,10 @@ class Optimizer {
   T* state() noexcept { return state_.data(); }
   const T* state() const noexcept { return state_.data(); }
   std::size_t state_size() const noexcept { return state_.size(); }
-  void restore_steps(std::int64_t steps) noexcept { steps_ = steps; }
+  void restore_steps(std::int64_t steps) {
+    settle_verdict();
+    steps_ = steps;
+  }
 
  private:
   static inline dist::Local local_{};
@@ -13771,13 +14023,33 @@ class Optimizer {
       return parameter_ends<Params>();
   }
 
+  // The parameter tensors' offsets in flat order: where the device's verdict tells tensors apart.
+  static std::vector<std::size_t> tensor_offsets() {
+    std::vector<std::size_t> offsets;
+    for (const auto& tensor : tensors_in_flat_order<Params>()) offsets.push_back(tensor.offset);
+    if (offsets.empty()) offsets.push_back(0);
+    return offsets;
+  }
+
+  // Counts the step whose verdict was sent, once it is on the host.
+  void settle_verdict() {
+    if constexpr (backend::verdict_on_device<Device>) {
+      if (!verdict_pending_) return;
+      verdict_.wait();
+      verdict_pending_ = false;
+      if (!verdict_.skipped()) ++steps_;
+    }
+  }
+
   Params* model_;
   R* reducer_;
   Options options_;
   detail::GradientStorage<R, Params> gradient_storage_;  // before buckets_: it outlives their reductions
   GradientBuckets<R, T> buckets_;
   Buffer<T, Device> state_;
-  std::int64_t steps_ = 0;
+  std::int64_t steps_ = 0;  // not counting a step whose verdict is on its way (verdict_pending_)
+  [[no_unique_address]] backend::StepVerdict<Device> verdict_{tensor_offsets()};
+  bool verdict_pending_ = false;  // step_unless_skipped() sent a verdict the host has not counted
   schedule::Schedule schedule_;
   float max_grad_norm_ = 0.0f;
   double last_grad_norm_ = std::numeric_limits<double>::quiet_NaN();
@@ -18157,7 +18429,10 @@ class ProgressBar {
 //   etnn::Trainer trainer(model, arcface, opt, head_opt);
 // A step whose loss or reduced gradient holds a NaN or an infinity is skipped (the non-finite
 // guard, on by default): parameters, optimizer state and buffers stay as they were, and after
-// max_non_finite_in_a_row such steps in a row the step throws etnn::NonFiniteError.
+// max_non_finite_in_a_row such steps in a row the step throws etnn::NonFiniteError. On a CUDA
+// device the verdict is decided on the device and the update predicated on it, so that the host
+// does not wait within the step (for one process, an update per step and no loss scaling,
+// clipping or loss parameters; the error then comes at the start of the next step).
 // An etnn::fp16 model's loss is scaled (dynamic loss scaling, TrainerOptions::loss_scaling).
 // The Trainer orchestrates: the model's training pass runs forward and backward
 // (nn/training_pass.hpp), the optimizers finish the step (reduce, non-finite scan, update), and the
@@ -18280,10 +18555,28 @@ class LossScaler {
 // reduced gradient holds a NaN or an infinity is skipped: parameters, optimizer state and the
 // model's buffers stay as they were at the start of the step; after max_non_finite_in_a_row such
 // steps in a row it throws etnn::NonFiniteError naming the first parameter tensor backward gave a
-// non-finite gradient.
+// non-finite gradient. The host decides (skips()), or, on a CUDA device, the device does
+// (mark_loss, restore_buffers_if_skipped, with Optimizer::begin_verdict and step_unless_skipped)
+// and the host counts the verdict at the next step (settle()).
 
 
 namespace etnn::train::detail {
+
+// The name of the tensor of Params holding flat index i ("element i" between tensors).
+template <optim::ParameterSet Params>
+std::string tensor_at(std::size_t i) {
+  for (const auto& p : Params::named_parameters())
+    if (i >= p.offset && i < p.offset + p.numel) return p.name;
+  return "element " + std::to_string(i);
+}
+
+// Where the layer (optim::parameter_ends) holding flat index i begins.
+template <optim::ParameterSet Params>
+std::size_t layer_begin(std::size_t i) {
+  const auto ends = optim::parameter_ends<Params>();
+  const auto layer_end = std::upper_bound(ends.begin(), ends.end(), i);
+  return layer_end == ends.begin() ? 0 : *(layer_end - 1);
+}
 
 // The parameter tensor of Params whose gradient backward computed first among those holding a
 // NaN or an infinity; "" when every gradient is finite. Backward runs from the output and a NaN
@@ -18294,14 +18587,38 @@ std::string non_finite_tensor(const typename Params::value_type* gradients) {
   using Device = typename Params::device;
   const std::size_t last = backend::last_non_finite(Device{}, gradients, Params::flat_size);
   if (last == Params::flat_size) return {};
-  const auto ends = optim::parameter_ends<Params>();
-  const auto layer_end = std::upper_bound(ends.begin(), ends.end(), last);
-  const std::size_t begin = layer_end == ends.begin() ? 0 : *(layer_end - 1);
-  const std::size_t first = backend::first_non_finite(Device{}, gradients, begin, last + 1);
-  for (const auto& p : Params::named_parameters())
-    if (first >= p.offset && first < p.offset + p.numel) return p.name;
-  return "element " + std::to_string(first);
+  return tensor_at<Params>(backend::first_non_finite(Device{}, gradients, layer_begin<Params>(last), last + 1));
 }
+
+// The same answer from a verdict decided on the device (cuda::StepVerdict), which kept for each
+// tensor in flat order the first non-finite index from its offset to the next tensor's (the zeros
+// after a layer's last tensor are that layer's, so each range lies in one layer): the last tensor
+// with one lies in the layer of the last non-finite gradient, and the least index kept from that
+// layer's beginning is the layer's first.
+template <optim::ParameterSet Params, class Verdict>
+std::string non_finite_tensor_of(const Verdict& verdict) {
+  std::optional<std::size_t> in_last;
+  for (std::size_t p = 0; p < verdict.tensors(); ++p)
+    if (const auto i = verdict.first_non_finite(p)) in_last = i;
+  if (!in_last) return {};
+  const std::size_t begin = layer_begin<Params>(*in_last);
+  std::size_t first = *in_last;
+  for (std::size_t p = 0; p < verdict.tensors(); ++p)
+    if (const auto i = verdict.first_non_finite(p); i && *i >= begin) first = std::min(first, *i);
+  return tensor_at<Params>(first);
+}
+
+// The model's buffers back to the start of the window on the device, when the verdict the device
+// decided (*skip) skips the step.
+template <class T>
+struct RestoreIfSkipped {
+  const unsigned long long* skip;
+  T* buffers;
+  const T* saved;
+  ETNN_HD void operator()(std::size_t i) const {
+    if (*skip != 0) buffers[i] = saved[i];
+  }
+};
 
 template <class Model>
 class NonFiniteGuard {
@@ -18380,6 +18697,71 @@ class NonFiniteGuard {
       if (buffers_saved_) assign(Device{}, model.buffers(), expr::ref(saved_buffers_.data(), Model::num_buffers));
   }
 
+  // A step decided on the device (the Trainer's path on a CUDA device, Optimizer::begin_verdict):
+  // the loss's values marked into the verdict as soon as the loss is computed (they live in memory
+  // later launches reuse), and, once the optimizer has marked the gradients and sent the verdict
+  // (verdict_sent), the model's buffers put back predicated on it. settle() counts the verdict when
+  // the host has it.
+  template <class Verdict, class Loss>
+  void mark_loss(Verdict& verdict, const Loss& loss) {
+    verdict.scan_loss(loss);
+  }
+  template <class Verdict>
+  void restore_buffers_if_skipped(const Verdict& verdict, Model& model) {
+    if constexpr (Model::num_buffers > 0)
+      if (buffers_saved_)
+        for_each_index(Device{}, Model::num_buffers,
+                       RestoreIfSkipped<T>{verdict.skip(), model.buffers(), saved_buffers_.data()});
+  }
+  void verdict_sent() noexcept { verdict_pending_ = true; }
+
+  // Counts the step whose verdict the device decided, as end_window() counts a step, once the host
+  // has the verdict (Optimizer::settled_verdict waits for it only if the device is not past that
+  // step yet). A run of max_in_a_row skipped steps ends in the error here, as does an error
+  // settle_quietly() found. The Trainer settles at the start of a step when that can happen
+  // (settles_first), else after enqueuing its forward and backward.
+  template <class Optimizer>
+  void settle(Optimizer& optimizer) {
+    if (owed_error_) std::rethrow_exception(std::exchange(owed_error_, nullptr));
+    if constexpr (backend::verdict_on_device<Device>) {
+      if (!verdict_pending_) return;
+      const auto& verdict = optimizer.settled_verdict();
+      verdict_pending_ = false;
+      if (!verdict.skipped()) {
+        non_finite_in_a_row_ = 0;
+        return;
+      }
+      if (non_finite_in_a_row_ == 0) {
+        ranks_ = 1;
+        first_ranks_with_non_finite_loss_ = verdict.loss_non_finite() ? 1 : 0;
+        first_non_finite_ = non_finite_tensor_of<typename Optimizer::model_type>(verdict);
+      }
+      count_skipped();
+    }
+  }
+  // Whether settle() may throw: then the Trainer calls it before the step's forward, so that the
+  // error leaves the step's batch untouched (a wait for the device, in a run of skipped steps only,
+  // and at every step with max_in_a_row = 1).
+  bool settles_first() const noexcept {
+    return owed_error_ || (verdict_pending_ && max_in_a_row_ > 0 && non_finite_in_a_row_ + 1 >= max_in_a_row_);
+  }
+  // A training state loaded: the verdict on its way and an owed error belong to the run it replaces.
+  template <class Optimizer>
+  void forget_verdict(Optimizer& optimizer) {
+    settle_quietly(optimizer);
+    owed_error_ = nullptr;
+  }
+  // settle() for a reader of the counts (on the stepping thread: it counts): the error that ends a
+  // run waits for the next step.
+  template <class Optimizer>
+  void settle_quietly(Optimizer& optimizer) {
+    try {
+      settle(optimizer);
+    } catch (const NonFiniteError&) {
+      owed_error_ = std::current_exception();
+    }
+  }
+
   // After each update window: an update ends a run of skipped steps; a skipped step is counted, and
   // a run of max_in_a_row of them ends in an error. An overflow (a skipped step that loss scaling
   // explains) is what loss scaling expects now and then: counted, it neither joins nor ends a run.
@@ -18443,6 +18825,8 @@ class NonFiniteGuard {
   std::int64_t skipped_steps_ = 0;
   int non_finite_in_a_row_ = 0;
   std::string first_non_finite_;  // in the run's first step: the tensor; empty when only the loss was
+  bool verdict_pending_ = false;  // a verdict decided on the device, not counted yet
+  std::exception_ptr owed_error_;  // the NonFiniteError settle_quietly() found
   int first_ranks_with_non_finite_loss_ = 0;
 };
 
@@ -18538,7 +18922,7 @@ class Trainer {
   // whose loss is not read does not wait for the device to compute it. Read it on the stepping
   // thread before that thread computes another loss on the device (the next step does), which
   // replaces it: reading it then is an etnn::Error, unless it had been read (the non-finite guard
-  // reads it in the step).
+  // reads it in the step where the host decides its verdict).
   using loss_value = backend::LossValue<T, Device>;
 
   // A batch from a DataLoader: batch.x (B samples), batch.y (B targets).
@@ -18554,6 +18938,7 @@ class Trainer {
   // the k-th call reduces them across ranks and updates (PyTorch's no_sync on the others).
   template <class X, class Y>
   loss_value step(const X& x, const Y& y) {
+    if (guard_.settles_first()) guard_.settle(optimizer_);
     if (micro_step_ == 0) start_window();
     if (micro_step_ + 1 < options_.accumulate) {
       loss_value loss = backward_pass(x, y, [](std::size_t) {});
@@ -18563,11 +18948,22 @@ class Trainer {
     }
     std::optional<loss_value> loss;
     bool skipped = false;
+    const bool on_device = verdict_on_device();
     try {
+      loss.emplace(backward_pass(x, y, [this](std::size_t first) { optimizer_.gradients_ready_from(first); },
+                                 optimizer_.wants_row_blocks(), on_device));
+      guard_.settle(optimizer_);  // the last step's verdict, when the device decided it
+      if constexpr (backend::verdict_on_device<Device>) {
+        if (on_device) {  // the guard's verdict decided on the device, the update predicated on it
+          const auto& verdict = optimizer_.step_unless_skipped();
+          guard_.verdict_sent();
+          guard_.restore_buffers_if_skipped(verdict, model_);
+          micro_step_ = 0;
+          return *std::move(loss);
+        }
+      }
       // The guard reads the loss (on a CUDA device: once the gradients' test has brought the
       // device's results back, one wait for both); without the guard nothing reads it.
-      loss.emplace(backward_pass(x, y, [this](std::size_t first) { optimizer_.gradients_ready_from(first); },
-                                 optimizer_.wants_row_blocks()));
       skipped = with_optimizers([&](auto&... optimizer) { return guard_.skips(*loss, optimizer...); });
       if (skipped) {
         guard_.restore_buffers(model_);
@@ -18604,6 +19000,7 @@ class Trainer {
     if (micro_step < 0 || micro_step >= options_.accumulate)
       throw Error("etnn::Trainer: micro step " + std::to_string(micro_step) + " outside [0, " +
                   std::to_string(options_.accumulate) + ")");
+    guard_.forget_verdict(optimizer_);
     micro_step_ = micro_step;
     guard_.resume_window();
   }
@@ -18611,8 +19008,16 @@ class Trainer {
   // Steps the non-finite guard has skipped so far (loss-scale overflows included), and how many of
   // the latest ones in a row (0 after an update, and after the error that a run of
   // max_non_finite_in_a_row ends with; overflows neither count nor end a run).
-  std::int64_t skipped_steps() const noexcept { return guard_.skipped_steps(); }
-  int non_finite_in_a_row() const noexcept { return guard_.non_finite_in_a_row(); }
+  // On a CUDA device the last step's verdict may still be on its way: they wait for it and count it
+  // (so read them on the stepping thread).
+  std::int64_t skipped_steps() const {
+    guard_.settle_quietly(optimizer_);
+    return guard_.skipped_steps();
+  }
+  int non_finite_in_a_row() const {
+    guard_.settle_quietly(optimizer_);
+    return guard_.non_finite_in_a_row();
+  }
 
   // Dynamic loss scaling: the scale the next step multiplies the loss's gradient by (1 when off),
   // and the updates in a row made at it (growth_interval of them grow it). Training checkpoints
@@ -18649,6 +19054,20 @@ class Trainer {
     return "";
   }
 
+  // Whether this step's non-finite verdict is decided on the device, the update predicated on it,
+  // so that the host does not wait for the device: on a CUDA device, with the guard on, for one
+  // process, an update per step (accumulate = 1) and no loss scaling, clipping or loss parameters.
+  // Otherwise the host reads the verdict in the step (NonFiniteGuard::skips): loss scaling's next
+  // scale and clipping's norm depend on what the host reads, the micro-batches' losses are read as
+  // they come, and ranks agree through the host.
+  bool verdict_on_device() const {
+    if constexpr (!backend::verdict_on_device<Device> || has_loss_optimizer)
+      return false;
+    else
+      return guard_.on() && options_.accumulate == 1 && !scaler_.on() && optimizer_.reducer().size() == 1 &&
+             optimizer_.max_grad_norm() == 0.0f;
+  }
+
   // f(the model's optimizer, a parametric loss's optimizer if any): the optimizers that finish a
   // step, in the order they step.
   template <class F>
@@ -18673,10 +19092,13 @@ class Trainer {
   // zeroed: what a failed step leaves is what zero_grad() would.
   // Returns the loss as the loss returned it (backend::LossValue: on a CUDA device, read when
   // converted to T).
+  // verdict_on_device: the loss is marked into the optimizer's verdict (Optimizer::begin_verdict)
+  // as soon as it is computed.
   template <class X, class Y, class LayerDone>
-  auto backward_pass(const X& x, const Y& y, LayerDone&& layer_done, bool weight_row_blocks = false) {
+  auto backward_pass(const X& x, const Y& y, LayerDone&& layer_done, bool weight_row_blocks = false,
+                     bool verdict_on_device = false) {
     try {
-      return forward_backward(x, y, layer_done, weight_row_blocks);
+      return forward_backward(x, y, layer_done, weight_row_blocks, verdict_on_device);
     } catch (...) {
       if (std::exchange(gradients_stale_, false)) model_.zero_grad();
       throw;
@@ -18684,7 +19106,8 @@ class Trainer {
   }
 
   template <class X, class Y, class LayerDone>
-  auto forward_backward(const X& x, const Y& y, LayerDone& layer_done, bool weight_row_blocks) {
+  auto forward_backward(const X& x, const Y& y, LayerDone& layer_done, bool weight_row_blocks,
+                        bool verdict_on_device) {
     dist::CrossRankSum sync;
     if (options_.sync_batch_norm && optimizer_.reducer().size() > 1) sync = dist::CrossRankSum(optimizer_.reducer());
     const auto output = pass_.forward(x, sync);
@@ -18693,6 +19116,8 @@ class Trainer {
     const T gradient_scale = static_cast<T>(scaler_.scale()) / static_cast<T>(options_.accumulate);
     if constexpr (loss_has_parameters) loss_.set_gradient_scale(gradient_scale);
     const auto loss = targets_.value_and_grad(loss_, output.values, y, output.gradient);
+    if constexpr (backend::verdict_on_device<Device>)
+      if (verdict_on_device) guard_.mark_loss(optimizer_.begin_verdict(), loss);
     pass_.backward(gradient_scale, layer_done, gradients_stale_ ? nn::Gradients::overwrite : nn::Gradients::add,
                    weight_row_blocks);
     gradients_stale_ = false;
@@ -18707,7 +19132,8 @@ class Trainer {
   int micro_step_ = 0;  // position within the current accumulation window
   // The model's gradients hold the last window's: the next backward writes them (backward_pass).
   bool gradients_stale_ = false;
-  train::detail::NonFiniteGuard<Model> guard_;
+  // mutable: reading its counts may first count a verdict that was on its way from the device.
+  mutable train::detail::NonFiniteGuard<Model> guard_;
   train::detail::LossScaler scaler_;
   nn::TrainingPass<Model> pass_;
   loss::detail::TargetStaging<T, Device> targets_;

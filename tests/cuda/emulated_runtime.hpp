@@ -10,15 +10,18 @@
 // synchronisation or an event's, a copy into pageable host memory, a copy out of pageable host
 // memory (cudaMemcpyAsync stages it, and may wait for the stream to do so). A copy between the
 // device and pinned host memory (cudaHostAlloc's) does not wait. Events report their work done,
-// unless device_lags: then cudaEventQuery answers "not ready", as when the host runs ahead.
+// unless device_lags: then cudaEventQuery answers "not ready", as when the host runs ahead, until
+// the event is synchronised.
 #include <etnn/etnn.hpp>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -35,6 +38,10 @@ class EmulatedRuntime final : public etnn::cuda::Runtime {
 
   std::vector<Call> calls;
   bool device_lags = false;  // cudaEventQuery answers cudaErrorNotReady
+  // Stands in for the kernels, which do not run here: called after each copy from the device into
+  // host memory with where it went, its bytes and the last kernel launched before it, so that a
+  // test can put there what the device would have computed.
+  std::function<void(void* dst, std::size_t bytes, const std::string& after)> device_results;
   void clear() { calls.clear(); }
   std::size_t count(const std::string& name) const {
     std::size_t n = 0;
@@ -100,7 +107,10 @@ class EmulatedRuntime final : public etnn::cuda::Runtime {
   }
   cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind,
                               cudaStream_t stream) override {
-    return copy("cudaMemcpyAsync", dst, src, stream, [&] { std::memcpy(dst, src, bytes); });
+    const cudaError_t status = copy("cudaMemcpyAsync", dst, src, stream, [&] { std::memcpy(dst, src, bytes); });
+    if (status == cudaSuccess && device_results && on_device(src) && !on_device(dst) && !recording(stream))
+      device_results(dst, bytes, last_work_);
+    return status;
   }
   cudaError_t cudaMemcpy2DAsync(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch,
                                 std::size_t width, std::size_t height, cudaMemcpyKind, cudaStream_t stream) override {
@@ -145,12 +155,18 @@ class EmulatedRuntime final : public etnn::cuda::Runtime {
     *event = handle<cudaEvent_t>();
     return cudaSuccess;
   }
-  cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) override { return log("cudaEventRecord"); }
-  cudaError_t cudaEventQuery(cudaEvent_t) override {
-    log("cudaEventQuery");
-    return device_lags ? cudaErrorNotReady : cudaSuccess;
+  cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t) override {
+    waited_for_.erase(event);
+    return log("cudaEventRecord");
   }
-  cudaError_t cudaEventSynchronize(cudaEvent_t) override { return log("cudaEventSynchronize", true); }
+  cudaError_t cudaEventQuery(cudaEvent_t event) override {
+    log("cudaEventQuery");
+    return device_lags && !waited_for_.contains(event) ? cudaErrorNotReady : cudaSuccess;
+  }
+  cudaError_t cudaEventSynchronize(cudaEvent_t event) override {
+    waited_for_.insert(event);
+    return log("cudaEventSynchronize", true);
+  }
   cudaError_t cudaEventDestroy(cudaEvent_t) override { return log("cudaEventDestroy"); }
 
   cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status) override {
@@ -279,6 +295,7 @@ class EmulatedRuntime final : public etnn::cuda::Runtime {
   std::map<std::uintptr_t, std::size_t> allocations_;  // device memory: address -> bytes
   std::map<std::uintptr_t, std::size_t> pinned_;       // pinned host memory: address -> bytes
   std::vector<std::unique_ptr<char>> handles_;
+  std::set<cudaEvent_t> waited_for_;  // events synchronised since their last record: done, even lagging
   cudaStream_t recording_ = nullptr;  // the stream being recorded into a graph
   std::string last_work_ = "nothing";
 };

@@ -218,3 +218,47 @@ TEST_CASE("the non-finite guard skips a step on the device as on the CPU" * doct
   CHECK(trainer.skipped_steps() == 1);
   CHECK(before == after);
 }
+
+TEST_CASE("steps the device skips leave Adam's count, the parameters and a run's error as the host's guard does" *
+          doctest::skip(!gpu())) {
+  // tanh carries a NaN in the data to the loss and every gradient.
+  using TanhMlp = decltype(nn::input<64> >> nn::linear<32> >> nn::tanh >> nn::linear<10>);
+  const int batch = 8;
+  const auto good = random_values<float>(64 * batch, 15);
+  auto bad = good;
+  bad[5] = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<int> y(batch, 2);
+  auto run = [&]<class Device>(Device) {
+    etnn::Model<TanhMlp, float, Device> model(4);
+    etnn::loss::CrossEntropy ce;
+    etnn::optim::Adam opt(model, {.lr = 1e-2f});
+    etnn::Trainer trainer(model, ce, opt, {.max_non_finite_in_a_row = 2});
+    const auto step = [&](const std::vector<float>& x) {
+      (void)trainer.step(etnn::TensorView<const float, etnn::Shape<64>>(x.data(), batch), y);
+    };
+    step(good);
+    step(bad);
+    step(good);
+    step(good);
+    // A run of two: on the CPU the second throws; on the device the step after it, without an update.
+    std::string message;
+    try {
+      step(bad);
+      step(bad);
+      step(good);
+    } catch (const etnn::NonFiniteError& e) {
+      message = e.what();
+    }
+    std::vector<float> params(TanhMlp::flat_size);
+    etnn::copy_to_host(Device{}, params.data(), model.parameters(), params.size());
+    return std::tuple(params, opt.steps(), trainer.skipped_steps(), message);
+  };
+  const auto [cpu_params, cpu_steps, cpu_skipped, cpu_message] = run(etnn::Cpu{});
+  const auto [cuda_params, cuda_steps, cuda_skipped, cuda_message] = run(etnn::Cuda{});
+  CHECK(cuda_steps == 3);
+  CHECK(cpu_steps == 3);
+  CHECK(cuda_skipped == cpu_skipped);
+  CHECK(!cuda_message.empty());
+  CHECK(cuda_message == cpu_message);
+  CHECK(max_relative_error(cuda_params, cpu_params) <= 1e-4);
+}

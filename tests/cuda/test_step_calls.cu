@@ -219,16 +219,16 @@ TEST_CASE("a split MLP's step: the wide first layer through cuBLASLt, the tail f
                     // forward: the first layer's product from bf16 copies, bias and relu in its epilogue, then the tail
                     "launch etnn::dense to_half", "launch etnn::dense to_half", "cublasLtMatmul",
                     "launch etnn fused MLP pad_parameters_kernel", columns, "launch fused_mlp_forward_kernel", columns,
-                    // the loss, zeroing the gradients
-                    "launch etnn::loss::CrossEntropy", "launch etnn::fill",
+                    // the loss, its values tested for the guard's verdict, zeroing the gradients
+                    "launch etnn::loss::CrossEntropy", "launch etnn::optim mark_non_finite_loss", "launch etnn::fill",
                     // backward: the tail with dL/dx into the first layer's output gradient, then the first
                     // layer's weight gradient only (no input gradient below it)
                     columns, "launch fused_mlp_chain_kernel", "launch fused_mlp_weight_grad_kernel",
                     "launch fused_mlp_reduce_kernel", "launch etnn fused MLP add_true_gradients_kernel", columns,
                     "launch etnn::dense_backward activation_gradient", "launch etnn::dense_backward add_chunk_sums",
                     "launch etnn::dense to_half", "launch etnn::dense to_half", "cublasLtMatmul",
-                    // the guard and the update
-                    "launch etnn::optim non_finite_index", "launch etnn::for_each_index"});
+                    // the guard's verdict on the gradients and the update predicated on it
+                    "launch etnn::optim mark_non_finite_gradients", "launch etnn::for_each_index"});
 }
 
 TEST_CASE("a CUDA training step after warm-up: no allocation, no recording, forward and backward replayed as graphs") {
@@ -258,27 +258,24 @@ TEST_CASE("a CUDA training step after warm-up: no allocation, no recording, forw
                              "cudaGraphInstantiate", "cublasLtMatmulDescCreate", "cublasLtMatmul"})
       CHECK_MESSAGE(count(calls, none, false) == 0, none);
     CHECK(count(calls, "cudaGraphLaunch", false) == 2);
-    // Between and after the graphs: the loss, zeroing the gradients (backward adds), the guard's scan and
-    // SGD's update, launched one by one.
+    // Between and after the graphs: the loss and the guard's test of its values, zeroing the
+    // gradients (backward adds), the guard's test of the gradients and SGD's update predicated on
+    // the verdict, launched one by one.
     std::vector<std::string> launched;
     for (const auto& c : calls)
       if (c.name.starts_with("launch ")) launched.push_back(c.name);
-    CHECK(launched == std::vector<std::string>{"launch etnn::loss::CrossEntropy", "launch etnn::fill",
-                                               "launch etnn::optim non_finite_index", "launch etnn::for_each_index"});
-    // The input and the labels are sent from pinned memory, and the row losses come back into
-    // pinned memory, each transfer followed by its event, without waiting; the guard's start value
-    // is set on the device.
+    CHECK(launched == std::vector<std::string>{"launch etnn::loss::CrossEntropy", "launch etnn::optim mark_non_finite_loss",
+                                               "launch etnn::fill", "launch etnn::optim mark_non_finite_gradients",
+                                               "launch etnn::for_each_index"});
+    // The input and the labels are sent from pinned memory, and the row losses and the verdict come
+    // back into pinned memory, each transfer followed by its event, without waiting; the verdict is
+    // zeroed on the device.
     CHECK(count(calls, "cudaMemcpyAsync host to device", false) == 2);
     CHECK(count(calls, "cudaMemcpyAsync device to host", false) == 2);
-    CHECK(count(calls, "cudaEventRecord", false) == 3);
+    CHECK(count(calls, "cudaEventRecord", false) == 4);
     CHECK(count(calls, "cudaMemsetAsync", false) == 1);
-    // The one place the step still waits for the device: the guard's verdict read back, which
-    // brings the loss along (read after it, its copy is done). Issue 20's step without host round
-    // trips empties this list.
-    CHECK(waits(calls) == std::vector<std::string>{
-                              "cudaMemcpyAsync device to host after etnn::optim non_finite_index",
-                              "cudaStreamSynchronize after etnn::optim non_finite_index",
-                          });
+    // Nothing waits: the last step's verdict, read before this step's update, had arrived.
+    CHECK(waits(calls).empty());
   }
 }
 
@@ -304,6 +301,104 @@ TEST_CASE("without the non-finite guard a warmed-up CUDA step never waits for th
       CHECK(count(runtime.calls, "cudaEventSynchronize", false) == 1);
     }
   }
+}
+
+TEST_CASE("with the non-finite guard a warmed-up CUDA step waits only while the device is a step behind, for that step's verdict") {
+  EmulatedRuntime& runtime = emulated();
+  MlpBatch data;
+  etnn::Model<Mlp, float, etnn::Cuda> model(1);
+  etnn::loss::CrossEntropy ce;
+  etnn::optim::Adam opt(model, {.lr = 1e-3f});
+  etnn::Trainer trainer(model, ce, opt);
+  (void)trainer.step(data.x(), data.labels());
+  (void)trainer.step(data.x(), data.labels());
+  const cuda_test::LaggingDevice lagging(runtime);  // nothing sent has arrived
+  for (int step = 0; step < 3; ++step) {
+    runtime.clear();
+    (void)trainer.step(data.x(), data.labels());
+    INFO("the step's calls:\n" << listing(runtime.calls));
+    // The update's step number depends on the last step's verdict: it is waited for, by its event;
+    // the stream is never synchronised.
+    REQUIRE(waits(runtime.calls).size() == 1);
+    CHECK(waits(runtime.calls)[0].starts_with("cudaEventSynchronize after "));
+    CHECK(count(runtime.calls, "cudaStreamSynchronize", false) == 0);
+  }
+  runtime.clear();
+  CHECK(opt.steps() == 5);  // reading the count waits for the last verdict
+  CHECK(count(runtime.calls, "cudaEventSynchronize", false) == 1);
+  runtime.clear();
+  CHECK(trainer.skipped_steps() == 0);  // counted already: no second wait
+  CHECK(waits(runtime.calls).empty());
+}
+
+TEST_CASE("the guard's verdict decided on the device is counted on the host a step later, as the host's guard counts it") {
+  EmulatedRuntime& runtime = emulated();
+  MlpBatch data;
+  using Model = etnn::Model<Mlp, float, etnn::Cuda>;
+  Model model(1);
+  etnn::loss::CrossEntropy ce;
+  etnn::optim::Adam opt(model, {.lr = 1e-3f});
+  etnn::Trainer trainer(model, ce, opt, {.max_non_finite_in_a_row = 3});
+  const auto& tensors = etnn::optim::tensors_in_flat_order<Model>();
+  REQUIRE(tensors.size() == 6);
+  // The kernels do not run here: the verdict the device would send for gradients with a NaN in the
+  // second layer's weight (its 6th value) and bias (its 2nd), marked per tensor as
+  // cuda::StepVerdict lays it out. The host's guard would name the weight: the first non-finite
+  // gradient in the layer nearest the output with one.
+  bool nan_in_second_layer = false;
+  runtime.device_results = [&](void* dst, std::size_t bytes, const std::string& after) {
+    if (!nan_in_second_layer || after != "etnn::for_each_index") return;  // the verdict follows the update
+    REQUIRE(bytes == (tensors.size() + 2) * sizeof(unsigned long long));
+    auto* words = static_cast<unsigned long long*>(dst);
+    words[2] = ~static_cast<unsigned long long>(tensors[2].offset + 5);
+    words[3] = ~static_cast<unsigned long long>(tensors[3].offset + 1);
+    words[tensors.size() + 1] = 1;
+  };
+  const auto step = [&] { (void)trainer.step(data.x(), data.labels()); };
+  step();
+  CHECK(opt.steps() == 1);
+  nan_in_second_layer = true;
+  step();
+  CHECK(trainer.skipped_steps() == 1);
+  CHECK(trainer.non_finite_in_a_row() == 1);
+  CHECK(opt.steps() == 1);  // a skipped step does not move Adam's step or the schedule
+  step();
+  step();  // the third in a row: the error is owed to the next step
+  CHECK(trainer.skipped_steps() == 3);
+  CHECK(trainer.non_finite_in_a_row() == 0);
+  nan_in_second_layer = false;
+  // It is thrown at the start of that step, before its forward: the step's batch is not used.
+  const auto error_of_next_step = [&] {
+    std::string message;
+    runtime.clear();
+    try {
+      step();
+    } catch (const etnn::NonFiniteError& e) {
+      message = e.what();
+    }
+    CHECK(count(runtime.calls, "cudaGraphLaunch", false) == 0);
+    return message;
+  };
+  std::string message = error_of_next_step();
+  INFO(message);
+  CHECK(message.find("3 steps in a row with non-finite gradients") != std::string::npos);
+  CHECK(message.find("'" + tensors[2].name + "'") != std::string::npos);
+  CHECK(message.find("the loss was non-finite") == std::string::npos);
+  step();
+  step();
+  CHECK(opt.steps() == 3);
+  CHECK(trainer.skipped_steps() == 3);
+  // Unread, a run's last verdict is read at the start of the next step, which throws.
+  nan_in_second_layer = true;
+  step();
+  step();
+  step();
+  nan_in_second_layer = false;
+  CHECK(error_of_next_step().find("'" + tensors[2].name + "'") != std::string::npos);
+  step();
+  CHECK(opt.steps() == 4);
+  CHECK(trainer.skipped_steps() == 6);
+  runtime.device_results = nullptr;
 }
 
 TEST_CASE("host data reaches the device through a ring of pinned slots that never waits until the host is 4 sends ahead") {

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -287,5 +289,47 @@ TEST_CASE("the guard's scan tells every finite float from NaN and infinity of ei
       h[at] = bad;
       CHECK(etnn::backend::last_non_finite(etnn::Cpu{}, h.data(), h.size()) == at);
     }
+  }
+}
+
+namespace {
+// What cuda::StepVerdict keeps of gradients on the device, computed here as its kernel does: for
+// each tensor in flat order, the first non-finite index from its offset to the next tensor's (the
+// zeros that align tensors included).
+struct RecordedVerdict {
+  std::vector<std::optional<std::size_t>> firsts;
+  std::size_t tensors() const { return firsts.size(); }
+  std::optional<std::size_t> first_non_finite(std::size_t p) const { return firsts[p]; }
+};
+
+template <class Model>
+RecordedVerdict record(const float* gradients) {
+  const auto& tensors = etnn::optim::tensors_in_flat_order<Model>();
+  RecordedVerdict verdict{std::vector<std::optional<std::size_t>>(tensors.size())};
+  for (std::size_t i = 0; i < Model::flat_size; ++i) {
+    if (std::isfinite(gradients[i])) continue;
+    std::size_t p = 0;
+    while (p + 1 < tensors.size() && tensors[p + 1].offset <= i) ++p;
+    if (!verdict.firsts[p] || i < *verdict.firsts[p]) verdict.firsts[p] = i;
+  }
+  return verdict;
+}
+}  // namespace
+
+TEST_CASE("the device's per-tensor verdict names the same tensor as the host's scan, wherever the NaNs are") {
+  using Model = etnn::Model<BnNet>;
+  Model model(1);
+  float* g = model.gradients();
+  std::mt19937_64 random(11);
+  std::uniform_int_distribution<std::size_t> anywhere(0, Model::flat_size - 1);
+  CHECK(etnn::train::detail::non_finite_tensor_of<Model>(record<Model>(g)).empty());
+  for (int trial = 0; trial < 300; ++trial) {
+    std::fill(g, g + Model::flat_size, 0.5f);
+    const int count = 1 + trial % 4;
+    for (int k = 0; k < count; ++k) g[anywhere(random)] = k % 2 ? not_a_number : -std::numeric_limits<float>::infinity();
+    const std::string host = etnn::train::detail::non_finite_tensor<Model>(g);
+    INFO("trial " << trial);
+    CHECK(!host.empty());
+    CHECK(etnn::train::detail::non_finite_tensor_of<Model>(record<Model>(g)) == host);
   }
 }

@@ -1,13 +1,17 @@
 #pragma once
 // Private to backend/: include <etnn/backend/backend.hpp> or <etnn/etnn.hpp>.
 // Where a buffer holds a NaN or an infinity, on the buffer's device: the non-finite guard's scan,
-// cpu/non_finite.hpp on the host and, under nvcc, cuda/non_finite.hpp on the GPU.
+// cpu/non_finite.hpp on the host and, under nvcc, cuda/non_finite.hpp on the GPU; and the guard's
+// verdict decided on the device (StepVerdict: cuda/step_verdict.hpp on a CUDA device).
 #include <cstddef>
+#include <type_traits>
+#include <vector>
 
 #include "../core/device.hpp"
 #include "../cpu/non_finite.hpp"
 #if defined(__CUDACC__)
 #include "../cuda/non_finite.hpp"
+#include "../cuda/step_verdict.hpp"
 #endif
 
 namespace etnn::backend {
@@ -35,5 +39,25 @@ std::size_t first_non_finite(Cuda, const T* x, std::size_t begin, std::size_t en
   return cuda::detail::first_non_finite(x, begin, end);
 }
 #endif
+
+// Where the non-finite guard's verdict on a step can be decided on the device and read by the host
+// later (cuda::StepVerdict); NoStepVerdict where it cannot (the host decides at once).
+struct NoStepVerdict {
+  explicit NoStepVerdict(const std::vector<std::size_t>&) {}
+};
+template <class Device>
+struct StepVerdictOf {
+  using type = NoStepVerdict;
+};
+#if defined(__CUDACC__)
+template <>
+struct StepVerdictOf<Cuda> {
+  using type = cuda::StepVerdict;
+};
+#endif
+template <class Device>
+using StepVerdict = typename StepVerdictOf<Device>::type;
+template <class Device>
+inline constexpr bool verdict_on_device = !std::is_same_v<StepVerdict<Device>, NoStepVerdict>;
 
 }  // namespace etnn::backend

@@ -18,4 +18,5 @@
 #include "fused_mlp.hpp"
 #include "graph.hpp"
 #include "non_finite.hpp"
+#include "step_verdict.hpp"
 #include "probe.hpp"

@@ -4,8 +4,8 @@
 // LossReadback enqueues the copy of its values (row losses, or block partial sums) into pinned
 // host memory, and PendingLoss<T> is the loss on its way, what PyTorch's loss tensor is before
 // loss.item(). Converting a PendingLoss to T (or value()) reads it: it waits for the copy only if
-// the copy is not done yet (a later read of the device's results in the same step, such as the
-// non-finite guard's verdict, has made it so), then adds the values in their order:
+// the copy is not done yet (a later read of the device's results, such as the host's non-finite
+// guard's verdict, may have made it so), then adds the values in their order:
 //   Sum::rows       in T, in row order, then times scale (the host's label_rows_loss);
 //   Sum::partials   in double, in block order, then converted to T and times scale.
 // The values arrive in the calling host thread's readback (loss_readback(), kept until exit, so a
@@ -31,7 +31,8 @@ class PendingLoss {
  public:
   // Where the values arrive and which of the readback's losses they are.
   struct Source {
-    const double* values;  // pinned host memory
+    const double* values;     // pinned host memory
+    const double* on_device;  // where they were copied from (the loss's device memory)
     std::size_t count;
     const Event* arrived;         // recorded after the copy
     const std::uint64_t* losses;  // the readback's loss count: `loss` while the values are this loss's
@@ -52,6 +53,13 @@ class PendingLoss {
     return value_;
   }
   operator T() const { return value(); }
+
+  // The values on the device, for kernels enqueued before the thread's next loss on the device (the
+  // non-finite guard's verdict, cuda/step_verdict.hpp, tests them there).
+  const double* values_on_device() const noexcept { return source_.on_device; }
+  std::size_t count() const noexcept { return source_.count; }
+  Sum sum() const noexcept { return sum_; }
+  T scale() const noexcept { return scale_; }
 
  private:
   T total() const {
@@ -89,7 +97,7 @@ class LossReadback {
       ETNN_CHECK_CUDA(runtime().cudaMemcpyAsync(values_.data(), device, count * sizeof(double),
                                                 cudaMemcpyDeviceToHost, stream()));
     arrived_.record();
-    return PendingLoss<T>({values_.data(), count, &arrived_, &losses_, loss}, sum, scale);
+    return PendingLoss<T>({values_.data(), device, count, &arrived_, &losses_, loss}, sum, scale);
   }
 
  private:

@@ -7,7 +7,9 @@
 // The learning rate of each step comes from a schedule (schedule.hpp, constant by default), and
 // the mean gradient may be clipped by its global norm (grad_norm.hpp). Before the update it can
 // test the reduced gradients for NaN and infinity (gradients_finite, the non-finite guard's test),
-// summing the guard's loss flag across ranks meanwhile (start_loss_flag, finish_loss_flag).
+// summing the guard's loss flag across ranks meanwhile (start_loss_flag, finish_loss_flag). On a
+// CUDA device that test can instead be decided on the device, with the update predicated on it
+// (begin_verdict, step_unless_skipped), so that the host does not wait for it.
 //
 // A Rule provides
 //   Options                                   hyper-parameters (designated-initialisable)
@@ -28,8 +30,10 @@
 #include <span>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "../backend/non_finite.hpp"
+#include "../core/config.hpp"
 #include "../core/device.hpp"
 #include "../core/error.hpp"
 #include "../dist/reducer.hpp"
@@ -45,6 +49,21 @@
 #include "schedule.hpp"
 
 namespace etnn::optim {
+
+namespace detail {
+// An update functor predicated on a verdict decided on the device: nothing is updated once *skip
+// is set (read by every thread, after the kernels that set it).
+template <class Update>
+struct UnlessSkipped {
+  const unsigned long long* skip;
+  Update update;
+  ETNN_HD void operator()(std::size_t i) const {
+    if (*skip == 0) update(i);
+  }
+};
+template <class Update>
+UnlessSkipped(const unsigned long long*, Update) -> UnlessSkipped<Update>;
+}  // namespace detail
 
 template <class Rule, ParameterSet Params, class R = dist::Local>
 class Optimizer {
@@ -136,10 +155,56 @@ class Optimizer {
   // and the parameters, the optimizer's state and its step count (the schedule's position) are left
   // as they were. Buffers are broadcast from rank 0, as after an update.
   void skip_step() {
+    settle_verdict();
     reduce_gradients();
     reduced_ = false;
     if constexpr (num_buffers<Params>() > 0)
       if (reducer_->size() > 1) reducer_->broadcast(model_->buffers(), num_buffers<Params>(), 0);
+  }
+
+  // A step whose skip the device decides, so that the host does not wait for the verdict (a CUDA
+  // device, one process, no clipping: the non-finite guard's path, train/non_finite_guard.hpp):
+  //   auto& verdict = opt.begin_verdict();  // zeroed; the caller marks the loss into it
+  //   ...                                   // backward
+  //   opt.step_unless_skipped();            // the gradients marked into it, the update predicated
+  //                                         // on it, and it is sent to the host without a wait;
+  //                                         // the caller may predicate more on verdict.skip()
+  // The update's learning rate and step number count the earlier steps that verdicts let through,
+  // so step_unless_skipped() (and step(), skip_step(), steps(), learning_rate()) first read the
+  // verdict sent before: a wait only when the device is not yet past that step.
+  backend::StepVerdict<Device>& begin_verdict()
+    requires backend::verdict_on_device<Device>
+  {
+    if (reducer_->size() > 1 || max_grad_norm_ > 0.0f)
+      throw Error("etnn::optim::Optimizer::begin_verdict: a verdict decided on the device needs one process and no "
+                  "gradient clipping (both read the gradients on the host)");
+    verdict_.begin();
+    return verdict_;
+  }
+  const backend::StepVerdict<Device>& step_unless_skipped()
+    requires backend::verdict_on_device<Device>
+  {
+    settle_verdict();
+    reduce_gradients();
+    reduced_ = false;
+    verdict_.scan_gradients(model_->gradients(), Params::flat_size);
+    last_grad_norm_ = std::numeric_limits<double>::quiet_NaN();
+    const unsigned long long* skip = verdict_.skip();
+    Rule::template update<T>(options_, learning_rate(), model_->parameters(), model_->gradients(), state_.data(),
+                             Params::flat_size, steps_ + 1, T(1), [skip](const auto& update) {
+                               for_each_index(Device{}, Params::flat_size, detail::UnlessSkipped{skip, update});
+                             });
+    verdict_.send();
+    verdict_pending_ = true;
+    return verdict_;
+  }
+  // The verdict of the last step_unless_skipped(), read on the host (waiting for it if the device
+  // is not past that step yet) and counted in steps().
+  const backend::StepVerdict<Device>& settled_verdict()
+    requires backend::verdict_on_device<Device>
+  {
+    settle_verdict();
+    return verdict_;
   }
 
   // Gradient buckets (each one allreduce per step).
@@ -152,6 +217,7 @@ class Optimizer {
   // reduce_gradients() already did), clips the mean
   // gradient when a maximum norm is set, then updates every parameter with it at the scheduled lr.
   void step() {
+    settle_verdict();
     reduce_gradients();
     reduced_ = false;
     T grad_scale = T(1) / static_cast<T>(reducer_->size());  // the gradients hold the sum over ranks
@@ -190,8 +256,17 @@ class Optimizer {
                   std::to_string(Rule::state_slots(options_)) + "; build a new optimizer instead");
     options_ = options;
   }
-  // Updates done so far (a learning-rate schedule's position).
-  std::int64_t steps() const noexcept { return steps_; }
+  // Updates done so far (a learning-rate schedule's position). A step whose verdict the device
+  // decided counts once that verdict is on the host (it waits for it if need be).
+  std::int64_t steps() const {
+    if constexpr (backend::verdict_on_device<Device>) {
+      if (verdict_pending_) {
+        verdict_.wait();
+        return steps_ + (verdict_.skipped() ? 0 : 1);
+      }
+    }
+    return steps_;
+  }
 
   // The learning-rate schedule, a function of steps() over the base lr options().lr:
   //   opt.set_schedule(etnn::optim::schedule::CosineWarmup{.warmup = 100, .total = 10000});
@@ -202,7 +277,7 @@ class Optimizer {
   }
   const schedule::Schedule& schedule() const noexcept { return schedule_; }
   // The lr the next step uses.
-  double learning_rate() const { return schedule::learning_rate(schedule_, options_.lr, steps_); }
+  double learning_rate() const { return schedule::learning_rate(schedule_, options_.lr, steps()); }
 
   // Clipping by global norm, as torch.nn.utils.clip_grad_norm_ on the mean gradient before each
   // update; 0 turns it off (the default), infinity measures the norm without clipping.
@@ -225,7 +300,10 @@ class Optimizer {
   T* state() noexcept { return state_.data(); }
   const T* state() const noexcept { return state_.data(); }
   std::size_t state_size() const noexcept { return state_.size(); }
-  void restore_steps(std::int64_t steps) noexcept { steps_ = steps; }
+  void restore_steps(std::int64_t steps) {
+    settle_verdict();
+    steps_ = steps;
+  }
 
  private:
   static inline dist::Local local_{};
@@ -239,13 +317,33 @@ class Optimizer {
       return parameter_ends<Params>();
   }
 
+  // The parameter tensors' offsets in flat order: where the device's verdict tells tensors apart.
+  static std::vector<std::size_t> tensor_offsets() {
+    std::vector<std::size_t> offsets;
+    for (const auto& tensor : tensors_in_flat_order<Params>()) offsets.push_back(tensor.offset);
+    if (offsets.empty()) offsets.push_back(0);
+    return offsets;
+  }
+
+  // Counts the step whose verdict was sent, once it is on the host.
+  void settle_verdict() {
+    if constexpr (backend::verdict_on_device<Device>) {
+      if (!verdict_pending_) return;
+      verdict_.wait();
+      verdict_pending_ = false;
+      if (!verdict_.skipped()) ++steps_;
+    }
+  }
+
   Params* model_;
   R* reducer_;
   Options options_;
   detail::GradientStorage<R, Params> gradient_storage_;  // before buckets_: it outlives their reductions
   GradientBuckets<R, T> buckets_;
   Buffer<T, Device> state_;
-  std::int64_t steps_ = 0;
+  std::int64_t steps_ = 0;  // not counting a step whose verdict is on its way (verdict_pending_)
+  [[no_unique_address]] backend::StepVerdict<Device> verdict_{tensor_offsets()};
+  bool verdict_pending_ = false;  // step_unless_skipped() sent a verdict the host has not counted
   schedule::Schedule schedule_;
   float max_grad_norm_ = 0.0f;
   double last_grad_norm_ = std::numeric_limits<double>::quiet_NaN();

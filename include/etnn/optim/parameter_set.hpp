@@ -19,6 +19,7 @@
 //   param_ends                               end offsets of its gradient buckets, ascending, the last flat_size
 //   describe()                               a one-line description (rank agreement, checkpoints)
 // Non-trainable buffers (num_buffers, buffers(), named_buffers()) are optional.
+#include <algorithm>
 #include <concepts>
 #include <cstddef>
 #include <span>
@@ -71,6 +72,17 @@ constexpr std::span<const std::size_t> gradient_cuts() {
     return P::program::gradient_cuts;
   else
     return parameter_ends<P>();
+}
+
+// P's tensors (named_parameters()) in the order of their offsets, made once.
+template <ParameterSet P>
+const std::vector<NamedParameter>& tensors_in_flat_order() {
+  static const std::vector<NamedParameter> tensors = [] {
+    std::vector<NamedParameter> all = P::named_parameters();
+    std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.offset < b.offset; });
+    return all;
+  }();
+  return tensors;
 }
 
 // "nn::input<784> >> ..." for a Model, the set's own description otherwise.

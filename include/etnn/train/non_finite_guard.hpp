@@ -4,14 +4,20 @@
 // reduced gradient holds a NaN or an infinity is skipped: parameters, optimizer state and the
 // model's buffers stay as they were at the start of the step; after max_non_finite_in_a_row such
 // steps in a row it throws etnn::NonFiniteError naming the first parameter tensor backward gave a
-// non-finite gradient.
+// non-finite gradient. The host decides (skips()), or, on a CUDA device, the device does
+// (mark_loss, restore_buffers_if_skipped, with Optimizer::begin_verdict and step_unless_skipped)
+// and the host counts the verdict at the next step (settle()).
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "../backend/non_finite.hpp"
+#include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "../backend/executor.hpp"
 #include "../expr/expression.hpp"
@@ -19,6 +25,22 @@
 #include "../tensor/buffer.hpp"
 
 namespace etnn::train::detail {
+
+// The name of the tensor of Params holding flat index i ("element i" between tensors).
+template <optim::ParameterSet Params>
+std::string tensor_at(std::size_t i) {
+  for (const auto& p : Params::named_parameters())
+    if (i >= p.offset && i < p.offset + p.numel) return p.name;
+  return "element " + std::to_string(i);
+}
+
+// Where the layer (optim::parameter_ends) holding flat index i begins.
+template <optim::ParameterSet Params>
+std::size_t layer_begin(std::size_t i) {
+  const auto ends = optim::parameter_ends<Params>();
+  const auto layer_end = std::upper_bound(ends.begin(), ends.end(), i);
+  return layer_end == ends.begin() ? 0 : *(layer_end - 1);
+}
 
 // The parameter tensor of Params whose gradient backward computed first among those holding a
 // NaN or an infinity; "" when every gradient is finite. Backward runs from the output and a NaN
@@ -29,14 +51,38 @@ std::string non_finite_tensor(const typename Params::value_type* gradients) {
   using Device = typename Params::device;
   const std::size_t last = backend::last_non_finite(Device{}, gradients, Params::flat_size);
   if (last == Params::flat_size) return {};
-  const auto ends = optim::parameter_ends<Params>();
-  const auto layer_end = std::upper_bound(ends.begin(), ends.end(), last);
-  const std::size_t begin = layer_end == ends.begin() ? 0 : *(layer_end - 1);
-  const std::size_t first = backend::first_non_finite(Device{}, gradients, begin, last + 1);
-  for (const auto& p : Params::named_parameters())
-    if (first >= p.offset && first < p.offset + p.numel) return p.name;
-  return "element " + std::to_string(first);
+  return tensor_at<Params>(backend::first_non_finite(Device{}, gradients, layer_begin<Params>(last), last + 1));
 }
+
+// The same answer from a verdict decided on the device (cuda::StepVerdict), which kept for each
+// tensor in flat order the first non-finite index from its offset to the next tensor's (the zeros
+// after a layer's last tensor are that layer's, so each range lies in one layer): the last tensor
+// with one lies in the layer of the last non-finite gradient, and the least index kept from that
+// layer's beginning is the layer's first.
+template <optim::ParameterSet Params, class Verdict>
+std::string non_finite_tensor_of(const Verdict& verdict) {
+  std::optional<std::size_t> in_last;
+  for (std::size_t p = 0; p < verdict.tensors(); ++p)
+    if (const auto i = verdict.first_non_finite(p)) in_last = i;
+  if (!in_last) return {};
+  const std::size_t begin = layer_begin<Params>(*in_last);
+  std::size_t first = *in_last;
+  for (std::size_t p = 0; p < verdict.tensors(); ++p)
+    if (const auto i = verdict.first_non_finite(p); i && *i >= begin) first = std::min(first, *i);
+  return tensor_at<Params>(first);
+}
+
+// The model's buffers back to the start of the window on the device, when the verdict the device
+// decided (*skip) skips the step.
+template <class T>
+struct RestoreIfSkipped {
+  const unsigned long long* skip;
+  T* buffers;
+  const T* saved;
+  ETNN_HD void operator()(std::size_t i) const {
+    if (*skip != 0) buffers[i] = saved[i];
+  }
+};
 
 template <class Model>
 class NonFiniteGuard {
@@ -115,6 +161,71 @@ class NonFiniteGuard {
       if (buffers_saved_) assign(Device{}, model.buffers(), expr::ref(saved_buffers_.data(), Model::num_buffers));
   }
 
+  // A step decided on the device (the Trainer's path on a CUDA device, Optimizer::begin_verdict):
+  // the loss's values marked into the verdict as soon as the loss is computed (they live in memory
+  // later launches reuse), and, once the optimizer has marked the gradients and sent the verdict
+  // (verdict_sent), the model's buffers put back predicated on it. settle() counts the verdict when
+  // the host has it.
+  template <class Verdict, class Loss>
+  void mark_loss(Verdict& verdict, const Loss& loss) {
+    verdict.scan_loss(loss);
+  }
+  template <class Verdict>
+  void restore_buffers_if_skipped(const Verdict& verdict, Model& model) {
+    if constexpr (Model::num_buffers > 0)
+      if (buffers_saved_)
+        for_each_index(Device{}, Model::num_buffers,
+                       RestoreIfSkipped<T>{verdict.skip(), model.buffers(), saved_buffers_.data()});
+  }
+  void verdict_sent() noexcept { verdict_pending_ = true; }
+
+  // Counts the step whose verdict the device decided, as end_window() counts a step, once the host
+  // has the verdict (Optimizer::settled_verdict waits for it only if the device is not past that
+  // step yet). A run of max_in_a_row skipped steps ends in the error here, as does an error
+  // settle_quietly() found. The Trainer settles at the start of a step when that can happen
+  // (settles_first), else after enqueuing its forward and backward.
+  template <class Optimizer>
+  void settle(Optimizer& optimizer) {
+    if (owed_error_) std::rethrow_exception(std::exchange(owed_error_, nullptr));
+    if constexpr (backend::verdict_on_device<Device>) {
+      if (!verdict_pending_) return;
+      const auto& verdict = optimizer.settled_verdict();
+      verdict_pending_ = false;
+      if (!verdict.skipped()) {
+        non_finite_in_a_row_ = 0;
+        return;
+      }
+      if (non_finite_in_a_row_ == 0) {
+        ranks_ = 1;
+        first_ranks_with_non_finite_loss_ = verdict.loss_non_finite() ? 1 : 0;
+        first_non_finite_ = non_finite_tensor_of<typename Optimizer::model_type>(verdict);
+      }
+      count_skipped();
+    }
+  }
+  // Whether settle() may throw: then the Trainer calls it before the step's forward, so that the
+  // error leaves the step's batch untouched (a wait for the device, in a run of skipped steps only,
+  // and at every step with max_in_a_row = 1).
+  bool settles_first() const noexcept {
+    return owed_error_ || (verdict_pending_ && max_in_a_row_ > 0 && non_finite_in_a_row_ + 1 >= max_in_a_row_);
+  }
+  // A training state loaded: the verdict on its way and an owed error belong to the run it replaces.
+  template <class Optimizer>
+  void forget_verdict(Optimizer& optimizer) {
+    settle_quietly(optimizer);
+    owed_error_ = nullptr;
+  }
+  // settle() for a reader of the counts (on the stepping thread: it counts): the error that ends a
+  // run waits for the next step.
+  template <class Optimizer>
+  void settle_quietly(Optimizer& optimizer) {
+    try {
+      settle(optimizer);
+    } catch (const NonFiniteError&) {
+      owed_error_ = std::current_exception();
+    }
+  }
+
   // After each update window: an update ends a run of skipped steps; a skipped step is counted, and
   // a run of max_in_a_row of them ends in an error. An overflow (a skipped step that loss scaling
   // explains) is what loss scaling expects now and then: counted, it neither joins nor ends a run.
@@ -178,6 +289,8 @@ class NonFiniteGuard {
   std::int64_t skipped_steps_ = 0;
   int non_finite_in_a_row_ = 0;
   std::string first_non_finite_;  // in the run's first step: the tensor; empty when only the loss was
+  bool verdict_pending_ = false;  // a verdict decided on the device, not counted yet
+  std::exception_ptr owed_error_;  // the NonFiniteError settle_quietly() found
   int first_ranks_with_non_finite_loss_ = 0;
 };
 

@@ -12,7 +12,10 @@
 //   etnn::Trainer trainer(model, arcface, opt, head_opt);
 // A step whose loss or reduced gradient holds a NaN or an infinity is skipped (the non-finite
 // guard, on by default): parameters, optimizer state and buffers stay as they were, and after
-// max_non_finite_in_a_row such steps in a row the step throws etnn::NonFiniteError.
+// max_non_finite_in_a_row such steps in a row the step throws etnn::NonFiniteError. On a CUDA
+// device the verdict is decided on the device and the update predicated on it, so that the host
+// does not wait within the step (for one process, an update per step and no loss scaling,
+// clipping or loss parameters; the error then comes at the start of the next step).
 // An etnn::fp16 model's loss is scaled (dynamic loss scaling, TrainerOptions::loss_scaling).
 // The Trainer orchestrates: the model's training pass runs forward and backward
 // (nn/training_pass.hpp), the optimizers finish the step (reduce, non-finite scan, update), and the
@@ -89,7 +92,7 @@ class Trainer {
   // whose loss is not read does not wait for the device to compute it. Read it on the stepping
   // thread before that thread computes another loss on the device (the next step does), which
   // replaces it: reading it then is an etnn::Error, unless it had been read (the non-finite guard
-  // reads it in the step).
+  // reads it in the step where the host decides its verdict).
   using loss_value = backend::LossValue<T, Device>;
 
   // A batch from a DataLoader: batch.x (B samples), batch.y (B targets).
@@ -105,6 +108,7 @@ class Trainer {
   // the k-th call reduces them across ranks and updates (PyTorch's no_sync on the others).
   template <class X, class Y>
   loss_value step(const X& x, const Y& y) {
+    if (guard_.settles_first()) guard_.settle(optimizer_);
     if (micro_step_ == 0) start_window();
     if (micro_step_ + 1 < options_.accumulate) {
       loss_value loss = backward_pass(x, y, [](std::size_t) {});
@@ -114,11 +118,22 @@ class Trainer {
     }
     std::optional<loss_value> loss;
     bool skipped = false;
+    const bool on_device = verdict_on_device();
     try {
+      loss.emplace(backward_pass(x, y, [this](std::size_t first) { optimizer_.gradients_ready_from(first); },
+                                 optimizer_.wants_row_blocks(), on_device));
+      guard_.settle(optimizer_);  // the last step's verdict, when the device decided it
+      if constexpr (backend::verdict_on_device<Device>) {
+        if (on_device) {  // the guard's verdict decided on the device, the update predicated on it
+          const auto& verdict = optimizer_.step_unless_skipped();
+          guard_.verdict_sent();
+          guard_.restore_buffers_if_skipped(verdict, model_);
+          micro_step_ = 0;
+          return *std::move(loss);
+        }
+      }
       // The guard reads the loss (on a CUDA device: once the gradients' test has brought the
       // device's results back, one wait for both); without the guard nothing reads it.
-      loss.emplace(backward_pass(x, y, [this](std::size_t first) { optimizer_.gradients_ready_from(first); },
-                                 optimizer_.wants_row_blocks()));
       skipped = with_optimizers([&](auto&... optimizer) { return guard_.skips(*loss, optimizer...); });
       if (skipped) {
         guard_.restore_buffers(model_);
@@ -155,6 +170,7 @@ class Trainer {
     if (micro_step < 0 || micro_step >= options_.accumulate)
       throw Error("etnn::Trainer: micro step " + std::to_string(micro_step) + " outside [0, " +
                   std::to_string(options_.accumulate) + ")");
+    guard_.forget_verdict(optimizer_);
     micro_step_ = micro_step;
     guard_.resume_window();
   }
@@ -162,8 +178,16 @@ class Trainer {
   // Steps the non-finite guard has skipped so far (loss-scale overflows included), and how many of
   // the latest ones in a row (0 after an update, and after the error that a run of
   // max_non_finite_in_a_row ends with; overflows neither count nor end a run).
-  std::int64_t skipped_steps() const noexcept { return guard_.skipped_steps(); }
-  int non_finite_in_a_row() const noexcept { return guard_.non_finite_in_a_row(); }
+  // On a CUDA device the last step's verdict may still be on its way: they wait for it and count it
+  // (so read them on the stepping thread).
+  std::int64_t skipped_steps() const {
+    guard_.settle_quietly(optimizer_);
+    return guard_.skipped_steps();
+  }
+  int non_finite_in_a_row() const {
+    guard_.settle_quietly(optimizer_);
+    return guard_.non_finite_in_a_row();
+  }
 
   // Dynamic loss scaling: the scale the next step multiplies the loss's gradient by (1 when off),
   // and the updates in a row made at it (growth_interval of them grow it). Training checkpoints
@@ -200,6 +224,20 @@ class Trainer {
     return "";
   }
 
+  // Whether this step's non-finite verdict is decided on the device, the update predicated on it,
+  // so that the host does not wait for the device: on a CUDA device, with the guard on, for one
+  // process, an update per step (accumulate = 1) and no loss scaling, clipping or loss parameters.
+  // Otherwise the host reads the verdict in the step (NonFiniteGuard::skips): loss scaling's next
+  // scale and clipping's norm depend on what the host reads, the micro-batches' losses are read as
+  // they come, and ranks agree through the host.
+  bool verdict_on_device() const {
+    if constexpr (!backend::verdict_on_device<Device> || has_loss_optimizer)
+      return false;
+    else
+      return guard_.on() && options_.accumulate == 1 && !scaler_.on() && optimizer_.reducer().size() == 1 &&
+             optimizer_.max_grad_norm() == 0.0f;
+  }
+
   // f(the model's optimizer, a parametric loss's optimizer if any): the optimizers that finish a
   // step, in the order they step.
   template <class F>
@@ -224,10 +262,13 @@ class Trainer {
   // zeroed: what a failed step leaves is what zero_grad() would.
   // Returns the loss as the loss returned it (backend::LossValue: on a CUDA device, read when
   // converted to T).
+  // verdict_on_device: the loss is marked into the optimizer's verdict (Optimizer::begin_verdict)
+  // as soon as it is computed.
   template <class X, class Y, class LayerDone>
-  auto backward_pass(const X& x, const Y& y, LayerDone&& layer_done, bool weight_row_blocks = false) {
+  auto backward_pass(const X& x, const Y& y, LayerDone&& layer_done, bool weight_row_blocks = false,
+                     bool verdict_on_device = false) {
     try {
-      return forward_backward(x, y, layer_done, weight_row_blocks);
+      return forward_backward(x, y, layer_done, weight_row_blocks, verdict_on_device);
     } catch (...) {
       if (std::exchange(gradients_stale_, false)) model_.zero_grad();
       throw;
@@ -235,7 +276,8 @@ class Trainer {
   }
 
   template <class X, class Y, class LayerDone>
-  auto forward_backward(const X& x, const Y& y, LayerDone& layer_done, bool weight_row_blocks) {
+  auto forward_backward(const X& x, const Y& y, LayerDone& layer_done, bool weight_row_blocks,
+                        bool verdict_on_device) {
     dist::CrossRankSum sync;
     if (options_.sync_batch_norm && optimizer_.reducer().size() > 1) sync = dist::CrossRankSum(optimizer_.reducer());
     const auto output = pass_.forward(x, sync);
@@ -244,6 +286,8 @@ class Trainer {
     const T gradient_scale = static_cast<T>(scaler_.scale()) / static_cast<T>(options_.accumulate);
     if constexpr (loss_has_parameters) loss_.set_gradient_scale(gradient_scale);
     const auto loss = targets_.value_and_grad(loss_, output.values, y, output.gradient);
+    if constexpr (backend::verdict_on_device<Device>)
+      if (verdict_on_device) guard_.mark_loss(optimizer_.begin_verdict(), loss);
     pass_.backward(gradient_scale, layer_done, gradients_stale_ ? nn::Gradients::overwrite : nn::Gradients::add,
                    weight_row_blocks);
     gradients_stale_ = false;
@@ -258,7 +302,8 @@ class Trainer {
   int micro_step_ = 0;  // position within the current accumulation window
   // The model's gradients hold the last window's: the next backward writes them (backward_pass).
   bool gradients_stale_ = false;
-  train::detail::NonFiniteGuard<Model> guard_;
+  // mutable: reading its counts may first count a verdict that was on its way from the device.
+  mutable train::detail::NonFiniteGuard<Model> guard_;
   train::detail::LossScaler scaler_;
   nn::TrainingPass<Model> pass_;
   loss::detail::TargetStaging<T, Device> targets_;

@@ -1,0 +1,143 @@
+#pragma once
+// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
+// cuda::StepVerdict: the non-finite guard's verdict on a training step, decided on the device, so
+// that the host does not wait for it within the step. For P parameter tensors it is P + 2 words
+// of device memory:
+//   word[p], p < P   ~i for the first flat index i in tensor p's range whose gradient is NaN or
+//                    infinite, 0 when there is none (atomicMax of ~i keeps the minimum i); the
+//                    range runs from tensor p's offset to tensor p + 1's, so that the zeros that
+//                    align the next tensor (in the same layer) count as tensor p's
+//   word[P]          1 when the loss, as the host will read it (cuda::PendingLoss), is NaN or
+//                    infinite
+//   word[P + 1]      1 when any of the above is: the step skips
+// A step: begin() zeroes the words, scan_gradients() and scan_loss() mark them, kernels
+// predicated on skip() update (or not), and send() copies the words into pinned host memory with
+// an event, without a wait. The host reads them when it needs the verdict (normally at the next
+// step, when the device is past this one): wait() returns at once when the copy has arrived,
+// then skipped(), loss_non_finite() and first_non_finite(p) answer. wait() must come before the
+// next send().
+#include <cstddef>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "../core/device.hpp"
+#include "../tensor/buffer.hpp"
+#include "memory.hpp"
+#include "pending_loss.hpp"
+#include "pinned_memory.hpp"
+#include "reduce.hpp"
+#include "runtime.hpp"
+
+namespace etnn::cuda {
+
+namespace detail {
+
+// Marks the non-finite x[i], i < n, in words (laid out as StepVerdict's); offsets: the P tensors'
+// offsets, ascending. The tensor search runs only for a non-finite value.
+template <class T>
+__global__ void mark_non_finite_gradients_kernel(const T* x, std::size_t n, const std::size_t* offsets,
+                                                 std::size_t tensors, unsigned long long* words) {
+  for (const std::size_t i : grid_stride(n)) {
+    if (isfinite(x[i])) continue;
+    std::size_t lo = 0, hi = tensors - 1;  // the last tensor whose offset is at most i (the first for none)
+    while (lo < hi) {
+      const std::size_t mid = (lo + hi + 1) / 2;
+      if (offsets[mid] <= i)
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+    // A plain read first, so that a gradient full of NaN does not contend for the words: a stale
+    // read costs only an atomic that changes nothing.
+    const unsigned long long mark = ~static_cast<unsigned long long>(i);
+    if (words[lo] < mark) atomicMax(&words[lo], mark);
+    if (words[tensors + 1] == 0) atomicOr(&words[tensors + 1], 1ull);
+  }
+}
+
+// Marks a non-finite loss, one block of reduction_threads: the values (count n) as
+// PendingLoss::value() reads them, each converted to T for Sum::rows and the total in T times
+// scale. The total is added in double here (in T in row order on the host for Sum::rows: a sum
+// that overflows T only there is the one difference).
+template <class T>
+__global__ void mark_non_finite_loss_kernel(const double* values, std::size_t n, Sum sum, T scale,
+                                            std::size_t tensors, unsigned long long* words) {
+  bool finite = true;
+  double share = 0.0;
+  for (std::size_t i = threadIdx.x; i < n; i += blockDim.x) {
+    finite = finite && (sum == Sum::rows ? isfinite(static_cast<T>(values[i])) : isfinite(values[i]));
+    share += values[i];
+  }
+  const double total = block_sum(share);
+  finite = __syncthreads_and(finite) != 0;
+  if (threadIdx.x != 0) return;
+  if (finite && isfinite(static_cast<T>(total) * scale)) return;
+  words[tensors] = 1;
+  words[tensors + 1] = 1;
+}
+
+}  // namespace detail
+
+class StepVerdict {
+ public:
+  // tensor_offsets: where the parameter tensors start in the flat gradient buffer, ascending (at
+  // least one). Nothing is allocated until the first begin().
+  explicit StepVerdict(std::vector<std::size_t> tensor_offsets) : tensor_offsets_(std::move(tensor_offsets)) {}
+
+  std::size_t tensors() const noexcept { return tensor_offsets_.size(); }
+
+  // Zeroes the words for a new step.
+  void begin() {
+    if (words_.empty()) {  // host_ first: words_ says all three are made
+      host_.reserve_discard(tensors() + 2);
+      offsets_ = Buffer<std::size_t, Cuda>(tensors());
+      copy_from_host(Cuda{}, offsets_.data(), tensor_offsets_.data(), tensors());
+      words_ = Buffer<unsigned long long, Cuda>(tensors() + 2);
+    }
+    ETNN_CHECK_CUDA(runtime().cudaMemsetAsync(words_.data(), 0, words_.size() * sizeof(unsigned long long), stream()));
+  }
+  // The gradients g[0, n) (n: the flat size).
+  template <class T>
+  void scan_gradients(const T* g, std::size_t n) {
+    launch("etnn::optim mark_non_finite_gradients", detail::mark_non_finite_gradients_kernel<T>, {grid_blocks(n), 256},
+           g, n, offsets_.data(), tensors(), words_.data());
+  }
+  // The loss on its way to the host, before the thread's next loss reuses its device memory.
+  template <class T>
+  void scan_loss(const PendingLoss<T>& loss) {
+    launch("etnn::optim mark_non_finite_loss", detail::mark_non_finite_loss_kernel<T>,
+           {1, detail::reduction_threads}, loss.values_on_device(), loss.count(), loss.sum(), loss.scale(), tensors(),
+           words_.data());
+  }
+  // Device memory: non-zero when the step skips. Kernels enqueued after the scans read it.
+  const unsigned long long* skip() const noexcept { return words_.data() + tensors() + 1; }
+
+  // The words to the host, without a wait.
+  void send() {
+    ETNN_CHECK_CUDA(runtime().cudaMemcpyAsync(host_.data(), words_.data(), words_.size() * sizeof(unsigned long long),
+                                              cudaMemcpyDeviceToHost, stream()));
+    arrived_.record();
+  }
+  // Returns once the last send's words are on the host: at once when the device is past it.
+  void wait() const { arrived_.wait(); }
+
+  // After wait(): the verdict.
+  bool skipped() const noexcept { return host_.data()[tensors() + 1] != 0; }
+  bool loss_non_finite() const noexcept { return host_.data()[tensors()] != 0; }
+  // The first index marked in tensor p's range, if any.
+  std::optional<std::size_t> first_non_finite(std::size_t p) const noexcept {
+    const unsigned long long word = host_.data()[p];
+    if (word == 0) return std::nullopt;
+    return static_cast<std::size_t>(~word);
+  }
+
+ private:
+  std::vector<std::size_t> tensor_offsets_;
+  Buffer<std::size_t, Cuda> offsets_;
+  Buffer<unsigned long long, Cuda> words_;
+  PinnedBuffer<unsigned long long> host_;
+  Event arrived_;
+};
+
+}  // namespace etnn::cuda

@@ -7535,8 +7535,8 @@ std::size_t first_non_finite(const T* x, std::size_t begin, std::size_t end) {
 //                    infinite, 0 when there is none (atomicMax of ~i keeps the minimum i); the
 //                    range runs from tensor p's offset to tensor p + 1's, so that the zeros that
 //                    align the next tensor (in the same layer) count as tensor p's
-//   word[P]          1 when the loss, as the host will read it (cuda::PendingLoss), is NaN or
-//                    infinite
+//   word[P]          1 when a loss marked (each micro-batch's, with gradient accumulation), as
+//                    the host will read it (cuda::PendingLoss), is NaN or infinite
 //   word[P + 1]      1 when any of the above is: the step skips
 // A step: begin() zeroes the words, scan_gradients() and scan_loss() mark them, kernels
 // predicated on skip() update (or not), and send() copies the words into pinned host memory with
@@ -7953,9 +7953,7 @@ std::size_t first_non_finite(Cuda, const T* x, std::size_t begin, std::size_t en
 
 // Where the non-finite guard's verdict on a step can be decided on the device and read by the host
 // later (cuda::StepVerdict); NoStepVerdict where it cannot (the host decides at once).
-struct NoStepVerdict {
-  explicit NoStepVerdict(const std::vector<std::size_t>&) {}
-};
+struct NoStepVerdict {};
 template <class Device>
 struct StepVerdictOf {
   using type = NoStepVerdict;
@@ -13871,10 +13869,12 @@ class Optimizer {
   // A step whose skip the device decides, so that the host does not wait for the verdict (a CUDA
   // device, one process, no clipping: the non-finite guard's path, train/non_finite_guard.hpp):
   //   auto& verdict = opt.begin_verdict();  // zeroed; the caller marks the loss into it
-  //   ...                                   // backward
+  //   ...                                   // backward (and more micro-batches, whose losses the
+  //                                         // caller marks into opt.verdict())
   //   opt.step_unless_skipped();            // the gradients marked into it, the update predicated
   //                                         // on it, and it is sent to the host without a wait;
   //                                         // the caller may predicate more on verdict.skip()
+  // A caller that marked losses and then decides on the host reads them by read_verdict_now().
   // The update's learning rate and step number count the earlier steps that verdicts let through,
   // so step_unless_skipped() (and step(), skip_step(), steps(), learning_rate()) first read the
   // verdict sent before: a wait only when the device is not yet past that step.
@@ -13902,6 +13902,23 @@ class Optimizer {
                              });
     verdict_.send();
     verdict_pending_ = true;
+    return verdict_;
+  }
+  // The verdict begun, as the caller marks it.
+  backend::StepVerdict<Device>& verdict() noexcept
+    requires backend::verdict_on_device<Device>
+  {
+    return verdict_;
+  }
+  // The verdict begun, sent to the host now and waited for: what the device has marked so far (for
+  // a caller that marked losses on the device and then decides on the host). The last sent
+  // verdict is counted first.
+  const backend::StepVerdict<Device>& read_verdict_now()
+    requires backend::verdict_on_device<Device>
+  {
+    settle_verdict();
+    verdict_.send();
+    verdict_.wait();
     return verdict_;
   }
   // The verdict of the last step_unless_skipped(), read on the host (waiting for it if the device
@@ -14023,12 +14040,17 @@ class Optimizer {
       return parameter_ends<Params>();
   }
 
-  // The parameter tensors' offsets in flat order: where the device's verdict tells tensors apart.
-  static std::vector<std::size_t> tensor_offsets() {
-    std::vector<std::size_t> offsets;
-    for (const auto& tensor : tensors_in_flat_order<Params>()) offsets.push_back(tensor.offset);
-    if (offsets.empty()) offsets.push_back(0);
-    return offsets;
+  // The verdict a step decided on the device fills (nothing where the host decides), told the
+  // parameter tensors' offsets in flat order.
+  static backend::StepVerdict<Device> made_verdict() {
+    if constexpr (backend::verdict_on_device<Device>) {
+      std::vector<std::size_t> offsets;
+      for (const auto& tensor : tensors_in_flat_order<Params>()) offsets.push_back(tensor.offset);
+      if (offsets.empty()) offsets.push_back(0);
+      return backend::StepVerdict<Device>(std::move(offsets));
+    } else {
+      return {};
+    }
   }
 
   // Counts the step whose verdict was sent, once it is on the host.
@@ -14048,7 +14070,7 @@ class Optimizer {
   GradientBuckets<R, T> buckets_;
   Buffer<T, Device> state_;
   std::int64_t steps_ = 0;  // not counting a step whose verdict is on its way (verdict_pending_)
-  [[no_unique_address]] backend::StepVerdict<Device> verdict_{tensor_offsets()};
+  [[no_unique_address]] backend::StepVerdict<Device> verdict_ = made_verdict();
   bool verdict_pending_ = false;  // step_unless_skipped() sent a verdict the host has not counted
   schedule::Schedule schedule_;
   float max_grad_norm_ = 0.0f;
@@ -18431,8 +18453,8 @@ class ProgressBar {
 // guard, on by default): parameters, optimizer state and buffers stay as they were, and after
 // max_non_finite_in_a_row such steps in a row the step throws etnn::NonFiniteError. On a CUDA
 // device the verdict is decided on the device and the update predicated on it, so that the host
-// does not wait within the step (for one process, an update per step and no loss scaling,
-// clipping or loss parameters; the error then comes at the start of the next step).
+// does not wait within the step (for one process, without loss scaling, clipping or loss
+// parameters; the error then comes at the start of the next update window).
 // An etnn::fp16 model's loss is scaled (dynamic loss scaling, TrainerOptions::loss_scaling).
 // The Trainer orchestrates: the model's training pass runs forward and backward
 // (nn/training_pass.hpp), the optimizers finish the step (reduce, non-finite scan, update), and the
@@ -18654,6 +18676,8 @@ class NonFiniteGuard {
   void resume_window() noexcept { buffers_saved_ = false; }
   // Each micro-batch's mean loss.
   void check_loss(T loss) noexcept { loss_non_finite_ |= !std::isfinite(loss); }
+  // Micro-batches' losses the device tested (Optimizer::read_verdict_now).
+  void check_loss_flag(bool non_finite) noexcept { loss_non_finite_ |= non_finite; }
 
   // The guard's test, after backward: whether any rank's loss in this window was non-finite (a
   // count summed across ranks, its allreduce overlapping the gradients' reductions) or the
@@ -18941,19 +18965,22 @@ class Trainer {
     if (guard_.settles_first()) guard_.settle(optimizer_);
     if (micro_step_ == 0) start_window();
     if (micro_step_ + 1 < options_.accumulate) {
-      loss_value loss = backward_pass(x, y, [](std::size_t) {});
-      if (guard_.on()) guard_.check_loss(static_cast<T>(loss));
+      loss_value loss = backward_pass(x, y, [](std::size_t) {}, false, window_on_device_);
+      if (guard_.on() && !window_on_device_) guard_.check_loss(static_cast<T>(loss));
       ++micro_step_;
       return loss;
     }
     std::optional<loss_value> loss;
     bool skipped = false;
-    const bool on_device = verdict_on_device();
+    // Clipping turned on within a window whose losses the device tested: the host decides, told
+    // what the device found in those losses.
+    const bool on_device = window_on_device_ && verdict_on_device();
     try {
       loss.emplace(backward_pass(x, y, [this](std::size_t first) { optimizer_.gradients_ready_from(first); },
-                                 optimizer_.wants_row_blocks(), on_device));
+                                 optimizer_.wants_row_blocks(), window_on_device_));
       guard_.settle(optimizer_);  // the last step's verdict, when the device decided it
       if constexpr (backend::verdict_on_device<Device>) {
+        if (window_on_device_ && !on_device) guard_.check_loss_flag(optimizer_.read_verdict_now().loss_non_finite());
         if (on_device) {  // the guard's verdict decided on the device, the update predicated on it
           const auto& verdict = optimizer_.step_unless_skipped();
           guard_.verdict_sent();
@@ -19003,6 +19030,7 @@ class Trainer {
     guard_.forget_verdict(optimizer_);
     micro_step_ = micro_step;
     guard_.resume_window();
+    window_on_device_ = false;  // the window's earlier losses were not marked: the host decides
   }
 
   // Steps the non-finite guard has skipped so far (loss-scale overflows included), and how many of
@@ -19054,18 +19082,16 @@ class Trainer {
     return "";
   }
 
-  // Whether this step's non-finite verdict is decided on the device, the update predicated on it,
+  // Whether a window's non-finite verdict is decided on the device, the update predicated on it,
   // so that the host does not wait for the device: on a CUDA device, with the guard on, for one
-  // process, an update per step (accumulate = 1) and no loss scaling, clipping or loss parameters.
-  // Otherwise the host reads the verdict in the step (NonFiniteGuard::skips): loss scaling's next
-  // scale and clipping's norm depend on what the host reads, the micro-batches' losses are read as
-  // they come, and ranks agree through the host.
+  // process, and without loss scaling, clipping or loss parameters. Otherwise the host reads the
+  // verdict in the step (NonFiniteGuard::skips): loss scaling's next scale and clipping's norm
+  // depend on what the host reads, and ranks agree through the host.
   bool verdict_on_device() const {
     if constexpr (!backend::verdict_on_device<Device> || has_loss_optimizer)
       return false;
     else
-      return guard_.on() && options_.accumulate == 1 && !scaler_.on() && optimizer_.reducer().size() == 1 &&
-             optimizer_.max_grad_norm() == 0.0f;
+      return guard_.on() && !scaler_.on() && optimizer_.reducer().size() == 1 && optimizer_.max_grad_norm() == 0.0f;
   }
 
   // f(the model's optimizer, a parametric loss's optimizer if any): the optimizers that finish a
@@ -19084,6 +19110,7 @@ class Trainer {
     gradients_stale_ = true;
     if constexpr (loss_has_parameters) loss_.zero_grad();
     guard_.start_window(model_);
+    window_on_device_ = verdict_on_device();
   }
 
   // Forward, loss (its gradient times loss_scale() / accumulate) and backward, calling layer_done as
@@ -19092,8 +19119,8 @@ class Trainer {
   // zeroed: what a failed step leaves is what zero_grad() would.
   // Returns the loss as the loss returned it (backend::LossValue: on a CUDA device, read when
   // converted to T).
-  // verdict_on_device: the loss is marked into the optimizer's verdict (Optimizer::begin_verdict)
-  // as soon as it is computed.
+  // verdict_on_device: the loss is marked into the optimizer's verdict as soon as it is computed,
+  // the verdict begun (Optimizer::begin_verdict) at the window's first micro-batch.
   template <class X, class Y, class LayerDone>
   auto backward_pass(const X& x, const Y& y, LayerDone&& layer_done, bool weight_row_blocks = false,
                      bool verdict_on_device = false) {
@@ -19117,7 +19144,8 @@ class Trainer {
     if constexpr (loss_has_parameters) loss_.set_gradient_scale(gradient_scale);
     const auto loss = targets_.value_and_grad(loss_, output.values, y, output.gradient);
     if constexpr (backend::verdict_on_device<Device>)
-      if (verdict_on_device) guard_.mark_loss(optimizer_.begin_verdict(), loss);
+      if (verdict_on_device)
+        guard_.mark_loss(micro_step_ == 0 ? optimizer_.begin_verdict() : optimizer_.verdict(), loss);
     pass_.backward(gradient_scale, layer_done, gradients_stale_ ? nn::Gradients::overwrite : nn::Gradients::add,
                    weight_row_blocks);
     gradients_stale_ = false;
@@ -19132,6 +19160,8 @@ class Trainer {
   int micro_step_ = 0;  // position within the current accumulation window
   // The model's gradients hold the last window's: the next backward writes them (backward_pass).
   bool gradients_stale_ = false;
+  // The window's losses are marked into the device's verdict (verdict_on_device() at its start).
+  bool window_on_device_ = false;
   // mutable: reading its counts may first count a verdict that was on its way from the device.
   mutable train::detail::NonFiniteGuard<Model> guard_;
   train::detail::LossScaler scaler_;

@@ -262,3 +262,43 @@ TEST_CASE("steps the device skips leave Adam's count, the parameters and a run's
   CHECK(cuda_message == cpu_message);
   CHECK(max_relative_error(cuda_params, cpu_params) <= 1e-4);
 }
+
+TEST_CASE("with gradient accumulation a micro-batch's non-finite loss skips the window on the device as on the CPU" *
+          doctest::skip(!gpu())) {
+  // tanh carries the NaN to the loss; it sits in a micro-batch before each window's last, so
+  // only the window's verdict on the device (or the host's check of each loss) can see that loss.
+  using TanhMlp = decltype(nn::input<64> >> nn::linear<32> >> nn::tanh >> nn::linear<10>);
+  const int batch = 8;
+  const auto good = random_values<float>(64 * batch, 16);
+  auto bad = good;
+  bad[9] = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<int> y(batch, 4);
+  const std::vector<const std::vector<float>*> calls = {&good, &good, &bad, &good, &bad, &good, &good, &good};
+  auto run = [&]<class Device>(Device) {
+    etnn::Model<TanhMlp, float, Device> model(5);
+    etnn::loss::CrossEntropy ce;
+    etnn::optim::SGD opt(model, {.lr = 0.1f, .momentum = 0.9f});
+    etnn::Trainer trainer(model, ce, opt, {.accumulate = 2, .max_non_finite_in_a_row = 2});
+    // Two skipped windows in a row: on the CPU the second's last call throws; on the device the
+    // next window's first, before its forward.
+    std::string message;
+    try {
+      for (const auto* x : calls)
+        (void)trainer.step(etnn::TensorView<const float, etnn::Shape<64>>(x->data(), batch), y);
+    } catch (const etnn::NonFiniteError& e) {
+      message = e.what();
+    }
+    std::vector<float> params(TanhMlp::flat_size);
+    etnn::copy_to_host(Device{}, params.data(), model.parameters(), params.size());
+    return std::tuple(params, opt.steps(), trainer.skipped_steps(), message);
+  };
+  const auto [cpu_params, cpu_steps, cpu_skipped, cpu_message] = run(etnn::Cpu{});
+  const auto [cuda_params, cuda_steps, cuda_skipped, cuda_message] = run(etnn::Cuda{});
+  CHECK(cpu_steps == 1);
+  CHECK(cuda_steps == 1);
+  CHECK(cpu_skipped == 2);
+  CHECK(cuda_skipped == 2);
+  CHECK(cuda_message.find("the loss was non-finite on 1 of 1 rank") != std::string::npos);
+  CHECK(cuda_message == cpu_message);
+  CHECK(max_relative_error(cuda_params, cpu_params) <= 1e-4);
+}

@@ -331,6 +331,60 @@ TEST_CASE("with the non-finite guard a warmed-up CUDA step waits only while the 
   CHECK(waits(runtime.calls).empty());
 }
 
+TEST_CASE("with gradient accumulation the micro-batches' losses are tested on the device: no micro-batch waits") {
+  EmulatedRuntime& runtime = emulated();
+  MlpBatch data;
+  using Model = etnn::Model<Mlp, float, etnn::Cuda>;
+  Model model(1);
+  etnn::loss::CrossEntropy ce;
+  etnn::optim::SGD opt(model, {.lr = 0.05f, .momentum = 0.9f});
+  etnn::Trainer trainer(model, ce, opt, {.accumulate = 3});
+  const auto step = [&] { (void)trainer.step(data.x(), data.labels()); };
+  for (int call = 0; call < 3; ++call) step();
+  {
+    const cuda_test::LaggingDevice lagging(runtime);  // nothing sent has arrived
+    for (int call = 0; call < 3; ++call) {
+      runtime.clear();
+      step();
+      INFO("call " << call << ":\n" << listing(runtime.calls));
+      CHECK(count(runtime.calls, "launch etnn::optim mark_non_finite_loss", false) == 1);
+      // The window's first micro-batch zeroes the verdict; its last tests the gradients and
+      // updates, once the last window's verdict is in (the one wait).
+      const bool first = call == 0, last = call == 2;
+      CHECK(count(runtime.calls, "cudaMemsetAsync", false) == (first ? 1 : 0));
+      CHECK(count(runtime.calls, "launch etnn::optim mark_non_finite_gradients", false) == (last ? 1 : 0));
+      CHECK(count(runtime.calls, "launch etnn::for_each_index", false) == (last ? 1 : 0));
+      CHECK(waits(runtime.calls).size() == (last ? 1u : 0u));
+    }
+  }
+  CHECK(opt.steps() == 2);
+  // Clipping turned on within a window: the host decides its update, told what the device found
+  // in the window's losses (here a non-finite one), and the next window is the host's.
+  const std::size_t words = etnn::optim::tensors_in_flat_order<Model>().size() + 2;
+  bool loss_non_finite = false;
+  runtime.device_results = [&](void* dst, std::size_t bytes, const std::string&) {
+    if (!loss_non_finite || bytes != words * sizeof(unsigned long long)) return;
+    auto* word = static_cast<unsigned long long*>(dst);
+    word[words - 2] = word[words - 1] = 1;
+  };
+  step();
+  opt.set_max_grad_norm(1.0f);
+  step();
+  loss_non_finite = true;
+  runtime.clear();
+  step();
+  loss_non_finite = false;
+  CHECK(count(runtime.calls, "launch etnn::optim mark_non_finite_loss", false) == 1);
+  CHECK(count(runtime.calls, "launch etnn::optim mark_non_finite_gradients", false) == 0);
+  CHECK(count(runtime.calls, "launch etnn::optim non_finite_index", false) == 1);
+  CHECK(trainer.skipped_steps() == 1);
+  CHECK(opt.steps() == 2);
+  runtime.clear();
+  step();
+  CHECK(count(runtime.calls, "launch etnn::optim mark_non_finite_loss", false) == 0);
+  runtime.device_results = nullptr;
+}
+
 TEST_CASE("the guard's verdict decided on the device is counted on the host a step later, as the host's guard counts it") {
   EmulatedRuntime& runtime = emulated();
   MlpBatch data;

@@ -5,7 +5,6 @@
 // verdict decided on the device (StepVerdict: cuda/step_verdict.hpp on a CUDA device).
 #include <cstddef>
 #include <type_traits>
-#include <vector>
 
 #include "../core/device.hpp"
 #include "../cpu/non_finite.hpp"
@@ -42,9 +41,7 @@ std::size_t first_non_finite(Cuda, const T* x, std::size_t begin, std::size_t en
 
 // Where the non-finite guard's verdict on a step can be decided on the device and read by the host
 // later (cuda::StepVerdict); NoStepVerdict where it cannot (the host decides at once).
-struct NoStepVerdict {
-  explicit NoStepVerdict(const std::vector<std::size_t>&) {}
-};
+struct NoStepVerdict {};
 template <class Device>
 struct StepVerdictOf {
   using type = NoStepVerdict;

@@ -7,8 +7,8 @@
 //                    infinite, 0 when there is none (atomicMax of ~i keeps the minimum i); the
 //                    range runs from tensor p's offset to tensor p + 1's, so that the zeros that
 //                    align the next tensor (in the same layer) count as tensor p's
-//   word[P]          1 when the loss, as the host will read it (cuda::PendingLoss), is NaN or
-//                    infinite
+//   word[P]          1 when a loss marked (each micro-batch's, with gradient accumulation), as
+//                    the host will read it (cuda::PendingLoss), is NaN or infinite
 //   word[P + 1]      1 when any of the above is: the step skips
 // A step: begin() zeroes the words, scan_gradients() and scan_loss() mark them, kernels
 // predicated on skip() update (or not), and send() copies the words into pinned host memory with

@@ -30,6 +30,7 @@
 #include <span>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "../backend/non_finite.hpp"
@@ -165,10 +166,12 @@ class Optimizer {
   // A step whose skip the device decides, so that the host does not wait for the verdict (a CUDA
   // device, one process, no clipping: the non-finite guard's path, train/non_finite_guard.hpp):
   //   auto& verdict = opt.begin_verdict();  // zeroed; the caller marks the loss into it
-  //   ...                                   // backward
+  //   ...                                   // backward (and more micro-batches, whose losses the
+  //                                         // caller marks into opt.verdict())
   //   opt.step_unless_skipped();            // the gradients marked into it, the update predicated
   //                                         // on it, and it is sent to the host without a wait;
   //                                         // the caller may predicate more on verdict.skip()
+  // A caller that marked losses and then decides on the host reads them by read_verdict_now().
   // The update's learning rate and step number count the earlier steps that verdicts let through,
   // so step_unless_skipped() (and step(), skip_step(), steps(), learning_rate()) first read the
   // verdict sent before: a wait only when the device is not yet past that step.
@@ -196,6 +199,23 @@ class Optimizer {
                              });
     verdict_.send();
     verdict_pending_ = true;
+    return verdict_;
+  }
+  // The verdict begun, as the caller marks it.
+  backend::StepVerdict<Device>& verdict() noexcept
+    requires backend::verdict_on_device<Device>
+  {
+    return verdict_;
+  }
+  // The verdict begun, sent to the host now and waited for: what the device has marked so far (for
+  // a caller that marked losses on the device and then decides on the host). The last sent
+  // verdict is counted first.
+  const backend::StepVerdict<Device>& read_verdict_now()
+    requires backend::verdict_on_device<Device>
+  {
+    settle_verdict();
+    verdict_.send();
+    verdict_.wait();
     return verdict_;
   }
   // The verdict of the last step_unless_skipped(), read on the host (waiting for it if the device
@@ -317,12 +337,17 @@ class Optimizer {
       return parameter_ends<Params>();
   }
 
-  // The parameter tensors' offsets in flat order: where the device's verdict tells tensors apart.
-  static std::vector<std::size_t> tensor_offsets() {
-    std::vector<std::size_t> offsets;
-    for (const auto& tensor : tensors_in_flat_order<Params>()) offsets.push_back(tensor.offset);
-    if (offsets.empty()) offsets.push_back(0);
-    return offsets;
+  // The verdict a step decided on the device fills (nothing where the host decides), told the
+  // parameter tensors' offsets in flat order.
+  static backend::StepVerdict<Device> made_verdict() {
+    if constexpr (backend::verdict_on_device<Device>) {
+      std::vector<std::size_t> offsets;
+      for (const auto& tensor : tensors_in_flat_order<Params>()) offsets.push_back(tensor.offset);
+      if (offsets.empty()) offsets.push_back(0);
+      return backend::StepVerdict<Device>(std::move(offsets));
+    } else {
+      return {};
+    }
   }
 
   // Counts the step whose verdict was sent, once it is on the host.
@@ -342,7 +367,7 @@ class Optimizer {
   GradientBuckets<R, T> buckets_;
   Buffer<T, Device> state_;
   std::int64_t steps_ = 0;  // not counting a step whose verdict is on its way (verdict_pending_)
-  [[no_unique_address]] backend::StepVerdict<Device> verdict_{tensor_offsets()};
+  [[no_unique_address]] backend::StepVerdict<Device> verdict_ = made_verdict();
   bool verdict_pending_ = false;  // step_unless_skipped() sent a verdict the host has not counted
   schedule::Schedule schedule_;
   float max_grad_norm_ = 0.0f;

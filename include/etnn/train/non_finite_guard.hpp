@@ -118,6 +118,8 @@ class NonFiniteGuard {
   void resume_window() noexcept { buffers_saved_ = false; }
   // Each micro-batch's mean loss.
   void check_loss(T loss) noexcept { loss_non_finite_ |= !std::isfinite(loss); }
+  // Micro-batches' losses the device tested (Optimizer::read_verdict_now).
+  void check_loss_flag(bool non_finite) noexcept { loss_non_finite_ |= non_finite; }
 
   // The guard's test, after backward: whether any rank's loss in this window was non-finite (a
   // count summed across ranks, its allreduce overlapping the gradients' reductions) or the

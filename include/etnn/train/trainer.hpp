@@ -14,8 +14,8 @@
 // guard, on by default): parameters, optimizer state and buffers stay as they were, and after
 // max_non_finite_in_a_row such steps in a row the step throws etnn::NonFiniteError. On a CUDA
 // device the verdict is decided on the device and the update predicated on it, so that the host
-// does not wait within the step (for one process, an update per step and no loss scaling,
-// clipping or loss parameters; the error then comes at the start of the next step).
+// does not wait within the step (for one process, without loss scaling, clipping or loss
+// parameters; the error then comes at the start of the next update window).
 // An etnn::fp16 model's loss is scaled (dynamic loss scaling, TrainerOptions::loss_scaling).
 // The Trainer orchestrates: the model's training pass runs forward and backward
 // (nn/training_pass.hpp), the optimizers finish the step (reduce, non-finite scan, update), and the
@@ -111,19 +111,22 @@ class Trainer {
     if (guard_.settles_first()) guard_.settle(optimizer_);
     if (micro_step_ == 0) start_window();
     if (micro_step_ + 1 < options_.accumulate) {
-      loss_value loss = backward_pass(x, y, [](std::size_t) {});
-      if (guard_.on()) guard_.check_loss(static_cast<T>(loss));
+      loss_value loss = backward_pass(x, y, [](std::size_t) {}, false, window_on_device_);
+      if (guard_.on() && !window_on_device_) guard_.check_loss(static_cast<T>(loss));
       ++micro_step_;
       return loss;
     }
     std::optional<loss_value> loss;
     bool skipped = false;
-    const bool on_device = verdict_on_device();
+    // Clipping turned on within a window whose losses the device tested: the host decides, told
+    // what the device found in those losses.
+    const bool on_device = window_on_device_ && verdict_on_device();
     try {
       loss.emplace(backward_pass(x, y, [this](std::size_t first) { optimizer_.gradients_ready_from(first); },
-                                 optimizer_.wants_row_blocks(), on_device));
+                                 optimizer_.wants_row_blocks(), window_on_device_));
       guard_.settle(optimizer_);  // the last step's verdict, when the device decided it
       if constexpr (backend::verdict_on_device<Device>) {
+        if (window_on_device_ && !on_device) guard_.check_loss_flag(optimizer_.read_verdict_now().loss_non_finite());
         if (on_device) {  // the guard's verdict decided on the device, the update predicated on it
           const auto& verdict = optimizer_.step_unless_skipped();
           guard_.verdict_sent();
@@ -173,6 +176,7 @@ class Trainer {
     guard_.forget_verdict(optimizer_);
     micro_step_ = micro_step;
     guard_.resume_window();
+    window_on_device_ = false;  // the window's earlier losses were not marked: the host decides
   }
 
   // Steps the non-finite guard has skipped so far (loss-scale overflows included), and how many of
@@ -224,18 +228,16 @@ class Trainer {
     return "";
   }
 
-  // Whether this step's non-finite verdict is decided on the device, the update predicated on it,
+  // Whether a window's non-finite verdict is decided on the device, the update predicated on it,
   // so that the host does not wait for the device: on a CUDA device, with the guard on, for one
-  // process, an update per step (accumulate = 1) and no loss scaling, clipping or loss parameters.
-  // Otherwise the host reads the verdict in the step (NonFiniteGuard::skips): loss scaling's next
-  // scale and clipping's norm depend on what the host reads, the micro-batches' losses are read as
-  // they come, and ranks agree through the host.
+  // process, and without loss scaling, clipping or loss parameters. Otherwise the host reads the
+  // verdict in the step (NonFiniteGuard::skips): loss scaling's next scale and clipping's norm
+  // depend on what the host reads, and ranks agree through the host.
   bool verdict_on_device() const {
     if constexpr (!backend::verdict_on_device<Device> || has_loss_optimizer)
       return false;
     else
-      return guard_.on() && options_.accumulate == 1 && !scaler_.on() && optimizer_.reducer().size() == 1 &&
-             optimizer_.max_grad_norm() == 0.0f;
+      return guard_.on() && !scaler_.on() && optimizer_.reducer().size() == 1 && optimizer_.max_grad_norm() == 0.0f;
   }
 
   // f(the model's optimizer, a parametric loss's optimizer if any): the optimizers that finish a
@@ -254,6 +256,7 @@ class Trainer {
     gradients_stale_ = true;
     if constexpr (loss_has_parameters) loss_.zero_grad();
     guard_.start_window(model_);
+    window_on_device_ = verdict_on_device();
   }
 
   // Forward, loss (its gradient times loss_scale() / accumulate) and backward, calling layer_done as
@@ -262,8 +265,8 @@ class Trainer {
   // zeroed: what a failed step leaves is what zero_grad() would.
   // Returns the loss as the loss returned it (backend::LossValue: on a CUDA device, read when
   // converted to T).
-  // verdict_on_device: the loss is marked into the optimizer's verdict (Optimizer::begin_verdict)
-  // as soon as it is computed.
+  // verdict_on_device: the loss is marked into the optimizer's verdict as soon as it is computed,
+  // the verdict begun (Optimizer::begin_verdict) at the window's first micro-batch.
   template <class X, class Y, class LayerDone>
   auto backward_pass(const X& x, const Y& y, LayerDone&& layer_done, bool weight_row_blocks = false,
                      bool verdict_on_device = false) {
@@ -287,7 +290,8 @@ class Trainer {
     if constexpr (loss_has_parameters) loss_.set_gradient_scale(gradient_scale);
     const auto loss = targets_.value_and_grad(loss_, output.values, y, output.gradient);
     if constexpr (backend::verdict_on_device<Device>)
-      if (verdict_on_device) guard_.mark_loss(optimizer_.begin_verdict(), loss);
+      if (verdict_on_device)
+        guard_.mark_loss(micro_step_ == 0 ? optimizer_.begin_verdict() : optimizer_.verdict(), loss);
     pass_.backward(gradient_scale, layer_done, gradients_stale_ ? nn::Gradients::overwrite : nn::Gradients::add,
                    weight_row_blocks);
     gradients_stale_ = false;
@@ -302,6 +306,8 @@ class Trainer {
   int micro_step_ = 0;  // position within the current accumulation window
   // The model's gradients hold the last window's: the next backward writes them (backward_pass).
   bool gradients_stale_ = false;
+  // The window's losses are marked into the device's verdict (verdict_on_device() at its start).
+  bool window_on_device_ = false;
   // mutable: reading its counts may first count a verdict that was on its way from the device.
   mutable train::detail::NonFiniteGuard<Model> guard_;
   train::detail::LossScaler scaler_;

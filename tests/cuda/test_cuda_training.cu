@@ -4,6 +4,7 @@
 // test_cuda_mixed.cu).
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <limits>
 #include <span>
@@ -219,86 +220,77 @@ TEST_CASE("the non-finite guard skips a step on the device as on the CPU" * doct
   CHECK(before == after);
 }
 
-TEST_CASE("steps the device skips leave Adam's count, the parameters and a run's error as the host's guard does" *
-          doctest::skip(!gpu())) {
-  // tanh carries a NaN in the data to the loss and every gradient.
-  using TanhMlp = decltype(nn::input<64> >> nn::linear<32> >> nn::tanh >> nn::linear<10>);
+namespace {
+// tanh carries a NaN in the data to the loss and every gradient.
+using TanhMlp = decltype(nn::input<64> >> nn::linear<32> >> nn::tanh >> nn::linear<10>);
+
+// What training TanhMlp on Device through a sequence of batches of 8 (a null one: bad, the good
+// batch with a NaN) leaves, stopped by a NonFiniteError if one comes: the parameters, the
+// optimizer's steps, the skipped steps and the error's message. make_optimizer(model) makes the
+// optimizer.
+struct NanRun {
+  std::vector<float> params;
+  std::int64_t steps, skipped;
+  std::string message;
+};
+template <class Device, class MakeOptimizer>
+NanRun train_through_nans(Device, MakeOptimizer make_optimizer, etnn::TrainerOptions options,
+                          const std::vector<bool>& bad_batches) {
   const int batch = 8;
   const auto good = random_values<float>(64 * batch, 15);
   auto bad = good;
-  bad[5] = std::numeric_limits<float>::quiet_NaN();
+  bad[9] = std::numeric_limits<float>::quiet_NaN();
   const std::vector<int> y(batch, 2);
-  auto run = [&]<class Device>(Device) {
-    etnn::Model<TanhMlp, float, Device> model(4);
-    etnn::loss::CrossEntropy ce;
-    etnn::optim::Adam opt(model, {.lr = 1e-2f});
-    etnn::Trainer trainer(model, ce, opt, {.max_non_finite_in_a_row = 2});
-    const auto step = [&](const std::vector<float>& x) {
-      (void)trainer.step(etnn::TensorView<const float, etnn::Shape<64>>(x.data(), batch), y);
-    };
-    step(good);
-    step(bad);
-    step(good);
-    step(good);
-    // A run of two: on the CPU the second throws; on the device the step after it, without an update.
-    std::string message;
-    try {
-      step(bad);
-      step(bad);
-      step(good);
-    } catch (const etnn::NonFiniteError& e) {
-      message = e.what();
-    }
-    std::vector<float> params(TanhMlp::flat_size);
-    etnn::copy_to_host(Device{}, params.data(), model.parameters(), params.size());
-    return std::tuple(params, opt.steps(), trainer.skipped_steps(), message);
-  };
-  const auto [cpu_params, cpu_steps, cpu_skipped, cpu_message] = run(etnn::Cpu{});
-  const auto [cuda_params, cuda_steps, cuda_skipped, cuda_message] = run(etnn::Cuda{});
-  CHECK(cuda_steps == 3);
-  CHECK(cpu_steps == 3);
-  CHECK(cuda_skipped == cpu_skipped);
-  CHECK(!cuda_message.empty());
-  CHECK(cuda_message == cpu_message);
-  CHECK(max_relative_error(cuda_params, cpu_params) <= 1e-4);
+  etnn::Model<TanhMlp, float, Device> model(4);
+  etnn::loss::CrossEntropy ce;
+  auto opt = make_optimizer(model);
+  etnn::Trainer trainer(model, ce, opt, options);
+  NanRun run;
+  try {
+    for (const bool is_bad : bad_batches)
+      (void)trainer.step(etnn::TensorView<const float, etnn::Shape<64>>((is_bad ? bad : good).data(), batch), y);
+  } catch (const etnn::NonFiniteError& e) {
+    run.message = e.what();
+  }
+  run.params.resize(TanhMlp::flat_size);
+  etnn::copy_to_host(Device{}, run.params.data(), model.parameters(), run.params.size());
+  run.steps = opt.steps();
+  run.skipped = trainer.skipped_steps();
+  return run;
+}
+}  // namespace
+
+TEST_CASE("steps the device skips leave Adam's count, the parameters and a run's error as the host's guard does" *
+          doctest::skip(!gpu())) {
+  const auto adam = [](auto& model) { return etnn::optim::Adam(model, {.lr = 1e-2f}); };
+  // A run of two: on the CPU the second throws; on the device the step after it, without an update.
+  const std::vector<bool> bad = {false, true, false, false, true, true, false};
+  const NanRun cpu = train_through_nans(etnn::Cpu{}, adam, {.max_non_finite_in_a_row = 2}, bad);
+  const NanRun cuda = train_through_nans(etnn::Cuda{}, adam, {.max_non_finite_in_a_row = 2}, bad);
+  CHECK(cpu.steps == 3);
+  CHECK(cuda.steps == 3);
+  CHECK(cpu.skipped == 3);
+  CHECK(cuda.skipped == 3);
+  CHECK(!cuda.message.empty());
+  CHECK(cuda.message == cpu.message);
+  CHECK(max_relative_error(cuda.params, cpu.params) <= 1e-4);
 }
 
 TEST_CASE("with gradient accumulation a micro-batch's non-finite loss skips the window on the device as on the CPU" *
           doctest::skip(!gpu())) {
-  // tanh carries the NaN to the loss; it sits in a micro-batch before each window's last, so
-  // only the window's verdict on the device (or the host's check of each loss) can see that loss.
-  using TanhMlp = decltype(nn::input<64> >> nn::linear<32> >> nn::tanh >> nn::linear<10>);
-  const int batch = 8;
-  const auto good = random_values<float>(64 * batch, 16);
-  auto bad = good;
-  bad[9] = std::numeric_limits<float>::quiet_NaN();
-  const std::vector<int> y(batch, 4);
-  const std::vector<const std::vector<float>*> calls = {&good, &good, &bad, &good, &bad, &good, &good, &good};
-  auto run = [&]<class Device>(Device) {
-    etnn::Model<TanhMlp, float, Device> model(5);
-    etnn::loss::CrossEntropy ce;
-    etnn::optim::SGD opt(model, {.lr = 0.1f, .momentum = 0.9f});
-    etnn::Trainer trainer(model, ce, opt, {.accumulate = 2, .max_non_finite_in_a_row = 2});
-    // Two skipped windows in a row: on the CPU the second's last call throws; on the device the
-    // next window's first, before its forward.
-    std::string message;
-    try {
-      for (const auto* x : calls)
-        (void)trainer.step(etnn::TensorView<const float, etnn::Shape<64>>(x->data(), batch), y);
-    } catch (const etnn::NonFiniteError& e) {
-      message = e.what();
-    }
-    std::vector<float> params(TanhMlp::flat_size);
-    etnn::copy_to_host(Device{}, params.data(), model.parameters(), params.size());
-    return std::tuple(params, opt.steps(), trainer.skipped_steps(), message);
-  };
-  const auto [cpu_params, cpu_steps, cpu_skipped, cpu_message] = run(etnn::Cpu{});
-  const auto [cuda_params, cuda_steps, cuda_skipped, cuda_message] = run(etnn::Cuda{});
-  CHECK(cpu_steps == 1);
-  CHECK(cuda_steps == 1);
-  CHECK(cpu_skipped == 2);
-  CHECK(cuda_skipped == 2);
-  CHECK(cuda_message.find("the loss was non-finite on 1 of 1 rank") != std::string::npos);
-  CHECK(cuda_message == cpu_message);
-  CHECK(max_relative_error(cuda_params, cpu_params) <= 1e-4);
+  // The NaN sits in a micro-batch before each window's last, so only the window's verdict on the
+  // device (or the host's check of each loss) can see its loss. Two skipped windows in a row: on
+  // the CPU the second's last call throws; on the device the next window's first, before its forward.
+  const auto sgd = [](auto& model) { return etnn::optim::SGD(model, {.lr = 0.1f, .momentum = 0.9f}); };
+  const std::vector<bool> bad = {false, false, true, false, true, false, false, false};
+  const etnn::TrainerOptions options{.accumulate = 2, .max_non_finite_in_a_row = 2};
+  const NanRun cpu = train_through_nans(etnn::Cpu{}, sgd, options, bad);
+  const NanRun cuda = train_through_nans(etnn::Cuda{}, sgd, options, bad);
+  CHECK(cpu.steps == 1);
+  CHECK(cuda.steps == 1);
+  CHECK(cpu.skipped == 2);
+  CHECK(cuda.skipped == 2);
+  CHECK(cuda.message.find("the loss was non-finite on 1 of 1 rank") != std::string::npos);
+  CHECK(cuda.message == cpu.message);
+  CHECK(max_relative_error(cuda.params, cpu.params) <= 1e-4);
 }

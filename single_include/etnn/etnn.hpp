@@ -17800,7 +17800,9 @@ void load(Model& model, const std::filesystem::path& path, LoadOptions options =
 // accumulated so far as "grad.<parameter>" when saved inside an accumulation window, and in the
 // metadata the optimizer's step count (the position of any learning-rate schedule), the trainer's
 // micro-step, the model's count of training passes (its dropout streams), with loss scaling on the
-// loss scale and the updates made at it, the loader's epoch and position, and the number of ranks.
+// loss scale and the updates made at it, the non-finite guard's counts (skipped steps, the run in
+// progress and whether the window in progress has had a non-finite loss: Trainer::guard_state),
+// the loader's epoch and position, and the number of ranks.
 // A loss with parameters of its own (a margin head) adds the same under "loss.": "loss.weight",
 // "loss.optimizer.exp_avg.weight", "loss.grad.weight", and "loss_optimizer_steps".
 // Data order, dropout and initialisation derive from seeds and these counters, so no generator
@@ -17899,6 +17901,12 @@ void save_state(Trainer& trainer, const Loader& loader, const std::filesystem::p
     metadata["loss_scale"] = detail::shortest_text(trainer.loss_scale());
     metadata["updates_at_loss_scale"] = std::to_string(trainer.updates_at_loss_scale());
   }
+  const auto guard = trainer.guard_state();
+  metadata["skipped_steps"] = std::to_string(guard.skipped_steps);
+  metadata["non_finite_in_a_row"] = std::to_string(guard.non_finite_in_a_row);
+  metadata["first_non_finite"] = guard.first_non_finite;
+  metadata["first_ranks_with_non_finite_loss"] = std::to_string(guard.first_ranks_with_non_finite_loss);
+  metadata["window_loss_non_finite"] = guard.window_loss_non_finite ? "1" : "0";
   metadata["epoch"] = std::to_string(loader.epoch());
   metadata["position"] = std::to_string(loader.position());
   metadata["ranks"] = std::to_string(trainer.optimizer().reducer().size());
@@ -17945,12 +17953,30 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
   const bool has_loss_scale = file.metadata.contains("loss_scale");
   const float loss_scale = has_loss_scale ? detail::metadata_float(file, path, "loss_scale") : 1.0f;
   const int updates_at_loss_scale = has_loss_scale ? detail::metadata_count(file, path, "updates_at_loss_scale") : 0;
+  // The non-finite guard's state (Trainer::guard_state); one saved before it was kept resumes
+  // with none.
+  auto guard = decltype(trainer.guard_state()){};
+  if (file.metadata.contains("skipped_steps")) {
+    long long skipped = -1;
+    if (!detail::metadata_number(file, "skipped_steps", skipped) || skipped < 0)
+      fail("metadata 'skipped_steps' is not a count");
+    guard.skipped_steps = skipped;
+    guard.non_finite_in_a_row = detail::metadata_count(file, path, "non_finite_in_a_row");
+    guard.first_ranks_with_non_finite_loss = detail::metadata_count(file, path, "first_ranks_with_non_finite_loss");
+    const auto first = file.metadata.find("first_non_finite");
+    if (first == file.metadata.end()) fail("metadata 'first_non_finite' is missing");
+    guard.first_non_finite = first->second;
+    const int window_flag = detail::metadata_count(file, path, "window_loss_non_finite");
+    if (window_flag > 1) fail("metadata 'window_loss_non_finite' is neither 0 nor 1");
+    guard.window_loss_non_finite = window_flag == 1;
+  }
   if (micro_step >= trainer.options().accumulate || epoch == INT_MAX)
     fail("metadata out of range (micro step " + std::to_string(micro_step) + ", epoch " + std::to_string(epoch) + ")");
   // The micro-step decides whether accumulated gradients are part of the state.
   const int previous_micro_step = trainer.micro_step();
   const float previous_loss_scale = trainer.loss_scale();
   const int previous_updates_at_loss_scale = trainer.updates_at_loss_scale();
+  const auto previous_guard = trainer.guard_state();
   if (has_loss_scale) {  // checked before anything changes
     try {
       trainer.restore_loss_scale(loss_scale, updates_at_loss_scale);
@@ -17960,11 +17986,17 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
   }
   trainer.restore_micro_step(micro_step);
   try {
+    try {
+      trainer.restore_guard_state(guard);
+    } catch (const Error& e) {
+      fail(e.what());
+    }
     const detail::HostSlots<typename Model::device, T> host(detail::training_slots<T>(trainer));
     detail::load_slots<T>(file, path, host.slots(), "the training state of " + description);
     host.write_back();
   } catch (...) {
     trainer.restore_micro_step(previous_micro_step);
+    trainer.restore_guard_state(previous_guard);
     if (has_loss_scale) trainer.restore_loss_scale(previous_loss_scale, previous_updates_at_loss_scale);
     throw;
   }
@@ -18582,6 +18614,23 @@ class LossScaler {
 // and the host counts the verdict at the next step (settle()).
 
 
+namespace etnn::train {
+
+// What a training checkpoint keeps of the guard (io::save_state), so that a resumed run skips,
+// counts and throws as the uninterrupted run would: the counts, the run in progress's first
+// non-finite tensor and how many ranks had a non-finite loss in its first step (the error's
+// message), and whether an earlier micro-batch of the accumulation window in progress had a
+// non-finite loss (which skips that window's update).
+struct GuardState {
+  std::int64_t skipped_steps = 0;
+  int non_finite_in_a_row = 0;
+  std::string first_non_finite;
+  int first_ranks_with_non_finite_loss = 0;
+  bool window_loss_non_finite = false;
+};
+
+}  // namespace etnn::train
+
 namespace etnn::train::detail {
 
 // The name of the tensor of Params holding flat index i ("element i" between tensors).
@@ -18672,8 +18721,35 @@ class NonFiniteGuard {
       }
     }
   }
-  // A window resumed midway (a training checkpoint's) has no copy of its starting buffers.
-  void resume_window() noexcept { buffers_saved_ = false; }
+  // A window resumed midway (a training checkpoint's) has no copy of its starting buffers, and its
+  // earlier micro-batches' losses are the checkpoint's to tell (restore).
+  void resume_window() noexcept {
+    buffers_saved_ = false;
+    loss_non_finite_ = false;
+  }
+  // The guard's part of a training checkpoint (the verdict on its way counted first, by the
+  // caller). window_loss_non_finite is the host's flag: a window whose losses the device marks has
+  // it in the device's verdict.
+  train::GuardState state() const {
+    return {skipped_steps_, non_finite_in_a_row_, first_non_finite_, first_ranks_with_non_finite_loss_,
+            loss_non_finite_};
+  }
+  // After resume_window(), in a job of `ranks` ranks (as the checkpoint's).
+  void restore(const train::GuardState& state, int ranks) {
+    if (state.skipped_steps < 0 || state.non_finite_in_a_row < 0 || state.first_ranks_with_non_finite_loss < 0 ||
+        state.first_ranks_with_non_finite_loss > ranks || state.skipped_steps < state.non_finite_in_a_row)
+      throw Error("etnn::Trainer: a non-finite guard state of " + std::to_string(state.skipped_steps) +
+                  " skipped steps, " + std::to_string(state.non_finite_in_a_row) +
+                  " of them the latest in a row, and " +
+                  std::to_string(state.first_ranks_with_non_finite_loss) + " of " + std::to_string(ranks) +
+                  " ranks with a non-finite loss is not a state a run reaches");
+    skipped_steps_ = state.skipped_steps;
+    non_finite_in_a_row_ = state.non_finite_in_a_row;
+    first_non_finite_ = state.first_non_finite;
+    first_ranks_with_non_finite_loss_ = state.first_ranks_with_non_finite_loss;
+    ranks_ = ranks;
+    loss_non_finite_ = state.window_loss_non_finite;
+  }
   // Each micro-batch's mean loss.
   void check_loss(T loss) noexcept { loss_non_finite_ |= !std::isfinite(loss); }
   // Micro-batches' losses the device tested (Optimizer::read_verdict_now).
@@ -19046,6 +19122,21 @@ class Trainer {
     guard_.settle_quietly(optimizer_);
     return guard_.non_finite_in_a_row();
   }
+
+  // The non-finite guard's part of a training checkpoint (io::save_state keeps it): its counts, the
+  // run of skipped steps in progress, and whether an earlier micro-batch of the window in progress
+  // had a non-finite loss. The verdict on its way is counted first; a window whose losses the device
+  // marked is read from the device (a wait). An error owed to the next step is not part of it.
+  train::GuardState guard_state() {
+    guard_.settle_quietly(optimizer_);
+    train::GuardState state = guard_.state();
+    if constexpr (backend::verdict_on_device<Device>)
+      if (window_on_device_ && micro_step_ > 0)
+        state.window_loss_non_finite = optimizer_.read_verdict_now().loss_non_finite();
+    return state;
+  }
+  // After restore_micro_step (which clears the window's loss flag).
+  void restore_guard_state(const train::GuardState& state) { guard_.restore(state, optimizer_.reducer().size()); }
 
   // Dynamic loss scaling: the scale the next step multiplies the loss's gradient by (1 when off),
   // and the updates in a row made at it (growth_interval of them grow it). Training checkpoints

@@ -385,6 +385,45 @@ TEST_CASE("with gradient accumulation the micro-batches' losses are tested on th
   runtime.device_results = nullptr;
 }
 
+TEST_CASE("a training checkpoint inside a window the device decides keeps the loss the device marked") {
+  EmulatedRuntime& runtime = emulated();
+  MlpBatch data;
+  using Model = etnn::Model<Mlp, float, etnn::Cuda>;
+  Model model(1);
+  etnn::loss::CrossEntropy ce;
+  etnn::optim::SGD opt(model, {.lr = 0.05f});
+  etnn::Trainer trainer(model, ce, opt, {.accumulate = 2});
+  const auto step = [&] { (void)trainer.step(data.x(), data.labels()); };
+  // The kernels do not run here: the verdict as the device would send it after a micro-batch with
+  // an infinite loss (its loss word set).
+  const std::size_t words = etnn::optim::tensors_in_flat_order<Model>().size() + 2;
+  runtime.device_results = [&](void* dst, std::size_t bytes, const std::string&) {
+    if (bytes == words * sizeof(unsigned long long)) static_cast<unsigned long long*>(dst)[words - 2] = 1;
+  };
+  step();
+  REQUIRE(trainer.micro_step() == 1);
+  runtime.clear();
+  const etnn::train::GuardState state = trainer.guard_state();  // what io::save_state keeps
+  INFO(listing(runtime.calls));
+  CHECK(state.window_loss_non_finite);
+  CHECK(count(runtime.calls, "cudaMemcpyAsync device to host", false) == 1);  // the window's verdict read now
+  runtime.device_results = nullptr;
+  // Resumed: the window's rest is decided on the host, which skips it for the saved flag alone.
+  trainer.restore_micro_step(1);
+  trainer.restore_guard_state(state);
+  step();
+  CHECK(trainer.skipped_steps() == 1);
+  CHECK(opt.steps() == 0);
+  // A state with a clean window: its update goes through.
+  etnn::train::GuardState clean;
+  clean.skipped_steps = 1;
+  trainer.restore_micro_step(1);
+  trainer.restore_guard_state(clean);
+  step();
+  CHECK(trainer.skipped_steps() == 1);
+  CHECK(opt.steps() == 1);
+}
+
 TEST_CASE("the guard's verdict decided on the device is counted on the host a step later, as the host's guard counts it") {
   EmulatedRuntime& runtime = emulated();
   MlpBatch data;

@@ -174,3 +174,95 @@ TEST_CASE("the loader's position is right whenever the state is saved") {
   CHECK_THROWS_WITH_AS(etnn::io::load_state(trainer, other, state.path), doctest::Contains("batches_per_epoch was 50"),
                        etnn::IoError);
 }
+
+TEST_CASE("the non-finite guard's counts and a window's non-finite loss resume as uninterrupted") {
+  // Regression with outlier targets of 1e30: their squared error overflows float, so the loss is
+  // infinite while every gradient stays finite (about 1e29 at most). Only the loss tells the guard
+  // to skip, so a resumed run that forgot it would update with those gradients. Batches of 32 in
+  // order (50 per epoch): the outliers sit in batches 36 and 37.
+  using Regressor = decltype(nn::input<12> >> nn::linear<16> >> nn::tanh >> nn::linear<4>);
+  std::vector<float> x(1600 * 12), t(1600 * 4);
+  etnn::test::fill_uniform(x.data(), x.size(), 5);
+  etnn::test::fill_uniform(t.data(), t.size(), 6);
+  t[(36 * 32 + 5) * 4 + 1] = 1e30f;
+  t[(37 * 32 + 20) * 4 + 3] = -1e30f;
+  const etnn::data::Dataset<etnn::Shape<12>, etnn::Shape<4>> data(std::move(x), std::move(t));
+  struct Outcome {
+    std::vector<float> parameters;
+    std::int64_t skipped = 0;
+    std::string error;  // the NonFiniteError's message, if one ended the run
+  };
+  // Steps [first, last) of a run (resumed from / saved to a state when given).
+  const auto run = [&](int accumulate, int max_in_a_row, int first, int last, const std::optional<fs::path>& resume,
+                       const std::optional<fs::path>& save) {
+    etnn::Model<Regressor> model(3);
+    etnn::loss::MSE loss;
+    etnn::optim::SGD opt(model, {.lr = 0.01f, .momentum = 0.9f});
+    etnn::Trainer trainer(model, loss, opt, {.accumulate = accumulate, .max_non_finite_in_a_row = max_in_a_row});
+    etnn::data::DataLoader loader(data, {.batch = 32});
+    if (resume) etnn::io::load_state(trainer, loader, *resume);
+    Outcome outcome;
+    try {
+      etnn::test::run_steps(trainer, loader, first, last);
+    } catch (const etnn::NonFiniteError& e) {
+      outcome.error = e.what();
+    }
+    if (save) etnn::io::save_state(trainer, loader, *save);
+    outcome.parameters.assign(model.parameters(), model.parameters() + Regressor::flat_size);
+    outcome.skipped = trainer.skipped_steps();
+    return outcome;
+  };
+  const auto same = [](const Outcome& a, const Outcome& b) {
+    CHECK(std::memcmp(a.parameters.data(), b.parameters.data(), a.parameters.size() * sizeof(float)) == 0);
+    CHECK(a.skipped == b.skipped);
+    CHECK(a.error == b.error);
+  };
+
+  SUBCASE("saved inside a window whose first micro-batch had an infinite loss") {
+    // accumulate 3: micro-batches 36, 37, 38 form a window; saved after 37 steps, inside it.
+    const Outcome uninterrupted = run(3, 3, 0, 60, std::nullopt, std::nullopt);
+    CHECK(uninterrupted.skipped == 1);
+    TempFile state;
+    run(3, 3, 0, 37, std::nullopt, state.path);
+    CHECK(etnn::io::read_safetensors(state.path).metadata.at("window_loss_non_finite") == "1");
+    same(uninterrupted, run(3, 3, 37, 60, state.path, std::nullopt));
+  }
+  SUBCASE("saved inside a run of skipped steps, which ends in the error after resuming") {
+    const Outcome uninterrupted = run(1, 2, 0, 60, std::nullopt, std::nullopt);
+    CHECK_MESSAGE(uninterrupted.error.find("2 steps in a row with non-finite losses") != std::string::npos,
+                  uninterrupted.error);
+    TempFile state;
+    const Outcome first = run(1, 2, 0, 37, std::nullopt, state.path);
+    CHECK(first.skipped == 1);
+    const auto file = etnn::io::read_safetensors(state.path);
+    CHECK(file.metadata.at("skipped_steps") == "1");
+    CHECK(file.metadata.at("non_finite_in_a_row") == "1");
+    same(uninterrupted, run(1, 2, 37, 60, state.path, std::nullopt));
+  }
+  SUBCASE("a loaded state replaces the flag of a window in progress") {
+    // A trainer inside a window whose loss was infinite loads a state saved at a clean point of
+    // another window: that window's update goes through, as in the run that saved it.
+    TempFile state;
+    run(3, 3, 0, 34, std::nullopt, state.path);  // micro step 1 of the window 33, 34, 35
+    const Outcome uninterrupted = run(3, 3, 0, 36, std::nullopt, std::nullopt);
+    etnn::Model<Regressor> model(3);
+    etnn::loss::MSE loss;
+    etnn::optim::SGD opt(model, {.lr = 0.01f, .momentum = 0.9f});
+    etnn::Trainer trainer(model, loss, opt, {.accumulate = 3});
+    etnn::data::DataLoader loader(data, {.batch = 32});
+    etnn::test::run_steps(trainer, loader, 0, 37);  // step 36: the window's first micro-batch, infinite
+    REQUIRE(trainer.micro_step() == 1);
+    etnn::io::load_state(trainer, loader, state.path);
+    etnn::test::run_steps(trainer, loader, 34, 36);
+    CHECK(std::memcmp(uninterrupted.parameters.data(), model.parameters(),
+                      uninterrupted.parameters.size() * sizeof(float)) == 0);
+    CHECK(trainer.skipped_steps() == 0);
+    // A guard state no run reaches is refused, and leaves the trainer's as it was.
+    etnn::train::GuardState impossible;
+    impossible.skipped_steps = 1;
+    impossible.non_finite_in_a_row = 2;
+    CHECK_THROWS_WITH_AS(trainer.restore_guard_state(impossible),
+                         doctest::Contains("1 skipped steps, 2 of them the latest in a row"), etnn::Error);
+    CHECK(trainer.guard_state().skipped_steps == 0);
+  }
+}

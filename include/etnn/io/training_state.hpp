@@ -12,7 +12,9 @@
 // accumulated so far as "grad.<parameter>" when saved inside an accumulation window, and in the
 // metadata the optimizer's step count (the position of any learning-rate schedule), the trainer's
 // micro-step, the model's count of training passes (its dropout streams), with loss scaling on the
-// loss scale and the updates made at it, the loader's epoch and position, and the number of ranks.
+// loss scale and the updates made at it, the non-finite guard's counts (skipped steps, the run in
+// progress and whether the window in progress has had a non-finite loss: Trainer::guard_state),
+// the loader's epoch and position, and the number of ranks.
 // A loss with parameters of its own (a margin head) adds the same under "loss.": "loss.weight",
 // "loss.optimizer.exp_avg.weight", "loss.grad.weight", and "loss_optimizer_steps".
 // Data order, dropout and initialisation derive from seeds and these counters, so no generator
@@ -118,6 +120,12 @@ void save_state(Trainer& trainer, const Loader& loader, const std::filesystem::p
     metadata["loss_scale"] = detail::shortest_text(trainer.loss_scale());
     metadata["updates_at_loss_scale"] = std::to_string(trainer.updates_at_loss_scale());
   }
+  const auto guard = trainer.guard_state();
+  metadata["skipped_steps"] = std::to_string(guard.skipped_steps);
+  metadata["non_finite_in_a_row"] = std::to_string(guard.non_finite_in_a_row);
+  metadata["first_non_finite"] = guard.first_non_finite;
+  metadata["first_ranks_with_non_finite_loss"] = std::to_string(guard.first_ranks_with_non_finite_loss);
+  metadata["window_loss_non_finite"] = guard.window_loss_non_finite ? "1" : "0";
   metadata["epoch"] = std::to_string(loader.epoch());
   metadata["position"] = std::to_string(loader.position());
   metadata["ranks"] = std::to_string(trainer.optimizer().reducer().size());
@@ -164,12 +172,30 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
   const bool has_loss_scale = file.metadata.contains("loss_scale");
   const float loss_scale = has_loss_scale ? detail::metadata_float(file, path, "loss_scale") : 1.0f;
   const int updates_at_loss_scale = has_loss_scale ? detail::metadata_count(file, path, "updates_at_loss_scale") : 0;
+  // The non-finite guard's state (Trainer::guard_state); one saved before it was kept resumes
+  // with none.
+  auto guard = decltype(trainer.guard_state()){};
+  if (file.metadata.contains("skipped_steps")) {
+    long long skipped = -1;
+    if (!detail::metadata_number(file, "skipped_steps", skipped) || skipped < 0)
+      fail("metadata 'skipped_steps' is not a count");
+    guard.skipped_steps = skipped;
+    guard.non_finite_in_a_row = detail::metadata_count(file, path, "non_finite_in_a_row");
+    guard.first_ranks_with_non_finite_loss = detail::metadata_count(file, path, "first_ranks_with_non_finite_loss");
+    const auto first = file.metadata.find("first_non_finite");
+    if (first == file.metadata.end()) fail("metadata 'first_non_finite' is missing");
+    guard.first_non_finite = first->second;
+    const int window_flag = detail::metadata_count(file, path, "window_loss_non_finite");
+    if (window_flag > 1) fail("metadata 'window_loss_non_finite' is neither 0 nor 1");
+    guard.window_loss_non_finite = window_flag == 1;
+  }
   if (micro_step >= trainer.options().accumulate || epoch == INT_MAX)
     fail("metadata out of range (micro step " + std::to_string(micro_step) + ", epoch " + std::to_string(epoch) + ")");
   // The micro-step decides whether accumulated gradients are part of the state.
   const int previous_micro_step = trainer.micro_step();
   const float previous_loss_scale = trainer.loss_scale();
   const int previous_updates_at_loss_scale = trainer.updates_at_loss_scale();
+  const auto previous_guard = trainer.guard_state();
   if (has_loss_scale) {  // checked before anything changes
     try {
       trainer.restore_loss_scale(loss_scale, updates_at_loss_scale);
@@ -179,11 +205,17 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
   }
   trainer.restore_micro_step(micro_step);
   try {
+    try {
+      trainer.restore_guard_state(guard);
+    } catch (const Error& e) {
+      fail(e.what());
+    }
     const detail::HostSlots<typename Model::device, T> host(detail::training_slots<T>(trainer));
     detail::load_slots<T>(file, path, host.slots(), "the training state of " + description);
     host.write_back();
   } catch (...) {
     trainer.restore_micro_step(previous_micro_step);
+    trainer.restore_guard_state(previous_guard);
     if (has_loss_scale) trainer.restore_loss_scale(previous_loss_scale, previous_updates_at_loss_scale);
     throw;
   }

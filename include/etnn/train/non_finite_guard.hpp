@@ -24,6 +24,23 @@
 #include "../optim/parameter_set.hpp"
 #include "../tensor/buffer.hpp"
 
+namespace etnn::train {
+
+// What a training checkpoint keeps of the guard (io::save_state), so that a resumed run skips,
+// counts and throws as the uninterrupted run would: the counts, the run in progress's first
+// non-finite tensor and how many ranks had a non-finite loss in its first step (the error's
+// message), and whether an earlier micro-batch of the accumulation window in progress had a
+// non-finite loss (which skips that window's update).
+struct GuardState {
+  std::int64_t skipped_steps = 0;
+  int non_finite_in_a_row = 0;
+  std::string first_non_finite;
+  int first_ranks_with_non_finite_loss = 0;
+  bool window_loss_non_finite = false;
+};
+
+}  // namespace etnn::train
+
 namespace etnn::train::detail {
 
 // The name of the tensor of Params holding flat index i ("element i" between tensors).
@@ -114,8 +131,35 @@ class NonFiniteGuard {
       }
     }
   }
-  // A window resumed midway (a training checkpoint's) has no copy of its starting buffers.
-  void resume_window() noexcept { buffers_saved_ = false; }
+  // A window resumed midway (a training checkpoint's) has no copy of its starting buffers, and its
+  // earlier micro-batches' losses are the checkpoint's to tell (restore).
+  void resume_window() noexcept {
+    buffers_saved_ = false;
+    loss_non_finite_ = false;
+  }
+  // The guard's part of a training checkpoint (the verdict on its way counted first, by the
+  // caller). window_loss_non_finite is the host's flag: a window whose losses the device marks has
+  // it in the device's verdict.
+  train::GuardState state() const {
+    return {skipped_steps_, non_finite_in_a_row_, first_non_finite_, first_ranks_with_non_finite_loss_,
+            loss_non_finite_};
+  }
+  // After resume_window(), in a job of `ranks` ranks (as the checkpoint's).
+  void restore(const train::GuardState& state, int ranks) {
+    if (state.skipped_steps < 0 || state.non_finite_in_a_row < 0 || state.first_ranks_with_non_finite_loss < 0 ||
+        state.first_ranks_with_non_finite_loss > ranks || state.skipped_steps < state.non_finite_in_a_row)
+      throw Error("etnn::Trainer: a non-finite guard state of " + std::to_string(state.skipped_steps) +
+                  " skipped steps, " + std::to_string(state.non_finite_in_a_row) +
+                  " of them the latest in a row, and " +
+                  std::to_string(state.first_ranks_with_non_finite_loss) + " of " + std::to_string(ranks) +
+                  " ranks with a non-finite loss is not a state a run reaches");
+    skipped_steps_ = state.skipped_steps;
+    non_finite_in_a_row_ = state.non_finite_in_a_row;
+    first_non_finite_ = state.first_non_finite;
+    first_ranks_with_non_finite_loss_ = state.first_ranks_with_non_finite_loss;
+    ranks_ = ranks;
+    loss_non_finite_ = state.window_loss_non_finite;
+  }
   // Each micro-batch's mean loss.
   void check_loss(T loss) noexcept { loss_non_finite_ |= !std::isfinite(loss); }
   // Micro-batches' losses the device tested (Optimizer::read_verdict_now).

@@ -193,6 +193,21 @@ class Trainer {
     return guard_.non_finite_in_a_row();
   }
 
+  // The non-finite guard's part of a training checkpoint (io::save_state keeps it): its counts, the
+  // run of skipped steps in progress, and whether an earlier micro-batch of the window in progress
+  // had a non-finite loss. The verdict on its way is counted first; a window whose losses the device
+  // marked is read from the device (a wait). An error owed to the next step is not part of it.
+  train::GuardState guard_state() {
+    guard_.settle_quietly(optimizer_);
+    train::GuardState state = guard_.state();
+    if constexpr (backend::verdict_on_device<Device>)
+      if (window_on_device_ && micro_step_ > 0)
+        state.window_loss_non_finite = optimizer_.read_verdict_now().loss_non_finite();
+    return state;
+  }
+  // After restore_micro_step (which clears the window's loss flag).
+  void restore_guard_state(const train::GuardState& state) { guard_.restore(state, optimizer_.reducer().size()); }
+
   // Dynamic loss scaling: the scale the next step multiplies the loss's gradient by (1 when off),
   // and the updates in a row made at it (growth_interval of them grow it). Training checkpoints
   // keep both.

@@ -6102,6 +6102,7 @@ void batch_norm_backward(Cuda, const T* gamma, T* gamma_grad, T* beta_grad, cons
 #include <algorithm>
 #include <cstddef>
 #include <span>
+#include <vector>
 
 // ---- etnn/cuda/pending_loss.hpp ----
 // Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
@@ -6248,8 +6249,8 @@ __global__ void label_rows_kernel(const T* x, int batch, int classes, const int*
 
 }  // namespace detail
 
-// The rows of class scores on the device: the labels and class weights (checked on the host) are
-// sent over through pinned memory, one kernel computes every row, and the row losses come back
+// The rows of class scores on the device: the labels (and the class weights, when they differ from
+// those sent last), checked on the host, are sent over through pinned memory, one kernel computes every row, and the row losses come back
 // without a wait, to be summed in T in row order when the loss is read (cuda::PendingLoss), as the
 // host's label_rows_loss sums them. Row losses travel as double, which holds a float or a double
 // exactly. Its buffers are scratch that grows to the largest batch: a copy starts with its own,
@@ -6266,10 +6267,11 @@ class LabelRowsScratch {
                      T scale, Row row, const char* who) {
     labels_.reserve_discard(labels.size());
     from_host_.send(labels_.data(), labels.size(), [&](int* to) { std::copy(labels.begin(), labels.end(), to); });
-    if (weight != nullptr) {
+    if (weight != nullptr && !std::equal(weight, weight + classes, sent_weight_.begin(), sent_weight_.end())) {
       weight_.reserve_discard(static_cast<std::size_t>(classes));
       from_host_.send(weight_.data(), static_cast<std::size_t>(classes),
                       [&](float* to) { std::copy_n(weight, classes, to); });
+      sent_weight_.assign(weight, weight + classes);
     }
     row_loss_.reserve_discard(static_cast<std::size_t>(batch));
     if (batch > 0) {
@@ -6284,6 +6286,7 @@ class LabelRowsScratch {
   PinnedStaging from_host_;  // the labels' and weights' way to the device
   Buffer<int, Cuda> labels_;
   Buffer<float, Cuda> weight_;
+  std::vector<float> sent_weight_;  // what weight_ holds: class weights are sent again only when they change
   Buffer<double, Cuda> row_loss_;
 };
 

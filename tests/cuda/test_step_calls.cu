@@ -279,6 +279,20 @@ TEST_CASE("a CUDA training step after warm-up: no allocation, no recording, forw
   }
 }
 
+TEST_CASE("cross-entropy's class weights reach the device once, not every step") {
+  EmulatedRuntime& runtime = emulated();
+  MlpBatch data;
+  etnn::Model<Mlp, float, etnn::Cuda> model(1);
+  etnn::loss::CrossEntropy ce({.weight = std::vector<float>(10, 0.5f)});
+  etnn::optim::SGD opt(model, {.lr = 0.05f});
+  etnn::Trainer trainer(model, ce, opt);
+  (void)trainer.step(data.x(), data.labels());  // sends the weights
+  runtime.clear();
+  (void)trainer.step(data.x(), data.labels());
+  INFO("the step's calls:\n" << listing(runtime.calls));
+  CHECK(count(runtime.calls, "cudaMemcpyAsync host to device", false) == 2);  // input, labels
+}
+
 TEST_CASE("without the non-finite guard a warmed-up CUDA step never waits for the device; its loss is read when asked") {
   EmulatedRuntime& runtime = emulated();
   MlpBatch data;

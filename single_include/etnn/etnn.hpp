@@ -6250,9 +6250,9 @@ __global__ void label_rows_kernel(const T* x, int batch, int classes, const int*
 }  // namespace detail
 
 // The rows of class scores on the device: the labels (and the class weights, when they differ from
-// those sent last), checked on the host, are sent over through pinned memory, one kernel computes every row, and the row losses come back
-// without a wait, to be summed in T in row order when the loss is read (cuda::PendingLoss), as the
-// host's label_rows_loss sums them. Row losses travel as double, which holds a float or a double
+// those sent last), checked on the host, are sent over through pinned memory, one kernel computes
+// every row, and the row losses come back without a wait, to be summed in T in row order when the
+// loss is read (cuda::PendingLoss), as the host's label_rows_loss sums them. Row losses travel as double, which holds a float or a double
 // exactly. Its buffers are scratch that grows to the largest batch: a copy starts with its own,
 // empty, so a loss that holds one stays copyable.
 class LabelRowsScratch {

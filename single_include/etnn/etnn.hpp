@@ -6123,10 +6123,55 @@ void batch_norm_backward(Cuda, const T* gamma, T* gamma_grad, T* beta_grad, cons
 #include <cstdint>
 #include <string>
 
+// ---- etnn/cuda/loss_total.hpp ----
+// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
+// How a loss computed on the device adds up its values (row losses, or block partial sums), in
+// one ETNN_HD function that the host's read of the loss (cuda::PendingLoss) and the non-finite
+// guard's test of it on the device (cuda/step_verdict.hpp) share, so that both agree bit for bit;
+// and the bound that lets the device's test skip that sequential addition for all but losses near
+// T's largest value. Plain host code besides: tested on machines without a GPU.
+#include <cstddef>
+#include <limits>
+
 
 namespace etnn::cuda {
 
+// The kinds of values: row losses (added in T), or block partial sums (added in double).
 enum class Sum { rows, partials };
+
+// The loss from its n values, as PendingLoss reads it on the host (and the non-finite guard's
+// verdict tests it on the device, cuda/step_verdict.hpp): one function, so both agree bit for bit.
+template <class T>
+ETNN_HD T loss_total(const double* values, std::size_t n, Sum sum, T scale) {
+  if (sum == Sum::rows) {
+    T total = 0;
+    for (std::size_t i = 0; i < n; ++i) total += static_cast<T>(values[i]);
+    return total * scale;
+  }
+  double total = 0.0;
+  for (std::size_t i = 0; i < n; ++i) total += values[i];
+  return static_cast<T>(total) * scale;
+}
+
+// Whether loss_total of n finite values whose magnitudes add up to `magnitude` (in double, in any
+// order) may fail to be finite; false promises it is finite. The partial sums of loss_total's
+// addition stay within magnitude (1 + eps)^(n + 1) <= magnitude (1 + 2 (n + 1) eps) of their
+// terms' magnitudes (while n eps <= 1/4; past it the bound is not worth having), so below T's
+// largest value, with a factor of 2 for the rounding of `magnitude` itself and of the product, the
+// sum and its product with scale are finite.
+template <class T>
+ETNN_HD bool loss_may_overflow(double magnitude, std::size_t n, T scale) {
+  constexpr double eps = std::numeric_limits<T>::epsilon();
+  if (static_cast<double>(n) * eps > 0.25) return true;
+  const double scale_magnitude = scale < T(0) ? -static_cast<double>(scale) : static_cast<double>(scale);
+  const double factor = scale_magnitude > 1.0 ? scale_magnitude : 1.0;
+  return !(2.0 * magnitude * (1.0 + 2.0 * (static_cast<double>(n) + 1.0) * eps) * factor <
+           static_cast<double>(std::numeric_limits<T>::max()));
+}
+
+}  // namespace etnn::cuda
+
+namespace etnn::cuda {
 
 template <class T>
 class PendingLoss {
@@ -6164,16 +6209,7 @@ class PendingLoss {
   T scale() const noexcept { return scale_; }
 
  private:
-  T total() const {
-    if (sum_ == Sum::rows) {
-      T total = 0;
-      for (std::size_t i = 0; i < source_.count; ++i) total += static_cast<T>(source_.values[i]);
-      return total * scale_;
-    }
-    double total = 0.0;
-    for (std::size_t i = 0; i < source_.count; ++i) total += source_.values[i];
-    return static_cast<T>(total) * scale_;
-  }
+  T total() const { return loss_total(source_.values, source_.count, sum_, scale_); }
 
   Source source_;
   Sum sum_;
@@ -7572,31 +7608,34 @@ __global__ void mark_non_finite_gradients_kernel(const T* x, std::size_t n, cons
       else
         hi = mid - 1;
     }
-    // A plain read first, so that a gradient full of NaN does not contend for the words: a stale
-    // read costs only an atomic that changes nothing.
+    // A read first, so that a gradient full of NaN does not contend for the words: a stale read
+    // costs only an atomic that changes nothing. Volatile (PTX's ld.volatile, a relaxed load at
+    // system scope), so that it is not a data race with other threads' atomics.
+    const volatile unsigned long long* seen = words;
     const unsigned long long mark = ~static_cast<unsigned long long>(i);
-    if (words[lo] < mark) atomicMax(&words[lo], mark);
-    if (words[tensors + 1] == 0) atomicOr(&words[tensors + 1], 1ull);
+    if (seen[lo] < mark) atomicMax(&words[lo], mark);
+    if (seen[tensors + 1] == 0) atomicOr(&words[tensors + 1], 1ull);
   }
 }
 
 // Marks a non-finite loss, one block of reduction_threads: the values (count n) as
-// PendingLoss::value() reads them, each converted to T for Sum::rows and the total in T times
-// scale. The total is added in double here (in T in row order on the host for Sum::rows: a sum
-// that overflows T only there is the one difference).
+// PendingLoss::value() reads them, each converted to T for Sum::rows, then added by loss_total,
+// the host's own function. The block only checks each value and bounds the sum (loss_may_overflow);
+// thread 0 adds the values in their order, as the host will, only where the bound leaves the
+// answer open (a loss near T's largest value), so the device and the host agree bit for bit.
 template <class T>
 __global__ void mark_non_finite_loss_kernel(const double* values, std::size_t n, Sum sum, T scale,
                                             std::size_t tensors, unsigned long long* words) {
   bool finite = true;
-  double share = 0.0;
+  double magnitude = 0.0;
   for (std::size_t i = threadIdx.x; i < n; i += blockDim.x) {
     finite = finite && (sum == Sum::rows ? isfinite(static_cast<T>(values[i])) : isfinite(values[i]));
-    share += values[i];
+    magnitude += fabs(values[i]);
   }
-  const double total = block_sum(share);
+  const double bound = block_sum(magnitude);
   finite = __syncthreads_and(finite) != 0;
   if (threadIdx.x != 0) return;
-  if (finite && isfinite(static_cast<T>(total) * scale)) return;
+  if (finite && (!loss_may_overflow<T>(bound, n, scale) || isfinite(loss_total<T>(values, n, sum, scale)))) return;
   words[tensors] = 1;
   words[tensors + 1] = 1;
 }
@@ -7610,6 +7649,8 @@ class StepVerdict {
   explicit StepVerdict(std::vector<std::size_t> tensor_offsets) : tensor_offsets_(std::move(tensor_offsets)) {}
 
   std::size_t tensors() const noexcept { return tensor_offsets_.size(); }
+  // Whether begin() has run: the words exist.
+  bool begun() const noexcept { return !words_.empty(); }
 
   // Zeroes the words for a new step.
   void begin() {
@@ -13884,15 +13925,14 @@ class Optimizer {
   backend::StepVerdict<Device>& begin_verdict()
     requires backend::verdict_on_device<Device>
   {
-    if (reducer_->size() > 1 || max_grad_norm_ > 0.0f)
-      throw Error("etnn::optim::Optimizer::begin_verdict: a verdict decided on the device needs one process and no "
-                  "gradient clipping (both read the gradients on the host)");
+    check_verdict_on_device("begin_verdict", false);
     verdict_.begin();
     return verdict_;
   }
   const backend::StepVerdict<Device>& step_unless_skipped()
     requires backend::verdict_on_device<Device>
   {
+    check_verdict_on_device("step_unless_skipped", true);
     settle_verdict();
     reduce_gradients();
     reduced_ = false;
@@ -13919,6 +13959,7 @@ class Optimizer {
   const backend::StepVerdict<Device>& read_verdict_now()
     requires backend::verdict_on_device<Device>
   {
+    if (!verdict_.begun()) throw Error("etnn::optim::Optimizer::read_verdict_now: no verdict begun (begin_verdict)");
     settle_verdict();
     verdict_.send();
     verdict_.wait();
@@ -14054,6 +14095,18 @@ class Optimizer {
     } else {
       return {};
     }
+  }
+
+  // A verdict decided on the device reads no gradient on the host: one process, no clipping; and
+  // step_unless_skipped tests the gradients into a verdict begin_verdict began.
+  void check_verdict_on_device(const char* who, bool begun) const {
+    if (reducer_->size() > 1 || max_grad_norm_ > 0.0f)
+      throw Error(std::string("etnn::optim::Optimizer::") + who +
+                  ": a verdict decided on the device needs one process and no gradient clipping (both read the "
+                  "gradients on the host)");
+    if constexpr (backend::verdict_on_device<Device>)
+      if (begun && !verdict_.begun())
+        throw Error(std::string("etnn::optim::Optimizer::") + who + ": no verdict begun (begin_verdict)");
   }
 
   // Counts the step whose verdict was sent, once it is on the host.
@@ -17972,6 +18025,11 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
     const int window_flag = detail::metadata_count(file, path, "window_loss_non_finite");
     if (window_flag > 1) fail("metadata 'window_loss_non_finite' is neither 0 nor 1");
     guard.window_loss_non_finite = window_flag == 1;
+    try {
+      guard.check(trainer.optimizer().reducer().size());
+    } catch (const Error& e) {
+      fail(e.what());
+    }
   }
   if (micro_step >= trainer.options().accumulate || epoch == INT_MAX)
     fail("metadata out of range (micro step " + std::to_string(micro_step) + ", epoch " + std::to_string(epoch) + ")");
@@ -17979,7 +18037,6 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
   const int previous_micro_step = trainer.micro_step();
   const float previous_loss_scale = trainer.loss_scale();
   const int previous_updates_at_loss_scale = trainer.updates_at_loss_scale();
-  const auto previous_guard = trainer.guard_state();
   if (has_loss_scale) {  // checked before anything changes
     try {
       trainer.restore_loss_scale(loss_scale, updates_at_loss_scale);
@@ -17989,20 +18046,15 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
   }
   trainer.restore_micro_step(micro_step);
   try {
-    try {
-      trainer.restore_guard_state(guard);
-    } catch (const Error& e) {
-      fail(e.what());
-    }
     const detail::HostSlots<typename Model::device, T> host(detail::training_slots<T>(trainer));
     detail::load_slots<T>(file, path, host.slots(), "the training state of " + description);
     host.write_back();
   } catch (...) {
     trainer.restore_micro_step(previous_micro_step);
-    trainer.restore_guard_state(previous_guard);
     if (has_loss_scale) trainer.restore_loss_scale(previous_loss_scale, previous_updates_at_loss_scale);
     throw;
   }
+  trainer.restore_guard_state(guard);  // checked above
   trainer.optimizer().restore_steps(steps);
   if constexpr (requires { trainer.loss_optimizer(); }) trainer.loss_optimizer().restore_steps(loss_steps);
   trainer.model().restore_training_passes(static_cast<std::uint64_t>(passes));
@@ -18630,6 +18682,16 @@ struct GuardState {
   std::string first_non_finite;
   int first_ranks_with_non_finite_loss = 0;
   bool window_loss_non_finite = false;
+
+  // Throws unless a run in a job of `ranks` ranks can reach this state.
+  void check(int ranks) const {
+    if (skipped_steps < 0 || non_finite_in_a_row < 0 || first_ranks_with_non_finite_loss < 0 ||
+        first_ranks_with_non_finite_loss > ranks || skipped_steps < non_finite_in_a_row)
+      throw Error("etnn::Trainer: a non-finite guard state of " + std::to_string(skipped_steps) + " skipped steps, " +
+                  std::to_string(non_finite_in_a_row) + " of them the latest in a row, and " +
+                  std::to_string(first_ranks_with_non_finite_loss) + " of " + std::to_string(ranks) +
+                  " ranks with a non-finite loss is not a state a run reaches");
+  }
 };
 
 }  // namespace etnn::train
@@ -18724,12 +18786,8 @@ class NonFiniteGuard {
       }
     }
   }
-  // A window resumed midway (a training checkpoint's) has no copy of its starting buffers, and its
-  // earlier micro-batches' losses are the checkpoint's to tell (restore).
-  void resume_window() noexcept {
-    buffers_saved_ = false;
-    loss_non_finite_ = false;
-  }
+  // A window resumed midway (a training checkpoint's) has no copy of its starting buffers.
+  void resume_window() noexcept { buffers_saved_ = false; }
   // The guard's part of a training checkpoint (the verdict on its way counted first, by the
   // caller). window_loss_non_finite is the host's flag: a window whose losses the device marks has
   // it in the device's verdict.
@@ -18737,21 +18795,18 @@ class NonFiniteGuard {
     return {skipped_steps_, non_finite_in_a_row_, first_non_finite_, first_ranks_with_non_finite_loss_,
             loss_non_finite_};
   }
-  // After resume_window(), in a job of `ranks` ranks (as the checkpoint's).
+  // A training state loaded, in a job of `ranks` ranks (as the checkpoint's): it replaces the
+  // run, so an error owed to the next step goes (the verdict on its way was counted before, by
+  // settle_quietly). A state no run reaches (GuardState::check) changes nothing.
   void restore(const train::GuardState& state, int ranks) {
-    if (state.skipped_steps < 0 || state.non_finite_in_a_row < 0 || state.first_ranks_with_non_finite_loss < 0 ||
-        state.first_ranks_with_non_finite_loss > ranks || state.skipped_steps < state.non_finite_in_a_row)
-      throw Error("etnn::Trainer: a non-finite guard state of " + std::to_string(state.skipped_steps) +
-                  " skipped steps, " + std::to_string(state.non_finite_in_a_row) +
-                  " of them the latest in a row, and " +
-                  std::to_string(state.first_ranks_with_non_finite_loss) + " of " + std::to_string(ranks) +
-                  " ranks with a non-finite loss is not a state a run reaches");
+    state.check(ranks);
     skipped_steps_ = state.skipped_steps;
     non_finite_in_a_row_ = state.non_finite_in_a_row;
     first_non_finite_ = state.first_non_finite;
     first_ranks_with_non_finite_loss_ = state.first_ranks_with_non_finite_loss;
     ranks_ = ranks;
     loss_non_finite_ = state.window_loss_non_finite;
+    owed_error_ = nullptr;
   }
   // Each micro-batch's mean loss.
   void check_loss(T loss) noexcept { loss_non_finite_ |= !std::isfinite(loss); }
@@ -18847,12 +18902,6 @@ class NonFiniteGuard {
   // and at every step with max_in_a_row = 1).
   bool settles_first() const noexcept {
     return owed_error_ || (verdict_pending_ && max_in_a_row_ > 0 && non_finite_in_a_row_ + 1 >= max_in_a_row_);
-  }
-  // A training state loaded: the verdict on its way and an owed error belong to the run it replaces.
-  template <class Optimizer>
-  void forget_verdict(Optimizer& optimizer) {
-    settle_quietly(optimizer);
-    owed_error_ = nullptr;
   }
   // settle() for a reader of the counts (on the stepping thread: it counts): the error that ends a
   // run waits for the next step.
@@ -19101,12 +19150,14 @@ class Trainer {
 
   const TrainerOptions& options() const noexcept { return options_; }
   // Position within the accumulation window (0 .. accumulate - 1), kept by training checkpoints.
+  // Restoring it leaves the window's loss flag as it was (restore_guard_state sets a checkpoint's).
   int micro_step() const noexcept { return micro_step_; }
   void restore_micro_step(int micro_step) {
     if (micro_step < 0 || micro_step >= options_.accumulate)
       throw Error("etnn::Trainer: micro step " + std::to_string(micro_step) + " outside [0, " +
                   std::to_string(options_.accumulate) + ")");
-    guard_.forget_verdict(optimizer_);
+    guard_.settle_quietly(optimizer_);
+    guard_.check_loss_flag(device_window_loss_non_finite());  // the host decides the window from here
     micro_step_ = micro_step;
     guard_.resume_window();
     window_on_device_ = false;  // the window's earlier losses were not marked: the host decides
@@ -19133,12 +19184,11 @@ class Trainer {
   train::GuardState guard_state() {
     guard_.settle_quietly(optimizer_);
     train::GuardState state = guard_.state();
-    if constexpr (backend::verdict_on_device<Device>)
-      if (window_on_device_ && micro_step_ > 0)
-        state.window_loss_non_finite = optimizer_.read_verdict_now().loss_non_finite();
+    state.window_loss_non_finite = micro_step_ > 0 && (state.window_loss_non_finite || device_window_loss_non_finite());
     return state;
   }
-  // After restore_micro_step (which clears the window's loss flag).
+  // With restore_micro_step, what a loaded training state sets (it replaces the run: an error the
+  // last verdict owed the next step goes).
   void restore_guard_state(const train::GuardState& state) { guard_.restore(state, optimizer_.reducer().size()); }
 
   // Dynamic loss scaling: the scale the next step multiplies the loss's gradient by (1 when off),
@@ -19186,6 +19236,14 @@ class Trainer {
       return false;
     else
       return guard_.on() && !scaler_.on() && optimizer_.reducer().size() == 1 && optimizer_.max_grad_norm() == 0.0f;
+  }
+
+  // Whether the device marked a non-finite loss among the micro-batches of the window in progress,
+  // when it tests them (a wait for the device); false otherwise. After the guard settled.
+  bool device_window_loss_non_finite() {
+    if constexpr (backend::verdict_on_device<Device>)
+      if (window_on_device_ && micro_step_ > 0) return optimizer_.read_verdict_now().loss_non_finite();
+    return false;
   }
 
   // f(the model's optimizer, a parametric loss's optimizer if any): the optimizers that finish a

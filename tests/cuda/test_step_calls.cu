@@ -505,6 +505,25 @@ TEST_CASE("the guard's verdict decided on the device is counted on the host a st
   step();
   CHECK(opt.steps() == 4);
   CHECK(trainer.skipped_steps() == 6);
+  // A training state that fails to load (load_state puts the micro step back, and the guard's state
+  // is restored only once everything loaded) leaves an owed error owed; one that loads drops it.
+  const auto run_of_three = [&] {
+    nan_in_second_layer = true;
+    step();
+    step();
+    step();
+    nan_in_second_layer = false;
+  };
+  run_of_three();
+  CHECK(trainer.skipped_steps() == 9);  // the run's last verdict counted: the error is owed
+  trainer.restore_micro_step(0);
+  trainer.restore_micro_step(0);
+  CHECK(error_of_next_step().find("3 steps in a row") != std::string::npos);
+  run_of_three();
+  CHECK(trainer.skipped_steps() == 12);
+  trainer.restore_micro_step(0);
+  trainer.restore_guard_state(trainer.guard_state());
+  CHECK_NOTHROW(step());
   runtime.device_results = nullptr;
 }
 

@@ -226,6 +226,10 @@ TEST_CASE("the non-finite guard's counts and a window's non-finite loss resume a
     run(3, 3, 0, 37, std::nullopt, state.path);
     CHECK(etnn::io::read_safetensors(state.path).metadata.at("window_loss_non_finite") == "1");
     same(uninterrupted, run(3, 3, 37, 60, state.path, std::nullopt));
+    // Saved between windows, after the skipped one: no window in progress, no flag.
+    TempFile between;
+    run(3, 3, 0, 39, std::nullopt, between.path);
+    CHECK(etnn::io::read_safetensors(between.path).metadata.at("window_loss_non_finite") == "0");
   }
   SUBCASE("saved inside a run of skipped steps, which ends in the error after resuming") {
     const Outcome uninterrupted = run(1, 2, 0, 60, std::nullopt, std::nullopt);

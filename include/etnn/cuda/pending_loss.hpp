@@ -18,13 +18,12 @@
 #include <string>
 
 #include "../core/error.hpp"
+#include "loss_total.hpp"
 #include "per_thread.hpp"
 #include "pinned_memory.hpp"
 #include "runtime.hpp"
 
 namespace etnn::cuda {
-
-enum class Sum { rows, partials };
 
 template <class T>
 class PendingLoss {
@@ -62,16 +61,7 @@ class PendingLoss {
   T scale() const noexcept { return scale_; }
 
  private:
-  T total() const {
-    if (sum_ == Sum::rows) {
-      T total = 0;
-      for (std::size_t i = 0; i < source_.count; ++i) total += static_cast<T>(source_.values[i]);
-      return total * scale_;
-    }
-    double total = 0.0;
-    for (std::size_t i = 0; i < source_.count; ++i) total += source_.values[i];
-    return static_cast<T>(total) * scale_;
-  }
+  T total() const { return loss_total(source_.values, source_.count, sum_, scale_); }
 
   Source source_;
   Sum sum_;

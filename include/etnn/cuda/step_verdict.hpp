@@ -48,31 +48,34 @@ __global__ void mark_non_finite_gradients_kernel(const T* x, std::size_t n, cons
       else
         hi = mid - 1;
     }
-    // A plain read first, so that a gradient full of NaN does not contend for the words: a stale
-    // read costs only an atomic that changes nothing.
+    // A read first, so that a gradient full of NaN does not contend for the words: a stale read
+    // costs only an atomic that changes nothing. Volatile (PTX's ld.volatile, a relaxed load at
+    // system scope), so that it is not a data race with other threads' atomics.
+    const volatile unsigned long long* seen = words;
     const unsigned long long mark = ~static_cast<unsigned long long>(i);
-    if (words[lo] < mark) atomicMax(&words[lo], mark);
-    if (words[tensors + 1] == 0) atomicOr(&words[tensors + 1], 1ull);
+    if (seen[lo] < mark) atomicMax(&words[lo], mark);
+    if (seen[tensors + 1] == 0) atomicOr(&words[tensors + 1], 1ull);
   }
 }
 
 // Marks a non-finite loss, one block of reduction_threads: the values (count n) as
-// PendingLoss::value() reads them, each converted to T for Sum::rows and the total in T times
-// scale. The total is added in double here (in T in row order on the host for Sum::rows: a sum
-// that overflows T only there is the one difference).
+// PendingLoss::value() reads them, each converted to T for Sum::rows, then added by loss_total,
+// the host's own function. The block only checks each value and bounds the sum (loss_may_overflow);
+// thread 0 adds the values in their order, as the host will, only where the bound leaves the
+// answer open (a loss near T's largest value), so the device and the host agree bit for bit.
 template <class T>
 __global__ void mark_non_finite_loss_kernel(const double* values, std::size_t n, Sum sum, T scale,
                                             std::size_t tensors, unsigned long long* words) {
   bool finite = true;
-  double share = 0.0;
+  double magnitude = 0.0;
   for (std::size_t i = threadIdx.x; i < n; i += blockDim.x) {
     finite = finite && (sum == Sum::rows ? isfinite(static_cast<T>(values[i])) : isfinite(values[i]));
-    share += values[i];
+    magnitude += fabs(values[i]);
   }
-  const double total = block_sum(share);
+  const double bound = block_sum(magnitude);
   finite = __syncthreads_and(finite) != 0;
   if (threadIdx.x != 0) return;
-  if (finite && isfinite(static_cast<T>(total) * scale)) return;
+  if (finite && (!loss_may_overflow<T>(bound, n, scale) || isfinite(loss_total<T>(values, n, sum, scale)))) return;
   words[tensors] = 1;
   words[tensors + 1] = 1;
 }
@@ -86,6 +89,8 @@ class StepVerdict {
   explicit StepVerdict(std::vector<std::size_t> tensor_offsets) : tensor_offsets_(std::move(tensor_offsets)) {}
 
   std::size_t tensors() const noexcept { return tensor_offsets_.size(); }
+  // Whether begin() has run: the words exist.
+  bool begun() const noexcept { return !words_.empty(); }
 
   // Zeroes the words for a new step.
   void begin() {

@@ -188,6 +188,11 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
     const int window_flag = detail::metadata_count(file, path, "window_loss_non_finite");
     if (window_flag > 1) fail("metadata 'window_loss_non_finite' is neither 0 nor 1");
     guard.window_loss_non_finite = window_flag == 1;
+    try {
+      guard.check(trainer.optimizer().reducer().size());
+    } catch (const Error& e) {
+      fail(e.what());
+    }
   }
   if (micro_step >= trainer.options().accumulate || epoch == INT_MAX)
     fail("metadata out of range (micro step " + std::to_string(micro_step) + ", epoch " + std::to_string(epoch) + ")");
@@ -195,7 +200,6 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
   const int previous_micro_step = trainer.micro_step();
   const float previous_loss_scale = trainer.loss_scale();
   const int previous_updates_at_loss_scale = trainer.updates_at_loss_scale();
-  const auto previous_guard = trainer.guard_state();
   if (has_loss_scale) {  // checked before anything changes
     try {
       trainer.restore_loss_scale(loss_scale, updates_at_loss_scale);
@@ -205,20 +209,15 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
   }
   trainer.restore_micro_step(micro_step);
   try {
-    try {
-      trainer.restore_guard_state(guard);
-    } catch (const Error& e) {
-      fail(e.what());
-    }
     const detail::HostSlots<typename Model::device, T> host(detail::training_slots<T>(trainer));
     detail::load_slots<T>(file, path, host.slots(), "the training state of " + description);
     host.write_back();
   } catch (...) {
     trainer.restore_micro_step(previous_micro_step);
-    trainer.restore_guard_state(previous_guard);
     if (has_loss_scale) trainer.restore_loss_scale(previous_loss_scale, previous_updates_at_loss_scale);
     throw;
   }
+  trainer.restore_guard_state(guard);  // checked above
   trainer.optimizer().restore_steps(steps);
   if constexpr (requires { trainer.loss_optimizer(); }) trainer.loss_optimizer().restore_steps(loss_steps);
   trainer.model().restore_training_passes(static_cast<std::uint64_t>(passes));

@@ -178,15 +178,14 @@ class Optimizer {
   backend::StepVerdict<Device>& begin_verdict()
     requires backend::verdict_on_device<Device>
   {
-    if (reducer_->size() > 1 || max_grad_norm_ > 0.0f)
-      throw Error("etnn::optim::Optimizer::begin_verdict: a verdict decided on the device needs one process and no "
-                  "gradient clipping (both read the gradients on the host)");
+    check_verdict_on_device("begin_verdict", false);
     verdict_.begin();
     return verdict_;
   }
   const backend::StepVerdict<Device>& step_unless_skipped()
     requires backend::verdict_on_device<Device>
   {
+    check_verdict_on_device("step_unless_skipped", true);
     settle_verdict();
     reduce_gradients();
     reduced_ = false;
@@ -213,6 +212,7 @@ class Optimizer {
   const backend::StepVerdict<Device>& read_verdict_now()
     requires backend::verdict_on_device<Device>
   {
+    if (!verdict_.begun()) throw Error("etnn::optim::Optimizer::read_verdict_now: no verdict begun (begin_verdict)");
     settle_verdict();
     verdict_.send();
     verdict_.wait();
@@ -348,6 +348,18 @@ class Optimizer {
     } else {
       return {};
     }
+  }
+
+  // A verdict decided on the device reads no gradient on the host: one process, no clipping; and
+  // step_unless_skipped tests the gradients into a verdict begin_verdict began.
+  void check_verdict_on_device(const char* who, bool begun) const {
+    if (reducer_->size() > 1 || max_grad_norm_ > 0.0f)
+      throw Error(std::string("etnn::optim::Optimizer::") + who +
+                  ": a verdict decided on the device needs one process and no gradient clipping (both read the "
+                  "gradients on the host)");
+    if constexpr (backend::verdict_on_device<Device>)
+      if (begun && !verdict_.begun())
+        throw Error(std::string("etnn::optim::Optimizer::") + who + ": no verdict begun (begin_verdict)");
   }
 
   // Counts the step whose verdict was sent, once it is on the host.

@@ -37,6 +37,16 @@ struct GuardState {
   std::string first_non_finite;
   int first_ranks_with_non_finite_loss = 0;
   bool window_loss_non_finite = false;
+
+  // Throws unless a run in a job of `ranks` ranks can reach this state.
+  void check(int ranks) const {
+    if (skipped_steps < 0 || non_finite_in_a_row < 0 || first_ranks_with_non_finite_loss < 0 ||
+        first_ranks_with_non_finite_loss > ranks || skipped_steps < non_finite_in_a_row)
+      throw Error("etnn::Trainer: a non-finite guard state of " + std::to_string(skipped_steps) + " skipped steps, " +
+                  std::to_string(non_finite_in_a_row) + " of them the latest in a row, and " +
+                  std::to_string(first_ranks_with_non_finite_loss) + " of " + std::to_string(ranks) +
+                  " ranks with a non-finite loss is not a state a run reaches");
+  }
 };
 
 }  // namespace etnn::train
@@ -131,12 +141,8 @@ class NonFiniteGuard {
       }
     }
   }
-  // A window resumed midway (a training checkpoint's) has no copy of its starting buffers, and its
-  // earlier micro-batches' losses are the checkpoint's to tell (restore).
-  void resume_window() noexcept {
-    buffers_saved_ = false;
-    loss_non_finite_ = false;
-  }
+  // A window resumed midway (a training checkpoint's) has no copy of its starting buffers.
+  void resume_window() noexcept { buffers_saved_ = false; }
   // The guard's part of a training checkpoint (the verdict on its way counted first, by the
   // caller). window_loss_non_finite is the host's flag: a window whose losses the device marks has
   // it in the device's verdict.
@@ -144,21 +150,18 @@ class NonFiniteGuard {
     return {skipped_steps_, non_finite_in_a_row_, first_non_finite_, first_ranks_with_non_finite_loss_,
             loss_non_finite_};
   }
-  // After resume_window(), in a job of `ranks` ranks (as the checkpoint's).
+  // A training state loaded, in a job of `ranks` ranks (as the checkpoint's): it replaces the
+  // run, so an error owed to the next step goes (the verdict on its way was counted before, by
+  // settle_quietly). A state no run reaches (GuardState::check) changes nothing.
   void restore(const train::GuardState& state, int ranks) {
-    if (state.skipped_steps < 0 || state.non_finite_in_a_row < 0 || state.first_ranks_with_non_finite_loss < 0 ||
-        state.first_ranks_with_non_finite_loss > ranks || state.skipped_steps < state.non_finite_in_a_row)
-      throw Error("etnn::Trainer: a non-finite guard state of " + std::to_string(state.skipped_steps) +
-                  " skipped steps, " + std::to_string(state.non_finite_in_a_row) +
-                  " of them the latest in a row, and " +
-                  std::to_string(state.first_ranks_with_non_finite_loss) + " of " + std::to_string(ranks) +
-                  " ranks with a non-finite loss is not a state a run reaches");
+    state.check(ranks);
     skipped_steps_ = state.skipped_steps;
     non_finite_in_a_row_ = state.non_finite_in_a_row;
     first_non_finite_ = state.first_non_finite;
     first_ranks_with_non_finite_loss_ = state.first_ranks_with_non_finite_loss;
     ranks_ = ranks;
     loss_non_finite_ = state.window_loss_non_finite;
+    owed_error_ = nullptr;
   }
   // Each micro-batch's mean loss.
   void check_loss(T loss) noexcept { loss_non_finite_ |= !std::isfinite(loss); }
@@ -254,12 +257,6 @@ class NonFiniteGuard {
   // and at every step with max_in_a_row = 1).
   bool settles_first() const noexcept {
     return owed_error_ || (verdict_pending_ && max_in_a_row_ > 0 && non_finite_in_a_row_ + 1 >= max_in_a_row_);
-  }
-  // A training state loaded: the verdict on its way and an owed error belong to the run it replaces.
-  template <class Optimizer>
-  void forget_verdict(Optimizer& optimizer) {
-    settle_quietly(optimizer);
-    owed_error_ = nullptr;
   }
   // settle() for a reader of the counts (on the stepping thread: it counts): the error that ends a
   // run waits for the next step.

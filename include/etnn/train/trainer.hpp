@@ -168,12 +168,14 @@ class Trainer {
 
   const TrainerOptions& options() const noexcept { return options_; }
   // Position within the accumulation window (0 .. accumulate - 1), kept by training checkpoints.
+  // Restoring it leaves the window's loss flag as it was (restore_guard_state sets a checkpoint's).
   int micro_step() const noexcept { return micro_step_; }
   void restore_micro_step(int micro_step) {
     if (micro_step < 0 || micro_step >= options_.accumulate)
       throw Error("etnn::Trainer: micro step " + std::to_string(micro_step) + " outside [0, " +
                   std::to_string(options_.accumulate) + ")");
-    guard_.forget_verdict(optimizer_);
+    guard_.settle_quietly(optimizer_);
+    guard_.check_loss_flag(device_window_loss_non_finite());  // the host decides the window from here
     micro_step_ = micro_step;
     guard_.resume_window();
     window_on_device_ = false;  // the window's earlier losses were not marked: the host decides
@@ -200,12 +202,11 @@ class Trainer {
   train::GuardState guard_state() {
     guard_.settle_quietly(optimizer_);
     train::GuardState state = guard_.state();
-    if constexpr (backend::verdict_on_device<Device>)
-      if (window_on_device_ && micro_step_ > 0)
-        state.window_loss_non_finite = optimizer_.read_verdict_now().loss_non_finite();
+    state.window_loss_non_finite = micro_step_ > 0 && (state.window_loss_non_finite || device_window_loss_non_finite());
     return state;
   }
-  // After restore_micro_step (which clears the window's loss flag).
+  // With restore_micro_step, what a loaded training state sets (it replaces the run: an error the
+  // last verdict owed the next step goes).
   void restore_guard_state(const train::GuardState& state) { guard_.restore(state, optimizer_.reducer().size()); }
 
   // Dynamic loss scaling: the scale the next step multiplies the loss's gradient by (1 when off),
@@ -253,6 +254,14 @@ class Trainer {
       return false;
     else
       return guard_.on() && !scaler_.on() && optimizer_.reducer().size() == 1 && optimizer_.max_grad_norm() == 0.0f;
+  }
+
+  // Whether the device marked a non-finite loss among the micro-batches of the window in progress,
+  // when it tests them (a wait for the device); false otherwise. After the guard settled.
+  bool device_window_loss_non_finite() {
+    if constexpr (backend::verdict_on_device<Device>)
+      if (window_on_device_ && micro_step_ > 0) return optimizer_.read_verdict_now().loss_non_finite();
+    return false;
   }
 
   // f(the model's optimizer, a parametric loss's optimizer if any): the optimizers that finish a

@@ -6164,6 +6164,7 @@ ETNN_HD bool loss_may_overflow(double magnitude, std::size_t n, T scale) {
   constexpr double eps = std::numeric_limits<T>::epsilon();
   if (static_cast<double>(n) * eps > 0.25) return true;
   const double scale_magnitude = scale < T(0) ? -static_cast<double>(scale) : static_cast<double>(scale);
+  if (!(scale_magnitude <= std::numeric_limits<double>::max())) return true;  // NaN or infinite
   const double factor = scale_magnitude > 1.0 ? scale_magnitude : 1.0;
   return !(2.0 * magnitude * (1.0 + 2.0 * (static_cast<double>(n) + 1.0) * eps) * factor <
            static_cast<double>(std::numeric_limits<T>::max()));
@@ -7649,8 +7650,6 @@ class StepVerdict {
   explicit StepVerdict(std::vector<std::size_t> tensor_offsets) : tensor_offsets_(std::move(tensor_offsets)) {}
 
   std::size_t tensors() const noexcept { return tensor_offsets_.size(); }
-  // Whether begin() has run: the words exist.
-  bool begun() const noexcept { return !words_.empty(); }
 
   // Zeroes the words for a new step.
   void begin() {
@@ -13927,6 +13926,7 @@ class Optimizer {
   {
     check_verdict_on_device("begin_verdict", false);
     verdict_.begin();
+    verdict_begun_ = true;
     return verdict_;
   }
   const backend::StepVerdict<Device>& step_unless_skipped()
@@ -13945,6 +13945,7 @@ class Optimizer {
                              });
     verdict_.send();
     verdict_pending_ = true;
+    verdict_begun_ = false;
     return verdict_;
   }
   // The verdict begun, as the caller marks it.
@@ -13959,7 +13960,7 @@ class Optimizer {
   const backend::StepVerdict<Device>& read_verdict_now()
     requires backend::verdict_on_device<Device>
   {
-    if (!verdict_.begun()) throw Error("etnn::optim::Optimizer::read_verdict_now: no verdict begun (begin_verdict)");
+    if (!verdict_begun_) throw Error("etnn::optim::Optimizer::read_verdict_now: no verdict begun (begin_verdict)");
     settle_verdict();
     verdict_.send();
     verdict_.wait();
@@ -14098,15 +14099,14 @@ class Optimizer {
   }
 
   // A verdict decided on the device reads no gradient on the host: one process, no clipping; and
-  // step_unless_skipped tests the gradients into a verdict begin_verdict began.
+  // step_unless_skipped tests the gradients into the verdict begin_verdict began for its step.
   void check_verdict_on_device(const char* who, bool begun) const {
     if (reducer_->size() > 1 || max_grad_norm_ > 0.0f)
       throw Error(std::string("etnn::optim::Optimizer::") + who +
                   ": a verdict decided on the device needs one process and no gradient clipping (both read the "
                   "gradients on the host)");
-    if constexpr (backend::verdict_on_device<Device>)
-      if (begun && !verdict_.begun())
-        throw Error(std::string("etnn::optim::Optimizer::") + who + ": no verdict begun (begin_verdict)");
+    if (begun && !verdict_begun_)
+      throw Error(std::string("etnn::optim::Optimizer::") + who + ": no verdict begun (begin_verdict)");
   }
 
   // Counts the step whose verdict was sent, once it is on the host.
@@ -14128,6 +14128,7 @@ class Optimizer {
   std::int64_t steps_ = 0;  // not counting a step whose verdict is on its way (verdict_pending_)
   [[no_unique_address]] backend::StepVerdict<Device> verdict_ = made_verdict();
   bool verdict_pending_ = false;  // step_unless_skipped() sent a verdict the host has not counted
+  bool verdict_begun_ = false;    // begin_verdict() began one that step_unless_skipped() has not sent
   schedule::Schedule schedule_;
   float max_grad_norm_ = 0.0f;
   double last_grad_norm_ = std::numeric_limits<double>::quiet_NaN();
@@ -17894,14 +17895,14 @@ void append_training_slots(std::vector<TensorSlot<T>>& slots, Params& params, Op
       slots.push_back({prefix + "grad." + p.name, shape_of(p), params.gradients() + p.offset, p.numel});
 }
 
-// The trainer's tensors: the model's, and a parametric loss's under "loss.".
+// The trainer's tensors: the model's, and a parametric loss's under "loss."; with the gradients
+// accumulated so far when `partial` (inside an accumulation window).
 template <class T, class Trainer>
-std::vector<TensorSlot<T>> training_slots(Trainer& trainer) {
+std::vector<TensorSlot<T>> training_slots(Trainer& trainer, bool partial) {
   std::vector<TensorSlot<T>> slots;
-  append_training_slots(slots, trainer.model(), trainer.optimizer(), trainer.micro_step() > 0, "");
+  append_training_slots(slots, trainer.model(), trainer.optimizer(), partial, "");
   if constexpr (requires { trainer.loss_optimizer(); })
-    append_training_slots(slots, trainer.loss_optimizer().model(), trainer.loss_optimizer(), trainer.micro_step() > 0,
-                          "loss.");
+    append_training_slots(slots, trainer.loss_optimizer().model(), trainer.loss_optimizer(), partial, "loss.");
   return slots;
 }
 
@@ -17946,7 +17947,8 @@ void save_state(Trainer& trainer, const Loader& loader, const std::filesystem::p
   if (trainer.micro_step() > 0 && trainer.optimizer().reducer().size() > 1)
     throw Error("etnn::io::save_state: inside an accumulation window each rank holds its own unreduced gradients; "
                 "save at an accumulation boundary (micro step 0) in a data-parallel job");
-  const detail::HostSlots<typename Model::device, T> host(detail::training_slots<T>(trainer));
+  const bool partial = trainer.micro_step() > 0;
+  const detail::HostSlots<typename Model::device, T> host(detail::training_slots<T>(trainer, partial));
   auto metadata = detail::model_metadata<Model>("etnn-training-state");
   metadata["optimizer_steps"] = std::to_string(trainer.optimizer().steps());
   if constexpr (requires { trainer.loss_optimizer(); })
@@ -17963,6 +17965,7 @@ void save_state(Trainer& trainer, const Loader& loader, const std::filesystem::p
   metadata["first_non_finite"] = guard.first_non_finite;
   metadata["first_ranks_with_non_finite_loss"] = std::to_string(guard.first_ranks_with_non_finite_loss);
   metadata["window_loss_non_finite"] = guard.window_loss_non_finite ? "1" : "0";
+  metadata["owed_non_finite_error"] = guard.owed_error;
   metadata["epoch"] = std::to_string(loader.epoch());
   metadata["position"] = std::to_string(loader.position());
   metadata["ranks"] = std::to_string(trainer.optimizer().reducer().size());
@@ -18019,9 +18022,13 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
     guard.skipped_steps = skipped;
     guard.non_finite_in_a_row = detail::metadata_count(file, path, "non_finite_in_a_row");
     guard.first_ranks_with_non_finite_loss = detail::metadata_count(file, path, "first_ranks_with_non_finite_loss");
-    const auto first = file.metadata.find("first_non_finite");
-    if (first == file.metadata.end()) fail("metadata 'first_non_finite' is missing");
-    guard.first_non_finite = first->second;
+    const auto text = [&](const char* key) {
+      const auto it = file.metadata.find(key);
+      if (it == file.metadata.end()) fail(std::string("metadata '") + key + "' is missing");
+      return it->second;
+    };
+    guard.first_non_finite = text("first_non_finite");
+    guard.owed_error = text("owed_non_finite_error");
     const int window_flag = detail::metadata_count(file, path, "window_loss_non_finite");
     if (window_flag > 1) fail("metadata 'window_loss_non_finite' is neither 0 nor 1");
     guard.window_loss_non_finite = window_flag == 1;
@@ -18033,8 +18040,8 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
   }
   if (micro_step >= trainer.options().accumulate || epoch == INT_MAX)
     fail("metadata out of range (micro step " + std::to_string(micro_step) + ", epoch " + std::to_string(epoch) + ")");
-  // The micro-step decides whether accumulated gradients are part of the state.
-  const int previous_micro_step = trainer.micro_step();
+  // The micro-step decides whether accumulated gradients are part of the state. The trainer's own
+  // is set, with the guard's state, only once everything has loaded.
   const float previous_loss_scale = trainer.loss_scale();
   const int previous_updates_at_loss_scale = trainer.updates_at_loss_scale();
   if (has_loss_scale) {  // checked before anything changes
@@ -18044,17 +18051,16 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
       fail(e.what());
     }
   }
-  trainer.restore_micro_step(micro_step);
   try {
-    const detail::HostSlots<typename Model::device, T> host(detail::training_slots<T>(trainer));
+    const detail::HostSlots<typename Model::device, T> host(detail::training_slots<T>(trainer, micro_step > 0));
     detail::load_slots<T>(file, path, host.slots(), "the training state of " + description);
     host.write_back();
   } catch (...) {
-    trainer.restore_micro_step(previous_micro_step);
     if (has_loss_scale) trainer.restore_loss_scale(previous_loss_scale, previous_updates_at_loss_scale);
     throw;
   }
-  trainer.restore_guard_state(guard);  // checked above
+  trainer.restore_micro_step(micro_step);  // in range: checked above
+  trainer.restore_guard_state(guard);      // checked above
   trainer.optimizer().restore_steps(steps);
   if constexpr (requires { trainer.loss_optimizer(); }) trainer.loss_optimizer().restore_steps(loss_steps);
   trainer.model().restore_training_passes(static_cast<std::uint64_t>(passes));
@@ -18674,14 +18680,16 @@ namespace etnn::train {
 // What a training checkpoint keeps of the guard (io::save_state), so that a resumed run skips,
 // counts and throws as the uninterrupted run would: the counts, the run in progress's first
 // non-finite tensor and how many ranks had a non-finite loss in its first step (the error's
-// message), and whether an earlier micro-batch of the accumulation window in progress had a
-// non-finite loss (which skips that window's update).
+// message), whether an earlier micro-batch of the accumulation window in progress had a
+// non-finite loss (which skips that window's update), and, on a CUDA device, the error a run
+// that ended in the last verdict owes the next step (the message; empty for none).
 struct GuardState {
   std::int64_t skipped_steps = 0;
   int non_finite_in_a_row = 0;
   std::string first_non_finite;
   int first_ranks_with_non_finite_loss = 0;
   bool window_loss_non_finite = false;
+  std::string owed_error;
 
   // Throws unless a run in a job of `ranks` ranks can reach this state.
   void check(int ranks) const {
@@ -18793,11 +18801,11 @@ class NonFiniteGuard {
   // it in the device's verdict.
   train::GuardState state() const {
     return {skipped_steps_, non_finite_in_a_row_, first_non_finite_, first_ranks_with_non_finite_loss_,
-            loss_non_finite_};
+            loss_non_finite_, owed_error_};
   }
   // A training state loaded, in a job of `ranks` ranks (as the checkpoint's): it replaces the
-  // run, so an error owed to the next step goes (the verdict on its way was counted before, by
-  // settle_quietly). A state no run reaches (GuardState::check) changes nothing.
+  // run, its owed error included (the verdict on its way was counted before, by settle_quietly).
+  // A state no run reaches (GuardState::check) changes nothing.
   void restore(const train::GuardState& state, int ranks) {
     state.check(ranks);
     skipped_steps_ = state.skipped_steps;
@@ -18806,7 +18814,7 @@ class NonFiniteGuard {
     first_ranks_with_non_finite_loss_ = state.first_ranks_with_non_finite_loss;
     ranks_ = ranks;
     loss_non_finite_ = state.window_loss_non_finite;
-    owed_error_ = nullptr;
+    owed_error_ = state.owed_error;
   }
   // Each micro-batch's mean loss.
   void check_loss(T loss) noexcept { loss_non_finite_ |= !std::isfinite(loss); }
@@ -18880,7 +18888,7 @@ class NonFiniteGuard {
   // (settles_first), else after enqueuing its forward and backward.
   template <class Optimizer>
   void settle(Optimizer& optimizer) {
-    if (owed_error_) std::rethrow_exception(std::exchange(owed_error_, nullptr));
+    if (!owed_error_.empty()) throw NonFiniteError(std::exchange(owed_error_, std::string()));
     if constexpr (backend::verdict_on_device<Device>) {
       if (!verdict_pending_) return;
       const auto& verdict = optimizer.settled_verdict();
@@ -18901,7 +18909,7 @@ class NonFiniteGuard {
   // error leaves the step's batch untouched (a wait for the device, in a run of skipped steps only,
   // and at every step with max_in_a_row = 1).
   bool settles_first() const noexcept {
-    return owed_error_ || (verdict_pending_ && max_in_a_row_ > 0 && non_finite_in_a_row_ + 1 >= max_in_a_row_);
+    return !owed_error_.empty() || (verdict_pending_ && max_in_a_row_ > 0 && non_finite_in_a_row_ + 1 >= max_in_a_row_);
   }
   // settle() for a reader of the counts (on the stepping thread: it counts): the error that ends a
   // run waits for the next step.
@@ -18909,8 +18917,8 @@ class NonFiniteGuard {
   void settle_quietly(Optimizer& optimizer) {
     try {
       settle(optimizer);
-    } catch (const NonFiniteError&) {
-      owed_error_ = std::current_exception();
+    } catch (const NonFiniteError& e) {
+      owed_error_ = e.what();
     }
   }
 
@@ -18978,7 +18986,7 @@ class NonFiniteGuard {
   int non_finite_in_a_row_ = 0;
   std::string first_non_finite_;  // in the run's first step: the tensor; empty when only the loss was
   bool verdict_pending_ = false;  // a verdict decided on the device, not counted yet
-  std::exception_ptr owed_error_;  // the NonFiniteError settle_quietly() found
+  std::string owed_error_;  // the message of the NonFiniteError settle_quietly() found
   int first_ranks_with_non_finite_loss_ = 0;
 };
 
@@ -19179,16 +19187,17 @@ class Trainer {
 
   // The non-finite guard's part of a training checkpoint (io::save_state keeps it): its counts, the
   // run of skipped steps in progress, and whether an earlier micro-batch of the window in progress
-  // had a non-finite loss. The verdict on its way is counted first; a window whose losses the device
-  // marked is read from the device (a wait). An error owed to the next step is not part of it.
+  // had a non-finite loss, and the error a run that ended in the last verdict owes the next step.
+  // The verdict on its way is counted first; a window whose losses the device marked is read from
+  // the device (a wait).
   train::GuardState guard_state() {
     guard_.settle_quietly(optimizer_);
     train::GuardState state = guard_.state();
     state.window_loss_non_finite = micro_step_ > 0 && (state.window_loss_non_finite || device_window_loss_non_finite());
     return state;
   }
-  // With restore_micro_step, what a loaded training state sets (it replaces the run: an error the
-  // last verdict owed the next step goes).
+  // With restore_micro_step, what a loaded training state sets (it replaces the run, its owed
+  // error included).
   void restore_guard_state(const train::GuardState& state) { guard_.restore(state, optimizer_.reducer().size()); }
 
   // Dynamic loss scaling: the scale the next step multiplies the loss's gradient by (1 when off),

@@ -505,8 +505,8 @@ TEST_CASE("the guard's verdict decided on the device is counted on the host a st
   step();
   CHECK(opt.steps() == 4);
   CHECK(trainer.skipped_steps() == 6);
-  // A training state that fails to load (load_state puts the micro step back, and the guard's state
-  // is restored only once everything loaded) leaves an owed error owed; one that loads drops it.
+  // Setting the micro step (as a training state's loading does) leaves an owed error owed; a
+  // guard state carries it (checkpoints keep it), and one without it drops it.
   const auto run_of_three = [&] {
     nan_in_second_layer = true;
     step();
@@ -521,8 +521,15 @@ TEST_CASE("the guard's verdict decided on the device is counted on the host a st
   CHECK(error_of_next_step().find("3 steps in a row") != std::string::npos);
   run_of_three();
   CHECK(trainer.skipped_steps() == 12);
-  trainer.restore_micro_step(0);
-  trainer.restore_guard_state(trainer.guard_state());
+  etnn::train::GuardState state = trainer.guard_state();
+  CHECK(state.owed_error.find("3 steps in a row") != std::string::npos);
+  trainer.restore_guard_state(state);
+  CHECK(error_of_next_step() == state.owed_error);
+  run_of_three();
+  CHECK(trainer.skipped_steps() == 15);
+  state = trainer.guard_state();
+  state.owed_error.clear();
+  trainer.restore_guard_state(state);
   CHECK_NOTHROW(step());
   runtime.device_results = nullptr;
 }

@@ -219,13 +219,14 @@ TEST_CASE("the non-finite guard's counts and a window's non-finite loss resume a
   };
 
   SUBCASE("saved inside a window whose first micro-batch had an infinite loss") {
-    // accumulate 3: micro-batches 36, 37, 38 form a window; saved after 37 steps, inside it.
+    // accumulate 3: micro-batches 36, 37, 38 form a window; saved after 38 steps, inside it, so
+    // that only the flag can skip the rest of the window (batch 38 is clean).
     const Outcome uninterrupted = run(3, 3, 0, 60, std::nullopt, std::nullopt);
     CHECK(uninterrupted.skipped == 1);
     TempFile state;
-    run(3, 3, 0, 37, std::nullopt, state.path);
+    run(3, 3, 0, 38, std::nullopt, state.path);
     CHECK(etnn::io::read_safetensors(state.path).metadata.at("window_loss_non_finite") == "1");
-    same(uninterrupted, run(3, 3, 37, 60, state.path, std::nullopt));
+    same(uninterrupted, run(3, 3, 38, 60, state.path, std::nullopt));
     // Saved between windows, after the skipped one: no window in progress, no flag.
     TempFile between;
     run(3, 3, 0, 39, std::nullopt, between.path);

@@ -40,6 +40,7 @@ ETNN_HD bool loss_may_overflow(double magnitude, std::size_t n, T scale) {
   constexpr double eps = std::numeric_limits<T>::epsilon();
   if (static_cast<double>(n) * eps > 0.25) return true;
   const double scale_magnitude = scale < T(0) ? -static_cast<double>(scale) : static_cast<double>(scale);
+  if (!(scale_magnitude <= std::numeric_limits<double>::max())) return true;  // NaN or infinite
   const double factor = scale_magnitude > 1.0 ? scale_magnitude : 1.0;
   return !(2.0 * magnitude * (1.0 + 2.0 * (static_cast<double>(n) + 1.0) * eps) * factor <
            static_cast<double>(std::numeric_limits<T>::max()));

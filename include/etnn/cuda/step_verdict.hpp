@@ -89,8 +89,6 @@ class StepVerdict {
   explicit StepVerdict(std::vector<std::size_t> tensor_offsets) : tensor_offsets_(std::move(tensor_offsets)) {}
 
   std::size_t tensors() const noexcept { return tensor_offsets_.size(); }
-  // Whether begin() has run: the words exist.
-  bool begun() const noexcept { return !words_.empty(); }
 
   // Zeroes the words for a new step.
   void begin() {

@@ -57,14 +57,14 @@ void append_training_slots(std::vector<TensorSlot<T>>& slots, Params& params, Op
       slots.push_back({prefix + "grad." + p.name, shape_of(p), params.gradients() + p.offset, p.numel});
 }
 
-// The trainer's tensors: the model's, and a parametric loss's under "loss.".
+// The trainer's tensors: the model's, and a parametric loss's under "loss."; with the gradients
+// accumulated so far when `partial` (inside an accumulation window).
 template <class T, class Trainer>
-std::vector<TensorSlot<T>> training_slots(Trainer& trainer) {
+std::vector<TensorSlot<T>> training_slots(Trainer& trainer, bool partial) {
   std::vector<TensorSlot<T>> slots;
-  append_training_slots(slots, trainer.model(), trainer.optimizer(), trainer.micro_step() > 0, "");
+  append_training_slots(slots, trainer.model(), trainer.optimizer(), partial, "");
   if constexpr (requires { trainer.loss_optimizer(); })
-    append_training_slots(slots, trainer.loss_optimizer().model(), trainer.loss_optimizer(), trainer.micro_step() > 0,
-                          "loss.");
+    append_training_slots(slots, trainer.loss_optimizer().model(), trainer.loss_optimizer(), partial, "loss.");
   return slots;
 }
 
@@ -109,7 +109,8 @@ void save_state(Trainer& trainer, const Loader& loader, const std::filesystem::p
   if (trainer.micro_step() > 0 && trainer.optimizer().reducer().size() > 1)
     throw Error("etnn::io::save_state: inside an accumulation window each rank holds its own unreduced gradients; "
                 "save at an accumulation boundary (micro step 0) in a data-parallel job");
-  const detail::HostSlots<typename Model::device, T> host(detail::training_slots<T>(trainer));
+  const bool partial = trainer.micro_step() > 0;
+  const detail::HostSlots<typename Model::device, T> host(detail::training_slots<T>(trainer, partial));
   auto metadata = detail::model_metadata<Model>("etnn-training-state");
   metadata["optimizer_steps"] = std::to_string(trainer.optimizer().steps());
   if constexpr (requires { trainer.loss_optimizer(); })
@@ -126,6 +127,7 @@ void save_state(Trainer& trainer, const Loader& loader, const std::filesystem::p
   metadata["first_non_finite"] = guard.first_non_finite;
   metadata["first_ranks_with_non_finite_loss"] = std::to_string(guard.first_ranks_with_non_finite_loss);
   metadata["window_loss_non_finite"] = guard.window_loss_non_finite ? "1" : "0";
+  metadata["owed_non_finite_error"] = guard.owed_error;
   metadata["epoch"] = std::to_string(loader.epoch());
   metadata["position"] = std::to_string(loader.position());
   metadata["ranks"] = std::to_string(trainer.optimizer().reducer().size());
@@ -182,9 +184,13 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
     guard.skipped_steps = skipped;
     guard.non_finite_in_a_row = detail::metadata_count(file, path, "non_finite_in_a_row");
     guard.first_ranks_with_non_finite_loss = detail::metadata_count(file, path, "first_ranks_with_non_finite_loss");
-    const auto first = file.metadata.find("first_non_finite");
-    if (first == file.metadata.end()) fail("metadata 'first_non_finite' is missing");
-    guard.first_non_finite = first->second;
+    const auto text = [&](const char* key) {
+      const auto it = file.metadata.find(key);
+      if (it == file.metadata.end()) fail(std::string("metadata '") + key + "' is missing");
+      return it->second;
+    };
+    guard.first_non_finite = text("first_non_finite");
+    guard.owed_error = text("owed_non_finite_error");
     const int window_flag = detail::metadata_count(file, path, "window_loss_non_finite");
     if (window_flag > 1) fail("metadata 'window_loss_non_finite' is neither 0 nor 1");
     guard.window_loss_non_finite = window_flag == 1;
@@ -196,8 +202,8 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
   }
   if (micro_step >= trainer.options().accumulate || epoch == INT_MAX)
     fail("metadata out of range (micro step " + std::to_string(micro_step) + ", epoch " + std::to_string(epoch) + ")");
-  // The micro-step decides whether accumulated gradients are part of the state.
-  const int previous_micro_step = trainer.micro_step();
+  // The micro-step decides whether accumulated gradients are part of the state. The trainer's own
+  // is set, with the guard's state, only once everything has loaded.
   const float previous_loss_scale = trainer.loss_scale();
   const int previous_updates_at_loss_scale = trainer.updates_at_loss_scale();
   if (has_loss_scale) {  // checked before anything changes
@@ -207,17 +213,16 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
       fail(e.what());
     }
   }
-  trainer.restore_micro_step(micro_step);
   try {
-    const detail::HostSlots<typename Model::device, T> host(detail::training_slots<T>(trainer));
+    const detail::HostSlots<typename Model::device, T> host(detail::training_slots<T>(trainer, micro_step > 0));
     detail::load_slots<T>(file, path, host.slots(), "the training state of " + description);
     host.write_back();
   } catch (...) {
-    trainer.restore_micro_step(previous_micro_step);
     if (has_loss_scale) trainer.restore_loss_scale(previous_loss_scale, previous_updates_at_loss_scale);
     throw;
   }
-  trainer.restore_guard_state(guard);  // checked above
+  trainer.restore_micro_step(micro_step);  // in range: checked above
+  trainer.restore_guard_state(guard);      // checked above
   trainer.optimizer().restore_steps(steps);
   if constexpr (requires { trainer.loss_optimizer(); }) trainer.loss_optimizer().restore_steps(loss_steps);
   trainer.model().restore_training_passes(static_cast<std::uint64_t>(passes));

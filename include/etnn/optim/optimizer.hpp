@@ -180,6 +180,7 @@ class Optimizer {
   {
     check_verdict_on_device("begin_verdict", false);
     verdict_.begin();
+    verdict_begun_ = true;
     return verdict_;
   }
   const backend::StepVerdict<Device>& step_unless_skipped()
@@ -198,6 +199,7 @@ class Optimizer {
                              });
     verdict_.send();
     verdict_pending_ = true;
+    verdict_begun_ = false;
     return verdict_;
   }
   // The verdict begun, as the caller marks it.
@@ -212,7 +214,7 @@ class Optimizer {
   const backend::StepVerdict<Device>& read_verdict_now()
     requires backend::verdict_on_device<Device>
   {
-    if (!verdict_.begun()) throw Error("etnn::optim::Optimizer::read_verdict_now: no verdict begun (begin_verdict)");
+    if (!verdict_begun_) throw Error("etnn::optim::Optimizer::read_verdict_now: no verdict begun (begin_verdict)");
     settle_verdict();
     verdict_.send();
     verdict_.wait();
@@ -351,15 +353,14 @@ class Optimizer {
   }
 
   // A verdict decided on the device reads no gradient on the host: one process, no clipping; and
-  // step_unless_skipped tests the gradients into a verdict begin_verdict began.
+  // step_unless_skipped tests the gradients into the verdict begin_verdict began for its step.
   void check_verdict_on_device(const char* who, bool begun) const {
     if (reducer_->size() > 1 || max_grad_norm_ > 0.0f)
       throw Error(std::string("etnn::optim::Optimizer::") + who +
                   ": a verdict decided on the device needs one process and no gradient clipping (both read the "
                   "gradients on the host)");
-    if constexpr (backend::verdict_on_device<Device>)
-      if (begun && !verdict_.begun())
-        throw Error(std::string("etnn::optim::Optimizer::") + who + ": no verdict begun (begin_verdict)");
+    if (begun && !verdict_begun_)
+      throw Error(std::string("etnn::optim::Optimizer::") + who + ": no verdict begun (begin_verdict)");
   }
 
   // Counts the step whose verdict was sent, once it is on the host.
@@ -381,6 +382,7 @@ class Optimizer {
   std::int64_t steps_ = 0;  // not counting a step whose verdict is on its way (verdict_pending_)
   [[no_unique_address]] backend::StepVerdict<Device> verdict_ = made_verdict();
   bool verdict_pending_ = false;  // step_unless_skipped() sent a verdict the host has not counted
+  bool verdict_begun_ = false;    // begin_verdict() began one that step_unless_skipped() has not sent
   schedule::Schedule schedule_;
   float max_grad_norm_ = 0.0f;
   double last_grad_norm_ = std::numeric_limits<double>::quiet_NaN();

@@ -11,7 +11,6 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <exception>
 #include <optional>
 #include <string>
 #include <utility>
@@ -29,14 +28,16 @@ namespace etnn::train {
 // What a training checkpoint keeps of the guard (io::save_state), so that a resumed run skips,
 // counts and throws as the uninterrupted run would: the counts, the run in progress's first
 // non-finite tensor and how many ranks had a non-finite loss in its first step (the error's
-// message), and whether an earlier micro-batch of the accumulation window in progress had a
-// non-finite loss (which skips that window's update).
+// message), whether an earlier micro-batch of the accumulation window in progress had a
+// non-finite loss (which skips that window's update), and, on a CUDA device, the error a run
+// that ended in the last verdict owes the next step (the message; empty for none).
 struct GuardState {
   std::int64_t skipped_steps = 0;
   int non_finite_in_a_row = 0;
   std::string first_non_finite;
   int first_ranks_with_non_finite_loss = 0;
   bool window_loss_non_finite = false;
+  std::string owed_error;
 
   // Throws unless a run in a job of `ranks` ranks can reach this state.
   void check(int ranks) const {
@@ -148,11 +149,11 @@ class NonFiniteGuard {
   // it in the device's verdict.
   train::GuardState state() const {
     return {skipped_steps_, non_finite_in_a_row_, first_non_finite_, first_ranks_with_non_finite_loss_,
-            loss_non_finite_};
+            loss_non_finite_, owed_error_};
   }
   // A training state loaded, in a job of `ranks` ranks (as the checkpoint's): it replaces the
-  // run, so an error owed to the next step goes (the verdict on its way was counted before, by
-  // settle_quietly). A state no run reaches (GuardState::check) changes nothing.
+  // run, its owed error included (the verdict on its way was counted before, by settle_quietly).
+  // A state no run reaches (GuardState::check) changes nothing.
   void restore(const train::GuardState& state, int ranks) {
     state.check(ranks);
     skipped_steps_ = state.skipped_steps;
@@ -161,7 +162,7 @@ class NonFiniteGuard {
     first_ranks_with_non_finite_loss_ = state.first_ranks_with_non_finite_loss;
     ranks_ = ranks;
     loss_non_finite_ = state.window_loss_non_finite;
-    owed_error_ = nullptr;
+    owed_error_ = state.owed_error;
   }
   // Each micro-batch's mean loss.
   void check_loss(T loss) noexcept { loss_non_finite_ |= !std::isfinite(loss); }
@@ -235,7 +236,7 @@ class NonFiniteGuard {
   // (settles_first), else after enqueuing its forward and backward.
   template <class Optimizer>
   void settle(Optimizer& optimizer) {
-    if (owed_error_) std::rethrow_exception(std::exchange(owed_error_, nullptr));
+    if (!owed_error_.empty()) throw NonFiniteError(std::exchange(owed_error_, std::string()));
     if constexpr (backend::verdict_on_device<Device>) {
       if (!verdict_pending_) return;
       const auto& verdict = optimizer.settled_verdict();
@@ -256,7 +257,7 @@ class NonFiniteGuard {
   // error leaves the step's batch untouched (a wait for the device, in a run of skipped steps only,
   // and at every step with max_in_a_row = 1).
   bool settles_first() const noexcept {
-    return owed_error_ || (verdict_pending_ && max_in_a_row_ > 0 && non_finite_in_a_row_ + 1 >= max_in_a_row_);
+    return !owed_error_.empty() || (verdict_pending_ && max_in_a_row_ > 0 && non_finite_in_a_row_ + 1 >= max_in_a_row_);
   }
   // settle() for a reader of the counts (on the stepping thread: it counts): the error that ends a
   // run waits for the next step.
@@ -264,8 +265,8 @@ class NonFiniteGuard {
   void settle_quietly(Optimizer& optimizer) {
     try {
       settle(optimizer);
-    } catch (const NonFiniteError&) {
-      owed_error_ = std::current_exception();
+    } catch (const NonFiniteError& e) {
+      owed_error_ = e.what();
     }
   }
 
@@ -333,7 +334,7 @@ class NonFiniteGuard {
   int non_finite_in_a_row_ = 0;
   std::string first_non_finite_;  // in the run's first step: the tensor; empty when only the loss was
   bool verdict_pending_ = false;  // a verdict decided on the device, not counted yet
-  std::exception_ptr owed_error_;  // the NonFiniteError settle_quietly() found
+  std::string owed_error_;  // the message of the NonFiniteError settle_quietly() found
   int first_ranks_with_non_finite_loss_ = 0;
 };
 

@@ -197,16 +197,17 @@ class Trainer {
 
   // The non-finite guard's part of a training checkpoint (io::save_state keeps it): its counts, the
   // run of skipped steps in progress, and whether an earlier micro-batch of the window in progress
-  // had a non-finite loss. The verdict on its way is counted first; a window whose losses the device
-  // marked is read from the device (a wait). An error owed to the next step is not part of it.
+  // had a non-finite loss, and the error a run that ended in the last verdict owes the next step.
+  // The verdict on its way is counted first; a window whose losses the device marked is read from
+  // the device (a wait).
   train::GuardState guard_state() {
     guard_.settle_quietly(optimizer_);
     train::GuardState state = guard_.state();
     state.window_loss_non_finite = micro_step_ > 0 && (state.window_loss_non_finite || device_window_loss_non_finite());
     return state;
   }
-  // With restore_micro_step, what a loaded training state sets (it replaces the run: an error the
-  // last verdict owed the next step goes).
+  // With restore_micro_step, what a loaded training state sets (it replaces the run, its owed
+  // error included).
   void restore_guard_state(const train::GuardState& state) { guard_.restore(state, optimizer_.reducer().size()); }
 
   // Dynamic loss scaling: the scale the next step multiplies the loss's gradient by (1 when off),

@@ -175,48 +175,67 @@ TEST_CASE("the loader's position is right whenever the state is saved") {
                        etnn::IoError);
 }
 
-TEST_CASE("the non-finite guard's counts and a window's non-finite loss resume as uninterrupted") {
-  // Regression with outlier targets of 1e30: their squared error overflows float, so the loss is
-  // infinite while every gradient stays finite (about 1e29 at most). Only the loss tells the guard
-  // to skip, so a resumed run that forgot it would update with those gradients. Batches of 32 in
-  // order (50 per epoch): the outliers sit in batches 36 and 37.
-  using Regressor = decltype(nn::input<12> >> nn::linear<16> >> nn::tanh >> nn::linear<4>);
+namespace {
+
+// Regression with outlier targets of 1e30: their squared error overflows float, so the loss is
+// infinite while every gradient stays finite (about 1e29 at most). Only the loss tells the guard
+// to skip, so a resumed run that forgot it would update with those gradients. Batches of 32 in
+// order (50 per epoch): the outliers sit in batches 36 and 37.
+using Regressor = decltype(nn::input<12> >> nn::linear<16> >> nn::tanh >> nn::linear<4>);
+using NormedRegressor = decltype(nn::input<12> >> nn::linear<16> >> nn::batch_norm >> nn::tanh >> nn::linear<4>);
+using RegressionData = etnn::data::Dataset<etnn::Shape<12>, etnn::Shape<4>>;
+
+RegressionData outlier_regression() {
   std::vector<float> x(1600 * 12), t(1600 * 4);
   etnn::test::fill_uniform(x.data(), x.size(), 5);
   etnn::test::fill_uniform(t.data(), t.size(), 6);
   t[(36 * 32 + 5) * 4 + 1] = 1e30f;
   t[(37 * 32 + 20) * 4 + 3] = -1e30f;
-  const etnn::data::Dataset<etnn::Shape<12>, etnn::Shape<4>> data(std::move(x), std::move(t));
-  struct Outcome {
-    std::vector<float> parameters;
-    std::int64_t skipped = 0;
-    std::string error;  // the NonFiniteError's message, if one ended the run
-  };
-  // Steps [first, last) of a run (resumed from / saved to a state when given).
-  const auto run = [&](int accumulate, int max_in_a_row, int first, int last, const std::optional<fs::path>& resume,
-                       const std::optional<fs::path>& save) {
-    etnn::Model<Regressor> model(3);
-    etnn::loss::MSE loss;
-    etnn::optim::SGD opt(model, {.lr = 0.01f, .momentum = 0.9f});
-    etnn::Trainer trainer(model, loss, opt, {.accumulate = accumulate, .max_non_finite_in_a_row = max_in_a_row});
-    etnn::data::DataLoader loader(data, {.batch = 32});
-    if (resume) etnn::io::load_state(trainer, loader, *resume);
-    Outcome outcome;
-    try {
-      etnn::test::run_steps(trainer, loader, first, last);
-    } catch (const etnn::NonFiniteError& e) {
-      outcome.error = e.what();
-    }
-    if (save) etnn::io::save_state(trainer, loader, *save);
-    outcome.parameters.assign(model.parameters(), model.parameters() + Regressor::flat_size);
-    outcome.skipped = trainer.skipped_steps();
-    return outcome;
-  };
-  const auto same = [](const Outcome& a, const Outcome& b) {
-    CHECK(std::memcmp(a.parameters.data(), b.parameters.data(), a.parameters.size() * sizeof(float)) == 0);
-    CHECK(a.skipped == b.skipped);
-    CHECK(a.error == b.error);
-  };
+  return {std::move(x), std::move(t)};
+}
+
+struct Outcome {
+  std::vector<float> parameters;
+  std::vector<float> buffers;  // batch norm's running statistics
+  std::int64_t skipped = 0;
+  std::string error;  // the NonFiniteError's message, if one ended the run
+};
+
+// Steps [first, last) of a run (resumed from / saved to a state when given).
+template <class Net>
+Outcome guarded_run(const RegressionData& data, int accumulate, int max_in_a_row, int first, int last,
+                    const std::optional<fs::path>& resume, const std::optional<fs::path>& save) {
+  etnn::Model<Net> model(3);
+  etnn::loss::MSE loss;
+  etnn::optim::SGD opt(model, {.lr = 0.01f, .momentum = 0.9f});
+  etnn::Trainer trainer(model, loss, opt, {.accumulate = accumulate, .max_non_finite_in_a_row = max_in_a_row});
+  etnn::data::DataLoader loader(data, {.batch = 32});
+  if (resume) etnn::io::load_state(trainer, loader, *resume);
+  Outcome outcome;
+  try {
+    etnn::test::run_steps(trainer, loader, first, last);
+  } catch (const etnn::NonFiniteError& e) {
+    outcome.error = e.what();
+  }
+  if (save) etnn::io::save_state(trainer, loader, *save);
+  outcome.parameters.assign(model.parameters(), model.parameters() + Net::flat_size);
+  outcome.buffers.assign(model.buffers(), model.buffers() + etnn::Model<Net>::num_buffers);
+  outcome.skipped = trainer.skipped_steps();
+  return outcome;
+}
+
+void check_same(const Outcome& a, const Outcome& b) {
+  CHECK(std::memcmp(a.parameters.data(), b.parameters.data(), a.parameters.size() * sizeof(float)) == 0);
+  CHECK(a.buffers == b.buffers);
+  CHECK(a.skipped == b.skipped);
+  CHECK(a.error == b.error);
+}
+
+}  // namespace
+
+TEST_CASE("the non-finite guard's counts and a window's non-finite loss resume as uninterrupted") {
+  const RegressionData data = outlier_regression();
+  const auto run = [&](auto... args) { return guarded_run<Regressor>(data, args...); };
 
   SUBCASE("saved inside a window whose first micro-batch had an infinite loss") {
     // accumulate 3: micro-batches 36, 37, 38 form a window; saved after 38 steps, inside it, so
@@ -226,7 +245,7 @@ TEST_CASE("the non-finite guard's counts and a window's non-finite loss resume a
     TempFile state;
     run(3, 3, 0, 38, std::nullopt, state.path);
     CHECK(etnn::io::read_safetensors(state.path).metadata.at("window_loss_non_finite") == "1");
-    same(uninterrupted, run(3, 3, 38, 60, state.path, std::nullopt));
+    check_same(uninterrupted, run(3, 3, 38, 60, state.path, std::nullopt));
     // Saved between windows, after the skipped one: no window in progress, no flag.
     TempFile between;
     run(3, 3, 0, 39, std::nullopt, between.path);
@@ -242,7 +261,7 @@ TEST_CASE("the non-finite guard's counts and a window's non-finite loss resume a
     const auto file = etnn::io::read_safetensors(state.path);
     CHECK(file.metadata.at("skipped_steps") == "1");
     CHECK(file.metadata.at("non_finite_in_a_row") == "1");
-    same(uninterrupted, run(1, 2, 37, 60, state.path, std::nullopt));
+    check_same(uninterrupted, run(1, 2, 37, 60, state.path, std::nullopt));
   }
   SUBCASE("a loaded state replaces the flag of a window in progress") {
     // A trainer inside a window whose loss was infinite loads a state saved at a clean point of
@@ -270,4 +289,25 @@ TEST_CASE("the non-finite guard's counts and a window's non-finite loss resume a
                          doctest::Contains("1 skipped steps, 2 of them the latest in a row"), etnn::Error);
     CHECK(trainer.guard_state().skipped_steps == 0);
   }
+}
+
+TEST_CASE("a skipped window resumed from a state puts batch norm's statistics back as uninterrupted") {
+  // accumulate 3: the window of batches 36, 37 and 38 is skipped for its infinite losses, and its
+  // forward passes' running statistics are put back to the window's start. Saved after 38 steps,
+  // inside that window, the state keeps them as window_start.<buffer>.
+  const RegressionData data = outlier_regression();
+  const auto run = [&](auto... args) { return guarded_run<NormedRegressor>(data, args...); };
+  const Outcome uninterrupted = run(3, 3, 0, 60, std::nullopt, std::nullopt);
+  CHECK(uninterrupted.skipped == 1);
+  TempFile state;
+  run(3, 3, 0, 38, std::nullopt, state.path);
+  const auto file = etnn::io::read_safetensors(state.path);
+  CHECK(file.metadata.at("window_start_buffers") == "1");
+  CHECK(file.find("window_start.1.running_mean") != nullptr);
+  check_same(uninterrupted, run(3, 3, 38, 60, state.path, std::nullopt));
+  // At an accumulation boundary nothing is kept.
+  TempFile between;
+  run(3, 3, 0, 39, std::nullopt, between.path);
+  CHECK(etnn::io::read_safetensors(between.path).metadata.at("window_start_buffers") == "0");
+  CHECK(etnn::io::read_safetensors(between.path).find("window_start.1.running_mean") == nullptr);
 }

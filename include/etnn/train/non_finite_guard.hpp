@@ -38,6 +38,9 @@ struct GuardState {
   int first_ranks_with_non_finite_loss = 0;
   bool window_loss_non_finite = false;
   std::string owed_error;
+  // The window in progress keeps the model's buffers (batch norm's running statistics) as they
+  // were at its start, in Trainer::window_start_buffers(), to put back if its update is skipped.
+  bool window_start_buffers = false;
 
   // Throws unless a run in a job of `ranks` ranks can reach this state.
   void check(int ranks) const {
@@ -142,14 +145,17 @@ class NonFiniteGuard {
       }
     }
   }
-  // A window resumed midway (a training checkpoint's) has no copy of its starting buffers.
+  // A window resumed midway (a training checkpoint's) has no copy of its starting buffers, unless
+  // the checkpoint wrote them into window_start_buffers() (restore says so).
   void resume_window() noexcept { buffers_saved_ = false; }
+  // The model's buffers at the start of the window (Model::num_buffers values on its device).
+  T* window_start_buffers() noexcept { return saved_buffers_.data(); }
   // The guard's part of a training checkpoint (the verdict on its way counted first, by the
   // caller). window_loss_non_finite is the host's flag: a window whose losses the device marks has
   // it in the device's verdict.
   train::GuardState state() const {
     return {skipped_steps_, non_finite_in_a_row_, first_non_finite_, first_ranks_with_non_finite_loss_,
-            loss_non_finite_, owed_error_};
+            loss_non_finite_, owed_error_, buffers_saved_};
   }
   // A training state loaded, in a job of `ranks` ranks (as the checkpoint's): it replaces the
   // run, its owed error included (the verdict on its way was counted before, by settle_quietly).
@@ -163,6 +169,7 @@ class NonFiniteGuard {
     ranks_ = ranks;
     loss_non_finite_ = state.window_loss_non_finite;
     owed_error_ = state.owed_error;
+    buffers_saved_ = state.window_start_buffers && Model::num_buffers > 0 && on_;
   }
   // Each micro-batch's mean loss.
   void check_loss(T loss) noexcept { loss_non_finite_ |= !std::isfinite(loss); }

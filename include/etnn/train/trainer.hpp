@@ -196,19 +196,26 @@ class Trainer {
   }
 
   // The non-finite guard's part of a training checkpoint (io::save_state keeps it): its counts, the
-  // run of skipped steps in progress, and whether an earlier micro-batch of the window in progress
-  // had a non-finite loss, and the error a run that ended in the last verdict owes the next step.
+  // run of skipped steps in progress, whether an earlier micro-batch of the window in progress had
+  // a non-finite loss and whether window_start_buffers() holds the model's buffers at that window's
+  // start, and the error a run that ended in the last verdict owes the next step.
   // The verdict on its way is counted first; a window whose losses the device marked is read from
   // the device (a wait).
   train::GuardState guard_state() {
     guard_.settle_quietly(optimizer_);
     train::GuardState state = guard_.state();
     state.window_loss_non_finite = micro_step_ > 0 && (state.window_loss_non_finite || device_window_loss_non_finite());
+    state.window_start_buffers = micro_step_ > 0 && state.window_start_buffers;
     return state;
   }
   // With restore_micro_step, what a loaded training state sets (it replaces the run, its owed
-  // error included).
+  // error included). state.window_start_buffers: the checkpoint wrote the buffers at its window's
+  // start into window_start_buffers() (after restore_micro_step, which forgets them).
   void restore_guard_state(const train::GuardState& state) { guard_.restore(state, optimizer_.reducer().size()); }
+  // The model's buffers (batch norm's running statistics; Model::num_buffers values on the model's
+  // device) as they were at the start of the accumulation window in progress: a skipped update
+  // puts them back. Training checkpoints saved inside a window keep them.
+  T* window_start_buffers() noexcept { return guard_.window_start_buffers(); }
 
   // Dynamic loss scaling: the scale the next step multiplies the loss's gradient by (1 when off),
   // and the updates in a row made at it (growth_interval of them grow it). Training checkpoints

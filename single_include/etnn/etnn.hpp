@@ -17857,9 +17857,11 @@ void load(Model& model, const std::filesystem::path& path, LoadOptions options =
 // accumulated so far as "grad.<parameter>" when saved inside an accumulation window, and in the
 // metadata the optimizer's step count (the position of any learning-rate schedule), the trainer's
 // micro-step, the model's count of training passes (its dropout streams), with loss scaling on the
-// loss scale and the updates made at it, the non-finite guard's counts (skipped steps, the run in
-// progress and whether the window in progress has had a non-finite loss: Trainer::guard_state),
-// the loader's epoch and position, and the number of ranks.
+// loss scale and the updates made at it, the non-finite guard's state (Trainer::guard_state: skipped
+// steps, the run in progress and the error it owes the next step, and whether the window in
+// progress has had a non-finite loss), the loader's epoch and position, and the number of ranks.
+// Inside a window, the model's buffers at the window's start (which a skipped update puts back)
+// are kept as "window_start.<buffer>", e.g. "window_start.1.running_mean".
 // A loss with parameters of its own (a margin head) adds the same under "loss.": "loss.weight",
 // "loss.optimizer.exp_avg.weight", "loss.grad.weight", and "loss_optimizer_steps".
 // Data order, dropout and initialisation derive from seeds and these counters, so no generator
@@ -17896,13 +17898,18 @@ void append_training_slots(std::vector<TensorSlot<T>>& slots, Params& params, Op
 }
 
 // The trainer's tensors: the model's, and a parametric loss's under "loss."; with the gradients
-// accumulated so far when `partial` (inside an accumulation window).
+// accumulated so far when `partial` (inside an accumulation window), and the model's buffers at the
+// window's start when `window_start` (Trainer::window_start_buffers).
 template <class T, class Trainer>
-std::vector<TensorSlot<T>> training_slots(Trainer& trainer, bool partial) {
+std::vector<TensorSlot<T>> training_slots(Trainer& trainer, bool partial, bool window_start) {
+  using Model = std::remove_reference_t<decltype(trainer.model())>;
   std::vector<TensorSlot<T>> slots;
   append_training_slots(slots, trainer.model(), trainer.optimizer(), partial, "");
   if constexpr (requires { trainer.loss_optimizer(); })
     append_training_slots(slots, trainer.loss_optimizer().model(), trainer.loss_optimizer(), partial, "loss.");
+  if (window_start)  // the guard keeps them only for a model with buffers
+    for (const auto& b : Model::named_buffers())
+      slots.push_back({"window_start." + b.name, shape_of(b), trainer.window_start_buffers() + b.offset, b.numel});
   return slots;
 }
 
@@ -17916,13 +17923,22 @@ bool metadata_number(const SafetensorsFile& file, const char* key, Number& value
   return std::from_chars(it->second.data(), end, value).ptr == end;
 }
 
-// The metadata value `key` as an integer in [0, INT_MAX].
-inline int metadata_count(const SafetensorsFile& file, const std::filesystem::path& path, const char* key) {
+// The metadata value `key` as an integer in [0, the largest Int].
+template <class Int = int>
+Int metadata_count(const SafetensorsFile& file, const std::filesystem::path& path, const char* key) {
   long long value = -1;
-  if (!metadata_number(file, key, value) || value < 0 || value > INT_MAX)
+  if (!metadata_number(file, key, value) || value < 0 || value > std::numeric_limits<Int>::max())
     throw IoError("etnn::io::load_state: '" + path.string() + "': metadata '" + key +
                   "' is missing or not a count");
-  return static_cast<int>(value);
+  return static_cast<Int>(value);
+}
+
+// The metadata value `key` as 0 or 1.
+inline bool metadata_flag(const SafetensorsFile& file, const std::filesystem::path& path, const char* key) {
+  const int value = metadata_count(file, path, key);
+  if (value > 1)
+    throw IoError("etnn::io::load_state: '" + path.string() + "': metadata '" + key + "' is neither 0 nor 1");
+  return value == 1;
 }
 
 // The metadata value `key` as a float written by shortest_text (which round-trips it exactly).
@@ -17948,7 +17964,9 @@ void save_state(Trainer& trainer, const Loader& loader, const std::filesystem::p
     throw Error("etnn::io::save_state: inside an accumulation window each rank holds its own unreduced gradients; "
                 "save at an accumulation boundary (micro step 0) in a data-parallel job");
   const bool partial = trainer.micro_step() > 0;
-  const detail::HostSlots<typename Model::device, T> host(detail::training_slots<T>(trainer, partial));
+  const auto guard = trainer.guard_state();
+  const detail::HostSlots<typename Model::device, T> host(
+      detail::training_slots<T>(trainer, partial, guard.window_start_buffers));
   auto metadata = detail::model_metadata<Model>("etnn-training-state");
   metadata["optimizer_steps"] = std::to_string(trainer.optimizer().steps());
   if constexpr (requires { trainer.loss_optimizer(); })
@@ -17959,13 +17977,13 @@ void save_state(Trainer& trainer, const Loader& loader, const std::filesystem::p
     metadata["loss_scale"] = detail::shortest_text(trainer.loss_scale());
     metadata["updates_at_loss_scale"] = std::to_string(trainer.updates_at_loss_scale());
   }
-  const auto guard = trainer.guard_state();
   metadata["skipped_steps"] = std::to_string(guard.skipped_steps);
   metadata["non_finite_in_a_row"] = std::to_string(guard.non_finite_in_a_row);
   metadata["first_non_finite"] = guard.first_non_finite;
   metadata["first_ranks_with_non_finite_loss"] = std::to_string(guard.first_ranks_with_non_finite_loss);
   metadata["window_loss_non_finite"] = guard.window_loss_non_finite ? "1" : "0";
   metadata["owed_non_finite_error"] = guard.owed_error;
+  metadata["window_start_buffers"] = guard.window_start_buffers ? "1" : "0";
   metadata["epoch"] = std::to_string(loader.epoch());
   metadata["position"] = std::to_string(loader.position());
   metadata["ranks"] = std::to_string(trainer.optimizer().reducer().size());
@@ -18016,10 +18034,7 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
   // with none.
   auto guard = decltype(trainer.guard_state()){};
   if (file.metadata.contains("skipped_steps")) {
-    long long skipped = -1;
-    if (!detail::metadata_number(file, "skipped_steps", skipped) || skipped < 0)
-      fail("metadata 'skipped_steps' is not a count");
-    guard.skipped_steps = skipped;
+    guard.skipped_steps = detail::metadata_count<std::int64_t>(file, path, "skipped_steps");
     guard.non_finite_in_a_row = detail::metadata_count(file, path, "non_finite_in_a_row");
     guard.first_ranks_with_non_finite_loss = detail::metadata_count(file, path, "first_ranks_with_non_finite_loss");
     const auto text = [&](const char* key) {
@@ -18029,9 +18044,10 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
     };
     guard.first_non_finite = text("first_non_finite");
     guard.owed_error = text("owed_non_finite_error");
-    const int window_flag = detail::metadata_count(file, path, "window_loss_non_finite");
-    if (window_flag > 1) fail("metadata 'window_loss_non_finite' is neither 0 nor 1");
-    guard.window_loss_non_finite = window_flag == 1;
+    guard.window_loss_non_finite = detail::metadata_flag(file, path, "window_loss_non_finite");
+    // Saved before the window's starting buffers were kept: the window resumes without them.
+    guard.window_start_buffers = micro_step > 0 && file.metadata.contains("window_start_buffers") &&
+                                 detail::metadata_flag(file, path, "window_start_buffers");
     try {
       guard.check(trainer.optimizer().reducer().size());
     } catch (const Error& e) {
@@ -18052,7 +18068,8 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
     }
   }
   try {
-    const detail::HostSlots<typename Model::device, T> host(detail::training_slots<T>(trainer, micro_step > 0));
+    const detail::HostSlots<typename Model::device, T> host(
+        detail::training_slots<T>(trainer, micro_step > 0, guard.window_start_buffers));
     detail::load_slots<T>(file, path, host.slots(), "the training state of " + description);
     host.write_back();
   } catch (...) {
@@ -18690,6 +18707,9 @@ struct GuardState {
   int first_ranks_with_non_finite_loss = 0;
   bool window_loss_non_finite = false;
   std::string owed_error;
+  // The window in progress keeps the model's buffers (batch norm's running statistics) as they
+  // were at its start, in Trainer::window_start_buffers(), to put back if its update is skipped.
+  bool window_start_buffers = false;
 
   // Throws unless a run in a job of `ranks` ranks can reach this state.
   void check(int ranks) const {
@@ -18775,6 +18795,9 @@ class NonFiniteGuard {
     if (max_in_a_row < 0)
       throw Error("etnn::Trainer: max_non_finite_in_a_row must be >= 0 (0: never throw), got " +
                   std::to_string(max_in_a_row));
+    // The alignment gaps between buffers are zero, as the model's: a checkpoint loads the named
+    // buffers alone into the copy (window_start_buffers), and a skipped update puts all of it back.
+    if constexpr (Model::num_buffers > 0) fill(Device{}, saved_buffers_.data(), Model::num_buffers, T(0));
   }
 
   bool on() const noexcept { return on_; }
@@ -18794,14 +18817,17 @@ class NonFiniteGuard {
       }
     }
   }
-  // A window resumed midway (a training checkpoint's) has no copy of its starting buffers.
+  // A window resumed midway (a training checkpoint's) has no copy of its starting buffers, unless
+  // the checkpoint wrote them into window_start_buffers() (restore says so).
   void resume_window() noexcept { buffers_saved_ = false; }
+  // The model's buffers at the start of the window (Model::num_buffers values on its device).
+  T* window_start_buffers() noexcept { return saved_buffers_.data(); }
   // The guard's part of a training checkpoint (the verdict on its way counted first, by the
   // caller). window_loss_non_finite is the host's flag: a window whose losses the device marks has
   // it in the device's verdict.
   train::GuardState state() const {
     return {skipped_steps_, non_finite_in_a_row_, first_non_finite_, first_ranks_with_non_finite_loss_,
-            loss_non_finite_, owed_error_};
+            loss_non_finite_, owed_error_, buffers_saved_};
   }
   // A training state loaded, in a job of `ranks` ranks (as the checkpoint's): it replaces the
   // run, its owed error included (the verdict on its way was counted before, by settle_quietly).
@@ -18815,6 +18841,7 @@ class NonFiniteGuard {
     ranks_ = ranks;
     loss_non_finite_ = state.window_loss_non_finite;
     owed_error_ = state.owed_error;
+    buffers_saved_ = state.window_start_buffers && Model::num_buffers > 0 && on_;
   }
   // Each micro-batch's mean loss.
   void check_loss(T loss) noexcept { loss_non_finite_ |= !std::isfinite(loss); }
@@ -19186,19 +19213,26 @@ class Trainer {
   }
 
   // The non-finite guard's part of a training checkpoint (io::save_state keeps it): its counts, the
-  // run of skipped steps in progress, and whether an earlier micro-batch of the window in progress
-  // had a non-finite loss, and the error a run that ended in the last verdict owes the next step.
+  // run of skipped steps in progress, whether an earlier micro-batch of the window in progress had
+  // a non-finite loss and whether window_start_buffers() holds the model's buffers at that window's
+  // start, and the error a run that ended in the last verdict owes the next step.
   // The verdict on its way is counted first; a window whose losses the device marked is read from
   // the device (a wait).
   train::GuardState guard_state() {
     guard_.settle_quietly(optimizer_);
     train::GuardState state = guard_.state();
     state.window_loss_non_finite = micro_step_ > 0 && (state.window_loss_non_finite || device_window_loss_non_finite());
+    state.window_start_buffers = micro_step_ > 0 && state.window_start_buffers;
     return state;
   }
   // With restore_micro_step, what a loaded training state sets (it replaces the run, its owed
-  // error included).
+  // error included). state.window_start_buffers: the checkpoint wrote the buffers at its window's
+  // start into window_start_buffers() (after restore_micro_step, which forgets them).
   void restore_guard_state(const train::GuardState& state) { guard_.restore(state, optimizer_.reducer().size()); }
+  // The model's buffers (batch norm's running statistics; Model::num_buffers values on the model's
+  // device) as they were at the start of the accumulation window in progress: a skipped update
+  // puts them back. Training checkpoints saved inside a window keep them.
+  T* window_start_buffers() noexcept { return guard_.window_start_buffers(); }
 
   // Dynamic loss scaling: the scale the next step multiplies the loss's gradient by (1 when off),
   // and the updates in a row made at it (growth_interval of them grow it). Training checkpoints

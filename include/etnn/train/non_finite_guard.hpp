@@ -126,6 +126,9 @@ class NonFiniteGuard {
     if (max_in_a_row < 0)
       throw Error("etnn::Trainer: max_non_finite_in_a_row must be >= 0 (0: never throw), got " +
                   std::to_string(max_in_a_row));
+    // The alignment gaps between buffers are zero, as the model's: a checkpoint loads the named
+    // buffers alone into the copy (window_start_buffers), and a skipped update puts all of it back.
+    if constexpr (Model::num_buffers > 0) fill(Device{}, saved_buffers_.data(), Model::num_buffers, T(0));
   }
 
   bool on() const noexcept { return on_; }

@@ -38,6 +38,9 @@ class EmulatedRuntime final : public etnn::cuda::Runtime {
 
   std::vector<Call> calls;
   bool device_lags = false;  // cudaEventQuery answers cudaErrorNotReady
+  // > 0: the graph launch this many launches from now fails (cudaErrorLaunchFailure), as a launch
+  // on a device in trouble would.
+  int graph_launches_until_failure = 0;
   // Stands in for the kernels, which do not run here: called after each copy from the device into
   // host memory with where it went, its bytes and the last kernel launched before it, so that a
   // test can put there what the device would have computed.
@@ -191,8 +194,10 @@ class EmulatedRuntime final : public etnn::cuda::Runtime {
     return cudaSuccess;
   }
   cudaError_t cudaGraphLaunch(cudaGraphExec_t, cudaStream_t) override {
+    const cudaError_t launched = log("cudaGraphLaunch");
+    if (graph_launches_until_failure > 0 && --graph_launches_until_failure == 0) return cudaErrorLaunchFailure;
     last_work_ = "a graph";
-    return log("cudaGraphLaunch");
+    return launched;
   }
   cudaError_t cudaGraphDestroy(cudaGraph_t) override { return log("cudaGraphDestroy"); }
   cudaError_t cudaGraphExecDestroy(cudaGraphExec_t) override { return log("cudaGraphExecDestroy"); }

@@ -219,16 +219,17 @@ TEST_CASE("a split MLP's step: the wide first layer through cuBLASLt, the tail f
                     // forward: the first layer's product from bf16 copies, bias and relu in its epilogue, then the tail
                     "launch etnn::dense to_half", "launch etnn::dense to_half", "cublasLtMatmul",
                     "launch etnn fused MLP pad_parameters_kernel", columns, "launch fused_mlp_forward_kernel", columns,
-                    // the loss, its values tested for the guard's verdict, zeroing the gradients
-                    "launch etnn::loss::CrossEntropy", "launch etnn::optim mark_non_finite_loss", "launch etnn::fill",
+                    // the loss, zeroing the gradients
+                    "launch etnn::loss::CrossEntropy", "launch etnn::fill",
                     // backward: the tail with dL/dx into the first layer's output gradient, then the first
                     // layer's weight gradient only (no input gradient below it)
                     columns, "launch fused_mlp_chain_kernel", "launch fused_mlp_weight_grad_kernel",
                     "launch fused_mlp_reduce_kernel", "launch etnn fused MLP add_true_gradients_kernel", columns,
                     "launch etnn::dense_backward activation_gradient", "launch etnn::dense_backward add_chunk_sums",
                     "launch etnn::dense to_half", "launch etnn::dense to_half", "cublasLtMatmul",
-                    // the guard's verdict on the gradients and the update predicated on it
-                    "launch etnn::optim mark_non_finite_gradients", "launch etnn::for_each_index"});
+                    // the guard's verdict on the loss and the gradients, and the update predicated on it
+                    "launch etnn::optim mark_non_finite_loss", "launch etnn::optim mark_non_finite_gradients",
+                    "launch etnn::for_each_index"});
 }
 
 TEST_CASE("a CUDA training step after warm-up: no allocation, no recording, forward and backward replayed as graphs") {
@@ -258,14 +259,15 @@ TEST_CASE("a CUDA training step after warm-up: no allocation, no recording, forw
                              "cudaGraphInstantiate", "cublasLtMatmulDescCreate", "cublasLtMatmul"})
       CHECK_MESSAGE(count(calls, none, false) == 0, none);
     CHECK(count(calls, "cudaGraphLaunch", false) == 2);
-    // Between and after the graphs: the loss and the guard's test of its values, zeroing the
-    // gradients (backward adds), the guard's test of the gradients and SGD's update predicated on
-    // the verdict, launched one by one.
+    // Between and after the graphs: the loss, zeroing the gradients (backward adds), the guard's
+    // tests of the loss's values and of the gradients, and SGD's update predicated on the verdict,
+    // launched one by one.
     std::vector<std::string> launched;
     for (const auto& c : calls)
       if (c.name.starts_with("launch ")) launched.push_back(c.name);
-    CHECK(launched == std::vector<std::string>{"launch etnn::loss::CrossEntropy", "launch etnn::optim mark_non_finite_loss",
-                                               "launch etnn::fill", "launch etnn::optim mark_non_finite_gradients",
+    CHECK(launched == std::vector<std::string>{"launch etnn::loss::CrossEntropy", "launch etnn::fill",
+                                               "launch etnn::optim mark_non_finite_loss",
+                                               "launch etnn::optim mark_non_finite_gradients",
                                                "launch etnn::for_each_index"});
     // The input and the labels are sent from pinned memory, and the row losses and the verdict come
     // back into pinned memory, each transfer followed by its event, without waiting; the verdict is
@@ -397,6 +399,34 @@ TEST_CASE("with gradient accumulation the micro-batches' losses are tested on th
   step();
   CHECK(count(runtime.calls, "launch etnn::optim mark_non_finite_loss", false) == 0);
   runtime.device_results = nullptr;
+}
+
+TEST_CASE("a micro-batch whose backward fails leaves the window's verdict unmarked, as the host's guard does") {
+  // The host's guard tests a micro-batch's loss once its backward has returned; the device's is
+  // marked there too, so that a retried micro-batch's window is not skipped for the failed one's.
+  EmulatedRuntime& runtime = emulated();
+  MlpBatch data;
+  etnn::Model<Mlp, float, etnn::Cuda> model(1);
+  etnn::loss::CrossEntropy ce;
+  etnn::optim::SGD opt(model, {.lr = 0.05f});
+  etnn::Trainer trainer(model, ce, opt, {.accumulate = 2});
+  const auto step = [&] { (void)trainer.step(data.x(), data.labels()); };
+  for (int call = 0; call < 3; ++call) step();  // one window updated, the next begun
+  REQUIRE(trainer.micro_step() == 1);
+  REQUIRE(trainer.step_graphs().enabled());
+  runtime.clear();
+  runtime.graph_launches_until_failure = 2;  // the forward's graph launches, the backward's fails
+  CHECK_THROWS_AS(step(), etnn::DeviceError);
+  INFO("the failed micro-batch's calls:\n" << listing(runtime.calls));
+  CHECK(count(runtime.calls, "cudaGraphLaunch", false) == 2);
+  CHECK(count(runtime.calls, "launch etnn::optim mark_non_finite_loss", false) == 0);
+  CHECK(trainer.micro_step() == 1);
+  runtime.clear();
+  step();  // the micro-batch again: its loss marked, the gradients tested, the update made
+  CHECK(count(runtime.calls, "launch etnn::optim mark_non_finite_loss", false) == 1);
+  CHECK(count(runtime.calls, "launch etnn::optim mark_non_finite_gradients", false) == 1);
+  CHECK(opt.steps() == 2);
+  CHECK(trainer.skipped_steps() == 0);
 }
 
 TEST_CASE("a training checkpoint inside a window the device decides keeps the loss the device marked") {

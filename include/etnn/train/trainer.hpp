@@ -321,12 +321,14 @@ class Trainer {
     const T gradient_scale = static_cast<T>(scaler_.scale()) / static_cast<T>(options_.accumulate);
     if constexpr (loss_has_parameters) loss_.set_gradient_scale(gradient_scale);
     const auto loss = targets_.value_and_grad(loss_, output.values, y, output.gradient);
-    if constexpr (backend::verdict_on_device<Device>)
-      if (verdict_on_device)
-        guard_.mark_loss(micro_step_ == 0 ? optimizer_.begin_verdict() : optimizer_.verdict(), loss);
     pass_.backward(gradient_scale, layer_done, gradients_stale_ ? nn::Gradients::overwrite : nn::Gradients::add,
                    weight_row_blocks);
     gradients_stale_ = false;
+    // Once backward has returned, as the host's guard tests the loss: a micro-batch whose backward
+    // throws leaves the window's verdict as it was (backward leaves the loss's device values be).
+    if constexpr (backend::verdict_on_device<Device>)
+      if (verdict_on_device)
+        guard_.mark_loss(micro_step_ == 0 ? optimizer_.begin_verdict() : optimizer_.verdict(), loss);
     return loss;
   }
 

@@ -5145,7 +5145,7 @@ double sum_of_squares(const T* x, std::size_t n) {
 }  // namespace etnn
 // ---- etnn/cuda/blas.hpp ----
 // Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
-// Matrix products through cuBLASLt, with its fused epilogues (bias, bias + ReLU).
+// Matrix products through cuBLASLt, with the bias fused as its epilogue.
 // cuBLASLt is column-major; etnn's row-major (R, C) matrix is a column-major (C, R) one, and
 // cuda/dense.hpp states each product in those terms. A product's descriptors and algorithm are
 // chosen once per shape and operand alignment and kept (a plan, cuda/blas_plan.hpp), so a training
@@ -5185,7 +5185,7 @@ double sum_of_squares(const T* x, std::size_t n) {
 
 namespace etnn::cuda {
 
-enum class Epilogue { none, bias, bias_relu };
+enum class Epilogue { none, bias };
 
 namespace detail {
 
@@ -5272,7 +5272,7 @@ class Blas {
     return blas;
   }
 
-  // C = alpha op(A) op(B) + beta C [+ bias, relu], column-major: C is m x n (ldc), op(A) m x k,
+  // C = alpha op(A) op(B) + beta C [+ bias], column-major: C is m x n (ldc), op(A) m x k,
   // op(B) k x n; bias has m values (one per row of C). Operands are T, or bf16 or fp16 for a
   // float C.
   template <class Operand, class T>
@@ -5352,9 +5352,8 @@ class Blas {
         runtime().cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a));
     ETNN_CHECK_CUBLAS(
         runtime().cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b));
-    const cublasLtEpilogue_t lt_epilogue = epilogue == Epilogue::bias_relu ? CUBLASLT_EPILOGUE_RELU_BIAS
-                                           : epilogue == Epilogue::bias    ? CUBLASLT_EPILOGUE_BIAS
-                                                                           : CUBLASLT_EPILOGUE_DEFAULT;
+    const cublasLtEpilogue_t lt_epilogue =
+        epilogue == Epilogue::bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
     ETNN_CHECK_CUBLAS(runtime().cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE,
                                                                &lt_epilogue, sizeof lt_epilogue));
     // Stored shapes: op(A) is m x k, so A is k x m when transposed.
@@ -5559,7 +5558,7 @@ const Half* half_copy(int slot, const float* src, std::size_t n) {
   return copy;
 }
 
-// C = op(A) op(B) + beta C [+ bias, relu] (Blas::matmul), from 16-bit copies of A (a_values
+// C = op(A) op(B) + beta C [+ bias] (Blas::matmul), from 16-bit copies of A (a_values
 // values) and B (b_values) in a mixed-precision model, else from A and B themselves.
 template <class T>
 void product(Products products, bool transpose_a, bool transpose_b, int m, int n, int k, const T* a,
@@ -5583,12 +5582,12 @@ void product(Products products, bool transpose_a, bool transpose_b, int m, int n
 template <int In, int Out, class Act, class T>
 void dense_forward(Cuda, const T* weight, const T* bias, const T* x, T* y, T* kept, int batch, Act act,
                    Products products = Products::own) {
-  constexpr bool epilogue_activation =
-      std::is_same_v<T, float> && (std::is_same_v<Act, fn::Identity> || std::is_same_v<Act, fn::Relu>);
+  // An fp32 product adds the bias in its epilogue. Every activation but the identity runs after it
+  // in one kernel through the CPU's functor (fn::activate): cuBLASLt's ReLU epilogue is max(x, 0),
+  // which turns NaN into 0, where etnn's ReLU keeps NaN so that the non-finite guard sees it.
   constexpr bool epilogue_bias = std::is_same_v<T, float>;
-  const cuda::Epilogue epilogue = !epilogue_bias                    ? cuda::Epilogue::none
-                                  : std::is_same_v<Act, fn::Relu>   ? cuda::Epilogue::bias_relu
-                                                                    : cuda::Epilogue::bias;
+  constexpr bool epilogue_activation = epilogue_bias && std::is_same_v<Act, fn::Identity>;
+  const cuda::Epilogue epilogue = epilogue_bias ? cuda::Epilogue::bias : cuda::Epilogue::none;
   const auto rows = static_cast<std::size_t>(batch);
   cuda::detail::product(products, true, false, Out, batch, In, weight, std::size_t{Out} * In, In, x, rows * In, In,
                         y, Out, T(0), epilogue, epilogue_bias ? bias : nullptr);
@@ -19338,12 +19337,14 @@ class Trainer {
     const T gradient_scale = static_cast<T>(scaler_.scale()) / static_cast<T>(options_.accumulate);
     if constexpr (loss_has_parameters) loss_.set_gradient_scale(gradient_scale);
     const auto loss = targets_.value_and_grad(loss_, output.values, y, output.gradient);
-    if constexpr (backend::verdict_on_device<Device>)
-      if (verdict_on_device)
-        guard_.mark_loss(micro_step_ == 0 ? optimizer_.begin_verdict() : optimizer_.verdict(), loss);
     pass_.backward(gradient_scale, layer_done, gradients_stale_ ? nn::Gradients::overwrite : nn::Gradients::add,
                    weight_row_blocks);
     gradients_stale_ = false;
+    // Once backward has returned, as the host's guard tests the loss: a micro-batch whose backward
+    // throws leaves the window's verdict as it was (backward leaves the loss's device values be).
+    if constexpr (backend::verdict_on_device<Device>)
+      if (verdict_on_device)
+        guard_.mark_loss(micro_step_ == 0 ? optimizer_.begin_verdict() : optimizer_.verdict(), loss);
     return loss;
   }
 

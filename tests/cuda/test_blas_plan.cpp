@@ -60,7 +60,7 @@ TEST_CASE("blas alignment of a matrix: its address and every column's, ld * elem
 
 namespace {
 PlanKey key_with(unsigned align_a, unsigned align_b, unsigned align_c) {
-  return {true, false, 64, 37, 784, 784, 784, 64, Epilogue::bias_relu, 0, 0, true, align_a, align_b, align_c};
+  return {true, false, 64, 37, 784, 784, 784, 64, Epilogue::bias, 0, 0, true, align_a, align_b, align_c};
 }
 }  // namespace
 

@@ -313,6 +313,28 @@ TEST_CASE_TEMPLATE("dense layers forward and backward match the CPU for every ac
   check_dense<T, 1024, 64, etnn::fn::Relu>(2048, std::is_same_v<T, float> ? 1e-3 : 1e-12);
 }
 
+TEST_CASE_TEMPLATE("a linear layer's relu keeps NaN on the device, as on the CPU" * doctest::skip(!gpu()), T, float,
+                   double) {
+  // Not cuBLASLt's ReLU epilogue, max(x, 0), which turns NaN into 0 and hides it from the guard.
+  constexpr int In = 8, Out = 16, batch = 4;
+  const auto w = random_values<T>(std::size_t{Out} * In, 30), b = random_values<T>(Out, 31);
+  auto x = random_values<T>(std::size_t{In} * batch, 32);
+  x[2 * In + 3] = std::numeric_limits<T>::quiet_NaN();  // in sample 2: every output of its row is NaN
+  std::vector<T> y(std::size_t{Out} * batch);
+  T* const no_kept = nullptr;  // relu's derivative needs its output only
+  etnn::dense_forward<In, Out>(etnn::Cpu{}, w.data(), b.data(), x.data(), y.data(), no_kept, batch, etnn::fn::Relu{});
+  auto dw = to_device(w), db = to_device(b), dx = to_device(x);
+  etnn::Buffer<T, etnn::Cuda> dev_y(y.size());
+  etnn::dense_forward<In, Out>(etnn::Cuda{}, dw.data(), db.data(), dx.data(), dev_y.data(), no_kept, batch,
+                               etnn::fn::Relu{});
+  const std::vector<T> on_device = to_host(dev_y);
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    CAPTURE(i);
+    CHECK(std::isnan(y[i]) == (i / Out == 2));
+    CHECK(std::isnan(on_device[i]) == (i / Out == 2));
+  }
+}
+
 namespace {
 // A convolution forward and backward on both devices, every output compared.
 template <class T, int C, int H, int K, int S, int P, int Out, class Act>

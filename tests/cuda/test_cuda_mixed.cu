@@ -92,6 +92,7 @@ TEST_CASE("mixed precision with tanh and SiLU fused (SiLU's f'(z) kept in bf16 o
                                    nn::linear<16>)>();
   check_mixed_follows_cpu<decltype(nn::input<20> >> nn::linear<48> >> nn::silu >> nn::linear<10>)>();
   check_mixed_follows_cpu<decltype(nn::input<32> >> nn::linear<64> >> nn::silu >> nn::linear<16>), etnn::fp16>();
+  check_mixed_follows_cpu<decltype(nn::input<32> >> nn::linear<64> >> nn::tanh >> nn::linear<16>), etnn::fp16>();
 }
 
 TEST_CASE("mixed precision split: a wide first layer through cuBLASLt, the narrow tail fused, follows the CPU model" *
@@ -101,6 +102,8 @@ TEST_CASE("mixed precision split: a wide first layer through cuBLASLt, the narro
   check_mixed_follows_cpu<decltype(nn::input<300> >> nn::linear<48> >> nn::gelu >> nn::linear<64> >> nn::silu >>
                                    nn::linear<10>),
                           etnn::fp16>();
+  // The tail's input padded (100 run as 128): dL/dx comes back through the padded columns, dropped.
+  check_mixed_follows_cpu<decltype(nn::input<784> >> nn::linear<100> >> nn::relu >> nn::linear<10>)>();
 }
 
 TEST_CASE("mixed precision layer by layer (cuBLASLt bf16 products) follows the CPU model: any network, or forced" *

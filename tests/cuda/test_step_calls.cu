@@ -216,8 +216,10 @@ TEST_CASE("a split MLP's step: the wide first layer through cuBLASLt, the tail f
   // The output, 10, runs padded to 16: the tail's parameters and columns are copied around its kernels.
   const std::string columns = "launch etnn fused MLP copy_columns_kernel";
   CHECK(work == std::vector<std::string>{
-                    // forward: the first layer's product from bf16 copies, bias and relu in its epilogue, then the tail
+                    // forward: the first layer's product from bf16 copies, the bias in its epilogue, relu
+                    // after it (cuBLASLt's would drop NaN), then the tail
                     "launch etnn::dense to_half", "launch etnn::dense to_half", "cublasLtMatmul",
+                    "launch etnn::dense_forward bias_activation",
                     "launch etnn fused MLP pad_parameters_kernel", columns, "launch fused_mlp_forward_kernel", columns,
                     // the loss, zeroing the gradients
                     "launch etnn::loss::CrossEntropy", "launch etnn::fill",

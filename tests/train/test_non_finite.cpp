@@ -18,7 +18,8 @@ namespace nn = etnn::nn;
 namespace {
 
 using Net = decltype(nn::input<8> >> nn::linear<16> >> nn::relu >> nn::linear<3>);
-// tanh carries a NaN forward to the loss (etnn's relu maps NaN to 0).
+// tanh carries a NaN back into every gradient (relu keeps NaN forward, but its backward is a select:
+// 0 wherever the output is not > 0, NaN included).
 using TanhNet = decltype(nn::input<8> >> nn::linear<16> >> nn::tanh >> nn::linear<3>);
 using BnNet = decltype(nn::input<8> >> nn::linear<16> >> nn::batch_norm >> nn::tanh >> nn::linear<3>);
 constexpr float not_a_number = std::numeric_limits<float>::quiet_NaN();

@@ -1,6 +1,6 @@
 #pragma once
 // Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
-// Matrix products through cuBLASLt, with its fused epilogues (bias, bias + ReLU).
+// Matrix products through cuBLASLt, with the bias fused as its epilogue.
 // cuBLASLt is column-major; etnn's row-major (R, C) matrix is a column-major (C, R) one, and
 // cuda/dense.hpp states each product in those terms. A product's descriptors and algorithm are
 // chosen once per shape and operand alignment and kept (a plan, cuda/blas_plan.hpp), so a training
@@ -43,7 +43,7 @@ class Blas {
     return blas;
   }
 
-  // C = alpha op(A) op(B) + beta C [+ bias, relu], column-major: C is m x n (ldc), op(A) m x k,
+  // C = alpha op(A) op(B) + beta C [+ bias], column-major: C is m x n (ldc), op(A) m x k,
   // op(B) k x n; bias has m values (one per row of C). Operands are T, or bf16 or fp16 for a
   // float C.
   template <class Operand, class T>
@@ -123,9 +123,8 @@ class Blas {
         runtime().cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a));
     ETNN_CHECK_CUBLAS(
         runtime().cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b));
-    const cublasLtEpilogue_t lt_epilogue = epilogue == Epilogue::bias_relu ? CUBLASLT_EPILOGUE_RELU_BIAS
-                                           : epilogue == Epilogue::bias    ? CUBLASLT_EPILOGUE_BIAS
-                                                                           : CUBLASLT_EPILOGUE_DEFAULT;
+    const cublasLtEpilogue_t lt_epilogue =
+        epilogue == Epilogue::bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
     ETNN_CHECK_CUBLAS(runtime().cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE,
                                                                &lt_epilogue, sizeof lt_epilogue));
     // Stored shapes: op(A) is m x k, so A is k x m when transposed.

@@ -18,7 +18,7 @@
 
 namespace etnn::cuda {
 
-enum class Epilogue { none, bias, bias_relu };
+enum class Epilogue { none, bias };
 
 namespace detail {
 

@@ -130,7 +130,7 @@ const Half* half_copy(int slot, const float* src, std::size_t n) {
   return copy;
 }
 
-// C = op(A) op(B) + beta C [+ bias, relu] (Blas::matmul), from 16-bit copies of A (a_values
+// C = op(A) op(B) + beta C [+ bias] (Blas::matmul), from 16-bit copies of A (a_values
 // values) and B (b_values) in a mixed-precision model, else from A and B themselves.
 template <class T>
 void product(Products products, bool transpose_a, bool transpose_b, int m, int n, int k, const T* a,
@@ -154,12 +154,12 @@ void product(Products products, bool transpose_a, bool transpose_b, int m, int n
 template <int In, int Out, class Act, class T>
 void dense_forward(Cuda, const T* weight, const T* bias, const T* x, T* y, T* kept, int batch, Act act,
                    Products products = Products::own) {
-  constexpr bool epilogue_activation =
-      std::is_same_v<T, float> && (std::is_same_v<Act, fn::Identity> || std::is_same_v<Act, fn::Relu>);
+  // An fp32 product adds the bias in its epilogue. Every activation but the identity runs after it
+  // in one kernel through the CPU's functor (fn::activate): cuBLASLt's ReLU epilogue is max(x, 0),
+  // which turns NaN into 0, where etnn's ReLU keeps NaN so that the non-finite guard sees it.
   constexpr bool epilogue_bias = std::is_same_v<T, float>;
-  const cuda::Epilogue epilogue = !epilogue_bias                    ? cuda::Epilogue::none
-                                  : std::is_same_v<Act, fn::Relu>   ? cuda::Epilogue::bias_relu
-                                                                    : cuda::Epilogue::bias;
+  constexpr bool epilogue_activation = epilogue_bias && std::is_same_v<Act, fn::Identity>;
+  const cuda::Epilogue epilogue = epilogue_bias ? cuda::Epilogue::bias : cuda::Epilogue::none;
   const auto rows = static_cast<std::size_t>(batch);
   cuda::detail::product(products, true, false, Out, batch, In, weight, std::size_t{Out} * In, In, x, rows * In, In,
                         y, Out, T(0), epilogue, epilogue_bias ? bias : nullptr);

@@ -5405,9 +5405,10 @@ class Blas {
 //
 // Forward:   Z = X W^T + b,  Y = f(Z)          X: (B, IN)  W: (OUT, IN)  b: (OUT)  Y, Z: (B, OUT)
 //            In cuBLASLt's column-major terms Y^T (OUT x B) = W (stored IN x OUT, transposed) X^T
-//            (stored IN x B). For fp32 with identity or ReLU that one call also adds b and applies
-//            f (its BIAS / RELU_BIAS epilogue); otherwise one elementwise kernel follows it, keeping
-//            f'(Z) when f' needs Z (fn::activate).
+//            (stored IN x B). For fp32 that one call also adds b (its BIAS epilogue); one
+//            elementwise kernel follows it unless f is the identity, applying f through the CPU's
+//            functor (ReLU included: cuBLASLt's RELU epilogue turns NaN into 0) and keeping f'(Z)
+//            when f' needs Z (fn::activate).
 // Backward:  dZ = dY (.) f'(Z, Y) written over dY, db += sum_b dZ     one kernel + a tiny one
 //            dW += dZ^T X:  dW^T (IN x OUT) += X^T (IN x B) dZ (B x OUT)     cuBLASLt, beta = 1
 //            dX  = dZ W:    dX^T (IN x B)   = W^T (IN x OUT) dZ^T (OUT x B)  skipped for the first layer
@@ -11038,8 +11039,8 @@ struct FusedMlpProgram<TypeList<Ls...>, Half> : Program<TypeList<Ls...>> {
 // Private to nn/: include <etnn/nn/nn.hpp> or <etnn/etnn.hpp>.
 // The network executor of a mixed-precision model on CUDA whose first linear layer is too wide for
 // the fully fused kernels but whose tail fits them (784 -> 64 -> relu -> 64 -> relu -> 10): the
-// first layer runs on the per-layer path (its product through cuBLASLt from 16-bit copies, bias
-// and activation in its epilogue), the tail as the fused kernels (nn/fused_mlp_program.hpp), whose
+// first layer runs on the per-layer path (its product through cuBLASLt from 16-bit copies, the
+// bias in its epilogue, the activation one kernel after it), the tail as the fused kernels (nn/fused_mlp_program.hpp), whose
 // input gradient (dL/dx, FusedMlp::backward's dx) is written straight into the first layer's
 // output gradient. The parameter layout, names and initialisation are Program's, so checkpoints
 // and optimizers do not change.
@@ -13910,9 +13911,10 @@ class Optimizer {
 
   // A step whose skip the device decides, so that the host does not wait for the verdict (a CUDA
   // device, one process, no clipping: the non-finite guard's path, train/non_finite_guard.hpp):
+  //   ...                                   // forward, loss, backward
   //   auto& verdict = opt.begin_verdict();  // zeroed; the caller marks the loss into it
-  //   ...                                   // backward (and more micro-batches, whose losses the
-  //                                         // caller marks into opt.verdict())
+  //   ...                                   // more micro-batches, whose losses the caller marks
+  //                                         // into opt.verdict()
   //   opt.step_unless_skipped();            // the gradients marked into it, the update predicated
   //                                         // on it, and it is sent to the host without a wait;
   //                                         // the caller may predicate more on verdict.skip()
@@ -18045,8 +18047,8 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
     guard.owed_error = text("owed_non_finite_error");
     guard.window_loss_non_finite = detail::metadata_flag(file, path, "window_loss_non_finite");
     // Saved before the window's starting buffers were kept: the window resumes without them.
-    guard.window_start_buffers = micro_step > 0 && file.metadata.contains("window_start_buffers") &&
-                                 detail::metadata_flag(file, path, "window_start_buffers");
+    guard.window_start_buffers = file.metadata.contains("window_start_buffers") &&
+                                 detail::metadata_flag(file, path, "window_start_buffers") && micro_step > 0;
     try {
       guard.check(trainer.optimizer().reducer().size());
     } catch (const Error& e) {
@@ -18055,6 +18057,9 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
   }
   if (micro_step >= trainer.options().accumulate || epoch == INT_MAX)
     fail("metadata out of range (micro step " + std::to_string(micro_step) + ", epoch " + std::to_string(epoch) + ")");
+  // The verdict on its way is counted, and a window's device-marked loss read, before anything
+  // changes: restore_micro_step then finds nothing on its way.
+  (void)trainer.guard_state();
   // The micro-step decides whether accumulated gradients are part of the state. The trainer's own
   // is set, with the guard's state, only once everything has loaded.
   const float previous_loss_scale = trainer.loss_scale();
@@ -18077,6 +18082,7 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
   }
   trainer.restore_micro_step(micro_step);  // in range: checked above
   trainer.restore_guard_state(guard);      // checked above
+  if (guard.window_start_buffers) trainer.use_window_start_buffers();  // loaded with the slots
   trainer.optimizer().restore_steps(steps);
   if constexpr (requires { trainer.loss_optimizer(); }) trainer.loss_optimizer().restore_steps(loss_steps);
   trainer.model().restore_training_passes(static_cast<std::uint64_t>(passes));
@@ -18707,7 +18713,8 @@ struct GuardState {
   bool window_loss_non_finite = false;
   std::string owed_error;
   // The window in progress keeps the model's buffers (batch norm's running statistics) as they
-  // were at its start, in Trainer::window_start_buffers(), to put back if its update is skipped.
+  // were at its start, in Trainer::window_start_buffers(), to put back if its update is skipped
+  // (what guard_state says; restoring a state leaves it to Trainer::use_window_start_buffers).
   bool window_start_buffers = false;
 
   // Throws unless a run in a job of `ranks` ranks can reach this state.
@@ -18817,10 +18824,11 @@ class NonFiniteGuard {
     }
   }
   // A window resumed midway (a training checkpoint's) has no copy of its starting buffers, unless
-  // the checkpoint wrote them into window_start_buffers() (restore says so).
+  // the checkpoint wrote them into window_start_buffers() (use_window_start_buffers then says so).
   void resume_window() noexcept { buffers_saved_ = false; }
   // The model's buffers at the start of the window (Model::num_buffers values on its device).
   T* window_start_buffers() noexcept { return saved_buffers_.data(); }
+  void use_window_start_buffers() noexcept { buffers_saved_ = Model::num_buffers > 0 && on_; }
   // The guard's part of a training checkpoint (the verdict on its way counted first, by the
   // caller). window_loss_non_finite is the host's flag: a window whose losses the device marks has
   // it in the device's verdict.
@@ -18840,7 +18848,6 @@ class NonFiniteGuard {
     ranks_ = ranks;
     loss_non_finite_ = state.window_loss_non_finite;
     owed_error_ = state.owed_error;
-    buffers_saved_ = state.window_start_buffers && Model::num_buffers > 0 && on_;
   }
   // Each micro-batch's mean loss.
   void check_loss(T loss) noexcept { loss_non_finite_ |= !std::isfinite(loss); }
@@ -18890,8 +18897,8 @@ class NonFiniteGuard {
   }
 
   // A step decided on the device (the Trainer's path on a CUDA device, Optimizer::begin_verdict):
-  // the loss's values marked into the verdict as soon as the loss is computed (they live in memory
-  // later launches reuse), and, once the optimizer has marked the gradients and sent the verdict
+  // the loss's values marked into the verdict once backward has returned (before later launches
+  // reuse their memory), and, once the optimizer has marked the gradients and sent the verdict
   // (verdict_sent), the model's buffers put back predicated on it. settle() counts the verdict when
   // the host has it.
   template <class Verdict, class Loss>
@@ -19225,13 +19232,15 @@ class Trainer {
     return state;
   }
   // With restore_micro_step, what a loaded training state sets (it replaces the run, its owed
-  // error included). state.window_start_buffers: the checkpoint wrote the buffers at its window's
-  // start into window_start_buffers() (after restore_micro_step, which forgets them).
+  // error included; state.window_start_buffers is not taken: see use_window_start_buffers).
   void restore_guard_state(const train::GuardState& state) { guard_.restore(state, optimizer_.reducer().size()); }
   // The model's buffers (batch norm's running statistics; Model::num_buffers values on the model's
-  // device) as they were at the start of the accumulation window in progress: a skipped update
-  // puts them back. Training checkpoints saved inside a window keep them.
+  // device) as they were at the start of the accumulation window in progress, which a skipped
+  // update puts back when guard_state().window_start_buffers: training checkpoints saved inside a
+  // window keep them. A checkpoint's loader writes them here, then calls use_window_start_buffers
+  // (after restore_micro_step, which forgets them) to have a skip put them back.
   T* window_start_buffers() noexcept { return guard_.window_start_buffers(); }
+  void use_window_start_buffers() noexcept { guard_.use_window_start_buffers(); }
 
   // Dynamic loss scaling: the scale the next step multiplies the loss's gradient by (1 when off),
   // and the updates in a row made at it (growth_interval of them grow it). Training checkpoints
@@ -19313,7 +19322,7 @@ class Trainer {
   // zeroed: what a failed step leaves is what zero_grad() would.
   // Returns the loss as the loss returned it (backend::LossValue: on a CUDA device, read when
   // converted to T).
-  // verdict_on_device: the loss is marked into the optimizer's verdict as soon as it is computed,
+  // verdict_on_device: the loss is marked into the optimizer's verdict once backward has returned,
   // the verdict begun (Optimizer::begin_verdict) at the window's first micro-batch.
   template <class X, class Y, class LayerDone>
   auto backward_pass(const X& x, const Y& y, LayerDone&& layer_done, bool weight_row_blocks = false,
@@ -19342,6 +19351,7 @@ class Trainer {
     gradients_stale_ = false;
     // Once backward has returned, as the host's guard tests the loss: a micro-batch whose backward
     // throws leaves the window's verdict as it was (backward leaves the loss's device values be).
+    // Only a lost device fails this launch, after which the window cannot go on anyway.
     if constexpr (backend::verdict_on_device<Device>)
       if (verdict_on_device)
         guard_.mark_loss(micro_step_ == 0 ? optimizer_.begin_verdict() : optimizer_.verdict(), loss);

@@ -4,9 +4,10 @@
 //
 // Forward:   Z = X W^T + b,  Y = f(Z)          X: (B, IN)  W: (OUT, IN)  b: (OUT)  Y, Z: (B, OUT)
 //            In cuBLASLt's column-major terms Y^T (OUT x B) = W (stored IN x OUT, transposed) X^T
-//            (stored IN x B). For fp32 with identity or ReLU that one call also adds b and applies
-//            f (its BIAS / RELU_BIAS epilogue); otherwise one elementwise kernel follows it, keeping
-//            f'(Z) when f' needs Z (fn::activate).
+//            (stored IN x B). For fp32 that one call also adds b (its BIAS epilogue); one
+//            elementwise kernel follows it unless f is the identity, applying f through the CPU's
+//            functor (ReLU included: cuBLASLt's RELU epilogue turns NaN into 0) and keeping f'(Z)
+//            when f' needs Z (fn::activate).
 // Backward:  dZ = dY (.) f'(Z, Y) written over dY, db += sum_b dZ     one kernel + a tiny one
 //            dW += dZ^T X:  dW^T (IN x OUT) += X^T (IN x B) dZ (B x OUT)     cuBLASLt, beta = 1
 //            dX  = dZ W:    dX^T (IN x B)   = W^T (IN x OUT) dZ^T (OUT x B)  skipped for the first layer

@@ -210,8 +210,8 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
     guard.owed_error = text("owed_non_finite_error");
     guard.window_loss_non_finite = detail::metadata_flag(file, path, "window_loss_non_finite");
     // Saved before the window's starting buffers were kept: the window resumes without them.
-    guard.window_start_buffers = micro_step > 0 && file.metadata.contains("window_start_buffers") &&
-                                 detail::metadata_flag(file, path, "window_start_buffers");
+    guard.window_start_buffers = file.metadata.contains("window_start_buffers") &&
+                                 detail::metadata_flag(file, path, "window_start_buffers") && micro_step > 0;
     try {
       guard.check(trainer.optimizer().reducer().size());
     } catch (const Error& e) {
@@ -220,6 +220,9 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
   }
   if (micro_step >= trainer.options().accumulate || epoch == INT_MAX)
     fail("metadata out of range (micro step " + std::to_string(micro_step) + ", epoch " + std::to_string(epoch) + ")");
+  // The verdict on its way is counted, and a window's device-marked loss read, before anything
+  // changes: restore_micro_step then finds nothing on its way.
+  (void)trainer.guard_state();
   // The micro-step decides whether accumulated gradients are part of the state. The trainer's own
   // is set, with the guard's state, only once everything has loaded.
   const float previous_loss_scale = trainer.loss_scale();
@@ -242,6 +245,7 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
   }
   trainer.restore_micro_step(micro_step);  // in range: checked above
   trainer.restore_guard_state(guard);      // checked above
+  if (guard.window_start_buffers) trainer.use_window_start_buffers();  // loaded with the slots
   trainer.optimizer().restore_steps(steps);
   if constexpr (requires { trainer.loss_optimizer(); }) trainer.loss_optimizer().restore_steps(loss_steps);
   trainer.model().restore_training_passes(static_cast<std::uint64_t>(passes));

@@ -165,9 +165,10 @@ class Optimizer {
 
   // A step whose skip the device decides, so that the host does not wait for the verdict (a CUDA
   // device, one process, no clipping: the non-finite guard's path, train/non_finite_guard.hpp):
+  //   ...                                   // forward, loss, backward
   //   auto& verdict = opt.begin_verdict();  // zeroed; the caller marks the loss into it
-  //   ...                                   // backward (and more micro-batches, whose losses the
-  //                                         // caller marks into opt.verdict())
+  //   ...                                   // more micro-batches, whose losses the caller marks
+  //                                         // into opt.verdict()
   //   opt.step_unless_skipped();            // the gradients marked into it, the update predicated
   //                                         // on it, and it is sent to the host without a wait;
   //                                         // the caller may predicate more on verdict.skip()

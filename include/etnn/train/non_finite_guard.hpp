@@ -39,7 +39,8 @@ struct GuardState {
   bool window_loss_non_finite = false;
   std::string owed_error;
   // The window in progress keeps the model's buffers (batch norm's running statistics) as they
-  // were at its start, in Trainer::window_start_buffers(), to put back if its update is skipped.
+  // were at its start, in Trainer::window_start_buffers(), to put back if its update is skipped
+  // (what guard_state says; restoring a state leaves it to Trainer::use_window_start_buffers).
   bool window_start_buffers = false;
 
   // Throws unless a run in a job of `ranks` ranks can reach this state.
@@ -149,10 +150,11 @@ class NonFiniteGuard {
     }
   }
   // A window resumed midway (a training checkpoint's) has no copy of its starting buffers, unless
-  // the checkpoint wrote them into window_start_buffers() (restore says so).
+  // the checkpoint wrote them into window_start_buffers() (use_window_start_buffers then says so).
   void resume_window() noexcept { buffers_saved_ = false; }
   // The model's buffers at the start of the window (Model::num_buffers values on its device).
   T* window_start_buffers() noexcept { return saved_buffers_.data(); }
+  void use_window_start_buffers() noexcept { buffers_saved_ = Model::num_buffers > 0 && on_; }
   // The guard's part of a training checkpoint (the verdict on its way counted first, by the
   // caller). window_loss_non_finite is the host's flag: a window whose losses the device marks has
   // it in the device's verdict.
@@ -172,7 +174,6 @@ class NonFiniteGuard {
     ranks_ = ranks;
     loss_non_finite_ = state.window_loss_non_finite;
     owed_error_ = state.owed_error;
-    buffers_saved_ = state.window_start_buffers && Model::num_buffers > 0 && on_;
   }
   // Each micro-batch's mean loss.
   void check_loss(T loss) noexcept { loss_non_finite_ |= !std::isfinite(loss); }
@@ -222,8 +223,8 @@ class NonFiniteGuard {
   }
 
   // A step decided on the device (the Trainer's path on a CUDA device, Optimizer::begin_verdict):
-  // the loss's values marked into the verdict as soon as the loss is computed (they live in memory
-  // later launches reuse), and, once the optimizer has marked the gradients and sent the verdict
+  // the loss's values marked into the verdict once backward has returned (before later launches
+  // reuse their memory), and, once the optimizer has marked the gradients and sent the verdict
   // (verdict_sent), the model's buffers put back predicated on it. settle() counts the verdict when
   // the host has it.
   template <class Verdict, class Loss>

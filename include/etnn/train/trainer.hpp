@@ -209,13 +209,15 @@ class Trainer {
     return state;
   }
   // With restore_micro_step, what a loaded training state sets (it replaces the run, its owed
-  // error included). state.window_start_buffers: the checkpoint wrote the buffers at its window's
-  // start into window_start_buffers() (after restore_micro_step, which forgets them).
+  // error included; state.window_start_buffers is not taken: see use_window_start_buffers).
   void restore_guard_state(const train::GuardState& state) { guard_.restore(state, optimizer_.reducer().size()); }
   // The model's buffers (batch norm's running statistics; Model::num_buffers values on the model's
-  // device) as they were at the start of the accumulation window in progress: a skipped update
-  // puts them back. Training checkpoints saved inside a window keep them.
+  // device) as they were at the start of the accumulation window in progress, which a skipped
+  // update puts back when guard_state().window_start_buffers: training checkpoints saved inside a
+  // window keep them. A checkpoint's loader writes them here, then calls use_window_start_buffers
+  // (after restore_micro_step, which forgets them) to have a skip put them back.
   T* window_start_buffers() noexcept { return guard_.window_start_buffers(); }
+  void use_window_start_buffers() noexcept { guard_.use_window_start_buffers(); }
 
   // Dynamic loss scaling: the scale the next step multiplies the loss's gradient by (1 when off),
   // and the updates in a row made at it (growth_interval of them grow it). Training checkpoints
@@ -297,7 +299,7 @@ class Trainer {
   // zeroed: what a failed step leaves is what zero_grad() would.
   // Returns the loss as the loss returned it (backend::LossValue: on a CUDA device, read when
   // converted to T).
-  // verdict_on_device: the loss is marked into the optimizer's verdict as soon as it is computed,
+  // verdict_on_device: the loss is marked into the optimizer's verdict once backward has returned,
   // the verdict begun (Optimizer::begin_verdict) at the window's first micro-batch.
   template <class X, class Y, class LayerDone>
   auto backward_pass(const X& x, const Y& y, LayerDone&& layer_done, bool weight_row_blocks = false,
@@ -326,6 +328,7 @@ class Trainer {
     gradients_stale_ = false;
     // Once backward has returned, as the host's guard tests the loss: a micro-batch whose backward
     // throws leaves the window's verdict as it was (backward leaves the loss's device values be).
+    // Only a lost device fails this launch, after which the window cannot go on anyway.
     if constexpr (backend::verdict_on_device<Device>)
       if (verdict_on_device)
         guard_.mark_loss(micro_step_ == 0 ? optimizer_.begin_verdict() : optimizer_.verdict(), loss);

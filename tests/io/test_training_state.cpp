@@ -310,4 +310,31 @@ TEST_CASE("a skipped window resumed from a state puts batch norm's statistics ba
   run(3, 3, 0, 39, std::nullopt, between.path);
   CHECK(etnn::io::read_safetensors(between.path).metadata.at("window_start_buffers") == "0");
   CHECK(etnn::io::read_safetensors(between.path).find("window_start.1.running_mean") == nullptr);
+
+  // A state missing a window-start tensor is refused, and the trainer it was loaded into, inside a
+  // window of its own, keeps that window's copy and everything else as they were.
+  TempFile broken;
+  std::vector<etnn::io::TensorBytes> tensors;
+  for (const auto& t : file.tensors)
+    if (t.name != "window_start.1.running_var")
+      tensors.push_back({t.name, t.dtype, t.shape, std::span(file.data).subspan(t.begin, t.end - t.begin)});
+  etnn::io::write_safetensors(broken.path, tensors, file.metadata);
+  etnn::Model<NormedRegressor> model(3);
+  etnn::loss::MSE loss;
+  etnn::optim::SGD opt(model, {.lr = 0.01f, .momentum = 0.9f});
+  etnn::Trainer trainer(model, loss, opt, {.accumulate = 3});
+  etnn::data::DataLoader loader(data, {.batch = 32});
+  etnn::test::run_steps(trainer, loader, 0, 37);  // micro step 1 of the window 36, 37, 38
+  constexpr std::size_t buffers = etnn::Model<NormedRegressor>::num_buffers;
+  const std::vector<float> window_start(trainer.window_start_buffers(), trainer.window_start_buffers() + buffers);
+  const std::vector<float> parameters(model.parameters(), model.parameters() + NormedRegressor::flat_size);
+  const std::vector<float> running(model.buffers(), model.buffers() + buffers);
+  CHECK_THROWS_WITH_AS(etnn::io::load_state(trainer, loader, broken.path),
+                       doctest::Contains("window_start.1.running_var"), etnn::IoError);
+  CHECK(std::equal(window_start.begin(), window_start.end(), trainer.window_start_buffers()));
+  CHECK(std::equal(parameters.begin(), parameters.end(), model.parameters()));
+  CHECK(std::equal(running.begin(), running.end(), model.buffers()));
+  CHECK(trainer.micro_step() == 1);
+  CHECK(trainer.guard_state().window_start_buffers);
+  CHECK(trainer.guard_state().window_loss_non_finite);
 }

@@ -11040,9 +11040,9 @@ struct FusedMlpProgram<TypeList<Ls...>, Half> : Program<TypeList<Ls...>> {
 // The network executor of a mixed-precision model on CUDA whose first linear layer is too wide for
 // the fully fused kernels but whose tail fits them (784 -> 64 -> relu -> 64 -> relu -> 10): the
 // first layer runs on the per-layer path (its product through cuBLASLt from 16-bit copies, the
-// bias in its epilogue, the activation one kernel after it), the tail as the fused kernels (nn/fused_mlp_program.hpp), whose
-// input gradient (dL/dx, FusedMlp::backward's dx) is written straight into the first layer's
-// output gradient. The parameter layout, names and initialisation are Program's, so checkpoints
+// bias in its epilogue, the activation one kernel after it), the tail as the fused kernels
+// (nn/fused_mlp_program.hpp), whose input gradient (dL/dx, FusedMlp::backward's dx) is written
+// straight into the first layer's output gradient. The parameter layout, names and initialisation are Program's, so checkpoints
 // and optimizers do not change.
 //
 // Training workspace: [ the head's (Program of the first layer) | the tail's ]; the head's output
@@ -17861,8 +17861,8 @@ void load(Model& model, const std::filesystem::path& path, LoadOptions options =
 // loss scale and the updates made at it, the non-finite guard's state (Trainer::guard_state: skipped
 // steps, the run in progress and the error it owes the next step, and whether the window in
 // progress has had a non-finite loss), the loader's epoch and position, and the number of ranks.
-// Inside a window, the model's buffers at the window's start (which a skipped update puts back)
-// are kept as "window_start.<buffer>", e.g. "window_start.1.running_mean".
+// Inside a window, with the guard on, the model's buffers at the window's start (which a skipped
+// update puts back) are kept as "window_start.<buffer>", e.g. "window_start.1.running_mean".
 // A loss with parameters of its own (a margin head) adds the same under "loss.": "loss.weight",
 // "loss.optimizer.exp_avg.weight", "loss.grad.weight", and "loss_optimizer_steps".
 // Data order, dropout and initialisation derive from seeds and these counters, so no generator

@@ -15,8 +15,8 @@
 // loss scale and the updates made at it, the non-finite guard's state (Trainer::guard_state: skipped
 // steps, the run in progress and the error it owes the next step, and whether the window in
 // progress has had a non-finite loss), the loader's epoch and position, and the number of ranks.
-// Inside a window, the model's buffers at the window's start (which a skipped update puts back)
-// are kept as "window_start.<buffer>", e.g. "window_start.1.running_mean".
+// Inside a window, with the guard on, the model's buffers at the window's start (which a skipped
+// update puts back) are kept as "window_start.<buffer>", e.g. "window_start.1.running_mean".
 // A loss with parameters of its own (a margin head) adds the same under "loss.": "loss.weight",
 // "loss.optimizer.exp_avg.weight", "loss.grad.weight", and "loss_optimizer_steps".
 // Data order, dropout and initialisation derive from seeds and these counters, so no generator

@@ -3,9 +3,9 @@
 // The network executor of a mixed-precision model on CUDA whose first linear layer is too wide for
 // the fully fused kernels but whose tail fits them (784 -> 64 -> relu -> 64 -> relu -> 10): the
 // first layer runs on the per-layer path (its product through cuBLASLt from 16-bit copies, the
-// bias in its epilogue, the activation one kernel after it), the tail as the fused kernels (nn/fused_mlp_program.hpp), whose
-// input gradient (dL/dx, FusedMlp::backward's dx) is written straight into the first layer's
-// output gradient. The parameter layout, names and initialisation are Program's, so checkpoints
+// bias in its epilogue, the activation one kernel after it), the tail as the fused kernels
+// (nn/fused_mlp_program.hpp), whose input gradient (dL/dx, FusedMlp::backward's dx) is written
+// straight into the first layer's output gradient. The parameter layout, names and initialisation are Program's, so checkpoints
 // and optimizers do not change.
 //
 // Training workspace: [ the head's (Program of the first layer) | the tail's ]; the head's output

@@ -3,6 +3,8 @@
 # each for SECONDS (default 60), starting from seed corpora written by etnn's own writers
 # (fuzz/make_seeds.cpp). Corpora grow in build/fuzz/corpus/<target>; a crashing input is saved in
 # build/fuzz/artifacts/ and the script fails.   Usage: bash scripts/fuzz.sh [SECONDS] [TARGET...]
+# Each fuzzer is one process on one core: FUZZ_JOBS of them (default: the CPU count) build and run
+# at once, each into build/fuzz/<target>.log, printed when it ends.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
@@ -29,22 +31,47 @@ declare -A seeds=([fuzz_idx]=idx [fuzz_safetensors]=safetensors [fuzz_npy]=npy [
 declare -A options=([fuzz_idx]="" [fuzz_safetensors]="-dict=fuzz/safetensors.dict" [fuzz_npy]="-dict=fuzz/npy.dict"
                    [fuzz_csv]="-dict=fuzz/csv.dict")
 
+# Builds and runs one target, its output into $out/<target>.log; its exit status is the fuzzer's.
+fuzz_one() {
+  local t=$1
+  {
+    echo "== $t: building"
+    "${launcher[@]}" "$cxx" "${flags[@]}" "${sanitize[@]}" -fsanitize=fuzzer "fuzz/$t.cpp" -o "$out/$t" -lz
+    mkdir -p "$out/corpus/$t"
+    cp -n "$out/seeds/${seeds[$t]}"/* "$out/corpus/$t/"
+    echo "== $t: fuzzing for $seconds s"
+    # -rss_limit_mb: an input that makes a reader allocate far beyond its size is a finding too.
+    set +e
+    # shellcheck disable=SC2086
+    "$out/$t" ${options[$t]} -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=65536 -timeout=20 \
+              -print_final_stats=1 -artifact_prefix="$out/artifacts/$t-" "$out/corpus/$t" 2>&1 |
+      grep -v -E '^#[0-9]+\s+(NEW|REDUCE|pulse)|^\s+NEW_FUNC|^"|Recommended dictionary'
+    return "${PIPESTATUS[0]}"
+  } > "$out/$t.log" 2>&1
+}
+
+jobs=${FUZZ_JOBS:-$(nproc)}
+declare -A running=()  # target -> pid
+failed=0
+# Waits for one running fuzzer, prints its log, and keeps a failure's status.
+reap() {
+  local done_pid status=0 t
+  wait -n -p done_pid "${running[@]}" || status=$?
+  for t in "${!running[@]}"; do
+    [ "${running[$t]}" = "$done_pid" ] || continue
+    unset "running[$t]"
+    cat "$out/$t.log"
+    if [ "$status" -ne 0 ]; then
+      echo "scripts/fuzz.sh: $t failed (exit $status); a crash's input is in $out/artifacts/" >&2
+      failed=$status
+    fi
+  done
+}
 for t in "${targets[@]}"; do
-  echo "== $t: building"
-  "${launcher[@]}" "$cxx" "${flags[@]}" "${sanitize[@]}" -fsanitize=fuzzer "fuzz/$t.cpp" -o "$out/$t" -lz
-  mkdir -p "$out/corpus/$t"
-  cp -n "$out/seeds/${seeds[$t]}"/* "$out/corpus/$t/"
-  echo "== $t: fuzzing for $seconds s"
-  # -rss_limit_mb: an input that makes a reader allocate far beyond its size is a finding too.
-  set +e
-  # shellcheck disable=SC2086
-  "$out/$t" ${options[$t]} -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=65536 -timeout=20 \
-            -print_final_stats=1 -artifact_prefix="$out/artifacts/$t-" "$out/corpus/$t" 2>&1 |
-    grep -v -E '^#[0-9]+\s+(NEW|REDUCE|pulse)|^\s+NEW_FUNC|^"|Recommended dictionary'
-  status=${PIPESTATUS[0]}
-  set -e
-  if [ "$status" -ne 0 ]; then
-    echo "scripts/fuzz.sh: $t found a crash (exit $status); the input is in $out/artifacts/" >&2
-    exit "$status"
-  fi
+  [ -n "${seeds[$t]:-}" ] || { echo "scripts/fuzz.sh: unknown target '$t'" >&2; exit 2; }
+  while [ ${#running[@]} -ge "$jobs" ]; do reap; done
+  fuzz_one "$t" &
+  running[$t]=$!
 done
+while [ ${#running[@]} -gt 0 ]; do reap; done
+exit "$failed"

@@ -1480,12 +1480,21 @@ struct Term {
   T grad;
 };
 
-// A term whose inputs have a domain (BCE's probabilities, -1/+1 or 0/1 targets): valid(y, t) is
-// false outside it, and complaint(i, y, t) is the error message for element i.
+// A term whose inputs have a domain (BCE's probabilities): valid(y, t) is false outside it, and
+// complaint(i, y, t) is the error message for element i.
 template <class F, class T>
 concept DomainTerm = requires(const F& f, T y, T t, std::size_t i) {
   { f.valid(y, t) } -> std::convertible_to<bool>;
   { f.complaint(i, y, t) } -> std::convertible_to<std::string>;
+};
+
+// The values a loss's targets may take (Hinge's -1/+1, MultiLabelSoftMargin's 0/1), whatever the
+// outputs: valid(t) is false outside them, and complaint(i, t) is the error message for element
+// i. Only the targets are read, so host targets are checked on the host as they are staged.
+template <class D, class T>
+concept TargetDomain = requires(const D& d, T t, std::size_t i) {
+  { d.valid(t) } -> std::convertible_to<bool>;
+  { d.complaint(i, t) } -> std::convertible_to<std::string>;
 };
 
 }  // namespace etnn::expr
@@ -4085,6 +4094,15 @@ T elementwise_loss(Cpu, TensorView<const T, S, Cpu> output, TensorView<const T, 
   return total * scale;
 }
 
+// The index of the first t[i], i < n, outside a TargetDomain (expr/loss_term.hpp) once converted
+// to the loss's scalar type T, n when none is.
+template <class T, class U, class Domain>
+std::size_t first_target_outside(Cpu, const U* t, std::size_t n, Domain domain) {
+  for (std::size_t i = 0; i < n; ++i)
+    if (!domain.valid(static_cast<T>(t[i]))) return i;
+  return n;
+}
+
 // A loss on class indices whose rows are independent (CrossEntropy, NLL, MultiMargin), on the host:
 // scale * sum_b row(x_b, C, y_b, weight, g_b, scale) in row order, where row also writes
 // scale * dl_b/dx_b into g_b when grad is not null. Labels and weights are checked by the caller.
@@ -6271,6 +6289,13 @@ __global__ void elementwise_kernel(const T* y, const T* t, std::size_t n, T* gra
   store_block_sum(sum, partial);
 }
 
+// Lowers *first_outside to the index of any t[i], i < n, outside the TargetDomain.
+template <class T, class Domain>
+__global__ void target_domain_kernel(const T* t, std::size_t n, Domain domain, unsigned long long* first_outside) {
+  for (const std::size_t i : grid_stride(n))
+    if (!domain.valid(t[i])) atomicMin(first_outside, static_cast<unsigned long long>(i));
+}
+
 // A grid-stride loop over the rows b of a (B, C) output with class indices:
 // row_loss[b] = row(x_b, C, y_b, weight, g_b, scale), where row also writes scale * dl_b/dx_b into
 // g_b when g_b is not null.
@@ -6361,6 +6386,21 @@ cuda::PendingLoss<T> elementwise_loss(Cuda, TensorView<const T, S, Cuda> output,
     }
   }
   return to_host.receive(partial, reduction_blocks, cuda::Sum::partials, scale);
+}
+
+// The index of the first of the device's targets t[i], i < n, outside a TargetDomain
+// (expr/loss_term.hpp), n when none is: one kernel, then a wait for its answer. (Targets from the
+// host are checked there as they are staged, loss/target_staging.hpp, and never come here.)
+template <class T, class Domain>
+std::size_t first_target_outside(Cuda, const T* t, std::size_t n, Domain domain) {
+  if (n == 0) return 0;
+  unsigned long long* first_outside = cuda::detail::reduction_index();  // from the largest index: none found
+  ETNN_CHECK_CUDA(cuda::runtime().cudaMemsetAsync(first_outside, 0xFF, sizeof *first_outside, cuda::stream()));
+  cuda::launch("etnn::loss target_domain", cuda::detail::target_domain_kernel<T, Domain>, {cuda::grid_blocks(n), 256},
+               t, n, domain, first_outside);
+  unsigned long long found = 0;
+  copy_to_host(Cuda{}, &found, first_outside, 1);
+  return found < n ? static_cast<std::size_t>(found) : n;
 }
 
 // scale * sum_b row_b on the device (cpu/loss_loops.hpp's label_rows_loss), through `scratch`, on
@@ -11824,8 +11864,9 @@ T weighted_reduction_scale(Reduction reduction, std::span<const int> labels, con
 // ---- etnn/loss/target_checks.hpp ----
 // Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // The run-time checks of a loss's inputs: targets of the output's shape with one row per sample,
-// class indices in range, binary targets, and class weights (finite, >= 0, one per class). Each
-// throws an etnn::ShapeError or etnn::Error whose message starts with the loss's name.
+// class indices in range, targets in a loss's TargetDomain (binary targets), and class weights
+// (finite, >= 0, one per class). Each throws an etnn::ShapeError or etnn::Error whose message
+// starts with the loss's name.
 
 
 namespace etnn::loss::detail {
@@ -11860,6 +11901,20 @@ template <class T>
 std::string binary_target_complaint(const char* who, std::size_t i, T target, T negative, T positive) {
   return message(who, "target element ", std::to_string(i), " is ", std::to_string(target),
                  "; this loss takes targets of ", std::to_string(negative), " or ", std::to_string(positive));
+}
+
+// Every target, converted to the loss's scalar type T, in `domain` (expr::TargetDomain), on either
+// device (on a CUDA device one kernel and a wait for its answer); else an etnn::Error with the
+// domain's complaint about the first outside.
+template <class T, class U, ShapeType TS, class Device, class Domain>
+void check_target_domain(TensorView<const U, TS, Device> target, Domain domain) {
+  static_assert(expr::TargetDomain<Domain, T>);
+  const std::size_t n = target.size();
+  const std::size_t first = first_target_outside<T>(Device{}, target.data(), n, domain);
+  if (first == n) return;
+  U value{};
+  copy_to_host(Device{}, &value, target.data() + first, 1);
+  throw Error(domain.complaint(first, static_cast<T>(value)));
 }
 
 // PyTorch's per-class `weight` (empty: all ones): finite and >= 0, checked at construction.
@@ -11910,9 +11965,27 @@ struct LabelRowPlan {
   Row row;
 };
 
+// Passed to value_and_grad by a caller that has checked the targets against the loss's
+// target_domain itself (loss/target_staging.hpp, on the host as it stages them).
+struct TargetsInDomain {};
+
+// A loss whose targets may take only some values declares them: `using target_domain = D;` with D
+// an expr::TargetDomain.
+template <class Loss>
+concept HasTargetDomain = requires { typename Loss::target_domain; };
+
+// Loss's targets (a view on either device) checked against its target_domain, as its scalar type T
+// sees them, when there is one row of them per output row (else the loss's shape check names the
+// mismatch).
+template <class Loss, class T, class TargetView>
+void check_target_domain_of(const TargetView& target, int output_batch) {
+  if (target.batch() == output_batch) check_target_domain<T>(target, typename Loss::target_domain{});
+}
+
 // The public pair of a loss whose targets are a tensor of the output's shape (RealValues,
 // MultiHot), from its private `compute(device, output, target, grad)` (grad null: the value
-// alone), which a loss defines for any device.
+// alone), which a loss defines for any device. A loss with a target_domain has its targets
+// checked first (check_target_domain: on a CUDA device a wait), unless the caller did.
 template <class Loss>
 struct TensorTargetLoss {
   // Returns the loss (backend::LossValue: on a CUDA device, read when converted to T); grad (the
@@ -11920,11 +11993,17 @@ struct TensorTargetLoss {
   template <class T, ShapeType S, ShapeType TS, class Device>
   backend::LossValue<T, Device> value_and_grad(Device, TensorView<const T, S, Device> output,
                                                TensorView<const T, TS, Device> target, T* grad) const {
+    if constexpr (HasTargetDomain<Loss>) check_target_domain_of<Loss, T>(target, output.batch());
+    return value_and_grad(Device{}, output, target, grad, TargetsInDomain{});
+  }
+  template <class T, ShapeType S, ShapeType TS, class Device>
+  backend::LossValue<T, Device> value_and_grad(Device, TensorView<const T, S, Device> output,
+                                               TensorView<const T, TS, Device> target, T* grad, TargetsInDomain) const {
     return static_cast<const Loss&>(*this).compute(Device{}, output, target, grad);
   }
   template <class T, ShapeType S, ShapeType TS, class Device>
   T value(Device, TensorView<const T, S, Device> output, TensorView<const T, TS, Device> target) const {
-    return static_cast<const Loss&>(*this).compute(Device{}, output, target, static_cast<T*>(nullptr));
+    return value_and_grad(Device{}, output, target, static_cast<T*>(nullptr));
   }
 };
 
@@ -12381,19 +12460,22 @@ class CrossEntropy : public detail::LabelTargetLoss<CrossEntropy> {
 namespace etnn::loss {
 
 namespace detail {
-// max(0, 1 - y z) and its derivative in z; a target other than -1 or +1 is an error.
+// max(0, 1 - y z) and its derivative in z.
 struct HingeTerm {
   template <class T>
   ETNN_HD Term<T> operator()(T z, T y) const {
     const T h = T(1) - y * z;
     return h > T(0) ? Term<T>{h, -y} : Term<T>{T(0), T(0)};
   }
+};
+// Hinge's targets: -1 or +1; another is an error.
+struct HingeTargets {
   template <class T>
-  ETNN_HD bool valid(T, T y) const {
+  ETNN_HD bool valid(T y) const {
     return y == T(-1) || y == T(1);
   }
   template <class T>
-  std::string complaint(std::size_t i, T, T y) const {
+  std::string complaint(std::size_t i, T y) const {
     return binary_target_complaint("etnn::loss::Hinge", i, y, T(-1), T(1));
   }
 };
@@ -12406,6 +12488,7 @@ struct HingeOptions {
 class Hinge : public detail::TensorTargetLoss<Hinge> {
  public:
   using target_kind = RealValues;
+  using target_domain = detail::HingeTargets;
   using Options = HingeOptions;
 
   explicit Hinge(Options options = {}) : options_(options) {}
@@ -12959,18 +13042,21 @@ class MultiMargin : public detail::LabelTargetLoss<MultiMargin> {
 namespace etnn::loss {
 
 namespace detail {
-// BCEWithLogits' term of one logit; a target other than 0 or 1 is an error.
+// BCEWithLogits' term of one logit.
 struct MultiLabelSoftMarginTerm {
   template <class T>
   ETNN_HD Term<T> operator()(T z, T t) const {
     return bce_with_logits_term(z, t, T(1));
   }
+};
+// MultiLabelSoftMargin's targets: 0 or 1; another is an error.
+struct MultiHotTargets {
   template <class T>
-  ETNN_HD bool valid(T, T t) const {
+  ETNN_HD bool valid(T t) const {
     return t == T(0) || t == T(1);
   }
   template <class T>
-  std::string complaint(std::size_t i, T, T t) const {
+  std::string complaint(std::size_t i, T t) const {
     return binary_target_complaint("etnn::loss::MultiLabelSoftMargin", i, t, T(0), T(1));
   }
 };
@@ -12983,6 +13069,7 @@ struct MultiLabelSoftMarginOptions {
 class MultiLabelSoftMargin : public detail::TensorTargetLoss<MultiLabelSoftMargin> {
  public:
   using target_kind = MultiHot;
+  using target_domain = detail::MultiHotTargets;
   using Options = MultiLabelSoftMarginOptions;
 
   explicit MultiLabelSoftMargin(Options options = {}) : options_(options) {}
@@ -13218,6 +13305,8 @@ class SmoothL1 : public detail::TensorTargetLoss<SmoothL1> {
 // loss::detail::TargetStaging<T, Device>: a step's targets brought to a loss as its target_kind
 // (targets.hpp) says: class indices as they are, targets of the output's shape staged as the
 // model's scalar type on its device, in a buffer that grows to the largest batch and is reused.
+// Host targets of a loss with a target_domain (Hinge's -1/+1, ...) are checked on the host as they
+// are staged, so that a CUDA step does not wait for the device to check them.
 
 
 namespace etnn::loss::detail {
@@ -13243,8 +13332,14 @@ class TargetStaging {
       return loss.value_and_grad(Device{}, output, std::span<const int>(y), grad);
     } else {  // RealValues and MultiHot: a tensor of the output's shape
       static_assert(check::tensor_targets<requires(const Y& t) { const_view(t); }>());
-      const auto staged = backend::stage_as<T, Device>(const_view(y), staging_);
-      return loss.value_and_grad(Device{}, output, staged, grad);
+      const auto targets = const_view(y);
+      if constexpr (HasTargetDomain<Loss> && std::is_same_v<typename decltype(targets)::device, Cpu>) {
+        check_target_domain_of<Loss, T>(targets, output.batch());
+        return loss.value_and_grad(Device{}, output, backend::stage_as<T, Device>(targets, staging_), grad,
+                                   TargetsInDomain{});
+      } else {
+        return loss.value_and_grad(Device{}, output, backend::stage_as<T, Device>(targets, staging_), grad);
+      }
     }
   }
 

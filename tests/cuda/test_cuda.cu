@@ -488,9 +488,10 @@ TEST_CASE_TEMPLATE("losses on the device match the CPU: cross-entropy, NLL, mult
   check_kernel(etnn::loss::BCEWithLogits({.pos_weight = 2.0f}), "BCEWithLogits");
   check_kernel(etnn::loss::KLDiv{}, "KLDiv");
   check_kernel(etnn::loss::KLDiv({.log_target = true}), "KLDiv log_target");
-  // The losses whose inputs have a domain check it in the same kernel: BCE's probabilities, Hinge's
-  // -1/+1 and MultiLabelSoftMargin's 0/1 targets. Valid inputs match the host; the first element
-  // outside the domain is named as on the host.
+  // The losses whose inputs have a domain check it on the device: BCE's probabilities in its loss
+  // kernel, Hinge's -1/+1 and MultiLabelSoftMargin's 0/1 targets (here on the device) in a kernel of
+  // their own. Valid inputs match the host; the first element outside the domain is named as on the
+  // host.
   std::vector<T> probs(logits.size()), signs(logits.size()), multi_hot(logits.size());
   for (std::size_t i = 0; i < logits.size(); ++i) {
     probs[i] = T(1) / (T(1) + std::exp(-logits[i]));

@@ -321,6 +321,61 @@ TEST_CASE("without the non-finite guard a warmed-up CUDA step never waits for th
   }
 }
 
+TEST_CASE("Hinge's and MultiLabelSoftMargin's host targets are checked on the host: their steps do not wait; BCE's inputs still do") {
+  EmulatedRuntime& runtime = emulated();
+  MlpBatch data;
+  std::vector<float> signs(std::size_t{10} * MlpBatch::batch), hot(signs.size());
+  for (std::size_t i = 0; i < signs.size(); ++i) {
+    signs[i] = i % 3 == 0 ? -1.0f : 1.0f;
+    hot[i] = i % 4 == 1 ? 1.0f : 0.0f;
+  }
+  using Targets = etnn::TensorView<const float, etnn::Shape<10>>;
+  etnn::Model<Mlp, float, etnn::Cuda> model(1);
+  etnn::optim::SGD opt(model, {.lr = 0.01f});
+  // Each loss's warmed-up step, the device lagging, without the guard (whose verdict has its own
+  // wait): the calls that wait.
+  const auto waits_of_step = [&](auto& loss, Targets targets) {
+    etnn::Trainer trainer(model, loss, opt, {.skip_non_finite = false});
+    (void)trainer.step(data.x(), targets);
+    const cuda_test::LaggingDevice lagging(runtime);
+    runtime.clear();
+    (void)trainer.step(data.x(), targets);
+    return waits(runtime.calls);
+  };
+  etnn::loss::Hinge hinge;
+  etnn::loss::MultiLabelSoftMargin multi_label;
+  etnn::loss::BCE bce;  // its domain is its inputs' (probabilities), on the device: the kernel's answer is waited for
+  CHECK(waits_of_step(hinge, Targets(signs.data(), MlpBatch::batch)).empty());
+  CHECK(waits_of_step(multi_label, Targets(hot.data(), MlpBatch::batch)).empty());
+  // One copy back of the kernel's answer: the copy and the stream's synchronisation.
+  const std::vector<std::string> bce_waits{"cudaMemcpyAsync device to host after etnn::loss elementwise",
+                                           "cudaStreamSynchronize after etnn::loss elementwise"};
+  const auto bce_step_waits = waits_of_step(bce, Targets(hot.data(), MlpBatch::batch));
+  CHECK(bce_step_waits == bce_waits);
+  // Targets already on the device are checked there: one kernel, and a wait for its answer.
+  etnn::Buffer<float, etnn::Cuda> on_device(signs.size());
+  etnn::copy_from_host(etnn::Cuda{}, on_device.data(), signs.data(), signs.size());
+  const etnn::TensorView<const float, etnn::Shape<10>, etnn::Cuda> device_signs(on_device.data(), MlpBatch::batch);
+  etnn::Buffer<float, etnn::Cuda> scores(signs.size());
+  const etnn::TensorView<const float, etnn::Shape<10>, etnn::Cuda> device_scores(scores.data(), MlpBatch::batch);
+  {
+    const cuda_test::LaggingDevice lagging(runtime);
+    runtime.clear();
+    (void)hinge.value_and_grad(etnn::Cuda{}, device_scores, device_signs, static_cast<float*>(nullptr));
+    const std::vector<std::string> check_waits{"cudaMemcpyAsync device to host after etnn::loss target_domain",
+                                               "cudaStreamSynchronize after etnn::loss target_domain"};
+    INFO("the calls:\n" << listing(runtime.calls));
+    CHECK(waits(runtime.calls) == check_waits);
+  }
+  // A bad host target stops the step before anything reaches the device, with the host's message.
+  signs[13] = 0.5f;
+  etnn::Trainer trainer(model, hinge, opt, {.skip_non_finite = false});
+  runtime.clear();
+  CHECK_THROWS_WITH_AS((void)trainer.step(data.x(), Targets(signs.data(), MlpBatch::batch)),
+                       doctest::Contains("target element 13 is 0.500000; this loss takes targets of -1"), etnn::Error);
+  CHECK(count(runtime.calls, "cudaGraphLaunch", false) == 1);  // the forward pass; no backward, no update
+}
+
 TEST_CASE("with the non-finite guard a warmed-up CUDA step waits only while the device is a step behind, for that step's verdict") {
   EmulatedRuntime& runtime = emulated();
   MlpBatch data;

@@ -384,6 +384,45 @@ TEST_CASE("options are validated at construction") {
   CHECK_NOTHROW(loss::CrossEntropy({.label_smoothing = 1.0f, .weight = {0.0f, 1.0f}}));
 }
 
+TEST_CASE("the Trainer checks Hinge's and MultiLabelSoftMargin's targets as it stages them: the loss's message, nothing updated") {
+  namespace nn = etnn::nn;
+  using Model = etnn::Model<decltype(nn::input<3> >> nn::linear<4>), double>;
+  Model model(0);
+  etnn::optim::SGD opt(model, {.lr = 0.1f});
+  Tensor<double, Shape<3>> x(2);
+  etnn::test::fill_uniform(x.data(), x.size(), 13);
+  // float targets for a double model: checked as the doubles the loss sees
+  Tensor<float, Shape<4>> signs(2), hot(2);
+  for (std::size_t i = 0; i < signs.size(); ++i) {
+    signs.data()[i] = i % 3 == 0 ? -1.0f : 1.0f;
+    hot.data()[i] = i % 2 == 0 ? 1.0f : 0.0f;
+  }
+  const std::vector<double> start(model.parameters(), model.parameters() + Model::flat_size);
+  const auto unchanged = [&] { return std::equal(start.begin(), start.end(), model.parameters()); };
+  loss::Hinge hinge;
+  loss::MultiLabelSoftMargin multi_label;
+  etnn::Trainer by_sign(model, hinge, opt);
+  etnn::Trainer by_hot(model, multi_label, opt);
+  signs.data()[6] = 0.5f;
+  hot.data()[5] = -1.0f;
+  CHECK_THROWS_WITH_AS(by_sign.step(x, signs), doctest::Contains("etnn::loss::Hinge: target element 6 is 0.500000; this loss takes targets of -1"),
+                       etnn::Error);
+  CHECK_THROWS_WITH_AS(by_hot.step(x, hot),
+                       doctest::Contains("etnn::loss::MultiLabelSoftMargin: target element 5 is -1.000000; this loss takes targets of 0"),
+                       etnn::Error);
+  CHECK(unchanged());
+  // A batch of targets that is not the input's is named as such, even with values outside the domain.
+  Tensor<float, Shape<4>> three_rows(3);
+  std::fill(three_rows.data(), three_rows.data() + three_rows.size(), 7.0f);
+  CHECK_THROWS_WITH_AS(by_sign.step(x, three_rows), doctest::Contains("3 targets for a batch of 2"), etnn::ShapeError);
+  CHECK(unchanged());
+  signs.data()[6] = 1.0f;
+  hot.data()[5] = 0.0f;
+  CHECK(std::isfinite(static_cast<double>(by_sign.step(x, signs))));
+  CHECK(std::isfinite(static_cast<double>(by_hot.step(x, hot))));
+  CHECK_FALSE(unchanged());
+}
+
 TEST_CASE("the Trainer takes every loss: class indices, real values, multi-hot") {
   namespace nn = etnn::nn;
   etnn::Model<decltype(nn::input<3> >> nn::linear<4>)> model(0);

@@ -38,6 +38,15 @@ T elementwise_loss(Cpu, TensorView<const T, S, Cpu> output, TensorView<const T, 
   return total * scale;
 }
 
+// The index of the first t[i], i < n, outside a TargetDomain (expr/loss_term.hpp) once converted
+// to the loss's scalar type T, n when none is.
+template <class T, class U, class Domain>
+std::size_t first_target_outside(Cpu, const U* t, std::size_t n, Domain domain) {
+  for (std::size_t i = 0; i < n; ++i)
+    if (!domain.valid(static_cast<T>(t[i]))) return i;
+  return n;
+}
+
 // A loss on class indices whose rows are independent (CrossEntropy, NLL, MultiMargin), on the host:
 // scale * sum_b row(x_b, C, y_b, weight, g_b, scale) in row order, where row also writes
 // scale * dl_b/dx_b into g_b when grad is not null. Labels and weights are checked by the caller.

@@ -41,6 +41,13 @@ __global__ void elementwise_kernel(const T* y, const T* t, std::size_t n, T* gra
   store_block_sum(sum, partial);
 }
 
+// Lowers *first_outside to the index of any t[i], i < n, outside the TargetDomain.
+template <class T, class Domain>
+__global__ void target_domain_kernel(const T* t, std::size_t n, Domain domain, unsigned long long* first_outside) {
+  for (const std::size_t i : grid_stride(n))
+    if (!domain.valid(t[i])) atomicMin(first_outside, static_cast<unsigned long long>(i));
+}
+
 // A grid-stride loop over the rows b of a (B, C) output with class indices:
 // row_loss[b] = row(x_b, C, y_b, weight, g_b, scale), where row also writes scale * dl_b/dx_b into
 // g_b when g_b is not null.
@@ -131,6 +138,21 @@ cuda::PendingLoss<T> elementwise_loss(Cuda, TensorView<const T, S, Cuda> output,
     }
   }
   return to_host.receive(partial, reduction_blocks, cuda::Sum::partials, scale);
+}
+
+// The index of the first of the device's targets t[i], i < n, outside a TargetDomain
+// (expr/loss_term.hpp), n when none is: one kernel, then a wait for its answer. (Targets from the
+// host are checked there as they are staged, loss/target_staging.hpp, and never come here.)
+template <class T, class Domain>
+std::size_t first_target_outside(Cuda, const T* t, std::size_t n, Domain domain) {
+  if (n == 0) return 0;
+  unsigned long long* first_outside = cuda::detail::reduction_index();  // from the largest index: none found
+  ETNN_CHECK_CUDA(cuda::runtime().cudaMemsetAsync(first_outside, 0xFF, sizeof *first_outside, cuda::stream()));
+  cuda::launch("etnn::loss target_domain", cuda::detail::target_domain_kernel<T, Domain>, {cuda::grid_blocks(n), 256},
+               t, n, domain, first_outside);
+  unsigned long long found = 0;
+  copy_to_host(Cuda{}, &found, first_outside, 1);
+  return found < n ? static_cast<std::size_t>(found) : n;
 }
 
 // scale * sum_b row_b on the device (cpu/loss_loops.hpp's label_rows_loss), through `scratch`, on

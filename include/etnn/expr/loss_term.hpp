@@ -24,12 +24,21 @@ struct Term {
   T grad;
 };
 
-// A term whose inputs have a domain (BCE's probabilities, -1/+1 or 0/1 targets): valid(y, t) is
-// false outside it, and complaint(i, y, t) is the error message for element i.
+// A term whose inputs have a domain (BCE's probabilities): valid(y, t) is false outside it, and
+// complaint(i, y, t) is the error message for element i.
 template <class F, class T>
 concept DomainTerm = requires(const F& f, T y, T t, std::size_t i) {
   { f.valid(y, t) } -> std::convertible_to<bool>;
   { f.complaint(i, y, t) } -> std::convertible_to<std::string>;
+};
+
+// The values a loss's targets may take (Hinge's -1/+1, MultiLabelSoftMargin's 0/1), whatever the
+// outputs: valid(t) is false outside them, and complaint(i, t) is the error message for element
+// i. Only the targets are read, so host targets are checked on the host as they are staged.
+template <class D, class T>
+concept TargetDomain = requires(const D& d, T t, std::size_t i) {
+  { d.valid(t) } -> std::convertible_to<bool>;
+  { d.complaint(i, t) } -> std::convertible_to<std::string>;
 };
 
 }  // namespace etnn::expr

@@ -18,19 +18,22 @@
 namespace etnn::loss {
 
 namespace detail {
-// max(0, 1 - y z) and its derivative in z; a target other than -1 or +1 is an error.
+// max(0, 1 - y z) and its derivative in z.
 struct HingeTerm {
   template <class T>
   ETNN_HD Term<T> operator()(T z, T y) const {
     const T h = T(1) - y * z;
     return h > T(0) ? Term<T>{h, -y} : Term<T>{T(0), T(0)};
   }
+};
+// Hinge's targets: -1 or +1; another is an error.
+struct HingeTargets {
   template <class T>
-  ETNN_HD bool valid(T, T y) const {
+  ETNN_HD bool valid(T y) const {
     return y == T(-1) || y == T(1);
   }
   template <class T>
-  std::string complaint(std::size_t i, T, T y) const {
+  std::string complaint(std::size_t i, T y) const {
     return binary_target_complaint("etnn::loss::Hinge", i, y, T(-1), T(1));
   }
 };
@@ -43,6 +46,7 @@ struct HingeOptions {
 class Hinge : public detail::TensorTargetLoss<Hinge> {
  public:
   using target_kind = RealValues;
+  using target_domain = detail::HingeTargets;
   using Options = HingeOptions;
 
   explicit Hinge(Options options = {}) : options_(options) {}

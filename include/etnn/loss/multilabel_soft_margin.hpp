@@ -22,18 +22,21 @@
 namespace etnn::loss {
 
 namespace detail {
-// BCEWithLogits' term of one logit; a target other than 0 or 1 is an error.
+// BCEWithLogits' term of one logit.
 struct MultiLabelSoftMarginTerm {
   template <class T>
   ETNN_HD Term<T> operator()(T z, T t) const {
     return bce_with_logits_term(z, t, T(1));
   }
+};
+// MultiLabelSoftMargin's targets: 0 or 1; another is an error.
+struct MultiHotTargets {
   template <class T>
-  ETNN_HD bool valid(T, T t) const {
+  ETNN_HD bool valid(T t) const {
     return t == T(0) || t == T(1);
   }
   template <class T>
-  std::string complaint(std::size_t i, T, T t) const {
+  std::string complaint(std::size_t i, T t) const {
     return binary_target_complaint("etnn::loss::MultiLabelSoftMargin", i, t, T(0), T(1));
   }
 };
@@ -46,6 +49,7 @@ struct MultiLabelSoftMarginOptions {
 class MultiLabelSoftMargin : public detail::TensorTargetLoss<MultiLabelSoftMargin> {
  public:
   using target_kind = MultiHot;
+  using target_domain = detail::MultiHotTargets;
   using Options = MultiLabelSoftMarginOptions;
 
   explicit MultiLabelSoftMargin(Options options = {}) : options_(options) {}

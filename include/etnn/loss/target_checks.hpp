@@ -1,15 +1,19 @@
 #pragma once
 // Private to loss/: include <etnn/loss/loss.hpp> or <etnn/etnn.hpp>.
 // The run-time checks of a loss's inputs: targets of the output's shape with one row per sample,
-// class indices in range, binary targets, and class weights (finite, >= 0, one per class). Each
-// throws an etnn::ShapeError or etnn::Error whose message starts with the loss's name.
+// class indices in range, targets in a loss's TargetDomain (binary targets), and class weights
+// (finite, >= 0, one per class). Each throws an etnn::ShapeError or etnn::Error whose message
+// starts with the loss's name.
 #include <cmath>
 #include <cstddef>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "../backend/loss_loops.hpp"
 #include "../core/error.hpp"
+#include "../expr/loss_term.hpp"
+#include "../tensor/copy.hpp"
 #include "../tensor/tensor.hpp"
 #include "checks.hpp"
 
@@ -45,6 +49,20 @@ template <class T>
 std::string binary_target_complaint(const char* who, std::size_t i, T target, T negative, T positive) {
   return message(who, "target element ", std::to_string(i), " is ", std::to_string(target),
                  "; this loss takes targets of ", std::to_string(negative), " or ", std::to_string(positive));
+}
+
+// Every target, converted to the loss's scalar type T, in `domain` (expr::TargetDomain), on either
+// device (on a CUDA device one kernel and a wait for its answer); else an etnn::Error with the
+// domain's complaint about the first outside.
+template <class T, class U, ShapeType TS, class Device, class Domain>
+void check_target_domain(TensorView<const U, TS, Device> target, Domain domain) {
+  static_assert(expr::TargetDomain<Domain, T>);
+  const std::size_t n = target.size();
+  const std::size_t first = first_target_outside<T>(Device{}, target.data(), n, domain);
+  if (first == n) return;
+  U value{};
+  copy_to_host(Device{}, &value, target.data() + first, 1);
+  throw Error(domain.complaint(first, static_cast<T>(value)));
 }
 
 // PyTorch's per-class `weight` (empty: all ones): finite and >= 0, checked at construction.

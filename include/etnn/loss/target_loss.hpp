@@ -30,9 +30,27 @@ struct LabelRowPlan {
   Row row;
 };
 
+// Passed to value_and_grad by a caller that has checked the targets against the loss's
+// target_domain itself (loss/target_staging.hpp, on the host as it stages them).
+struct TargetsInDomain {};
+
+// A loss whose targets may take only some values declares them: `using target_domain = D;` with D
+// an expr::TargetDomain.
+template <class Loss>
+concept HasTargetDomain = requires { typename Loss::target_domain; };
+
+// Loss's targets (a view on either device) checked against its target_domain, as its scalar type T
+// sees them, when there is one row of them per output row (else the loss's shape check names the
+// mismatch).
+template <class Loss, class T, class TargetView>
+void check_target_domain_of(const TargetView& target, int output_batch) {
+  if (target.batch() == output_batch) check_target_domain<T>(target, typename Loss::target_domain{});
+}
+
 // The public pair of a loss whose targets are a tensor of the output's shape (RealValues,
 // MultiHot), from its private `compute(device, output, target, grad)` (grad null: the value
-// alone), which a loss defines for any device.
+// alone), which a loss defines for any device. A loss with a target_domain has its targets
+// checked first (check_target_domain: on a CUDA device a wait), unless the caller did.
 template <class Loss>
 struct TensorTargetLoss {
   // Returns the loss (backend::LossValue: on a CUDA device, read when converted to T); grad (the
@@ -40,11 +58,17 @@ struct TensorTargetLoss {
   template <class T, ShapeType S, ShapeType TS, class Device>
   backend::LossValue<T, Device> value_and_grad(Device, TensorView<const T, S, Device> output,
                                                TensorView<const T, TS, Device> target, T* grad) const {
+    if constexpr (HasTargetDomain<Loss>) check_target_domain_of<Loss, T>(target, output.batch());
+    return value_and_grad(Device{}, output, target, grad, TargetsInDomain{});
+  }
+  template <class T, ShapeType S, ShapeType TS, class Device>
+  backend::LossValue<T, Device> value_and_grad(Device, TensorView<const T, S, Device> output,
+                                               TensorView<const T, TS, Device> target, T* grad, TargetsInDomain) const {
     return static_cast<const Loss&>(*this).compute(Device{}, output, target, grad);
   }
   template <class T, ShapeType S, ShapeType TS, class Device>
   T value(Device, TensorView<const T, S, Device> output, TensorView<const T, TS, Device> target) const {
-    return static_cast<const Loss&>(*this).compute(Device{}, output, target, static_cast<T*>(nullptr));
+    return value_and_grad(Device{}, output, target, static_cast<T*>(nullptr));
   }
 };
 

@@ -3,11 +3,14 @@
 // loss::detail::TargetStaging<T, Device>: a step's targets brought to a loss as its target_kind
 // (targets.hpp) says: class indices as they are, targets of the output's shape staged as the
 // model's scalar type on its device, in a buffer that grows to the largest batch and is reused.
+// Host targets of a loss with a target_domain (Hinge's -1/+1, ...) are checked on the host as they
+// are staged, so that a CUDA step does not wait for the device to check them.
 #include <cstddef>
 #include <span>
 #include <type_traits>
 
 #include "checks.hpp"
+#include "target_loss.hpp"
 #include "../tensor/buffer.hpp"
 #include "../backend/staging.hpp"
 #include "../tensor/tensor.hpp"
@@ -36,8 +39,14 @@ class TargetStaging {
       return loss.value_and_grad(Device{}, output, std::span<const int>(y), grad);
     } else {  // RealValues and MultiHot: a tensor of the output's shape
       static_assert(check::tensor_targets<requires(const Y& t) { const_view(t); }>());
-      const auto staged = backend::stage_as<T, Device>(const_view(y), staging_);
-      return loss.value_and_grad(Device{}, output, staged, grad);
+      const auto targets = const_view(y);
+      if constexpr (HasTargetDomain<Loss> && std::is_same_v<typename decltype(targets)::device, Cpu>) {
+        check_target_domain_of<Loss, T>(targets, output.batch());
+        return loss.value_and_grad(Device{}, output, backend::stage_as<T, Device>(targets, staging_), grad,
+                                   TargetsInDomain{});
+      } else {
+        return loss.value_and_grad(Device{}, output, backend::stage_as<T, Device>(targets, staging_), grad);
+      }
     }
   }
 

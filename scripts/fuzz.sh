@@ -7,10 +7,22 @@
 # at once, each into build/fuzz/<target>.log, printed when it ends.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+fail() { echo "scripts/fuzz.sh: $*" >&2; exit 2; }
+((BASH_VERSINFO[0] > 5 || (BASH_VERSINFO[0] == 5 && BASH_VERSINFO[1] >= 1))) || fail "needs bash 5.1 or later (wait -n -p)"
 seconds=${1:-60}
 shift || true
-targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_idx fuzz_safetensors fuzz_npy fuzz_csv)
+declare -A seeds=([fuzz_idx]=idx [fuzz_safetensors]=safetensors [fuzz_npy]=npy [fuzz_csv]=csv)
+declare -A options=([fuzz_idx]="" [fuzz_safetensors]="-dict=fuzz/safetensors.dict" [fuzz_npy]="-dict=fuzz/npy.dict"
+                   [fuzz_csv]="-dict=fuzz/csv.dict")
+requested=("$@")
+[ ${#requested[@]} -gt 0 ] || requested=(fuzz_idx fuzz_safetensors fuzz_npy fuzz_csv)
+targets=()
+for name in "${requested[@]}"; do
+  [ -n "${seeds[$name]:-}" ] || fail "unknown target '$name' (${!seeds[*]})"
+  [[ " ${targets[*]} " == *" $name "* ]] || targets+=("$name")  # each once: one process per target
+done
+jobs=${FUZZ_JOBS:-$(nproc)}
+[[ $jobs =~ ^[1-9][0-9]*$ ]] || fail "FUZZ_JOBS must be a positive count, got '$jobs'"
 
 bash scripts/install-deps.sh  # clang-14 and libclang-rt-14-dev (libFuzzer) among them
 cxx=$(command -v clang++-14 || command -v clang++ || true)
@@ -27,9 +39,6 @@ sanitize=(-fsanitize=address,undefined -fno-sanitize-recover=all)
 "${launcher[@]}" "$cxx" "${flags[@]}" "${sanitize[@]}" fuzz/make_seeds.cpp -o "$out/make_seeds" -lz
 rm -rf "$out/seeds"
 "$out/make_seeds" "$out/seeds"
-declare -A seeds=([fuzz_idx]=idx [fuzz_safetensors]=safetensors [fuzz_npy]=npy [fuzz_csv]=csv)
-declare -A options=([fuzz_idx]="" [fuzz_safetensors]="-dict=fuzz/safetensors.dict" [fuzz_npy]="-dict=fuzz/npy.dict"
-                   [fuzz_csv]="-dict=fuzz/csv.dict")
 
 # Builds and runs one target, its output into $out/<target>.log; its exit status is the fuzzer's.
 fuzz_one() {
@@ -50,9 +59,11 @@ fuzz_one() {
   } > "$out/$t.log" 2>&1
 }
 
-jobs=${FUZZ_JOBS:-$(nproc)}
 declare -A running=()  # target -> pid
 failed=0
+# Fuzzers still running when the script ends early (an error, Ctrl-C) end with it: each job's
+# processes (its build, fuzzer and filter), then the job.
+trap 'for pid in "${running[@]}"; do pkill -P "$pid" 2>/dev/null; kill "$pid" 2>/dev/null; done; true' EXIT
 # Waits for one running fuzzer, prints its log, and keeps a failure's status.
 reap() {
   local done_pid status=0 t
@@ -68,7 +79,6 @@ reap() {
   done
 }
 for t in "${targets[@]}"; do
-  [ -n "${seeds[$t]:-}" ] || { echo "scripts/fuzz.sh: unknown target '$t'" >&2; exit 2; }
   while [ ${#running[@]} -ge "$jobs" ]; do reap; done
   fuzz_one "$t" &
   running[$t]=$!

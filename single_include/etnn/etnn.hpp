@@ -8107,6 +8107,9 @@ TensorView<const T, S, Device> stage_as(TensorView<const U, S, Src> v, Staging<T
   if constexpr (std::is_same_v<T, U> && std::is_same_v<Device, Src>) {
     return v;
   } else if constexpr (std::is_same_v<Device, Src>) {  // host data of another scalar type
+    static_assert(std::is_same_v<Device, Cpu>,
+                  "etnn: data already on the device must be of the model's scalar type (it is not converted there); "
+                  "pass host data, or device data of the model's value_type");
     staging.values.reserve_discard(v.size());
     convert(staging.values.data());
     return {staging.values.data(), v.batch()};
@@ -11965,8 +11968,8 @@ struct LabelRowPlan {
   Row row;
 };
 
-// Passed to value_and_grad by a caller that has checked the targets against the loss's
-// target_domain itself (loss/target_staging.hpp, on the host as it stages them).
+// Passed to TensorTargetLoss::value_and_grad by a caller that has checked the targets against the
+// loss's target_domain itself (loss/target_staging.hpp, on the host as it stages them).
 struct TargetsInDomain {};
 
 // A loss whose targets may take only some values declares them: `using target_domain = D;` with D
@@ -12006,6 +12009,10 @@ struct TensorTargetLoss {
     return value_and_grad(Device{}, output, target, static_cast<T*>(nullptr));
   }
 };
+
+// A TensorTargetLoss with a target_domain: a caller may check its targets itself (TargetsInDomain).
+template <class Loss>
+concept TargetDomainLoss = HasTargetDomain<Loss> && std::derived_from<Loss, TensorTargetLoss<Loss>>;
 
 // The same pair for a loss on class indices (ClassIndices), whose rows are independent, from its
 // private `plan<T>(labels, batch, classes)` (checks the labels; returns a LabelRowPlan), through
@@ -13333,7 +13340,7 @@ class TargetStaging {
     } else {  // RealValues and MultiHot: a tensor of the output's shape
       static_assert(check::tensor_targets<requires(const Y& t) { const_view(t); }>());
       const auto targets = const_view(y);
-      if constexpr (HasTargetDomain<Loss> && std::is_same_v<typename decltype(targets)::device, Cpu>) {
+      if constexpr (TargetDomainLoss<Loss> && std::is_same_v<typename decltype(targets)::device, Cpu>) {
         check_target_domain_of<Loss, T>(targets, output.batch());
         return loss.value_and_grad(Device{}, output, backend::stage_as<T, Device>(targets, staging_), grad,
                                    TargetsInDomain{});

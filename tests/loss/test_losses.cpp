@@ -421,6 +421,15 @@ TEST_CASE("the Trainer checks Hinge's and MultiLabelSoftMargin's targets as it s
   CHECK(std::isfinite(static_cast<double>(by_sign.step(x, signs))));
   CHECK(std::isfinite(static_cast<double>(by_hot.step(x, hot))));
   CHECK_FALSE(unchanged());
+  // double targets for a float model: 1 + 1e-12 is the float 1, a target Hinge takes.
+  etnn::Model<decltype(nn::input<3> >> nn::linear<4>)> single(0);
+  etnn::optim::SGD single_opt(single, {.lr = 0.1f});
+  Tensor<float, Shape<3>> xf(2);
+  etnn::test::fill_uniform(xf.data(), xf.size(), 13);
+  Tensor<double, Shape<4>> near_signs(2);
+  for (std::size_t i = 0; i < near_signs.size(); ++i) near_signs.data()[i] = i % 3 == 0 ? -1.0 : 1.0 + 1e-12;
+  etnn::Trainer single_trainer(single, hinge, single_opt);
+  CHECK(std::isfinite(static_cast<float>(single_trainer.step(xf, near_signs))));
 }
 
 TEST_CASE("the Trainer takes every loss: class indices, real values, multi-hot") {

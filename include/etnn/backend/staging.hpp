@@ -49,6 +49,9 @@ TensorView<const T, S, Device> stage_as(TensorView<const U, S, Src> v, Staging<T
   if constexpr (std::is_same_v<T, U> && std::is_same_v<Device, Src>) {
     return v;
   } else if constexpr (std::is_same_v<Device, Src>) {  // host data of another scalar type
+    static_assert(std::is_same_v<Device, Cpu>,
+                  "etnn: data already on the device must be of the model's scalar type (it is not converted there); "
+                  "pass host data, or device data of the model's value_type");
     staging.values.reserve_discard(v.size());
     convert(staging.values.data());
     return {staging.values.data(), v.batch()};

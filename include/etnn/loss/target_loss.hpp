@@ -3,6 +3,7 @@
 // What every loss builds on: the public value_and_grad/value pair on either device, for a loss
 // whose targets are a tensor of the output's shape (TensorTargetLoss) and for one on class indices
 // (LabelTargetLoss), and the names a loss's terms and rows use.
+#include <concepts>
 #include <cstddef>
 #include <span>
 
@@ -30,8 +31,8 @@ struct LabelRowPlan {
   Row row;
 };
 
-// Passed to value_and_grad by a caller that has checked the targets against the loss's
-// target_domain itself (loss/target_staging.hpp, on the host as it stages them).
+// Passed to TensorTargetLoss::value_and_grad by a caller that has checked the targets against the
+// loss's target_domain itself (loss/target_staging.hpp, on the host as it stages them).
 struct TargetsInDomain {};
 
 // A loss whose targets may take only some values declares them: `using target_domain = D;` with D
@@ -71,6 +72,10 @@ struct TensorTargetLoss {
     return value_and_grad(Device{}, output, target, static_cast<T*>(nullptr));
   }
 };
+
+// A TensorTargetLoss with a target_domain: a caller may check its targets itself (TargetsInDomain).
+template <class Loss>
+concept TargetDomainLoss = HasTargetDomain<Loss> && std::derived_from<Loss, TensorTargetLoss<Loss>>;
 
 // The same pair for a loss on class indices (ClassIndices), whose rows are independent, from its
 // private `plan<T>(labels, batch, classes)` (checks the labels; returns a LabelRowPlan), through

@@ -63,7 +63,8 @@ declare -A running=()  # target -> pid
 failed=0
 # Fuzzers still running when the script ends early (an error, Ctrl-C) end with it: each job's
 # processes (its build, fuzzer and filter), then the job.
-trap 'for pid in "${running[@]}"; do pkill -P "$pid" 2>/dev/null; kill "$pid" 2>/dev/null; done; true' EXIT
+# (set +e: a job that has just ended makes pkill or kill fail, which must not end the loop.)
+trap 'set +e; for pid in "${running[@]}"; do pkill -P "$pid"; kill "$pid"; done 2>/dev/null; true' EXIT
 # Waits for one running fuzzer, prints its log, and keeps a failure's status.
 reap() {
   local done_pid status=0 t

@@ -346,6 +346,8 @@ TEST_CASE("Hinge's and MultiLabelSoftMargin's host targets are checked on the ho
   etnn::loss::MultiLabelSoftMargin multi_label;
   etnn::loss::BCE bce;  // its domain is its inputs' (probabilities), on the device: the kernel's answer is waited for
   CHECK(waits_of_step(hinge, Targets(signs.data(), MlpBatch::batch)).empty());
+  const etnn::loss::Hinge const_hinge;  // a Trainer of a const loss stages the same way
+  CHECK(waits_of_step(const_hinge, Targets(signs.data(), MlpBatch::batch)).empty());
   CHECK(waits_of_step(multi_label, Targets(hot.data(), MlpBatch::batch)).empty());
   // One copy back of the kernel's answer: the copy and the stream's synchronisation.
   const std::vector<std::string> bce_waits{"cudaMemcpyAsync device to host after etnn::loss elementwise",

@@ -40,7 +40,8 @@ class TargetStaging {
     } else {  // RealValues and MultiHot: a tensor of the output's shape
       static_assert(check::tensor_targets<requires(const Y& t) { const_view(t); }>());
       const auto targets = const_view(y);
-      if constexpr (TargetDomainLoss<Loss> && std::is_same_v<typename decltype(targets)::device, Cpu>) {
+      if constexpr (TargetDomainLoss<std::remove_cvref_t<Loss>> &&
+                    std::is_same_v<typename decltype(targets)::device, Cpu>) {
         check_target_domain_of<Loss, T>(targets, output.batch());
         return loss.value_and_grad(Device{}, output, backend::stage_as<T, Device>(targets, staging_), grad,
                                    TargetsInDomain{});

@@ -4883,16 +4883,20 @@ class PinnedBuffer {
 
 class Event {
  public:
-  // Made on its first record(), so that an owner that never records makes no CUDA call.
+  // Made by create() or the first record(), so that an owner that never records makes no CUDA
+  // call.
   Event() = default;
   cudaEvent_t get() const noexcept { return event_.get(); }
+  // Made now, unless made (for an owner that makes everything before its first step).
+  void create() {
+    if (event_) return;
+    cudaEvent_t event = nullptr;
+    ETNN_CHECK_CUDA(runtime().cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+    event_.reset(event);
+  }
   // Recorded after the work enqueued so far on etnn's stream.
   void record() {
-    if (!event_) {
-      cudaEvent_t event = nullptr;
-      ETNN_CHECK_CUDA(runtime().cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
-      event_.reset(event);
-    }
+    create();
     ETNN_CHECK_CUDA(runtime().cudaEventRecord(get(), stream()));
   }
   // Whether that work is done (or nothing was recorded), without waiting.
@@ -7620,10 +7624,11 @@ std::size_t first_non_finite(const T* x, std::size_t begin, std::size_t end) {
 //   word[P + 1]      1 when any of the above is: the step skips
 // A step: begin() zeroes the words, scan_gradients() and scan_loss() mark them, kernels
 // predicated on skip() update (or not), and send() copies the words into pinned host memory with
-// an event, without a wait. The host reads them when it needs the verdict (normally at the next
-// step, when the device is past this one): wait() returns at once when the copy has arrived,
-// then skipped(), loss_non_finite() and first_non_finite(p) answer. wait() must come before the
-// next send().
+// an event, without a wait. The host reads them when it needs the verdict (normally some steps
+// later, when the device is past this one: arrived() asks without waiting): wait() returns at
+// once when the copy has arrived, then skipped(), loss_non_finite() and first_non_finite(p)
+// answer. wait() must come before the next send(). The optimizer keeps a ring of them
+// (optim::Optimizer::verdict_slots), so that several steps' verdicts can be on their way.
 #include <cstddef>
 #include <optional>
 #include <utility>
@@ -7686,19 +7691,23 @@ __global__ void mark_non_finite_loss_kernel(const double* values, std::size_t n,
 class StepVerdict {
  public:
   // tensor_offsets: where the parameter tensors start in the flat gradient buffer, ascending (at
-  // least one). Nothing is allocated until the first begin().
+  // least one). Nothing is allocated until reserve() or the first begin().
   explicit StepVerdict(std::vector<std::size_t> tensor_offsets) : tensor_offsets_(std::move(tensor_offsets)) {}
 
   std::size_t tensors() const noexcept { return tensor_offsets_.size(); }
 
+  // Makes its device and pinned memory and its event, unless made (by this or the first begin()).
+  void reserve() {
+    if (!words_.empty()) return;  // words_ last: it says all four are made
+    arrived_.create();
+    host_.reserve_discard(tensors() + 2);
+    offsets_ = Buffer<std::size_t, Cuda>(tensors());
+    copy_from_host(Cuda{}, offsets_.data(), tensor_offsets_.data(), tensors());
+    words_ = Buffer<unsigned long long, Cuda>(tensors() + 2);
+  }
   // Zeroes the words for a new step.
   void begin() {
-    if (words_.empty()) {  // host_ first: words_ says all three are made
-      host_.reserve_discard(tensors() + 2);
-      offsets_ = Buffer<std::size_t, Cuda>(tensors());
-      copy_from_host(Cuda{}, offsets_.data(), tensor_offsets_.data(), tensors());
-      words_ = Buffer<unsigned long long, Cuda>(tensors() + 2);
-    }
+    reserve();
     ETNN_CHECK_CUDA(runtime().cudaMemsetAsync(words_.data(), 0, words_.size() * sizeof(unsigned long long), stream()));
   }
   // The gradients g[0, n) (n: the flat size).
@@ -7723,7 +7732,9 @@ class StepVerdict {
                                               cudaMemcpyDeviceToHost, stream()));
     arrived_.record();
   }
-  // Returns once the last send's words are on the host: at once when the device is past it.
+  // Whether the last send's words are on the host, without waiting.
+  bool arrived() const { return arrived_.done(); }
+  // Returns once they are: at once when the device is past that send.
   void wait() const { arrived_.wait(); }
 
   // After wait(): the verdict.
@@ -13386,7 +13397,9 @@ class TargetStaging {
 // test the reduced gradients for NaN and infinity (gradients_finite, the non-finite guard's test),
 // summing the guard's loss flag across ranks meanwhile (start_loss_flag, finish_loss_flag). On a
 // CUDA device that test can instead be decided on the device, with the update predicated on it
-// (begin_verdict, step_unless_skipped), so that the host does not wait for it.
+// (begin_verdict, step_unless_skipped), so that the host does not wait for it: the verdicts of up
+// to verdict_slots steps may be on their way to the host at once, and the device picks each
+// update's step number from the skips of those before it (picked_update.hpp).
 //
 // A Rule provides
 //   Options                                   hyper-parameters (designated-initialisable)
@@ -13399,7 +13412,12 @@ class TargetStaging {
 //                                                the learning rate lr (options.lr as the schedule
 //                                                sets it for `step`, counted from 1); options that
 //                                                change the formula (momentum, amsgrad) pick f's
-//                                                type, so that its loop has no branch
+//                                                type, so that its loop has no branch; update
+//                                                changes nothing itself (a step decided on the
+//                                                device calls it once per candidate), and f is a
+//                                                trivially copyable struct without const or
+//                                                reference members (candidates are assigned into
+//                                                one kernel argument: picked_update.hpp)
 
 // ---- etnn/optim/grad_norm.hpp ----
 // Private to optim/: include <etnn/optim/optim.hpp> or <etnn/etnn.hpp>.
@@ -13718,6 +13736,103 @@ class GradientStorage {
 };
 
 }  // namespace etnn::optim::detail
+// ---- etnn/optim/picked_update.hpp ----
+// Private to optim/: include <etnn/optim/optim.hpp> or <etnn/etnn.hpp>.
+// An update whose step number the device picks, so that the host need not wait for the verdicts
+// of earlier steps. A step's skip is decided on the device (cuda::StepVerdict) and the host counts
+// it when the verdict arrives, normally some steps later. A step's update depends on how many
+// steps applied before it: its learning rate (the schedule's, at that count), Adam's bias
+// corrections and SGD's first step. So the host builds one candidate update for each count the
+// verdicts still on their way allow, and the device runs the one their skip words pick:
+//   steps       the updates the host has counted
+//   earlier[k]  the skip word of the k-th verdict on its way (k < pending), oldest first
+//   applied     #{k : *earlier[k] == 0}, in [0, pending]
+//   candidate j the update of step number steps + j + 1, at lr(steps + j), for j = 0 .. pending
+// and each index i runs candidates[applied](i) unless this step's own *skip is set.
+
+
+namespace etnn::optim {
+
+namespace detail {
+
+// Update: an ETNN_HD functor of one index (a Rule's update). Slots: the most candidates, that is
+// one more than the most verdicts on their way.
+template <class Update, std::size_t Slots>
+struct PickedUpdate {
+  static_assert(Slots >= 1);
+  static_assert(std::is_trivially_copyable_v<Update> && std::is_copy_assignable_v<Update>,
+                "a Rule's update functor is copied into a kernel's argument and assigned among candidates");
+  const unsigned long long* skip;                 // this step's verdict: non-zero skips it
+  const unsigned long long* earlier[Slots];       // [0, pending): the earlier verdicts on their way
+  std::size_t pending;                            // at most Slots - 1
+  Update candidates[Slots];                       // [0, pending]: the update after j earlier applied
+
+  ETNN_HD void operator()(std::size_t i) const {
+    if (*skip != 0) return;
+    run<0>(applied<0>(0), i);
+  }
+
+ private:
+  // Constant indices only: a kernel indexing its parameters at run time would copy them to local
+  // memory, in every thread.
+  template <std::size_t K>
+  ETNN_HD std::size_t applied(std::size_t so_far) const {
+    if constexpr (K + 1 < Slots) {
+      if (K == pending) return so_far;
+      return applied<K + 1>(so_far + (*earlier[K] == 0 ? 1 : 0));
+    } else {
+      return so_far;
+    }
+  }
+  template <std::size_t J>
+  ETNN_HD void run(std::size_t j, std::size_t i) const {
+    if constexpr (J + 1 < Slots) {
+      if (j != J) return run<J + 1>(j, i);
+    }
+    candidates[J](i);
+  }
+};
+
+}  // namespace detail
+
+// Builds the picked update and calls launch(picked) with it, a detail::PickedUpdate<Update, Slots>.
+// make(j, run) calls run(update) with candidate j's update (the Rule's, for step steps + j + 1 at
+// lr(steps + j)); earlier: the skip words of the verdicts on their way, oldest first (at most
+// Slots - 1). Returns false, launching nothing, when the candidates differ in type (SGD's first
+// step is a type of its own): the caller then counts the verdicts on their way and updates with
+// the one update left.
+template <std::size_t Slots, class Make, class Launch>
+bool launch_picked_update(const unsigned long long* skip, std::span<const unsigned long long* const> earlier,
+                          Make&& make, Launch&& launch) {
+  if (earlier.size() >= Slots)
+    throw Error("etnn::optim: " + std::to_string(earlier.size()) + " verdicts on their way, past the " +
+                std::to_string(Slots - 1) + " a picked update counts");
+  bool one_type = true;
+  make(std::size_t{0}, [&](const auto& first) {
+    using Update = std::remove_cvref_t<decltype(first)>;
+    // A kernel's arguments hold 4 KiB (CUDA before 12.1, and pre-Volta devices).
+    static_assert(sizeof(detail::PickedUpdate<Update, Slots>) <= 4000,
+                  "the candidates of a picked update must fit a kernel's arguments");
+    detail::PickedUpdate<Update, Slots> picked{skip, {}, earlier.size(), {}};
+    for (std::size_t j = 0; j < Slots; ++j) {
+      picked.earlier[j] = skip;  // read by none past `pending`; a valid word all the same
+      picked.candidates[j] = first;
+    }
+    for (std::size_t k = 0; k < earlier.size(); ++k) {
+      picked.earlier[k] = earlier[k];
+      make(k + 1, [&](const auto& candidate) {
+        if constexpr (std::is_same_v<std::remove_cvref_t<decltype(candidate)>, Update>)
+          picked.candidates[k + 1] = candidate;
+        else
+          one_type = false;
+      });
+    }
+    if (one_type) launch(picked);
+  });
+  return one_type;
+}
+
+}  // namespace etnn::optim
 // ---- etnn/optim/rank_agreement.hpp ----
 // Private to optim/: include <etnn/optim/optim.hpp> or <etnn/etnn.hpp>.
 // Checks that every rank of a data-parallel job holds the same value (the model's parameter count
@@ -13900,21 +14015,6 @@ inline double learning_rate(const Schedule& schedule, double base, std::int64_t 
 
 namespace etnn::optim {
 
-namespace detail {
-// An update functor predicated on a verdict decided on the device: nothing is updated once *skip
-// is set (read by every thread, after the kernels that set it).
-template <class Update>
-struct UnlessSkipped {
-  const unsigned long long* skip;
-  Update update;
-  ETNN_HD void operator()(std::size_t i) const {
-    if (*skip == 0) update(i);
-  }
-};
-template <class Update>
-UnlessSkipped(const unsigned long long*, Update) -> UnlessSkipped<Update>;
-}  // namespace detail
-
 template <class Rule, ParameterSet Params, class R = dist::Local>
 class Optimizer {
   static_assert(dist::check::reducer<R>());
@@ -13927,6 +14027,9 @@ class Optimizer {
   using T = typename Params::value_type;
   using Device = typename Params::device;
   static_assert(dist::check::reducer_device<dist::reducer_takes<R, Device>>());
+  // The verdicts decided on the device that may be on their way to the host at once: a step
+  // waits for one only when every slot holds a verdict not yet counted.
+  static constexpr std::size_t verdict_slots = 4;
 
   // A single-process optimizer.
   Optimizer(Params& model, const Options& options)
@@ -14005,7 +14108,7 @@ class Optimizer {
   // and the parameters, the optimizer's state and its step count (the schedule's position) are left
   // as they were. Buffers are broadcast from rank 0, as after an update.
   void skip_step() {
-    settle_verdict();
+    count_verdicts(0);
     reduce_gradients();
     reduced_ = false;
     if constexpr (num_buffers<Params>() > 0)
@@ -14022,61 +14125,83 @@ class Optimizer {
   //                                         // on it, and it is sent to the host without a wait;
   //                                         // the caller may predicate more on verdict.skip()
   // A caller that marked losses and then decides on the host reads them by read_verdict_now().
-  // The update's learning rate and step number count the earlier steps that verdicts let through,
-  // so step_unless_skipped() (and step(), skip_step(), steps(), learning_rate()) first read the
-  // verdict sent before: a wait only when the device is not yet past that step.
+  // Verdicts are numbered in the order sent, from 0 (verdicts_sent()); the host counts each into
+  // steps() once it has arrived, without waiting for it, and the update's learning rate and step
+  // number count the steps that verdicts still on their way let through on the device (picked
+  // among candidates: picked_update.hpp). A step waits only when all verdict_slots slots hold
+  // verdicts not yet arrived, for the oldest; steps(), learning_rate(), step() and skip_step()
+  // wait for every verdict on its way.
   backend::StepVerdict<Device>& begin_verdict()
     requires backend::verdict_on_device<Device>
   {
     check_verdict_on_device("begin_verdict", false);
-    verdict_.begin();
+    count_verdicts(verdict_slots - 1);  // the slot this verdict takes holds one counted
+    for (auto& verdict : verdicts_) verdict.reserve();  // every slot's memory in the first step
+    verdict().begin();
     verdict_begun_ = true;
-    return verdict_;
+    return verdict();
   }
   const backend::StepVerdict<Device>& step_unless_skipped()
     requires backend::verdict_on_device<Device>
   {
     check_verdict_on_device("step_unless_skipped", true);
-    settle_verdict();
+    count_verdicts(verdict_slots);  // those arrived: fewer candidates
     reduce_gradients();
     reduced_ = false;
-    verdict_.scan_gradients(model_->gradients(), Params::flat_size);
+    auto& verdict = this->verdict();
+    verdict.scan_gradients(model_->gradients(), Params::flat_size);
     last_grad_norm_ = std::numeric_limits<double>::quiet_NaN();
-    const unsigned long long* skip = verdict_.skip();
-    Rule::template update<T>(options_, learning_rate(), model_->parameters(), model_->gradients(), state_.data(),
-                             Params::flat_size, steps_ + 1, T(1), [skip](const auto& update) {
-                               for_each_index(Device{}, Params::flat_size, detail::UnlessSkipped{skip, update});
-                             });
-    verdict_.send();
-    verdict_pending_ = true;
+    // Candidate j: the update had j of the steps whose verdicts are on their way applied.
+    const auto make = [this](std::size_t j, auto&& run) {
+      const std::int64_t steps = steps_ + static_cast<std::int64_t>(j);
+      Rule::template update<T>(options_, schedule::learning_rate(schedule_, options_.lr, steps), model_->parameters(),
+                               model_->gradients(), state_.data(), Params::flat_size, steps + 1, T(1), run);
+    };
+    const auto launch = [](const auto& update) { for_each_index(Device{}, Params::flat_size, update); };
+    std::array<const unsigned long long*, verdict_slots> earlier{};
+    const auto on_their_way = static_cast<std::size_t>(verdicts_sent_ - verdicts_counted_);
+    for (std::size_t k = 0; k < on_their_way; ++k) earlier[k] = slot(verdicts_counted_ + k).skip();
+    if (!launch_picked_update<verdict_slots>(verdict.skip(), {earlier.data(), on_their_way}, make, launch)) {
+      count_verdicts(0);  // candidates of different types (SGD's first step): one left after a wait
+      launch_picked_update<verdict_slots>(verdict.skip(), {}, make, launch);
+    }
+    verdict.send();
+    ++verdicts_sent_;
     verdict_begun_ = false;
-    return verdict_;
+    return verdict;
   }
   // The verdict begun, as the caller marks it.
   backend::StepVerdict<Device>& verdict() noexcept
     requires backend::verdict_on_device<Device>
   {
-    return verdict_;
+    return slot(verdicts_sent_);
   }
   // The verdict begun, sent to the host now and waited for: what the device has marked so far (for
-  // a caller that marked losses on the device and then decides on the host). The last sent
-  // verdict is counted first.
+  // a caller that marked losses on the device and then decides on the host). The verdicts on
+  // their way are counted first.
   const backend::StepVerdict<Device>& read_verdict_now()
     requires backend::verdict_on_device<Device>
   {
     if (!verdict_begun_) throw Error("etnn::optim::Optimizer::read_verdict_now: no verdict begun (begin_verdict)");
-    settle_verdict();
-    verdict_.send();
-    verdict_.wait();
-    return verdict_;
+    count_verdicts(0);
+    verdict().send();
+    verdict().wait();
+    return verdict();
   }
-  // The verdict of the last step_unless_skipped(), read on the host (waiting for it if the device
-  // is not past that step yet) and counted in steps().
-  const backend::StepVerdict<Device>& settled_verdict()
+  // Verdicts step_unless_skipped() has sent so far; the last verdict_slots of them stay readable
+  // (one fewer once begin_verdict() has taken the oldest one's slot).
+  std::uint64_t verdicts_sent() const noexcept { return verdicts_sent_; }
+  // Verdict number n on the host: waited for when `wait`, else null while it is on its way.
+  const backend::StepVerdict<Device>* sent_verdict(std::uint64_t n, bool wait) const
     requires backend::verdict_on_device<Device>
   {
-    settle_verdict();
-    return verdict_;
+    if (n >= verdicts_sent_ || n + verdict_slots < verdicts_sent_ + (verdict_begun_ ? 1 : 0))
+      throw Error("etnn::optim::Optimizer::sent_verdict: verdict " + std::to_string(n) + " is not held (" +
+                  std::to_string(verdicts_sent_) + " sent, the last " + std::to_string(verdict_slots) + " kept)");
+    const auto& verdict = slot(n);
+    if (!wait && !verdict.arrived()) return nullptr;
+    verdict.wait();
+    return &verdict;
   }
 
   // Gradient buckets (each one allreduce per step).
@@ -14089,7 +14214,7 @@ class Optimizer {
   // reduce_gradients() already did), clips the mean
   // gradient when a maximum norm is set, then updates every parameter with it at the scheduled lr.
   void step() {
-    settle_verdict();
+    count_verdicts(0);
     reduce_gradients();
     reduced_ = false;
     T grad_scale = T(1) / static_cast<T>(reducer_->size());  // the gradients hold the sum over ranks
@@ -14129,15 +14254,16 @@ class Optimizer {
     options_ = options;
   }
   // Updates done so far (a learning-rate schedule's position). A step whose verdict the device
-  // decided counts once that verdict is on the host (it waits for it if need be).
+  // decided counts once that verdict is on the host (it waits for the verdicts on their way).
   std::int64_t steps() const {
+    std::int64_t steps = steps_;
     if constexpr (backend::verdict_on_device<Device>) {
-      if (verdict_pending_) {
-        verdict_.wait();
-        return steps_ + (verdict_.skipped() ? 0 : 1);
+      for (std::uint64_t n = verdicts_counted_; n < verdicts_sent_; ++n) {
+        slot(n).wait();
+        steps += slot(n).skipped() ? 0 : 1;
       }
     }
-    return steps_;
+    return steps;
   }
 
   // The learning-rate schedule, a function of steps() over the base lr options().lr:
@@ -14173,7 +14299,7 @@ class Optimizer {
   const T* state() const noexcept { return state_.data(); }
   std::size_t state_size() const noexcept { return state_.size(); }
   void restore_steps(std::int64_t steps) {
-    settle_verdict();
+    count_verdicts(0);
     steps_ = steps;
   }
 
@@ -14189,18 +14315,25 @@ class Optimizer {
       return parameter_ends<Params>();
   }
 
-  // The verdict a step decided on the device fills (nothing where the host decides), told the
-  // parameter tensors' offsets in flat order.
-  static backend::StepVerdict<Device> made_verdict() {
+  // The ring of verdicts the steps decided on the device fill (nothing where the host decides),
+  // each told the parameter tensors' offsets in flat order.
+  using Verdicts = std::conditional_t<backend::verdict_on_device<Device>,
+                                      std::array<backend::StepVerdict<Device>, verdict_slots>, backend::NoStepVerdict>;
+  static Verdicts made_verdicts() {
     if constexpr (backend::verdict_on_device<Device>) {
       std::vector<std::size_t> offsets;
       for (const auto& tensor : tensors_in_flat_order<Params>()) offsets.push_back(tensor.offset);
       if (offsets.empty()) offsets.push_back(0);
-      return backend::StepVerdict<Device>(std::move(offsets));
+      return [&]<std::size_t... s>(std::index_sequence<s...>) {
+        return Verdicts{((void)s, backend::StepVerdict<Device>(offsets))...};
+      }(std::make_index_sequence<verdict_slots>{});
     } else {
       return {};
     }
   }
+  // The slot of verdict number n.
+  auto& slot(std::uint64_t n) noexcept { return verdicts_[n % verdict_slots]; }
+  const auto& slot(std::uint64_t n) const noexcept { return verdicts_[n % verdict_slots]; }
 
   // A verdict decided on the device reads no gradient on the host: one process, no clipping; and
   // step_unless_skipped tests the gradients into the verdict begin_verdict began for its step.
@@ -14213,13 +14346,16 @@ class Optimizer {
       throw Error(std::string("etnn::optim::Optimizer::") + who + ": no verdict begun (begin_verdict)");
   }
 
-  // Counts the step whose verdict was sent, once it is on the host.
-  void settle_verdict() {
+  // Counts the verdicts on their way into steps_, oldest first: each that has arrived, and, waiting
+  // for it, the oldest while more than most_on_their_way remain.
+  void count_verdicts(std::size_t most_on_their_way) {
     if constexpr (backend::verdict_on_device<Device>) {
-      if (!verdict_pending_) return;
-      verdict_.wait();
-      verdict_pending_ = false;
-      if (!verdict_.skipped()) ++steps_;
+      for (; verdicts_counted_ < verdicts_sent_; ++verdicts_counted_) {
+        const auto& verdict = slot(verdicts_counted_);
+        if (verdicts_sent_ - verdicts_counted_ <= most_on_their_way && !verdict.arrived()) return;
+        verdict.wait();
+        if (!verdict.skipped()) ++steps_;
+      }
     }
   }
 
@@ -14229,10 +14365,11 @@ class Optimizer {
   detail::GradientStorage<R, Params> gradient_storage_;  // before buckets_: it outlives their reductions
   GradientBuckets<R, T> buckets_;
   Buffer<T, Device> state_;
-  std::int64_t steps_ = 0;  // not counting a step whose verdict is on its way (verdict_pending_)
-  [[no_unique_address]] backend::StepVerdict<Device> verdict_ = made_verdict();
-  bool verdict_pending_ = false;  // step_unless_skipped() sent a verdict the host has not counted
-  bool verdict_begun_ = false;    // begin_verdict() began one that step_unless_skipped() has not sent
+  std::int64_t steps_ = 0;  // not counting the steps whose verdicts are on their way
+  [[no_unique_address]] Verdicts verdicts_ = made_verdicts();  // verdict n in verdicts_[n % verdict_slots]
+  std::uint64_t verdicts_sent_ = 0;     // by step_unless_skipped(); the next begun is this number
+  std::uint64_t verdicts_counted_ = 0;  // of those, counted into steps_ (the rest are on their way)
+  bool verdict_begun_ = false;  // begin_verdict() began one that step_unless_skipped() has not sent
   schedule::Schedule schedule_;
   float max_grad_norm_ = 0.0f;
   double last_grad_norm_ = std::numeric_limits<double>::quiet_NaN();
@@ -18160,7 +18297,7 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
   }
   if (micro_step >= trainer.options().accumulate || epoch == INT_MAX)
     fail("metadata out of range (micro step " + std::to_string(micro_step) + ", epoch " + std::to_string(epoch) + ")");
-  // The verdict on its way is counted, and a window's device-marked loss read, before anything
+  // The verdicts on their way are counted, and a window's device-marked loss read, before anything
   // changes: restore_micro_step then finds nothing on its way.
   (void)trainer.guard_state();
   // The micro-step decides whether accumulated gradients are part of the state. The trainer's own
@@ -18672,7 +18809,8 @@ class ProgressBar {
 // max_non_finite_in_a_row such steps in a row the step throws etnn::NonFiniteError. On a CUDA
 // device the verdict is decided on the device and the update predicated on it, so that the host
 // does not wait within the step (for one process, without loss scaling, clipping or loss
-// parameters; the error then comes at the start of the next update window).
+// parameters; the host counts the verdicts as they arrive, and the error comes at the start of a
+// later update window, before the verdicts that could end a run are followed by another step).
 // An etnn::fp16 model's loss is scaled (dynamic loss scaling, TrainerOptions::loss_scaling).
 // The Trainer orchestrates: the model's training pass runs forward and backward
 // (nn/training_pass.hpp), the optimizers finish the step (reduce, non-finite scan, update), and the
@@ -18797,7 +18935,7 @@ class LossScaler {
 // steps in a row it throws etnn::NonFiniteError naming the first parameter tensor backward gave a
 // non-finite gradient. The host decides (skips()), or, on a CUDA device, the device does
 // (mark_loss, restore_buffers_if_skipped, with Optimizer::begin_verdict and step_unless_skipped)
-// and the host counts the verdict at the next step (settle()).
+// and the host counts the verdicts as they arrive, some steps later (settle()).
 
 
 namespace etnn::train {
@@ -18834,6 +18972,13 @@ struct GuardState {
 }  // namespace etnn::train
 
 namespace etnn::train::detail {
+
+// How much of the verdicts on their way NonFiniteGuard::settle counts.
+enum class Settle {
+  arrived,      // those on the host, without a wait
+  before_step,  // those on the host, and, waiting, whatever a step must count before it starts
+  all,          // every one, waiting
+};
 
 // The name of the tensor of Params holding flat index i ("element i" between tensors).
 template <optim::ParameterSet Params>
@@ -18932,7 +19077,7 @@ class NonFiniteGuard {
   // The model's buffers at the start of the window (Model::num_buffers values on its device).
   T* window_start_buffers() noexcept { return saved_buffers_.data(); }
   void use_window_start_buffers() noexcept { buffers_saved_ = Model::num_buffers > 0 && on_; }
-  // The guard's part of a training checkpoint (the verdict on its way counted first, by the
+  // The guard's part of a training checkpoint (the verdicts on their way counted first, by the
   // caller). window_loss_non_finite is the host's flag: a window whose losses the device marks has
   // it in the device's verdict.
   train::GuardState state() const {
@@ -18940,7 +19085,8 @@ class NonFiniteGuard {
             loss_non_finite_, owed_error_, buffers_saved_};
   }
   // A training state loaded, in a job of `ranks` ranks (as the checkpoint's): it replaces the
-  // run, its owed error included (the verdict on its way was counted before, by settle_quietly).
+  // run, its owed error included (the verdicts on their way were counted before, by
+  // settle_quietly).
   // A state no run reaches (GuardState::check) changes nothing.
   void restore(const train::GuardState& state, int ranks) {
     state.check(ranks);
@@ -19002,8 +19148,8 @@ class NonFiniteGuard {
   // A step decided on the device (the Trainer's path on a CUDA device, Optimizer::begin_verdict):
   // the loss's values marked into the verdict once backward has returned (before later launches
   // reuse their memory), and, once the optimizer has marked the gradients and sent the verdict
-  // (verdict_sent), the model's buffers put back predicated on it. settle() counts the verdict when
-  // the host has it.
+  // (verdict_sent, told Optimizer::verdicts_sent()), the model's buffers put back predicated on it.
+  // settle() counts the verdict when the host has it.
   template <class Verdict, class Loss>
   void mark_loss(Verdict& verdict, const Loss& loss) {
     verdict.scan_loss(loss);
@@ -19015,44 +19161,40 @@ class NonFiniteGuard {
         for_each_index(Device{}, Model::num_buffers,
                        RestoreIfSkipped<T>{verdict.skip(), model.buffers(), saved_buffers_.data()});
   }
-  void verdict_sent() noexcept { verdict_pending_ = true; }
+  void verdict_sent(std::uint64_t verdicts_sent) noexcept {
+    if (next_verdict_ == verdicts_end_) next_verdict_ = verdicts_sent - 1;
+    verdicts_end_ = verdicts_sent;
+  }
 
-  // Counts the step whose verdict the device decided, as end_window() counts a step, once the host
-  // has the verdict (Optimizer::settled_verdict waits for it only if the device is not past that
-  // step yet). A run of max_in_a_row skipped steps ends in the error here, as does an error
-  // settle_quietly() found. The Trainer settles at the start of a step when that can happen
-  // (settles_first), else after enqueuing its forward and backward.
+  // Counts the steps whose verdicts the device decided, oldest first, as end_window() counts a
+  // step, once the host has them (Optimizer::sent_verdict; `how` says which). A run of
+  // max_in_a_row skipped steps ends in the error here, as does an error settle_quietly() found.
+  // The Trainer settles before_step at the start of each step: whatever could end a run (a wait
+  // once max_in_a_row - non_finite_in_a_row verdicts are on their way, for the oldest) and
+  // whatever holds the slot the step's verdict takes; so the error leaves the step's batch
+  // untouched, and a settle after enqueuing the step's forward and backward (arrived) never
+  // throws.
   template <class Optimizer>
-  void settle(Optimizer& optimizer) {
+  void settle(Optimizer& optimizer, Settle how) {
     if (!owed_error_.empty()) throw NonFiniteError(std::exchange(owed_error_, std::string()));
     if constexpr (backend::verdict_on_device<Device>) {
-      if (!verdict_pending_) return;
-      const auto& verdict = optimizer.settled_verdict();
-      verdict_pending_ = false;
-      if (!verdict.skipped()) {
-        non_finite_in_a_row_ = 0;
-        return;
+      for (; next_verdict_ < verdicts_end_;) {
+        const std::uint64_t on_their_way = verdicts_end_ - next_verdict_;
+        const bool needed = how == Settle::all || (how == Settle::before_step && (could_end_run(on_their_way) ||
+                                                                                   on_their_way >= Optimizer::verdict_slots));
+        const auto* verdict = optimizer.sent_verdict(next_verdict_, needed);
+        if (verdict == nullptr) return;
+        ++next_verdict_;
+        count<typename Optimizer::model_type>(*verdict);
       }
-      if (non_finite_in_a_row_ == 0) {
-        ranks_ = 1;
-        first_ranks_with_non_finite_loss_ = verdict.loss_non_finite() ? 1 : 0;
-        first_non_finite_ = non_finite_tensor_of<typename Optimizer::model_type>(verdict);
-      }
-      count_skipped();
     }
   }
-  // Whether settle() may throw: then the Trainer calls it before the step's forward, so that the
-  // error leaves the step's batch untouched (a wait for the device, in a run of skipped steps only,
-  // and at every step with max_in_a_row = 1).
-  bool settles_first() const noexcept {
-    return !owed_error_.empty() || (verdict_pending_ && max_in_a_row_ > 0 && non_finite_in_a_row_ + 1 >= max_in_a_row_);
-  }
-  // settle() for a reader of the counts (on the stepping thread: it counts): the error that ends a
-  // run waits for the next step.
+  // settle(all) for a reader of the counts (on the stepping thread: it counts): the error that ends
+  // a run waits for the next step.
   template <class Optimizer>
   void settle_quietly(Optimizer& optimizer) {
     try {
-      settle(optimizer);
+      settle(optimizer, Settle::all);
     } catch (const NonFiniteError& e) {
       owed_error_ = e.what();
     }
@@ -19079,6 +19221,27 @@ class NonFiniteGuard {
     ((name = non_finite_tensor<Loss>(loss.gradients())), ...);
     if (!name.empty()) return name.insert(0, "loss.");
     return non_finite_tensor<Model>(model.gradients());
+  }
+
+  // Whether `on_their_way` more verdicts could complete a run of max_in_a_row skipped steps.
+  bool could_end_run(std::uint64_t on_their_way) const noexcept {
+    return max_in_a_row_ > 0 && static_cast<std::uint64_t>(non_finite_in_a_row_) + on_their_way >=
+                                    static_cast<std::uint64_t>(max_in_a_row_);
+  }
+
+  // A verdict the device decided, on the host.
+  template <class Params, class Verdict>
+  void count(const Verdict& verdict) {
+    if (!verdict.skipped()) {
+      non_finite_in_a_row_ = 0;
+      return;
+    }
+    if (non_finite_in_a_row_ == 0) {
+      ranks_ = 1;
+      first_ranks_with_non_finite_loss_ = verdict.loss_non_finite() ? 1 : 0;
+      first_non_finite_ = non_finite_tensor_of<Params>(verdict);
+    }
+    count_skipped();
   }
 
   // A skipped step: counted; a run of max_in_a_row of them ends in an error.
@@ -19121,7 +19284,10 @@ class NonFiniteGuard {
   std::int64_t skipped_steps_ = 0;
   int non_finite_in_a_row_ = 0;
   std::string first_non_finite_;  // in the run's first step: the tensor; empty when only the loss was
-  bool verdict_pending_ = false;  // a verdict decided on the device, not counted yet
+  // The Trainer's verdicts decided on the device, by the optimizer's numbers: [next_verdict_,
+  // verdicts_end_) are not counted yet.
+  std::uint64_t next_verdict_ = 0;
+  std::uint64_t verdicts_end_ = 0;
   std::string owed_error_;  // the message of the NonFiniteError settle_quietly() found
   int first_ranks_with_non_finite_loss_ = 0;
 };
@@ -19234,7 +19400,7 @@ class Trainer {
   // the k-th call reduces them across ranks and updates (PyTorch's no_sync on the others).
   template <class X, class Y>
   loss_value step(const X& x, const Y& y) {
-    if (guard_.settles_first()) guard_.settle(optimizer_);
+    guard_.settle(optimizer_, train::detail::Settle::before_step);
     if (micro_step_ == 0) start_window();
     if (micro_step_ + 1 < options_.accumulate) {
       loss_value loss = backward_pass(x, y, [](std::size_t) {}, false, window_on_device_);
@@ -19250,12 +19416,14 @@ class Trainer {
     try {
       loss.emplace(backward_pass(x, y, [this](std::size_t first) { optimizer_.gradients_ready_from(first); },
                                  optimizer_.wants_row_blocks(), window_on_device_));
-      guard_.settle(optimizer_);  // the last step's verdict, when the device decided it
+      // The verdicts of earlier steps the device decided: those arrived, or all where the host
+      // decides this one.
+      guard_.settle(optimizer_, on_device ? train::detail::Settle::arrived : train::detail::Settle::all);
       if constexpr (backend::verdict_on_device<Device>) {
         if (window_on_device_ && !on_device) guard_.check_loss_flag(optimizer_.read_verdict_now().loss_non_finite());
         if (on_device) {  // the guard's verdict decided on the device, the update predicated on it
           const auto& verdict = optimizer_.step_unless_skipped();
-          guard_.verdict_sent();
+          guard_.verdict_sent(optimizer_.verdicts_sent());
           guard_.restore_buffers_if_skipped(verdict, model_);
           micro_step_ = 0;
           return *std::move(loss);
@@ -19310,8 +19478,8 @@ class Trainer {
   // Steps the non-finite guard has skipped so far (loss-scale overflows included), and how many of
   // the latest ones in a row (0 after an update, and after the error that a run of
   // max_non_finite_in_a_row ends with; overflows neither count nor end a run).
-  // On a CUDA device the last step's verdict may still be on its way: they wait for it and count it
-  // (so read them on the stepping thread).
+  // On a CUDA device the verdicts of the last steps may still be on their way: they wait for them
+  // and count them (so read them on the stepping thread).
   std::int64_t skipped_steps() const {
     guard_.settle_quietly(optimizer_);
     return guard_.skipped_steps();
@@ -19325,8 +19493,8 @@ class Trainer {
   // run of skipped steps in progress, whether an earlier micro-batch of the window in progress had
   // a non-finite loss and whether window_start_buffers() holds the model's buffers at that window's
   // start, and the error a run that ended in the last verdict owes the next step.
-  // The verdict on its way is counted first; a window whose losses the device marked is read from
-  // the device (a wait).
+  // The verdicts on their way are counted first; a window whose losses the device marked is read
+  // from the device (a wait).
   train::GuardState guard_state() {
     guard_.settle_quietly(optimizer_);
     train::GuardState state = guard_.state();
@@ -19335,8 +19503,12 @@ class Trainer {
     return state;
   }
   // With restore_micro_step, what a loaded training state sets (it replaces the run, its owed
-  // error included; state.window_start_buffers is not taken: see use_window_start_buffers).
-  void restore_guard_state(const train::GuardState& state) { guard_.restore(state, optimizer_.reducer().size()); }
+  // error included; state.window_start_buffers is not taken: see use_window_start_buffers). The
+  // verdicts on their way are counted first, into the run it replaces.
+  void restore_guard_state(const train::GuardState& state) {
+    guard_.settle_quietly(optimizer_);
+    guard_.restore(state, optimizer_.reducer().size());
+  }
   // The model's buffers (batch norm's running statistics; Model::num_buffers values on the model's
   // device) as they were at the start of the accumulation window in progress, which a skipped
   // update puts back when guard_state().window_start_buffers: training checkpoints saved inside a

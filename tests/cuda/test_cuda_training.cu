@@ -224,10 +224,19 @@ namespace {
 // tanh carries a NaN in the data to the loss and every gradient.
 using TanhMlp = decltype(nn::input<64> >> nn::linear<32> >> nn::tanh >> nn::linear<10>);
 
+// Keeps the device busy for about `cycles` clock cycles, so that the host runs ahead of it.
+__global__ void hold_device(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+}
+
 // What training TanhMlp on Device through a sequence of batches of 8 (a null one: bad, the good
 // batch with a NaN) leaves, stopped by a NonFiniteError if one comes: the parameters, the
 // optimizer's steps, the skipped steps and the error's message. make_optimizer(model) makes the
-// optimizer.
+// optimizer, which follows `schedule`. device_behind: on the device each step is preceded by a
+// kernel that holds it for about a millisecond, so that verdicts are on their way when the next
+// steps' updates are launched.
 struct NanRun {
   std::vector<float> params;
   std::int64_t steps, skipped;
@@ -235,7 +244,9 @@ struct NanRun {
 };
 template <class Device, class MakeOptimizer>
 NanRun train_through_nans(Device, MakeOptimizer make_optimizer, etnn::TrainerOptions options,
-                          const std::vector<bool>& bad_batches) {
+                          const std::vector<bool>& bad_batches,
+                          const etnn::optim::schedule::Schedule& schedule = etnn::optim::schedule::Constant{},
+                          bool device_behind = false) {
   const int batch = 8;
   const auto good = random_values<float>(64 * batch, 15);
   auto bad = good;
@@ -244,11 +255,15 @@ NanRun train_through_nans(Device, MakeOptimizer make_optimizer, etnn::TrainerOpt
   etnn::Model<TanhMlp, float, Device> model(4);
   etnn::loss::CrossEntropy ce;
   auto opt = make_optimizer(model);
+  opt.set_schedule(schedule);
   etnn::Trainer trainer(model, ce, opt, options);
   NanRun run;
   try {
-    for (const bool is_bad : bad_batches)
+    for (const bool is_bad : bad_batches) {
+      if constexpr (std::is_same_v<Device, etnn::Cuda>)
+        if (device_behind) etnn::cuda::launch("hold_device", hold_device, {1, 1}, 2'000'000LL);
       (void)trainer.step(etnn::TensorView<const float, etnn::Shape<64>>((is_bad ? bad : good).data(), batch), y);
+    }
   } catch (const etnn::NonFiniteError& e) {
     run.message = e.what();
   }
@@ -274,6 +289,32 @@ TEST_CASE("steps the device skips leave Adam's count, the parameters and a run's
   CHECK(!cuda.message.empty());
   CHECK(cuda.message == cpu.message);
   CHECK(max_relative_error(cuda.params, cpu.params) <= 1e-4);
+}
+
+TEST_CASE("a device behind the host picks each update's step number and lr from the verdicts on their way, as the CPU counts" *
+          doctest::skip(!gpu())) {
+  // Up to three verdicts on their way (the host waits for the oldest beyond that); a new lr every
+  // step, so a wrong pick moves the parameters; skipped steps alone, in pairs and after an update.
+  const auto adam = [](auto& model) { return etnn::optim::Adam(model, {.lr = 1e-2f}); };
+  const etnn::optim::schedule::Schedule decay = etnn::optim::schedule::StepDecay{.step_size = 1, .gamma = 0.8};
+  const std::vector<bool> bad = {false, true, false, true, true, false, false, true, false, false, false, true};
+  const NanRun cpu = train_through_nans(etnn::Cpu{}, adam, {}, bad, decay);
+  const NanRun cuda = train_through_nans(etnn::Cuda{}, adam, {}, bad, decay, true);
+  CHECK(cpu.message.empty());
+  CHECK(cuda.message.empty());
+  CHECK(cpu.steps == 7);
+  CHECK(cuda.steps == 7);
+  CHECK(cpu.skipped == 5);
+  CHECK(cuda.skipped == 5);
+  CHECK(max_relative_error(cuda.params, cpu.params) <= 1e-4);
+  // SGD with momentum: its first step is an update of its own kind, waited for.
+  const auto sgd = [](auto& model) { return etnn::optim::SGD(model, {.lr = 0.1f, .momentum = 0.9f}); };
+  const std::vector<bool> first_skipped = {true, false, false, true, false, false};
+  const NanRun sgd_cpu = train_through_nans(etnn::Cpu{}, sgd, {}, first_skipped, decay);
+  const NanRun sgd_cuda = train_through_nans(etnn::Cuda{}, sgd, {}, first_skipped, decay, true);
+  CHECK(sgd_cuda.steps == sgd_cpu.steps);
+  CHECK(sgd_cuda.skipped == 2);
+  CHECK(max_relative_error(sgd_cuda.params, sgd_cpu.params) <= 1e-4);
 }
 
 TEST_CASE("with gradient accumulation a micro-batch's non-finite loss skips the window on the device as on the CPU" *

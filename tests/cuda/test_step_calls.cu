@@ -93,6 +93,18 @@ struct MlpBatch {
   std::span<const int> labels() const { return classes; }
 };
 
+// Stands in for the guard's kernels, which do not run here: while `when` is set, every verdict
+// Model's optimizer sends to the host says that a loss was non-finite and that the step skips.
+template <class Model>
+void send_non_finite_loss_verdicts(EmulatedRuntime& runtime, const bool& when) {
+  const std::size_t words = etnn::optim::tensors_in_flat_order<Model>().size() + 2;
+  runtime.device_results = [&when, words](void* dst, std::size_t bytes, const std::string&) {
+    if (!when || bytes != words * sizeof(unsigned long long)) return;
+    auto* word = static_cast<unsigned long long*>(dst);
+    word[words - 2] = word[words - 1] = 1;
+  };
+}
+
 }  // namespace
 
 TEST_CASE("every call of training, evaluating and saving any network on the device goes through the runtime layer") {
@@ -378,32 +390,141 @@ TEST_CASE("Hinge's and MultiLabelSoftMargin's host targets are checked on the ho
   CHECK(count(runtime.calls, "cudaGraphLaunch", false) == 1);  // the forward pass; no backward, no update
 }
 
-TEST_CASE("with the non-finite guard a warmed-up CUDA step waits only while the device is a step behind, for that step's verdict") {
+TEST_CASE("with the non-finite guard a warmed-up CUDA step waits only when three verdicts are on their way, for the oldest") {
   EmulatedRuntime& runtime = emulated();
   MlpBatch data;
   etnn::Model<Mlp, float, etnn::Cuda> model(1);
   etnn::loss::CrossEntropy ce;
   etnn::optim::Adam opt(model, {.lr = 1e-3f});
-  etnn::Trainer trainer(model, ce, opt);
+  etnn::Trainer trainer(model, ce, opt);  // max_non_finite_in_a_row = 3
   (void)trainer.step(data.x(), data.labels());
   (void)trainer.step(data.x(), data.labels());
-  const cuda_test::LaggingDevice lagging(runtime);  // nothing sent has arrived
-  for (int step = 0; step < 3; ++step) {
+  const cuda_test::LaggingDevice lagging(runtime);  // nothing sent has arrived, the last step's verdict included
+  for (int step = 0; step < 5; ++step) {
     runtime.clear();
     (void)trainer.step(data.x(), data.labels());
-    INFO("the step's calls:\n" << listing(runtime.calls));
-    // The update's step number depends on the last step's verdict: it is waited for, by its event;
-    // the stream is never synchronised.
-    REQUIRE(waits(runtime.calls).size() == 1);
-    CHECK(waits(runtime.calls)[0].starts_with("cudaEventSynchronize after "));
+    INFO("step " << step << ":\n" << listing(runtime.calls));
+    // The device picks the update's step number from the verdicts on their way: the host waits
+    // only once three could end a run of skipped steps, for the oldest, by its event; the stream
+    // is never synchronised.
+    if (step < 2) {
+      CHECK(waits(runtime.calls).empty());
+    } else {
+      REQUIRE(waits(runtime.calls).size() == 1);
+      CHECK(waits(runtime.calls)[0].starts_with("cudaEventSynchronize after "));
+    }
     CHECK(count(runtime.calls, "cudaStreamSynchronize", false) == 0);
+    CHECK(count(runtime.calls, "launch etnn::for_each_index", false) == 1);  // the update, one kernel
   }
   runtime.clear();
-  CHECK(opt.steps() == 5);  // reading the count waits for the last verdict
-  CHECK(count(runtime.calls, "cudaEventSynchronize", false) == 1);
+  CHECK(opt.steps() == 7);  // reading the count waits for the verdicts on their way
+  CHECK(count(runtime.calls, "cudaEventSynchronize", false) == 3);
   runtime.clear();
-  CHECK(trainer.skipped_steps() == 0);  // counted already: no second wait
+  CHECK(trainer.skipped_steps() == 0);  // those arrived now: no second wait
   CHECK(waits(runtime.calls).empty());
+}
+
+TEST_CASE("verdicts on their way are counted in order as they arrive; a run they could end is read before the next forward") {
+  EmulatedRuntime& runtime = emulated();
+  MlpBatch data;
+  using Model = etnn::Model<Mlp, float, etnn::Cuda>;
+  Model model(1);
+  etnn::loss::CrossEntropy ce;
+  etnn::optim::Adam opt(model, {.lr = 1e-3f});
+  etnn::Trainer trainer(model, ce, opt, {.max_non_finite_in_a_row = 3});
+  const auto& tensors = etnn::optim::tensors_in_flat_order<Model>();
+  // The verdict the device would send for a NaN in the first layer's bias (the kernels do not run
+  // here), written as the update's verdict is copied to the host.
+  bool nan = false;
+  runtime.device_results = [&](void* dst, std::size_t bytes, const std::string& after) {
+    if (!nan || after != "etnn::for_each_index") return;
+    REQUIRE(bytes == (tensors.size() + 2) * sizeof(unsigned long long));
+    auto* words = static_cast<unsigned long long*>(dst);
+    words[1] = ~static_cast<unsigned long long>(tensors[1].offset);
+    words[tensors.size() + 1] = 1;
+  };
+  const auto step = [&](bool with_nan) {
+    nan = with_nan;
+    (void)trainer.step(data.x(), data.labels());
+    nan = false;
+  };
+  step(false);
+  {
+    const cuda_test::LaggingDevice lagging(runtime);
+    runtime.clear();
+    step(true);  // skipped, applied: none counted while the host runs ahead
+    step(false);
+    CHECK(waits(runtime.calls).empty());
+    // Three on their way could end a run (the host cannot know that one applied): the step waits
+    // for the oldest, the first step's.
+    runtime.clear();
+    step(true);
+    CHECK(count(runtime.calls, "cudaEventSynchronize", false) == 1);
+    CHECK(waits(runtime.calls).size() == 1);
+  }
+  CHECK(trainer.skipped_steps() == 2);
+  CHECK(trainer.non_finite_in_a_row() == 1);
+  CHECK(opt.steps() == 2);
+  {
+    const cuda_test::LaggingDevice lagging(runtime);
+    step(true);  // with the one before: a run of three, none counted yet
+    step(true);
+    runtime.clear();
+    std::string message;
+    try {
+      step(false);
+    } catch (const etnn::NonFiniteError& e) {
+      message = e.what();
+    }
+    INFO(listing(runtime.calls));
+    // The step started with verdicts enough on their way to end the run: it read them, waiting for
+    // each, and threw before its forward.
+    CHECK(message.find("3 steps in a row with non-finite gradients") != std::string::npos);
+    CHECK(message.find("'" + tensors[1].name + "'") != std::string::npos);
+    CHECK(count(runtime.calls, "cudaGraphLaunch", false) == 0);
+    CHECK(count(runtime.calls, "cudaEventSynchronize", false) == 2);
+  }
+  CHECK(trainer.skipped_steps() == 4);
+  CHECK(opt.steps() == 2);
+  step(false);
+  CHECK(opt.steps() == 3);
+  runtime.device_results = nullptr;
+}
+
+TEST_CASE("SGD's first momentum step, an update of its own kind, is waited for instead of picked on the device") {
+  EmulatedRuntime& runtime = emulated();
+  MlpBatch data;
+  using Model = etnn::Model<Mlp, float, etnn::Cuda>;
+  Model model(1);
+  etnn::loss::CrossEntropy ce;
+  etnn::optim::SGD opt(model, {.lr = 0.05f, .momentum = 0.9f});
+  etnn::Trainer trainer(model, ce, opt);
+  bool skip = false;
+  send_non_finite_loss_verdicts<Model>(runtime, skip);
+  const auto step = [&](bool with_nan) {
+    skip = with_nan;
+    runtime.clear();
+    (void)trainer.step(data.x(), data.labels());
+    skip = false;
+    return count(runtime.calls, "cudaEventSynchronize", false);
+  };
+  const cuda_test::LaggingDevice lagging(runtime);  // from the first step
+  // The first step's update has no earlier verdict on its way. The second's step number is 1 or 2
+  // as the first applied or not, and step 1 copies the gradient into the velocity while step 2
+  // blends them: two kinds of update, so the host waits for the first verdict and launches one.
+  CHECK(step(true) == 0);
+  CHECK(step(false) == 1);
+  CHECK(count(runtime.calls, "launch etnn::for_each_index", false) == 1);
+  // The first was skipped, so the second was SGD's first step; until its verdict says it applied,
+  // the third may be a first step too: it waits as well.
+  CHECK(step(false) == 1);
+  // Once a first step is counted as applied every candidate is of one kind: the fourth is picked
+  // on the device, the third's verdict on its way.
+  CHECK(step(false) == 0);
+  CHECK(count(runtime.calls, "launch etnn::for_each_index", false) == 1);
+  CHECK(opt.steps() == 3);
+  CHECK(trainer.skipped_steps() == 1);
+  runtime.device_results = nullptr;
 }
 
 TEST_CASE("with gradient accumulation the micro-batches' losses are tested on the device: no micro-batch waits") {
@@ -415,7 +536,9 @@ TEST_CASE("with gradient accumulation the micro-batches' losses are tested on th
   etnn::optim::SGD opt(model, {.lr = 0.05f, .momentum = 0.9f});
   etnn::Trainer trainer(model, ce, opt, {.accumulate = 3});
   const auto step = [&] { (void)trainer.step(data.x(), data.labels()); };
-  for (int call = 0; call < 3; ++call) step();
+  // Warm-up: two windows. (SGD's first step with momentum is an update of its own: the second
+  // window's update waits for the first's verdict when it is still on its way.)
+  for (int call = 0; call < 6; ++call) step();
   {
     const cuda_test::LaggingDevice lagging(runtime);  // nothing sent has arrived
     for (int call = 0; call < 3; ++call) {
@@ -424,24 +547,19 @@ TEST_CASE("with gradient accumulation the micro-batches' losses are tested on th
       INFO("call " << call << ":\n" << listing(runtime.calls));
       CHECK(count(runtime.calls, "launch etnn::optim mark_non_finite_loss", false) == 1);
       // The window's first micro-batch zeroes the verdict; its last tests the gradients and
-      // updates, once the last window's verdict is in (the one wait).
+      // updates, the last window's verdict still on its way.
       const bool first = call == 0, last = call == 2;
       CHECK(count(runtime.calls, "cudaMemsetAsync", false) == (first ? 1 : 0));
       CHECK(count(runtime.calls, "launch etnn::optim mark_non_finite_gradients", false) == (last ? 1 : 0));
       CHECK(count(runtime.calls, "launch etnn::for_each_index", false) == (last ? 1 : 0));
-      CHECK(waits(runtime.calls).size() == (last ? 1u : 0u));
+      CHECK(waits(runtime.calls).empty());
     }
   }
-  CHECK(opt.steps() == 2);
+  CHECK(opt.steps() == 3);
   // Clipping turned on within a window: the host decides its update, told what the device found
   // in the window's losses (here a non-finite one), and the next window is the host's.
-  const std::size_t words = etnn::optim::tensors_in_flat_order<Model>().size() + 2;
   bool loss_non_finite = false;
-  runtime.device_results = [&](void* dst, std::size_t bytes, const std::string&) {
-    if (!loss_non_finite || bytes != words * sizeof(unsigned long long)) return;
-    auto* word = static_cast<unsigned long long*>(dst);
-    word[words - 2] = word[words - 1] = 1;
-  };
+  send_non_finite_loss_verdicts<Model>(runtime, loss_non_finite);
   step();
   opt.set_max_grad_norm(1.0f);
   step();
@@ -453,7 +571,7 @@ TEST_CASE("with gradient accumulation the micro-batches' losses are tested on th
   CHECK(count(runtime.calls, "launch etnn::optim mark_non_finite_gradients", false) == 0);
   CHECK(count(runtime.calls, "launch etnn::optim non_finite_index", false) == 1);
   CHECK(trainer.skipped_steps() == 1);
-  CHECK(opt.steps() == 2);
+  CHECK(opt.steps() == 3);
   runtime.clear();
   step();
   CHECK(count(runtime.calls, "launch etnn::optim mark_non_finite_loss", false) == 0);
@@ -527,7 +645,7 @@ TEST_CASE("a training checkpoint inside a window the device decides keeps the lo
   CHECK(opt.steps() == 1);
 }
 
-TEST_CASE("the guard's verdict decided on the device is counted on the host a step later, as the host's guard counts it") {
+TEST_CASE("the guard's verdict decided on the device is counted on the host once it arrives, as the host's guard counts it") {
   EmulatedRuntime& runtime = emulated();
   MlpBatch data;
   using Model = etnn::Model<Mlp, float, etnn::Cuda>;

@@ -45,16 +45,20 @@ class PinnedBuffer {
 
 class Event {
  public:
-  // Made on its first record(), so that an owner that never records makes no CUDA call.
+  // Made by create() or the first record(), so that an owner that never records makes no CUDA
+  // call.
   Event() = default;
   cudaEvent_t get() const noexcept { return event_.get(); }
+  // Made now, unless made (for an owner that makes everything before its first step).
+  void create() {
+    if (event_) return;
+    cudaEvent_t event = nullptr;
+    ETNN_CHECK_CUDA(runtime().cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+    event_.reset(event);
+  }
   // Recorded after the work enqueued so far on etnn's stream.
   void record() {
-    if (!event_) {
-      cudaEvent_t event = nullptr;
-      ETNN_CHECK_CUDA(runtime().cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
-      event_.reset(event);
-    }
+    create();
     ETNN_CHECK_CUDA(runtime().cudaEventRecord(get(), stream()));
   }
   // Whether that work is done (or nothing was recorded), without waiting.

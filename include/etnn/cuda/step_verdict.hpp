@@ -12,10 +12,11 @@
 //   word[P + 1]      1 when any of the above is: the step skips
 // A step: begin() zeroes the words, scan_gradients() and scan_loss() mark them, kernels
 // predicated on skip() update (or not), and send() copies the words into pinned host memory with
-// an event, without a wait. The host reads them when it needs the verdict (normally at the next
-// step, when the device is past this one): wait() returns at once when the copy has arrived,
-// then skipped(), loss_non_finite() and first_non_finite(p) answer. wait() must come before the
-// next send().
+// an event, without a wait. The host reads them when it needs the verdict (normally some steps
+// later, when the device is past this one: arrived() asks without waiting): wait() returns at
+// once when the copy has arrived, then skipped(), loss_non_finite() and first_non_finite(p)
+// answer. wait() must come before the next send(). The optimizer keeps a ring of them
+// (optim::Optimizer::verdict_slots), so that several steps' verdicts can be on their way.
 #include <cstddef>
 #include <optional>
 #include <utility>
@@ -85,19 +86,23 @@ __global__ void mark_non_finite_loss_kernel(const double* values, std::size_t n,
 class StepVerdict {
  public:
   // tensor_offsets: where the parameter tensors start in the flat gradient buffer, ascending (at
-  // least one). Nothing is allocated until the first begin().
+  // least one). Nothing is allocated until reserve() or the first begin().
   explicit StepVerdict(std::vector<std::size_t> tensor_offsets) : tensor_offsets_(std::move(tensor_offsets)) {}
 
   std::size_t tensors() const noexcept { return tensor_offsets_.size(); }
 
+  // Makes its device and pinned memory and its event, unless made (by this or the first begin()).
+  void reserve() {
+    if (!words_.empty()) return;  // words_ last: it says all four are made
+    arrived_.create();
+    host_.reserve_discard(tensors() + 2);
+    offsets_ = Buffer<std::size_t, Cuda>(tensors());
+    copy_from_host(Cuda{}, offsets_.data(), tensor_offsets_.data(), tensors());
+    words_ = Buffer<unsigned long long, Cuda>(tensors() + 2);
+  }
   // Zeroes the words for a new step.
   void begin() {
-    if (words_.empty()) {  // host_ first: words_ says all three are made
-      host_.reserve_discard(tensors() + 2);
-      offsets_ = Buffer<std::size_t, Cuda>(tensors());
-      copy_from_host(Cuda{}, offsets_.data(), tensor_offsets_.data(), tensors());
-      words_ = Buffer<unsigned long long, Cuda>(tensors() + 2);
-    }
+    reserve();
     ETNN_CHECK_CUDA(runtime().cudaMemsetAsync(words_.data(), 0, words_.size() * sizeof(unsigned long long), stream()));
   }
   // The gradients g[0, n) (n: the flat size).
@@ -122,7 +127,9 @@ class StepVerdict {
                                               cudaMemcpyDeviceToHost, stream()));
     arrived_.record();
   }
-  // Returns once the last send's words are on the host: at once when the device is past it.
+  // Whether the last send's words are on the host, without waiting.
+  bool arrived() const { return arrived_.done(); }
+  // Returns once they are: at once when the device is past that send.
   void wait() const { arrived_.wait(); }
 
   // After wait(): the verdict.

@@ -220,7 +220,7 @@ void load_state(Trainer& trainer, Loader& loader, const std::filesystem::path& p
   }
   if (micro_step >= trainer.options().accumulate || epoch == INT_MAX)
     fail("metadata out of range (micro step " + std::to_string(micro_step) + ", epoch " + std::to_string(epoch) + ")");
-  // The verdict on its way is counted, and a window's device-marked loss read, before anything
+  // The verdicts on their way are counted, and a window's device-marked loss read, before anything
   // changes: restore_micro_step then finds nothing on its way.
   (void)trainer.guard_state();
   // The micro-step decides whether accumulated gradients are part of the state. The trainer's own

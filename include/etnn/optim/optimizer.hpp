@@ -9,7 +9,9 @@
 // test the reduced gradients for NaN and infinity (gradients_finite, the non-finite guard's test),
 // summing the guard's loss flag across ranks meanwhile (start_loss_flag, finish_loss_flag). On a
 // CUDA device that test can instead be decided on the device, with the update predicated on it
-// (begin_verdict, step_unless_skipped), so that the host does not wait for it.
+// (begin_verdict, step_unless_skipped), so that the host does not wait for it: the verdicts of up
+// to verdict_slots steps may be on their way to the host at once, and the device picks each
+// update's step number from the skips of those before it (picked_update.hpp).
 //
 // A Rule provides
 //   Options                                   hyper-parameters (designated-initialisable)
@@ -22,7 +24,13 @@
 //                                                the learning rate lr (options.lr as the schedule
 //                                                sets it for `step`, counted from 1); options that
 //                                                change the formula (momentum, amsgrad) pick f's
-//                                                type, so that its loop has no branch
+//                                                type, so that its loop has no branch; update
+//                                                changes nothing itself (a step decided on the
+//                                                device calls it once per candidate), and f is a
+//                                                trivially copyable struct without const or
+//                                                reference members (candidates are assigned into
+//                                                one kernel argument: picked_update.hpp)
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -46,25 +54,11 @@
 #include "gradient_buckets.hpp"
 #include "gradient_storage.hpp"
 #include "parameter_set.hpp"
+#include "picked_update.hpp"
 #include "rank_agreement.hpp"
 #include "schedule.hpp"
 
 namespace etnn::optim {
-
-namespace detail {
-// An update functor predicated on a verdict decided on the device: nothing is updated once *skip
-// is set (read by every thread, after the kernels that set it).
-template <class Update>
-struct UnlessSkipped {
-  const unsigned long long* skip;
-  Update update;
-  ETNN_HD void operator()(std::size_t i) const {
-    if (*skip == 0) update(i);
-  }
-};
-template <class Update>
-UnlessSkipped(const unsigned long long*, Update) -> UnlessSkipped<Update>;
-}  // namespace detail
 
 template <class Rule, ParameterSet Params, class R = dist::Local>
 class Optimizer {
@@ -78,6 +72,9 @@ class Optimizer {
   using T = typename Params::value_type;
   using Device = typename Params::device;
   static_assert(dist::check::reducer_device<dist::reducer_takes<R, Device>>());
+  // The verdicts decided on the device that may be on their way to the host at once: a step
+  // waits for one only when every slot holds a verdict not yet counted.
+  static constexpr std::size_t verdict_slots = 4;
 
   // A single-process optimizer.
   Optimizer(Params& model, const Options& options)
@@ -156,7 +153,7 @@ class Optimizer {
   // and the parameters, the optimizer's state and its step count (the schedule's position) are left
   // as they were. Buffers are broadcast from rank 0, as after an update.
   void skip_step() {
-    settle_verdict();
+    count_verdicts(0);
     reduce_gradients();
     reduced_ = false;
     if constexpr (num_buffers<Params>() > 0)
@@ -173,61 +170,83 @@ class Optimizer {
   //                                         // on it, and it is sent to the host without a wait;
   //                                         // the caller may predicate more on verdict.skip()
   // A caller that marked losses and then decides on the host reads them by read_verdict_now().
-  // The update's learning rate and step number count the earlier steps that verdicts let through,
-  // so step_unless_skipped() (and step(), skip_step(), steps(), learning_rate()) first read the
-  // verdict sent before: a wait only when the device is not yet past that step.
+  // Verdicts are numbered in the order sent, from 0 (verdicts_sent()); the host counts each into
+  // steps() once it has arrived, without waiting for it, and the update's learning rate and step
+  // number count the steps that verdicts still on their way let through on the device (picked
+  // among candidates: picked_update.hpp). A step waits only when all verdict_slots slots hold
+  // verdicts not yet arrived, for the oldest; steps(), learning_rate(), step() and skip_step()
+  // wait for every verdict on its way.
   backend::StepVerdict<Device>& begin_verdict()
     requires backend::verdict_on_device<Device>
   {
     check_verdict_on_device("begin_verdict", false);
-    verdict_.begin();
+    count_verdicts(verdict_slots - 1);  // the slot this verdict takes holds one counted
+    for (auto& verdict : verdicts_) verdict.reserve();  // every slot's memory in the first step
+    verdict().begin();
     verdict_begun_ = true;
-    return verdict_;
+    return verdict();
   }
   const backend::StepVerdict<Device>& step_unless_skipped()
     requires backend::verdict_on_device<Device>
   {
     check_verdict_on_device("step_unless_skipped", true);
-    settle_verdict();
+    count_verdicts(verdict_slots);  // those arrived: fewer candidates
     reduce_gradients();
     reduced_ = false;
-    verdict_.scan_gradients(model_->gradients(), Params::flat_size);
+    auto& verdict = this->verdict();
+    verdict.scan_gradients(model_->gradients(), Params::flat_size);
     last_grad_norm_ = std::numeric_limits<double>::quiet_NaN();
-    const unsigned long long* skip = verdict_.skip();
-    Rule::template update<T>(options_, learning_rate(), model_->parameters(), model_->gradients(), state_.data(),
-                             Params::flat_size, steps_ + 1, T(1), [skip](const auto& update) {
-                               for_each_index(Device{}, Params::flat_size, detail::UnlessSkipped{skip, update});
-                             });
-    verdict_.send();
-    verdict_pending_ = true;
+    // Candidate j: the update had j of the steps whose verdicts are on their way applied.
+    const auto make = [this](std::size_t j, auto&& run) {
+      const std::int64_t steps = steps_ + static_cast<std::int64_t>(j);
+      Rule::template update<T>(options_, schedule::learning_rate(schedule_, options_.lr, steps), model_->parameters(),
+                               model_->gradients(), state_.data(), Params::flat_size, steps + 1, T(1), run);
+    };
+    const auto launch = [](const auto& update) { for_each_index(Device{}, Params::flat_size, update); };
+    std::array<const unsigned long long*, verdict_slots> earlier{};
+    const auto on_their_way = static_cast<std::size_t>(verdicts_sent_ - verdicts_counted_);
+    for (std::size_t k = 0; k < on_their_way; ++k) earlier[k] = slot(verdicts_counted_ + k).skip();
+    if (!launch_picked_update<verdict_slots>(verdict.skip(), {earlier.data(), on_their_way}, make, launch)) {
+      count_verdicts(0);  // candidates of different types (SGD's first step): one left after a wait
+      launch_picked_update<verdict_slots>(verdict.skip(), {}, make, launch);
+    }
+    verdict.send();
+    ++verdicts_sent_;
     verdict_begun_ = false;
-    return verdict_;
+    return verdict;
   }
   // The verdict begun, as the caller marks it.
   backend::StepVerdict<Device>& verdict() noexcept
     requires backend::verdict_on_device<Device>
   {
-    return verdict_;
+    return slot(verdicts_sent_);
   }
   // The verdict begun, sent to the host now and waited for: what the device has marked so far (for
-  // a caller that marked losses on the device and then decides on the host). The last sent
-  // verdict is counted first.
+  // a caller that marked losses on the device and then decides on the host). The verdicts on
+  // their way are counted first.
   const backend::StepVerdict<Device>& read_verdict_now()
     requires backend::verdict_on_device<Device>
   {
     if (!verdict_begun_) throw Error("etnn::optim::Optimizer::read_verdict_now: no verdict begun (begin_verdict)");
-    settle_verdict();
-    verdict_.send();
-    verdict_.wait();
-    return verdict_;
+    count_verdicts(0);
+    verdict().send();
+    verdict().wait();
+    return verdict();
   }
-  // The verdict of the last step_unless_skipped(), read on the host (waiting for it if the device
-  // is not past that step yet) and counted in steps().
-  const backend::StepVerdict<Device>& settled_verdict()
+  // Verdicts step_unless_skipped() has sent so far; the last verdict_slots of them stay readable
+  // (one fewer once begin_verdict() has taken the oldest one's slot).
+  std::uint64_t verdicts_sent() const noexcept { return verdicts_sent_; }
+  // Verdict number n on the host: waited for when `wait`, else null while it is on its way.
+  const backend::StepVerdict<Device>* sent_verdict(std::uint64_t n, bool wait) const
     requires backend::verdict_on_device<Device>
   {
-    settle_verdict();
-    return verdict_;
+    if (n >= verdicts_sent_ || n + verdict_slots < verdicts_sent_ + (verdict_begun_ ? 1 : 0))
+      throw Error("etnn::optim::Optimizer::sent_verdict: verdict " + std::to_string(n) + " is not held (" +
+                  std::to_string(verdicts_sent_) + " sent, the last " + std::to_string(verdict_slots) + " kept)");
+    const auto& verdict = slot(n);
+    if (!wait && !verdict.arrived()) return nullptr;
+    verdict.wait();
+    return &verdict;
   }
 
   // Gradient buckets (each one allreduce per step).
@@ -240,7 +259,7 @@ class Optimizer {
   // reduce_gradients() already did), clips the mean
   // gradient when a maximum norm is set, then updates every parameter with it at the scheduled lr.
   void step() {
-    settle_verdict();
+    count_verdicts(0);
     reduce_gradients();
     reduced_ = false;
     T grad_scale = T(1) / static_cast<T>(reducer_->size());  // the gradients hold the sum over ranks
@@ -280,15 +299,16 @@ class Optimizer {
     options_ = options;
   }
   // Updates done so far (a learning-rate schedule's position). A step whose verdict the device
-  // decided counts once that verdict is on the host (it waits for it if need be).
+  // decided counts once that verdict is on the host (it waits for the verdicts on their way).
   std::int64_t steps() const {
+    std::int64_t steps = steps_;
     if constexpr (backend::verdict_on_device<Device>) {
-      if (verdict_pending_) {
-        verdict_.wait();
-        return steps_ + (verdict_.skipped() ? 0 : 1);
+      for (std::uint64_t n = verdicts_counted_; n < verdicts_sent_; ++n) {
+        slot(n).wait();
+        steps += slot(n).skipped() ? 0 : 1;
       }
     }
-    return steps_;
+    return steps;
   }
 
   // The learning-rate schedule, a function of steps() over the base lr options().lr:
@@ -324,7 +344,7 @@ class Optimizer {
   const T* state() const noexcept { return state_.data(); }
   std::size_t state_size() const noexcept { return state_.size(); }
   void restore_steps(std::int64_t steps) {
-    settle_verdict();
+    count_verdicts(0);
     steps_ = steps;
   }
 
@@ -340,18 +360,25 @@ class Optimizer {
       return parameter_ends<Params>();
   }
 
-  // The verdict a step decided on the device fills (nothing where the host decides), told the
-  // parameter tensors' offsets in flat order.
-  static backend::StepVerdict<Device> made_verdict() {
+  // The ring of verdicts the steps decided on the device fill (nothing where the host decides),
+  // each told the parameter tensors' offsets in flat order.
+  using Verdicts = std::conditional_t<backend::verdict_on_device<Device>,
+                                      std::array<backend::StepVerdict<Device>, verdict_slots>, backend::NoStepVerdict>;
+  static Verdicts made_verdicts() {
     if constexpr (backend::verdict_on_device<Device>) {
       std::vector<std::size_t> offsets;
       for (const auto& tensor : tensors_in_flat_order<Params>()) offsets.push_back(tensor.offset);
       if (offsets.empty()) offsets.push_back(0);
-      return backend::StepVerdict<Device>(std::move(offsets));
+      return [&]<std::size_t... s>(std::index_sequence<s...>) {
+        return Verdicts{((void)s, backend::StepVerdict<Device>(offsets))...};
+      }(std::make_index_sequence<verdict_slots>{});
     } else {
       return {};
     }
   }
+  // The slot of verdict number n.
+  auto& slot(std::uint64_t n) noexcept { return verdicts_[n % verdict_slots]; }
+  const auto& slot(std::uint64_t n) const noexcept { return verdicts_[n % verdict_slots]; }
 
   // A verdict decided on the device reads no gradient on the host: one process, no clipping; and
   // step_unless_skipped tests the gradients into the verdict begin_verdict began for its step.
@@ -364,13 +391,16 @@ class Optimizer {
       throw Error(std::string("etnn::optim::Optimizer::") + who + ": no verdict begun (begin_verdict)");
   }
 
-  // Counts the step whose verdict was sent, once it is on the host.
-  void settle_verdict() {
+  // Counts the verdicts on their way into steps_, oldest first: each that has arrived, and, waiting
+  // for it, the oldest while more than most_on_their_way remain.
+  void count_verdicts(std::size_t most_on_their_way) {
     if constexpr (backend::verdict_on_device<Device>) {
-      if (!verdict_pending_) return;
-      verdict_.wait();
-      verdict_pending_ = false;
-      if (!verdict_.skipped()) ++steps_;
+      for (; verdicts_counted_ < verdicts_sent_; ++verdicts_counted_) {
+        const auto& verdict = slot(verdicts_counted_);
+        if (verdicts_sent_ - verdicts_counted_ <= most_on_their_way && !verdict.arrived()) return;
+        verdict.wait();
+        if (!verdict.skipped()) ++steps_;
+      }
     }
   }
 
@@ -380,10 +410,11 @@ class Optimizer {
   detail::GradientStorage<R, Params> gradient_storage_;  // before buckets_: it outlives their reductions
   GradientBuckets<R, T> buckets_;
   Buffer<T, Device> state_;
-  std::int64_t steps_ = 0;  // not counting a step whose verdict is on its way (verdict_pending_)
-  [[no_unique_address]] backend::StepVerdict<Device> verdict_ = made_verdict();
-  bool verdict_pending_ = false;  // step_unless_skipped() sent a verdict the host has not counted
-  bool verdict_begun_ = false;    // begin_verdict() began one that step_unless_skipped() has not sent
+  std::int64_t steps_ = 0;  // not counting the steps whose verdicts are on their way
+  [[no_unique_address]] Verdicts verdicts_ = made_verdicts();  // verdict n in verdicts_[n % verdict_slots]
+  std::uint64_t verdicts_sent_ = 0;     // by step_unless_skipped(); the next begun is this number
+  std::uint64_t verdicts_counted_ = 0;  // of those, counted into steps_ (the rest are on their way)
+  bool verdict_begun_ = false;  // begin_verdict() began one that step_unless_skipped() has not sent
   schedule::Schedule schedule_;
   float max_grad_norm_ = 0.0f;
   double last_grad_norm_ = std::numeric_limits<double>::quiet_NaN();

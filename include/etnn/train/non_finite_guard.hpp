@@ -6,7 +6,7 @@
 // steps in a row it throws etnn::NonFiniteError naming the first parameter tensor backward gave a
 // non-finite gradient. The host decides (skips()), or, on a CUDA device, the device does
 // (mark_loss, restore_buffers_if_skipped, with Optimizer::begin_verdict and step_unless_skipped)
-// and the host counts the verdict at the next step (settle()).
+// and the host counts the verdicts as they arrive, some steps later (settle()).
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -57,6 +57,13 @@ struct GuardState {
 }  // namespace etnn::train
 
 namespace etnn::train::detail {
+
+// How much of the verdicts on their way NonFiniteGuard::settle counts.
+enum class Settle {
+  arrived,      // those on the host, without a wait
+  before_step,  // those on the host, and, waiting, whatever a step must count before it starts
+  all,          // every one, waiting
+};
 
 // The name of the tensor of Params holding flat index i ("element i" between tensors).
 template <optim::ParameterSet Params>
@@ -155,7 +162,7 @@ class NonFiniteGuard {
   // The model's buffers at the start of the window (Model::num_buffers values on its device).
   T* window_start_buffers() noexcept { return saved_buffers_.data(); }
   void use_window_start_buffers() noexcept { buffers_saved_ = Model::num_buffers > 0 && on_; }
-  // The guard's part of a training checkpoint (the verdict on its way counted first, by the
+  // The guard's part of a training checkpoint (the verdicts on their way counted first, by the
   // caller). window_loss_non_finite is the host's flag: a window whose losses the device marks has
   // it in the device's verdict.
   train::GuardState state() const {
@@ -163,7 +170,8 @@ class NonFiniteGuard {
             loss_non_finite_, owed_error_, buffers_saved_};
   }
   // A training state loaded, in a job of `ranks` ranks (as the checkpoint's): it replaces the
-  // run, its owed error included (the verdict on its way was counted before, by settle_quietly).
+  // run, its owed error included (the verdicts on their way were counted before, by
+  // settle_quietly).
   // A state no run reaches (GuardState::check) changes nothing.
   void restore(const train::GuardState& state, int ranks) {
     state.check(ranks);
@@ -225,8 +233,8 @@ class NonFiniteGuard {
   // A step decided on the device (the Trainer's path on a CUDA device, Optimizer::begin_verdict):
   // the loss's values marked into the verdict once backward has returned (before later launches
   // reuse their memory), and, once the optimizer has marked the gradients and sent the verdict
-  // (verdict_sent), the model's buffers put back predicated on it. settle() counts the verdict when
-  // the host has it.
+  // (verdict_sent, told Optimizer::verdicts_sent()), the model's buffers put back predicated on it.
+  // settle() counts the verdict when the host has it.
   template <class Verdict, class Loss>
   void mark_loss(Verdict& verdict, const Loss& loss) {
     verdict.scan_loss(loss);
@@ -238,44 +246,40 @@ class NonFiniteGuard {
         for_each_index(Device{}, Model::num_buffers,
                        RestoreIfSkipped<T>{verdict.skip(), model.buffers(), saved_buffers_.data()});
   }
-  void verdict_sent() noexcept { verdict_pending_ = true; }
+  void verdict_sent(std::uint64_t verdicts_sent) noexcept {
+    if (next_verdict_ == verdicts_end_) next_verdict_ = verdicts_sent - 1;
+    verdicts_end_ = verdicts_sent;
+  }
 
-  // Counts the step whose verdict the device decided, as end_window() counts a step, once the host
-  // has the verdict (Optimizer::settled_verdict waits for it only if the device is not past that
-  // step yet). A run of max_in_a_row skipped steps ends in the error here, as does an error
-  // settle_quietly() found. The Trainer settles at the start of a step when that can happen
-  // (settles_first), else after enqueuing its forward and backward.
+  // Counts the steps whose verdicts the device decided, oldest first, as end_window() counts a
+  // step, once the host has them (Optimizer::sent_verdict; `how` says which). A run of
+  // max_in_a_row skipped steps ends in the error here, as does an error settle_quietly() found.
+  // The Trainer settles before_step at the start of each step: whatever could end a run (a wait
+  // once max_in_a_row - non_finite_in_a_row verdicts are on their way, for the oldest) and
+  // whatever holds the slot the step's verdict takes; so the error leaves the step's batch
+  // untouched, and a settle after enqueuing the step's forward and backward (arrived) never
+  // throws.
   template <class Optimizer>
-  void settle(Optimizer& optimizer) {
+  void settle(Optimizer& optimizer, Settle how) {
     if (!owed_error_.empty()) throw NonFiniteError(std::exchange(owed_error_, std::string()));
     if constexpr (backend::verdict_on_device<Device>) {
-      if (!verdict_pending_) return;
-      const auto& verdict = optimizer.settled_verdict();
-      verdict_pending_ = false;
-      if (!verdict.skipped()) {
-        non_finite_in_a_row_ = 0;
-        return;
+      for (; next_verdict_ < verdicts_end_;) {
+        const std::uint64_t on_their_way = verdicts_end_ - next_verdict_;
+        const bool needed = how == Settle::all || (how == Settle::before_step && (could_end_run(on_their_way) ||
+                                                                                   on_their_way >= Optimizer::verdict_slots));
+        const auto* verdict = optimizer.sent_verdict(next_verdict_, needed);
+        if (verdict == nullptr) return;
+        ++next_verdict_;
+        count<typename Optimizer::model_type>(*verdict);
       }
-      if (non_finite_in_a_row_ == 0) {
-        ranks_ = 1;
-        first_ranks_with_non_finite_loss_ = verdict.loss_non_finite() ? 1 : 0;
-        first_non_finite_ = non_finite_tensor_of<typename Optimizer::model_type>(verdict);
-      }
-      count_skipped();
     }
   }
-  // Whether settle() may throw: then the Trainer calls it before the step's forward, so that the
-  // error leaves the step's batch untouched (a wait for the device, in a run of skipped steps only,
-  // and at every step with max_in_a_row = 1).
-  bool settles_first() const noexcept {
-    return !owed_error_.empty() || (verdict_pending_ && max_in_a_row_ > 0 && non_finite_in_a_row_ + 1 >= max_in_a_row_);
-  }
-  // settle() for a reader of the counts (on the stepping thread: it counts): the error that ends a
-  // run waits for the next step.
+  // settle(all) for a reader of the counts (on the stepping thread: it counts): the error that ends
+  // a run waits for the next step.
   template <class Optimizer>
   void settle_quietly(Optimizer& optimizer) {
     try {
-      settle(optimizer);
+      settle(optimizer, Settle::all);
     } catch (const NonFiniteError& e) {
       owed_error_ = e.what();
     }
@@ -302,6 +306,27 @@ class NonFiniteGuard {
     ((name = non_finite_tensor<Loss>(loss.gradients())), ...);
     if (!name.empty()) return name.insert(0, "loss.");
     return non_finite_tensor<Model>(model.gradients());
+  }
+
+  // Whether `on_their_way` more verdicts could complete a run of max_in_a_row skipped steps.
+  bool could_end_run(std::uint64_t on_their_way) const noexcept {
+    return max_in_a_row_ > 0 && static_cast<std::uint64_t>(non_finite_in_a_row_) + on_their_way >=
+                                    static_cast<std::uint64_t>(max_in_a_row_);
+  }
+
+  // A verdict the device decided, on the host.
+  template <class Params, class Verdict>
+  void count(const Verdict& verdict) {
+    if (!verdict.skipped()) {
+      non_finite_in_a_row_ = 0;
+      return;
+    }
+    if (non_finite_in_a_row_ == 0) {
+      ranks_ = 1;
+      first_ranks_with_non_finite_loss_ = verdict.loss_non_finite() ? 1 : 0;
+      first_non_finite_ = non_finite_tensor_of<Params>(verdict);
+    }
+    count_skipped();
   }
 
   // A skipped step: counted; a run of max_in_a_row of them ends in an error.
@@ -344,7 +369,10 @@ class NonFiniteGuard {
   std::int64_t skipped_steps_ = 0;
   int non_finite_in_a_row_ = 0;
   std::string first_non_finite_;  // in the run's first step: the tensor; empty when only the loss was
-  bool verdict_pending_ = false;  // a verdict decided on the device, not counted yet
+  // The Trainer's verdicts decided on the device, by the optimizer's numbers: [next_verdict_,
+  // verdicts_end_) are not counted yet.
+  std::uint64_t next_verdict_ = 0;
+  std::uint64_t verdicts_end_ = 0;
   std::string owed_error_;  // the message of the NonFiniteError settle_quietly() found
   int first_ranks_with_non_finite_loss_ = 0;
 };

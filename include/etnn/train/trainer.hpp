@@ -15,7 +15,8 @@
 // max_non_finite_in_a_row such steps in a row the step throws etnn::NonFiniteError. On a CUDA
 // device the verdict is decided on the device and the update predicated on it, so that the host
 // does not wait within the step (for one process, without loss scaling, clipping or loss
-// parameters; the error then comes at the start of the next update window).
+// parameters; the host counts the verdicts as they arrive, and the error comes at the start of a
+// later update window, before the verdicts that could end a run are followed by another step).
 // An etnn::fp16 model's loss is scaled (dynamic loss scaling, TrainerOptions::loss_scaling).
 // The Trainer orchestrates: the model's training pass runs forward and backward
 // (nn/training_pass.hpp), the optimizers finish the step (reduce, non-finite scan, update), and the
@@ -108,7 +109,7 @@ class Trainer {
   // the k-th call reduces them across ranks and updates (PyTorch's no_sync on the others).
   template <class X, class Y>
   loss_value step(const X& x, const Y& y) {
-    if (guard_.settles_first()) guard_.settle(optimizer_);
+    guard_.settle(optimizer_, train::detail::Settle::before_step);
     if (micro_step_ == 0) start_window();
     if (micro_step_ + 1 < options_.accumulate) {
       loss_value loss = backward_pass(x, y, [](std::size_t) {}, false, window_on_device_);
@@ -124,12 +125,14 @@ class Trainer {
     try {
       loss.emplace(backward_pass(x, y, [this](std::size_t first) { optimizer_.gradients_ready_from(first); },
                                  optimizer_.wants_row_blocks(), window_on_device_));
-      guard_.settle(optimizer_);  // the last step's verdict, when the device decided it
+      // The verdicts of earlier steps the device decided: those arrived, or all where the host
+      // decides this one.
+      guard_.settle(optimizer_, on_device ? train::detail::Settle::arrived : train::detail::Settle::all);
       if constexpr (backend::verdict_on_device<Device>) {
         if (window_on_device_ && !on_device) guard_.check_loss_flag(optimizer_.read_verdict_now().loss_non_finite());
         if (on_device) {  // the guard's verdict decided on the device, the update predicated on it
           const auto& verdict = optimizer_.step_unless_skipped();
-          guard_.verdict_sent();
+          guard_.verdict_sent(optimizer_.verdicts_sent());
           guard_.restore_buffers_if_skipped(verdict, model_);
           micro_step_ = 0;
           return *std::move(loss);
@@ -184,8 +187,8 @@ class Trainer {
   // Steps the non-finite guard has skipped so far (loss-scale overflows included), and how many of
   // the latest ones in a row (0 after an update, and after the error that a run of
   // max_non_finite_in_a_row ends with; overflows neither count nor end a run).
-  // On a CUDA device the last step's verdict may still be on its way: they wait for it and count it
-  // (so read them on the stepping thread).
+  // On a CUDA device the verdicts of the last steps may still be on their way: they wait for them
+  // and count them (so read them on the stepping thread).
   std::int64_t skipped_steps() const {
     guard_.settle_quietly(optimizer_);
     return guard_.skipped_steps();
@@ -199,8 +202,8 @@ class Trainer {
   // run of skipped steps in progress, whether an earlier micro-batch of the window in progress had
   // a non-finite loss and whether window_start_buffers() holds the model's buffers at that window's
   // start, and the error a run that ended in the last verdict owes the next step.
-  // The verdict on its way is counted first; a window whose losses the device marked is read from
-  // the device (a wait).
+  // The verdicts on their way are counted first; a window whose losses the device marked is read
+  // from the device (a wait).
   train::GuardState guard_state() {
     guard_.settle_quietly(optimizer_);
     train::GuardState state = guard_.state();
@@ -209,8 +212,12 @@ class Trainer {
     return state;
   }
   // With restore_micro_step, what a loaded training state sets (it replaces the run, its owed
-  // error included; state.window_start_buffers is not taken: see use_window_start_buffers).
-  void restore_guard_state(const train::GuardState& state) { guard_.restore(state, optimizer_.reducer().size()); }
+  // error included; state.window_start_buffers is not taken: see use_window_start_buffers). The
+  // verdicts on their way are counted first, into the run it replaces.
+  void restore_guard_state(const train::GuardState& state) {
+    guard_.settle_quietly(optimizer_);
+    guard_.restore(state, optimizer_.reducer().size());
+  }
   // The model's buffers (batch norm's running statistics; Model::num_buffers values on the model's
   // device) as they were at the start of the accumulation window in progress, which a skipped
   // update puts back when guard_state().window_start_buffers: training checkpoints saved inside a

@@ -5147,12 +5147,16 @@ __global__ void sum_of_squares_kernel(const T* x, std::size_t n, double* partial
 // Device memory for the partial sums above and for the result of an index search (the non-finite
 // scan, cuda/non_finite.hpp; a loss's domain check), allocated once per host thread (per_thread.hpp):
 // a launch's results are read back before that thread's next launch overwrites them.
+// found_input: a loss's input check left on the device (cuda/input_check.hpp), read by the
+// non-finite guard's verdict, launched after that thread's backward and before its next loss.
 struct ReductionScratch {
   Buffer<double, Cuda> partials{reduction_blocks};
   Buffer<unsigned long long, Cuda> index{1};
+  Buffer<unsigned long long, Cuda> found_input{3};
 };
 inline double* reduction_partials() { return per_thread<ReductionScratch>().partials.data(); }
 inline unsigned long long* reduction_index() { return per_thread<ReductionScratch>().index.data(); }
+inline unsigned long long* reduction_found_input() { return per_thread<ReductionScratch>().found_input.data(); }
 
 // sum_i x[i]^2 in double (the global gradient norm).
 template <class T>
@@ -6123,9 +6127,93 @@ void batch_norm_backward(Cuda, const T* gamma, T* gamma_grad, T* beta_grad, cons
 // row order). Both return the loss on its way to the host (cuda::PendingLoss), read when converted.
 #include <algorithm>
 #include <cstddef>
+#include <concepts>
 #include <span>
+#include <string>
+#include <type_traits>
 #include <vector>
 
+// ---- etnn/cuda/input_check.hpp ----
+// Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
+// A loss's check of its inputs' domain (an expr::DomainTerm: BCE's probabilities in [0, 1]) left
+// on the device instead of read back at once. Outside a DeferInputChecks scope the loss waits for
+// the check's answer and throws before backward, as on the host. Inside one (the Trainer's, when
+// the non-finite guard decides the step on the device) the first loss with such a check leaves its
+// answer on the device, in three words of the thread's scratch:
+//   found[0]   ~i for the first element i outside the domain, 0 when there is none
+//   found[1]   the input's value at i, as the bits of a double
+//   found[2]   the target's value at i, likewise
+// and the scope keeps where they are and the loss's message (InputCheck), whatever the loss
+// returns (a loss built on BCE's keeps it too). A second such loss in the same scope checks at
+// once. The guard's verdict (cuda/step_verdict.hpp) takes the words in: the step skips, as do the
+// steps enqueued after it until the host has read that verdict, and the host then throws the
+// loss's own message, naming the element, as PyTorch reports a device-side assertion at a later
+// synchronisation.
+#include <cstddef>
+#include <string>
+
+
+namespace etnn::cuda {
+
+// Where a loss left its input check on the device (found null: none did), and its message for the
+// element found there.
+struct InputCheck {
+  const unsigned long long* found = nullptr;  // device memory, the three words above
+  std::string (*complaint)(std::size_t i, double input, double target) = nullptr;
+};
+
+// While one that defers lives on a thread, the first of that thread's element-wise losses on the
+// device with an input check leaves it on the device (for a caller that reads it there: the
+// non-finite guard's verdict).
+class DeferInputChecks {
+ public:
+  explicit DeferInputChecks(bool defer) : outer_(current()) {
+    if (defer) current() = this;
+  }
+  DeferInputChecks(const DeferInputChecks&) = delete;
+  DeferInputChecks& operator=(const DeferInputChecks&) = delete;
+  ~DeferInputChecks() { current() = outer_; }
+
+  // For a loss on this thread with an input check: the three words to leave its answer in, or null when no scope defers or one loss already has (the loss then checks at once).
+  static unsigned long long* defer(std::string (*complaint)(std::size_t, double, double)) {
+    DeferInputChecks* scope = current();
+    if (scope == nullptr || scope->check_.found != nullptr) return nullptr;
+    unsigned long long* found = detail::reduction_found_input();
+    scope->check_ = {found, complaint};
+    return found;
+  }
+  // What a loss left on the device in this scope (found null when none did).
+  const InputCheck& check() const noexcept { return check_; }
+
+ private:
+  static DeferInputChecks*& current() noexcept {
+    thread_local DeferInputChecks* scope = nullptr;
+    return scope;
+  }
+  DeferInputChecks* outer_;
+  InputCheck check_;
+};
+
+namespace detail {
+
+// found = the three words above, from *first (the least index outside the domain, n or more for
+// none) and the values there. One thread.
+template <class T>
+__global__ void record_input_check_kernel(const unsigned long long* first, std::size_t n, const T* input,
+                                          const T* target, unsigned long long* found) {
+  const unsigned long long i = *first;
+  if (i >= n) {
+    found[0] = 0;
+    return;
+  }
+  found[0] = ~i;
+  found[1] = static_cast<unsigned long long>(__double_as_longlong(static_cast<double>(input[i])));
+  found[2] = static_cast<unsigned long long>(__double_as_longlong(static_cast<double>(target[i])));
+}
+
+}  // namespace detail
+
+}  // namespace etnn::cuda
 // ---- etnn/cuda/pending_loss.hpp ----
 // Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
 // A loss computed on the device comes back to the host without the host waiting for it:
@@ -6358,12 +6446,25 @@ class LabelRowsScratch {
 
 }  // namespace cuda
 
+namespace cuda::detail {
+
+// A stateless DomainTerm's message for element i (what cuda::InputCheck keeps until the host reads
+// the check, after the loss object may have gone).
+template <class F, class T>
+std::string complaint_of(std::size_t i, double input, double target) {
+  return F{}.complaint(i, static_cast<T>(input), static_cast<T>(target));
+}
+
+}  // namespace cuda::detail
+
 // The element-wise loss on the device, for a term that is an ETNN_HD functor: one kernel, the sum through a
 // fixed number of block partials, which come back without a wait and are added when the loss is
 // read (cuda::PendingLoss: the same result on every run; it may differ from the host's
 // sequential sum in the last bits). A DomainTerm's first invalid element is searched in the same
-// kernel and read at once (a wait), so that a bad target stops the step before backward, as on the
-// host; only when there is one are its two values copied back for the message.
+// kernel. Inside a cuda::DeferInputChecks scope (a stateless term, the scope's first) the answer
+// stays on the device, for the non-finite guard's verdict (cuda/input_check.hpp); otherwise it is
+// read at once (a wait), so that a bad input stops the step before backward, as on the host; only
+// when there is one are its two values copied back for the message.
 template <class T, ShapeType S, ShapeType TS, class F>
 cuda::PendingLoss<T> elementwise_loss(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T, TS, Cuda> target,
                                       T* grad, T scale, F term) {
@@ -6379,6 +6480,13 @@ cuda::PendingLoss<T> elementwise_loss(Cuda, TensorView<const T, S, Cuda> output,
   using cuda::detail::reduction_blocks, cuda::detail::reduction_threads;
   cuda::launch("etnn::loss elementwise", cuda::detail::elementwise_kernel<T, F>, {reduction_blocks, reduction_threads},
                output.data(), target.data(), n, grad, scale, term, partial, first_invalid);
+  if constexpr (expr::DomainTerm<F, T> && std::is_empty_v<F> && std::default_initializable<F>) {
+    if (unsigned long long* found = cuda::DeferInputChecks::defer(&cuda::detail::complaint_of<F, T>)) {
+      cuda::launch("etnn::loss record_input_check", cuda::detail::record_input_check_kernel<T>, {1, 1}, first_invalid,
+                   n, output.data(), target.data(), found);
+      return to_host.receive(partial, reduction_blocks, cuda::Sum::partials, scale);
+    }
+  }
   if constexpr (expr::DomainTerm<F, T>) {
     unsigned long long found = 0;
     copy_to_host(Cuda{}, &found, first_invalid, 1);
@@ -7613,7 +7721,7 @@ std::size_t first_non_finite(const T* x, std::size_t begin, std::size_t end) {
 // ---- etnn/cuda/step_verdict.hpp ----
 // Private to cuda/: include <etnn/cuda/cuda.hpp> or <etnn/etnn.hpp>.
 // cuda::StepVerdict: the non-finite guard's verdict on a training step, decided on the device, so
-// that the host does not wait for it within the step. For P parameter tensors it is P + 2 words
+// that the host does not wait for it within the step. For P parameter tensors it is P + 6 words
 // of device memory:
 //   word[p], p < P   ~i for the first flat index i in tensor p's range whose gradient is NaN or
 //                    infinite, 0 when there is none (atomicMax of ~i keeps the minimum i); the
@@ -7621,7 +7729,15 @@ std::size_t first_non_finite(const T* x, std::size_t begin, std::size_t end) {
 //                    align the next tensor (in the same layer) count as tensor p's
 //   word[P]          1 when a loss marked (each micro-batch's, with gradient accumulation), as
 //                    the host will read it (cuda::PendingLoss), is NaN or infinite
-//   word[P + 1]      1 when any of the above is: the step skips
+//   word[P + 1]      1 when the step skips: any word above or below is marked
+//   word[P + 2..4]   a loss's input outside its domain (BCE's probabilities), as the loss left it on
+//                    the device (cuda/input_check.hpp): ~i, the input's and the target's values
+//                    (0 in word[P + 2] when none)
+//   word[P + 5]      1 when an input error is owed: one that a step or micro-batch enqueued before
+//                    this one marked and the host has not read yet, so everything after it skips
+//                    (and its own input check is not kept)
+// The owed word is the caller's (the non-finite guard's, never null): scan_loss sets it with an
+// input error, and the host clears it once it has read that error (the guard throws it then).
 // A step: begin() zeroes the words, scan_gradients() and scan_loss() mark them, kernels
 // predicated on skip() update (or not), and send() copies the words into pinned host memory with
 // an event, without a wait. The host reads them when it needs the verdict (normally some steps
@@ -7629,8 +7745,10 @@ std::size_t first_non_finite(const T* x, std::size_t begin, std::size_t end) {
 // once when the copy has arrived, then skipped(), loss_non_finite() and first_non_finite(p)
 // answer. wait() must come before the next send(). The optimizer keeps a ring of them
 // (optim::Optimizer::verdict_slots), so that several steps' verdicts can be on their way.
+#include <bit>
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -7669,8 +7787,11 @@ __global__ void mark_non_finite_gradients_kernel(const T* x, std::size_t n, cons
 // the host's own function. The block only checks each value and bounds the sum (loss_may_overflow);
 // thread 0 adds the values in their order, as the host will, only where the bound leaves the
 // answer open (a loss near T's largest value), so the device and the host agree bit for bit.
+// Thread 0 also takes in the loss's input check (found_input: cuda/input_check.hpp's three words,
+// or null), through the caller's owed word (see StepVerdict).
 template <class T>
 __global__ void mark_non_finite_loss_kernel(const double* values, std::size_t n, Sum sum, T scale,
+                                            const unsigned long long* found_input, unsigned long long* owed,
                                             std::size_t tensors, unsigned long long* words) {
   bool finite = true;
   double magnitude = 0.0;
@@ -7681,6 +7802,14 @@ __global__ void mark_non_finite_loss_kernel(const double* values, std::size_t n,
   const double bound = block_sum(magnitude);
   finite = __syncthreads_and(finite) != 0;
   if (threadIdx.x != 0) return;
+  if (*owed != 0) {  // after an input error the host has not read yet
+    words[tensors + 5] = 1;
+    words[tensors + 1] = 1;
+  } else if (found_input != nullptr && found_input[0] != 0) {
+    for (int k = 0; k < 3; ++k) words[tensors + 2 + k] = found_input[k];
+    *owed = 1;
+    words[tensors + 1] = 1;
+  }
   if (finite && (!loss_may_overflow<T>(bound, n, scale) || isfinite(loss_total<T>(values, n, sum, scale)))) return;
   words[tensors] = 1;
   words[tensors + 1] = 1;
@@ -7695,19 +7824,22 @@ class StepVerdict {
   explicit StepVerdict(std::vector<std::size_t> tensor_offsets) : tensor_offsets_(std::move(tensor_offsets)) {}
 
   std::size_t tensors() const noexcept { return tensor_offsets_.size(); }
+  // The words of a verdict on `tensors` parameter tensors (the layout above).
+  static constexpr std::size_t words_for(std::size_t tensors) noexcept { return tensors + 6; }
 
   // Makes its device and pinned memory and its event, unless made (by this or the first begin()).
   void reserve() {
     if (!words_.empty()) return;  // words_ last: it says all four are made
     arrived_.create();
-    host_.reserve_discard(tensors() + 2);
+    host_.reserve_discard(words_for(tensors()));
     offsets_ = Buffer<std::size_t, Cuda>(tensors());
     copy_from_host(Cuda{}, offsets_.data(), tensor_offsets_.data(), tensors());
-    words_ = Buffer<unsigned long long, Cuda>(tensors() + 2);
+    words_ = Buffer<unsigned long long, Cuda>(words_for(tensors()));
   }
   // Zeroes the words for a new step.
   void begin() {
     reserve();
+    complaint_ = nullptr;
     ETNN_CHECK_CUDA(runtime().cudaMemsetAsync(words_.data(), 0, words_.size() * sizeof(unsigned long long), stream()));
   }
   // The gradients g[0, n) (n: the flat size).
@@ -7716,12 +7848,15 @@ class StepVerdict {
     launch("etnn::optim mark_non_finite_gradients", detail::mark_non_finite_gradients_kernel<T>, {grid_blocks(n), 256},
            g, n, offsets_.data(), tensors(), words_.data());
   }
-  // The loss on its way to the host, before the thread's next loss reuses its device memory.
+  // The loss on its way to the host, and the input check a loss left on the device in its step
+  // (cuda::DeferInputChecks::check(); found null for none), before the thread's next loss reuses
+  // their device memory; owed: the caller's word (above).
   template <class T>
-  void scan_loss(const PendingLoss<T>& loss) {
+  void scan_loss(const PendingLoss<T>& loss, const InputCheck& input_check, unsigned long long* owed) {
+    if (input_check.found != nullptr) complaint_ = input_check.complaint;
     launch("etnn::optim mark_non_finite_loss", detail::mark_non_finite_loss_kernel<T>,
-           {1, detail::reduction_threads}, loss.values_on_device(), loss.count(), loss.sum(), loss.scale(), tensors(),
-           words_.data());
+           {1, detail::reduction_threads}, loss.values_on_device(), loss.count(), loss.sum(), loss.scale(),
+           input_check.found, owed, tensors(), words_.data());
   }
   // Device memory: non-zero when the step skips. Kernels enqueued after the scans read it.
   const unsigned long long* skip() const noexcept { return words_.data() + tensors() + 1; }
@@ -7746,6 +7881,16 @@ class StepVerdict {
     if (word == 0) return std::nullopt;
     return static_cast<std::size_t>(~word);
   }
+  // The loss's message for its input outside the domain, if one was marked ("" when none; scan_loss
+  // kept the message of the check it passed on).
+  std::string input_error() const {
+    const unsigned long long* word = host_.data() + tensors();
+    if (word[2] == 0 || complaint_ == nullptr) return {};
+    return complaint_(static_cast<std::size_t>(~word[2]), std::bit_cast<double>(word[3]),
+                      std::bit_cast<double>(word[4]));
+  }
+  // Whether the step skipped because an earlier step's input error was owed.
+  bool skipped_after_input_error() const noexcept { return host_.data()[tensors() + 5] != 0; }
 
  private:
   std::vector<std::size_t> tensor_offsets_;
@@ -7753,6 +7898,7 @@ class StepVerdict {
   Buffer<unsigned long long, Cuda> words_;
   PinnedBuffer<unsigned long long> host_;
   Event arrived_;
+  std::string (*complaint_)(std::size_t, double, double) = nullptr;  // the marked loss's (InputCheck)
 };
 
 }  // namespace etnn::cuda
@@ -8062,6 +8208,22 @@ template <class Device>
 using StepVerdict = typename StepVerdictOf<Device>::type;
 template <class Device>
 inline constexpr bool verdict_on_device = !std::is_same_v<StepVerdict<Device>, NoStepVerdict>;
+
+// A scope in which the calling thread's losses on Device leave their input checks on the device for
+// the verdict (cuda::DeferInputChecks, when told to; check() says where); the host's losses check
+// at once.
+struct CheckInputsAtOnce {
+  struct Nothing {};
+  explicit CheckInputsAtOnce(bool) noexcept {}
+  Nothing check() const noexcept { return {}; }
+};
+#if defined(__CUDACC__)
+template <class Device>
+using DeferInputChecks = std::conditional_t<verdict_on_device<Device>, cuda::DeferInputChecks, CheckInputsAtOnce>;
+#else
+template <class Device>
+using DeferInputChecks = CheckInputsAtOnce;
+#endif
 
 }  // namespace etnn::backend
 // ---- etnn/backend/pool.hpp ----
@@ -18935,7 +19097,10 @@ class LossScaler {
 // steps in a row it throws etnn::NonFiniteError naming the first parameter tensor backward gave a
 // non-finite gradient. The host decides (skips()), or, on a CUDA device, the device does
 // (mark_loss, restore_buffers_if_skipped, with Optimizer::begin_verdict and step_unless_skipped)
-// and the host counts the verdicts as they arrive, some steps later (settle()).
+// and the host counts the verdicts as they arrive, some steps later (settle()). There, a loss
+// that leaves its input check on the device (BCE's probabilities: cuda/input_check.hpp) marks a
+// bad input into the verdict: that step and those enqueued before the host reads it skip, none of
+// them counted, and the guard owes the loss's own etnn::Error, which the Trainer throws.
 
 
 namespace etnn::train {
@@ -18945,7 +19110,8 @@ namespace etnn::train {
 // non-finite tensor and how many ranks had a non-finite loss in its first step (the error's
 // message), whether an earlier micro-batch of the accumulation window in progress had a
 // non-finite loss (which skips that window's update), and, on a CUDA device, the error a run
-// that ended in the last verdict owes the next step (the message; empty for none).
+// that ended in the last verdict owes the next step, or a loss's input error a verdict marked
+// (the message; empty for none; a resumed run throws either as an etnn::NonFiniteError).
 struct GuardState {
   std::int64_t skipped_steps = 0;
   int non_finite_in_a_row = 0;
@@ -19052,6 +19218,8 @@ class NonFiniteGuard {
     // The alignment gaps between buffers are zero, as the model's: a checkpoint loads the named
     // buffers alone into the copy (window_start_buffers), and a skipped update puts all of it back.
     if constexpr (Model::num_buffers > 0) fill(Device{}, saved_buffers_.data(), Model::num_buffers, T(0));
+    if constexpr (backend::verdict_on_device<Device>)
+      if (on_) fill(Device{}, input_error_owed_.data(), 1, 0ull);
   }
 
   bool on() const noexcept { return on_; }
@@ -19079,10 +19247,11 @@ class NonFiniteGuard {
   void use_window_start_buffers() noexcept { buffers_saved_ = Model::num_buffers > 0 && on_; }
   // The guard's part of a training checkpoint (the verdicts on their way counted first, by the
   // caller). window_loss_non_finite is the host's flag: a window whose losses the device marks has
-  // it in the device's verdict.
+  // it in the device's verdict. An owed input error is kept as the owed error's message (a loaded
+  // state throws it as a NonFiniteError, which is an etnn::Error).
   train::GuardState state() const {
     return {skipped_steps_, non_finite_in_a_row_, first_non_finite_, first_ranks_with_non_finite_loss_,
-            loss_non_finite_, owed_error_, buffers_saved_};
+            loss_non_finite_, owed_error_.empty() ? owed_input_error_ : owed_error_, buffers_saved_};
   }
   // A training state loaded, in a job of `ranks` ranks (as the checkpoint's): it replaces the
   // run, its owed error included (the verdicts on their way were counted before, by
@@ -19097,6 +19266,9 @@ class NonFiniteGuard {
     ranks_ = ranks;
     loss_non_finite_ = state.window_loss_non_finite;
     owed_error_ = state.owed_error;
+    owed_input_error_.clear();
+    if constexpr (backend::verdict_on_device<Device>)
+      if (on_) fill(Device{}, input_error_owed_.data(), 1, 0ull);  // the steps from here apply
   }
   // Each micro-batch's mean loss.
   void check_loss(T loss) noexcept { loss_non_finite_ |= !std::isfinite(loss); }
@@ -19150,9 +19322,18 @@ class NonFiniteGuard {
   // reuse their memory), and, once the optimizer has marked the gradients and sent the verdict
   // (verdict_sent, told Optimizer::verdicts_sent()), the model's buffers put back predicated on it.
   // settle() counts the verdict when the host has it.
-  template <class Verdict, class Loss>
-  void mark_loss(Verdict& verdict, const Loss& loss) {
-    verdict.scan_loss(loss);
+  // input_check: what the loss left on the device (cuda::DeferInputChecks::check()).
+  template <class Verdict, class Loss, class InputCheck>
+  void mark_loss(Verdict& verdict, const Loss& loss, const InputCheck& input_check) {
+    verdict.scan_loss(loss, input_check, input_error_owed_.data());
+  }
+  // A window's verdict the host read before the window's end (Optimizer::read_verdict_now): whether
+  // its micro-batches' losses were non-finite; an input error marked in it is owed
+  // (throw_owed_input_error).
+  template <class Verdict>
+  bool window_loss_non_finite(const Verdict& verdict) {
+    take_input_error(verdict);
+    return verdict.loss_non_finite();
   }
   template <class Verdict>
   void restore_buffers_if_skipped(const Verdict& verdict, Model& model) {
@@ -19174,30 +19355,28 @@ class NonFiniteGuard {
   // whatever holds the slot the step's verdict takes; so the error leaves the step's batch
   // untouched, and a settle after enqueuing the step's forward and backward (arrived) never
   // throws.
+  // An input error a verdict marked is owed (throw_owed_input_error): the Trainer throws it before
+  // the step's forward, or mid-step before any update, ending the window in progress.
   template <class Optimizer>
   void settle(Optimizer& optimizer, Settle how) {
     if (!owed_error_.empty()) throw NonFiniteError(std::exchange(owed_error_, std::string()));
-    if constexpr (backend::verdict_on_device<Device>) {
-      for (; next_verdict_ < verdicts_end_;) {
-        const std::uint64_t on_their_way = verdicts_end_ - next_verdict_;
-        const bool needed = how == Settle::all || (how == Settle::before_step && (could_end_run(on_their_way) ||
-                                                                                   on_their_way >= Optimizer::verdict_slots));
-        const auto* verdict = optimizer.sent_verdict(next_verdict_, needed);
-        if (verdict == nullptr) return;
-        ++next_verdict_;
-        count<typename Optimizer::model_type>(*verdict);
-      }
-    }
+    count_arrived(optimizer, how);
   }
   // settle(all) for a reader of the counts (on the stepping thread: it counts): the error that ends
-  // a run waits for the next step.
+  // a run, or an input error, waits for the next step.
   template <class Optimizer>
   void settle_quietly(Optimizer& optimizer) {
     try {
-      settle(optimizer, Settle::all);
+      if (!owed_error_.empty()) return;
+      count_arrived(optimizer, Settle::all);
     } catch (const NonFiniteError& e) {
       owed_error_ = e.what();
     }
+  }
+  // Whether an input error found in a verdict is owed (the loss's etnn::Error), and throws it.
+  bool owes_input_error() const noexcept { return !owed_input_error_.empty(); }
+  void throw_owed_input_error() {
+    if (!owed_input_error_.empty()) throw Error(std::exchange(owed_input_error_, std::string()));
   }
 
   // After each update window: an update ends a run of skipped steps; a skipped step is counted, and
@@ -19229,9 +19408,38 @@ class NonFiniteGuard {
                                     static_cast<std::uint64_t>(max_in_a_row_);
   }
 
-  // A verdict the device decided, on the host.
+  // settle()'s counting, which throws only the error that ends a run (an input error found is owed).
+  template <class Optimizer>
+  void count_arrived(Optimizer& optimizer, Settle how) {
+    if constexpr (backend::verdict_on_device<Device>) {
+      for (; next_verdict_ < verdicts_end_;) {
+        const std::uint64_t on_their_way = verdicts_end_ - next_verdict_;
+        const bool needed = how == Settle::all || (how == Settle::before_step && (could_end_run(on_their_way) ||
+                                                                                   on_their_way >= Optimizer::verdict_slots));
+        const auto* verdict = optimizer.sent_verdict(next_verdict_, needed);
+        if (verdict == nullptr) return;
+        ++next_verdict_;
+        count<typename Optimizer::model_type>(*verdict);
+      }
+    }
+  }
+
+  // An input error marked in a verdict becomes the owed one (the first, if several), and the device
+  // stops skipping steps for it: the steps enqueued after this read are the next error's to skip.
+  template <class Verdict>
+  bool take_input_error(const Verdict& verdict) {
+    std::string error = verdict.input_error();
+    if (error.empty()) return false;
+    if (owed_input_error_.empty()) owed_input_error_ = std::move(error);
+    fill(Device{}, input_error_owed_.data(), 1, 0ull);
+    return true;
+  }
+
+  // A verdict the device decided, on the host. A step that marked an input error, or skipped after
+  // one, counts as not taken: its batch is lost with the error, as the host's check loses it.
   template <class Params, class Verdict>
   void count(const Verdict& verdict) {
+    if (take_input_error(verdict) || verdict.skipped_after_input_error()) return;
     if (!verdict.skipped()) {
       non_finite_in_a_row_ = 0;
       return;
@@ -19289,6 +19497,10 @@ class NonFiniteGuard {
   std::uint64_t next_verdict_ = 0;
   std::uint64_t verdicts_end_ = 0;
   std::string owed_error_;  // the message of the NonFiniteError settle_quietly() found
+  std::string owed_input_error_;  // a loss's message for an input a verdict marked (take_input_error)
+  // On the device: 1 from a step that marks an input error until the host has read it, which the
+  // steps enqueued meanwhile skip for (cuda::StepVerdict).
+  Buffer<unsigned long long, Device> input_error_owed_{backend::verdict_on_device<Device> ? 1u : 0u};
   int first_ranks_with_non_finite_loss_ = 0;
 };
 
@@ -19401,6 +19613,7 @@ class Trainer {
   template <class X, class Y>
   loss_value step(const X& x, const Y& y) {
     guard_.settle(optimizer_, train::detail::Settle::before_step);
+    throw_owed_input_error(micro_step_ > 0);
     if (micro_step_ == 0) start_window();
     if (micro_step_ + 1 < options_.accumulate) {
       loss_value loss = backward_pass(x, y, [](std::size_t) {}, false, window_on_device_);
@@ -19419,8 +19632,12 @@ class Trainer {
       // The verdicts of earlier steps the device decided: those arrived, or all where the host
       // decides this one.
       guard_.settle(optimizer_, on_device ? train::detail::Settle::arrived : train::detail::Settle::all);
+      if (!on_device) throw_owed_input_error(true);
       if constexpr (backend::verdict_on_device<Device>) {
-        if (window_on_device_ && !on_device) guard_.check_loss_flag(optimizer_.read_verdict_now().loss_non_finite());
+        if (window_on_device_ && !on_device) {
+          guard_.check_loss_flag(guard_.window_loss_non_finite(optimizer_.read_verdict_now()));
+          throw_owed_input_error(true);
+        }
         if (on_device) {  // the guard's verdict decided on the device, the update predicated on it
           const auto& verdict = optimizer_.step_unless_skipped();
           guard_.verdict_sent(optimizer_.verdicts_sent());
@@ -19497,8 +19714,9 @@ class Trainer {
   // from the device (a wait).
   train::GuardState guard_state() {
     guard_.settle_quietly(optimizer_);
+    const bool device_flag = device_window_loss_non_finite();  // first: an input error it finds is owed
     train::GuardState state = guard_.state();
-    state.window_loss_non_finite = micro_step_ > 0 && (state.window_loss_non_finite || device_window_loss_non_finite());
+    state.window_loss_non_finite = micro_step_ > 0 && (state.window_loss_non_finite || device_flag);
     state.window_start_buffers = micro_step_ > 0 && state.window_start_buffers;
     return state;
   }
@@ -19564,11 +19782,27 @@ class Trainer {
       return guard_.on() && !scaler_.on() && optimizer_.reducer().size() == 1 && optimizer_.max_grad_norm() == 0.0f;
   }
 
+  // An input outside the loss's domain that the device found in an earlier step or in this window
+  // (cuda/input_check.hpp), once the host has read it: thrown at the start of the next step, or
+  // within a step the host decides before any update. A window in progress (in_window) is lost with
+  // it: its gradients and its verdict hold the micro-batches since the bad one, so the model's
+  // buffers go back to the window's start and the next step begins a new window. (A step the device
+  // decides skips, and its error waits for the next step's start.)
+  void throw_owed_input_error(bool in_window) {
+    if (!guard_.owes_input_error()) return;
+    if (in_window) {
+      guard_.restore_buffers(model_);
+      micro_step_ = 0;
+    }
+    guard_.throw_owed_input_error();
+  }
+
   // Whether the device marked a non-finite loss among the micro-batches of the window in progress,
-  // when it tests them (a wait for the device); false otherwise. After the guard settled.
+  // when it tests them (a wait for the device); false otherwise. After the guard settled. An input
+  // error the device marked there is owed (throw_owed_input_error).
   bool device_window_loss_non_finite() {
     if constexpr (backend::verdict_on_device<Device>)
-      if (window_on_device_ && micro_step_ > 0) return optimizer_.read_verdict_now().loss_non_finite();
+      if (window_on_device_ && micro_step_ > 0) return guard_.window_loss_non_finite(optimizer_.read_verdict_now());
     return false;
   }
 
@@ -19620,6 +19854,8 @@ class Trainer {
     // parameters' gradients itself, scaled the same.
     const T gradient_scale = static_cast<T>(scaler_.scale()) / static_cast<T>(options_.accumulate);
     if constexpr (loss_has_parameters) loss_.set_gradient_scale(gradient_scale);
+    // A loss marked into the verdict leaves its input check there too (BCE's: no wait for it).
+    const backend::DeferInputChecks<Device> deferred(verdict_on_device);
     const auto loss = targets_.value_and_grad(loss_, output.values, y, output.gradient);
     pass_.backward(gradient_scale, layer_done, gradients_stale_ ? nn::Gradients::overwrite : nn::Gradients::add,
                    weight_row_blocks);
@@ -19629,7 +19865,7 @@ class Trainer {
     // Only a lost device fails this launch, after which the window cannot go on anyway.
     if constexpr (backend::verdict_on_device<Device>)
       if (verdict_on_device)
-        guard_.mark_loss(micro_step_ == 0 ? optimizer_.begin_verdict() : optimizer_.verdict(), loss);
+        guard_.mark_loss(micro_step_ == 0 ? optimizer_.begin_verdict() : optimizer_.verdict(), loss, deferred.check());
     return loss;
   }
 

@@ -231,32 +231,30 @@ __global__ void hold_device(long long cycles) {
   }
 }
 
-// What training TanhMlp on Device through a sequence of batches of 8 (a null one: bad, the good
-// batch with a NaN) leaves, stopped by a NonFiniteError if one comes: the parameters, the
-// optimizer's steps, the skipped steps and the error's message. make_optimizer(model) makes the
-// optimizer, which follows `schedule`. device_behind: on the device each step is preceded by a
-// kernel that holds it for about a millisecond, so that verdicts are on their way when the next
-// steps' updates are launched.
+// What training Net (64 inputs) on Device under `loss`, with targets y for every batch, through a
+// sequence of batches of 8 (a null one: bad, the good batch with a NaN) leaves, stopped by an
+// etnn::Error (a NonFiniteError, or the loss's own) if one comes: the parameters, the optimizer's
+// steps, the skipped steps and the error's message. make_optimizer(model) makes the optimizer,
+// which follows `schedule`. device_behind: on the device each step is preceded by a kernel that
+// holds it for about a millisecond, so that verdicts are on their way when the next steps' updates
+// are launched.
 struct NanRun {
   std::vector<float> params;
   std::int64_t steps, skipped;
   std::string message;
 };
-template <class Device, class MakeOptimizer>
-NanRun train_through_nans(Device, MakeOptimizer make_optimizer, etnn::TrainerOptions options,
-                          const std::vector<bool>& bad_batches,
-                          const etnn::optim::schedule::Schedule& schedule = etnn::optim::schedule::Constant{},
-                          bool device_behind = false) {
+template <class Net, class Device, class Loss, class Targets, class MakeOptimizer>
+NanRun train_through(Device, Loss& loss, const Targets& y, MakeOptimizer make_optimizer, etnn::TrainerOptions options,
+                     const std::vector<bool>& bad_batches, const etnn::optim::schedule::Schedule& schedule,
+                     bool device_behind) {
   const int batch = 8;
   const auto good = random_values<float>(64 * batch, 15);
   auto bad = good;
   bad[9] = std::numeric_limits<float>::quiet_NaN();
-  const std::vector<int> y(batch, 2);
-  etnn::Model<TanhMlp, float, Device> model(4);
-  etnn::loss::CrossEntropy ce;
+  etnn::Model<Net, float, Device> model(4);
   auto opt = make_optimizer(model);
   opt.set_schedule(schedule);
-  etnn::Trainer trainer(model, ce, opt, options);
+  etnn::Trainer trainer(model, loss, opt, options);
   NanRun run;
   try {
     for (const bool is_bad : bad_batches) {
@@ -264,14 +262,25 @@ NanRun train_through_nans(Device, MakeOptimizer make_optimizer, etnn::TrainerOpt
         if (device_behind) etnn::cuda::launch("hold_device", hold_device, {1, 1}, 2'000'000LL);
       (void)trainer.step(etnn::TensorView<const float, etnn::Shape<64>>((is_bad ? bad : good).data(), batch), y);
     }
-  } catch (const etnn::NonFiniteError& e) {
+  } catch (const etnn::Error& e) {
     run.message = e.what();
   }
-  run.params.resize(TanhMlp::flat_size);
+  run.params.resize(Net::flat_size);
   etnn::copy_to_host(Device{}, run.params.data(), model.parameters(), run.params.size());
   run.steps = opt.steps();
   run.skipped = trainer.skipped_steps();
   return run;
+}
+
+// train_through TanhMlp under cross-entropy, every label 2.
+template <class Device, class MakeOptimizer>
+NanRun train_through_nans(Device device, MakeOptimizer make_optimizer, etnn::TrainerOptions options,
+                          const std::vector<bool>& bad_batches,
+                          const etnn::optim::schedule::Schedule& schedule = etnn::optim::schedule::Constant{},
+                          bool device_behind = false) {
+  etnn::loss::CrossEntropy ce;
+  const std::vector<int> y(8, 2);
+  return train_through<TanhMlp>(device, ce, y, make_optimizer, options, bad_batches, schedule, device_behind);
 }
 }  // namespace
 
@@ -315,6 +324,31 @@ TEST_CASE("a device behind the host picks each update's step number and lr from 
   CHECK(sgd_cuda.steps == sgd_cpu.steps);
   CHECK(sgd_cuda.skipped == 2);
   CHECK(max_relative_error(sgd_cuda.params, sgd_cpu.params) <= 1e-4);
+}
+
+TEST_CASE("BCE's input check stays on a device behind the host: the bad batch's error comes some steps later, the parameters as the CPU's check leaves them" *
+          doctest::skip(!gpu())) {
+  // The NaN (sample 0's input 9) reaches all of sample 0's probabilities: element 0 is the first
+  // outside [0, 1].
+  // On the CPU the bad batch throws before its backward; on the device the steps after it skip
+  // until the host reads its verdict, and the next step throws.
+  using SigmoidMlp = decltype(nn::input<64> >> nn::linear<32> >> nn::tanh >> nn::linear<10> >> nn::sigmoid);
+  std::vector<float> hot(80);
+  for (std::size_t i = 0; i < hot.size(); ++i) hot[i] = i % 3 == 0 ? 1.0f : 0.0f;
+  const etnn::TensorView<const float, etnn::Shape<10>> y(hot.data(), 8);
+  const auto adam = [](auto& model) { return etnn::optim::Adam(model, {.lr = 1e-2f}); };
+  const std::vector<bool> bad = {false, false, true, false, false, false, false};
+  const etnn::optim::schedule::Schedule constant = etnn::optim::schedule::Constant{};
+  etnn::loss::BCE bce;
+  const NanRun cpu = train_through<SigmoidMlp>(etnn::Cpu{}, bce, y, adam, {}, bad, constant, false);
+  const NanRun cuda = train_through<SigmoidMlp>(etnn::Cuda{}, bce, y, adam, {}, bad, constant, true);
+  for (const NanRun* run : {&cpu, &cuda}) {
+    CHECK(run->message.find("input element 0 is") != std::string::npos);
+    CHECK(run->message.find("BCE takes probabilities in [0, 1]") != std::string::npos);
+    CHECK(run->steps == 2);
+    CHECK(run->skipped == 0);
+  }
+  CHECK(max_relative_error(cuda.params, cpu.params) <= 1e-4);
 }
 
 TEST_CASE("with gradient accumulation a micro-batch's non-finite loss skips the window on the device as on the CPU" *

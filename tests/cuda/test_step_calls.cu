@@ -8,6 +8,7 @@
 #include <etnn/etnn.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <filesystem>
 #include <type_traits>
@@ -97,11 +98,11 @@ struct MlpBatch {
 // Model's optimizer sends to the host says that a loss was non-finite and that the step skips.
 template <class Model>
 void send_non_finite_loss_verdicts(EmulatedRuntime& runtime, const bool& when) {
-  const std::size_t words = etnn::optim::tensors_in_flat_order<Model>().size() + 2;
-  runtime.device_results = [&when, words](void* dst, std::size_t bytes, const std::string&) {
-    if (!when || bytes != words * sizeof(unsigned long long)) return;
+  const std::size_t tensors = etnn::optim::tensors_in_flat_order<Model>().size();
+  runtime.device_results = [&when, tensors](void* dst, std::size_t bytes, const std::string&) {
+    if (!when || bytes != etnn::cuda::StepVerdict::words_for(tensors) * sizeof(unsigned long long)) return;
     auto* word = static_cast<unsigned long long*>(dst);
-    word[words - 2] = word[words - 1] = 1;
+    word[tensors] = word[tensors + 1] = 1;
   };
 }
 
@@ -333,7 +334,7 @@ TEST_CASE("without the non-finite guard a warmed-up CUDA step never waits for th
   }
 }
 
-TEST_CASE("Hinge's and MultiLabelSoftMargin's host targets are checked on the host: their steps do not wait; BCE's inputs still do") {
+TEST_CASE("Hinge's and MultiLabelSoftMargin's host targets are checked on the host: their steps do not wait; BCE's inputs do without the guard's verdict") {
   EmulatedRuntime& runtime = emulated();
   MlpBatch data;
   std::vector<float> signs(std::size_t{10} * MlpBatch::batch), hot(signs.size());
@@ -356,7 +357,9 @@ TEST_CASE("Hinge's and MultiLabelSoftMargin's host targets are checked on the ho
   };
   etnn::loss::Hinge hinge;
   etnn::loss::MultiLabelSoftMargin multi_label;
-  etnn::loss::BCE bce;  // its domain is its inputs' (probabilities), on the device: the kernel's answer is waited for
+  // Its domain is its inputs' (probabilities), on the device; with no verdict of the guard's to take
+  // the answer in, it is waited for.
+  etnn::loss::BCE bce;
   CHECK(waits_of_step(hinge, Targets(signs.data(), MlpBatch::batch)).empty());
   const etnn::loss::Hinge const_hinge;  // a Trainer of a const loss stages the same way
   CHECK(waits_of_step(const_hinge, Targets(signs.data(), MlpBatch::batch)).empty());
@@ -388,6 +391,119 @@ TEST_CASE("Hinge's and MultiLabelSoftMargin's host targets are checked on the ho
   CHECK_THROWS_WITH_AS((void)trainer.step(data.x(), Targets(signs.data(), MlpBatch::batch)),
                        doctest::Contains("target element 13 is 0.500000; this loss takes targets of -1"), etnn::Error);
   CHECK(count(runtime.calls, "cudaGraphLaunch", false) == 1);  // the forward pass; no backward, no update
+}
+
+TEST_CASE("with the guard's verdict on the device BCE's input check stays there; a bad input is thrown once it arrives, the steps meanwhile skipped") {
+  EmulatedRuntime& runtime = emulated();
+  MlpBatch data;
+  std::vector<float> hot(std::size_t{10} * MlpBatch::batch);
+  for (std::size_t i = 0; i < hot.size(); ++i) hot[i] = i % 4 == 1 ? 1.0f : 0.0f;
+  const etnn::TensorView<const float, etnn::Shape<10>> targets(hot.data(), MlpBatch::batch);
+  using Model = etnn::Model<Mlp, float, etnn::Cuda>;
+  Model model(1);
+  etnn::loss::BCE bce;
+  etnn::optim::Adam opt(model, {.lr = 1e-3f});
+  etnn::Trainer trainer(model, bce, opt);  // max_non_finite_in_a_row = 3
+  const std::size_t tensors = etnn::optim::tensors_in_flat_order<Model>().size();
+  // The kernels do not run here: the verdicts as the device would send them for a step whose
+  // input 13 is 1.5 (its check taken in: the step skips), and for the steps after it, which skip
+  // while that error is owed.
+  enum class Fake { none, bad_input, after_bad_input } fake = Fake::none;
+  runtime.device_results = [&](void* dst, std::size_t bytes, const std::string& after) {
+    if (fake == Fake::none || after != "etnn::for_each_index") return;  // the verdict follows the update
+    REQUIRE(bytes == etnn::cuda::StepVerdict::words_for(tensors) * sizeof(unsigned long long));
+    auto* words = static_cast<unsigned long long*>(dst) + tensors;
+    words[1] = 1;
+    if (fake == Fake::after_bad_input) {
+      words[5] = 1;
+      return;
+    }
+    words[2] = ~13ull;
+    words[3] = std::bit_cast<unsigned long long>(1.5);
+    words[4] = std::bit_cast<unsigned long long>(0.0);
+  };
+  const auto step = [&](Fake verdict) {
+    fake = verdict;
+    runtime.clear();
+    (void)trainer.step(data.x(), targets);
+    fake = Fake::none;
+  };
+  step(Fake::none);
+  const cuda_test::LaggingDevice lagging(runtime);  // nothing sent has arrived
+  step(Fake::bad_input);
+  INFO("the bad step's calls:\n" << listing(runtime.calls));
+  CHECK(waits(runtime.calls).empty());  // the check's answer stays on the device
+  CHECK(count(runtime.calls, "launch etnn::loss record_input_check", false) == 1);
+  step(Fake::after_bad_input);
+  CHECK(waits(runtime.calls).empty());
+  step(Fake::after_bad_input);  // three on their way, the first step's the oldest: waited for
+  CHECK(count(runtime.calls, "cudaEventSynchronize", false) == 1);
+  // Three on their way again could end a run: the oldest is waited for, and it holds the input
+  // error, which the step throws before its forward, as the host's check would, with BCE's message.
+  runtime.clear();
+  std::string message;
+  bool non_finite_error = false;
+  try {
+    (void)trainer.step(data.x(), targets);
+  } catch (const etnn::NonFiniteError&) {
+    non_finite_error = true;
+  } catch (const etnn::Error& e) {
+    message = e.what();
+  }
+  INFO("the throwing step's calls:\n" << listing(runtime.calls));
+  CHECK_FALSE(non_finite_error);
+  CHECK(message.find("input element 13 is 1.500000; BCE takes probabilities in [0, 1]") != std::string::npos);
+  CHECK(count(runtime.calls, "cudaGraphLaunch", false) == 0);
+  CHECK(count(runtime.calls, "cudaEventSynchronize", false) == 1);
+  // The device stops skipping for it: the steps enqueued from now on apply.
+  CHECK(count(runtime.calls, "launch etnn::fill", false) == 1);
+  // Neither the bad step nor those skipped after it count as skipped steps (the host's check
+  // throws before its step, which never runs), and no update of theirs counted.
+  CHECK(trainer.skipped_steps() == 0);
+  CHECK(trainer.non_finite_in_a_row() == 0);
+  CHECK(opt.steps() == 1);
+  step(Fake::none);  // training goes on
+  CHECK(opt.steps() == 2);
+  // Clipping turned on within a window whose first micro-batch had a bad input: the host decides
+  // the window, reads what the device marked in it, and throws before any update.
+  Model windowed(1);
+  etnn::optim::Adam windowed_opt(windowed, {.lr = 1e-3f});
+  etnn::Trainer windows(windowed, bce, windowed_opt, {.accumulate = 2});
+  bool window_bad = false;
+  runtime.device_results = [&](void* dst, std::size_t bytes, const std::string& after) {
+    if (!window_bad || after != "etnn::optim mark_non_finite_loss") return;  // the window's verdict, read now
+    REQUIRE(bytes == etnn::cuda::StepVerdict::words_for(tensors) * sizeof(unsigned long long));
+    auto* words = static_cast<unsigned long long*>(dst) + tensors;
+    words[1] = 1;
+    words[2] = ~7ull;
+    words[3] = std::bit_cast<unsigned long long>(-0.25);
+  };
+  (void)windows.step(data.x(), targets);
+  windowed_opt.set_max_grad_norm(1.0f);
+  window_bad = true;
+  CHECK_THROWS_WITH_AS((void)windows.step(data.x(), targets),
+                       doctest::Contains("input element 7 is -0.250000; BCE takes probabilities"), etnn::Error);
+  window_bad = false;
+  CHECK(windowed_opt.steps() == 0);
+  CHECK(windows.skipped_steps() == 0);
+  CHECK(windows.micro_step() == 0);  // the window is lost with the error
+  // A checkpoint taken inside such a window reads its verdict now: the error is owed, and the next
+  // call throws it, once, the window lost with it; training then goes on.
+  Model saved(1);
+  etnn::optim::Adam saved_opt(saved, {.lr = 1e-3f});
+  etnn::Trainer saving(saved, bce, saved_opt, {.accumulate = 2});
+  (void)saving.step(data.x(), targets);
+  window_bad = true;
+  const etnn::train::GuardState state = saving.guard_state();
+  window_bad = false;
+  CHECK(state.owed_error.find("input element 7 is -0.250000") != std::string::npos);
+  CHECK_THROWS_WITH_AS((void)saving.step(data.x(), targets), doctest::Contains("input element 7 is -0.250000"),
+                       etnn::Error);
+  CHECK(saving.micro_step() == 0);
+  for (int call = 0; call < 4; ++call) CHECK_NOTHROW((void)saving.step(data.x(), targets));
+  CHECK(saved_opt.steps() == 2);
+  CHECK(saving.skipped_steps() == 0);
+  runtime.device_results = nullptr;
 }
 
 TEST_CASE("with the non-finite guard a warmed-up CUDA step waits only when three verdicts are on their way, for the oldest") {
@@ -438,7 +554,7 @@ TEST_CASE("verdicts on their way are counted in order as they arrive; a run they
   bool nan = false;
   runtime.device_results = [&](void* dst, std::size_t bytes, const std::string& after) {
     if (!nan || after != "etnn::for_each_index") return;
-    REQUIRE(bytes == (tensors.size() + 2) * sizeof(unsigned long long));
+    REQUIRE(bytes == etnn::cuda::StepVerdict::words_for(tensors.size()) * sizeof(unsigned long long));
     auto* words = static_cast<unsigned long long*>(dst);
     words[1] = ~static_cast<unsigned long long>(tensors[1].offset);
     words[tensors.size() + 1] = 1;
@@ -617,9 +733,10 @@ TEST_CASE("a training checkpoint inside a window the device decides keeps the lo
   const auto step = [&] { (void)trainer.step(data.x(), data.labels()); };
   // The kernels do not run here: the verdict as the device would send it after a micro-batch with
   // an infinite loss (its loss word set).
-  const std::size_t words = etnn::optim::tensors_in_flat_order<Model>().size() + 2;
+  const std::size_t tensors = etnn::optim::tensors_in_flat_order<Model>().size();
   runtime.device_results = [&](void* dst, std::size_t bytes, const std::string&) {
-    if (bytes == words * sizeof(unsigned long long)) static_cast<unsigned long long*>(dst)[words - 2] = 1;
+    if (bytes == etnn::cuda::StepVerdict::words_for(tensors) * sizeof(unsigned long long))
+      static_cast<unsigned long long*>(dst)[tensors] = 1;
   };
   step();
   REQUIRE(trainer.micro_step() == 1);
@@ -662,7 +779,7 @@ TEST_CASE("the guard's verdict decided on the device is counted on the host once
   bool nan_in_second_layer = false;
   runtime.device_results = [&](void* dst, std::size_t bytes, const std::string& after) {
     if (!nan_in_second_layer || after != "etnn::for_each_index") return;  // the verdict follows the update
-    REQUIRE(bytes == (tensors.size() + 2) * sizeof(unsigned long long));
+    REQUIRE(bytes == etnn::cuda::StepVerdict::words_for(tensors.size()) * sizeof(unsigned long long));
     auto* words = static_cast<unsigned long long*>(dst);
     words[2] = ~static_cast<unsigned long long>(tensors[2].offset + 5);
     words[3] = ~static_cast<unsigned long long>(tensors[3].offset + 1);

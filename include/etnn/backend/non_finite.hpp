@@ -9,6 +9,7 @@
 #include "../core/device.hpp"
 #include "../cpu/non_finite.hpp"
 #if defined(__CUDACC__)
+#include "../cuda/input_check.hpp"
 #include "../cuda/non_finite.hpp"
 #include "../cuda/step_verdict.hpp"
 #endif
@@ -56,5 +57,21 @@ template <class Device>
 using StepVerdict = typename StepVerdictOf<Device>::type;
 template <class Device>
 inline constexpr bool verdict_on_device = !std::is_same_v<StepVerdict<Device>, NoStepVerdict>;
+
+// A scope in which the calling thread's losses on Device leave their input checks on the device for
+// the verdict (cuda::DeferInputChecks, when told to; check() says where); the host's losses check
+// at once.
+struct CheckInputsAtOnce {
+  struct Nothing {};
+  explicit CheckInputsAtOnce(bool) noexcept {}
+  Nothing check() const noexcept { return {}; }
+};
+#if defined(__CUDACC__)
+template <class Device>
+using DeferInputChecks = std::conditional_t<verdict_on_device<Device>, cuda::DeferInputChecks, CheckInputsAtOnce>;
+#else
+template <class Device>
+using DeferInputChecks = CheckInputsAtOnce;
+#endif
 
 }  // namespace etnn::backend

@@ -6,7 +6,10 @@
 // row order). Both return the loss on its way to the host (cuda::PendingLoss), read when converted.
 #include <algorithm>
 #include <cstddef>
+#include <concepts>
 #include <span>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 #include "../core/device.hpp"
@@ -14,6 +17,7 @@
 #include "../expr/loss_term.hpp"
 #include "../tensor/buffer.hpp"
 #include "../tensor/tensor.hpp"
+#include "input_check.hpp"
 #include "memory.hpp"
 #include "pending_loss.hpp"
 #include "pinned_staging.hpp"
@@ -106,12 +110,25 @@ class LabelRowsScratch {
 
 }  // namespace cuda
 
+namespace cuda::detail {
+
+// A stateless DomainTerm's message for element i (what cuda::InputCheck keeps until the host reads
+// the check, after the loss object may have gone).
+template <class F, class T>
+std::string complaint_of(std::size_t i, double input, double target) {
+  return F{}.complaint(i, static_cast<T>(input), static_cast<T>(target));
+}
+
+}  // namespace cuda::detail
+
 // The element-wise loss on the device, for a term that is an ETNN_HD functor: one kernel, the sum through a
 // fixed number of block partials, which come back without a wait and are added when the loss is
 // read (cuda::PendingLoss: the same result on every run; it may differ from the host's
 // sequential sum in the last bits). A DomainTerm's first invalid element is searched in the same
-// kernel and read at once (a wait), so that a bad target stops the step before backward, as on the
-// host; only when there is one are its two values copied back for the message.
+// kernel. Inside a cuda::DeferInputChecks scope (a stateless term, the scope's first) the answer
+// stays on the device, for the non-finite guard's verdict (cuda/input_check.hpp); otherwise it is
+// read at once (a wait), so that a bad input stops the step before backward, as on the host; only
+// when there is one are its two values copied back for the message.
 template <class T, ShapeType S, ShapeType TS, class F>
 cuda::PendingLoss<T> elementwise_loss(Cuda, TensorView<const T, S, Cuda> output, TensorView<const T, TS, Cuda> target,
                                       T* grad, T scale, F term) {
@@ -127,6 +144,13 @@ cuda::PendingLoss<T> elementwise_loss(Cuda, TensorView<const T, S, Cuda> output,
   using cuda::detail::reduction_blocks, cuda::detail::reduction_threads;
   cuda::launch("etnn::loss elementwise", cuda::detail::elementwise_kernel<T, F>, {reduction_blocks, reduction_threads},
                output.data(), target.data(), n, grad, scale, term, partial, first_invalid);
+  if constexpr (expr::DomainTerm<F, T> && std::is_empty_v<F> && std::default_initializable<F>) {
+    if (unsigned long long* found = cuda::DeferInputChecks::defer(&cuda::detail::complaint_of<F, T>)) {
+      cuda::launch("etnn::loss record_input_check", cuda::detail::record_input_check_kernel<T>, {1, 1}, first_invalid,
+                   n, output.data(), target.data(), found);
+      return to_host.receive(partial, reduction_blocks, cuda::Sum::partials, scale);
+    }
+  }
   if constexpr (expr::DomainTerm<F, T>) {
     unsigned long long found = 0;
     copy_to_host(Cuda{}, &found, first_invalid, 1);

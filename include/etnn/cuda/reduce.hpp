@@ -60,12 +60,16 @@ __global__ void sum_of_squares_kernel(const T* x, std::size_t n, double* partial
 // Device memory for the partial sums above and for the result of an index search (the non-finite
 // scan, cuda/non_finite.hpp; a loss's domain check), allocated once per host thread (per_thread.hpp):
 // a launch's results are read back before that thread's next launch overwrites them.
+// found_input: a loss's input check left on the device (cuda/input_check.hpp), read by the
+// non-finite guard's verdict, launched after that thread's backward and before its next loss.
 struct ReductionScratch {
   Buffer<double, Cuda> partials{reduction_blocks};
   Buffer<unsigned long long, Cuda> index{1};
+  Buffer<unsigned long long, Cuda> found_input{3};
 };
 inline double* reduction_partials() { return per_thread<ReductionScratch>().partials.data(); }
 inline unsigned long long* reduction_index() { return per_thread<ReductionScratch>().index.data(); }
+inline unsigned long long* reduction_found_input() { return per_thread<ReductionScratch>().found_input.data(); }
 
 // sum_i x[i]^2 in double (the global gradient norm).
 template <class T>

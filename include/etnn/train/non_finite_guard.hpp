@@ -6,7 +6,10 @@
 // steps in a row it throws etnn::NonFiniteError naming the first parameter tensor backward gave a
 // non-finite gradient. The host decides (skips()), or, on a CUDA device, the device does
 // (mark_loss, restore_buffers_if_skipped, with Optimizer::begin_verdict and step_unless_skipped)
-// and the host counts the verdicts as they arrive, some steps later (settle()).
+// and the host counts the verdicts as they arrive, some steps later (settle()). There, a loss
+// that leaves its input check on the device (BCE's probabilities: cuda/input_check.hpp) marks a
+// bad input into the verdict: that step and those enqueued before the host reads it skip, none of
+// them counted, and the guard owes the loss's own etnn::Error, which the Trainer throws.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -30,7 +33,8 @@ namespace etnn::train {
 // non-finite tensor and how many ranks had a non-finite loss in its first step (the error's
 // message), whether an earlier micro-batch of the accumulation window in progress had a
 // non-finite loss (which skips that window's update), and, on a CUDA device, the error a run
-// that ended in the last verdict owes the next step (the message; empty for none).
+// that ended in the last verdict owes the next step, or a loss's input error a verdict marked
+// (the message; empty for none; a resumed run throws either as an etnn::NonFiniteError).
 struct GuardState {
   std::int64_t skipped_steps = 0;
   int non_finite_in_a_row = 0;
@@ -137,6 +141,8 @@ class NonFiniteGuard {
     // The alignment gaps between buffers are zero, as the model's: a checkpoint loads the named
     // buffers alone into the copy (window_start_buffers), and a skipped update puts all of it back.
     if constexpr (Model::num_buffers > 0) fill(Device{}, saved_buffers_.data(), Model::num_buffers, T(0));
+    if constexpr (backend::verdict_on_device<Device>)
+      if (on_) fill(Device{}, input_error_owed_.data(), 1, 0ull);
   }
 
   bool on() const noexcept { return on_; }
@@ -164,10 +170,11 @@ class NonFiniteGuard {
   void use_window_start_buffers() noexcept { buffers_saved_ = Model::num_buffers > 0 && on_; }
   // The guard's part of a training checkpoint (the verdicts on their way counted first, by the
   // caller). window_loss_non_finite is the host's flag: a window whose losses the device marks has
-  // it in the device's verdict.
+  // it in the device's verdict. An owed input error is kept as the owed error's message (a loaded
+  // state throws it as a NonFiniteError, which is an etnn::Error).
   train::GuardState state() const {
     return {skipped_steps_, non_finite_in_a_row_, first_non_finite_, first_ranks_with_non_finite_loss_,
-            loss_non_finite_, owed_error_, buffers_saved_};
+            loss_non_finite_, owed_error_.empty() ? owed_input_error_ : owed_error_, buffers_saved_};
   }
   // A training state loaded, in a job of `ranks` ranks (as the checkpoint's): it replaces the
   // run, its owed error included (the verdicts on their way were counted before, by
@@ -182,6 +189,9 @@ class NonFiniteGuard {
     ranks_ = ranks;
     loss_non_finite_ = state.window_loss_non_finite;
     owed_error_ = state.owed_error;
+    owed_input_error_.clear();
+    if constexpr (backend::verdict_on_device<Device>)
+      if (on_) fill(Device{}, input_error_owed_.data(), 1, 0ull);  // the steps from here apply
   }
   // Each micro-batch's mean loss.
   void check_loss(T loss) noexcept { loss_non_finite_ |= !std::isfinite(loss); }
@@ -235,9 +245,18 @@ class NonFiniteGuard {
   // reuse their memory), and, once the optimizer has marked the gradients and sent the verdict
   // (verdict_sent, told Optimizer::verdicts_sent()), the model's buffers put back predicated on it.
   // settle() counts the verdict when the host has it.
-  template <class Verdict, class Loss>
-  void mark_loss(Verdict& verdict, const Loss& loss) {
-    verdict.scan_loss(loss);
+  // input_check: what the loss left on the device (cuda::DeferInputChecks::check()).
+  template <class Verdict, class Loss, class InputCheck>
+  void mark_loss(Verdict& verdict, const Loss& loss, const InputCheck& input_check) {
+    verdict.scan_loss(loss, input_check, input_error_owed_.data());
+  }
+  // A window's verdict the host read before the window's end (Optimizer::read_verdict_now): whether
+  // its micro-batches' losses were non-finite; an input error marked in it is owed
+  // (throw_owed_input_error).
+  template <class Verdict>
+  bool window_loss_non_finite(const Verdict& verdict) {
+    take_input_error(verdict);
+    return verdict.loss_non_finite();
   }
   template <class Verdict>
   void restore_buffers_if_skipped(const Verdict& verdict, Model& model) {
@@ -259,30 +278,28 @@ class NonFiniteGuard {
   // whatever holds the slot the step's verdict takes; so the error leaves the step's batch
   // untouched, and a settle after enqueuing the step's forward and backward (arrived) never
   // throws.
+  // An input error a verdict marked is owed (throw_owed_input_error): the Trainer throws it before
+  // the step's forward, or mid-step before any update, ending the window in progress.
   template <class Optimizer>
   void settle(Optimizer& optimizer, Settle how) {
     if (!owed_error_.empty()) throw NonFiniteError(std::exchange(owed_error_, std::string()));
-    if constexpr (backend::verdict_on_device<Device>) {
-      for (; next_verdict_ < verdicts_end_;) {
-        const std::uint64_t on_their_way = verdicts_end_ - next_verdict_;
-        const bool needed = how == Settle::all || (how == Settle::before_step && (could_end_run(on_their_way) ||
-                                                                                   on_their_way >= Optimizer::verdict_slots));
-        const auto* verdict = optimizer.sent_verdict(next_verdict_, needed);
-        if (verdict == nullptr) return;
-        ++next_verdict_;
-        count<typename Optimizer::model_type>(*verdict);
-      }
-    }
+    count_arrived(optimizer, how);
   }
   // settle(all) for a reader of the counts (on the stepping thread: it counts): the error that ends
-  // a run waits for the next step.
+  // a run, or an input error, waits for the next step.
   template <class Optimizer>
   void settle_quietly(Optimizer& optimizer) {
     try {
-      settle(optimizer, Settle::all);
+      if (!owed_error_.empty()) return;
+      count_arrived(optimizer, Settle::all);
     } catch (const NonFiniteError& e) {
       owed_error_ = e.what();
     }
+  }
+  // Whether an input error found in a verdict is owed (the loss's etnn::Error), and throws it.
+  bool owes_input_error() const noexcept { return !owed_input_error_.empty(); }
+  void throw_owed_input_error() {
+    if (!owed_input_error_.empty()) throw Error(std::exchange(owed_input_error_, std::string()));
   }
 
   // After each update window: an update ends a run of skipped steps; a skipped step is counted, and
@@ -314,9 +331,38 @@ class NonFiniteGuard {
                                     static_cast<std::uint64_t>(max_in_a_row_);
   }
 
-  // A verdict the device decided, on the host.
+  // settle()'s counting, which throws only the error that ends a run (an input error found is owed).
+  template <class Optimizer>
+  void count_arrived(Optimizer& optimizer, Settle how) {
+    if constexpr (backend::verdict_on_device<Device>) {
+      for (; next_verdict_ < verdicts_end_;) {
+        const std::uint64_t on_their_way = verdicts_end_ - next_verdict_;
+        const bool needed = how == Settle::all || (how == Settle::before_step && (could_end_run(on_their_way) ||
+                                                                                   on_their_way >= Optimizer::verdict_slots));
+        const auto* verdict = optimizer.sent_verdict(next_verdict_, needed);
+        if (verdict == nullptr) return;
+        ++next_verdict_;
+        count<typename Optimizer::model_type>(*verdict);
+      }
+    }
+  }
+
+  // An input error marked in a verdict becomes the owed one (the first, if several), and the device
+  // stops skipping steps for it: the steps enqueued after this read are the next error's to skip.
+  template <class Verdict>
+  bool take_input_error(const Verdict& verdict) {
+    std::string error = verdict.input_error();
+    if (error.empty()) return false;
+    if (owed_input_error_.empty()) owed_input_error_ = std::move(error);
+    fill(Device{}, input_error_owed_.data(), 1, 0ull);
+    return true;
+  }
+
+  // A verdict the device decided, on the host. A step that marked an input error, or skipped after
+  // one, counts as not taken: its batch is lost with the error, as the host's check loses it.
   template <class Params, class Verdict>
   void count(const Verdict& verdict) {
+    if (take_input_error(verdict) || verdict.skipped_after_input_error()) return;
     if (!verdict.skipped()) {
       non_finite_in_a_row_ = 0;
       return;
@@ -374,6 +420,10 @@ class NonFiniteGuard {
   std::uint64_t next_verdict_ = 0;
   std::uint64_t verdicts_end_ = 0;
   std::string owed_error_;  // the message of the NonFiniteError settle_quietly() found
+  std::string owed_input_error_;  // a loss's message for an input a verdict marked (take_input_error)
+  // On the device: 1 from a step that marks an input error until the host has read it, which the
+  // steps enqueued meanwhile skip for (cuda::StepVerdict).
+  Buffer<unsigned long long, Device> input_error_owed_{backend::verdict_on_device<Device> ? 1u : 0u};
   int first_ranks_with_non_finite_loss_ = 0;
 };
 

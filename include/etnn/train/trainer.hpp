@@ -110,6 +110,7 @@ class Trainer {
   template <class X, class Y>
   loss_value step(const X& x, const Y& y) {
     guard_.settle(optimizer_, train::detail::Settle::before_step);
+    throw_owed_input_error(micro_step_ > 0);
     if (micro_step_ == 0) start_window();
     if (micro_step_ + 1 < options_.accumulate) {
       loss_value loss = backward_pass(x, y, [](std::size_t) {}, false, window_on_device_);
@@ -128,8 +129,12 @@ class Trainer {
       // The verdicts of earlier steps the device decided: those arrived, or all where the host
       // decides this one.
       guard_.settle(optimizer_, on_device ? train::detail::Settle::arrived : train::detail::Settle::all);
+      if (!on_device) throw_owed_input_error(true);
       if constexpr (backend::verdict_on_device<Device>) {
-        if (window_on_device_ && !on_device) guard_.check_loss_flag(optimizer_.read_verdict_now().loss_non_finite());
+        if (window_on_device_ && !on_device) {
+          guard_.check_loss_flag(guard_.window_loss_non_finite(optimizer_.read_verdict_now()));
+          throw_owed_input_error(true);
+        }
         if (on_device) {  // the guard's verdict decided on the device, the update predicated on it
           const auto& verdict = optimizer_.step_unless_skipped();
           guard_.verdict_sent(optimizer_.verdicts_sent());
@@ -206,8 +211,9 @@ class Trainer {
   // from the device (a wait).
   train::GuardState guard_state() {
     guard_.settle_quietly(optimizer_);
+    const bool device_flag = device_window_loss_non_finite();  // first: an input error it finds is owed
     train::GuardState state = guard_.state();
-    state.window_loss_non_finite = micro_step_ > 0 && (state.window_loss_non_finite || device_window_loss_non_finite());
+    state.window_loss_non_finite = micro_step_ > 0 && (state.window_loss_non_finite || device_flag);
     state.window_start_buffers = micro_step_ > 0 && state.window_start_buffers;
     return state;
   }
@@ -273,11 +279,27 @@ class Trainer {
       return guard_.on() && !scaler_.on() && optimizer_.reducer().size() == 1 && optimizer_.max_grad_norm() == 0.0f;
   }
 
+  // An input outside the loss's domain that the device found in an earlier step or in this window
+  // (cuda/input_check.hpp), once the host has read it: thrown at the start of the next step, or
+  // within a step the host decides before any update. A window in progress (in_window) is lost with
+  // it: its gradients and its verdict hold the micro-batches since the bad one, so the model's
+  // buffers go back to the window's start and the next step begins a new window. (A step the device
+  // decides skips, and its error waits for the next step's start.)
+  void throw_owed_input_error(bool in_window) {
+    if (!guard_.owes_input_error()) return;
+    if (in_window) {
+      guard_.restore_buffers(model_);
+      micro_step_ = 0;
+    }
+    guard_.throw_owed_input_error();
+  }
+
   // Whether the device marked a non-finite loss among the micro-batches of the window in progress,
-  // when it tests them (a wait for the device); false otherwise. After the guard settled.
+  // when it tests them (a wait for the device); false otherwise. After the guard settled. An input
+  // error the device marked there is owed (throw_owed_input_error).
   bool device_window_loss_non_finite() {
     if constexpr (backend::verdict_on_device<Device>)
-      if (window_on_device_ && micro_step_ > 0) return optimizer_.read_verdict_now().loss_non_finite();
+      if (window_on_device_ && micro_step_ > 0) return guard_.window_loss_non_finite(optimizer_.read_verdict_now());
     return false;
   }
 
@@ -329,6 +351,8 @@ class Trainer {
     // parameters' gradients itself, scaled the same.
     const T gradient_scale = static_cast<T>(scaler_.scale()) / static_cast<T>(options_.accumulate);
     if constexpr (loss_has_parameters) loss_.set_gradient_scale(gradient_scale);
+    // A loss marked into the verdict leaves its input check there too (BCE's: no wait for it).
+    const backend::DeferInputChecks<Device> deferred(verdict_on_device);
     const auto loss = targets_.value_and_grad(loss_, output.values, y, output.gradient);
     pass_.backward(gradient_scale, layer_done, gradients_stale_ ? nn::Gradients::overwrite : nn::Gradients::add,
                    weight_row_blocks);
@@ -338,7 +362,7 @@ class Trainer {
     // Only a lost device fails this launch, after which the window cannot go on anyway.
     if constexpr (backend::verdict_on_device<Device>)
       if (verdict_on_device)
-        guard_.mark_loss(micro_step_ == 0 ? optimizer_.begin_verdict() : optimizer_.verdict(), loss);
+        guard_.mark_loss(micro_step_ == 0 ? optimizer_.begin_verdict() : optimizer_.verdict(), loss, deferred.check());
     return loss;
   }
 

@@ -14,6 +14,9 @@
 # is PyPI's CPU code without the CUDA libraries); without it (no network) those peers are skipped
 # with a message, as is a missing LibTorch (libtorch-dev).
 #
+# Before each 2-thread etnn run, the cache-line round trip between the two CPUs (core_round_trip:
+# about 55 ns where a VM's two vCPUs share a last-level cache, 330 ns where its host has put them
+# on different CCDs, which slows every 2-thread run), printed with the tables.
 # Per round: the float GEMM rates (gemm_rate's libraries and torch_gemm.py's MKL, on wide's shapes
 # and a 1024 square), then per configuration and thread count (1, 2) etnn, LibTorch, PyTorch eager,
 # PyTorch compile and JAX one after the other for S seconds each (default 3 rounds of 2 s; --quick:
@@ -56,7 +59,7 @@ data=/usr/share/datasets/fashion-mnist  # mnist_mlp's and pytorch_mnist.py's def
 e2e_epochs=10  # README's first command: mnist_mlp's default, which reaches the >= 0.85 accuracy class
 
 bash scripts/install-deps.sh
-targets=(bench_train gemm_rate)
+targets=(bench_train gemm_rate core_round_trip)
 if [ "$e2e" = 1 ]; then
   if ls "$data"/train-images-idx3-ubyte* >/dev/null 2>&1; then
     targets+=(mnist_mlp)
@@ -157,6 +160,9 @@ for round in $(seq "$rounds"); do
       export OMP_NUM_THREADS=$threads MKL_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=1
       pin=()  # XLA sizes its thread pool from the CPUs it may use
       [ "$threads" = 1 ] && command -v taskset >/dev/null && pin=(taskset -c 0)
+      # How far apart the host has put the two CPUs just now (benchmarks/core_round_trip.cpp): a
+      # VM's 2-thread rates swing with it.
+      [ "$threads" = 2 ] && "$build/benchmarks/core_round_trip" | sed "s/\$/ model=$model batch=$batch round=$round/" >>"$results"
       if [ "$model/$batch/$threads" = wide/256/2 ]; then
         # The wide target is a share of the 2-thread GEMM rate, which drifts on a shared VM from
         # one minute to the next: measure the rates just before and just after etnn's wide run.

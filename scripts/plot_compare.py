@@ -10,6 +10,7 @@ RESULTS holds one record a line, `KIND key=value ...` (values may be double-quot
   result library=NAME-gemm n=N threads=T gflops=G [version=V] [adjacent=wide round=N]
          (any library ending in -gemm is a float GEMM rate: gemm_rate's, torch_gemm.py's)
   result library=etnn-e2e|pytorch-e2e samples_per_s=X test_accuracy=A epochs=E threads=T [version=V]
+  probe round_trip_ns=NS cpus=A,B model=M batch=B round=N   (core_round_trip, before each 2-thread etnn run)
   compile source=PATH seconds=S
   machine key="value" ...
 Medians over the rounds are printed as markdown (and written to --markdown), the chart to --png;
@@ -83,9 +84,12 @@ class Summary:
         adjacent = collections.defaultdict(lambda: {"gemm": collections.defaultdict(list), "wide": None})
         e2e = collections.defaultdict(lambda: collections.defaultdict(list))  # library -> key -> values
         self.versions, self.compile_times, self.machine = {}, [], {}
+        self.round_trips = []  # ns, the cache-line round trip between the two CPUs before each 2-thread etnn run
         for kind, r in records:
             if kind == "machine":
                 self.machine.update(r)
+            elif kind == "probe":
+                self.round_trips.append(float(r["round_trip_ns"]))
             elif kind == "compile":
                 self.compile_times.append((r["source"], float(r["seconds"])))
             elif kind != "result":
@@ -157,6 +161,11 @@ def tables(args, s):
            + (f"; peers: {versions}." if versions else "."), ""]
     head = ["model (widths)", "batch"] + [f"{name} {t}T" for _, name in LIBRARIES for t in THREADS]
     head += ["best peer", "etnn / best peer", "target"]
+    if s.round_trips:  # 2-thread rates on a VM depend on it: see benchmarks/core_round_trip.cpp
+        out += [f"Cache-line round trip between the two CPUs before each 2-thread etnn run: "
+                f"{min(s.round_trips):.0f} to {max(s.round_trips):.0f} ns (median {median(s.round_trips):.0f}; "
+                f"{sum(t > 150 for t in s.round_trips)} of {len(s.round_trips)} runs over 150 ns, CPUs that share "
+                f"no last-level cache).", ""]
     out += ["Samples/s (training steps: forward, cross-entropy, backward, SGD update):", "",
             "| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
     for model, batch in CONFIGS:

@@ -164,8 +164,8 @@ def tables(args, s):
     if s.round_trips:  # 2-thread rates on a VM depend on it: see benchmarks/core_round_trip.cpp
         out += [f"Cache-line round trip between the two CPUs before each 2-thread etnn run: "
                 f"{min(s.round_trips):.0f} to {max(s.round_trips):.0f} ns (median {median(s.round_trips):.0f}; "
-                f"{sum(t > 150 for t in s.round_trips)} of {len(s.round_trips)} runs over 150 ns, CPUs that share "
-                f"no last-level cache).", ""]
+                f"{sum(t > 150 for t in s.round_trips)} of {len(s.round_trips)} runs over 150 ns, which on the VMs "
+                f"measured so far meant CPUs that share no last-level cache).", ""]
     out += ["Samples/s (training steps: forward, cross-entropy, backward, SGD update):", "",
             "| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
     for model, batch in CONFIGS:

@@ -162,8 +162,10 @@ for round in $(seq "$rounds"); do
       [ "$threads" = 1 ] && command -v taskset >/dev/null && pin=(taskset -c 0)
       # How far apart the host has put the two CPUs just now (benchmarks/core_round_trip.cpp): a
       # VM's 2-thread rates swing with it.
-      [ "$threads" = 2 ] && "$build/benchmarks/core_round_trip" | sed "s/\$/ model=$model batch=$batch round=$round/" >>"$results" ||
-        failed core_round_trip
+      if [ "$threads" = 2 ]; then
+        "$build/benchmarks/core_round_trip" | sed "s/\$/ model=$model batch=$batch round=$round/" >>"$results" ||
+          failed core_round_trip
+      fi
       if [ "$model/$batch/$threads" = wide/256/2 ]; then
         # The wide target is a share of the 2-thread GEMM rate, which drifts on a shared VM from
         # one minute to the next: measure the rates just before and just after etnn's wide run.

@@ -1,10 +1,13 @@
-// etnn's CPU thread pool: every chunk runs exactly once, on several threads when asked; the first
-// exception reaches the caller after every started chunk ended; a job inside a chunk and jobs from
-// concurrent caller threads run (on their callers); the pool takes new thread counts.
+// etnn's CPU thread pool: every chunk runs exactly once, on several threads when asked; a
+// home-range job's threads take their own ranges first; the first exception reaches the caller
+// after every started chunk ended; a job inside a chunk and jobs from concurrent caller threads
+// run (on their callers); the pool takes new thread counts.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -18,14 +21,16 @@ using etnn::cpu::ThreadPool;
 using etnn::test::ThreadCount;
 }  // namespace
 
-TEST_CASE("thread pool: every chunk once, for any thread count") {
+TEST_CASE("thread pool: every chunk once, for any thread count and placement") {
   for (const int threads : {1, 2, 3, 8}) {
     ThreadCount count(threads);
     for (const std::size_t chunks : {std::size_t{1}, std::size_t{2}, std::size_t{7}, std::size_t{1000}}) {
-      std::vector<std::atomic<int>> runs(chunks);
-      auto f = [&](std::size_t c) { runs[c].fetch_add(1, std::memory_order_relaxed); };
-      for (int repeat = 0; repeat < 20; ++repeat) ThreadPool::instance().run(chunks, f);
-      for (const auto& r : runs) REQUIRE(r.load() == 20);
+      for (const auto placement : {etnn::cpu::Placement::any_thread, etnn::cpu::Placement::home_range}) {
+        std::vector<std::atomic<int>> runs(chunks);
+        auto f = [&](std::size_t c) { runs[c].fetch_add(1, std::memory_order_relaxed); };
+        for (int repeat = 0; repeat < 20; ++repeat) ThreadPool::instance().run(chunks, f, placement);
+        for (const auto& r : runs) REQUIRE(r.load() == 20);
+      }
     }
   }
 }
@@ -51,9 +56,13 @@ TEST_CASE("thread pool: the first exception reaches the caller after every start
     ended.fetch_add(1);
     if (c % 3 == 1) throw std::runtime_error("chunk failed");
   };
-  CHECK_THROWS_WITH(ThreadPool::instance().run(30, f), "chunk failed");
-  CHECK(ended.load() == started.load());
-  CHECK(started.load() < 30);  // chunks after the failure never started
+  for (const auto placement : {etnn::cpu::Placement::any_thread, etnn::cpu::Placement::home_range}) {
+    started = 0;
+    ended = 0;
+    CHECK_THROWS_WITH(ThreadPool::instance().run(30, f, placement), "chunk failed");
+    CHECK(ended.load() == started.load());
+    CHECK(started.load() < 30);  // chunks after the failure never started
+  }
   // The pool still works afterwards.
   std::atomic<int> runs{0};
   auto g = [&](std::size_t) { runs.fetch_add(1); };
@@ -103,5 +112,63 @@ TEST_CASE("thread pool: an owned job of at most as many chunks as threads runs c
       if (first[0] == std::thread::id{}) first = ids;
       REQUIRE(ids == first);
     }
+  }
+}
+
+TEST_CASE("thread pool: in a home-range job each thread takes its own range's chunks before the others'") {
+  // 2 threads, 6 chunks: the caller's range is chunks 0-2, the worker's 3-5. Whatever the timing,
+  // each thread runs its own range in order and then, in order, what it takes of the other.
+  ThreadCount count(2);
+  const auto caller = std::this_thread::get_id();
+  bool worker_started_at_home = false;
+  for (int repeat = 0; repeat < 20; ++repeat) {
+    std::mutex order_mutex;
+    std::vector<std::size_t> by_caller, by_worker;
+    auto f = [&](std::size_t c) {
+      {
+        std::lock_guard<std::mutex> lock(order_mutex);
+        (std::this_thread::get_id() == caller ? by_caller : by_worker).push_back(c);
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(300));
+    };
+    ThreadPool::instance().run(6, f, etnn::cpu::Placement::home_range);
+    REQUIRE(by_caller.size() + by_worker.size() == 6);
+    // ran: chunks of the home range [home, home + 3), ascending, then chunks of the other, ascending.
+    const auto home_first = [](const std::vector<std::size_t>& ran, std::size_t home) {
+      const auto at_home = [&](std::size_t c) { return c >= home && c < home + 3; };
+      std::size_t i = 0;
+      while (i < ran.size() && at_home(ran[i])) ++i;
+      for (std::size_t j = i; j < ran.size(); ++j) {
+        if (at_home(ran[j])) return false;
+      }
+      return std::is_sorted(ran.begin(), ran.begin() + static_cast<std::ptrdiff_t>(i)) &&
+             std::is_sorted(ran.begin() + static_cast<std::ptrdiff_t>(i), ran.end());
+    };
+    REQUIRE(!by_caller.empty());
+    CHECK(by_caller.front() == 0);  // the caller starts at once, in its own range
+    CHECK(home_first(by_caller, 0));
+    CHECK(home_first(by_worker, 3));
+    if (!by_worker.empty() && by_worker.front() == 3) worker_started_at_home = true;
+  }
+  CHECK(worker_started_at_home);
+}
+
+TEST_CASE("thread pool: after a smaller thread count, a job runs on at most that many threads") {
+  { ThreadCount many(8); }  // starts 7 workers, which stay
+  ThreadCount count(2);
+  for (const auto placement : {etnn::cpu::Placement::any_thread, etnn::cpu::Placement::home_range}) {
+    std::mutex ids_mutex;
+    std::vector<std::thread::id> ids;
+    auto f = [&](std::size_t) {
+      {
+        std::lock_guard<std::mutex> lock(ids_mutex);
+        if (std::find(ids.begin(), ids.end(), std::this_thread::get_id()) == ids.end()) {
+          ids.push_back(std::this_thread::get_id());
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    };
+    for (int repeat = 0; repeat < 10; ++repeat) ThreadPool::instance().run(16, f, placement);
+    CHECK(ids.size() <= 2);
   }
 }

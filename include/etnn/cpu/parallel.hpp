@@ -84,13 +84,15 @@ constexpr std::size_t chunk_count(std::size_t n, std::size_t grain, std::size_t 
 
 // Calls f(begin, end) on disjoint chunks covering [0, n), each with the widest vectors the CPU has
 // (cpu/widest_vectors.hpp); each chunk holds at least `grain` indices (unless n is smaller).
-// Chunks run on the pool's threads when n * work_per_index is large enough: on whichever takes
-// them, or chunk c on thread c with Placement::owner (cpu/thread_pool.hpp). The first exception
+// Chunks run on the pool's threads when n * work_per_index is large enough: chunk c on thread c
+// unless that thread comes late and another takes it (Placement::home_range, so that a pass over
+// the same array in every step touches each chunk from the same core), on whichever takes them
+// (any_thread), or always on thread c (owner) (cpu/thread_pool.hpp). The first exception
 // thrown by f is rethrown here once every chunk that started has ended; chunks not started by
 // then may be skipped.
 template <class F>
 void parallel_chunks(std::size_t n, std::size_t grain, std::size_t work_per_index, F&& f,
-                     Placement placement = Placement::any_thread) {
+                     Placement placement = Placement::home_range) {
   if (n == 0) return;
 #if ETNN_THREADED
   const std::size_t chunks = chunk_count(n, grain, static_cast<std::size_t>(num_threads()));

@@ -2482,22 +2482,32 @@ ETNN_UNROLL(4)
 // chunks from one counter until none is left, and the caller then waits only for workers that
 // have joined. A worker the OS schedules late (another process busy on its core) finds nothing
 // left, or a job already closed, and goes back to waiting; it never holds the caller up, unlike a
-// fork-join team whose barrier waits for every member. A job placed by Placement::owner, of at
-// most as many chunks as threads, is owned: chunk c runs on thread c (0: the caller), so that
-// every thread sees the same chunk shapes in every step and its reusable buffers (Eigen's packing,
-// sized by the products it has run) have grown in the first one; the caller then waits for every
-// owner. Idle workers spin briefly (a training step's next parallel loop is microseconds away) and
+// fork-join team whose barrier waits for every member. A shared job placed by
+// Placement::home_range splits its chunks into one contiguous range per thread (thread t's:
+// [chunks t / T, chunks (t + 1) / T) of T threads) with a counter each; a thread takes its own
+// range's chunks first and then what is left of the others'. Elementwise passes over the same
+// arrays in every step (the guard's and the optimizer's over the gradients and parameters) then
+// touch each part of them from the same core each time, so it stays in that core's caches:
+// mlp784/64's SGD update on 2 threads took 23-35 us instead of 64-78 (2-core Zen 4 VM), where
+// a shared counter handed the halves to either thread. The GEMM's tiles stay on one counter: at
+// batch 8 its dW (512 x 784 x 8) ran 60 us on it and 70-80 us in home ranges, unexplained.
+// A job placed by Placement::owner, of at most as many chunks as threads, is owned: chunk c runs
+// on thread c (0: the caller), so that every thread sees the same chunk shapes in every step and
+// its reusable buffers (Eigen's packing, sized by the products it has run) have grown in the first
+// one; the caller then waits for every owner. Idle workers spin briefly (a training step's next parallel loop is microseconds away) and
 // then sleep on a condition variable.
 //
 // A worker can still be preempted while it holds a chunk, and then the caller waits for the OS to
 // run it again (milliseconds, when another process is busy on its core). When the caller waits
 // for its helpers much longer than its own chunks took (three jobs in a row), or the workers take
 // under a quarter of the shared chunks (over a window of jobs), the pool runs shared jobs on the
-// caller alone for a while (solo_period), so that its workers sleep instead of spinning beside
-// the other process, and then tries its workers again. Owned jobs always run on their owners.
+// caller alone for a while (5 ms, doubling up to 200 ms while it keeps coming back), so that
+// its workers sleep instead of spinning beside the other process, and then tries its workers
+// again. Owned jobs always run on their owners.
 //
-// A job from a second caller thread while one runs, and a job started inside a chunk, run on the
-// calling thread alone. Which thread runs a chunk never changes what it computes: callers fix
+// Workers past a smaller thread count (set_threads) join no job and sleep until a larger count
+// takes them in. A job from a second caller thread while one runs, and a job started inside a
+// chunk, run on the calling thread alone. Which thread runs a chunk never changes what it computes: callers fix
 // the chunks' bounds from the thread count, not from who runs them.
 #include <atomic>
 #include <chrono>
@@ -2515,7 +2525,7 @@ namespace etnn::cpu {
 
 // Where a job's chunks may run: on whichever thread takes them (shared), or chunk c on thread c
 // (owned, for chunks whose thread's reusable buffers are sized by the chunk; see above).
-enum class Placement { any_thread, owner };
+enum class Placement { any_thread, home_range, owner };
 
 inline void spin_pause() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -2547,13 +2557,33 @@ class ThreadPool {
   // so what it needs, changes from job to job.
   static bool inside_job() { return in_job(); }
 
+  // How long a period of running shared jobs alone lasts (ns), when the last one started
+  // `since_last` ago and lasted `last`: solo_min_ns when that is more than solo_forgotten_ns ago,
+  // else twice as long as the last, up to solo_max_ns. A worker whose CPU was taken away for a
+  // moment (a virtual machine's host running something else for a millisecond: once or twice in
+  // a 2 s run on the 2-core Zen 4 VM, each of which cost 200 ms alone before) costs a few
+  // milliseconds alone; one that keeps losing its core to another process leaves it to the
+  // caller for 200 ms at a time after a few short trials.
+  static constexpr long long solo_min_ns = 5'000'000;
+  static constexpr long long solo_max_ns = 200'000'000;
+  static constexpr long long solo_forgotten_ns = 1'000'000'000;
+  static constexpr long long next_solo_ns(long long since_last, long long last) {
+    return since_last > solo_forgotten_ns ? solo_min_ns : std::min(2 * last, solo_max_ns);
+  }
+
   // n <= 0 restores the default: OMP_NUM_THREADS when set, else one per core. Also ends a period
   // of running jobs alone, so the workers are tried again. Must not be called while a job runs.
   void set_threads(int n) {
     threads_.store(n > 0 ? n : default_threads(), std::memory_order_relaxed);
     solo_until_ns_.store(0, std::memory_order_relaxed);
     std::lock_guard<std::mutex> owner(job_owner_);
+    solo_started_ns_ = -solo_forgotten_ns;
     ensure_workers(threads() - 1);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);  // a worker checks the count under it before it waits
+      resized_generation_ = generation_.load(std::memory_order_relaxed);
+    }
+    resized_.notify_all();
   }
 
   // f(c) for every c in [0, chunks), on the caller and up to threads() - 1 workers. After a chunk
@@ -2568,7 +2598,10 @@ class ThreadPool {
       return;
     }
     const auto start = Clock::now();
-    Job job{[](void* context, std::size_t c) { (*static_cast<F*>(context))(c); }, &f, chunks, owned};
+    const std::size_t ranges = placement == Placement::home_range ? static_cast<std::size_t>(threads()) : 1;
+    Job job{[](void* context, std::size_t c) { (*static_cast<F*>(context))(c); }, &f, chunks, owned,
+            static_cast<std::size_t>(threads()), ranges_.get(), ranges};
+    if (!owned) job.split_ranges();
     {
       std::lock_guard<std::mutex> lock(mutex_);
       job_ = &job;
@@ -2576,7 +2609,7 @@ class ThreadPool {
     }
     if (sleepers_.load(std::memory_order_acquire) > 0) wake_.notify_all();
     in_job() = true;
-    const std::size_t own = job.owned ? job.run_owned(0) : job.take_chunks();
+    const std::size_t own = job.owned ? job.run_owned(0) : job.take_chunks(0);
     in_job() = false;
     const auto own_end = Clock::now();
     if (job.owned) await_workers([&] { return job.finished(); });  // its chunks wait for their threads
@@ -2590,12 +2623,21 @@ class ThreadPool {
   }
 
  private:
+  // A shared job's chunks [next, end) not yet taken, claimed one at a time; on a cache line of its
+  // own, so that threads claiming from their own ranges do not contend.
+  struct alignas(64) Range {
+    std::atomic<std::size_t> next{0};
+    std::size_t end = 0;
+  };
+
   struct Job {
     void (*call)(void*, std::size_t);
     void* context;
     std::size_t chunks;
-    bool owned;  // chunk c on thread c, instead of shared through `next`
-    std::atomic<std::size_t> next{0};
+    bool owned;  // chunk c on thread c, instead of shared through the ranges
+    std::size_t threads;  // threads() when it started: workers 1 to threads - 1 join it
+    Range* ranges;  // the pool's, one per thread: a shared job's chunks, split among them
+    std::size_t range_count;
     std::atomic<std::size_t> done{0};  // chunks ended
     std::atomic<int> helpers{0};  // workers that joined (they join under mutex_)
     std::mutex error_mutex{};
@@ -2608,19 +2650,32 @@ class ThreadPool {
       try {
         call(context, c);
       } catch (...) {
-        next.store(chunks, std::memory_order_relaxed);
+        for (std::size_t r = 0; r < range_count; ++r) ranges[r].next.store(ranges[r].end, std::memory_order_relaxed);
         std::lock_guard<std::mutex> lock(error_mutex);
         if (!error) error = std::current_exception();
       }
       done.fetch_add(1, std::memory_order_acq_rel);
     }
 
-    // Shared: runs chunks until none is left; returns how many this thread ran.
-    std::size_t take_chunks() {
+    // Shared: range t of chunks is [chunks t / T, chunks (t + 1) / T) for T = range_count.
+    void split_ranges() {
+      for (std::size_t r = 0; r < range_count; ++r) {
+        ranges[r].next.store(chunks * r / range_count, std::memory_order_relaxed);
+        ranges[r].end = chunks * (r + 1) / range_count;
+      }
+    }
+
+    // Shared: runs chunks until none is left, those of its own range first, then what is left of
+    // the others' (a thread that came late, or was slowed, leaves them to the rest); returns how
+    // many this thread ran.
+    std::size_t take_chunks(std::size_t thread) {
       std::size_t taken = 0;
-      for (std::size_t c = next.fetch_add(1, std::memory_order_relaxed); c < chunks;
-           c = next.fetch_add(1, std::memory_order_relaxed), ++taken) {
-        run_chunk(c);
+      for (std::size_t r = 0; r < range_count; ++r) {
+        Range& range = ranges[(thread + r) % range_count];
+        for (std::size_t c = range.next.fetch_add(1, std::memory_order_relaxed); c < range.end;
+             c = range.next.fetch_add(1, std::memory_order_relaxed), ++taken) {
+          run_chunk(c);
+        }
       }
       return taken;
     }
@@ -2636,7 +2691,6 @@ class ThreadPool {
   using Clock = std::chrono::steady_clock;
   // A wait for helpers longer than this plus twice the caller's own time per chunk is a stall.
   static constexpr Clock::duration stall_floor = std::chrono::microseconds(200);
-  static constexpr long long solo_period_ns = 200'000'000;
   static long long now_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
   }
@@ -2656,7 +2710,7 @@ class ThreadPool {
   // workers. A wait much longer than its own chunks took (stalled) three jobs in a row, or
   // workers that ran under a quarter of the last starved_window or more shared chunks (starved:
   // the caller ran the rest while they were off the CPU), starts a period of running shared jobs
-  // alone.
+  // alone (see solo_min_ns for how long).
   void note_job(std::size_t chunks, std::size_t own, bool owned, Clock::duration own_time, Clock::duration wait) {
     const bool stalled = own > 0 && wait > stall_floor + 2 * own_time / static_cast<long>(own);
     strikes_ = stalled ? strikes_ + 1 : 0;
@@ -2670,7 +2724,10 @@ class ThreadPool {
       }
     }
     if (strikes_ >= strikes_to_solo || starved) {
-      solo_until_ns_.store(now_ns() + solo_period_ns, std::memory_order_relaxed);
+      const long long now = now_ns();
+      solo_ns_ = next_solo_ns(now - solo_started_ns_, solo_ns_);
+      solo_started_ns_ = now;
+      solo_until_ns_.store(now + solo_ns_, std::memory_order_relaxed);
       strikes_ = 0;
       window_chunks_ = window_helped_ = 0;
     }
@@ -2694,6 +2751,11 @@ class ThreadPool {
   }
 
   void ensure_workers(int count) {
+    const std::size_t threads_wanted = static_cast<std::size_t>(count) + 1;  // the caller's too
+    if (range_capacity_ < threads_wanted) {
+      ranges_ = std::make_unique<Range[]>(threads_wanted);
+      range_capacity_ = threads_wanted;
+    }
     if (static_cast<int>(workers_.size()) >= count) return;
     workers_.reserve(static_cast<std::size_t>(count));
     while (static_cast<int>(workers_.size()) < count) {
@@ -2711,6 +2773,7 @@ class ThreadPool {
       generation_.fetch_add(1, std::memory_order_release);
     }
     wake_.notify_all();
+    resized_.notify_all();
     for (std::thread& worker : workers_) worker.join();
   }
 
@@ -2723,6 +2786,15 @@ class ThreadPool {
     if (float_gemm_engine() != GemmEngine::eigen) packed::packing_storage();  // before any step
 #endif
     for (;;) {
+      if (index >= static_cast<std::size_t>(threads())) {
+        // Past the thread count (a smaller set_threads()): asleep until a larger one or the end,
+        // neither spinning beside the threads at work nor woken by their jobs.
+        std::unique_lock<std::mutex> lock(mutex_);
+        resized_.wait(lock, [&] { return stopping_ || index < static_cast<std::size_t>(threads()); });
+        if (stopping_) return;
+        seen = resized_generation_;  // jobs posted since the count took it in are its to join
+        continue;
+      }
       for (int spin = 0; spin < spins_before_sleep && generation_.load(std::memory_order_acquire) == seen; ++spin) {
         spin_pause();
       }
@@ -2736,10 +2808,10 @@ class ThreadPool {
         }
         seen = generation_.load(std::memory_order_relaxed);
         if (stopping_) return;
-        job = job_;
+        job = job_ != nullptr && index < job_->threads ? job_ : nullptr;  // a smaller set_threads() left it out
         if (job != nullptr) job->helpers.fetch_add(1, std::memory_order_relaxed);
       }
-      if (job == nullptr) continue;  // the job closed before this worker came
+      if (job == nullptr) continue;  // the job closed before this worker came, or is not its to join
       if (job->owned) {
         const bool ran = job->run_owned(index) > 0;
         if (ran && job->finished()) {
@@ -2747,7 +2819,7 @@ class ThreadPool {
           left_.notify_all();
         }
       } else {
-        job->take_chunks();
+        job->take_chunks(index);
       }
       // The job may end (and leave the caller's stack) as soon as helpers reaches 0.
       if (job->helpers.fetch_sub(1, std::memory_order_acq_rel) == 1) {
@@ -2760,16 +2832,21 @@ class ThreadPool {
   std::atomic<int> threads_;
   std::mutex job_owner_;  // held by the thread whose job runs
   std::mutex mutex_;      // job_, helpers, stopping_
-  std::condition_variable wake_, left_;
+  std::condition_variable wake_, left_, resized_;
+  unsigned resized_generation_ = 0;  // generation_ at the last set_threads() (under mutex_)
   std::atomic<unsigned> generation_{0};
   std::atomic<int> sleepers_{0};
   Job* job_ = nullptr;
   bool stopping_ = false;
   std::atomic<long long> solo_until_ns_{0};
-  // Only the thread holding job_owner_ touches these three.
+  // Only the thread holding job_owner_ touches these five.
   int strikes_ = 0;
   std::size_t window_chunks_ = 0;  // shared chunks since the last starvation verdict
   std::size_t window_helped_ = 0;  // of those, the ones workers ran
+  long long solo_ns_ = 0;                       // the last period of running shared jobs alone
+  long long solo_started_ns_ = -solo_forgotten_ns;  // and when it started (now_ns())
+  std::unique_ptr<Range[]> ranges_;  // a shared job's, one per thread; replaced only outside jobs
+  std::size_t range_capacity_ = 0;
   std::vector<std::thread> workers_;
 };
 
@@ -3164,13 +3241,15 @@ constexpr std::size_t chunk_count(std::size_t n, std::size_t grain, std::size_t 
 
 // Calls f(begin, end) on disjoint chunks covering [0, n), each with the widest vectors the CPU has
 // (cpu/widest_vectors.hpp); each chunk holds at least `grain` indices (unless n is smaller).
-// Chunks run on the pool's threads when n * work_per_index is large enough: on whichever takes
-// them, or chunk c on thread c with Placement::owner (cpu/thread_pool.hpp). The first exception
+// Chunks run on the pool's threads when n * work_per_index is large enough: chunk c on thread c
+// unless that thread comes late and another takes it (Placement::home_range, so that a pass over
+// the same array in every step touches each chunk from the same core), on whichever takes them
+// (any_thread), or always on thread c (owner) (cpu/thread_pool.hpp). The first exception
 // thrown by f is rethrown here once every chunk that started has ended; chunks not started by
 // then may be skipped.
 template <class F>
 void parallel_chunks(std::size_t n, std::size_t grain, std::size_t work_per_index, F&& f,
-                     Placement placement = Placement::any_thread) {
+                     Placement placement = Placement::home_range) {
   if (n == 0) return;
 #if ETNN_THREADED
   const std::size_t chunks = chunk_count(n, grain, static_cast<std::size_t>(num_threads()));

@@ -26,11 +26,13 @@
 // run it again (milliseconds, when another process is busy on its core). When the caller waits
 // for its helpers much longer than its own chunks took (three jobs in a row), or the workers take
 // under a quarter of the shared chunks (over a window of jobs), the pool runs shared jobs on the
-// caller alone for a while (solo_period), so that its workers sleep instead of spinning beside
-// the other process, and then tries its workers again. Owned jobs always run on their owners.
+// caller alone for a while (5 ms, doubling up to 200 ms while it keeps coming back), so that
+// its workers sleep instead of spinning beside the other process, and then tries its workers
+// again. Owned jobs always run on their owners.
 //
-// A job from a second caller thread while one runs, and a job started inside a chunk, run on the
-// calling thread alone. Which thread runs a chunk never changes what it computes: callers fix
+// Workers past a smaller thread count (set_threads) join no job and sleep until a larger count
+// takes them in. A job from a second caller thread while one runs, and a job started inside a
+// chunk, run on the calling thread alone. Which thread runs a chunk never changes what it computes: callers fix
 // the chunks' bounds from the thread count, not from who runs them.
 #include <algorithm>
 #include <atomic>
@@ -88,13 +90,33 @@ class ThreadPool {
   // so what it needs, changes from job to job.
   static bool inside_job() { return in_job(); }
 
+  // How long a period of running shared jobs alone lasts (ns), when the last one started
+  // `since_last` ago and lasted `last`: solo_min_ns when that is more than solo_forgotten_ns ago,
+  // else twice as long as the last, up to solo_max_ns. A worker whose CPU was taken away for a
+  // moment (a virtual machine's host running something else for a millisecond: once or twice in
+  // a 2 s run on the 2-core Zen 4 VM, each of which cost 200 ms alone before) costs a few
+  // milliseconds alone; one that keeps losing its core to another process leaves it to the
+  // caller for 200 ms at a time after a few short trials.
+  static constexpr long long solo_min_ns = 5'000'000;
+  static constexpr long long solo_max_ns = 200'000'000;
+  static constexpr long long solo_forgotten_ns = 1'000'000'000;
+  static constexpr long long next_solo_ns(long long since_last, long long last) {
+    return since_last > solo_forgotten_ns ? solo_min_ns : std::min(2 * last, solo_max_ns);
+  }
+
   // n <= 0 restores the default: OMP_NUM_THREADS when set, else one per core. Also ends a period
   // of running jobs alone, so the workers are tried again. Must not be called while a job runs.
   void set_threads(int n) {
     threads_.store(n > 0 ? n : default_threads(), std::memory_order_relaxed);
     solo_until_ns_.store(0, std::memory_order_relaxed);
     std::lock_guard<std::mutex> owner(job_owner_);
+    solo_started_ns_ = -solo_forgotten_ns;
     ensure_workers(threads() - 1);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);  // a worker checks the count under it before it waits
+      resized_generation_ = generation_.load(std::memory_order_relaxed);
+    }
+    resized_.notify_all();
   }
 
   // f(c) for every c in [0, chunks), on the caller and up to threads() - 1 workers. After a chunk
@@ -202,7 +224,6 @@ class ThreadPool {
   using Clock = std::chrono::steady_clock;
   // A wait for helpers longer than this plus twice the caller's own time per chunk is a stall.
   static constexpr Clock::duration stall_floor = std::chrono::microseconds(200);
-  static constexpr long long solo_period_ns = 200'000'000;
   static long long now_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
   }
@@ -222,7 +243,7 @@ class ThreadPool {
   // workers. A wait much longer than its own chunks took (stalled) three jobs in a row, or
   // workers that ran under a quarter of the last starved_window or more shared chunks (starved:
   // the caller ran the rest while they were off the CPU), starts a period of running shared jobs
-  // alone.
+  // alone (see solo_min_ns for how long).
   void note_job(std::size_t chunks, std::size_t own, bool owned, Clock::duration own_time, Clock::duration wait) {
     const bool stalled = own > 0 && wait > stall_floor + 2 * own_time / static_cast<long>(own);
     strikes_ = stalled ? strikes_ + 1 : 0;
@@ -236,7 +257,10 @@ class ThreadPool {
       }
     }
     if (strikes_ >= strikes_to_solo || starved) {
-      solo_until_ns_.store(now_ns() + solo_period_ns, std::memory_order_relaxed);
+      const long long now = now_ns();
+      solo_ns_ = next_solo_ns(now - solo_started_ns_, solo_ns_);
+      solo_started_ns_ = now;
+      solo_until_ns_.store(now + solo_ns_, std::memory_order_relaxed);
       strikes_ = 0;
       window_chunks_ = window_helped_ = 0;
     }
@@ -282,6 +306,7 @@ class ThreadPool {
       generation_.fetch_add(1, std::memory_order_release);
     }
     wake_.notify_all();
+    resized_.notify_all();
     for (std::thread& worker : workers_) worker.join();
   }
 
@@ -294,6 +319,15 @@ class ThreadPool {
     if (float_gemm_engine() != GemmEngine::eigen) packed::packing_storage();  // before any step
 #endif
     for (;;) {
+      if (index >= static_cast<std::size_t>(threads())) {
+        // Past the thread count (a smaller set_threads()): asleep until a larger one or the end,
+        // neither spinning beside the threads at work nor woken by their jobs.
+        std::unique_lock<std::mutex> lock(mutex_);
+        resized_.wait(lock, [&] { return stopping_ || index < static_cast<std::size_t>(threads()); });
+        if (stopping_) return;
+        seen = resized_generation_;  // jobs posted since the count took it in are its to join
+        continue;
+      }
       for (int spin = 0; spin < spins_before_sleep && generation_.load(std::memory_order_acquire) == seen; ++spin) {
         spin_pause();
       }
@@ -331,16 +365,19 @@ class ThreadPool {
   std::atomic<int> threads_;
   std::mutex job_owner_;  // held by the thread whose job runs
   std::mutex mutex_;      // job_, helpers, stopping_
-  std::condition_variable wake_, left_;
+  std::condition_variable wake_, left_, resized_;
+  unsigned resized_generation_ = 0;  // generation_ at the last set_threads() (under mutex_)
   std::atomic<unsigned> generation_{0};
   std::atomic<int> sleepers_{0};
   Job* job_ = nullptr;
   bool stopping_ = false;
   std::atomic<long long> solo_until_ns_{0};
-  // Only the thread holding job_owner_ touches these three.
+  // Only the thread holding job_owner_ touches these five.
   int strikes_ = 0;
   std::size_t window_chunks_ = 0;  // shared chunks since the last starvation verdict
   std::size_t window_helped_ = 0;  // of those, the ones workers ran
+  long long solo_ns_ = 0;                       // the last period of running shared jobs alone
+  long long solo_started_ns_ = -solo_forgotten_ns;  // and when it started (now_ns())
   std::unique_ptr<Range[]> ranges_;  // a shared job's, one per thread; replaced only outside jobs
   std::size_t range_capacity_ = 0;
   std::vector<std::thread> workers_;

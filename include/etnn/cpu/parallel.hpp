@@ -25,7 +25,8 @@ namespace etnn {
 
 // Threads used by etnn's CPU kernels (elementwise loops and GEMMs), the calling thread included.
 // n <= 0 restores the default (OMP_NUM_THREADS, else one per core). Without threads in the build
-// everything runs on the calling thread.
+// everything runs on the calling thread. Called while another thread's parallel loop runs, it
+// waits for that loop to end; it must not be called from inside a parallel loop's body.
 inline void set_num_threads(int n) {
 #if ETNN_THREADED
   cpu::ThreadPool::instance().set_threads(n);

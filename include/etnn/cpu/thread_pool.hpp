@@ -3,24 +3,25 @@
 // The threads of etnn's CPU kernels: the calling thread and a pool of workers that help it with
 // a job's chunks.
 //
-// A job is shared unless its caller asks otherwise: every thread, the caller included, takes
-// chunks from one counter until none is left, and the caller then waits only for workers that
-// have joined. A worker the OS schedules late (another process busy on its core) finds nothing
-// left, or a job already closed, and goes back to waiting; it never holds the caller up, unlike a
-// fork-join team whose barrier waits for every member. A shared job placed by
-// Placement::home_range splits its chunks into one contiguous range per thread (thread t's:
-// [chunks t / T, chunks (t + 1) / T) of T threads) with a counter each; a thread takes its own
-// range's chunks first and then what is left of the others'. Elementwise passes over the same
-// arrays in every step (the guard's and the optimizer's over the gradients and parameters) then
-// touch each part of them from the same core each time, so it stays in that core's caches:
-// mlp784/64's SGD update on 2 threads took 23-35 us instead of 64-78 (2-core Zen 4 VM), where
-// a shared counter handed the halves to either thread. The GEMM's tiles stay on one counter: at
-// batch 8 its dW (512 x 784 x 8) ran 60 us on it and 70-80 us in home ranges, unexplained.
-// A job placed by Placement::owner, of at most as many chunks as threads, is owned: chunk c runs
-// on thread c (0: the caller), so that every thread sees the same chunk shapes in every step and
-// its reusable buffers (Eigen's packing, sized by the products it has run) have grown in the first
-// one; the caller then waits for every owner. Idle workers spin briefly (a training step's next parallel loop is microseconds away) and
-// then sleep on a condition variable.
+// A job is shared unless its caller asks otherwise: every thread, the caller included, takes chunks
+// until none is left (from one counter, or from its home range first, below), and the caller then
+// waits only for workers that have joined. A worker the OS schedules late (another process busy on
+// its core) finds nothing left, or a job already closed, and goes back to waiting; it never holds
+// the caller up, unlike a fork-join team whose barrier waits for every member. A shared job placed
+// by Placement::home_range (parallel_chunks' default, cpu/parallel.hpp) splits its chunks into one
+// contiguous range per thread, near-equal, with a counter each (chunk c is thread c's when there
+// are at most as many chunks as threads); a thread takes its own range's chunks first and then what
+// is left of the others'. Passes over the same arrays in every step (the guard's and the
+// optimizer's over the gradients and parameters) then touch each part of them from the same core
+// each time, so it stays in that core's caches: mlp784/64's SGD update on 2 threads took 23-35 us
+// instead of 64-78 (2-core Zen 4 VM), where a shared counter handed the halves to either thread.
+// The GEMM's tiles stay on one counter: at batch 8 its dW (512 x 784 x 8) ran 60 us on it and 70-80
+// us in home ranges, unexplained. A job placed by Placement::owner, of at most as many chunks as
+// threads, is owned: chunk c runs on thread c (0: the caller), so that every thread sees the same
+// chunk shapes in every step and its reusable buffers (Eigen's packing, sized by the products it
+// has run) have grown in the first one; the caller then waits for every owner. Idle workers spin
+// briefly (a training step's next parallel loop is microseconds away) and then sleep on a condition
+// variable.
 //
 // A worker can still be preempted while it holds a chunk, and then the caller waits for the OS to
 // run it again (milliseconds, when another process is busy on its core). When the caller waits
@@ -56,8 +57,9 @@
 
 namespace etnn::cpu {
 
-// Where a job's chunks may run: on whichever thread takes them (shared), or chunk c on thread c
-// (owned, for chunks whose thread's reusable buffers are sized by the chunk; see above).
+// Where a job's chunks may run: on whichever thread takes them (shared), on their home range's
+// thread unless it comes late (shared, home_range), or chunk c on thread c (owned, for chunks
+// whose thread's reusable buffers are sized by the chunk; see above).
 enum class Placement { any_thread, home_range, owner };
 
 inline void spin_pause() {
@@ -101,15 +103,17 @@ class ThreadPool {
   static constexpr long long solo_max_ns = 200'000'000;
   static constexpr long long solo_forgotten_ns = 1'000'000'000;
   static constexpr long long next_solo_ns(long long since_last, long long last) {
-    return since_last > solo_forgotten_ns ? solo_min_ns : std::min(2 * last, solo_max_ns);
+    return since_last > solo_forgotten_ns ? solo_min_ns : std::clamp(2 * last, solo_min_ns, solo_max_ns);
   }
 
   // n <= 0 restores the default: OMP_NUM_THREADS when set, else one per core. Also ends a period
-  // of running jobs alone, so the workers are tried again. Must not be called while a job runs.
+  // of running jobs alone, so the workers are tried again. Called from another thread while a
+  // job runs, it waits for the job to end (the count never changes within a job); it must not be
+  // called from inside a chunk.
   void set_threads(int n) {
+    std::lock_guard<std::mutex> owner(job_owner_);
     threads_.store(n > 0 ? n : default_threads(), std::memory_order_relaxed);
     solo_until_ns_.store(0, std::memory_order_relaxed);
-    std::lock_guard<std::mutex> owner(job_owner_);
     solo_started_ns_ = -solo_forgotten_ns;
     ensure_workers(threads() - 1);
     {
@@ -131,9 +135,10 @@ class ThreadPool {
       return;
     }
     const auto start = Clock::now();
-    const std::size_t ranges = placement == Placement::home_range ? static_cast<std::size_t>(threads()) : 1;
-    Job job{[](void* context, std::size_t c) { (*static_cast<F*>(context))(c); }, &f, chunks, owned,
-            static_cast<std::size_t>(threads()), ranges_.get(), ranges};
+    const auto team = static_cast<std::size_t>(threads());  // fixed while job_owner_ is held
+    const std::size_t ranges = placement == Placement::home_range ? team : 1;
+    Job job{[](void* context, std::size_t c) { (*static_cast<F*>(context))(c); }, &f, chunks, owned, team,
+            ranges_.get(), ranges};
     if (!owned) job.split_ranges();
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -190,11 +195,14 @@ class ThreadPool {
       done.fetch_add(1, std::memory_order_acq_rel);
     }
 
-    // Shared: range t of chunks is [chunks t / T, chunks (t + 1) / T) for T = range_count.
+    // Shared: range r of chunks holds chunks / T chunks, one more for the first chunks % T ranges
+    // (T = range_count), in order; with at most T chunks, chunk c is range c's.
     void split_ranges() {
+      const std::size_t per_range = chunks / range_count, longer = chunks % range_count;
       for (std::size_t r = 0; r < range_count; ++r) {
-        ranges[r].next.store(chunks * r / range_count, std::memory_order_relaxed);
-        ranges[r].end = chunks * (r + 1) / range_count;
+        const std::size_t begin = r * per_range + std::min(r, longer);
+        ranges[r].next.store(begin, std::memory_order_relaxed);
+        ranges[r].end = begin + per_range + (r < longer ? 1 : 0);
       }
     }
 
@@ -321,7 +329,7 @@ class ThreadPool {
     for (;;) {
       if (index >= static_cast<std::size_t>(threads())) {
         // Past the thread count (a smaller set_threads()): asleep until a larger one or the end,
-        // neither spinning beside the threads at work nor woken by their jobs.
+        // not spinning beside the threads at work (woken by a job at most once, on its way here).
         std::unique_lock<std::mutex> lock(mutex_);
         resized_.wait(lock, [&] { return stopping_ || index < static_cast<std::size_t>(threads()); });
         if (stopping_) return;

@@ -177,20 +177,21 @@ TEST_CASE("thread pool: after a smaller thread count, a job runs on at most that
   }
 }
 
-TEST_CASE("thread pool: periods of running jobs alone start short and double while they keep coming back") {
+TEST_CASE("thread pool: periods of running jobs alone start short and grow while the workers fail again at once") {
   constexpr long long ms = 1'000'000;
-  // The first, or one long after the last: the shortest.
-  CHECK(ThreadPool::next_solo_ns(ThreadPool::solo_forgotten_ns + 1, 0) == ThreadPool::solo_min_ns);
-  CHECK(ThreadPool::next_solo_ns(ThreadPool::solo_forgotten_ns + 1, 200 * ms) == ThreadPool::solo_min_ns);
-  // Back within the forgetting time: twice the last, up to the longest.
+  // The first, or one that starts long after the last ended (a moment's absence, now and then): the shortest.
+  CHECK(ThreadPool::next_solo_ns(ThreadPool::solo_retry_ns + 1, 0) == ThreadPool::solo_min_ns);
+  CHECK(ThreadPool::next_solo_ns(ThreadPool::solo_retry_ns + 1, ThreadPool::solo_max_ns) == ThreadPool::solo_min_ns);
+  // Failing again within the retry time of the last one's end: four times the last, up to the longest.
   long long period = ThreadPool::solo_min_ns;
   for (int trial = 0; trial < 10; ++trial) {
-    const long long next = ThreadPool::next_solo_ns(period + ms, period);
-    CHECK(next == std::min(2 * period, ThreadPool::solo_max_ns));
+    const long long next = ThreadPool::next_solo_ns(2 * ms, period);
+    CHECK(next == std::min(4 * period, ThreadPool::solo_max_ns));
     period = next;
   }
   CHECK(period == ThreadPool::solo_max_ns);
   static_assert(ThreadPool::solo_min_ns <= 5 * ms);  // a moment's absence costs milliseconds, not the longest period
+  static_assert(ThreadPool::solo_retry_ns < ThreadPool::solo_max_ns);
 }
 
 TEST_CASE("thread pool: workers a smaller count left out take part again as soon as a larger one takes them in") {

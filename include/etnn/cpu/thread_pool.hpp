@@ -27,14 +27,14 @@
 // run it again (milliseconds, when another process is busy on its core). When the caller waits
 // for its helpers much longer than its own chunks took (three jobs in a row), or the workers take
 // under a quarter of the shared chunks (over a window of jobs), the pool runs shared jobs on the
-// caller alone for a while (5 ms, doubling up to 200 ms while it keeps coming back), so that
-// its workers sleep instead of spinning beside the other process, and then tries its workers
-// again. Owned jobs always run on their owners.
+// caller alone for a while (5 ms, four times longer each time the workers fail again at once, up
+// to a second), so that its workers sleep instead of spinning beside the other process, and then
+// tries its workers again. Owned jobs always run on their owners.
 //
 // Workers past a smaller thread count (set_threads) join no job and sleep until a larger count
 // takes them in. A job from a second caller thread while one runs, and a job started inside a
-// chunk, run on the calling thread alone. Which thread runs a chunk never changes what it computes: callers fix
-// the chunks' bounds from the thread count, not from who runs them.
+// chunk, run on the calling thread alone. Which thread runs a chunk never changes what it
+// computes: callers fix the chunks' bounds from the thread count, not from who runs them.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -92,18 +92,19 @@ class ThreadPool {
   // so what it needs, changes from job to job.
   static bool inside_job() { return in_job(); }
 
-  // How long a period of running shared jobs alone lasts (ns), when the last one started
-  // `since_last` ago and lasted `last`: solo_min_ns when that is more than solo_forgotten_ns ago,
-  // else twice as long as the last, up to solo_max_ns. A worker whose CPU was taken away for a
-  // moment (a virtual machine's host running something else for a millisecond: once or twice in
-  // a 2 s run on the 2-core Zen 4 VM, each of which cost 200 ms alone before) costs a few
-  // milliseconds alone; one that keeps losing its core to another process leaves it to the
-  // caller for 200 ms at a time after a few short trials.
+  // How long a period of running shared jobs alone lasts (ns), when it starts `since_end` after the
+  // last one ended, which lasted `last`: four times the last, up to solo_max_ns, when the workers
+  // failed again within solo_retry_ns of being tried again (another process keeps their cores
+  // busy); else solo_min_ns. A worker whose CPU was taken away for a moment (a virtual machine's
+  // host running something else for a millisecond, once or twice in a 2 s run on the 2-core Zen 4
+  // VM) costs a few milliseconds alone, however often that happens; a worker that keeps losing
+  // its core to another process fails again 1-5 ms after each trial there, and is left out for a
+  // second at a time after four of them, so that trials cost under 1% of the time.
   static constexpr long long solo_min_ns = 5'000'000;
-  static constexpr long long solo_max_ns = 200'000'000;
-  static constexpr long long solo_forgotten_ns = 1'000'000'000;
-  static constexpr long long next_solo_ns(long long since_last, long long last) {
-    return since_last > solo_forgotten_ns ? solo_min_ns : std::clamp(2 * last, solo_min_ns, solo_max_ns);
+  static constexpr long long solo_max_ns = 1'000'000'000;
+  static constexpr long long solo_retry_ns = 100'000'000;
+  static constexpr long long next_solo_ns(long long since_end, long long last) {
+    return since_end > solo_retry_ns ? solo_min_ns : std::clamp(4 * last, solo_min_ns, solo_max_ns);
   }
 
   // n <= 0 restores the default: OMP_NUM_THREADS when set, else one per core. Also ends a period
@@ -114,7 +115,7 @@ class ThreadPool {
     std::lock_guard<std::mutex> owner(job_owner_);
     threads_.store(n > 0 ? n : default_threads(), std::memory_order_relaxed);
     solo_until_ns_.store(0, std::memory_order_relaxed);
-    solo_started_ns_ = -solo_forgotten_ns;
+    solo_ns_ = 0;
     ensure_workers(threads() - 1);
     {
       std::lock_guard<std::mutex> lock(mutex_);  // a worker checks the count under it before it waits
@@ -137,7 +138,7 @@ class ThreadPool {
     const auto start = Clock::now();
     const auto team = static_cast<std::size_t>(threads());  // fixed while job_owner_ is held
     const std::size_t ranges = placement == Placement::home_range ? team : 1;
-    Job job{[](void* context, std::size_t c) { (*static_cast<F*>(context))(c); }, &f, chunks, owned, team,
+    Job job{[](void* context, std::size_t c) { (*static_cast<F*>(context))(c); }, &f, chunks, owned,
             ranges_.get(), ranges};
     if (!owned) job.split_ranges();
     {
@@ -173,7 +174,6 @@ class ThreadPool {
     void* context;
     std::size_t chunks;
     bool owned;  // chunk c on thread c, instead of shared through the ranges
-    std::size_t threads;  // threads() when it started: workers 1 to threads - 1 join it
     Range* ranges;  // the pool's, one per thread: a shared job's chunks, split among them
     std::size_t range_count;
     std::atomic<std::size_t> done{0};  // chunks ended
@@ -266,8 +266,7 @@ class ThreadPool {
     }
     if (strikes_ >= strikes_to_solo || starved) {
       const long long now = now_ns();
-      solo_ns_ = next_solo_ns(now - solo_started_ns_, solo_ns_);
-      solo_started_ns_ = now;
+      solo_ns_ = next_solo_ns(now - solo_until_ns_.load(std::memory_order_relaxed), solo_ns_);
       solo_until_ns_.store(now + solo_ns_, std::memory_order_relaxed);
       strikes_ = 0;
       window_chunks_ = window_helped_ = 0;
@@ -349,7 +348,8 @@ class ThreadPool {
         }
         seen = generation_.load(std::memory_order_relaxed);
         if (stopping_) return;
-        job = job_ != nullptr && index < job_->threads ? job_ : nullptr;  // a smaller set_threads() left it out
+        // threads() is the job's while it runs (set_threads waits for it); a smaller count left this worker out.
+        job = job_ != nullptr && index < static_cast<std::size_t>(threads()) ? job_ : nullptr;
         if (job != nullptr) job->helpers.fetch_add(1, std::memory_order_relaxed);
       }
       if (job == nullptr) continue;  // the job closed before this worker came, or is not its to join
@@ -380,12 +380,11 @@ class ThreadPool {
   Job* job_ = nullptr;
   bool stopping_ = false;
   std::atomic<long long> solo_until_ns_{0};
-  // Only the thread holding job_owner_ touches these five.
+  // Only the thread holding job_owner_ touches these four.
   int strikes_ = 0;
   std::size_t window_chunks_ = 0;  // shared chunks since the last starvation verdict
   std::size_t window_helped_ = 0;  // of those, the ones workers ran
-  long long solo_ns_ = 0;                       // the last period of running shared jobs alone
-  long long solo_started_ns_ = -solo_forgotten_ns;  // and when it started (now_ns())
+  long long solo_ns_ = 0;  // the last period of running shared jobs alone (ends at solo_until_ns_)
   std::unique_ptr<Range[]> ranges_;  // a shared job's, one per thread; replaced only outside jobs
   std::size_t range_capacity_ = 0;
   std::vector<std::thread> workers_;
